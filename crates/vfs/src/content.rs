@@ -1,0 +1,209 @@
+//! File content as content-addressed chunks.
+//!
+//! A chunk row is shared by every file (and staged upload) that holds the
+//! same bytes; there is no reference count to keep in step, because
+//! references are the `file_chunks` and `upload_chunks` rows themselves.
+//! Whoever drops references passes the chunk ids to [`Vfs::collect`], which
+//! deletes those no longer referenced anywhere.
+
+use stead_sql::{params, Sql};
+
+use crate::error::{Result, VfsError};
+use crate::{json_ids, Vfs};
+
+/// Bytes per chunk: every chunk of a file is this size but the last.
+pub const CHUNK_SIZE: usize = 512 * 1024;
+
+/// One chunk of a file, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChunkRef {
+    pub id: i64,
+    pub size: u64,
+}
+
+impl<S: Sql> Vfs<'_, S> {
+    /// Stores `data` as a chunk (or finds the identical one) and returns its id.
+    pub(crate) fn put_chunk(&self, data: &[u8]) -> Result<i64> {
+        let hash = blake3::hash(data);
+        let hash = hash.as_bytes().as_slice();
+        if let Some(row) = self
+            .db
+            .query_row("SELECT id FROM chunks WHERE hash = ?", params![hash])?
+        {
+            return Ok(row.int(0)?);
+        }
+        let row = self
+            .db
+            .query_row(
+                "INSERT INTO chunks (hash, size, data) VALUES (?, ?, ?) RETURNING id",
+                params![hash, data.len() as i64, data],
+            )?
+            .ok_or_else(|| VfsError::Corrupt("chunk insert returned no id".into()))?;
+        Ok(row.int(0)?)
+    }
+
+    /// The chunks of file `ino`, in order.
+    pub(crate) fn chunks_of(&self, ino: i64) -> Result<Vec<ChunkRef>> {
+        self.db
+            .query(
+                "SELECT f.chunk, c.size FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
+                 WHERE f.ino = ? ORDER BY f.idx",
+                params![ino],
+            )?
+            .iter()
+            .map(|row| {
+                Ok(ChunkRef {
+                    id: row.int(0)?,
+                    size: row.int(1)? as u64,
+                })
+            })
+            .collect()
+    }
+
+    /// The bytes of chunk `id`.
+    pub(crate) fn chunk_data(&self, id: i64) -> Result<Vec<u8>> {
+        let mut row = self
+            .db
+            .query_row("SELECT data FROM chunks WHERE id = ?", params![id])?
+            .ok_or_else(|| VfsError::Corrupt(format!("chunk {id} missing")))?;
+        Ok(row.take_blob(0)?)
+    }
+
+    /// The whole content of file `ino`.
+    pub(crate) fn content(&self, ino: i64) -> Result<Vec<u8>> {
+        let rows = self.db.query(
+            "SELECT c.data FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
+             WHERE f.ino = ? ORDER BY f.idx",
+            params![ino],
+        )?;
+        let mut out = Vec::new();
+        for mut row in rows {
+            let data = row.take_blob(0)?;
+            if out.is_empty() {
+                out = data;
+            } else {
+                out.extend_from_slice(&data);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Up to `len` bytes of file `ino` (of `size` bytes) from byte `offset`.
+    pub(crate) fn content_range(
+        &self,
+        ino: i64,
+        size: u64,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        let end = size.min(offset.saturating_add(len));
+        if offset >= end {
+            return Ok(Vec::new());
+        }
+        let chunk = CHUNK_SIZE as u64;
+        let rows = self.db.query(
+            "SELECT f.idx, c.data FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
+             WHERE f.ino = ? AND f.idx BETWEEN ? AND ? ORDER BY f.idx",
+            params![ino, (offset / chunk) as i64, ((end - 1) / chunk) as i64],
+        )?;
+        let mut out = Vec::with_capacity((end - offset) as usize);
+        for mut row in rows {
+            let start = row.int(0)? as u64 * chunk;
+            let data = row.take_blob(1)?;
+            let from = offset.saturating_sub(start) as usize;
+            let to = ((end - start) as usize).min(data.len());
+            out.extend_from_slice(&data[from.min(to)..to]);
+        }
+        Ok(out)
+    }
+
+    /// Appends `data` as chunks of file `ino`, starting at chunk index `idx`.
+    fn push_chunks(&self, ino: i64, mut idx: i64, data: &[u8]) -> Result<()> {
+        for piece in data.chunks(CHUNK_SIZE) {
+            let id = self.put_chunk(piece)?;
+            self.db.execute(
+                "INSERT INTO file_chunks (ino, idx, chunk) VALUES (?, ?, ?)",
+                params![ino, idx, id],
+            )?;
+            idx += 1;
+        }
+        Ok(())
+    }
+
+    /// Replaces the content of file `ino` with `data`.
+    pub(crate) fn set_content(&self, ino: i64, data: &[u8]) -> Result<()> {
+        let old = self.drop_content(ino)?;
+        self.push_chunks(ino, 0, data)?;
+        self.collect(&old)
+    }
+
+    /// Appends `data` to file `ino` of `size` bytes: only a partial last chunk
+    /// is rewritten.
+    pub(crate) fn append_content(&self, ino: i64, size: u64, data: &[u8]) -> Result<()> {
+        let full = (size / CHUNK_SIZE as u64) as i64;
+        let tail = size % CHUNK_SIZE as u64;
+        if tail == 0 {
+            return self.push_chunks(ino, full, data);
+        }
+        let row = self
+            .db
+            .query_row(
+                "DELETE FROM file_chunks WHERE ino = ? AND idx = ? RETURNING chunk",
+                params![ino, full],
+            )?
+            .ok_or_else(|| VfsError::Corrupt(format!("inode {ino} lacks chunk {full}")))?;
+        let old = row.int(0)?;
+        let mut joined = self.chunk_data(old)?;
+        joined.extend_from_slice(data);
+        self.push_chunks(ino, full, &joined)?;
+        self.collect(&[old])
+    }
+
+    /// Removes every chunk reference of the files in `inos`; returns the chunk
+    /// ids they referenced, for [`Vfs::collect`].
+    pub(crate) fn drop_content_of(&self, inos: &[i64]) -> Result<Vec<i64>> {
+        let set = json_ids(inos);
+        let ids = self
+            .db
+            .query(
+                "DELETE FROM file_chunks WHERE ino IN (SELECT value FROM json_each(?)) RETURNING chunk",
+                params![set.as_str()],
+            )?
+            .iter()
+            .map(|row| row.int(0))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ids)
+    }
+
+    pub(crate) fn drop_content(&self, ino: i64) -> Result<Vec<i64>> {
+        self.drop_content_of(&[ino])
+    }
+
+    /// Shares the chunks of file `from` with file `to` (which has none): a
+    /// copy that copies no bytes.
+    pub(crate) fn share_content(&self, from: i64, to: i64) -> Result<()> {
+        self.db.execute(
+            "INSERT INTO file_chunks (ino, idx, chunk) SELECT ?, idx, chunk FROM file_chunks WHERE ino = ?",
+            params![to, from],
+        )?;
+        Ok(())
+    }
+
+    /// Deletes those of `chunk_ids` that nothing references any more.
+    pub(crate) fn collect(&self, chunk_ids: &[i64]) -> Result<()> {
+        if chunk_ids.is_empty() {
+            return Ok(());
+        }
+        let mut ids = chunk_ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let set = json_ids(&ids);
+        self.db.execute(
+            "DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?)) \
+             AND NOT EXISTS (SELECT 1 FROM file_chunks f WHERE f.chunk = chunks.id) \
+             AND NOT EXISTS (SELECT 1 FROM upload_chunks u WHERE u.chunk = chunks.id)",
+            params![set.as_str()],
+        )?;
+        Ok(())
+    }
+}

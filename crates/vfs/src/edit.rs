@@ -1,0 +1,492 @@
+//! The `edit` tool: several exact-text replacements applied to a file at once.
+//!
+//! Why it works the way it does:
+//!
+//! - **Atomic against the original.** Every `old` string is located in the
+//!   *original* text, and all the replacements are then spliced in a single
+//!   pass. No edit ever sees another edit's output, so an edit whose `new`
+//!   happens to contain a later edit's `old` cannot trigger a cascade, and
+//!   the result does not depend on the order the edits were listed in. If
+//!   any edit fails, nothing is applied: the caller gets an error value and
+//!   the file stays as it was.
+//! - **Exactly one match.** An agent that edits "the first `foo`" when there
+//!   are three is making a silent, wrong change. Requiring `old` to be unique
+//!   (unless `replace_all` is set) turns that into an error that tells the
+//!   agent to add context. Matching is exact and byte-for-byte, counting
+//!   non-overlapping occurrences the way [`str::match_indices`] does.
+//! - **No overlaps.** Two edits that touch the same bytes have no single
+//!   sensible meaning, so they are rejected rather than resolved by order.
+//! - **Line endings are preserved.** Agents almost always write `\n`. If the
+//!   file uses CRLF (it has at least as many `\r\n` as bare `\n`) and an
+//!   edit's `old` contains no `\r`, that edit's bare `\n`s are turned into
+//!   `\r\n` in both `old` and `new` before matching. Otherwise an LF `old`
+//!   would never match a CRLF file, and an LF `new` would leave the file
+//!   with mixed endings. An `old` that already contains `\r` is taken to be
+//!   deliberate and is used exactly as given.
+//!
+//! The module is pure: text in, text out. Reading and writing the file is the
+//! caller's job.
+
+use similar::TextDiff;
+
+/// One replacement: `old` must occur exactly once in the original text (or at
+/// least once when `replace_all`).
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Replacement {
+    /// The exact text to find.
+    pub old: String,
+    /// The text to put in its place.
+    pub new: String,
+    /// Replace every occurrence instead of requiring exactly one.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// Why a set of edits was rejected. `index` is the edit's position in the
+/// list given to [`apply`], counting from 0.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EditError {
+    #[error("edit {index}: `old` is empty")]
+    EmptyOld { index: usize },
+    #[error("edit {index}: `old` not found in the file")]
+    NotFound { index: usize },
+    #[error(
+        "edit {index}: `old` matches {count} places; add context to make it unique or set replace_all"
+    )]
+    Ambiguous { index: usize, count: usize },
+    /// `index` is the later edit in the list and `other` the earlier one, so
+    /// `index > other` always.
+    #[error("edit {index} overlaps edit {other}")]
+    Overlap { index: usize, other: usize },
+    /// The final text equals the original (this includes an empty edit list).
+    #[error("edits made no change")]
+    NoChange,
+    /// For callers holding raw bytes; see [`as_text`].
+    #[error("the file is not valid UTF-8 text")]
+    NotText,
+}
+
+/// The outcome of a successful [`apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edited {
+    /// The new file contents.
+    pub text: String,
+    /// How many ranges were replaced in total (a `replace_all` edit counts
+    /// each occurrence).
+    pub replacements: usize,
+    /// Unified diff of the original against `text`, 3 lines of context.
+    pub diff: String,
+}
+
+/// Views file contents as text, so callers holding bytes get
+/// [`EditError::NotText`] instead of editing a binary file.
+///
+/// # Errors
+///
+/// [`EditError::NotText`] when `bytes` is not valid UTF-8.
+pub fn as_text(bytes: &[u8]) -> Result<&str, EditError> {
+    std::str::from_utf8(bytes).map_err(|_| EditError::NotText)
+}
+
+/// A located match: the byte range in the original, which edit produced it,
+/// and what goes there.
+struct Span<'a> {
+    start: usize,
+    end: usize,
+    index: usize,
+    new: &'a str,
+}
+
+/// Applies all replacements against `original` at once. `path` labels the
+/// diff headers (`--- a{path}` / `+++ b{path}`; paths start with '/').
+///
+/// Edits are checked in list order, so the first bad edit is the one
+/// reported; overlaps are checked once every edit has matched.
+///
+/// # Errors
+///
+/// Any [`EditError`] but `NotText`; on error nothing has been applied.
+pub fn apply(original: &str, edits: &[Replacement], path: &str) -> Result<Edited, EditError> {
+    if edits.is_empty() {
+        return Err(EditError::NoChange);
+    }
+    let crlf = is_crlf(original);
+
+    // Translated strings must outlive the spans that borrow them, so they
+    // are all built before any matching starts.
+    let prepared: Vec<(String, String)> = edits
+        .iter()
+        .map(|e| {
+            if crlf && !e.old.contains('\r') {
+                (lf_to_crlf(&e.old), lf_to_crlf(&e.new))
+            } else {
+                (e.old.clone(), e.new.clone())
+            }
+        })
+        .collect();
+
+    let mut spans = Vec::new();
+    for (index, (edit, (old, new))) in edits.iter().zip(&prepared).enumerate() {
+        // An empty needle matches between every pair of characters; that is
+        // never what an agent means.
+        if old.is_empty() {
+            return Err(EditError::EmptyOld { index });
+        }
+        let before = spans.len();
+        spans.extend(original.match_indices(old.as_str()).map(|(start, m)| Span {
+            start,
+            end: start + m.len(),
+            index,
+            new: new.as_str(),
+        }));
+        let count = spans.len() - before;
+        if count == 0 {
+            return Err(EditError::NotFound { index });
+        }
+        if count > 1 && !edit.replace_all {
+            return Err(EditError::Ambiguous { index, count });
+        }
+    }
+
+    // Sorted by start, any overlap shows up between neighbours: if span i
+    // overlaps some later span j, then span i+1 starts no later than j and
+    // so overlaps i too. Spans are never empty, so ranges that merely touch
+    // (`end == start`) are fine.
+    spans.sort_by_key(|s| (s.start, s.end));
+    for pair in spans.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if b.start < a.end {
+            return Err(EditError::Overlap {
+                index: a.index.max(b.index),
+                other: a.index.min(b.index),
+            });
+        }
+    }
+
+    let mut text = String::with_capacity(original.len());
+    let mut cursor = 0;
+    for span in &spans {
+        text.push_str(&original[cursor..span.start]);
+        text.push_str(span.new);
+        cursor = span.end;
+    }
+    text.push_str(&original[cursor..]);
+
+    if text == original {
+        return Err(EditError::NoChange);
+    }
+
+    let diff = TextDiff::from_lines(original, text.as_str())
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a{path}"), &format!("b{path}"))
+        .to_string();
+
+    Ok(Edited {
+        text,
+        replacements: spans.len(),
+        diff,
+    })
+}
+
+/// A file counts as CRLF when `\r\n` endings are at least as common as bare
+/// `\n` ones; a file with no newlines at all is not CRLF.
+fn is_crlf(text: &str) -> bool {
+    let newlines = text.matches('\n').count();
+    let crlf = text.matches("\r\n").count();
+    crlf > 0 && crlf >= newlines - crlf
+}
+
+/// Turns every bare `\n` into `\r\n`, leaving existing `\r\n` alone so a
+/// `new` that already mixes in CRLF doesn't gain `\r\r\n`.
+fn lf_to_crlf(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 16);
+    let mut prev = '\0';
+    for c in s.chars() {
+        if c == '\n' && prev != '\r' {
+            out.push('\r');
+        }
+        out.push(c);
+        prev = c;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rep(old: &str, new: &str) -> Replacement {
+        Replacement {
+            old: old.into(),
+            new: new.into(),
+            replace_all: false,
+        }
+    }
+
+    fn rep_all(old: &str, new: &str) -> Replacement {
+        Replacement {
+            replace_all: true,
+            ..rep(old, new)
+        }
+    }
+
+    #[test]
+    fn single_replace() {
+        let out = apply(
+            "fn main() {\n    old();\n}\n",
+            &[rep("old()", "new()")],
+            "/a.rs",
+        )
+        .unwrap();
+        assert_eq!(out.text, "fn main() {\n    new();\n}\n");
+        assert_eq!(out.replacements, 1);
+    }
+
+    #[test]
+    fn edits_apply_against_original_without_cascading() {
+        // Edit 0 writes "b", which edit 1 is looking for; edit 1 must only
+        // see the original "b", not edit 0's output.
+        let edits = [rep("a", "b"), rep("b", "c")];
+        let out = apply("a b\n", &edits, "/f").unwrap();
+        assert_eq!(out.text, "b c\n");
+        assert_eq!(out.replacements, 2);
+    }
+
+    #[test]
+    fn order_of_edits_does_not_matter() {
+        let text = "one\ntwo\nthree\n";
+        let forward = apply(text, &[rep("one", "1"), rep("three", "3")], "/f").unwrap();
+        let backward = apply(text, &[rep("three", "3"), rep("one", "1")], "/f").unwrap();
+        assert_eq!(forward.text, "1\ntwo\n3\n");
+        assert_eq!(forward.text, backward.text);
+    }
+
+    #[test]
+    fn not_found_names_the_edit() {
+        let edits = [rep("alpha", "A"), rep("missing", "M")];
+        assert_eq!(
+            apply("alpha beta\n", &edits, "/f"),
+            Err(EditError::NotFound { index: 1 })
+        );
+    }
+
+    #[test]
+    fn first_failing_edit_is_reported() {
+        let edits = [rep("x", "y"), rep("", "z"), rep("nope", "")];
+        assert_eq!(
+            apply("x\n", &edits, "/f"),
+            Err(EditError::EmptyOld { index: 1 })
+        );
+    }
+
+    #[test]
+    fn empty_old_is_rejected() {
+        assert_eq!(
+            apply("text", &[rep("", "x")], "/f"),
+            Err(EditError::EmptyOld { index: 0 })
+        );
+    }
+
+    #[test]
+    fn ambiguous_reports_count() {
+        let err = apply("x = 1;\nx = 1;\nx = 1;\n", &[rep("x = 1;", "x = 2;")], "/f");
+        assert_eq!(err, Err(EditError::Ambiguous { index: 0, count: 3 }));
+        assert_eq!(
+            err.unwrap_err().to_string(),
+            "edit 0: `old` matches 3 places; add context to make it unique or set replace_all"
+        );
+    }
+
+    #[test]
+    fn matches_are_non_overlapping_like_match_indices() {
+        // "aa" occurs twice in "aaaa" without overlap (not three times).
+        assert_eq!(
+            apply("aaaa", &[rep("aa", "b")], "/f"),
+            Err(EditError::Ambiguous { index: 0, count: 2 })
+        );
+        let out = apply("aaaa", &[rep_all("aa", "b")], "/f").unwrap();
+        assert_eq!(out.text, "bb");
+    }
+
+    #[test]
+    fn replace_all_replaces_and_counts_every_occurrence() {
+        let edits = [rep_all("foo", "bar"), rep("end", "END")];
+        let out = apply("foo foo\nfoo end\n", &edits, "/f").unwrap();
+        assert_eq!(out.text, "bar bar\nbar END\n");
+        assert_eq!(out.replacements, 4);
+    }
+
+    #[test]
+    fn replace_all_with_single_match_is_fine() {
+        let out = apply("only one\n", &[rep_all("one", "1")], "/f").unwrap();
+        assert_eq!(out.text, "only 1\n");
+        assert_eq!(out.replacements, 1);
+    }
+
+    #[test]
+    fn overlap_names_later_edit_as_index() {
+        let edits = [rep("hello world", "hi"), rep("world!", "earth!")];
+        assert_eq!(
+            apply("hello world!\n", &edits, "/f"),
+            Err(EditError::Overlap { index: 1, other: 0 })
+        );
+        // Listing them the other way round swaps the indices, not the roles.
+        let edits = [rep("world!", "earth!"), rep("hello world", "hi")];
+        assert_eq!(
+            apply("hello world!\n", &edits, "/f"),
+            Err(EditError::Overlap { index: 1, other: 0 })
+        );
+    }
+
+    #[test]
+    fn overlap_with_contained_and_identical_ranges() {
+        // One range inside another.
+        let edits = [rep("abc", "x"), rep("middle abc tail", "y"), rep("z", "q")];
+        assert_eq!(
+            apply("head middle abc tail z", &edits, "/f"),
+            Err(EditError::Overlap { index: 1, other: 0 })
+        );
+        // The same text edited twice.
+        let edits = [rep("z", "1"), rep("k", "2"), rep("k", "3")];
+        assert_eq!(
+            apply("z k", &edits, "/f"),
+            Err(EditError::Overlap { index: 2, other: 1 })
+        );
+    }
+
+    #[test]
+    fn overlap_with_replace_all_match() {
+        let edits = [rep_all("ab", "X"), rep("b c", "Y")];
+        assert_eq!(
+            apply("ab ab c", &edits, "/f"),
+            Err(EditError::Overlap { index: 1, other: 0 })
+        );
+    }
+
+    #[test]
+    fn adjacent_ranges_do_not_overlap() {
+        let out = apply("abcd", &[rep("ab", "1"), rep("cd", "2")], "/f").unwrap();
+        assert_eq!(out.text, "12");
+    }
+
+    #[test]
+    fn crlf_preserved_when_edit_uses_lf() {
+        let original = "line one\r\nline two\r\nline three\r\n";
+        let out = apply(
+            original,
+            &[rep("line one\nline two\n", "first\nsecond\nextra\n")],
+            "/win.txt",
+        )
+        .unwrap();
+        assert_eq!(out.text, "first\r\nsecond\r\nextra\r\nline three\r\n");
+        assert!(!out.text.replace("\r\n", "").contains('\n'));
+    }
+
+    #[test]
+    fn crlf_file_single_line_old_gets_crlf_in_new() {
+        let out = apply("a\r\nb\r\n", &[rep("a", "a\nnew")], "/f").unwrap();
+        assert_eq!(out.text, "a\r\nnew\r\nb\r\n");
+    }
+
+    #[test]
+    fn crlf_new_already_crlf_is_not_doubled() {
+        let out = apply("a\r\nb\r\n", &[rep("a\nb", "x\r\ny")], "/f").unwrap();
+        assert_eq!(out.text, "x\r\ny\r\n");
+    }
+
+    #[test]
+    fn old_with_cr_is_matched_as_given() {
+        let out = apply("a\r\nb\r\n", &[rep("a\r\n", "z\n")], "/f").unwrap();
+        assert_eq!(out.text, "z\nb\r\n");
+    }
+
+    #[test]
+    fn lf_file_is_matched_as_given() {
+        // Mostly LF with one stray CRLF: not a CRLF file, so no translation,
+        // and an LF `old` does not match across the CRLF.
+        let original = "a\r\nb\nc\nd\n";
+        assert_eq!(
+            apply(original, &[rep("a\nb", "x")], "/f"),
+            Err(EditError::NotFound { index: 0 })
+        );
+        let out = apply(original, &[rep("b\nc", "x\ny")], "/f").unwrap();
+        assert_eq!(out.text, "a\r\nx\ny\nd\n");
+    }
+
+    #[test]
+    fn crlf_detection() {
+        assert!(is_crlf("a\r\nb\r\n"));
+        assert!(is_crlf("a\r\nb\n")); // a tie counts as CRLF
+        assert!(!is_crlf("a\r\nb\nc\n"));
+        assert!(!is_crlf("no newline"));
+        assert!(!is_crlf(""));
+        assert!(!is_crlf("a\rb\n"));
+    }
+
+    #[test]
+    fn no_change_is_an_error() {
+        assert_eq!(
+            apply("same\n", &[rep("same", "same")], "/f"),
+            Err(EditError::NoChange)
+        );
+        // Several edits that each put back what they found still count.
+        assert_eq!(
+            apply("ab", &[rep("a", "a"), rep("b", "b")], "/f"),
+            Err(EditError::NoChange)
+        );
+    }
+
+    #[test]
+    fn empty_edit_list_is_no_change() {
+        assert_eq!(apply("text", &[], "/f"), Err(EditError::NoChange));
+    }
+
+    #[test]
+    fn unicode_text() {
+        let original = "naïve café — 日本語 🦀\nzweite Zeile\n";
+        let edits = [rep("café", "CAFÉ"), rep("日本語 🦀", "中文 🐍")];
+        let out = apply(original, &edits, "/u.txt").unwrap();
+        assert_eq!(out.text, "naïve CAFÉ — 中文 🐍\nzweite Zeile\n");
+        assert!(out.diff.contains("-naïve café — 日本語 🦀\n"));
+        assert!(out.diff.contains("+naïve CAFÉ — 中文 🐍\n"));
+    }
+
+    #[test]
+    fn diff_has_headers_and_changed_lines() {
+        let original = "1\n2\n3\n4\n5\n6\n7\n8\n9\n";
+        let out = apply(original, &[rep("5\n", "five\n")], "/dir/n.txt").unwrap();
+        let diff = &out.diff;
+        assert!(
+            diff.starts_with("--- a/dir/n.txt\n+++ b/dir/n.txt\n"),
+            "{diff}"
+        );
+        assert!(diff.contains("@@ -2,7 +2,7 @@\n"), "{diff}");
+        assert!(diff.contains("\n-5\n+five\n"), "{diff}");
+        // Three lines of context either side, no more.
+        assert!(diff.contains(" 2\n 3\n 4\n-5"), "{diff}");
+        assert!(diff.contains("+five\n 6\n 7\n 8\n"), "{diff}");
+        assert!(!diff.contains(" 1\n") && !diff.contains(" 9\n"), "{diff}");
+    }
+
+    #[test]
+    fn as_text_rejects_non_utf8() {
+        assert_eq!(as_text(b"ok"), Ok("ok"));
+        assert_eq!(as_text(&[0xff, 0xfe, 0x00]), Err(EditError::NotText));
+    }
+
+    #[test]
+    fn replacement_deserializes_with_default_replace_all() {
+        // serde_json is not a dependency of this crate, so exercise the
+        // derive through serde's value deserializer instead.
+        use serde::de::value::{Error, MapDeserializer};
+        use serde::Deserialize;
+        let fields = [("old", "a"), ("new", "b")];
+        let r =
+            Replacement::deserialize(MapDeserializer::<_, Error>::new(fields.into_iter())).unwrap();
+        assert_eq!(
+            (r.old.as_str(), r.new.as_str(), r.replace_all),
+            ("a", "b", false)
+        );
+    }
+}

@@ -1,0 +1,179 @@
+//! `glob`: find paths by pattern, paged, in depth-first name order.
+//!
+//! Patterns use `*` and `?` (within one name), `**` (any depth), `[...]`
+//! classes and `{a,b}` alternatives, matched against the path relative to the
+//! base directory. Two cheap prunings keep a glob from walking the whole
+//! workspace: the walk starts at the pattern's literal leading directories
+//! (`src/**/*.rs` walks only `src`), and a pattern without `**` is not
+//! followed deeper than its own number of components.
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde::Serialize;
+use stead_sql::Sql;
+
+use crate::error::{Result, VfsError};
+use crate::node::Kind;
+use crate::path::VPath;
+use crate::resolve::Resolved;
+use crate::tree::Flow;
+use crate::Vfs;
+
+/// Default and largest page of glob matches.
+pub const DEFAULT_LIMIT: usize = 1000;
+pub const MAX_LIMIT: usize = 10_000;
+
+/// A compiled path pattern.
+pub struct Pattern {
+    matcher: GlobMatcher,
+    /// Whether the pattern is matched against a bare name (no `/` in it)
+    /// rather than a relative path; used for exclude and include filters.
+    by_name: bool,
+}
+
+impl Pattern {
+    /// Compiles `pattern`; `*` never crosses a `/`.
+    pub fn new(pattern: &str) -> Result<Self> {
+        let glob = GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .empty_alternates(true)
+            .build()
+            .map_err(|e| VfsError::InvalidPattern {
+                pattern: pattern.to_string(),
+                reason: e.kind().to_string(),
+            })?;
+        Ok(Pattern {
+            matcher: glob.compile_matcher(),
+            by_name: !pattern.contains('/'),
+        })
+    }
+
+    /// Matches a relative path.
+    pub fn matches(&self, relative: &str) -> bool {
+        self.matcher.is_match(relative)
+    }
+
+    /// Matches as a filter: a pattern without `/` matches the last name (as
+    /// in `.gitignore`), one with `/` the relative path.
+    pub fn filter_matches(&self, relative: &str) -> bool {
+        if self.by_name {
+            let name = relative.rsplit('/').next().unwrap_or(relative);
+            self.matcher.is_match(name)
+        } else {
+            self.matcher.is_match(relative)
+        }
+    }
+}
+
+/// Compiles a list of filter patterns.
+pub fn patterns(list: &[String]) -> Result<Vec<Pattern>> {
+    list.iter().map(|p| Pattern::new(p)).collect()
+}
+
+/// A glob query.
+#[derive(Debug, Clone)]
+pub struct GlobRequest {
+    pub pattern: String,
+    /// Directory the pattern is relative to.
+    pub base: VPath,
+    /// Paths to leave out, with everything below them.
+    pub exclude: Vec<String>,
+    /// Resume strictly after this path (the previous page's `next_cursor`).
+    pub after: Option<VPath>,
+    pub limit: usize,
+}
+
+/// One matching path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GlobMatch {
+    pub path: String,
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    pub size: u64,
+    pub mtime: i64,
+}
+
+/// A page of matches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GlobPage {
+    pub matches: Vec<GlobMatch>,
+    pub truncated: bool,
+    /// Pass as `cursor` to get the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+fn has_meta(component: &str) -> bool {
+    component.contains(['*', '?', '[', '{', '\\'])
+}
+
+impl<S: Sql> Vfs<'_, S> {
+    /// Finds the paths below `request.base` matching `request.pattern`.
+    pub fn glob(&self, request: &GlobRequest) -> Result<GlobPage> {
+        let pattern_text = request.pattern.trim_start_matches('/');
+        let pattern = Pattern::new(pattern_text)?;
+        let exclude = patterns(&request.exclude)?;
+        let (base, _) = self.existing_dir(&request.base)?;
+
+        // Walk from the literal directories the pattern starts with.
+        let components: Vec<&str> = pattern_text.split('/').filter(|c| !c.is_empty()).collect();
+        let literal = components[..components.len().saturating_sub(1)]
+            .iter()
+            .take_while(|c| !has_meta(c))
+            .count();
+        let mut start = base.clone();
+        for name in &components[..literal] {
+            start = VPath::parse_from(name, &start)?;
+        }
+        let max_depth = if pattern_text.contains("**") {
+            usize::MAX
+        } else {
+            components.len()
+        };
+
+        let mut page = GlobPage {
+            matches: Vec::new(),
+            truncated: false,
+            next_cursor: None,
+        };
+        match self.resolve(&start, true)? {
+            Resolved::Found { node, .. } if node.kind == Kind::Dir => {}
+            _ => return Ok(page),
+        }
+        if let Some(after) = &request.after {
+            if !after.starts_with(&start) {
+                return Err(VfsError::InvalidPath {
+                    path: after.to_string(),
+                    reason: "cursor is not below the searched directory",
+                });
+            }
+        }
+        let limit = request.limit.clamp(1, MAX_LIMIT);
+        self.walk(&start, request.after.as_ref(), |visit| {
+            let relative = visit.path.strip_prefix(&base).unwrap_or_default();
+            if exclude.iter().any(|p| p.filter_matches(relative)) {
+                return Ok(Flow::SkipChildren);
+            }
+            if pattern.matches(relative) {
+                if page.matches.len() == limit {
+                    page.truncated = true;
+                    page.next_cursor = page.matches.last().map(|m| m.path.clone());
+                    return Ok(Flow::Stop);
+                }
+                page.matches.push(GlobMatch {
+                    path: visit.path.to_string(),
+                    kind: visit.node.kind,
+                    size: visit.node.size,
+                    mtime: visit.node.mtime,
+                });
+            }
+            let depth = relative.split('/').count();
+            Ok(if depth >= max_depth {
+                Flow::SkipChildren
+            } else {
+                Flow::Continue
+            })
+        })?;
+        Ok(page)
+    }
+}

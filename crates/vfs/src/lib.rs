@@ -1,0 +1,174 @@
+//! The agent's workspace: a POSIX-like filesystem stored in SQLite.
+//!
+//! One [`Vfs`] is a short-lived view of a workspace database for one request:
+//! it borrows the connection and carries the request's clock. Every mutating
+//! operation runs in one SQL transaction, bumps the workspace revision once,
+//! and records what it touched in the change log, so a failure midway leaves
+//! the workspace exactly as it was and every consumer (container sync, change
+//! events) can catch up from a revision.
+//!
+//! Storage model (see `migrations/0001_workspace.sql`):
+//! - `nodes` holds inodes (file, directory, symlink) and `dirents` names them,
+//!   so a rename of a whole subtree is one row update and a listing is an
+//!   index range;
+//! - file content is a list of fixed-size chunks ([`CHUNK_SIZE`], well under
+//!   the 2 MB row limit) keyed by BLAKE3 hash, stored once however many files
+//!   share them and deleted when the last reference goes; because every chunk
+//!   but the last is full, a byte offset maps straight to a chunk index and an
+//!   append rewrites at most one chunk;
+//! - streamed uploads stage their chunks in `upload_chunks` and become visible
+//!   in one transaction at the end, so a broken upload changes nothing.
+
+mod content;
+pub mod edit;
+mod error;
+pub mod glob;
+pub mod grep;
+mod node;
+mod ops;
+mod path;
+pub mod read;
+mod resolve;
+mod tree;
+mod upload;
+
+use stead_sql::{params, Sql};
+
+pub use content::CHUNK_SIZE;
+pub use error::{Result, VfsError};
+pub use node::{DirEntry, Kind, Node};
+pub use ops::{Change, ChangeKind, EditOutcome, Usage, WriteOptions, Written};
+pub use path::{VPath, MAX_NAME_LEN, MAX_PATH_LEN};
+pub use tree::Visit;
+pub use upload::UploadId;
+
+/// Default permission bits of new files, directories and symlinks.
+pub const FILE_MODE: u32 = 0o644;
+pub const DIR_MODE: u32 = 0o755;
+pub const SYMLINK_MODE: u32 = 0o777;
+
+/// How many revisions of change log a workspace keeps. Older entries are
+/// pruned; a consumer further behind than this must resynchronise in full.
+pub const CHANGE_LOG_REVISIONS: i64 = 65_536;
+
+/// Workspace-wide limits enforced by the filesystem itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest file, in bytes.
+    pub max_file_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 1 << 30,
+        }
+    }
+}
+
+/// A view of one workspace database, for one request.
+pub struct Vfs<'db, S: Sql> {
+    db: &'db S,
+    now_ms: i64,
+    limits: Limits,
+}
+
+impl<'db, S: Sql> Vfs<'db, S> {
+    /// A view of the workspace in `db` (already migrated), stamping changes
+    /// with `now_ms` (milliseconds since the Unix epoch).
+    pub fn new(db: &'db S, now_ms: i64) -> Self {
+        Vfs {
+            db,
+            now_ms,
+            limits: Limits::default(),
+        }
+    }
+
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The current workspace revision: how many changes it has seen.
+    pub fn revision(&self) -> Result<i64> {
+        self.meta("revision")
+    }
+
+    fn meta(&self, key: &str) -> Result<i64> {
+        let row = self
+            .db
+            .query_row("SELECT value FROM meta WHERE key = ?", params![key])?
+            .ok_or_else(|| VfsError::Corrupt(format!("meta key {key} missing")))?;
+        Ok(row.int(0)?)
+    }
+
+    /// Starts a change: bumps the revision and returns it. Call inside the
+    /// operation's transaction.
+    fn next_revision(&self) -> Result<i64> {
+        let row = self
+            .db
+            .query_row(
+                "UPDATE meta SET value = value + 1 WHERE key = 'revision' RETURNING value",
+                params![],
+            )?
+            .ok_or_else(|| VfsError::Corrupt("meta key revision missing".into()))?;
+        Ok(row.int(0)?)
+    }
+
+    /// Records that `rev` touched `path`, pruning the log now and then.
+    fn log_change(&self, rev: i64, path: &VPath, kind: ChangeKind) -> Result<()> {
+        self.db.execute(
+            "INSERT INTO changes (rev, path, kind) VALUES (?, ?, ?)",
+            params![rev, path.as_str(), kind.as_str()],
+        )?;
+        if rev % 1024 == 0 && rev > CHANGE_LOG_REVISIONS {
+            let floor = rev - CHANGE_LOG_REVISIONS;
+            self.db
+                .execute("DELETE FROM changes WHERE rev <= ?", params![floor])?;
+            self.db.execute(
+                "UPDATE meta SET value = ? WHERE key = 'changes_pruned'",
+                params![floor],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Runs `body` as one transaction with a fresh revision.
+    fn change<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
+        self.db.transaction(|| {
+            let rev = self.next_revision()?;
+            body(rev)
+        })
+    }
+}
+
+/// Encodes ids as a JSON array, for `json_each(?)`: one bound parameter for a
+/// set of any size, within DO SQLite's 100-parameter limit.
+fn json_ids(ids: &[i64]) -> String {
+    let mut out = String::with_capacity(ids.len() * 8 + 2);
+    out.push('[');
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&id.to_string());
+    }
+    out.push(']');
+    out
+}
+
+#[cfg(test)]
+mod testutil {
+    use stead_sql::{migrate, SqliteDb, MIGRATIONS};
+
+    /// A migrated in-memory workspace database.
+    pub fn db() -> SqliteDb {
+        let db = SqliteDb::memory().unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        db
+    }
+}

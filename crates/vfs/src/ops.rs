@@ -1,0 +1,792 @@
+//! The filesystem operations: each one transaction, one revision.
+
+use serde::Serialize;
+use stead_sql::{params, Sql};
+
+use crate::error::{Result, VfsError};
+use crate::node::{DirEntry, Kind, Node, NODE_COLUMNS};
+use crate::path::{VPath, MAX_PATH_LEN};
+use crate::resolve::{Resolved, ROOT_INO};
+use crate::{json_ids, Vfs, DIR_MODE, FILE_MODE, SYMLINK_MODE};
+
+/// How a write treats the path it writes to.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOptions {
+    /// Permission bits for a new file, or to set on an existing one.
+    pub mode: Option<u32>,
+    /// Create missing parent directories.
+    pub create_parents: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            mode: None,
+            create_parents: true,
+        }
+    }
+}
+
+/// The outcome of a write, append or upload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Written {
+    /// The real path written (symlinks resolved).
+    pub path: String,
+    /// The file's size afterwards.
+    pub size: u64,
+    /// Whether the file was created.
+    pub created: bool,
+    /// The workspace revision of the write.
+    pub revision: i64,
+}
+
+/// What a change did to a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Created,
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Created => "created",
+            ChangeKind::Modified => "modified",
+            ChangeKind::Deleted => "deleted",
+        }
+    }
+
+    fn parse(value: &str) -> Result<Self> {
+        match value {
+            "created" => Ok(ChangeKind::Created),
+            "modified" => Ok(ChangeKind::Modified),
+            "deleted" => Ok(ChangeKind::Deleted),
+            other => Err(VfsError::Corrupt(format!("unknown change kind {other}"))),
+        }
+    }
+}
+
+/// One entry of the change log. A `deleted` or `created` directory stands
+/// for its whole subtree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub revision: i64,
+    pub path: String,
+    pub kind: ChangeKind,
+}
+
+fn mode_bits(mode: u32) -> u32 {
+    mode & 0o7777
+}
+
+impl<S: Sql> Vfs<'_, S> {
+    /// The node at `path`, following a final symlink when `follow`; with its
+    /// real path.
+    pub fn stat(&self, path: &VPath, follow: bool) -> Result<(VPath, Node)> {
+        self.existing(path, follow)
+    }
+
+    /// The node at `path` as a regular file.
+    pub(crate) fn file(&self, path: &VPath) -> Result<(VPath, Node)> {
+        let (real, node) = self.existing(path, true)?;
+        match node.kind {
+            Kind::File => Ok((real, node)),
+            _ => Err(VfsError::IsADirectory {
+                path: path.to_string(),
+            }),
+        }
+    }
+
+    /// The whole content of the file at `path`.
+    pub fn read_file(&self, path: &VPath) -> Result<Vec<u8>> {
+        let (_, node) = self.file(path)?;
+        self.content(node.ino)
+    }
+
+    /// Up to `len` bytes of the file at `path` from byte `offset`, with the
+    /// file's node.
+    pub fn read_range(&self, path: &VPath, offset: u64, len: u64) -> Result<(Node, Vec<u8>)> {
+        let (_, node) = self.file(path)?;
+        let bytes = self.content_range(node.ino, node.size, offset, len)?;
+        Ok((node, bytes))
+    }
+
+    fn check_size(&self, path: &VPath, size: u64) -> Result<()> {
+        let limit = self.limits.max_file_bytes;
+        if size > limit {
+            return Err(VfsError::FileTooLarge {
+                path: path.to_string(),
+                size,
+                limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// Replaces (or creates) the file at `path` with `data`.
+    pub fn write(&self, path: &VPath, data: &[u8], options: WriteOptions) -> Result<Written> {
+        self.check_size(path, data.len() as u64)?;
+        self.change(|rev| {
+            let (real, node, created) = self.prepare_file(path, options, rev)?;
+            self.set_content(node.ino, data)?;
+            self.finish_file(rev, &real, node.ino, data.len() as u64, created)
+        })
+    }
+
+    /// Appends `data` to the file at `path`, creating it if missing. Only the
+    /// last partial chunk is rewritten, never the whole file.
+    pub fn append(&self, path: &VPath, data: &[u8], options: WriteOptions) -> Result<Written> {
+        self.change(|rev| {
+            let (real, node, created) = self.prepare_file(path, options, rev)?;
+            let size = node.size + data.len() as u64;
+            self.check_size(path, size)?;
+            self.append_content(node.ino, node.size, data)?;
+            self.finish_file(rev, &real, node.ino, size, created)
+        })
+    }
+
+    /// Finds or creates the regular file at `path` for writing. Follows a
+    /// final symlink, so writing through a link writes its target.
+    pub(crate) fn prepare_file(
+        &self,
+        path: &VPath,
+        options: WriteOptions,
+        rev: i64,
+    ) -> Result<(VPath, Node, bool)> {
+        if options.create_parents {
+            if let Some(parent) = path.parent() {
+                self.ensure_dir(&parent, rev)?;
+            }
+        }
+        match self.resolve(path, true)? {
+            Resolved::Found { path: real, node } => {
+                if node.kind == Kind::Dir {
+                    return Err(VfsError::IsADirectory {
+                        path: path.to_string(),
+                    });
+                }
+                if let Some(mode) = options.mode {
+                    self.db.execute(
+                        "UPDATE nodes SET mode = ? WHERE ino = ?",
+                        params![mode_bits(mode), node.ino],
+                    )?;
+                }
+                Ok((real, node, false))
+            }
+            Resolved::Missing {
+                parent_path,
+                parent,
+                name,
+                last: true,
+            } => {
+                let node = self.create_node(
+                    &parent,
+                    &name,
+                    Kind::File,
+                    options.mode.map_or(FILE_MODE, mode_bits),
+                    None,
+                    rev,
+                )?;
+                Ok((parent_path.join(&name), node, true))
+            }
+            Resolved::Missing { .. } => Err(VfsError::NotFound {
+                path: path.to_string(),
+            }),
+        }
+    }
+
+    /// Stamps a written file and logs the write.
+    pub(crate) fn finish_file(
+        &self,
+        rev: i64,
+        real: &VPath,
+        ino: i64,
+        size: u64,
+        created: bool,
+    ) -> Result<Written> {
+        self.db.execute(
+            "UPDATE nodes SET size = ?, mtime = ?, rev = ? WHERE ino = ?",
+            params![size as i64, self.now_ms, rev, ino],
+        )?;
+        let kind = if created {
+            ChangeKind::Created
+        } else {
+            ChangeKind::Modified
+        };
+        self.log_change(rev, real, kind)?;
+        Ok(Written {
+            path: real.to_string(),
+            size,
+            created,
+            revision: rev,
+        })
+    }
+
+    /// Inserts a node named `name` in directory `parent`.
+    fn create_node(
+        &self,
+        parent: &Node,
+        name: &str,
+        kind: Kind,
+        mode: u32,
+        target: Option<&str>,
+        rev: i64,
+    ) -> Result<Node> {
+        let size = target.map_or(0, str::len) as i64;
+        let row = self
+            .db
+            .query_row(
+                "INSERT INTO nodes (kind, mode, size, mtime, target, rev) VALUES (?, ?, ?, ?, ?, ?) RETURNING ino",
+                params![kind.to_db(), mode, size, self.now_ms, target, rev],
+            )?
+            .ok_or_else(|| VfsError::Corrupt("node insert returned no ino".into()))?;
+        let ino = row.int(0)?;
+        self.db.execute(
+            "INSERT INTO dirents (parent, name, ino) VALUES (?, ?, ?)",
+            params![parent.ino, name, ino],
+        )?;
+        self.touch_dir(parent.ino, rev)?;
+        Ok(Node {
+            ino,
+            kind,
+            mode,
+            size: size as u64,
+            mtime: self.now_ms,
+            target: target.map(str::to_string),
+            rev,
+        })
+    }
+
+    /// A directory's entries changed: stamp it.
+    fn touch_dir(&self, ino: i64, rev: i64) -> Result<()> {
+        self.db.execute(
+            "UPDATE nodes SET mtime = ?, rev = ? WHERE ino = ?",
+            params![self.now_ms, rev, ino],
+        )?;
+        Ok(())
+    }
+
+    /// Makes sure `path` is a directory, creating it and its parents.
+    fn ensure_dir(&self, path: &VPath, rev: i64) -> Result<(VPath, Node)> {
+        loop {
+            match self.resolve(path, true)? {
+                Resolved::Found { path: real, node } if node.kind == Kind::Dir => {
+                    return Ok((real, node))
+                }
+                Resolved::Found { path: real, .. } => {
+                    return Err(VfsError::NotADirectory {
+                        path: real.to_string(),
+                    })
+                }
+                Resolved::Missing {
+                    parent_path,
+                    parent,
+                    name,
+                    ..
+                } => {
+                    self.create_node(&parent, &name, Kind::Dir, DIR_MODE, None, rev)?;
+                    self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)?;
+                }
+            }
+        }
+    }
+
+    /// Creates the directory `path`; with `parents`, also its missing parents,
+    /// and an existing directory is not an error.
+    pub fn mkdir(&self, path: &VPath, parents: bool, mode: Option<u32>) -> Result<i64> {
+        self.change(|rev| {
+            if parents {
+                let (real, node) = self.ensure_dir(path, rev)?;
+                if let Some(mode) = mode {
+                    self.set_mode(&real, &node, mode_bits(mode), rev)?;
+                }
+                return Ok(rev);
+            }
+            match self.resolve(path, false)? {
+                Resolved::Found { .. } => Err(VfsError::AlreadyExists {
+                    path: path.to_string(),
+                }),
+                Resolved::Missing {
+                    parent_path,
+                    parent,
+                    name,
+                    last: true,
+                } => {
+                    let mode = mode.map_or(DIR_MODE, mode_bits);
+                    self.create_node(&parent, &name, Kind::Dir, mode, None, rev)?;
+                    self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)?;
+                    Ok(rev)
+                }
+                Resolved::Missing { .. } => Err(VfsError::NotFound {
+                    path: path.to_string(),
+                }),
+            }
+        })
+    }
+
+    /// Creates a symlink at `path` pointing to `target` (stored as written).
+    pub fn symlink(&self, target: &str, path: &VPath) -> Result<i64> {
+        if target.is_empty() || target.contains('\0') || target.len() > MAX_PATH_LEN {
+            return Err(VfsError::InvalidPath {
+                path: target.to_string(),
+                reason: "symlink target must be 1-4096 bytes without NUL",
+            });
+        }
+        self.change(|rev| match self.resolve(path, false)? {
+            Resolved::Found { .. } => Err(VfsError::AlreadyExists {
+                path: path.to_string(),
+            }),
+            Resolved::Missing {
+                parent_path,
+                parent,
+                name,
+                last: true,
+            } => {
+                self.create_node(
+                    &parent,
+                    &name,
+                    Kind::Symlink,
+                    SYMLINK_MODE,
+                    Some(target),
+                    rev,
+                )?;
+                self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)?;
+                Ok(rev)
+            }
+            Resolved::Missing { .. } => Err(VfsError::NotFound {
+                path: path.to_string(),
+            }),
+        })
+    }
+
+    /// The target of the symlink at `path`.
+    pub fn readlink(&self, path: &VPath) -> Result<String> {
+        let (_, node) = self.existing(path, false)?;
+        match node.target {
+            Some(target) if node.kind == Kind::Symlink => Ok(target),
+            _ => Err(VfsError::NotASymlink {
+                path: path.to_string(),
+            }),
+        }
+    }
+
+    /// Sets the permission bits of `path` (following symlinks).
+    pub fn chmod(&self, path: &VPath, mode: u32) -> Result<i64> {
+        self.change(|rev| {
+            let (real, node) = self.existing(path, true)?;
+            self.set_mode(&real, &node, mode_bits(mode), rev)?;
+            Ok(rev)
+        })
+    }
+
+    fn set_mode(&self, real: &VPath, node: &Node, mode: u32, rev: i64) -> Result<()> {
+        self.db.execute(
+            "UPDATE nodes SET mode = ?, rev = ? WHERE ino = ?",
+            params![mode, rev, node.ino],
+        )?;
+        self.log_change(rev, real, ChangeKind::Modified)
+    }
+
+    /// Removes `path`. A directory must be empty unless `recursive`. A final
+    /// symlink is removed itself, never its target.
+    pub fn remove(&self, path: &VPath, recursive: bool) -> Result<i64> {
+        if path.is_root() {
+            return Err(VfsError::RootBusy {
+                operation: "remove",
+            });
+        }
+        self.change(|rev| {
+            let (real, node) = self.existing(path, false)?;
+            if node.kind == Kind::Dir && !recursive && self.has_children(node.ino)? {
+                return Err(VfsError::NotEmpty {
+                    path: path.to_string(),
+                });
+            }
+            self.unlink(&real, &node, rev)?;
+            self.log_change(rev, &real, ChangeKind::Deleted)?;
+            Ok(rev)
+        })
+    }
+
+    fn has_children(&self, ino: i64) -> Result<bool> {
+        Ok(self
+            .db
+            .query_row(
+                "SELECT 1 FROM dirents WHERE parent = ? LIMIT 1",
+                params![ino],
+            )?
+            .is_some())
+    }
+
+    /// Deletes the entry at real path `real` (node `node`) and everything
+    /// below it, then collects the chunks nothing references any more.
+    fn unlink(&self, real: &VPath, node: &Node, rev: i64) -> Result<()> {
+        let parent = self.parent_ino(real)?;
+        let inos = if node.kind == Kind::Dir {
+            self.subtree(node.ino)?
+        } else {
+            vec![node.ino]
+        };
+        let set = json_ids(&inos);
+        let chunks = self.drop_content_of(&inos)?;
+        self.db.execute(
+            "DELETE FROM dirents WHERE parent IN (SELECT value FROM json_each(?))",
+            params![set.as_str()],
+        )?;
+        self.db.execute(
+            "DELETE FROM nodes WHERE ino IN (SELECT value FROM json_each(?))",
+            params![set.as_str()],
+        )?;
+        self.db.execute(
+            "DELETE FROM dirents WHERE parent = ? AND name = ?",
+            params![parent, real.name().unwrap_or_default()],
+        )?;
+        self.touch_dir(parent, rev)?;
+        self.collect(&chunks)
+    }
+
+    /// The inode of the directory holding real path `real`.
+    fn parent_ino(&self, real: &VPath) -> Result<i64> {
+        match real.parent() {
+            None => Ok(ROOT_INO),
+            Some(parent) => Ok(self.existing(&parent, false)?.1.ino),
+        }
+    }
+
+    /// Every inode in the subtree rooted at directory `ino`, itself included.
+    fn subtree(&self, ino: i64) -> Result<Vec<i64>> {
+        self.db
+            .query(
+                "WITH RECURSIVE sub(ino) AS (SELECT ? UNION ALL \
+                 SELECT d.ino FROM dirents d JOIN sub ON d.parent = sub.ino) SELECT ino FROM sub",
+                params![ino],
+            )?
+            .iter()
+            .map(|row| Ok(row.int(0)?))
+            .collect()
+    }
+
+    /// Where a move or copy lands: the existing node to replace, if any, and
+    /// the destination's parent directory and name.
+    fn destination(&self, to: &VPath) -> Result<(VPath, Node, String, Option<Node>)> {
+        match self.resolve(to, false)? {
+            Resolved::Found { path: real, node } => {
+                let parent_path = real.parent().ok_or(VfsError::RootBusy {
+                    operation: "replace",
+                })?;
+                let (_, parent) = self.existing(&parent_path, false)?;
+                let name = real.name().unwrap_or_default().to_string();
+                Ok((parent_path, parent, name, Some(node)))
+            }
+            Resolved::Missing {
+                parent_path,
+                parent,
+                name,
+                last: true,
+            } => Ok((parent_path, parent, name, None)),
+            Resolved::Missing { .. } => Err(VfsError::NotFound {
+                path: to.to_string(),
+            }),
+        }
+    }
+
+    /// Checks that `source` may replace the existing `target` (POSIX rename rules).
+    fn check_replace(&self, source: &Node, target: &Node, to: &VPath) -> Result<()> {
+        match (source.kind == Kind::Dir, target.kind == Kind::Dir) {
+            (true, true) if self.has_children(target.ino)? => Err(VfsError::NotEmpty {
+                path: to.to_string(),
+            }),
+            (true, false) => Err(VfsError::NotADirectory {
+                path: to.to_string(),
+            }),
+            (false, true) => Err(VfsError::IsADirectory {
+                path: to.to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Moves `from` to `to` atomically, whole subtrees included, replacing a
+    /// file (or an empty directory) at `to` as POSIX `rename` does.
+    pub fn rename(&self, from: &VPath, to: &VPath) -> Result<i64> {
+        if from.is_root() || to.is_root() {
+            return Err(VfsError::RootBusy { operation: "move" });
+        }
+        self.change(|rev| {
+            let (src_path, src) = self.existing(from, false)?;
+            let (dst_parent_path, dst_parent, dst_name, existing) = self.destination(to)?;
+            let dst_path = dst_parent_path.join(&dst_name);
+            if dst_path == src_path {
+                return Ok(rev);
+            }
+            if src.kind == Kind::Dir && dst_path.starts_with(&src_path) {
+                return Err(VfsError::IntoItself {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                });
+            }
+            if let Some(existing) = existing {
+                self.check_replace(&src, &existing, to)?;
+                self.unlink(&dst_path, &existing, rev)?;
+            }
+            let src_parent = self.parent_ino(&src_path)?;
+            self.db.execute(
+                "UPDATE dirents SET parent = ?, name = ? WHERE parent = ? AND name = ?",
+                params![
+                    dst_parent.ino,
+                    dst_name.as_str(),
+                    src_parent,
+                    src_path.name().unwrap_or_default()
+                ],
+            )?;
+            self.touch_dir(src_parent, rev)?;
+            self.touch_dir(dst_parent.ino, rev)?;
+            self.log_change(rev, &src_path, ChangeKind::Deleted)?;
+            self.log_change(rev, &dst_path, ChangeKind::Created)?;
+            Ok(rev)
+        })
+    }
+
+    /// Copies `from` to `to`. Content is shared by chunk, so no bytes are
+    /// copied. A directory needs `recursive`; symlinks inside it are copied as
+    /// links, while a symlink named by `from` itself is followed. An existing
+    /// file at `to` is replaced; an existing directory is an error.
+    pub fn copy(&self, from: &VPath, to: &VPath, recursive: bool) -> Result<i64> {
+        self.change(|rev| {
+            let (src_path, src) = self.existing(from, true)?;
+            if src.kind == Kind::Dir && !recursive {
+                return Err(VfsError::IsADirectory {
+                    path: from.to_string(),
+                });
+            }
+            let (dst_parent_path, dst_parent, dst_name, existing) = self.destination(to)?;
+            let dst_path = dst_parent_path.join(&dst_name);
+            if src.kind == Kind::Dir && dst_path.starts_with(&src_path) {
+                return Err(VfsError::IntoItself {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                });
+            }
+            match existing {
+                Some(existing) if existing.kind == Kind::Dir || src.kind == Kind::Dir => {
+                    return Err(VfsError::AlreadyExists {
+                        path: to.to_string(),
+                    })
+                }
+                Some(existing) if existing.ino == src.ino => return Ok(rev),
+                Some(existing) => self.unlink(&dst_path, &existing, rev)?,
+                None => {}
+            }
+            self.copy_node(&src, &dst_parent, &dst_name, rev)?;
+            self.log_change(rev, &dst_path, ChangeKind::Created)?;
+            Ok(rev)
+        })
+    }
+
+    fn copy_node(&self, src: &Node, parent: &Node, name: &str, rev: i64) -> Result<()> {
+        let copy =
+            self.create_node(parent, name, src.kind, src.mode, src.target.as_deref(), rev)?;
+        match src.kind {
+            Kind::File => {
+                self.share_content(src.ino, copy.ino)?;
+                self.db.execute(
+                    "UPDATE nodes SET size = ? WHERE ino = ?",
+                    params![src.size as i64, copy.ino],
+                )?;
+            }
+            Kind::Dir => {
+                for entry in self.entries(src.ino, None, None)? {
+                    self.copy_node(&entry.node, &copy, &entry.name, rev)?;
+                }
+            }
+            Kind::Symlink => {}
+        }
+        Ok(())
+    }
+
+    /// The entries of directory `ino` in name order, after `after`, at most `limit`.
+    pub(crate) fn entries(
+        &self,
+        ino: i64,
+        after: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<DirEntry>> {
+        self.entries_where(ino, ">", after.unwrap_or(""), limit)
+    }
+
+    /// The entries of directory `ino` in name order, from `from` on (inclusive).
+    pub(crate) fn entries_from(&self, ino: i64, from: &str) -> Result<Vec<DirEntry>> {
+        self.entries_where(ino, ">=", from, None)
+    }
+
+    fn entries_where(
+        &self,
+        ino: i64,
+        cmp: &'static str,
+        name: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<DirEntry>> {
+        let limit = limit.map_or(-1, |l| l as i64);
+        self.db
+            .query(
+                &format!(
+                    "SELECT d.name, {NODE_COLUMNS} FROM dirents d JOIN nodes n ON n.ino = d.ino \
+                     WHERE d.parent = ? AND d.name {cmp} ? ORDER BY d.name LIMIT ?"
+                ),
+                params![ino, name, limit],
+            )?
+            .iter()
+            .map(|row| {
+                Ok(DirEntry {
+                    name: row.text(0)?.to_string(),
+                    node: Node::from_row(row, 1)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Lists directory `path` in name order: entries after `after`, at most `limit`.
+    pub fn list(&self, path: &VPath, after: Option<&str>, limit: usize) -> Result<Vec<DirEntry>> {
+        let (_, dir) = self.existing_dir(path)?;
+        self.entries(dir.ino, after, Some(limit))
+    }
+
+    /// Change log entries after revision `since`, oldest first, at most `limit`.
+    /// Returns `None` when entries after `since` have been pruned.
+    pub fn changes_since(&self, since: i64, limit: usize) -> Result<Option<Vec<Change>>> {
+        if since < self.meta("changes_pruned")? {
+            return Ok(None);
+        }
+        let rows = self.db.query(
+            "SELECT rev, path, kind FROM changes WHERE rev > ? ORDER BY seq LIMIT ?",
+            params![since, limit as i64],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(Change {
+                    revision: row.int(0)?,
+                    path: row.text(1)?.to_string(),
+                    kind: ChangeKind::parse(row.text(2)?)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    }
+}
+
+/// The outcome of an edit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EditOutcome {
+    pub path: String,
+    /// Ranges replaced.
+    pub replacements: usize,
+    /// Unified diff of the change.
+    pub diff: String,
+    /// Size afterwards.
+    pub size: u64,
+    /// Revision of the change; absent for a dry run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+}
+
+/// What a workspace holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub revision: i64,
+    pub files: u64,
+    pub directories: u64,
+    pub symlinks: u64,
+    /// Sum of file sizes.
+    pub bytes: u64,
+    /// Bytes of distinct chunk content actually stored (after sharing).
+    pub stored_bytes: u64,
+}
+
+impl<S: Sql> Vfs<'_, S> {
+    /// Applies `edits` to the text file at `path` atomically against its
+    /// original text (see [`crate::edit`]). Mode and inode are kept. With
+    /// `dry_run`, only reports what would change.
+    pub fn edit(
+        &self,
+        path: &VPath,
+        edits: &[crate::edit::Replacement],
+        dry_run: bool,
+    ) -> Result<EditOutcome> {
+        let plan = || -> Result<(VPath, Node, crate::edit::Edited)> {
+            let (real, node) = self.file(path)?;
+            let bytes = self.content(node.ino)?;
+            let edit_error = |source| VfsError::Edit {
+                path: path.to_string(),
+                source,
+            };
+            let text = crate::edit::as_text(&bytes).map_err(edit_error)?;
+            let edited = crate::edit::apply(text, edits, real.as_str()).map_err(edit_error)?;
+            self.check_size(path, edited.text.len() as u64)?;
+            Ok((real, node, edited))
+        };
+        let outcome = |real: VPath, edited: crate::edit::Edited, revision| EditOutcome {
+            path: real.to_string(),
+            replacements: edited.replacements,
+            size: edited.text.len() as u64,
+            diff: edited.diff,
+            revision,
+        };
+        if dry_run {
+            let (real, _, edited) = plan()?;
+            return Ok(outcome(real, edited, None));
+        }
+        self.change(|rev| {
+            let (real, node, edited) = plan()?;
+            self.set_content(node.ino, edited.text.as_bytes())?;
+            self.finish_file(rev, &real, node.ino, edited.text.len() as u64, false)?;
+            Ok(outcome(real, edited, Some(rev)))
+        })
+    }
+
+    /// Counts what the workspace holds.
+    pub fn usage(&self) -> Result<Usage> {
+        let row = self
+            .db
+            .query_row(
+                "SELECT COALESCE(SUM(kind = 1), 0), COALESCE(SUM(kind = 2), 0), COALESCE(SUM(kind = 3), 0), \
+                 COALESCE(SUM(CASE WHEN kind = 1 THEN size ELSE 0 END), 0) FROM nodes",
+                params![],
+            )?
+            .unwrap_or_default();
+        let stored = self
+            .db
+            .query_row("SELECT COALESCE(SUM(size), 0) FROM chunks", params![])?
+            .unwrap_or_default();
+        Ok(Usage {
+            revision: self.revision()?,
+            files: row.int(0)? as u64,
+            // The root is not counted.
+            directories: (row.int(1)? as u64).saturating_sub(1),
+            symlinks: row.int(2)? as u64,
+            bytes: row.int(3)? as u64,
+            stored_bytes: stored.int(0)? as u64,
+        })
+    }
+
+    /// The node of the file at `path` and its chunk ids in order, to stream
+    /// it out with [`Vfs::chunk`].
+    pub fn file_chunks(&self, path: &VPath) -> Result<(Node, Vec<i64>)> {
+        let (_, node) = self.file(path)?;
+        let chunks = self.chunks_of(node.ino)?.iter().map(|c| c.id).collect();
+        Ok((node, chunks))
+    }
+
+    /// The bytes of chunk `id`, or `NotFound` once it has been collected
+    /// (its file was rewritten since the ids were read).
+    pub fn chunk(&self, id: i64, path: &VPath) -> Result<Vec<u8>> {
+        let mut row = self
+            .db
+            .query_row("SELECT data FROM chunks WHERE id = ?", params![id])?
+            .ok_or_else(|| VfsError::NotFound {
+                path: path.to_string(),
+            })?;
+        Ok(row.take_blob(0)?)
+    }
+}

@@ -1,0 +1,148 @@
+//! Path resolution: from a [`VPath`] to a node, following symlinks.
+//!
+//! Resolution walks the directory entries one name at a time, substituting
+//! symlink targets as it meets them (chroot-style, see [`VPath::resolve_link`])
+//! and giving up after [`MAX_SYMLINK_FOLLOWS`]. It reports the *real* path of
+//! what it found, with every symlink replaced, because the change log and
+//! container sync speak in real paths.
+
+use std::collections::VecDeque;
+
+use stead_sql::{params, Sql};
+
+use crate::error::{Result, VfsError};
+use crate::node::{Kind, Node, NODE_COLUMNS};
+use crate::path::VPath;
+use crate::Vfs;
+
+/// Symlinks followed in one resolution before it fails with `ELOOP` (Linux's limit).
+pub const MAX_SYMLINK_FOLLOWS: usize = 40;
+
+/// The inode of the workspace root.
+pub(crate) const ROOT_INO: i64 = 1;
+
+/// Where a resolution ended.
+pub(crate) enum Resolved {
+    /// The path names an existing node, at `path` (its real path).
+    Found { path: VPath, node: Node },
+    /// The path does not exist. `parent` is the last directory reached (at
+    /// real path `parent_path`); `name` is the first missing name, and `last`
+    /// says whether it was the final component.
+    Missing {
+        parent_path: VPath,
+        parent: Node,
+        name: String,
+        last: bool,
+    },
+}
+
+impl<S: Sql> Vfs<'_, S> {
+    /// The node with inode `ino`.
+    pub(crate) fn node(&self, ino: i64) -> Result<Node> {
+        let row = self
+            .db
+            .query_row(
+                &format!("SELECT {NODE_COLUMNS} FROM nodes n WHERE n.ino = ?"),
+                params![ino],
+            )?
+            .ok_or_else(|| VfsError::Corrupt(format!("inode {ino} missing")))?;
+        Node::from_row(&row, 0)
+    }
+
+    /// The entry `name` of directory `parent`, if present.
+    pub(crate) fn lookup(&self, parent: i64, name: &str) -> Result<Option<Node>> {
+        self.db
+            .query_row(
+                &format!(
+                    "SELECT {NODE_COLUMNS} FROM dirents d JOIN nodes n ON n.ino = d.ino \
+                     WHERE d.parent = ? AND d.name = ?"
+                ),
+                params![parent, name],
+            )?
+            .map(|row| Node::from_row(&row, 0))
+            .transpose()
+    }
+
+    /// Resolves `path`, following symlinks in every component and, when
+    /// `follow_last`, in the final one too.
+    pub(crate) fn resolve(&self, path: &VPath, follow_last: bool) -> Result<Resolved> {
+        let mut todo: VecDeque<String> = path.components().map(str::to_string).collect();
+        let mut at = VPath::root();
+        // Only the ino and kind of the root matter while walking; its full
+        // row is read if the walk ends there.
+        let mut dir = root_stub();
+        let mut follows = 0;
+        while let Some(name) = todo.pop_front() {
+            if dir.kind != Kind::Dir {
+                return Err(VfsError::NotADirectory {
+                    path: at.to_string(),
+                });
+            }
+            let last = todo.is_empty();
+            let Some(node) = self.lookup(dir.ino, &name)? else {
+                return Ok(Resolved::Missing {
+                    parent_path: at,
+                    parent: dir,
+                    name,
+                    last,
+                });
+            };
+            if node.kind == Kind::Symlink && (!last || follow_last) {
+                follows += 1;
+                if follows > MAX_SYMLINK_FOLLOWS {
+                    return Err(VfsError::SymlinkLoop {
+                        path: path.to_string(),
+                    });
+                }
+                let target = VPath::resolve_link(&at, node.target.as_deref().unwrap_or(""));
+                for part in target.components().rev() {
+                    todo.push_front(part.to_string());
+                }
+                at = VPath::root();
+                dir = root_stub();
+                continue;
+            }
+            at = at.join(&name);
+            dir = node;
+        }
+        let node = if dir.ino == ROOT_INO {
+            self.node(ROOT_INO)?
+        } else {
+            dir
+        };
+        Ok(Resolved::Found { path: at, node })
+    }
+
+    /// Resolves `path` to an existing node, or fails with `ENOENT`.
+    pub(crate) fn existing(&self, path: &VPath, follow_last: bool) -> Result<(VPath, Node)> {
+        match self.resolve(path, follow_last)? {
+            Resolved::Found { path, node } => Ok((path, node)),
+            Resolved::Missing { .. } => Err(VfsError::NotFound {
+                path: path.to_string(),
+            }),
+        }
+    }
+
+    /// Resolves `path` to an existing directory.
+    pub(crate) fn existing_dir(&self, path: &VPath) -> Result<(VPath, Node)> {
+        let (real, node) = self.existing(path, true)?;
+        if node.kind != Kind::Dir {
+            return Err(VfsError::NotADirectory {
+                path: path.to_string(),
+            });
+        }
+        Ok((real, node))
+    }
+}
+
+fn root_stub() -> Node {
+    Node {
+        ino: ROOT_INO,
+        kind: Kind::Dir,
+        mode: 0,
+        size: 0,
+        mtime: 0,
+        target: None,
+        rev: 0,
+    }
+}

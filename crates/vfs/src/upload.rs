@@ -1,0 +1,119 @@
+//! Streamed uploads: chunks staged as they arrive, made visible at once.
+//!
+//! A large body arrives over many events (awaits), so it cannot be one SQL
+//! transaction. Each arriving chunk is stored and recorded under the upload's
+//! id in `upload_chunks`, which keeps it alive; [`Vfs::commit_upload`] then
+//! swaps the staged chunks in as the file's content in one transaction. An
+//! upload that fails or is abandoned is dropped with [`Vfs::abort_upload`];
+//! one cut short by a restart is dropped by [`Vfs::abort_stale_uploads`] when
+//! the workspace next starts. Either way the workspace is as it was.
+
+use stead_sql::{params, Sql};
+
+use crate::error::{Result, VfsError};
+use crate::ops::{WriteOptions, Written};
+use crate::path::VPath;
+use crate::resolve::Resolved;
+use crate::{Vfs, CHUNK_SIZE};
+
+/// Identifies one in-flight upload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UploadId(i64);
+
+impl<S: Sql> Vfs<'_, S> {
+    /// Starts an upload to `path`, checking now that it could be written
+    /// (the check is repeated at commit).
+    pub fn begin_upload(&self, path: &VPath, options: WriteOptions) -> Result<UploadId> {
+        self.check_writable(path, options)?;
+        let row = self
+            .db
+            .query_row(
+                "UPDATE meta SET value = value + 1 WHERE key = 'uploads' RETURNING value",
+                params![],
+            )?
+            .ok_or_else(|| VfsError::Corrupt("meta key uploads missing".into()))?;
+        Ok(UploadId(row.int(0)?))
+    }
+
+    /// Whether a write to `path` would succeed as things stand, without writing.
+    fn check_writable(&self, path: &VPath, options: WriteOptions) -> Result<()> {
+        match self.resolve(path, true)? {
+            Resolved::Found { node, .. } if node.is_dir() => Err(VfsError::IsADirectory {
+                path: path.to_string(),
+            }),
+            Resolved::Missing { last: false, .. } if !options.create_parents => {
+                Err(VfsError::NotFound {
+                    path: path.to_string(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Stores chunk number `idx` of `upload` (every chunk but the last must
+    /// hold exactly [`CHUNK_SIZE`] bytes).
+    pub fn stage_chunk(&self, upload: UploadId, idx: i64, data: &[u8]) -> Result<()> {
+        debug_assert!(data.len() <= CHUNK_SIZE);
+        self.db.transaction(|| {
+            let id = self.put_chunk(data)?;
+            self.db.execute(
+                "INSERT INTO upload_chunks (upload, idx, chunk) VALUES (?, ?, ?)",
+                params![upload.0, idx, id],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Makes the staged chunks of `upload` the content of `path`, `size` bytes.
+    pub fn commit_upload(
+        &self,
+        upload: UploadId,
+        path: &VPath,
+        size: u64,
+        options: WriteOptions,
+    ) -> Result<Written> {
+        self.change(|rev| {
+            let (real, node, created) = self.prepare_file(path, options, rev)?;
+            let old = self.drop_content(node.ino)?;
+            self.db.execute(
+                "INSERT INTO file_chunks (ino, idx, chunk) \
+                 SELECT ?, idx, chunk FROM upload_chunks WHERE upload = ?",
+                params![node.ino, upload.0],
+            )?;
+            self.db.execute(
+                "DELETE FROM upload_chunks WHERE upload = ?",
+                params![upload.0],
+            )?;
+            self.collect(&old)?;
+            self.finish_file(rev, &real, node.ino, size, created)
+        })
+    }
+
+    /// Drops `upload` and the chunks only it held.
+    pub fn abort_upload(&self, upload: UploadId) -> Result<()> {
+        self.drop_uploads(
+            "DELETE FROM upload_chunks WHERE upload = ? RETURNING chunk",
+            upload.0,
+        )
+    }
+
+    /// Drops every staged upload: at start-up, none can still be in flight.
+    pub fn abort_stale_uploads(&self) -> Result<()> {
+        self.drop_uploads(
+            "DELETE FROM upload_chunks WHERE upload > ? RETURNING chunk",
+            0,
+        )
+    }
+
+    fn drop_uploads(&self, statement: &str, param: i64) -> Result<()> {
+        self.db.transaction(|| {
+            let chunks = self
+                .db
+                .query(statement, params![param])?
+                .iter()
+                .map(|row| row.int(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.collect(&chunks)
+        })
+    }
+}

@@ -1,0 +1,106 @@
+//! API errors: every failure answers `{"error":{"code","message"}}` with a
+//! fitting HTTP status.
+
+use serde_json::{json, Value};
+use stead_vfs::VfsError;
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Fs(#[from] VfsError),
+    #[error("malformed JSON: {0}")]
+    MalformedJson(serde_json::Error),
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("request body exceeds {limit} bytes")]
+    BodyTooLarge { limit: usize },
+    #[error("missing or invalid bearer token")]
+    Unauthorized,
+    #[error("the server has no API token configured (set the API_TOKEN secret)")]
+    NotConfigured,
+    #[error("no route for {method} {path}")]
+    NoRoute { method: String, path: String },
+    #[error("{method} is not allowed on {path}")]
+    MethodNotAllowed { method: String, path: String },
+    #[error("invalid agent id {id:?}: use 1-64 characters of A-Z a-z 0-9 . _ -")]
+    InvalidAgentId { id: String },
+    #[error("no agent {id:?}; create it with PUT /agents/{id}")]
+    AgentNotFound { id: String },
+    #[error("changes after revision {since} have been pruned; resynchronise in full")]
+    ChangesPruned { since: i64 },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<serde_json::Error> for ApiError {
+    fn from(error: serde_json::Error) -> Self {
+        use serde_json::error::Category;
+        match error.classify() {
+            // Well-formed JSON of the wrong shape: name the field problem.
+            Category::Data => ApiError::InvalidRequest(error.to_string()),
+            Category::Syntax | Category::Eof | Category::Io => ApiError::MalformedJson(error),
+        }
+    }
+}
+
+impl ApiError {
+    /// The machine-readable code.
+    pub fn code(&self) -> &str {
+        match self {
+            ApiError::Fs(error) => error.code(),
+            ApiError::MalformedJson(_) => "MALFORMED_JSON",
+            ApiError::InvalidRequest(_) => "INVALID_REQUEST",
+            ApiError::BodyTooLarge { .. } => "BODY_TOO_LARGE",
+            ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::NotConfigured => "NOT_CONFIGURED",
+            ApiError::NoRoute { .. } => "NO_ROUTE",
+            ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
+            ApiError::InvalidAgentId { .. } => "INVALID_AGENT_ID",
+            ApiError::AgentNotFound { .. } => "AGENT_NOT_FOUND",
+            ApiError::ChangesPruned { .. } => "CHANGES_PRUNED",
+            ApiError::Internal(_) => "INTERNAL",
+        }
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::Fs(error) => match error.code() {
+                "ENOENT" => 404,
+                "EEXIST" | "ENOTEMPTY" | "EISDIR" | "ENOTDIR" | "EBUSY" => 409,
+                "EACCES" => 403,
+                "EFBIG" => 413,
+                "EIO" => 500,
+                code if code.starts_with("EDIT_") => 422,
+                _ => 400,
+            },
+            ApiError::MalformedJson(_)
+            | ApiError::InvalidRequest(_)
+            | ApiError::InvalidAgentId { .. } => 400,
+            ApiError::BodyTooLarge { .. } => 413,
+            ApiError::Unauthorized => 401,
+            ApiError::NotConfigured => 503,
+            ApiError::NoRoute { .. } | ApiError::AgentNotFound { .. } => 404,
+            ApiError::MethodNotAllowed { .. } => 405,
+            ApiError::ChangesPruned { .. } => 410,
+            ApiError::Internal(_) => 500,
+        }
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> Value {
+        let mut error = json!({ "code": self.code(), "message": self.to_string() });
+        if let ApiError::Fs(fs) = self {
+            if let Some(path) = fs.path() {
+                error["path"] = json!(path);
+            }
+            if let VfsError::Edit { source, .. } = fs {
+                if let Some(index) = source.index() {
+                    error["edit_index"] = json!(index);
+                }
+            }
+        }
+        json!({ "error": error })
+    }
+}

@@ -1,0 +1,488 @@
+//! The file tools: one JSON route each, decoded strictly, answered in JSON.
+//!
+//! Requests reject unknown fields, so a misspelt option is an error instead
+//! of being silently ignored. Paths are validated by [`VPath::parse`] before
+//! anything is touched.
+
+use base64::Engine;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde_json::{json, Value};
+use stead_sql::Sql;
+use stead_vfs::{
+    edit::Replacement,
+    glob::{self, GlobRequest},
+    grep::{self, GrepCursor, GrepMode, GrepRequest},
+    read::{LineRequest, DEFAULT_BYTE_LIMIT, DEFAULT_LINE_LIMIT},
+    VPath, Vfs, VfsError, WriteOptions,
+};
+
+use super::ApiError;
+
+/// The tools, by route name.
+pub const TOOLS: &[&str] = &[
+    "read", "write", "append", "edit", "stat", "ls", "mkdir", "rm", "mv", "cp", "symlink",
+    "readlink", "chmod", "glob", "grep", "changes",
+];
+
+/// Largest page of `ls` entries.
+const MAX_LS_LIMIT: usize = 10_000;
+
+/// Runs tool `name` with JSON request `body`.
+pub fn call<S: Sql>(vfs: &Vfs<'_, S>, name: &str, body: &[u8]) -> Result<Value, ApiError> {
+    match name {
+        "read" => read(vfs, decode(body)?),
+        "write" => write(vfs, decode(body)?, false),
+        "append" => write(vfs, decode(body)?, true),
+        "edit" => edit(vfs, decode(body)?),
+        "stat" => stat(vfs, decode(body)?),
+        "ls" => ls(vfs, decode(body)?),
+        "mkdir" => mkdir(vfs, decode(body)?),
+        "rm" => rm(vfs, decode(body)?),
+        "mv" => mv(vfs, decode(body)?),
+        "cp" => cp(vfs, decode(body)?),
+        "symlink" => symlink(vfs, decode(body)?),
+        "readlink" => readlink(vfs, decode(body)?),
+        "chmod" => chmod(vfs, decode(body)?),
+        "glob" => glob(vfs, decode(body)?),
+        "grep" => grep(vfs, decode(body)?),
+        "changes" => changes(vfs, decode(body)?),
+        other => Err(ApiError::InvalidRequest(format!("unknown tool {other:?}"))),
+    }
+}
+
+fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::InvalidRequest(
+            "the request body must be a JSON object".into(),
+        ));
+    }
+    Ok(serde_json::from_slice(body)?)
+}
+
+fn path(text: &str) -> Result<VPath, ApiError> {
+    Ok(VPath::parse(text)?)
+}
+
+fn to_json(value: impl Serialize) -> Result<Value, ApiError> {
+    serde_json::to_value(value).map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+/// Permission bits as an octal string (`"755"`, `"0644"`) or a number.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Mode {
+    Octal(String),
+    Bits(u32),
+}
+
+impl Mode {
+    fn bits(&self) -> Result<u32, ApiError> {
+        let bits = match self {
+            Mode::Bits(bits) => *bits,
+            Mode::Octal(text) => u32::from_str_radix(text.trim_start_matches("0o"), 8)
+                .map_err(|_| ApiError::InvalidRequest(format!("mode {text:?} is not octal")))?,
+        };
+        if bits > 0o7777 {
+            return Err(ApiError::InvalidRequest(format!(
+                "mode {bits:o} has bits beyond 07777"
+            )));
+        }
+        Ok(bits)
+    }
+}
+
+fn mode_bits(mode: &Option<Mode>) -> Result<Option<u32>, ApiError> {
+    mode.as_ref().map(Mode::bits).transpose()
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Encoding {
+    #[default]
+    Utf8,
+    Base64,
+}
+
+impl Encoding {
+    fn decode(self, content: String) -> Result<Vec<u8>, ApiError> {
+        match self {
+            Encoding::Utf8 => Ok(content.into_bytes()),
+            Encoding::Base64 => base64::engine::general_purpose::STANDARD
+                .decode(content)
+                .map_err(|e| ApiError::InvalidRequest(format!("content is not valid base64: {e}"))),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadReq {
+    path: String,
+    /// First line, 1-based.
+    offset: Option<u64>,
+    limit: Option<u64>,
+    #[serde(default)]
+    line_numbers: bool,
+    byte_offset: Option<u64>,
+    byte_length: Option<u64>,
+    encoding: Option<Encoding>,
+}
+
+fn read<S: Sql>(vfs: &Vfs<'_, S>, req: ReadReq) -> Result<Value, ApiError> {
+    let p = path(&req.path)?;
+    if req.byte_offset.is_some() || req.byte_length.is_some() {
+        if req.offset.is_some() || req.limit.is_some() || req.line_numbers {
+            return Err(ApiError::InvalidRequest(
+                "use either lines (offset, limit, line_numbers) or bytes (byte_offset, byte_length)".into(),
+            ));
+        }
+        let offset = req.byte_offset.unwrap_or(0);
+        let length = req
+            .byte_length
+            .unwrap_or(DEFAULT_BYTE_LIMIT as u64)
+            .min(DEFAULT_BYTE_LIMIT as u64);
+        let (node, bytes) = vfs.read_range(&p, offset, length)?;
+        let end = offset + bytes.len() as u64;
+        let (content, encoding) = match (req.encoding, std::str::from_utf8(&bytes)) {
+            (Some(Encoding::Base64), _) | (None, Err(_)) => (
+                base64::engine::general_purpose::STANDARD.encode(&bytes),
+                "base64",
+            ),
+            (_, Ok(text)) => (text.to_string(), "utf8"),
+            (Some(Encoding::Utf8), Err(_)) => {
+                return Err(VfsError::Edit {
+                    path: req.path,
+                    source: stead_vfs::edit::EditError::NotText,
+                }
+                .into())
+            }
+        };
+        let mut out = json!({
+            "path": p.as_str(), "size": node.size, "byte_offset": offset,
+            "bytes": bytes.len(), "content": content, "encoding": encoding, "eof": end >= node.size,
+        });
+        if end < node.size {
+            out["next_byte_offset"] = json!(end);
+        }
+        return Ok(out);
+    }
+    if req.encoding.is_some() {
+        return Err(ApiError::InvalidRequest(
+            "encoding applies to byte reads only".into(),
+        ));
+    }
+    let lines = vfs.read_lines(
+        &p,
+        LineRequest {
+            offset: req.offset.unwrap_or(1),
+            limit: req
+                .limit
+                .unwrap_or(DEFAULT_LINE_LIMIT)
+                .clamp(1, DEFAULT_LINE_LIMIT),
+            max_bytes: DEFAULT_BYTE_LIMIT,
+            line_numbers: req.line_numbers,
+        },
+    )?;
+    let mut out = to_json(lines)?;
+    out["path"] = json!(p.as_str());
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteReq {
+    path: String,
+    content: String,
+    #[serde(default)]
+    encoding: Encoding,
+    mode: Option<Mode>,
+    /// Create missing parent directories (default true).
+    parents: Option<bool>,
+}
+
+fn write<S: Sql>(vfs: &Vfs<'_, S>, req: WriteReq, append: bool) -> Result<Value, ApiError> {
+    let p = path(&req.path)?;
+    let options = WriteOptions {
+        mode: mode_bits(&req.mode)?,
+        create_parents: req.parents.unwrap_or(true),
+    };
+    let data = req.encoding.decode(req.content)?;
+    let written = if append {
+        vfs.append(&p, &data, options)?
+    } else {
+        vfs.write(&p, &data, options)?
+    };
+    to_json(written)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditReq {
+    path: String,
+    edits: Vec<Replacement>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+fn edit<S: Sql>(vfs: &Vfs<'_, S>, req: EditReq) -> Result<Value, ApiError> {
+    to_json(vfs.edit(&path(&req.path)?, &req.edits, req.dry_run)?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathReq {
+    path: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatReq {
+    path: String,
+    /// Follow a final symlink (default true).
+    follow: Option<bool>,
+}
+
+fn stat<S: Sql>(vfs: &Vfs<'_, S>, req: StatReq) -> Result<Value, ApiError> {
+    let p = path(&req.path)?;
+    let (real, node) = vfs.stat(&p, req.follow.unwrap_or(true))?;
+    let mut out = to_json(node)?;
+    out["path"] = json!(p.as_str());
+    out["real_path"] = json!(real.as_str());
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LsReq {
+    #[serde(default = "root")]
+    path: String,
+    cursor: Option<String>,
+    limit: Option<usize>,
+}
+
+fn root() -> String {
+    "/".to_string()
+}
+
+fn ls<S: Sql>(vfs: &Vfs<'_, S>, req: LsReq) -> Result<Value, ApiError> {
+    let p = path(&req.path)?;
+    let limit = req.limit.unwrap_or(1000).clamp(1, MAX_LS_LIMIT);
+    let mut entries = vfs.list(&p, req.cursor.as_deref(), limit + 1)?;
+    let truncated = entries.len() > limit;
+    entries.truncate(limit);
+    let next_cursor = truncated
+        .then(|| entries.last().map(|e| e.name.clone()))
+        .flatten();
+    Ok(json!({
+        "path": p.as_str(), "entries": entries, "truncated": truncated, "next_cursor": next_cursor,
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MkdirReq {
+    path: String,
+    #[serde(default)]
+    parents: bool,
+    mode: Option<Mode>,
+}
+
+fn mkdir<S: Sql>(vfs: &Vfs<'_, S>, req: MkdirReq) -> Result<Value, ApiError> {
+    let p = path(&req.path)?;
+    let revision = vfs.mkdir(&p, req.parents, mode_bits(&req.mode)?)?;
+    Ok(json!({ "path": p.as_str(), "revision": revision }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RmReq {
+    path: String,
+    #[serde(default)]
+    recursive: bool,
+    /// A missing path is not an error.
+    #[serde(default)]
+    force: bool,
+}
+
+fn rm<S: Sql>(vfs: &Vfs<'_, S>, req: RmReq) -> Result<Value, ApiError> {
+    let p = path(&req.path)?;
+    match vfs.remove(&p, req.recursive) {
+        Ok(revision) => Ok(json!({ "path": p.as_str(), "removed": true, "revision": revision })),
+        Err(VfsError::NotFound { .. }) if req.force => {
+            Ok(json!({ "path": p.as_str(), "removed": false }))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MoveReq {
+    from: String,
+    to: String,
+    #[serde(default)]
+    recursive: bool,
+}
+
+fn mv<S: Sql>(vfs: &Vfs<'_, S>, req: MoveReq) -> Result<Value, ApiError> {
+    if req.recursive {
+        return Err(ApiError::InvalidRequest(
+            "mv always moves whole subtrees; drop `recursive`".into(),
+        ));
+    }
+    let (from, to) = (path(&req.from)?, path(&req.to)?);
+    let revision = vfs.rename(&from, &to)?;
+    Ok(json!({ "from": from.as_str(), "to": to.as_str(), "revision": revision }))
+}
+
+fn cp<S: Sql>(vfs: &Vfs<'_, S>, req: MoveReq) -> Result<Value, ApiError> {
+    let (from, to) = (path(&req.from)?, path(&req.to)?);
+    let revision = vfs.copy(&from, &to, req.recursive)?;
+    Ok(json!({ "from": from.as_str(), "to": to.as_str(), "revision": revision }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SymlinkReq {
+    target: String,
+    path: String,
+}
+
+fn symlink<S: Sql>(vfs: &Vfs<'_, S>, req: SymlinkReq) -> Result<Value, ApiError> {
+    let p = path(&req.path)?;
+    let revision = vfs.symlink(&req.target, &p)?;
+    Ok(json!({ "path": p.as_str(), "target": req.target, "revision": revision }))
+}
+
+fn readlink<S: Sql>(vfs: &Vfs<'_, S>, req: PathReq) -> Result<Value, ApiError> {
+    let p = path(&req.path)?;
+    let target = vfs.readlink(&p)?;
+    Ok(json!({ "path": p.as_str(), "target": target }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChmodReq {
+    path: String,
+    mode: Mode,
+}
+
+fn chmod<S: Sql>(vfs: &Vfs<'_, S>, req: ChmodReq) -> Result<Value, ApiError> {
+    let p = path(&req.path)?;
+    let bits = req.mode.bits()?;
+    let revision = vfs.chmod(&p, bits)?;
+    Ok(json!({ "path": p.as_str(), "mode": format!("{bits:04o}"), "revision": revision }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GlobReq {
+    pattern: String,
+    #[serde(default = "root")]
+    path: String,
+    #[serde(default)]
+    exclude: Vec<String>,
+    cursor: Option<String>,
+    limit: Option<usize>,
+}
+
+fn glob<S: Sql>(vfs: &Vfs<'_, S>, req: GlobReq) -> Result<Value, ApiError> {
+    let page = vfs.glob(&GlobRequest {
+        pattern: req.pattern,
+        base: path(&req.path)?,
+        exclude: req.exclude,
+        after: req.cursor.as_deref().map(path).transpose()?,
+        limit: req.limit.unwrap_or(glob::DEFAULT_LIMIT),
+    })?;
+    to_json(page)
+}
+
+/// One glob or several.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(one) => vec![one],
+            OneOrMany::Many(many) => many,
+        }
+    }
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum GrepOutput {
+    #[default]
+    Content,
+    Files,
+    Count,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrepReq {
+    pattern: String,
+    #[serde(default = "root")]
+    path: String,
+    #[serde(default)]
+    regex: bool,
+    #[serde(default)]
+    ignore_case: bool,
+    include: Option<OneOrMany>,
+    exclude: Option<OneOrMany>,
+    /// Lines of context on both sides; `before`/`after` override it per side.
+    context: Option<usize>,
+    before: Option<usize>,
+    after: Option<usize>,
+    #[serde(default)]
+    output: GrepOutput,
+    cursor: Option<String>,
+    limit: Option<usize>,
+}
+
+fn grep<S: Sql>(vfs: &Vfs<'_, S>, req: GrepReq) -> Result<Value, ApiError> {
+    if req.pattern.is_empty() {
+        return Err(ApiError::InvalidRequest("pattern must not be empty".into()));
+    }
+    let context = req.context.unwrap_or(0);
+    let page = vfs.grep(&GrepRequest {
+        pattern: req.pattern,
+        regex: req.regex,
+        ignore_case: req.ignore_case,
+        base: path(&req.path)?,
+        include: req.include.map(OneOrMany::into_vec).unwrap_or_default(),
+        exclude: req.exclude.map(OneOrMany::into_vec).unwrap_or_default(),
+        before: req.before.unwrap_or(context),
+        after: req.after.unwrap_or(context),
+        mode: match req.output {
+            GrepOutput::Content => GrepMode::Content,
+            GrepOutput::Files => GrepMode::Files,
+            GrepOutput::Count => GrepMode::Count,
+        },
+        cursor: req.cursor.as_deref().map(GrepCursor::parse).transpose()?,
+        limit: req.limit.unwrap_or(grep::DEFAULT_LIMIT),
+    })?;
+    to_json(page)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChangesReq {
+    #[serde(default)]
+    since: i64,
+    limit: Option<usize>,
+}
+
+fn changes<S: Sql>(vfs: &Vfs<'_, S>, req: ChangesReq) -> Result<Value, ApiError> {
+    let limit = req.limit.unwrap_or(1000).clamp(1, 10_000);
+    let revision = vfs.revision()?;
+    let changes = vfs
+        .changes_since(req.since, limit)?
+        .ok_or(ApiError::ChangesPruned { since: req.since })?;
+    Ok(json!({ "revision": revision, "changes": changes }))
+}
