@@ -1,0 +1,289 @@
+//! The real Worker, run locally for end-to-end tests and benchmarks.
+//!
+//! [`Runtime::start`] builds the Worker bundle once per process, then starts
+//! `wrangler dev` (workerd with its embedded Durable Object SQLite) on free
+//! ports with a persistence folder, and waits until it answers. Dropping the
+//! runtime ends its whole process group, so no `workerd` outlives a test.
+//! Starting a second runtime on the same folder is a restart: the workspace
+//! must be exactly as the first one left it.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The token `.dev.vars` configures for local runs.
+pub const DEV_TOKEN: &str = "dev-token";
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+/// PATH with the project's `node_modules/.bin` first, so wrangler runs on the
+/// Node it was installed with.
+fn node_path() -> String {
+    let bin = repo_root().join("node_modules/.bin");
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// Builds the Worker bundle once per process.
+pub fn build_worker() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        if std::env::var("STEAD_SKIP_BUILD").as_deref() == Ok("1")
+            && repo_root().join("build/worker/shim.mjs").exists()
+        {
+            return;
+        }
+        let status = Command::new("sh")
+            .arg("scripts/build-worker")
+            .current_dir(repo_root())
+            .env("PATH", node_path())
+            .status()
+            .expect("run scripts/build-worker");
+        assert!(status.success(), "building the Worker failed");
+    });
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A running `wrangler dev`.
+pub struct Runtime {
+    child: Child,
+    base: String,
+    persist: PathBuf,
+    log: PathBuf,
+}
+
+impl Runtime {
+    /// Starts the Worker with its state in `persist`.
+    pub fn start(persist: &Path) -> Runtime {
+        build_worker();
+        let port = free_port();
+        let log = persist.join("wrangler.log");
+        let log_file = std::fs::File::create(&log).expect("runtime log file");
+        let mut command = Command::new(repo_root().join("node_modules/.bin/wrangler"));
+        command
+            .args(["dev", "--port", &port.to_string()])
+            .args(["--inspector-port", &free_port().to_string()])
+            .arg("--persist-to")
+            .arg(persist)
+            .args(["--show-interactive-dev-session=false", "--log-level", "warn"])
+            .current_dir(repo_root())
+            .env("PATH", node_path())
+            .env("STEAD_SKIP_BUILD", "1")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("log file"))
+            .stderr(log_file);
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let child = command.spawn().expect("start wrangler dev");
+        let runtime = Runtime {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            persist: persist.to_path_buf(),
+            log,
+        };
+        runtime.wait_ready();
+        runtime
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while Instant::now() < deadline {
+            if let Ok(response) = ureq::get(&format!("{}/health", self.base)).call() {
+                if response.status() == 200 {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        panic!("wrangler dev did not become ready; its log:\n{log}");
+    }
+
+    /// The base URL, such as `http://127.0.0.1:8787`.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The persistence folder.
+    pub fn persist(&self) -> &Path {
+        &self.persist
+    }
+
+    /// A client with the dev token.
+    pub fn client(&self) -> Client {
+        Client::new(&self.base, Some(DEV_TOKEN))
+    }
+
+    /// Stops the runtime (all its processes) and waits for it to exit.
+    pub fn stop(mut self) {
+        self.kill();
+    }
+
+    fn kill(&mut self) {
+        let pid = self.child.id() as i32;
+        // SAFETY: kill(2) on our own child's process group; no memory involved.
+        unsafe {
+            libc::kill(-pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A response: status, headers of interest, and body bytes.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Reply {
+    /// The body as JSON (panics with the body when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// `error.code` of an error body.
+    pub fn error_code(&self) -> String {
+        self.json()["error"]["code"].as_str().unwrap_or("").to_string()
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A small blocking HTTP client for the API.
+#[derive(Clone)]
+pub struct Client {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    pub fn new(base: &str, token: Option<&str>) -> Client {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(300)))
+            .build();
+        Client {
+            base: base.to_string(),
+            token: token.map(str::to_string),
+            agent: config.into(),
+        }
+    }
+
+    /// The same client with another token (or none).
+    pub fn with_token(&self, token: Option<&str>) -> Client {
+        Client {
+            token: token.map(str::to_string),
+            ..self.clone()
+        }
+    }
+
+    fn auth(&self) -> Option<String> {
+        self.token.as_ref().map(|t| format!("Bearer {t}"))
+    }
+
+    /// Sends `method path` with raw `body`.
+    pub fn send(&self, method: &str, path: &str, body: &[u8]) -> Reply {
+        let url = format!("{}{path}", self.base);
+        let mut request = ureq::http::Request::builder().method(method).uri(&url);
+        if let Some(auth) = self.auth() {
+            request = request.header("authorization", auth);
+        }
+        let request = request.body(body.to_vec()).expect("request");
+        let response = self.agent.run(request).expect("HTTP request");
+        collect(response)
+    }
+
+    /// POSTs a JSON value to an agent tool: `tool(agent, "write", json!({...}))`.
+    pub fn tool(&self, agent: &str, tool: &str, body: Value) -> Reply {
+        self.send("POST", &format!("/agents/{agent}/{tool}"), body.to_string().as_bytes())
+    }
+
+    /// Creates an agent.
+    pub fn create(&self, agent: &str) -> Reply {
+        self.send("PUT", &format!("/agents/{agent}"), b"")
+    }
+
+    /// Uploads from a reader, streamed; `query` is appended to the URL.
+    pub fn upload(&self, agent: &str, path: &str, query: &str, reader: impl Read + Send + Sync + 'static) -> Reply {
+        let url = format!("{}/agents/{agent}/files{path}{query}", self.base);
+        let mut request = self.agent.put(&url);
+        if let Some(auth) = self.auth() {
+            request = request.header("authorization", auth);
+        }
+        let response = request
+            .send(ureq::SendBody::from_owned_reader(reader))
+            .expect("upload request");
+        collect(response)
+    }
+
+    /// Downloads a file as a stream: status and a reader of the body.
+    pub fn download(&self, agent: &str, path: &str) -> (u16, Box<dyn Read + Send + Sync>) {
+        let url = format!("{}/agents/{agent}/files{path}", self.base);
+        let mut request = self.agent.get(&url);
+        if let Some(auth) = self.auth() {
+            request = request.header("authorization", auth);
+        }
+        let response = request.call().expect("download request");
+        let status = response.status().as_u16();
+        (status, Box::new(response.into_body().into_reader()))
+    }
+}
+
+fn collect(mut response: ureq::http::Response<ureq::Body>) -> Reply {
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(1 << 30)
+        .read_to_vec()
+        .expect("response body");
+    Reply { status, body, headers }
+}
+
+/// A temporary folder for one runtime's state, removed on drop.
+pub fn temp_state() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("stead-state-").tempdir().expect("temp dir")
+}
