@@ -790,3 +790,36 @@ impl<S: Sql> Vfs<'_, S> {
         Ok(row.take_blob(0)?)
     }
 }
+
+impl<S: Sql> Vfs<'_, S> {
+    /// Sets the modification time of `path` (following symlinks), creating
+    /// an empty file when it is missing, as `touch` does. `mtime_ms` defaults
+    /// to now.
+    pub fn touch(&self, path: &VPath, mtime_ms: Option<i64>) -> Result<i64> {
+        self.change(|rev| {
+            let mtime = mtime_ms.unwrap_or(self.now_ms);
+            let (real, node, created) = match self.resolve(path, true)? {
+                Resolved::Found { path: real, node } => (real, node, false),
+                Resolved::Missing { .. } => {
+                    let options = WriteOptions {
+                        mode: None,
+                        create_parents: false,
+                    };
+                    let (real, node, _) = self.prepare_file(path, options, rev)?;
+                    (real, node, true)
+                }
+            };
+            self.db.execute(
+                "UPDATE nodes SET mtime = ?, rev = ? WHERE ino = ?",
+                params![mtime, rev, node.ino],
+            )?;
+            let kind = if created {
+                ChangeKind::Created
+            } else {
+                ChangeKind::Modified
+            };
+            self.log_change(rev, &real, kind)?;
+            Ok(rev)
+        })
+    }
+}

@@ -77,7 +77,10 @@ pub fn code<T: Debug>(result: stead_vfs::Result<T>) -> &'static str {
     match result {
         Ok(value) => {
             let text = format!("{value:?}");
-            panic!("expected an error, got Ok({})", &text[..text.len().min(200)])
+            panic!(
+                "expected an error, got Ok({})",
+                &text[..text.len().min(200)]
+            )
         }
         Err(error) => error.code(),
     }

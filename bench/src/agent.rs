@@ -1,0 +1,99 @@
+//! The agent under test and the requests sent to it.
+
+use std::io::Read;
+
+use serde_json::Value;
+use stead_harness::{Client, Reply};
+
+/// A request prepared ahead of time, so only sending it is timed.
+pub struct Call {
+    method: &'static str,
+    path: String,
+    body: Vec<u8>,
+}
+
+/// One agent on a running Worker. All requests share the client's
+/// keep-alive connection.
+pub struct Agent {
+    client: Client,
+    id: String,
+}
+
+impl Agent {
+    /// Creates agent `id`.
+    pub fn create(client: Client, id: String) -> Agent {
+        let reply = client.create(&id);
+        expect_success(&reply, &format!("create agent {id}"));
+        Agent { client, id }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// `POST /agents/{id}/ping`: reaches the agent's Durable Object and does
+    /// nothing; the transport floor.
+    pub fn ping_call(&self) -> Call {
+        Call {
+            method: "POST",
+            path: format!("/agents/{}/ping", self.id),
+            body: Vec::new(),
+        }
+    }
+
+    /// `POST /agents/{id}/{tool}` with a JSON body.
+    pub fn tool_call(&self, tool: &str, body: &Value) -> Call {
+        Call {
+            method: "POST",
+            path: format!("/agents/{}/{tool}", self.id),
+            body: body.to_string().into_bytes(),
+        }
+    }
+
+    /// Sends a prepared call; the reply is not checked.
+    pub fn send(&self, call: &Call) -> Reply {
+        self.client.send(call.method, &call.path, &call.body)
+    }
+
+    /// Runs a tool and returns its JSON answer; panics unless it succeeds.
+    pub fn tool(&self, tool: &str, body: &Value) -> Value {
+        let reply = self.send(&self.tool_call(tool, body));
+        expect_success(&reply, &format!("{tool} {body}"));
+        reply.json()
+    }
+
+    /// Streams `reader` into the file at `path`; panics unless it succeeds.
+    pub fn upload(&self, path: &str, reader: impl Read + Send + Sync + 'static) {
+        let reply = self.client.upload(&self.id, path, "", reader);
+        expect_success(&reply, &format!("upload {path}"));
+    }
+
+    /// Streams the file at `path` out; panics unless it succeeds.
+    pub fn download(&self, path: &str) -> Box<dyn Read + Send + Sync> {
+        let (status, body) = self.client.download(&self.id, path);
+        assert!(
+            (200..300).contains(&status),
+            "download {path}: HTTP {status}"
+        );
+        body
+    }
+
+    /// Deletes the agent and its workspace.
+    pub fn delete(self) {
+        let reply = self
+            .client
+            .send("DELETE", &format!("/agents/{}", self.id), b"");
+        expect_success(&reply, &format!("delete agent {}", self.id));
+    }
+}
+
+/// Panics with the reply's body unless its status is 2xx: a benchmark of
+/// failing requests would measure nothing.
+pub fn expect_success(reply: &Reply, what: &str) {
+    assert!(
+        (200..300).contains(&reply.status),
+        "{what}: HTTP {}: {}",
+        reply.status,
+        String::from_utf8_lossy(&reply.body)
+    );
+}

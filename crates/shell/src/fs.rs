@@ -1,0 +1,86 @@
+//! The filesystem as the shell sees it.
+//!
+//! An object-safe view of [`stead_vfs::Vfs`], so the interpreter and the
+//! utilities are not generic over the SQL engine. Each call is one VFS
+//! operation, hence one SQL transaction.
+
+use stead_sql::Sql;
+use stead_vfs::{DirEntry, Node, VPath, Vfs, VfsError, WriteOptions};
+
+pub type Result<T> = std::result::Result<T, VfsError>;
+
+/// What the shell needs from a filesystem.
+pub trait Fs {
+    /// The node at `path`; `follow` follows a final symlink.
+    fn stat(&self, path: &VPath, follow: bool) -> Result<Node>;
+    /// The whole content of a regular file.
+    fn read(&self, path: &VPath) -> Result<Vec<u8>>;
+    /// Replaces (or creates, without creating parents) a regular file.
+    fn write(&self, path: &VPath, data: &[u8]) -> Result<()>;
+    /// Appends to (or creates) a regular file.
+    fn append(&self, path: &VPath, data: &[u8]) -> Result<()>;
+    /// The entries of a directory, in name order.
+    fn list(&self, path: &VPath) -> Result<Vec<DirEntry>>;
+    fn mkdir(&self, path: &VPath, parents: bool) -> Result<()>;
+    /// Removes a file, symlink or (empty unless `recursive`) directory.
+    fn remove(&self, path: &VPath, recursive: bool) -> Result<()>;
+    fn rename(&self, from: &VPath, to: &VPath) -> Result<()>;
+    fn copy(&self, from: &VPath, to: &VPath, recursive: bool) -> Result<()>;
+    fn symlink(&self, target: &str, path: &VPath) -> Result<()>;
+    fn readlink(&self, path: &VPath) -> Result<String>;
+    fn chmod(&self, path: &VPath, mode: u32) -> Result<()>;
+    /// Sets the mtime (milliseconds; now when `None`), creating an empty file if missing.
+    fn touch(&self, path: &VPath, mtime_ms: Option<i64>) -> Result<()>;
+    /// The real path of `path`, every symlink resolved.
+    fn realpath(&self, path: &VPath) -> Result<VPath>;
+}
+
+const NO_PARENTS: WriteOptions = WriteOptions {
+    mode: None,
+    create_parents: false,
+};
+
+impl<S: Sql> Fs for Vfs<'_, S> {
+    fn stat(&self, path: &VPath, follow: bool) -> Result<Node> {
+        Vfs::stat(self, path, follow).map(|(_, node)| node)
+    }
+    fn read(&self, path: &VPath) -> Result<Vec<u8>> {
+        self.read_file(path)
+    }
+    fn write(&self, path: &VPath, data: &[u8]) -> Result<()> {
+        Vfs::write(self, path, data, NO_PARENTS).map(drop)
+    }
+    fn append(&self, path: &VPath, data: &[u8]) -> Result<()> {
+        Vfs::append(self, path, data, NO_PARENTS).map(drop)
+    }
+    fn list(&self, path: &VPath) -> Result<Vec<DirEntry>> {
+        Vfs::list(self, path, None, usize::MAX >> 1)
+    }
+    fn mkdir(&self, path: &VPath, parents: bool) -> Result<()> {
+        Vfs::mkdir(self, path, parents, None).map(drop)
+    }
+    fn remove(&self, path: &VPath, recursive: bool) -> Result<()> {
+        Vfs::remove(self, path, recursive).map(drop)
+    }
+    fn rename(&self, from: &VPath, to: &VPath) -> Result<()> {
+        Vfs::rename(self, from, to).map(drop)
+    }
+    fn copy(&self, from: &VPath, to: &VPath, recursive: bool) -> Result<()> {
+        Vfs::copy(self, from, to, recursive).map(drop)
+    }
+    fn symlink(&self, target: &str, path: &VPath) -> Result<()> {
+        Vfs::symlink(self, target, path).map(drop)
+    }
+    fn readlink(&self, path: &VPath) -> Result<String> {
+        Vfs::readlink(self, path)
+    }
+    fn chmod(&self, path: &VPath, mode: u32) -> Result<()> {
+        Vfs::chmod(self, path, mode).map(drop)
+    }
+    fn touch(&self, path: &VPath, mtime_ms: Option<i64>) -> Result<()> {
+        Vfs::touch(self, path, mtime_ms).map(drop)
+    }
+    fn realpath(&self, path: &VPath) -> Result<VPath> {
+        Vfs::stat(self, path, true).map(|(real, _)| real)
+    }
+}

@@ -1,0 +1,464 @@
+//! Shell arithmetic (`$(( ))`, `(( ))`, `let`, array indices): a Pratt
+//! parser into [`Expr`], evaluated over the shell's variables with 64-bit
+//! wrapping integers, as bash does.
+
+use super::Shell;
+use super::Flow;
+
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Num(i64),
+    Var(String),
+    /// `name[index]`, with the index's source text (assoc keys).
+    Index(String, Box<Expr>, String),
+    Unary(&'static str, Box<Expr>),
+    Binary(&'static str, Box<Expr>, Box<Expr>),
+    /// `=`, `+=`, ...: the operator without `=` ("" for plain).
+    Assign(&'static str, Box<Expr>, Box<Expr>),
+    /// `++x` (true, +1) etc.: (prefix, delta, target)
+    Step(bool, i64, Box<Expr>),
+    Ternary(Box<Expr>, Box<Expr>, Box<Expr>),
+}
+
+struct Parser<'a> {
+    src: &'a [u8],
+    pos: usize,
+}
+
+const BINARY: &[(&str, u8)] = &[
+    ("||", 3),
+    ("&&", 4),
+    ("|", 5),
+    ("^", 6),
+    ("&", 7),
+    ("==", 8),
+    ("!=", 8),
+    ("<=", 9),
+    (">=", 9),
+    ("<", 9),
+    (">", 9),
+    ("<<", 10),
+    (">>", 10),
+    ("+", 11),
+    ("-", 11),
+    ("*", 12),
+    ("/", 12),
+    ("%", 12),
+    ("**", 13),
+];
+
+const ASSIGN_OPS: &[&str] = &[
+    "<<=", ">>=", "+=", "-=", "*=", "/=", "%=", "&=", "^=", "|=", "=",
+];
+
+/// Parses a whole arithmetic expression (comma lists included).
+pub fn parse(src: &str) -> Result<Expr, String> {
+    let mut p = Parser {
+        src: src.as_bytes(),
+        pos: 0,
+    };
+    p.skip();
+    if p.pos == p.src.len() {
+        return Ok(Expr::Num(0));
+    }
+    let e = p.comma()?;
+    p.skip();
+    if p.pos < p.src.len() {
+        let rest = String::from_utf8_lossy(&p.src[p.pos..]).into_owned();
+        return Err(format!("syntax error: invalid arithmetic operator (error token is \"{rest}\")"));
+    }
+    Ok(e)
+}
+
+impl Parser<'_> {
+    fn skip(&mut self) {
+        while self.pos < self.src.len() && self.src[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, tok: &str) -> bool {
+        self.skip();
+        if self.src[self.pos..].starts_with(tok.as_bytes()) {
+            self.pos += tok.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn rest(&self) -> String {
+        String::from_utf8_lossy(&self.src[self.pos..]).into_owned()
+    }
+
+    fn err<T>(&self) -> Result<T, String> {
+        let rest = self.rest();
+        if rest.trim().is_empty() {
+            Err("syntax error: operand expected (error token is \"\")".into())
+        } else {
+            Err(format!("syntax error: operand expected (error token is \"{}\")", rest))
+        }
+    }
+
+    fn comma(&mut self) -> Result<Expr, String> {
+        let mut e = self.assign()?;
+        while self.eat(",") {
+            let r = self.assign()?;
+            e = Expr::Binary(",", Box::new(e), Box::new(r));
+        }
+        Ok(e)
+    }
+
+    fn assign(&mut self) -> Result<Expr, String> {
+        let start = self.pos;
+        let lhs = self.ternary()?;
+        if matches!(lhs, Expr::Var(_) | Expr::Index(..)) {
+            self.skip();
+            for op in ASSIGN_OPS {
+                if self.src[self.pos..].starts_with(op.as_bytes())
+                    && !(op == &"=" && self.src.get(self.pos + 1) == Some(&b'='))
+                {
+                    self.pos += op.len();
+                    let rhs = self.assign()?;
+                    let bare: &'static str = &op[..op.len() - 1];
+                    return Ok(Expr::Assign(bare, Box::new(lhs), Box::new(rhs)));
+                }
+            }
+        }
+        let _ = start;
+        Ok(lhs)
+    }
+
+    fn ternary(&mut self) -> Result<Expr, String> {
+        let cond = self.binary(3)?;
+        if self.eat("?") {
+            let a = self.assign()?;
+            if !self.eat(":") {
+                return self.err();
+            }
+            let b = self.assign()?;
+            return Ok(Expr::Ternary(Box::new(cond), Box::new(a), Box::new(b)));
+        }
+        Ok(cond)
+    }
+
+    fn peek_binary(&mut self) -> Option<(&'static str, u8)> {
+        self.skip();
+        let rest = &self.src[self.pos..];
+        let mut best: Option<(&'static str, u8)> = None;
+        for &(op, prec) in BINARY {
+            if rest.starts_with(op.as_bytes()) && best.is_none_or(|(b, _)| op.len() > b.len()) {
+                best = Some((op, prec));
+            }
+        }
+        let (op, _) = best?;
+        // `a += 1` and `a == b`: not a binary operator when an assignment follows.
+        let after = rest.get(op.len()).copied();
+        if after == Some(b'=') && !matches!(op, "<" | ">" | "==" | "!=" | "<=" | ">=") {
+            return None;
+        }
+        if (op == "<" || op == ">") && after == Some(b'=') {
+            return None;
+        }
+        best
+    }
+
+    fn binary(&mut self, min: u8) -> Result<Expr, String> {
+        let mut lhs = self.unary()?;
+        while let Some((op, prec)) = self.peek_binary() {
+            if prec < min {
+                break;
+            }
+            self.pos += op.len();
+            let rhs = if op == "**" {
+                self.binary(prec)?
+            } else {
+                self.binary(prec + 1)?
+            };
+            lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs));
+        }
+        Ok(lhs)
+    }
+
+    fn unary(&mut self) -> Result<Expr, String> {
+        self.skip();
+        for (tok, delta) in [("++", 1), ("--", -1)] {
+            if self.src[self.pos..].starts_with(tok.as_bytes()) {
+                self.pos += 2;
+                let target = self.unary()?;
+                return Ok(Expr::Step(true, delta, Box::new(target)));
+            }
+        }
+        for op in ["!", "~", "-", "+"] {
+            if self.eat(op) {
+                let e = self.unary()?;
+                return Ok(Expr::Unary(op, Box::new(e)));
+            }
+        }
+        let e = self.primary()?;
+        self.skip();
+        for (tok, delta) in [("++", 1), ("--", -1)] {
+            if self.src[self.pos..].starts_with(tok.as_bytes()) && matches!(e, Expr::Var(_) | Expr::Index(..)) {
+                self.pos += 2;
+                return Ok(Expr::Step(false, delta, Box::new(e)));
+            }
+        }
+        Ok(e)
+    }
+
+    fn primary(&mut self) -> Result<Expr, String> {
+        self.skip();
+        let Some(&c) = self.src.get(self.pos) else {
+            return self.err();
+        };
+        if c == b'(' {
+            self.pos += 1;
+            let e = self.comma()?;
+            if !self.eat(")") {
+                return Err("syntax error: missing `)'".into());
+            }
+            return Ok(e);
+        }
+        if c.is_ascii_digit() {
+            return self.number();
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let start = self.pos;
+            while self.pos < self.src.len() && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_') {
+                self.pos += 1;
+            }
+            let name = String::from_utf8_lossy(&self.src[start..self.pos]).into_owned();
+            if self.src.get(self.pos) == Some(&b'[') {
+                let open = self.pos + 1;
+                let mut depth = 0;
+                let mut end = open;
+                while end < self.src.len() {
+                    match self.src[end] {
+                        b'[' => depth += 1,
+                        b']' if depth == 0 => break,
+                        b']' => depth -= 1,
+                        _ => {}
+                    }
+                    end += 1;
+                }
+                if end >= self.src.len() {
+                    return self.err();
+                }
+                let text = String::from_utf8_lossy(&self.src[open..end]).into_owned();
+                self.pos = end + 1;
+                let index = parse(&text)?;
+                return Ok(Expr::Index(name, Box::new(index), text));
+            }
+            return Ok(Expr::Var(name));
+        }
+        self.err()
+    }
+
+    fn number(&mut self) -> Result<Expr, String> {
+        let start = self.pos;
+        while self.pos < self.src.len()
+            && (self.src[self.pos].is_ascii_alphanumeric() || matches!(self.src[self.pos], b'#' | b'@' | b'_'))
+        {
+            self.pos += 1;
+        }
+        let text = String::from_utf8_lossy(&self.src[start..self.pos]).into_owned();
+        parse_number(&text).map(Expr::Num).ok_or_else(|| {
+            format!("{text}: value too great for base (error token is \"{text}\")")
+        })
+    }
+}
+
+/// Parses an integer constant: decimal, `0x1f`, `017`, `base#digits`.
+pub fn parse_number(text: &str) -> Option<i64> {
+    let (base, digits) = if let Some((b, d)) = text.split_once('#') {
+        (b.parse::<u32>().ok().filter(|b| (2..=64).contains(b))?, d)
+    } else if let Some(h) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        (16, h)
+    } else if text.len() > 1 && text.starts_with('0') {
+        (8, &text[1..])
+    } else {
+        (10, text)
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for c in digits.chars() {
+        let d = match c {
+            '0'..='9' => c as u32 - '0' as u32,
+            'a'..='z' => c as u32 - 'a' as u32 + 10,
+            'A'..='Z' if base <= 36 => c as u32 - 'A' as u32 + 10,
+            'A'..='Z' => c as u32 - 'A' as u32 + 36,
+            '@' => 62,
+            '_' => 63,
+            _ => return None,
+        };
+        if d >= base {
+            return None;
+        }
+        value = value.wrapping_mul(base as i64).wrapping_add(d as i64);
+    }
+    Some(value)
+}
+
+impl Shell<'_> {
+    /// Evaluates a parsed expression.
+    pub(crate) fn eval_arith(&mut self, e: &Expr) -> Result<i64, Flow> {
+        Ok(match e {
+            Expr::Num(n) => *n,
+            Expr::Var(name) => self.arith_var(name, None)?,
+            Expr::Index(name, index, text) => {
+                let key = self.arith_key(name, index, text)?;
+                self.arith_var(name, Some(key))?
+            }
+            Expr::Unary(op, a) => {
+                let v = self.eval_arith(a)?;
+                match *op {
+                    "!" => (v == 0) as i64,
+                    "~" => !v,
+                    "-" => v.wrapping_neg(),
+                    _ => v,
+                }
+            }
+            Expr::Binary(op, a, b) => self.arith_binary(op, a, b)?,
+            Expr::Assign(op, target, rhs) => {
+                let value = if op.is_empty() {
+                    self.eval_arith(rhs)?
+                } else {
+                    let old = self.eval_arith(target)?;
+                    let r = self.eval_arith(rhs)?;
+                    apply(op, old, r).map_err(|m| self.arith_error(&m))?
+                };
+                self.arith_store(target, value)?;
+                value
+            }
+            Expr::Step(prefix, delta, target) => {
+                let old = self.eval_arith(target)?;
+                let new = old.wrapping_add(*delta);
+                self.arith_store(target, new)?;
+                if *prefix {
+                    new
+                } else {
+                    old
+                }
+            }
+            Expr::Ternary(c, a, b) => {
+                if self.eval_arith(c)? != 0 {
+                    self.eval_arith(a)?
+                } else {
+                    self.eval_arith(b)?
+                }
+            }
+        })
+    }
+
+    fn arith_binary(&mut self, op: &str, a: &Expr, b: &Expr) -> Result<i64, Flow> {
+        let l = self.eval_arith(a)?;
+        match op {
+            "&&" => return Ok((l != 0 && self.eval_arith(b)? != 0) as i64),
+            "||" => return Ok((l != 0 || self.eval_arith(b)? != 0) as i64),
+            _ => {}
+        }
+        let r = self.eval_arith(b)?;
+        apply(op, l, r).map_err(|m| self.arith_error(&m))
+    }
+
+    fn arith_key(&mut self, name: &str, index: &Expr, text: &str) -> Result<String, Flow> {
+        if self.is_assoc(name) {
+            let key = text.trim();
+            let key = key.strip_prefix('$').unwrap_or(key);
+            if text.trim().starts_with('$') {
+                return Ok(self.get_scalar(key).unwrap_or_default());
+            }
+            return Ok(text.to_string());
+        }
+        Ok(self.eval_arith(index)?.to_string())
+    }
+
+    fn arith_var(&mut self, name: &str, key: Option<String>) -> Result<i64, Flow> {
+        let value = match &key {
+            Some(k) => self.get_element(name, k),
+            None => self.get_scalar(name),
+        };
+        let Some(value) = value else {
+            if self.opts.nounset {
+                let msg = format!("{name}: unbound variable");
+                return Err(self.fatal(&msg));
+            }
+            return Ok(0);
+        };
+        self.arith_value(&value)
+    }
+
+    /// The numeric value of a variable's text (itself an expression).
+    pub(crate) fn arith_value(&mut self, value: &str) -> Result<i64, Flow> {
+        let t = value.trim();
+        if t.is_empty() {
+            return Ok(0);
+        }
+        if let Ok(n) = t.parse::<i64>() {
+            return Ok(n);
+        }
+        if self.arith_depth > 64 {
+            return Err(self.arith_error("expression recursion level exceeded"));
+        }
+        let expr = parse(t).map_err(|m| self.arith_error(&format!("{t}: {m}")))?;
+        self.arith_depth += 1;
+        let r = self.eval_arith(&expr);
+        self.arith_depth -= 1;
+        r
+    }
+
+    fn arith_store(&mut self, target: &Expr, value: i64) -> Result<(), Flow> {
+        match target {
+            Expr::Var(name) => self.set_scalar(name, value.to_string()),
+            Expr::Index(name, index, text) => {
+                let key = self.arith_key(name, index, text)?;
+                self.set_element(name, &key, value.to_string())
+            }
+            _ => Err(self.arith_error("attempted assignment to non-variable")),
+        }
+    }
+
+    fn arith_error(&mut self, message: &str) -> Flow {
+        let _ = self.err_line(message);
+        Flow::Error(1)
+    }
+}
+
+fn apply(op: &str, l: i64, r: i64) -> Result<i64, String> {
+    Ok(match op {
+        "+" => l.wrapping_add(r),
+        "-" => l.wrapping_sub(r),
+        "*" => l.wrapping_mul(r),
+        "/" | "%" => {
+            if r == 0 {
+                return Err("division by 0 (error token is \"0\")".into());
+            }
+            if op == "/" {
+                l.wrapping_div(r)
+            } else {
+                l.wrapping_rem(r)
+            }
+        }
+        "**" => {
+            if r < 0 {
+                return Err("exponent less than 0 (error token is \"0\")".into());
+            }
+            l.wrapping_pow(r.min(u32::MAX as i64) as u32)
+        }
+        "<<" => l.wrapping_shl(r as u32),
+        ">>" => l.wrapping_shr(r as u32),
+        "&" => l & r,
+        "|" => l | r,
+        "^" => l ^ r,
+        "==" => (l == r) as i64,
+        "!=" => (l != r) as i64,
+        "<" => (l < r) as i64,
+        ">" => (l > r) as i64,
+        "<=" => (l <= r) as i64,
+        ">=" => (l >= r) as i64,
+        "," => r,
+        _ => return Err(format!("unknown operator {op}")),
+    })
+}

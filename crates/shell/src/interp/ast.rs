@@ -1,0 +1,236 @@
+//! The syntax tree of a script: parsed once, then walked by the interpreter.
+//!
+//! Words keep their quoting structure (literal, quoted, expansions) so that
+//! expansion never re-scans text; arithmetic without `$` is parsed here too,
+//! which makes tight `(( ))` loops cheap.
+
+use std::rc::Rc;
+
+use super::arith::Expr;
+
+/// A list of commands (`a; b && c | d`).
+pub type Program = Vec<Item>;
+
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub first: Pipeline,
+    /// `&&` (true) or `||` (false), then the next pipeline.
+    pub rest: Vec<(bool, Pipeline)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    pub negate: bool,
+    pub cmds: Vec<Command>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Command {
+    Simple(Simple),
+    Compound(Box<Compound>, Vec<Redir>),
+    Function(Rc<Function>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Simple {
+    pub assigns: Vec<Assign>,
+    pub words: Vec<Word>,
+    pub redirs: Vec<Redir>,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Function {
+    pub name: String,
+    pub body: Command,
+}
+
+#[derive(Debug, Clone)]
+pub struct Assign {
+    pub name: String,
+    pub index: Option<Word>,
+    pub append: bool,
+    pub value: AssignValue,
+}
+
+#[derive(Debug, Clone)]
+pub enum AssignValue {
+    Scalar(Word),
+    /// `(a b [k]=v)`
+    Array(Vec<(Option<Word>, Word)>),
+}
+
+#[derive(Debug, Clone)]
+pub enum Compound {
+    Group(Program),
+    Subshell(Program),
+    If {
+        branches: Vec<(Program, Program)>,
+        otherwise: Option<Program>,
+    },
+    For {
+        var: String,
+        words: Option<Vec<Word>>,
+        body: Program,
+    },
+    ArithFor {
+        init: Option<Arith>,
+        cond: Option<Arith>,
+        step: Option<Arith>,
+        body: Program,
+    },
+    While {
+        until: bool,
+        cond: Program,
+        body: Program,
+    },
+    Case {
+        word: Word,
+        arms: Vec<CaseArm>,
+    },
+    Arith(Arith),
+    Cond(Cond),
+}
+
+#[derive(Debug, Clone)]
+pub struct CaseArm {
+    pub patterns: Vec<Word>,
+    pub body: Program,
+    pub term: CaseTerm,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaseTerm {
+    /// `;;`
+    Break,
+    /// `;&`
+    FallThrough,
+    /// `;;&`
+    Continue,
+}
+
+#[derive(Debug, Clone)]
+pub enum Cond {
+    Not(Box<Cond>),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+    Unary(String, Word),
+    Binary(String, Word, Word),
+    Word(Word),
+}
+
+#[derive(Debug, Clone)]
+pub struct Redir {
+    pub fd: Option<i32>,
+    /// `{name}>file`: allocate an fd and store it in `name`.
+    pub var_fd: Option<String>,
+    pub op: RedirOp,
+    pub target: Word,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirOp {
+    In,
+    Out,
+    Append,
+    Clobber,
+    ReadWrite,
+    DupOut,
+    DupIn,
+    AllOut,
+    AllAppend,
+    /// The target is the body (expanded unless the delimiter was quoted).
+    HereDoc,
+    HereString,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Word(pub Vec<Part>);
+
+#[derive(Debug, Clone)]
+pub enum Part {
+    /// Unquoted text (glob characters active).
+    Lit(String),
+    /// Quoted or escaped text.
+    Quoted(String),
+    /// `"..."`
+    Double(Vec<Part>),
+    Param(Box<Param>),
+    Command(Rc<Program>),
+    Arith(Arith),
+    /// `~user` (empty: `~`).
+    Tilde(String),
+    /// `<(...)` (true) or `>(...)`.
+    ProcSub(Rc<Program>, bool),
+}
+
+/// Arithmetic: parsed once when it has no `$`, else expanded then parsed.
+#[derive(Debug, Clone)]
+pub enum Arith {
+    Static(Rc<Result<Expr, String>>, Rc<str>),
+    Dynamic(Word),
+}
+
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub sub: Option<Subscript>,
+    pub op: ParamOp,
+    /// `${!name}`
+    pub indirect: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum Subscript {
+    /// `[@]` (false) or `[*]` (true)
+    All(bool),
+    Index(Word),
+}
+
+#[derive(Debug, Clone)]
+pub enum ParamOp {
+    None,
+    Length,
+    /// `-`, `=`, `+`, `?` with or without `:`.
+    Test {
+        op: char,
+        colon: bool,
+        word: Word,
+    },
+    Substr(Arith, Option<Arith>),
+    Strip {
+        suffix: bool,
+        longest: bool,
+        pat: Word,
+    },
+    Replace {
+        /// b'/' all, b'#' prefix, b'%' suffix, 0 first
+        mode: u8,
+        pat: Word,
+        rep: Word,
+    },
+    Case {
+        upper: bool,
+        all: bool,
+        pat: Word,
+    },
+    Transform(char),
+    /// `${!prefix*}` / `${!prefix@}`
+    Names(bool),
+    /// `${!a[@]}`
+    Keys,
+}
+
+impl Word {
+    pub fn lit(text: &str) -> Word {
+        Word(vec![Part::Lit(text.to_string())])
+    }
+
+    /// The text when the word is a single unquoted literal.
+    pub fn as_lit(&self) -> Option<&str> {
+        match self.0.as_slice() {
+            [Part::Lit(s)] => Some(s),
+            _ => None,
+        }
+    }
+}

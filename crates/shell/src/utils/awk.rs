@@ -1,0 +1,5 @@
+//! (being written)
+
+use super::Table;
+
+pub(crate) const UTILITIES: Table = &[];

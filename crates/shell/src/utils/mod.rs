@@ -1,0 +1,265 @@
+//! The utilities (`cat`, `grep`, `sed`, `awk`, `sort`, ...), each a function
+//! over a [`Ctx`]: arguments in, bytes out, exit status back.
+//!
+//! A utility never sees the interpreter. It reads `stdin` (the previous
+//! pipeline stage's output, or a redirection), writes `stdout`/`stderr`,
+//! uses the filesystem through [`Fs`], and charges the shared [`Budget`].
+//! Utilities that run other commands (`xargs`, `find -exec`, `timeout`,
+//! `env`) do so through [`Ctx::runner`].
+//!
+//! Each family lives in its own module and lists its utilities in a
+//! `UTILITIES` table; [`lookup`] searches them all.
+
+mod awk;
+mod files;
+mod jq;
+mod search;
+mod sed;
+mod text;
+
+use std::collections::BTreeMap;
+
+use stead_vfs::{VPath, VfsError};
+
+use crate::fs::Fs;
+use crate::io::Output;
+use crate::limits::{Abort, Budget, Clock};
+
+/// Runs a command by name, for utilities that run other commands.
+pub trait Runner {
+    /// Runs `argv` (a utility, builtin or function) with `stdin`, writing
+    /// into `stdout`/`stderr`; returns its exit status.
+    fn run(
+        &mut self,
+        argv: &[String],
+        stdin: &[u8],
+        stdout: &mut Output,
+        stderr: &mut Output,
+    ) -> Result<i32, Abort>;
+}
+
+/// Everything a utility may use.
+pub struct Ctx<'a> {
+    pub fs: &'a dyn Fs,
+    pub clock: &'a dyn Clock,
+    pub budget: &'a Budget,
+    /// The current directory; relative paths resolve against it.
+    pub cwd: &'a VPath,
+    /// Exported environment variables.
+    pub env: &'a BTreeMap<String, String>,
+    pub stdin: &'a [u8],
+    pub stdout: &'a mut Output,
+    pub stderr: &'a mut Output,
+    pub runner: &'a mut dyn Runner,
+}
+
+/// A utility: `argv[0]` is its name.
+pub type Utility = fn(&mut Ctx<'_>, &[String]) -> Result<i32, Abort>;
+
+/// A family's table of utilities.
+type Table = &'static [(&'static str, Utility)];
+
+const TABLES: &[Table] = &[
+    text::UTILITIES,
+    files::UTILITIES,
+    search::UTILITIES,
+    sed::UTILITIES,
+    awk::UTILITIES,
+    jq::UTILITIES,
+];
+
+/// The utility called `name`, if the light shell has it.
+pub fn lookup(name: &str) -> Option<Utility> {
+    TABLES
+        .iter()
+        .flat_map(|table| table.iter())
+        .find(|(n, _)| *n == name)
+        .map(|(_, u)| *u)
+}
+
+/// Every utility's name, sorted.
+pub fn names() -> Vec<&'static str> {
+    let mut names: Vec<_> = TABLES
+        .iter()
+        .flat_map(|table| table.iter().map(|(n, _)| *n))
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// The `strerror` text for a filesystem error, as GNU tools print it.
+pub fn strerror(error: &VfsError) -> &'static str {
+    match error.code() {
+        "ENOENT" => "No such file or directory",
+        "EEXIST" => "File exists",
+        "ENOTDIR" => "Not a directory",
+        "EISDIR" => "Is a directory",
+        "ENOTEMPTY" => "Directory not empty",
+        "ELOOP" => "Too many levels of symbolic links",
+        "EACCES" => "Permission denied",
+        "ENAMETOOLONG" => "File name too long",
+        "EBUSY" => "Device or resource busy",
+        "EFBIG" => "File too large",
+        "EINVAL" => "Invalid argument",
+        _ => "Input/output error",
+    }
+}
+
+impl Ctx<'_> {
+    /// Resolves an operand against the current directory.
+    pub fn path(&self, operand: &str) -> Result<VPath, VfsError> {
+        VPath::parse_from(operand, self.cwd)
+    }
+
+    /// Writes `util: message\n` to stderr.
+    pub fn error(&mut self, util: &str, message: &str) -> Result<(), Abort> {
+        self.stderr.write_str(&format!("{util}: {message}\n"))
+    }
+
+    /// Writes `util: operand: <strerror>\n` to stderr.
+    pub fn fs_error(&mut self, util: &str, operand: &str, error: &VfsError) -> Result<(), Abort> {
+        self.error(util, &format!("{operand}: {}", strerror(error)))
+    }
+
+    /// Reads an input operand: `-` is stdin, anything else a file. On error
+    /// the message is printed and `None` returned (the utility goes on and
+    /// exits 1, as GNU tools do).
+    pub fn read_input(&mut self, util: &str, operand: &str) -> Result<Option<Vec<u8>>, Abort> {
+        if operand == "-" {
+            return Ok(Some(self.stdin.to_vec()));
+        }
+        let read = self.path(operand).and_then(|path| self.fs.read(&path));
+        match read {
+            Ok(bytes) => {
+                self.budget.charge_cpu(bytes.len() as u64)?;
+                Ok(Some(bytes))
+            }
+            Err(error) => {
+                self.fs_error(util, operand, &error)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Writes a file, charging the write budget.
+    pub fn write_file(&mut self, path: &VPath, data: &[u8]) -> Result<Result<(), VfsError>, Abort> {
+        self.budget.charge_write(data.len() as u64)?;
+        Ok(self.fs.write(path, data))
+    }
+}
+
+/// Running utilities in unit tests, over a real SQLite workspace.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::collections::BTreeMap;
+
+    use stead_sql::{migrate, SqliteDb, MIGRATIONS};
+    use stead_vfs::{VPath, Vfs};
+
+    use super::{lookup, Ctx, Runner};
+    use crate::io::Output;
+    use crate::limits::{Abort, Budget, Clock, Limits};
+
+    pub struct FixedClock;
+    impl Clock for FixedClock {
+        fn now_ms(&self) -> u64 {
+            1_700_000_000_000
+        }
+    }
+
+    /// Runs utilities only (no shell): enough for `xargs` and friends in tests.
+    pub struct UtilRunner<'a> {
+        pub fs: &'a dyn crate::fs::Fs,
+        pub budget: &'a Budget,
+        pub cwd: &'a VPath,
+        pub env: &'a BTreeMap<String, String>,
+    }
+
+    impl Runner for UtilRunner<'_> {
+        fn run(
+            &mut self,
+            argv: &[String],
+            stdin: &[u8],
+            stdout: &mut Output,
+            stderr: &mut Output,
+        ) -> Result<i32, Abort> {
+            let Some(util) = lookup(&argv[0]) else {
+                stderr.write_str(&format!("{}: command not found\n", argv[0]))?;
+                return Ok(127);
+            };
+            let (fs, budget, cwd, env) = (self.fs, self.budget, self.cwd, self.env);
+            let mut inner = UtilRunner {
+                fs,
+                budget,
+                cwd,
+                env,
+            };
+            let mut ctx = Ctx {
+                fs,
+                clock: &FixedClock,
+                budget,
+                cwd,
+                env,
+                stdin,
+                stdout,
+                stderr,
+                runner: &mut inner,
+            };
+            util(&mut ctx, argv)
+        }
+    }
+
+    /// A fresh in-memory workspace.
+    pub fn db() -> SqliteDb {
+        let db = SqliteDb::memory().unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        db
+    }
+
+    /// What a utility run produced.
+    #[derive(Debug)]
+    pub struct Ran {
+        pub stdout: String,
+        pub stderr: String,
+        pub status: i32,
+    }
+
+    /// Runs `argv` (split on spaces when given as one string is NOT done:
+    /// pass each argument) with `stdin`, in `cwd` `/`, over `db`.
+    pub fn run(db: &SqliteDb, argv: &[&str], stdin: &str) -> Ran {
+        let vfs = Vfs::new(db, 1_700_000_000_000);
+        let budget = Budget::new(Limits::default(), 0);
+        let cwd = VPath::root();
+        let env = BTreeMap::new();
+        let mut stdout = Output::with_cap(1 << 24);
+        let mut stderr = Output::with_cap(1 << 24);
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let mut runner = UtilRunner {
+            fs: &vfs,
+            budget: &budget,
+            cwd: &cwd,
+            env: &env,
+        };
+        let status = runner
+            .run(&argv, stdin.as_bytes(), &mut stdout, &mut stderr)
+            .unwrap_or_else(|abort| panic!("aborted: {abort:?}"));
+        Ran {
+            stdout: String::from_utf8_lossy(stdout.as_bytes()).into_owned(),
+            stderr: String::from_utf8_lossy(stderr.as_bytes()).into_owned(),
+            status,
+        }
+    }
+
+    /// Writes `files` (path, content) into the workspace, creating parents.
+    pub fn files(db: &SqliteDb, files: &[(&str, &str)]) {
+        let vfs = Vfs::new(db, 1_700_000_000_000);
+        for (path, content) in files {
+            vfs.write(
+                &VPath::parse(path).unwrap(),
+                content.as_bytes(),
+                Default::default(),
+            )
+            .unwrap();
+        }
+    }
+}

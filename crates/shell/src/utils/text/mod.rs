@@ -1,0 +1,372 @@
+//! The text utilities: the coreutils an agent pipes text through (`cat`,
+//! `head`, `sort`, `cut`, `tr`, `wc`, ...), plus the small helpers that
+//! usually sit next to them in a pipeline (`basename`, `seq`, `xargs`,
+//! `date`, `diff`, digests).
+//!
+//! They follow GNU coreutils in the C locale (byte order, byte-wise
+//! classes), because that is what agents' scripts and our recorded fixtures
+//! expect. Every utility reads its whole input (pipelines are buffered stage
+//! by stage anyway), charges [`crate::limits::Budget::charge_cpu`] for the
+//! bytes it processes and writes through the capped [`crate::io::Output`].
+//!
+//! Shared plumbing lives here: a GNU-style option parser ([`getopt`]) that
+//! permutes operands and accepts clustered short options and abbreviated
+//! long ones, the reading of operands, and line splitting.
+
+mod convert;
+mod date;
+mod diff;
+mod fields;
+mod misc;
+mod sort;
+mod tr;
+mod view;
+
+use stead_vfs::VfsError;
+
+use super::{Ctx, Table};
+use crate::limits::Abort;
+
+pub(crate) const UTILITIES: Table = &[
+    ("cat", view::cat),
+    ("head", view::head),
+    ("tail", view::tail),
+    ("tac", view::tac),
+    ("rev", view::rev),
+    ("wc", view::wc),
+    ("tee", view::tee),
+    ("strings", view::strings),
+    ("sort", sort::sort),
+    ("uniq", sort::uniq),
+    ("cut", fields::cut),
+    ("paste", fields::paste),
+    ("join", fields::join),
+    ("column", fields::column),
+    ("nl", fields::nl),
+    ("fold", fields::fold),
+    ("expand", fields::expand),
+    ("unexpand", fields::unexpand),
+    ("tr", tr::tr),
+    ("basename", misc::basename),
+    ("dirname", misc::dirname),
+    ("seq", misc::seq),
+    ("yes", misc::yes),
+    ("env", misc::env),
+    ("printenv", misc::printenv),
+    ("sleep", misc::sleep),
+    ("timeout", misc::timeout),
+    ("xargs", misc::xargs),
+    ("base64", convert::base64),
+    ("md5sum", convert::md5sum),
+    ("sha256sum", convert::sha256sum),
+    ("sha1sum", convert::sha1sum_missing),
+    ("date", date::date),
+    ("diff", diff::diff),
+];
+
+/// One option a utility accepts: its short letter (or a private key for
+/// long-only options), its long name (empty if none), and whether it takes
+/// an argument.
+#[derive(Clone, Copy)]
+pub(super) struct Opt {
+    pub key: char,
+    pub long: &'static str,
+    pub arg: bool,
+}
+
+/// A short option (with a long name, or "" for none).
+pub(super) const fn flag(key: char, long: &'static str) -> Opt {
+    Opt {
+        key,
+        long,
+        arg: false,
+    }
+}
+
+/// A short option taking an argument.
+pub(super) const fn with_arg(key: char, long: &'static str) -> Opt {
+    Opt {
+        key,
+        long,
+        arg: true,
+    }
+}
+
+/// Keys for long-only options are not letters, so they cannot be typed as `-x`.
+pub(super) fn is_short_key(key: char) -> bool {
+    key.is_ascii_graphic()
+}
+
+/// The options (in order) and the operands of a command line.
+#[derive(Debug, Default)]
+pub(super) struct Parsed {
+    pub opts: Vec<(char, String)>,
+    pub operands: Vec<String>,
+}
+
+impl Parsed {
+    pub fn has(&self, key: char) -> bool {
+        self.opts.iter().any(|(k, _)| *k == key)
+    }
+
+    /// The last value given for `key`.
+    pub fn value(&self, key: char) -> Option<&str> {
+        self.opts
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Parses `args` (without argv[0]) GNU-style. Operands and options may be
+/// mixed; `--` ends the options; `-` alone is an operand. The error is the
+/// message to print before the `Try ... --help` line.
+pub(super) fn getopt(args: &[String], spec: &[Opt]) -> Result<Parsed, String> {
+    getopt_until(args, spec, false)
+}
+
+/// Like [`getopt`]; with `stop_at_operand`, the first operand ends the
+/// options (for commands that run other commands: `xargs`, `env`, `timeout`).
+pub(super) fn getopt_until(
+    args: &[String],
+    spec: &[Opt],
+    stop_at_operand: bool,
+) -> Result<Parsed, String> {
+    let mut parsed = Parsed::default();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" {
+            parsed.operands.extend(args[i..].iter().cloned());
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (opt, value) = long_option(long, spec)?;
+            let value = match (opt.arg, value) {
+                (true, Some(v)) => v,
+                (true, None) => {
+                    let v = args.get(i).cloned().ok_or_else(|| {
+                        format!("option '--{}' requires an argument", opt.long)
+                    })?;
+                    i += 1;
+                    v
+                }
+                (false, Some(_)) => {
+                    return Err(format!("option '--{}' doesn't allow an argument", opt.long))
+                }
+                (false, None) => String::new(),
+            };
+            parsed.opts.push((opt.key, value));
+        } else if arg.len() > 1 && arg.starts_with('-') {
+            i += short_options(&arg[1..], args.get(i), spec, &mut parsed)?;
+        } else {
+            parsed.operands.push(arg.clone());
+            if stop_at_operand {
+                parsed.operands.extend(args[i..].iter().cloned());
+                break;
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+/// Finds `--name[=value]` by exact name or unique prefix.
+fn long_option(text: &str, spec: &[Opt]) -> Result<(Opt, Option<String>), String> {
+    let (name, value) = match text.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_string())),
+        None => (text, None),
+    };
+    let named = || spec.iter().filter(|o| !o.long.is_empty());
+    if let Some(opt) = named().find(|o| o.long == name) {
+        return Ok((*opt, value));
+    }
+    let mut matches = named().filter(|o| o.long.starts_with(name));
+    match (matches.next(), matches.next()) {
+        (Some(opt), None) if !name.is_empty() => Ok((*opt, value)),
+        (Some(_), Some(_)) => Err(format!("option '--{name}' is ambiguous")),
+        _ => Err(format!("unrecognized option '--{name}'")),
+    }
+}
+
+/// Parses one cluster of short options (`-nrk2`); returns how many of the
+/// following arguments it consumed (1 when the last option took the next one).
+fn short_options(
+    cluster: &str,
+    next: Option<&String>,
+    spec: &[Opt],
+    parsed: &mut Parsed,
+) -> Result<usize, String> {
+    for (at, c) in cluster.char_indices() {
+        let opt = spec
+            .iter()
+            .find(|o| o.key == c && is_short_key(o.key))
+            .ok_or_else(|| format!("invalid option -- '{c}'"))?;
+        if !opt.arg {
+            parsed.opts.push((c, String::new()));
+            continue;
+        }
+        let rest = &cluster[at + c.len_utf8()..];
+        if !rest.is_empty() {
+            parsed.opts.push((c, rest.to_string()));
+            return Ok(0);
+        }
+        let value = next.ok_or_else(|| format!("option requires an argument -- '{c}'"))?;
+        parsed.opts.push((c, value.clone()));
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// Prints `util: message` and the `Try` line; returns `status`.
+pub(super) fn usage(ctx: &mut Ctx<'_>, util: &str, message: &str, status: i32) -> Result<i32, Abort> {
+    ctx.error(util, message)?;
+    ctx.stderr
+        .write_str(&format!("Try '{util} --help' for more information.\n"))?;
+    Ok(status)
+}
+
+/// Reads an operand (`-` is stdin) without reporting errors, charging the
+/// CPU budget for its bytes.
+pub(super) fn read_operand(ctx: &mut Ctx<'_>, operand: &str) -> Result<Result<Vec<u8>, VfsError>, Abort> {
+    let read = if operand == "-" {
+        Ok(ctx.stdin.to_vec())
+    } else {
+        ctx.path(operand).and_then(|path| ctx.fs.read(&path))
+    };
+    if let Ok(bytes) = &read {
+        ctx.budget.charge_cpu(bytes.len() as u64)?;
+    }
+    Ok(read)
+}
+
+/// Reads every operand (stdin when there are none), reporting failures as
+/// `util: name: strerror`. Returns the contents read and whether any failed.
+pub(super) fn read_all(
+    ctx: &mut Ctx<'_>,
+    util: &str,
+    operands: &[String],
+) -> Result<(Vec<(String, Vec<u8>)>, bool), Abort> {
+    read_all_with(ctx, util, operands, |operand, error| format!("{operand}: {error}"))
+}
+
+/// Like [`read_all`], with the utility's own wording of a failure
+/// (`describe(operand, strerror)`).
+pub(super) fn read_all_with(
+    ctx: &mut Ctx<'_>,
+    util: &str,
+    operands: &[String],
+    describe: fn(&str, &str) -> String,
+) -> Result<(Vec<(String, Vec<u8>)>, bool), Abort> {
+    let stdin = ["-".to_string()];
+    let operands = if operands.is_empty() { &stdin[..] } else { operands };
+    let mut inputs = Vec::new();
+    let mut failed = false;
+    for operand in operands {
+        match read_operand(ctx, operand)? {
+            Ok(bytes) => inputs.push((operand.clone(), bytes)),
+            Err(error) => {
+                ctx.error(util, &describe(operand, super::strerror(&error)))?;
+                failed = true;
+            }
+        }
+    }
+    Ok((inputs, failed))
+}
+
+/// Reads every operand and concatenates them (for filters such as `sort`).
+pub(super) fn read_concat(
+    ctx: &mut Ctx<'_>,
+    util: &str,
+    operands: &[String],
+) -> Result<(Vec<u8>, bool), Abort> {
+    let (inputs, failed) = read_all(ctx, util, operands)?;
+    Ok((inputs.into_iter().flat_map(|(_, b)| b).collect(), failed))
+}
+
+/// The records of `data` separated by `sep`, without their separators; a
+/// final separator does not start an empty record.
+pub(super) fn records(data: &[u8], sep: u8) -> Vec<&[u8]> {
+    let mut out: Vec<&[u8]> = data.split(|b| *b == sep).collect();
+    if data.is_empty() || data.last() == Some(&sep) {
+        out.pop();
+    }
+    out
+}
+
+/// Lines of `data` (newline-separated, see [`records`]).
+pub(super) fn lines(data: &[u8]) -> Vec<&[u8]> {
+    records(data, b'\n')
+}
+
+/// Writes each record followed by `sep`.
+pub(super) fn write_records<'r>(
+    ctx: &mut Ctx<'_>,
+    records: impl IntoIterator<Item = &'r [u8]>,
+    sep: u8,
+) -> Result<(), Abort> {
+    let mut out = Vec::new();
+    for record in records {
+        out.extend_from_slice(record);
+        out.push(sep);
+    }
+    ctx.stdout.write(&out)
+}
+
+/// Parses a count with an optional GNU size suffix (`b` 512, `K`/`KiB`
+/// 1024, `KB` 1000, `M`, `G`, ...).
+pub(super) fn parse_count(text: &str) -> Option<u64> {
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let number: u64 = text[..digits].parse().ok()?;
+    let multiplier: u64 = match &text[digits..] {
+        "" => 1,
+        "b" => 512,
+        "K" | "k" | "KiB" => 1 << 10,
+        "KB" | "kB" => 1000,
+        "M" | "MiB" => 1 << 20,
+        "MB" => 1_000_000,
+        "G" | "GiB" => 1 << 30,
+        "GB" => 1_000_000_000,
+        "T" | "TiB" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(multiplier)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    const SPEC: &[Opt] = &[flag('n', "number"), with_arg('k', "key"), flag('r', "reverse")];
+
+    #[test]
+    fn getopt_clusters_permutes_and_takes_arguments() {
+        let p = getopt(&strings(&["a", "-nk2,2", "b", "--rev", "-k", "3", "--", "-r"]), SPEC).unwrap();
+        assert_eq!(p.operands, strings(&["a", "b", "-r"]));
+        assert!(p.has('n') && p.has('r'));
+        assert_eq!(p.value('k'), Some("3"));
+        assert_eq!(p.opts.iter().filter(|(k, _)| *k == 'k').count(), 2);
+    }
+
+    #[test]
+    fn getopt_reports_errors_like_gnu() {
+        assert_eq!(getopt(&strings(&["-z"]), SPEC).unwrap_err(), "invalid option -- 'z'");
+        assert_eq!(getopt(&strings(&["-k"]), SPEC).unwrap_err(), "option requires an argument -- 'k'");
+        assert_eq!(getopt(&strings(&["--foo"]), SPEC).unwrap_err(), "unrecognized option '--foo'");
+        assert_eq!(getopt(&strings(&["--key=1"]), SPEC).unwrap().value('k'), Some("1"));
+    }
+
+    #[test]
+    fn records_drop_only_the_final_separator() {
+        assert_eq!(lines(b"a\n\nb\n"), vec![&b"a"[..], b"", b"b"]);
+        assert_eq!(lines(b"a\nb"), vec![&b"a"[..], b"b"]);
+        assert!(lines(b"").is_empty());
+        assert_eq!(parse_count("2K"), Some(2048));
+        assert_eq!(parse_count("x"), None);
+    }
+}

@@ -1,0 +1,593 @@
+//! End-to-end: every route's happy path over HTTP against the real Worker,
+//! big streamed files, edits that keep line endings and modes, and agents
+//! kept apart from one another. All tests share one `wrangler dev`; each
+//! uses its own agent, named after the test.
+
+mod common;
+
+use base64::Engine;
+use common::{assert_same_stream, expect_error, expect_ok, expect_status, Agent, Noise};
+use serde_json::{json, Value};
+
+fn names(entries: &Value) -> Vec<&str> {
+    entries
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| e["name"].as_str().expect("name"))
+        .collect()
+}
+
+fn paths(matches: &Value) -> Vec<&str> {
+    let mut paths: Vec<&str> = matches
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|m| m.as_str().or_else(|| m["path"].as_str()).expect("path"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn create_is_idempotent() {
+    let agent = Agent::new("create_is_idempotent");
+    agent.write("/kept.txt", "kept");
+    let again = agent.client.create(&agent.id);
+    expect_status(&again, 200);
+    assert_eq!(
+        again.json(),
+        json!({ "agent": agent.id, "created": false, "revision": 1 })
+    );
+    assert_eq!(agent.read("/kept.txt"), "kept");
+}
+
+#[test]
+fn info_reports_usage() {
+    let agent = Agent::new("info_reports_usage");
+    let empty = agent.info();
+    assert_eq!(empty["agent"], agent.id);
+    assert_eq!(
+        empty["usage"],
+        json!({ "revision": 0, "files": 0, "directories": 0, "symlinks": 0, "bytes": 0, "stored_bytes": 0 })
+    );
+    agent.write("/d/a.txt", "hello");
+    agent.write("/d/b.txt", "hello");
+    agent.ok("symlink", json!({ "target": "d/a.txt", "path": "/link" }));
+    let info = agent.info();
+    let usage = &info["usage"];
+    assert_eq!(usage["revision"], 3);
+    assert_eq!(usage["files"], 2);
+    assert_eq!(usage["directories"], 1);
+    assert_eq!(usage["symlinks"], 1);
+    assert_eq!(usage["bytes"], 10);
+    // Both files hold the same chunk, stored once.
+    assert_eq!(usage["stored_bytes"], 5);
+    assert!(info["database_bytes"].as_u64().unwrap() > 0, "{info}");
+}
+
+#[test]
+fn ping_reaches_the_agent() {
+    let agent = Agent::new("ping_reaches_the_agent");
+    let ping = expect_ok(&agent.send("POST", "/ping", b""));
+    assert_eq!(ping, json!({ "agent": agent.id }));
+    assert_eq!(agent.revision(), 0);
+}
+
+#[test]
+fn delete_removes_the_agent_and_its_files() {
+    let agent = Agent::new("delete_removes_the_agent");
+    agent.write("/a.txt", "gone soon");
+    let deleted = expect_ok(&agent.send("DELETE", "", b""));
+    assert_eq!(deleted, json!({ "agent": agent.id, "deleted": true }));
+    expect_error(&agent.send("GET", "", b""), 404, "AGENT_NOT_FOUND");
+    expect_error(
+        &agent.call("read", json!({ "path": "/a.txt" })),
+        404,
+        "AGENT_NOT_FOUND",
+    );
+    // Created again, it starts empty.
+    let again = Agent::create_on(agent.client.clone(), &agent.id);
+    expect_error(
+        &again.call("read", json!({ "path": "/a.txt" })),
+        404,
+        "ENOENT",
+    );
+    assert_eq!(again.info()["usage"]["files"], 0);
+}
+
+#[test]
+fn write_then_read_lines_and_bytes() {
+    let agent = Agent::new("write_then_read");
+    let written = agent.write("/notes/a.txt", "one\ntwo\nthree\n");
+    assert_eq!(
+        written,
+        json!({ "path": "/notes/a.txt", "size": 14, "created": true, "revision": 1 })
+    );
+    let rewritten = agent.write("notes/a.txt", "one\ntwo\nthree\nfour\n");
+    assert_eq!(rewritten["created"], false);
+    assert_eq!(rewritten["revision"], 2);
+
+    let all = agent.ok("read", json!({ "path": "/notes/a.txt" }));
+    assert_eq!(all["content"], "one\ntwo\nthree\nfour\n");
+    assert_eq!(all["total_lines"], 4);
+    assert_eq!(all["size"], 19);
+
+    let page = agent.ok(
+        "read",
+        json!({ "path": "/notes/a.txt", "offset": 2, "limit": 2, "line_numbers": true }),
+    );
+    assert_eq!(page["content"], "     2\ttwo\n     3\tthree\n");
+    assert_eq!(page["truncated"], true);
+    assert_eq!(page["next_offset"], 4);
+
+    let binary = [0u8, 1, 2, 0xfe, 0xff];
+    let encoded = base64::engine::general_purpose::STANDARD.encode(binary);
+    agent.ok(
+        "write",
+        json!({ "path": "/bin.dat", "content": encoded, "encoding": "base64" }),
+    );
+    let bytes = agent.ok(
+        "read",
+        json!({ "path": "/bin.dat", "byte_offset": 1, "byte_length": 3 }),
+    );
+    assert_eq!(bytes["encoding"], "base64");
+    assert_eq!(
+        bytes["content"],
+        base64::engine::general_purpose::STANDARD.encode(&binary[1..4])
+    );
+    assert_eq!(bytes["eof"], false);
+    assert_eq!(bytes["next_byte_offset"], 4);
+    assert_eq!(agent.download("/bin.dat"), binary);
+}
+
+#[test]
+fn append_extends_or_creates() {
+    let agent = Agent::new("append_extends_or_creates");
+    let created = agent.ok("append", json!({ "path": "/log.txt", "content": "a\n" }));
+    assert_eq!(created["created"], true);
+    let appended = agent.ok("append", json!({ "path": "/log.txt", "content": "b\n" }));
+    assert_eq!(appended["created"], false);
+    assert_eq!(appended["size"], 4);
+    assert_eq!(agent.read("/log.txt"), "a\nb\n");
+}
+
+#[test]
+fn edit_replaces_and_dry_run_does_not() {
+    let agent = Agent::new("edit_replaces");
+    agent.write(
+        "/src/main.rs",
+        "fn main() {\n    let x = 1;\n    let y = 1;\n}\n",
+    );
+    let dry = agent.ok(
+        "edit",
+        json!({ "path": "/src/main.rs", "dry_run": true,
+                "edits": [{ "old": "let x = 1", "new": "let x = 2" }] }),
+    );
+    assert!(dry.get("revision").is_none(), "{dry}");
+    assert!(dry["diff"].as_str().unwrap().contains("+    let x = 2;"));
+    assert_eq!(agent.revision(), 1);
+
+    let edited = agent.ok(
+        "edit",
+        json!({ "path": "/src/main.rs", "edits": [
+            { "old": "let x = 1", "new": "let x = 2" },
+            { "old": " = 1;", "new": " = 3;", "replace_all": false },
+        ] }),
+    );
+    assert_eq!(edited["replacements"], 2);
+    assert_eq!(edited["revision"], 2);
+    assert_eq!(
+        agent.read("/src/main.rs"),
+        "fn main() {\n    let x = 2;\n    let y = 3;\n}\n"
+    );
+    let all = agent.ok(
+        "edit",
+        json!({ "path": "/src/main.rs", "edits": [{ "old": "let", "new": "const", "replace_all": true }] }),
+    );
+    assert_eq!(all["replacements"], 2);
+    assert!(agent.read("/src/main.rs").contains("const y = 3;"));
+}
+
+#[test]
+fn edit_keeps_crlf_and_mode_and_returns_a_diff() {
+    let agent = Agent::new("edit_keeps_crlf_and_mode");
+    agent.write("/script.bat", "line one\r\nline two\r\nline three\r\n");
+    agent.ok("chmod", json!({ "path": "/script.bat", "mode": "755" }));
+    let edited = agent.ok(
+        "edit",
+        json!({ "path": "/script.bat", "edits": [{ "old": "line two\nline three", "new": "line 2\nline 3" }] }),
+    );
+    assert_eq!(
+        agent.read("/script.bat"),
+        "line one\r\nline 2\r\nline 3\r\n"
+    );
+    assert_eq!(agent.stat("/script.bat")["mode"], "0755");
+    assert_eq!(edited["size"], 26);
+    let diff = edited["diff"].as_str().unwrap();
+    assert!(
+        diff.starts_with("--- a/script.bat\n+++ b/script.bat\n@@ "),
+        "{diff}"
+    );
+    assert!(diff.contains("\n line one\r\n"), "{diff}");
+    assert!(diff.contains("\n-line two\r\n"), "{diff}");
+    assert!(diff.contains("\n+line 2\r\n"), "{diff}");
+    assert!(diff.contains("\n+line 3\r\n"), "{diff}");
+}
+
+#[test]
+fn stat_files_dirs_and_links() {
+    let agent = Agent::new("stat_files_dirs_and_links");
+    agent.write("/d/f.txt", "12345");
+    agent.ok("symlink", json!({ "target": "/d/f.txt", "path": "/l" }));
+    let file = agent.stat("/d/f.txt");
+    assert_eq!(file["type"], "file");
+    assert_eq!(file["size"], 5);
+    assert_eq!(file["mode"], "0644");
+    assert_eq!(agent.stat("/d")["type"], "dir");
+    let followed = agent.stat("/l");
+    assert_eq!(followed["type"], "file");
+    assert_eq!(followed["real_path"], "/d/f.txt");
+    let link = agent.ok("stat", json!({ "path": "/l", "follow": false }));
+    assert_eq!(link["type"], "symlink");
+    assert_eq!(link["target"], "/d/f.txt");
+}
+
+#[test]
+fn ls_lists_in_pages() {
+    let agent = Agent::new("ls_lists_in_pages");
+    for name in ["b.txt", "a.txt", "c.txt"] {
+        agent.write(&format!("/d/{name}"), name);
+    }
+    agent.ok("mkdir", json!({ "path": "/d/sub" }));
+    let all = agent.ok("ls", json!({ "path": "/d" }));
+    assert_eq!(names(&all["entries"]), ["a.txt", "b.txt", "c.txt", "sub"]);
+    assert_eq!(all["entries"][3]["type"], "dir");
+    assert_eq!(all["truncated"], false);
+    let first = agent.ok("ls", json!({ "path": "/d", "limit": 2 }));
+    assert_eq!(names(&first["entries"]), ["a.txt", "b.txt"]);
+    assert_eq!(first["truncated"], true);
+    let rest = agent.ok(
+        "ls",
+        json!({ "path": "/d", "cursor": first["next_cursor"] }),
+    );
+    assert_eq!(names(&rest["entries"]), ["c.txt", "sub"]);
+    assert_eq!(names(&agent.ok("ls", json!({}))["entries"]), ["d"]);
+}
+
+#[test]
+fn mkdir_with_and_without_parents() {
+    let agent = Agent::new("mkdir_with_and_without_parents");
+    expect_error(
+        &agent.call("mkdir", json!({ "path": "/x/y" })),
+        404,
+        "ENOENT",
+    );
+    let made = agent.ok("mkdir", json!({ "path": "/x/y", "parents": true }));
+    assert_eq!(made, json!({ "path": "/x/y", "revision": 1 }));
+    agent.ok("mkdir", json!({ "path": "/x/y", "parents": true }));
+    expect_error(&agent.call("mkdir", json!({ "path": "/x" })), 409, "EEXIST");
+    agent.ok("mkdir", json!({ "path": "/private", "mode": "700" }));
+    assert_eq!(agent.stat("/private")["mode"], "0700");
+    assert_eq!(agent.stat("/x/y")["type"], "dir");
+}
+
+#[test]
+fn rm_files_and_trees() {
+    let agent = Agent::new("rm_files_and_trees");
+    agent.write("/f.txt", "f");
+    agent.write("/tree/a/b.txt", "b");
+    let removed = agent.ok("rm", json!({ "path": "/f.txt" }));
+    assert_eq!(removed["removed"], true);
+    expect_error(
+        &agent.call("stat", json!({ "path": "/f.txt" })),
+        404,
+        "ENOENT",
+    );
+    expect_error(
+        &agent.call("rm", json!({ "path": "/tree" })),
+        409,
+        "ENOTEMPTY",
+    );
+    agent.ok("rm", json!({ "path": "/tree", "recursive": true }));
+    let forced = agent.ok("rm", json!({ "path": "/tree", "force": true }));
+    assert_eq!(forced["removed"], false);
+    assert!(agent.tree().is_empty(), "{:?}", agent.tree());
+    assert_eq!(agent.info()["usage"]["stored_bytes"], 0);
+}
+
+#[test]
+fn mv_moves_files_and_subtrees() {
+    let agent = Agent::new("mv_moves_files_and_subtrees");
+    agent.write("/a.txt", "a");
+    agent.write("/dir/inner/x.txt", "x");
+    agent.ok("mkdir", json!({ "path": "/dest" }));
+    let moved = agent.ok("mv", json!({ "from": "/a.txt", "to": "/dest/b.txt" }));
+    assert_eq!(moved["to"], "/dest/b.txt");
+    agent.ok("mv", json!({ "from": "/dir", "to": "/dest/dir" }));
+    assert_eq!(
+        agent.tree(),
+        [
+            "/dest",
+            "/dest/b.txt",
+            "/dest/dir",
+            "/dest/dir/inner",
+            "/dest/dir/inner/x.txt"
+        ]
+    );
+    assert_eq!(agent.read("/dest/dir/inner/x.txt"), "x");
+}
+
+#[test]
+fn cp_copies_files_and_trees() {
+    let agent = Agent::new("cp_copies_files_and_trees");
+    agent.write("/src/a.txt", "a");
+    agent.write("/src/sub/b.txt", "b");
+    agent.ok("cp", json!({ "from": "/src/a.txt", "to": "/a-copy.txt" }));
+    expect_error(
+        &agent.call("cp", json!({ "from": "/src", "to": "/copy" })),
+        409,
+        "EISDIR",
+    );
+    agent.ok(
+        "cp",
+        json!({ "from": "/src", "to": "/copy", "recursive": true }),
+    );
+    agent.write("/copy/sub/b.txt", "changed");
+    assert_eq!(agent.read("/src/sub/b.txt"), "b");
+    assert_eq!(agent.read("/copy/sub/b.txt"), "changed");
+    assert_eq!(agent.read("/a-copy.txt"), "a");
+    assert_eq!(agent.read("/copy/a.txt"), "a");
+}
+
+#[test]
+fn symlink_readlink_and_write_through() {
+    let agent = Agent::new("symlink_readlink");
+    agent.write("/real.txt", "real");
+    let made = agent.ok("symlink", json!({ "target": "real.txt", "path": "/link" }));
+    assert_eq!(made["target"], "real.txt");
+    let link = agent.ok("readlink", json!({ "path": "/link" }));
+    assert_eq!(link, json!({ "path": "/link", "target": "real.txt" }));
+    assert_eq!(agent.read("/link"), "real");
+    let written = agent.write("/link", "through");
+    assert_eq!(written["path"], "/real.txt");
+    assert_eq!(agent.read("/real.txt"), "through");
+    expect_error(
+        &agent.call("readlink", json!({ "path": "/real.txt" })),
+        400,
+        "EINVAL",
+    );
+}
+
+#[test]
+fn chmod_sets_modes() {
+    let agent = Agent::new("chmod_sets_modes");
+    agent.write("/run.sh", "#!/bin/sh\n");
+    let set = agent.ok("chmod", json!({ "path": "/run.sh", "mode": "755" }));
+    assert_eq!(set["mode"], "0755");
+    assert_eq!(agent.stat("/run.sh")["mode"], "0755");
+    agent.ok("chmod", json!({ "path": "/run.sh", "mode": 0o600 }));
+    assert_eq!(agent.stat("/run.sh")["mode"], "0600");
+}
+
+#[test]
+fn glob_finds_paths() {
+    let agent = Agent::new("glob_finds_paths");
+    agent.write("/src/main.rs", "");
+    agent.write("/src/lib/util.rs", "");
+    agent.write("/target/gen.rs", "");
+    agent.write("/README.md", "");
+    let rust = agent.ok("glob", json!({ "pattern": "**/*.rs" }));
+    assert_eq!(
+        paths(&rust["matches"]),
+        ["/src/lib/util.rs", "/src/main.rs", "/target/gen.rs"]
+    );
+    let filtered = agent.ok(
+        "glob",
+        json!({ "pattern": "**/*.rs", "exclude": ["target"] }),
+    );
+    assert_eq!(
+        paths(&filtered["matches"]),
+        ["/src/lib/util.rs", "/src/main.rs"]
+    );
+    let below = agent.ok("glob", json!({ "pattern": "*.rs", "path": "/src" }));
+    assert_eq!(paths(&below["matches"]), ["/src/main.rs"]);
+}
+
+#[test]
+fn grep_searches_contents() {
+    let agent = Agent::new("grep_searches_contents");
+    agent.write(
+        "/src/main.rs",
+        "use std::io;\nfn main() {\n    println!(\"Hello\");\n}\n",
+    );
+    agent.write("/src/lib.rs", "pub fn hello() {}\n");
+    agent.write("/notes.md", "hello there\n");
+    let content = agent.ok("grep", json!({ "pattern": "fn main" }));
+    assert_eq!(
+        content["matches"],
+        json!([{ "path": "/src/main.rs", "line": 2, "text": "fn main() {" }])
+    );
+    let files = agent.ok(
+        "grep",
+        json!({ "pattern": "hello", "ignore_case": true, "output": "files", "include": "*.rs" }),
+    );
+    assert_eq!(paths(&files["files"]), ["/src/lib.rs", "/src/main.rs"]);
+    let counts = agent.ok(
+        "grep",
+        json!({ "pattern": "^(use|fn) ", "regex": true, "output": "count" }),
+    );
+    assert_eq!(
+        counts["counts"],
+        json!([{ "path": "/src/main.rs", "count": 2 }])
+    );
+    let context = agent.ok(
+        "grep",
+        json!({ "pattern": "println", "path": "/src", "context": 1 }),
+    );
+    assert_eq!(context["matches"][0]["before"], json!(["fn main() {"]));
+    assert_eq!(context["matches"][0]["after"], json!(["}"]));
+}
+
+#[test]
+fn changes_lists_what_happened() {
+    let agent = Agent::new("changes_lists_what_happened");
+    agent.write("/a.txt", "a");
+    agent.write("/a.txt", "b");
+    agent.ok("rm", json!({ "path": "/a.txt" }));
+    let changes = agent.ok("changes", json!({}));
+    assert_eq!(changes["revision"], 3);
+    assert_eq!(
+        changes["changes"],
+        json!([
+            { "revision": 1, "path": "/a.txt", "kind": "created" },
+            { "revision": 2, "path": "/a.txt", "kind": "modified" },
+            { "revision": 3, "path": "/a.txt", "kind": "deleted" },
+        ])
+    );
+    let since = agent.ok("changes", json!({ "since": 2 }));
+    assert_eq!(since["changes"].as_array().unwrap().len(), 1);
+    let none = agent.ok("changes", json!({ "since": 3 }));
+    assert_eq!(none["changes"], json!([]));
+}
+
+#[test]
+fn upload_and_download_raw_bytes() {
+    let agent = Agent::new("upload_and_download_raw_bytes");
+    // Three chunks and a bit, so chunk boundaries are crossed.
+    let len = 3 * 512 * 1024 + 12_345;
+    let uploaded = expect_ok(&agent.upload("/bin/tool", "?mode=755", Noise::new(7, len as u64)));
+    assert_eq!(
+        uploaded,
+        json!({ "path": "/bin/tool", "size": len, "created": true, "revision": 1 })
+    );
+    let stat = agent.stat("/bin/tool");
+    assert_eq!(stat["mode"], "0755");
+    assert_eq!(stat["size"], len);
+    assert_eq!(agent.download("/bin/tool"), Noise::bytes(7, len));
+
+    // Replacing keeps the mode; an empty body makes an empty file.
+    let replaced = expect_ok(&agent.upload("/bin/tool", "", &b"tiny"[..]));
+    assert_eq!(replaced["created"], false);
+    assert_eq!(agent.download("/bin/tool"), b"tiny");
+    assert_eq!(agent.stat("/bin/tool")["mode"], "0755");
+    expect_ok(&agent.upload("/empty", "", &b""[..]));
+    assert_eq!(agent.download("/empty"), b"");
+
+    // Names with spaces and non-ASCII travel percent-encoded.
+    expect_ok(&agent.upload("/dir%20x/na%C3%AFve.txt", "?parents=true", &b"hi"[..]));
+    assert_eq!(agent.read("/dir x/na\u{ef}ve.txt"), "hi");
+    assert_eq!(agent.download("/dir%20x/na%C3%AFve.txt"), b"hi");
+}
+
+#[test]
+fn hundred_mebibytes_round_trip() {
+    const LEN: u64 = 100 << 20;
+    const SEED: u64 = 0x5eed;
+    let agent = Agent::new("hundred_mebibytes_round_trip");
+    let uploaded = expect_ok(&agent.upload("/big.bin", "", Noise::new(SEED, LEN)));
+    assert_eq!(uploaded["size"], LEN);
+    assert_eq!(uploaded["created"], true);
+    let usage = agent.info()["usage"].clone();
+    assert_eq!(usage["files"], 1);
+    assert_eq!(usage["bytes"], LEN);
+    assert_eq!(usage["stored_bytes"], LEN);
+
+    let (status, body) = agent.client.download(&agent.id, "/big.bin");
+    assert_eq!(status, 200);
+    assert_eq!(assert_same_stream(body, Noise::new(SEED, LEN)), LEN);
+}
+
+#[test]
+fn agents_are_isolated() {
+    let a = Agent::new("agents_are_isolated-a");
+    let b = Agent::new("agents_are_isolated-b");
+    a.write("/same.txt", "from a");
+    b.write("/same.txt", "from b");
+    a.write("/only-a/secret.txt", "alpha secret");
+    b.write("/only-b/secret.txt", "beta secret");
+
+    assert_eq!(a.read("/same.txt"), "from a");
+    assert_eq!(b.read("/same.txt"), "from b");
+    assert_eq!(a.tree(), ["/only-a", "/only-a/secret.txt", "/same.txt"]);
+    assert_eq!(b.tree(), ["/only-b", "/only-b/secret.txt", "/same.txt"]);
+    assert_eq!(
+        names(&a.ok("ls", json!({}))["entries"]),
+        ["only-a", "same.txt"]
+    );
+    let grep = a.ok("grep", json!({ "pattern": "secret", "output": "files" }));
+    assert_eq!(paths(&grep["files"]), ["/only-a/secret.txt"]);
+    let grep_b = b.ok("grep", json!({ "pattern": "from", "output": "files" }));
+    assert_eq!(paths(&grep_b["files"]), ["/same.txt"]);
+    expect_error(
+        &a.call("read", json!({ "path": "/only-b/secret.txt" })),
+        404,
+        "ENOENT",
+    );
+    assert_eq!(a.info()["usage"]["files"], 2);
+    // Deleting one agent leaves the other alone.
+    expect_ok(&b.send("DELETE", "", b""));
+    assert_eq!(a.read("/same.txt"), "from a");
+}
+
+/// Every route but `PUT /agents/{id}`, as (method, path after the agent, body).
+fn agent_routes() -> Vec<(&'static str, String, Value)> {
+    let mut routes: Vec<(&str, String, Value)> = vec![
+        ("GET", String::new(), Value::Null),
+        ("DELETE", String::new(), Value::Null),
+        ("POST", "/ping".into(), Value::Null),
+        ("GET", "/files/a.txt".into(), Value::Null),
+        ("PUT", "/files/a.txt".into(), json!("content")),
+    ];
+    let bodies = [
+        ("read", json!({ "path": "/a" })),
+        ("write", json!({ "path": "/a", "content": "x" })),
+        ("append", json!({ "path": "/a", "content": "x" })),
+        (
+            "edit",
+            json!({ "path": "/a", "edits": [{ "old": "x", "new": "y" }] }),
+        ),
+        ("stat", json!({ "path": "/" })),
+        ("ls", json!({})),
+        ("mkdir", json!({ "path": "/d" })),
+        ("rm", json!({ "path": "/a", "force": true })),
+        ("mv", json!({ "from": "/a", "to": "/b" })),
+        ("cp", json!({ "from": "/a", "to": "/b" })),
+        ("symlink", json!({ "target": "/a", "path": "/l" })),
+        ("readlink", json!({ "path": "/l" })),
+        ("chmod", json!({ "path": "/", "mode": "755" })),
+        ("glob", json!({ "pattern": "**" })),
+        ("grep", json!({ "pattern": "x" })),
+        ("changes", json!({})),
+    ];
+    assert_eq!(bodies.len(), 16, "one body per tool");
+    for (tool, body) in bodies {
+        routes.push(("POST", format!("/{tool}"), body));
+    }
+    routes
+}
+
+#[test]
+fn unknown_agent_is_not_found_everywhere_and_left_absent() {
+    let ghost = Agent::existing("never-created-ghost");
+    for (method, rest, body) in agent_routes() {
+        let body = match &body {
+            Value::Null => Vec::new(),
+            Value::String(text) => text.as_bytes().to_vec(),
+            json => json.to_string().into_bytes(),
+        };
+        let reply = ghost.send(method, &rest, &body);
+        let error = expect_error(&reply, 404, "AGENT_NOT_FOUND");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("never-created-ghost"),
+            "{method} {rest}: {error}"
+        );
+        expect_error(&ghost.send("GET", "", b""), 404, "AGENT_NOT_FOUND");
+    }
+    // Nothing was left behind: creating it now really creates it, empty.
+    let created = Agent::create_on(ghost.client.clone(), &ghost.id);
+    assert!(created.tree().is_empty());
+}
