@@ -1,1 +1,170 @@
+//! Host tests of the API layer: routing, authentication and the tools, on
+//! real SQLite.
 
+use serde_json::{json, Value};
+use stead_sql::{migrate, SqliteDb, MIGRATIONS};
+use stead_vfs::Vfs;
+
+use super::*;
+
+fn db() -> SqliteDb {
+    let db = SqliteDb::memory().unwrap();
+    migrate(&db, MIGRATIONS).unwrap();
+    db
+}
+
+fn call(db: &SqliteDb, tool: &str, body: &str) -> Result<Value, ApiError> {
+    tools::call(&Vfs::new(db, 1_000), tool, body.as_bytes())
+}
+
+fn ok(db: &SqliteDb, tool: &str, body: Value) -> Value {
+    call(db, tool, &body.to_string()).unwrap_or_else(|e| panic!("{tool} failed: {e}"))
+}
+
+fn fails(db: &SqliteDb, tool: &str, body: &str) -> (u16, String) {
+    let error = call(db, tool, body).expect_err("the call should fail");
+    (error.status(), error.code().to_string())
+}
+
+fn revision(db: &SqliteDb) -> i64 {
+    Vfs::new(db, 0).revision().unwrap()
+}
+
+#[test]
+fn routes() {
+    let agent = |action| {
+        Ok(Route::Agent {
+            id: "a-1".into(),
+            action,
+        })
+    };
+    assert_eq!(route("GET", "/health"), Ok(Route::Health));
+    assert_eq!(route("PUT", "/agents/a-1"), agent(Action::Create));
+    assert_eq!(route("POST", "/agents/a-1/read"), agent(Action::Tool("read")));
+    assert_eq!(
+        route("GET", "/agents/a-1/files/dir/my%20file.txt"),
+        agent(Action::Download("/dir/my file.txt".into()))
+    );
+    let code = |method, path| route(method, path).unwrap_err().code().to_string();
+    assert_eq!(code("GET", "/agents/a-1/read"), "METHOD_NOT_ALLOWED");
+    assert_eq!(code("POST", "/agents/a-1/nope"), "NO_ROUTE");
+    assert_eq!(code("POST", "/health"), "METHOD_NOT_ALLOWED");
+    assert_eq!(code("GET", "/elsewhere"), "NO_ROUTE");
+    assert_eq!(code("PUT", "/agents/bad%20id"), "INVALID_AGENT_ID");
+    let too_long = format!("/agents/{}", "a".repeat(65));
+    assert_eq!(code("PUT", &too_long), "INVALID_AGENT_ID");
+    assert_eq!(code("GET", "/agents/a/files/%zz"), "INVALID_REQUEST");
+    assert_eq!(code("GET", "/agents/a/files/%ff"), "INVALID_REQUEST");
+}
+
+impl PartialEq for ApiError {
+    fn eq(&self, other: &Self) -> bool {
+        self.code() == other.code() && self.to_string() == other.to_string()
+    }
+}
+
+#[test]
+fn agent_ids() {
+    assert!(valid_agent_id("Agent_1.x-y"));
+    assert!(!valid_agent_id(""));
+    assert!(!valid_agent_id("a/b"));
+    assert!(!valid_agent_id("é"));
+}
+
+#[test]
+fn authorization() {
+    let token = Some("s3cret");
+    assert!(authorize(Some("Bearer s3cret"), token).is_ok());
+    for header in [None, Some("Bearer s3cre"), Some("bearer s3cret"), Some("s3cret"), Some("Bearer ")] {
+        assert_eq!(authorize(header, token).unwrap_err().status(), 401, "{header:?}");
+    }
+    // No configured token: refuse everything rather than run open.
+    assert_eq!(authorize(Some("Bearer "), None).unwrap_err().code(), "NOT_CONFIGURED");
+    assert_eq!(authorize(Some("Bearer x"), Some("")).unwrap_err().code(), "NOT_CONFIGURED");
+}
+
+#[test]
+fn tools_round_trip() {
+    let db = db();
+    let written = ok(&db, "write", json!({"path": "/src/a.txt", "content": "one\ntwo\n", "mode": "755"}));
+    assert_eq!(written["size"], 8);
+    assert_eq!(written["created"], true);
+    let stat = ok(&db, "stat", json!({"path": "src/a.txt"}));
+    assert_eq!(stat["mode"], "0755");
+    assert_eq!(stat["type"], "file");
+    let read = ok(&db, "read", json!({"path": "/src/a.txt", "offset": 2, "line_numbers": true}));
+    assert_eq!(read["content"], "     2\ttwo\n");
+    let bytes = ok(&db, "read", json!({"path": "/src/a.txt", "byte_offset": 4, "byte_length": 2}));
+    assert_eq!(bytes["content"], "tw");
+    assert_eq!(bytes["next_byte_offset"], 6);
+    ok(&db, "append", json!({"path": "/src/a.txt", "content": "dGhyZWUK", "encoding": "base64"}));
+    let edited = ok(
+        &db,
+        "edit",
+        json!({"path": "/src/a.txt", "edits": [{"old": "two", "new": "2"}]}),
+    );
+    assert!(edited["diff"].as_str().unwrap().contains("-two\n+2\n"));
+    assert_eq!(ok(&db, "read", json!({"path": "/src/a.txt"}))["content"], "one\n2\nthree\n");
+    ok(&db, "cp", json!({"from": "/src", "to": "/copy", "recursive": true}));
+    ok(&db, "mv", json!({"from": "/copy", "to": "/moved"}));
+    ok(&db, "symlink", json!({"target": "moved/a.txt", "path": "/link"}));
+    assert_eq!(ok(&db, "readlink", json!({"path": "/link"}))["target"], "moved/a.txt");
+    let listing = ok(&db, "ls", json!({"path": "/", "limit": 2}));
+    assert_eq!(listing["entries"].as_array().unwrap().len(), 2);
+    assert_eq!(listing["next_cursor"], "moved");
+    let glob = ok(&db, "glob", json!({"pattern": "**/*.txt"}));
+    assert_eq!(glob["matches"].as_array().unwrap().len(), 2);
+    let grep = ok(&db, "grep", json!({"pattern": "THREE", "ignore_case": true, "output": "files"}));
+    assert_eq!(grep["files"], json!(["/moved/a.txt", "/src/a.txt"]));
+    ok(&db, "rm", json!({"path": "/moved", "recursive": true}));
+    assert_eq!(ok(&db, "rm", json!({"path": "/moved", "force": true}))["removed"], false);
+    let changes = ok(&db, "changes", json!({"since": 0}));
+    assert_eq!(changes["revision"], revision(&db));
+    assert!(changes["changes"].as_array().unwrap().len() >= 8);
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let db = db();
+    ok(&db, "write", json!({"path": "/keep.txt", "content": "kept"}));
+    let before = revision(&db);
+    let cases: &[(&str, &str, u16, &str)] = &[
+        ("write", "{not json", 400, "MALFORMED_JSON"),
+        ("write", "", 400, "INVALID_REQUEST"),
+        ("write", r#"{"path": 5, "content": "x"}"#, 400, "INVALID_REQUEST"),
+        ("write", r#"{"content": "x"}"#, 400, "INVALID_REQUEST"),
+        ("write", r#"{"path": "/a", "content": "x", "colour": 1}"#, 400, "INVALID_REQUEST"),
+        ("write", r#"{"path": "/../etc/passwd", "content": "x"}"#, 403, "EACCES"),
+        ("write", r#"{"path": "/a\u0000b", "content": "x"}"#, 400, "EINVAL"),
+        ("write", r#"{"path": "/keep.txt/inner", "content": "x"}"#, 409, "ENOTDIR"),
+        ("write", r#"{"path": "/x", "content": "%%%", "encoding": "base64"}"#, 400, "INVALID_REQUEST"),
+        ("write", r#"{"path": "/x", "content": "x", "mode": "999"}"#, 400, "INVALID_REQUEST"),
+        ("edit", r#"{"path": "/missing", "edits": [{"old": "a", "new": "b"}]}"#, 404, "ENOENT"),
+        ("edit", r#"{"path": "/keep.txt", "edits": [{"old": "zzz", "new": "b"}]}"#, 422, "EDIT_NO_MATCH"),
+        ("mkdir", r#"{"path": "/keep.txt"}"#, 409, "EEXIST"),
+        ("rm", r#"{"path": "/"}"#, 409, "EBUSY"),
+        ("grep", r#"{"pattern": "(", "regex": true}"#, 400, "EINVAL"),
+        ("glob", r#"{"pattern": "[", "path": "/"}"#, 400, "EINVAL"),
+        ("changes", r#"{"since": "yesterday"}"#, 400, "INVALID_REQUEST"),
+    ];
+    for (tool, body, status, code) in cases {
+        assert_eq!(fails(&db, tool, body), (*status, code.to_string()), "{tool} {body}");
+    }
+    let long_name = format!(r#"{{"path": "/{}", "content": "x"}}"#, "n".repeat(256));
+    assert_eq!(fails(&db, "write", &long_name), (400, "ENAMETOOLONG".to_string()));
+    assert_eq!(revision(&db), before, "no failed call may change the workspace");
+    assert_eq!(ok(&db, "read", json!({"path": "/keep.txt"}))["content"], "kept");
+}
+
+#[test]
+fn error_body_names_path_and_edit() {
+    let db = db();
+    ok(&db, "write", json!({"path": "/f", "content": "a a"}));
+    let error = call(&db, "edit", r#"{"path": "/f", "edits": [{"old": "b", "new": "c"}, {"old": "a", "new": "c"}]}"#)
+        .unwrap_err();
+    let body = error.body();
+    assert_eq!(body["error"]["code"], "EDIT_NO_MATCH");
+    assert_eq!(body["error"]["edit_index"], 0);
+    assert_eq!(body["error"]["path"], "/f");
+    assert!(body["error"]["message"].as_str().unwrap().contains("edit 0"));
+}
