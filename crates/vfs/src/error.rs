@@ -46,6 +46,8 @@ pub enum VfsError {
     },
     #[error("invalid pattern {pattern:?}: {reason}")]
     InvalidPattern { pattern: String, reason: String },
+    #[error("inconsistent upload: {reason}")]
+    BadUpload { reason: String },
     #[error("storage failure: {0}")]
     Storage(#[from] SqlError),
     #[error("corrupt workspace: {0}")]
@@ -62,7 +64,9 @@ impl VfsError {
             VfsError::IsADirectory { .. } => "EISDIR",
             VfsError::NotEmpty { .. } => "ENOTEMPTY",
             VfsError::NotASymlink { .. } | VfsError::IntoItself { .. } => "EINVAL",
-            VfsError::InvalidPath { .. } | VfsError::InvalidPattern { .. } => "EINVAL",
+            VfsError::InvalidPath { .. }
+            | VfsError::InvalidPattern { .. }
+            | VfsError::BadUpload { .. } => "EINVAL",
             VfsError::SymlinkLoop { .. } => "ELOOP",
             VfsError::EscapesRoot { .. } => "EACCES",
             VfsError::NameTooLong { .. } => "ENAMETOOLONG",

@@ -107,51 +107,87 @@ fn has_meta(component: &str) -> bool {
     component.contains(['*', '?', '[', '{', '\\'])
 }
 
+/// Splits a pattern into its literal leading directories (with `.` and `..`
+/// resolved) and the rest, which is what gets matched. `src/**/*.rs` walks
+/// only `src`; the last component always stays a pattern.
+fn split_literal(pattern: &str) -> Result<(Vec<&str>, String)> {
+    let components: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
+    let mut literal: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i + 1 < components.len() && !has_meta(components[i]) {
+        match components[i] {
+            "." => {}
+            ".." => {
+                if literal.pop().is_none() {
+                    return Err(VfsError::InvalidPattern {
+                        pattern: pattern.to_string(),
+                        reason: "the pattern climbs above its base directory".into(),
+                    });
+                }
+            }
+            name => literal.push(name),
+        }
+        i += 1;
+    }
+    Ok((literal, components[i.min(components.len())..].join("/")))
+}
+
 impl<S: Sql> Vfs<'_, S> {
     /// Finds the paths below `request.base` matching `request.pattern`.
+    /// Matches are reported by their path through `base` as written (a
+    /// symlinked directory in the pattern stays in the reported path).
     pub fn glob(&self, request: &GlobRequest) -> Result<GlobPage> {
-        let pattern_text = request.pattern.trim_start_matches('/');
-        let pattern = Pattern::new(pattern_text)?;
         let exclude = patterns(&request.exclude)?;
-        let (base, _) = self.existing_dir(&request.base)?;
-
-        // Walk from the literal directories the pattern starts with.
-        let components: Vec<&str> = pattern_text.split('/').filter(|c| !c.is_empty()).collect();
-        let literal = components[..components.len().saturating_sub(1)]
-            .iter()
-            .take_while(|c| !has_meta(c))
-            .count();
-        let mut start = base.clone();
-        for name in &components[..literal] {
-            start = VPath::parse_from(name, &start)?;
-        }
-        let max_depth = if pattern_text.contains("**") {
-            usize::MAX
-        } else {
-            components.len()
-        };
-
         let mut page = GlobPage {
             matches: Vec::new(),
             truncated: false,
             next_cursor: None,
         };
-        match self.resolve(&start, true)? {
-            Resolved::Found { node, .. } if node.kind == Kind::Dir => {}
-            _ => return Ok(page),
-        }
-        if let Some(after) = &request.after {
-            if !after.starts_with(&start) {
-                return Err(VfsError::InvalidPath {
-                    path: after.to_string(),
-                    reason: "cursor is not below the searched directory",
-                });
+        let (literal, rest) = split_literal(&request.pattern)?;
+        let pattern = Pattern::new(&rest)?;
+        let max_depth = if rest.contains("**") {
+            usize::MAX
+        } else {
+            rest.split('/').count()
+        };
+        // An excluded directory on the literal prefix excludes everything.
+        for depth in 1..=literal.len() {
+            let prefix = literal[..depth].join("/");
+            if exclude.iter().any(|p| p.filter_matches(&prefix)) {
+                return Ok(page);
             }
         }
+        self.existing_dir(&request.base)?;
+        let mut start = request.base.clone();
+        for name in &literal {
+            start = VPath::parse_from(name, &start)?;
+        }
+        let real_start = match self.resolve(&start, true)? {
+            Resolved::Found { path, node } if node.kind == Kind::Dir => path,
+            _ => return Ok(page),
+        };
+        let after = match &request.after {
+            None => None,
+            Some(after) => {
+                let below = after
+                    .strip_prefix(&start)
+                    .ok_or_else(|| VfsError::InvalidPath {
+                        path: after.to_string(),
+                        reason: "cursor is not below the searched directory",
+                    })?;
+                Some(VPath::parse_from(below, &real_start)?)
+            }
+        };
         let limit = request.limit.clamp(1, MAX_LIMIT);
-        self.walk(&start, request.after.as_ref(), |visit| {
-            let relative = visit.path.strip_prefix(&base).unwrap_or_default();
-            if exclude.iter().any(|p| p.filter_matches(relative)) {
+        let prefix = literal.join("/");
+        self.walk(&real_start, after.as_ref(), |visit| {
+            let relative = visit.path.strip_prefix(&real_start).unwrap_or_default();
+            let from_base = if prefix.is_empty() {
+                relative.to_string()
+            } else {
+                format!("{prefix}/{relative}")
+            };
+            if exclude.iter().any(|p| p.filter_matches(&from_base)) {
                 return Ok(Flow::SkipChildren);
             }
             if pattern.matches(relative) {
@@ -161,14 +197,13 @@ impl<S: Sql> Vfs<'_, S> {
                     return Ok(Flow::Stop);
                 }
                 page.matches.push(GlobMatch {
-                    path: visit.path.to_string(),
+                    path: start.join_relative(relative).to_string(),
                     kind: visit.node.kind,
                     size: visit.node.size,
                     mtime: visit.node.mtime,
                 });
             }
-            let depth = relative.split('/').count();
-            Ok(if depth >= max_depth {
+            Ok(if relative.split('/').count() >= max_depth {
                 Flow::SkipChildren
             } else {
                 Flow::Continue

@@ -147,6 +147,10 @@ fn display(line: &[u8]) -> String {
 /// Searches one file's pieces for matching lines.
 struct Scanner<'r> {
     re: &'r Regex,
+    /// Whether a whole piece may be tested at once: true unless the pattern
+    /// anchors to the start or end of the whole text (`\A`, `\z`), where
+    /// a piece and a line differ.
+    prefilter: bool,
     before: usize,
     after: usize,
     /// Lines up to this one are not reported (resuming mid-file).
@@ -170,7 +174,7 @@ struct Scanner<'r> {
 
 impl<'r> Scanner<'r> {
     fn feed(&mut self, piece: &[u8], path: &VPath) {
-        if self.owed_after == 0 && !self.re.is_match(piece) {
+        if self.prefilter && self.owed_after == 0 && !self.re.is_match(piece) {
             self.skim(piece);
             return;
         }
@@ -184,22 +188,20 @@ impl<'r> Scanner<'r> {
 
     /// Fast path for a piece with no match: count its lines, keep the last few.
     fn skim(&mut self, piece: &[u8]) {
-        let mut lines: Vec<&[u8]> = Vec::new();
-        if self.before > 0 {
-            for line in piece
-                .rsplit(|&b| b == b'\n')
-                .filter(|l| !l.is_empty())
-                .take(self.before)
-            {
-                lines.push(line);
-            }
-        }
+        let body = piece.strip_suffix(b"\n").unwrap_or(piece);
+        let total = if piece.is_empty() {
+            0
+        } else {
+            body.iter().filter(|&&b| b == b'\n').count() as u64 + 1
+        };
         let first = self.line;
-        let total = piece.iter().filter(|&&b| b == b'\n').count() as u64
-            + u64::from(!piece.ends_with(b"\n") && !piece.is_empty());
         self.line += total;
-        for (i, line) in lines.iter().rev().enumerate() {
-            let number = first + total - lines.len() as u64 + i as u64;
+        if self.before == 0 || total == 0 {
+            return;
+        }
+        let kept: Vec<&[u8]> = body.rsplit(|&b| b == b'\n').take(self.before).collect();
+        for (i, line) in kept.iter().rev().enumerate() {
+            let number = first + total - kept.len() as u64 + i as u64;
             self.remember(number, display(line));
         }
     }
@@ -280,6 +282,7 @@ impl<S: Sql> Vfs<'_, S> {
         let mut search = Search {
             vfs: self,
             re: &re,
+            prefilter: !(source.contains("\\A") || source.contains("\\z") || source.contains("(?")),
             request,
             limit,
             page: GrepPage::default(),
@@ -301,6 +304,15 @@ impl<S: Sql> Vfs<'_, S> {
             return Ok(search.page);
         }
 
+        let after = request.cursor.as_ref().map(|c| &c.path);
+        if let Some(after) = after {
+            if !after.starts_with(&base) {
+                return Err(VfsError::InvalidPath {
+                    path: after.to_string(),
+                    reason: "cursor is not below the searched directory",
+                });
+            }
+        }
         // Resume inside the cursor's file first, then after it.
         if let Some(GrepCursor {
             path,
@@ -311,15 +323,6 @@ impl<S: Sql> Vfs<'_, S> {
                 if search.file(path, &node, *line)? == Flow::Stop {
                     return Ok(search.page);
                 }
-            }
-        }
-        let after = request.cursor.as_ref().map(|c| &c.path);
-        if let Some(after) = after {
-            if !after.starts_with(&base) {
-                return Err(VfsError::InvalidPath {
-                    path: after.to_string(),
-                    reason: "cursor is not below the searched directory",
-                });
             }
         }
         self.walk(&base, after, |visit| {
@@ -342,6 +345,7 @@ impl<S: Sql> Vfs<'_, S> {
 struct Search<'a, 'db, S: Sql> {
     vfs: &'a Vfs<'db, S>,
     re: &'a Regex,
+    prefilter: bool,
     request: &'a GrepRequest,
     limit: usize,
     page: GrepPage,
@@ -360,6 +364,7 @@ impl<S: Sql> Search<'_, '_, S> {
         let content_mode = mode == GrepMode::Content;
         let mut scanner = Scanner {
             re: self.re,
+            prefilter: self.prefilter,
             before: self.request.before.min(MAX_CONTEXT),
             after: self.request.after.min(MAX_CONTEXT),
             skip_through,
@@ -462,9 +467,10 @@ mod tests {
     use super::*;
 
     fn scan(text: &str, pattern: &str, before: usize, after: usize) -> Vec<GrepMatch> {
-        let re = Regex::new(pattern).unwrap();
+        let re = RegexBuilder::new(pattern).multi_line(true).build().unwrap();
         let mut s = Scanner {
             re: &re,
+            prefilter: true,
             before,
             after,
             skip_through: 0,

@@ -137,11 +137,19 @@ impl<'db, S: Sql> Vfs<'db, S> {
         Ok(())
     }
 
-    /// Runs `body` as one transaction with a fresh revision.
+    /// Runs `body` as one transaction with a fresh revision. A body that
+    /// turned out to change nothing (`mkdir -p` of an existing directory, a
+    /// rename onto itself) logs nothing, and gives its revision back.
     fn change<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
         self.db.transaction(|| {
             let rev = self.next_revision()?;
-            body(rev)
+            let value = body(rev)?;
+            self.db.execute(
+                "UPDATE meta SET value = value - 1 WHERE key = 'revision' \
+                 AND NOT EXISTS (SELECT 1 FROM changes WHERE rev = ?)",
+                params![rev],
+            )?;
+            Ok(value)
         })
     }
 }
@@ -159,16 +167,4 @@ fn json_ids(ids: &[i64]) -> String {
     }
     out.push(']');
     out
-}
-
-#[cfg(test)]
-mod testutil {
-    use stead_sql::{migrate, SqliteDb, MIGRATIONS};
-
-    /// A migrated in-memory workspace database.
-    pub fn db() -> SqliteDb {
-        let db = SqliteDb::memory().unwrap();
-        migrate(&db, MIGRATIONS).unwrap();
-        db
-    }
 }

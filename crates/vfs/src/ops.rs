@@ -113,7 +113,7 @@ impl<S: Sql> Vfs<'_, S> {
         Ok((node, bytes))
     }
 
-    fn check_size(&self, path: &VPath, size: u64) -> Result<()> {
+    pub(crate) fn check_size(&self, path: &VPath, size: u64) -> Result<()> {
         let limit = self.limits.max_file_bytes;
         if size > limit {
             return Err(VfsError::FileTooLarge {

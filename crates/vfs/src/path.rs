@@ -163,6 +163,16 @@ impl VPath {
         }
     }
 
+    /// This path with a relative path of valid names (as produced by
+    /// [`VPath::strip_prefix`]) appended; empty `relative` gives `self`.
+    pub fn join_relative(&self, relative: &str) -> VPath {
+        match (relative.is_empty(), self.is_root()) {
+            (true, _) => self.clone(),
+            (false, true) => VPath(format!("/{relative}")),
+            (false, false) => VPath(format!("{}/{relative}", self.0)),
+        }
+    }
+
     /// Whether `self` is `ancestor` or lies below it.
     pub fn starts_with(&self, ancestor: &VPath) -> bool {
         ancestor.is_root()

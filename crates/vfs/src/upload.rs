@@ -53,7 +53,11 @@ impl<S: Sql> Vfs<'_, S> {
     /// Stores chunk number `idx` of `upload` (every chunk but the last must
     /// hold exactly [`CHUNK_SIZE`] bytes).
     pub fn stage_chunk(&self, upload: UploadId, idx: i64, data: &[u8]) -> Result<()> {
-        debug_assert!(data.len() <= CHUNK_SIZE);
+        if data.is_empty() || data.len() > CHUNK_SIZE {
+            return Err(VfsError::BadUpload {
+                reason: format!("chunk {idx} holds {} bytes", data.len()),
+            });
+        }
         self.db.transaction(|| {
             let id = self.put_chunk(data)?;
             self.db.execute(
@@ -64,7 +68,10 @@ impl<S: Sql> Vfs<'_, S> {
         })
     }
 
-    /// Makes the staged chunks of `upload` the content of `path`, `size` bytes.
+    /// Makes the staged chunks of `upload` the content of `path`. `size` is
+    /// the byte count the caller sent; it must agree with what was staged,
+    /// and the chunks must be numbered from 0 without gaps, all full but the
+    /// last, or nothing changes.
     pub fn commit_upload(
         &self,
         upload: UploadId,
@@ -72,7 +79,9 @@ impl<S: Sql> Vfs<'_, S> {
         size: u64,
         options: WriteOptions,
     ) -> Result<Written> {
+        self.check_size(path, size)?;
         self.change(|rev| {
+            self.check_staged(upload, size)?;
             let (real, node, created) = self.prepare_file(path, options, rev)?;
             let old = self.drop_content(node.ino)?;
             self.db.execute(
@@ -87,6 +96,32 @@ impl<S: Sql> Vfs<'_, S> {
             self.collect(&old)?;
             self.finish_file(rev, &real, node.ino, size, created)
         })
+    }
+
+    /// Checks the staged chunks of `upload` form a file of `size` bytes.
+    fn check_staged(&self, upload: UploadId, size: u64) -> Result<()> {
+        let rows = self.db.query(
+            "SELECT u.idx, c.size FROM upload_chunks u JOIN chunks c ON c.id = u.chunk \
+             WHERE u.upload = ? ORDER BY u.idx",
+            params![upload.0],
+        )?;
+        let mut total = 0u64;
+        for (i, row) in rows.iter().enumerate() {
+            let (idx, chunk_size) = (row.int(0)?, row.int(1)? as u64);
+            let last = i + 1 == rows.len();
+            if idx != i as i64 || (!last && chunk_size != CHUNK_SIZE as u64) {
+                return Err(VfsError::BadUpload {
+                    reason: format!("chunk {idx} is out of place or not full"),
+                });
+            }
+            total += chunk_size;
+        }
+        if total != size {
+            return Err(VfsError::BadUpload {
+                reason: format!("{total} bytes staged, {size} declared"),
+            });
+        }
+        Ok(())
     }
 
     /// Drops `upload` and the chunks only it held.

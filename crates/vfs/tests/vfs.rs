@@ -1875,7 +1875,6 @@ fn glob_paging_concatenates_to_the_unpaged_result() {
 }
 
 #[test]
-#[ignore = "BUG: glob excludes are not applied to the literal directories a pattern starts with"]
 fn glob_exclude_applies_below_a_literal_prefix() {
     let db = db();
     let vfs = vfs(&db);
@@ -1900,25 +1899,23 @@ fn glob_exclude_applies_below_a_literal_prefix() {
 }
 
 #[test]
-#[ignore = "BUG: a glob whose literal prefix is a symlinked directory matches nothing"]
 fn glob_through_a_symlinked_directory_prefix() {
     let db = db();
     let vfs = vfs(&db);
     glob_fixture(&vfs);
     vfs.symlink("/src", &p("/code")).unwrap();
-    // The link works as a base...
+    // The link works as a base, and matches keep the path as written...
     let request = GlobRequest {
         base: p("/code"),
         ..glob_request("*.rs")
     };
-    assert_eq!(glob_all(&vfs, &request), ["/src/lib.rs", "/src/main.rs"]);
-    // ...but not as the pattern's first directory.
+    assert_eq!(glob_all(&vfs, &request), ["/code/lib.rs", "/code/main.rs"]);
+    // ...and as the pattern's first directory.
     let got = glob_all(&vfs, &glob_request("code/*.rs"));
     assert_eq!(got.len(), 2, "{got:?}");
 }
 
 #[test]
-#[ignore = "BUG: a glob pattern starting with ./ never matches"]
 fn glob_pattern_with_dot_slash_prefix() {
     let db = db();
     let vfs = vfs(&db);
@@ -2458,7 +2455,6 @@ fn grep_multi_chunk_file_line_numbers() {
 }
 
 #[test]
-#[ignore = "BUG: grep before-context drops blank lines that end a chunk without matches"]
 fn grep_before_context_keeps_blank_lines_across_chunks() {
     let db = db();
     let vfs = vfs(&db);
@@ -2664,7 +2660,6 @@ fn begin_upload_checks_the_path() {
 }
 
 #[test]
-#[ignore = "BUG: commit_upload does not enforce Limits::max_file_bytes"]
 fn commit_upload_enforces_the_file_size_limit() {
     let db = db();
     let vfs = vfs(&db).with_limits(Limits {
@@ -2681,23 +2676,35 @@ fn commit_upload_enforces_the_file_size_limit() {
 }
 
 #[test]
-#[ignore = "BUG: commit_upload trusts the caller's size, so stat size and content can disagree"]
-fn commit_upload_size_matches_the_staged_content() {
+fn commit_upload_rejects_or_fixes_inconsistent_staging() {
     let db = db();
     let vfs = vfs(&db);
-    let upload = vfs.begin_upload(&p("/f"), WriteOptions::default()).unwrap();
-    vfs.stage_chunk(upload, 0, b"0123456789").unwrap();
-    // A caller that miscounts must not leave an inconsistent file.
-    if vfs
-        .commit_upload(upload, &p("/f"), 4, WriteOptions::default())
-        .is_ok()
-    {
-        let size = vfs.stat(&p("/f"), true).unwrap().1.size;
-        let data = get(&vfs, "/f");
-        assert_eq!(size, data.len() as u64, "stat size vs content length");
-        let (_, range) = vfs.read_range(&p("/f"), 0, 100).unwrap();
-        assert_eq!(range, data);
-    }
+    // Either the commit fails, or the file it makes is consistent: its size
+    // is its content's length, and ranges agree with the whole content.
+    let check = |path: &str, pieces: &[&[u8]], size: u64| {
+        let upload = vfs.begin_upload(&p(path), WriteOptions::default()).unwrap();
+        for (idx, piece) in pieces.iter().enumerate() {
+            vfs.stage_chunk(upload, idx as i64, piece).unwrap();
+        }
+        if vfs
+            .commit_upload(upload, &p(path), size, WriteOptions::default())
+            .is_err()
+        {
+            vfs.abort_upload(upload).unwrap();
+            return;
+        }
+        let node = vfs.stat(&p(path), true).unwrap().1;
+        let data = get(&vfs, path);
+        assert_eq!(node.size, data.len() as u64, "{path}: stat size vs content");
+        for offset in 0..data.len() {
+            let (_, range) = vfs.read_range(&p(path), offset as u64, 100).unwrap();
+            assert_eq!(range, data[offset..], "{path}: range from {offset}");
+        }
+    };
+    // The caller miscounts the size.
+    check("/miscounted", &[b"0123456789"], 4);
+    // A short chunk before the last breaks the offset-to-chunk mapping.
+    check("/short-middle", &[b"0123456789", b"abcdefghij"], 20);
 }
 
 // ---------------------------------------------------------------------------
@@ -2741,6 +2748,11 @@ fn edit_apply_round_trips_through_the_vfs() {
     assert_eq!(error.code(), "EDIT_AMBIGUOUS");
     assert_eq!(edit::as_text(b"\xff").unwrap_err().code(), "EILSEQ");
 }
+
+// ---------------------------------------------------------------------------
+// More edge cases: chunk-aligned lines, very long lines, cursors, staging,
+// link targets, Vfs::edit, usage
+// ---------------------------------------------------------------------------
 
 #[test]
 fn lines_aligned_with_chunk_boundaries() {
@@ -2813,7 +2825,6 @@ fn grep_a_line_longer_than_a_chunk() {
 }
 
 #[test]
-#[ignore = "BUG: grep searches a cursor's file before checking it lies below the base"]
 fn grep_cursor_outside_the_base_is_rejected() {
     let db = db();
     let vfs = vfs(&db);
@@ -2921,4 +2932,36 @@ fn usage_counts_shared_chunks_once() {
     assert_eq!(usage.bytes, 2 * data.len() as u64);
     assert_eq!(usage.stored_bytes, data.len() as u64);
     assert_eq!(usage.revision, 3);
+}
+
+#[test]
+fn grep_paging_with_colons_in_paths() {
+    let db = db();
+    let vfs = vfs(&db);
+    put(&vfs, "/we:ird/f:1.txt", "hit\nmiss\nhit\nhit\n");
+    put(&vfs, "/we:ird/g.txt", "hit\n");
+    let request = grep_request("hit");
+    let all = hits(&vfs.grep(&request).unwrap());
+    assert_eq!(all.len(), 4);
+    let pages = grep_pages(&vfs, &request, 1);
+    assert_eq!(pages[0].next_cursor.as_deref(), Some("1:/we:ird/f:1.txt"));
+    let got: Vec<_> = pages.iter().flat_map(hits).collect();
+    assert_eq!(got, all);
+}
+
+#[test]
+fn grep_start_anchor_does_not_depend_on_other_lines() {
+    let db = db();
+    let vfs = vfs(&db);
+    // Each line is matched on its own, so \A behaves like ^ on a line.
+    put(&vfs, "/one", "bar\nfoo\n");
+    put(&vfs, "/two", "foo\nbar\nfoo\n");
+    let page = vfs.grep(&regex(r"\Afoo")).unwrap();
+    let got: Vec<(String, u64)> = hits(&page).into_iter().map(|h| (h.0, h.1)).collect();
+    let one_line_2 = got.contains(&("/one".to_string(), 2));
+    let two_line_3 = got.contains(&("/two".to_string(), 3));
+    assert_eq!(
+        one_line_2, two_line_3,
+        "the same line \"foo\" after \"bar\" matched in one file but not the other: {got:?}"
+    );
 }
