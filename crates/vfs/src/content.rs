@@ -6,6 +6,8 @@
 //! Whoever drops references passes the chunk ids to [`Vfs::collect`], which
 //! deletes those no longer referenced anywhere.
 
+use std::collections::HashMap;
+
 use stead_sql::{params, Sql};
 
 use crate::error::{Result, VfsError};
@@ -26,19 +28,20 @@ impl<S: Sql> Vfs<'_, S> {
     pub(crate) fn put_chunk(&self, data: &[u8]) -> Result<i64> {
         let hash = blake3::hash(data);
         let hash = hash.as_bytes().as_slice();
-        if let Some(row) = self
-            .db
-            .query_row("SELECT id FROM chunks WHERE hash = ?", params![hash])?
-        {
-            return Ok(row.int(0)?);
-        }
-        let row = self
-            .db
-            .query_row(
-                "INSERT INTO chunks (hash, size, data) VALUES (?, ?, ?) RETURNING id",
-                params![hash, data.len() as i64, data],
-            )?
-            .ok_or_else(|| VfsError::Corrupt("chunk insert returned no id".into()))?;
+        // New content is the common case: one statement; a duplicate then
+        // costs a second to find the existing row.
+        let inserted = self.db.query_row(
+            "INSERT INTO chunks (hash, size, data) VALUES (?, ?, ?) \
+             ON CONFLICT (hash) DO NOTHING RETURNING id",
+            params![hash, data.len() as i64, data],
+        )?;
+        let row = match inserted {
+            Some(row) => row,
+            None => self
+                .db
+                .query_row("SELECT id FROM chunks WHERE hash = ?", params![hash])?
+                .ok_or_else(|| VfsError::Corrupt("chunk vanished during insert".into()))?,
+        };
         Ok(row.int(0)?)
     }
 
@@ -88,6 +91,22 @@ impl<S: Sql> Vfs<'_, S> {
         Ok(out)
     }
 
+    /// The contents of small (at most one chunk) files `inos`, in one query.
+    /// Empty files are absent from the map.
+    pub(crate) fn small_contents(&self, inos: &[i64]) -> Result<HashMap<i64, Vec<u8>>> {
+        let set = json_ids(inos);
+        let rows = self.db.query(
+            "SELECT f.ino, c.data FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
+             WHERE f.ino IN (SELECT value FROM json_each(?)) AND f.idx = 0",
+            params![set.as_str()],
+        )?;
+        let mut out = HashMap::with_capacity(rows.len());
+        for mut row in rows {
+            out.insert(row.int(0)?, row.take_blob(1)?);
+        }
+        Ok(out)
+    }
+
     /// Up to `len` bytes of file `ino` (of `size` bytes) from byte `offset`.
     pub(crate) fn content_range(
         &self,
@@ -118,7 +137,7 @@ impl<S: Sql> Vfs<'_, S> {
     }
 
     /// Appends `data` as chunks of file `ino`, starting at chunk index `idx`.
-    fn push_chunks(&self, ino: i64, mut idx: i64, data: &[u8]) -> Result<()> {
+    pub(crate) fn push_chunks(&self, ino: i64, mut idx: i64, data: &[u8]) -> Result<()> {
         for piece in data.chunks(CHUNK_SIZE) {
             let id = self.put_chunk(piece)?;
             self.db.execute(

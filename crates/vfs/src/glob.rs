@@ -163,7 +163,7 @@ impl<S: Sql> Vfs<'_, S> {
             start = VPath::parse_from(name, &start)?;
         }
         let real_start = match self.resolve(&start, true)? {
-            Resolved::Found { path, node } if node.kind == Kind::Dir => path,
+            Resolved::Found { path, node, .. } if node.kind == Kind::Dir => path,
             _ => return Ok(page),
         };
         let after = match &request.after {

@@ -23,11 +23,14 @@ use crate::node::{Kind, Node};
 use crate::path::VPath;
 use crate::read::looks_binary;
 use crate::tree::Flow;
-use crate::Vfs;
+use crate::{Vfs, CHUNK_SIZE};
 
 /// Default and largest page: matching lines, or files in the other modes.
 pub const DEFAULT_LIMIT: usize = 1000;
 pub const MAX_LIMIT: usize = 10_000;
+/// Small files fetched per query, by count and by bytes.
+const BATCH_FILES: usize = 256;
+const BATCH_BYTES: u64 = 8 << 20;
 /// Most context lines on either side of a match.
 pub const MAX_CONTEXT: usize = 100;
 /// Lines longer than this are cut in results (minified files would otherwise
@@ -281,6 +284,8 @@ impl<S: Sql> Vfs<'_, S> {
         let limit = request.limit.clamp(1, MAX_LIMIT);
         let mut search = Search {
             vfs: self,
+            pending: Vec::new(),
+            pending_bytes: 0,
             re: &re,
             prefilter: !(source.contains("\\A") || source.contains("\\z") || source.contains("(?")),
             request,
@@ -335,8 +340,9 @@ impl<S: Sql> Vfs<'_, S> {
             {
                 return Ok(Flow::Continue);
             }
-            search.file(&visit.path, &visit.node, 0)
+            search.queue(&visit.path, &visit.node)
         })?;
+        search.flush()?;
         Ok(search.page)
     }
 }
@@ -344,6 +350,9 @@ impl<S: Sql> Vfs<'_, S> {
 /// One search in progress.
 struct Search<'a, 'db, S: Sql> {
     vfs: &'a Vfs<'db, S>,
+    /// Small files queued for one batched fetch, in walk order.
+    pending: Vec<(VPath, Node)>,
+    pending_bytes: u64,
     re: &'a Regex,
     prefilter: bool,
     request: &'a GrepRequest,
@@ -354,8 +363,60 @@ struct Search<'a, 'db, S: Sql> {
 }
 
 impl<S: Sql> Search<'_, '_, S> {
-    /// Searches one file, skipping lines through `skip_through`.
+    /// Queues a file met by the walk. Small files are searched in batches,
+    /// their contents fetched with one query per batch: per-statement cost,
+    /// not bytes, dominates a search over many small files. A large file is
+    /// streamed chunk by chunk, after the batch before it.
+    fn queue(&mut self, path: &VPath, node: &Node) -> Result<Flow> {
+        if node.size > CHUNK_SIZE as u64 {
+            if self.flush()? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+            return self.file(path, node, 0);
+        }
+        self.pending_bytes += node.size;
+        self.pending.push((path.clone(), node.clone()));
+        if self.pending.len() >= BATCH_FILES || self.pending_bytes >= BATCH_BYTES {
+            return self.flush();
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Searches the queued small files, in order.
+    fn flush(&mut self) -> Result<Flow> {
+        let batch = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        if batch.is_empty() {
+            return Ok(Flow::Continue);
+        }
+        let inos: Vec<i64> = batch.iter().map(|(_, node)| node.ino).collect();
+        let mut contents = self.vfs.small_contents(&inos)?;
+        for (path, node) in &batch {
+            let data = contents.remove(&node.ino).unwrap_or_default();
+            if self.scan(path, 0, std::iter::once(Ok(data)))? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Searches one file, streaming its chunks, skipping lines through
+    /// `skip_through`.
     fn file(&mut self, path: &VPath, node: &Node, skip_through: u64) -> Result<Flow> {
+        let vfs = self.vfs;
+        let chunks = vfs.chunks_of(node.ino)?;
+        let pieces = chunks.iter().map(|chunk| vfs.chunk_data(chunk.id));
+        self.scan(path, skip_through, pieces)
+    }
+
+    /// Searches the pieces of one file (in order), skipping lines through
+    /// `skip_through`.
+    fn scan(
+        &mut self,
+        path: &VPath,
+        skip_through: u64,
+        pieces: impl Iterator<Item = Result<Vec<u8>>>,
+    ) -> Result<Flow> {
         if self.hits == self.limit {
             self.stop_before(path, skip_through);
             return Ok(Flow::Stop);
@@ -383,8 +444,8 @@ impl<S: Sql> Search<'_, '_, S> {
             full: false,
         };
         let mut carry: Vec<u8> = Vec::new();
-        for (i, chunk) in self.vfs.chunks_of(node.ino)?.iter().enumerate() {
-            let data = self.vfs.chunk_data(chunk.id)?;
+        for (i, data) in pieces.enumerate() {
+            let data = data?;
             if i == 0 && looks_binary(&data) {
                 self.page.binary_files_skipped += 1;
                 return Ok(Flow::Continue);

@@ -32,6 +32,8 @@ mod resolve;
 mod tree;
 mod upload;
 
+use std::cell::Cell;
+
 use stead_sql::{params, Sql};
 
 pub use content::CHUNK_SIZE;
@@ -71,6 +73,8 @@ pub struct Vfs<'db, S: Sql> {
     db: &'db S,
     now_ms: i64,
     limits: Limits,
+    /// Whether the running change has logged anything.
+    logged: Cell<bool>,
 }
 
 impl<'db, S: Sql> Vfs<'db, S> {
@@ -81,6 +85,7 @@ impl<'db, S: Sql> Vfs<'db, S> {
             db,
             now_ms,
             limits: Limits::default(),
+            logged: Cell::new(false),
         }
     }
 
@@ -121,6 +126,7 @@ impl<'db, S: Sql> Vfs<'db, S> {
 
     /// Records that `rev` touched `path`, pruning the log now and then.
     fn log_change(&self, rev: i64, path: &VPath, kind: ChangeKind) -> Result<()> {
+        self.logged.set(true);
         self.db.execute(
             "INSERT INTO changes (rev, path, kind) VALUES (?, ?, ?)",
             params![rev, path.as_str(), kind.as_str()],
@@ -142,13 +148,15 @@ impl<'db, S: Sql> Vfs<'db, S> {
     /// rename onto itself) logs nothing, and gives its revision back.
     fn change<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
         self.db.transaction(|| {
+            self.logged.set(false);
             let rev = self.next_revision()?;
             let value = body(rev)?;
-            self.db.execute(
-                "UPDATE meta SET value = value - 1 WHERE key = 'revision' \
-                 AND NOT EXISTS (SELECT 1 FROM changes WHERE rev = ?)",
-                params![rev],
-            )?;
+            if !self.logged.get() {
+                self.db.execute(
+                    "UPDATE meta SET value = value - 1 WHERE key = 'revision'",
+                    params![],
+                )?;
+            }
             Ok(value)
         })
     }

@@ -6,7 +6,7 @@ use stead_sql::{params, Sql};
 use crate::error::{Result, VfsError};
 use crate::node::{DirEntry, Kind, Node, NODE_COLUMNS};
 use crate::path::{VPath, MAX_PATH_LEN};
-use crate::resolve::{Resolved, ROOT_INO};
+use crate::resolve::Resolved;
 use crate::{json_ids, Vfs, DIR_MODE, FILE_MODE, SYMLINK_MODE};
 
 /// How a write treats the path it writes to.
@@ -130,7 +130,11 @@ impl<S: Sql> Vfs<'_, S> {
         self.check_size(path, data.len() as u64)?;
         self.change(|rev| {
             let (real, node, created) = self.prepare_file(path, options, rev)?;
-            self.set_content(node.ino, data)?;
+            if created {
+                self.push_chunks(node.ino, 0, data)?;
+            } else {
+                self.set_content(node.ino, data)?;
+            }
             self.finish_file(rev, &real, node.ino, data.len() as u64, created)
         })
     }
@@ -155,13 +159,19 @@ impl<S: Sql> Vfs<'_, S> {
         options: WriteOptions,
         rev: i64,
     ) -> Result<(VPath, Node, bool)> {
-        if options.create_parents {
-            if let Some(parent) = path.parent() {
+        let mut resolved = self.resolve(path, true)?;
+        if let Resolved::Missing { last: false, .. } = resolved {
+            // Parents are missing: create them only now, so the common case
+            // (parent exists) walks the path once.
+            if let (true, Some(parent)) = (options.create_parents, path.parent()) {
                 self.ensure_dir(&parent, rev)?;
+                resolved = self.resolve(path, true)?;
             }
         }
-        match self.resolve(path, true)? {
-            Resolved::Found { path: real, node } => {
+        match resolved {
+            Resolved::Found {
+                path: real, node, ..
+            } => {
                 if node.kind == Kind::Dir {
                     return Err(VfsError::IsADirectory {
                         path: path.to_string(),
@@ -182,7 +192,7 @@ impl<S: Sql> Vfs<'_, S> {
                 last: true,
             } => {
                 let node = self.create_node(
-                    &parent,
+                    parent.ino,
                     &name,
                     Kind::File,
                     options.mode.map_or(FILE_MODE, mode_bits),
@@ -227,7 +237,7 @@ impl<S: Sql> Vfs<'_, S> {
     /// Inserts a node named `name` in directory `parent`.
     fn create_node(
         &self,
-        parent: &Node,
+        parent: i64,
         name: &str,
         kind: Kind,
         mode: u32,
@@ -245,9 +255,9 @@ impl<S: Sql> Vfs<'_, S> {
         let ino = row.int(0)?;
         self.db.execute(
             "INSERT INTO dirents (parent, name, ino) VALUES (?, ?, ?)",
-            params![parent.ino, name, ino],
+            params![parent, name, ino],
         )?;
-        self.touch_dir(parent.ino, rev)?;
+        self.touch_dir(parent, rev)?;
         Ok(Node {
             ino,
             kind,
@@ -272,9 +282,9 @@ impl<S: Sql> Vfs<'_, S> {
     fn ensure_dir(&self, path: &VPath, rev: i64) -> Result<(VPath, Node)> {
         loop {
             match self.resolve(path, true)? {
-                Resolved::Found { path: real, node } if node.kind == Kind::Dir => {
-                    return Ok((real, node))
-                }
+                Resolved::Found {
+                    path: real, node, ..
+                } if node.kind == Kind::Dir => return Ok((real, node)),
                 Resolved::Found { path: real, .. } => {
                     return Err(VfsError::NotADirectory {
                         path: real.to_string(),
@@ -286,7 +296,7 @@ impl<S: Sql> Vfs<'_, S> {
                     name,
                     ..
                 } => {
-                    self.create_node(&parent, &name, Kind::Dir, DIR_MODE, None, rev)?;
+                    self.create_node(parent.ino, &name, Kind::Dir, DIR_MODE, None, rev)?;
                     self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)?;
                 }
             }
@@ -315,7 +325,7 @@ impl<S: Sql> Vfs<'_, S> {
                     last: true,
                 } => {
                     let mode = mode.map_or(DIR_MODE, mode_bits);
-                    self.create_node(&parent, &name, Kind::Dir, mode, None, rev)?;
+                    self.create_node(parent.ino, &name, Kind::Dir, mode, None, rev)?;
                     self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)?;
                     Ok(rev)
                 }
@@ -345,7 +355,7 @@ impl<S: Sql> Vfs<'_, S> {
                 last: true,
             } => {
                 self.create_node(
-                    &parent,
+                    parent.ino,
                     &name,
                     Kind::Symlink,
                     SYMLINK_MODE,
@@ -398,13 +408,13 @@ impl<S: Sql> Vfs<'_, S> {
             });
         }
         self.change(|rev| {
-            let (real, node) = self.existing(path, false)?;
+            let (real, node, parent) = self.existing_in(path, false)?;
             if node.kind == Kind::Dir && !recursive && self.has_children(node.ino)? {
                 return Err(VfsError::NotEmpty {
                     path: path.to_string(),
                 });
             }
-            self.unlink(&real, &node, rev)?;
+            self.unlink(&real, &node, parent, rev)?;
             self.log_change(rev, &real, ChangeKind::Deleted)?;
             Ok(rev)
         })
@@ -420,39 +430,35 @@ impl<S: Sql> Vfs<'_, S> {
             .is_some())
     }
 
-    /// Deletes the entry at real path `real` (node `node`) and everything
-    /// below it, then collects the chunks nothing references any more.
-    fn unlink(&self, real: &VPath, node: &Node, rev: i64) -> Result<()> {
-        let parent = self.parent_ino(real)?;
-        let inos = if node.kind == Kind::Dir {
-            self.subtree(node.ino)?
+    /// Deletes the entry at real path `real` (node `node`, in directory
+    /// `parent`) and everything below it, then collects the chunks nothing
+    /// references any more.
+    fn unlink(&self, real: &VPath, node: &Node, parent: i64, rev: i64) -> Result<()> {
+        let chunks = if node.kind == Kind::Dir {
+            let inos = self.subtree(node.ino)?;
+            let set = json_ids(&inos);
+            let chunks = self.drop_content_of(&inos)?;
+            self.db.execute(
+                "DELETE FROM dirents WHERE parent IN (SELECT value FROM json_each(?))",
+                params![set.as_str()],
+            )?;
+            self.db.execute(
+                "DELETE FROM nodes WHERE ino IN (SELECT value FROM json_each(?))",
+                params![set.as_str()],
+            )?;
+            chunks
         } else {
-            vec![node.ino]
+            let chunks = self.drop_content(node.ino)?;
+            self.db
+                .execute("DELETE FROM nodes WHERE ino = ?", params![node.ino])?;
+            chunks
         };
-        let set = json_ids(&inos);
-        let chunks = self.drop_content_of(&inos)?;
-        self.db.execute(
-            "DELETE FROM dirents WHERE parent IN (SELECT value FROM json_each(?))",
-            params![set.as_str()],
-        )?;
-        self.db.execute(
-            "DELETE FROM nodes WHERE ino IN (SELECT value FROM json_each(?))",
-            params![set.as_str()],
-        )?;
         self.db.execute(
             "DELETE FROM dirents WHERE parent = ? AND name = ?",
             params![parent, real.name().unwrap_or_default()],
         )?;
         self.touch_dir(parent, rev)?;
         self.collect(&chunks)
-    }
-
-    /// The inode of the directory holding real path `real`.
-    fn parent_ino(&self, real: &VPath) -> Result<i64> {
-        match real.parent() {
-            None => Ok(ROOT_INO),
-            Some(parent) => Ok(self.existing(&parent, false)?.1.ino),
-        }
     }
 
     /// Every inode in the subtree rooted at directory `ino`, itself included.
@@ -470,13 +476,16 @@ impl<S: Sql> Vfs<'_, S> {
 
     /// Where a move or copy lands: the existing node to replace, if any, and
     /// the destination's parent directory and name.
-    fn destination(&self, to: &VPath) -> Result<(VPath, Node, String, Option<Node>)> {
+    fn destination(&self, to: &VPath) -> Result<(VPath, i64, String, Option<Node>)> {
         match self.resolve(to, false)? {
-            Resolved::Found { path: real, node } => {
+            Resolved::Found {
+                path: real,
+                node,
+                parent,
+            } => {
                 let parent_path = real.parent().ok_or(VfsError::RootBusy {
                     operation: "replace",
                 })?;
-                let (_, parent) = self.existing(&parent_path, false)?;
                 let name = real.name().unwrap_or_default().to_string();
                 Ok((parent_path, parent, name, Some(node)))
             }
@@ -485,7 +494,7 @@ impl<S: Sql> Vfs<'_, S> {
                 parent,
                 name,
                 last: true,
-            } => Ok((parent_path, parent, name, None)),
+            } => Ok((parent_path, parent.ino, name, None)),
             Resolved::Missing { .. } => Err(VfsError::NotFound {
                 path: to.to_string(),
             }),
@@ -515,7 +524,7 @@ impl<S: Sql> Vfs<'_, S> {
             return Err(VfsError::RootBusy { operation: "move" });
         }
         self.change(|rev| {
-            let (src_path, src) = self.existing(from, false)?;
+            let (src_path, src, src_parent) = self.existing_in(from, false)?;
             let (dst_parent_path, dst_parent, dst_name, existing) = self.destination(to)?;
             let dst_path = dst_parent_path.join(&dst_name);
             if dst_path == src_path {
@@ -529,20 +538,19 @@ impl<S: Sql> Vfs<'_, S> {
             }
             if let Some(existing) = existing {
                 self.check_replace(&src, &existing, to)?;
-                self.unlink(&dst_path, &existing, rev)?;
+                self.unlink(&dst_path, &existing, dst_parent, rev)?;
             }
-            let src_parent = self.parent_ino(&src_path)?;
             self.db.execute(
                 "UPDATE dirents SET parent = ?, name = ? WHERE parent = ? AND name = ?",
                 params![
-                    dst_parent.ino,
+                    dst_parent,
                     dst_name.as_str(),
                     src_parent,
                     src_path.name().unwrap_or_default()
                 ],
             )?;
             self.touch_dir(src_parent, rev)?;
-            self.touch_dir(dst_parent.ino, rev)?;
+            self.touch_dir(dst_parent, rev)?;
             self.log_change(rev, &src_path, ChangeKind::Deleted)?;
             self.log_change(rev, &dst_path, ChangeKind::Created)?;
             Ok(rev)
@@ -576,16 +584,16 @@ impl<S: Sql> Vfs<'_, S> {
                     })
                 }
                 Some(existing) if existing.ino == src.ino => return Ok(rev),
-                Some(existing) => self.unlink(&dst_path, &existing, rev)?,
+                Some(existing) => self.unlink(&dst_path, &existing, dst_parent, rev)?,
                 None => {}
             }
-            self.copy_node(&src, &dst_parent, &dst_name, rev)?;
+            self.copy_node(&src, dst_parent, &dst_name, rev)?;
             self.log_change(rev, &dst_path, ChangeKind::Created)?;
             Ok(rev)
         })
     }
 
-    fn copy_node(&self, src: &Node, parent: &Node, name: &str, rev: i64) -> Result<()> {
+    fn copy_node(&self, src: &Node, parent: i64, name: &str, rev: i64) -> Result<()> {
         let copy =
             self.create_node(parent, name, src.kind, src.mode, src.target.as_deref(), rev)?;
         match src.kind {
@@ -598,7 +606,7 @@ impl<S: Sql> Vfs<'_, S> {
             }
             Kind::Dir => {
                 for entry in self.entries(src.ino, None, None)? {
-                    self.copy_node(&entry.node, &copy, &entry.name, rev)?;
+                    self.copy_node(&entry.node, copy.ino, &entry.name, rev)?;
                 }
             }
             Kind::Symlink => {}
@@ -799,7 +807,9 @@ impl<S: Sql> Vfs<'_, S> {
         self.change(|rev| {
             let mtime = mtime_ms.unwrap_or(self.now_ms);
             let (real, node, created) = match self.resolve(path, true)? {
-                Resolved::Found { path: real, node } => (real, node, false),
+                Resolved::Found {
+                    path: real, node, ..
+                } => (real, node, false),
                 Resolved::Missing { .. } => {
                     let options = WriteOptions {
                         mode: None,

@@ -23,8 +23,13 @@ pub(crate) const ROOT_INO: i64 = 1;
 
 /// Where a resolution ended.
 pub(crate) enum Resolved {
-    /// The path names an existing node, at `path` (its real path).
-    Found { path: VPath, node: Node },
+    /// The path names an existing node, at `path` (its real path), in the
+    /// directory with inode `parent` (the root is its own parent).
+    Found {
+        path: VPath,
+        node: Node,
+        parent: i64,
+    },
     /// The path does not exist. `parent` is the last directory reached (at
     /// real path `parent_path`); `name` is the first missing name, and `last`
     /// says whether it was the final component.
@@ -71,6 +76,7 @@ impl<S: Sql> Vfs<'_, S> {
         // Only the ino and kind of the root matter while walking; its full
         // row is read if the walk ends there.
         let mut dir = root_stub();
+        let mut parent = ROOT_INO;
         let mut follows = 0;
         while let Some(name) = todo.pop_front() {
             if dir.kind != Kind::Dir {
@@ -100,9 +106,11 @@ impl<S: Sql> Vfs<'_, S> {
                 }
                 at = VPath::root();
                 dir = root_stub();
+                parent = ROOT_INO;
                 continue;
             }
             at = at.join(&name);
+            parent = dir.ino;
             dir = node;
         }
         let node = if dir.ino == ROOT_INO {
@@ -110,13 +118,27 @@ impl<S: Sql> Vfs<'_, S> {
         } else {
             dir
         };
-        Ok(Resolved::Found { path: at, node })
+        Ok(Resolved::Found {
+            path: at,
+            node,
+            parent,
+        })
     }
 
     /// Resolves `path` to an existing node, or fails with `ENOENT`.
     pub(crate) fn existing(&self, path: &VPath, follow_last: bool) -> Result<(VPath, Node)> {
+        self.existing_in(path, follow_last)
+            .map(|(real, node, _)| (real, node))
+    }
+
+    /// As [`Vfs::existing`], with the inode of the directory holding it.
+    pub(crate) fn existing_in(
+        &self,
+        path: &VPath,
+        follow_last: bool,
+    ) -> Result<(VPath, Node, i64)> {
         match self.resolve(path, follow_last)? {
-            Resolved::Found { path, node } => Ok((path, node)),
+            Resolved::Found { path, node, parent } => Ok((path, node, parent)),
             Resolved::Missing { .. } => Err(VfsError::NotFound {
                 path: path.to_string(),
             }),
