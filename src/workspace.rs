@@ -29,6 +29,17 @@ fn now_ms() -> i64 {
     js_sys::Date::now() as i64
 }
 
+/// The isolate's clock. Workers advance it only across I/O, so within one
+/// synchronous exec the shell's CPU and count limits, not wall time, are
+/// what stop a runaway script.
+struct JsClock;
+
+impl stead_shell::Clock for JsClock {
+    fn now_ms(&self) -> u64 {
+        js_sys::Date::now() as u64
+    }
+}
+
 /// A JSON response with `status`.
 pub fn json_response(status: u16, body: &Value) -> Result<Response> {
     Ok(Response::from_json(body)?.with_status(status))
@@ -91,6 +102,10 @@ impl Workspace {
             Action::Tool(tool) => {
                 let body = read_body(&mut req, MAX_JSON_BODY).await?;
                 api::tools::call(&vfs, tool, &body)?
+            }
+            Action::Exec => {
+                let body = read_body(&mut req, MAX_JSON_BODY).await?;
+                api::exec::exec(&vfs, &JsClock, &body)?
             }
             Action::Download(path) => return self.download(&VPath::parse(&path)?),
             Action::Upload(path) => {

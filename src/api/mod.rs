@@ -4,6 +4,7 @@
 //! functions and the platform.
 
 mod error;
+pub mod exec;
 pub mod tools;
 
 pub use error::ApiError;
@@ -34,6 +35,8 @@ pub enum Action {
     Ping,
     /// `POST /agents/{id}/{tool}`: a file tool with a JSON body.
     Tool(&'static str),
+    /// `POST /agents/{id}/exec`: a command line in the light shell.
+    Exec,
     /// `GET /agents/{id}/files/{path}`: stream a file out.
     Download(String),
     /// `PUT /agents/{id}/files/{path}`: stream a file in.
@@ -84,7 +87,8 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("DELETE", "") => Action::Delete,
         (_, "") => return Err(not_allowed()),
         ("POST", "ping") => Action::Ping,
-        (_, "ping") => return Err(not_allowed()),
+        ("POST", "exec") => Action::Exec,
+        (_, "ping" | "exec") => return Err(not_allowed()),
         (method, file) if file == "files" || file.starts_with("files/") => {
             let file = format!(
                 "/{}",

@@ -40,7 +40,10 @@ fn routes() {
     };
     assert_eq!(route("GET", "/health"), Ok(Route::Health));
     assert_eq!(route("PUT", "/agents/a-1"), agent(Action::Create));
-    assert_eq!(route("POST", "/agents/a-1/read"), agent(Action::Tool("read")));
+    assert_eq!(
+        route("POST", "/agents/a-1/read"),
+        agent(Action::Tool("read"))
+    );
     assert_eq!(
         route("GET", "/agents/a-1/files/dir/my%20file.txt"),
         agent(Action::Download("/dir/my file.txt".into()))
@@ -75,49 +78,102 @@ fn agent_ids() {
 fn authorization() {
     let token = Some("s3cret");
     assert!(authorize(Some("Bearer s3cret"), token).is_ok());
-    for header in [None, Some("Bearer s3cre"), Some("bearer s3cret"), Some("s3cret"), Some("Bearer ")] {
-        assert_eq!(authorize(header, token).unwrap_err().status(), 401, "{header:?}");
+    for header in [
+        None,
+        Some("Bearer s3cre"),
+        Some("bearer s3cret"),
+        Some("s3cret"),
+        Some("Bearer "),
+    ] {
+        assert_eq!(
+            authorize(header, token).unwrap_err().status(),
+            401,
+            "{header:?}"
+        );
     }
     // No configured token: refuse everything rather than run open.
-    assert_eq!(authorize(Some("Bearer "), None).unwrap_err().code(), "NOT_CONFIGURED");
-    assert_eq!(authorize(Some("Bearer x"), Some("")).unwrap_err().code(), "NOT_CONFIGURED");
+    assert_eq!(
+        authorize(Some("Bearer "), None).unwrap_err().code(),
+        "NOT_CONFIGURED"
+    );
+    assert_eq!(
+        authorize(Some("Bearer x"), Some("")).unwrap_err().code(),
+        "NOT_CONFIGURED"
+    );
 }
 
 #[test]
 fn tools_round_trip() {
     let db = db();
-    let written = ok(&db, "write", json!({"path": "/src/a.txt", "content": "one\ntwo\n", "mode": "755"}));
+    let written = ok(
+        &db,
+        "write",
+        json!({"path": "/src/a.txt", "content": "one\ntwo\n", "mode": "755"}),
+    );
     assert_eq!(written["size"], 8);
     assert_eq!(written["created"], true);
     let stat = ok(&db, "stat", json!({"path": "src/a.txt"}));
     assert_eq!(stat["mode"], "0755");
     assert_eq!(stat["type"], "file");
-    let read = ok(&db, "read", json!({"path": "/src/a.txt", "offset": 2, "line_numbers": true}));
+    let read = ok(
+        &db,
+        "read",
+        json!({"path": "/src/a.txt", "offset": 2, "line_numbers": true}),
+    );
     assert_eq!(read["content"], "     2\ttwo\n");
-    let bytes = ok(&db, "read", json!({"path": "/src/a.txt", "byte_offset": 4, "byte_length": 2}));
+    let bytes = ok(
+        &db,
+        "read",
+        json!({"path": "/src/a.txt", "byte_offset": 4, "byte_length": 2}),
+    );
     assert_eq!(bytes["content"], "tw");
     assert_eq!(bytes["next_byte_offset"], 6);
-    ok(&db, "append", json!({"path": "/src/a.txt", "content": "dGhyZWUK", "encoding": "base64"}));
+    ok(
+        &db,
+        "append",
+        json!({"path": "/src/a.txt", "content": "dGhyZWUK", "encoding": "base64"}),
+    );
     let edited = ok(
         &db,
         "edit",
         json!({"path": "/src/a.txt", "edits": [{"old": "two", "new": "2"}]}),
     );
     assert!(edited["diff"].as_str().unwrap().contains("-two\n+2\n"));
-    assert_eq!(ok(&db, "read", json!({"path": "/src/a.txt"}))["content"], "one\n2\nthree\n");
-    ok(&db, "cp", json!({"from": "/src", "to": "/copy", "recursive": true}));
+    assert_eq!(
+        ok(&db, "read", json!({"path": "/src/a.txt"}))["content"],
+        "one\n2\nthree\n"
+    );
+    ok(
+        &db,
+        "cp",
+        json!({"from": "/src", "to": "/copy", "recursive": true}),
+    );
     ok(&db, "mv", json!({"from": "/copy", "to": "/moved"}));
-    ok(&db, "symlink", json!({"target": "moved/a.txt", "path": "/link"}));
-    assert_eq!(ok(&db, "readlink", json!({"path": "/link"}))["target"], "moved/a.txt");
+    ok(
+        &db,
+        "symlink",
+        json!({"target": "moved/a.txt", "path": "/link"}),
+    );
+    assert_eq!(
+        ok(&db, "readlink", json!({"path": "/link"}))["target"],
+        "moved/a.txt"
+    );
     let listing = ok(&db, "ls", json!({"path": "/", "limit": 2}));
     assert_eq!(listing["entries"].as_array().unwrap().len(), 2);
     assert_eq!(listing["next_cursor"], "moved");
     let glob = ok(&db, "glob", json!({"pattern": "**/*.txt"}));
     assert_eq!(glob["matches"].as_array().unwrap().len(), 2);
-    let grep = ok(&db, "grep", json!({"pattern": "THREE", "ignore_case": true, "output": "files"}));
+    let grep = ok(
+        &db,
+        "grep",
+        json!({"pattern": "THREE", "ignore_case": true, "output": "files"}),
+    );
     assert_eq!(grep["files"], json!(["/moved/a.txt", "/src/a.txt"]));
     ok(&db, "rm", json!({"path": "/moved", "recursive": true}));
-    assert_eq!(ok(&db, "rm", json!({"path": "/moved", "force": true}))["removed"], false);
+    assert_eq!(
+        ok(&db, "rm", json!({"path": "/moved", "force": true}))["removed"],
+        false
+    );
     let changes = ok(&db, "changes", json!({"since": 0}));
     assert_eq!(changes["revision"], revision(&db));
     assert!(changes["changes"].as_array().unwrap().len() >= 8);
@@ -126,45 +182,120 @@ fn tools_round_trip() {
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let db = db();
-    ok(&db, "write", json!({"path": "/keep.txt", "content": "kept"}));
+    ok(
+        &db,
+        "write",
+        json!({"path": "/keep.txt", "content": "kept"}),
+    );
     let before = revision(&db);
     let cases: &[(&str, &str, u16, &str)] = &[
         ("write", "{not json", 400, "MALFORMED_JSON"),
         ("write", "", 400, "INVALID_REQUEST"),
-        ("write", r#"{"path": 5, "content": "x"}"#, 400, "INVALID_REQUEST"),
+        (
+            "write",
+            r#"{"path": 5, "content": "x"}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
         ("write", r#"{"content": "x"}"#, 400, "INVALID_REQUEST"),
-        ("write", r#"{"path": "/a", "content": "x", "colour": 1}"#, 400, "INVALID_REQUEST"),
-        ("write", r#"{"path": "/../etc/passwd", "content": "x"}"#, 403, "EACCES"),
-        ("write", r#"{"path": "/a\u0000b", "content": "x"}"#, 400, "EINVAL"),
-        ("write", r#"{"path": "/keep.txt/inner", "content": "x"}"#, 409, "ENOTDIR"),
-        ("write", r#"{"path": "/x", "content": "%%%", "encoding": "base64"}"#, 400, "INVALID_REQUEST"),
-        ("write", r#"{"path": "/x", "content": "x", "mode": "999"}"#, 400, "INVALID_REQUEST"),
-        ("edit", r#"{"path": "/missing", "edits": [{"old": "a", "new": "b"}]}"#, 404, "ENOENT"),
-        ("edit", r#"{"path": "/keep.txt", "edits": [{"old": "zzz", "new": "b"}]}"#, 422, "EDIT_NO_MATCH"),
+        (
+            "write",
+            r#"{"path": "/a", "content": "x", "colour": 1}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "write",
+            r#"{"path": "/../etc/passwd", "content": "x"}"#,
+            403,
+            "EACCES",
+        ),
+        (
+            "write",
+            r#"{"path": "/a\u0000b", "content": "x"}"#,
+            400,
+            "EINVAL",
+        ),
+        (
+            "write",
+            r#"{"path": "/keep.txt/inner", "content": "x"}"#,
+            409,
+            "ENOTDIR",
+        ),
+        (
+            "write",
+            r#"{"path": "/x", "content": "%%%", "encoding": "base64"}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "write",
+            r#"{"path": "/x", "content": "x", "mode": "999"}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "edit",
+            r#"{"path": "/missing", "edits": [{"old": "a", "new": "b"}]}"#,
+            404,
+            "ENOENT",
+        ),
+        (
+            "edit",
+            r#"{"path": "/keep.txt", "edits": [{"old": "zzz", "new": "b"}]}"#,
+            422,
+            "EDIT_NO_MATCH",
+        ),
         ("mkdir", r#"{"path": "/keep.txt"}"#, 409, "EEXIST"),
         ("rm", r#"{"path": "/"}"#, 409, "EBUSY"),
         ("grep", r#"{"pattern": "(", "regex": true}"#, 400, "EINVAL"),
         ("glob", r#"{"pattern": "[", "path": "/"}"#, 400, "EINVAL"),
-        ("changes", r#"{"since": "yesterday"}"#, 400, "INVALID_REQUEST"),
+        (
+            "changes",
+            r#"{"since": "yesterday"}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
     ];
     for (tool, body, status, code) in cases {
-        assert_eq!(fails(&db, tool, body), (*status, code.to_string()), "{tool} {body}");
+        assert_eq!(
+            fails(&db, tool, body),
+            (*status, code.to_string()),
+            "{tool} {body}"
+        );
     }
     let long_name = format!(r#"{{"path": "/{}", "content": "x"}}"#, "n".repeat(256));
-    assert_eq!(fails(&db, "write", &long_name), (400, "ENAMETOOLONG".to_string()));
-    assert_eq!(revision(&db), before, "no failed call may change the workspace");
-    assert_eq!(ok(&db, "read", json!({"path": "/keep.txt"}))["content"], "kept");
+    assert_eq!(
+        fails(&db, "write", &long_name),
+        (400, "ENAMETOOLONG".to_string())
+    );
+    assert_eq!(
+        revision(&db),
+        before,
+        "no failed call may change the workspace"
+    );
+    assert_eq!(
+        ok(&db, "read", json!({"path": "/keep.txt"}))["content"],
+        "kept"
+    );
 }
 
 #[test]
 fn error_body_names_path_and_edit() {
     let db = db();
     ok(&db, "write", json!({"path": "/f", "content": "a a"}));
-    let error = call(&db, "edit", r#"{"path": "/f", "edits": [{"old": "b", "new": "c"}, {"old": "a", "new": "c"}]}"#)
-        .unwrap_err();
+    let error = call(
+        &db,
+        "edit",
+        r#"{"path": "/f", "edits": [{"old": "b", "new": "c"}, {"old": "a", "new": "c"}]}"#,
+    )
+    .unwrap_err();
     let body = error.body();
     assert_eq!(body["error"]["code"], "EDIT_NO_MATCH");
     assert_eq!(body["error"]["edit_index"], 0);
     assert_eq!(body["error"]["path"], "/f");
-    assert!(body["error"]["message"].as_str().unwrap().contains("edit 0"));
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("edit 0"));
 }
