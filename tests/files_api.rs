@@ -5,8 +5,12 @@
 
 mod common;
 
+use std::io::Read;
+
 use base64::Engine;
-use common::{assert_same_stream, expect_error, expect_ok, expect_status, Agent, Noise};
+use common::{
+    assert_same_stream, expect_error, expect_ok, expect_status, raw_authorized, Agent, Noise,
+};
 use serde_json::{json, Value};
 
 fn names(entries: &Value) -> Vec<&str> {
@@ -172,7 +176,7 @@ fn edit_replaces_and_dry_run_does_not() {
         "edit",
         json!({ "path": "/src/main.rs", "edits": [
             { "old": "let x = 1", "new": "let x = 2" },
-            { "old": " = 1;", "new": " = 3;", "replace_all": false },
+            { "old": "let y = 1", "new": "let y = 3", "replace_all": false },
         ] }),
     );
     assert_eq!(edited["replacements"], 2);
@@ -452,6 +456,24 @@ fn changes_lists_what_happened() {
 }
 
 #[test]
+fn exec_runs_a_command_line_over_the_workspace() {
+    let agent = Agent::new("exec_runs_a_command_line");
+    agent.write("/in.txt", "b\na\n");
+    let command = "sort in.txt > out.txt && cat out.txt; echo \"$GREETING\" >&2";
+    let ran = agent.ok(
+        "exec",
+        json!({ "command": command, "env": { "GREETING": "hi" } }),
+    );
+    assert_eq!(ran["stdout"], "a\nb\n", "{ran}");
+    assert_eq!(ran["stderr"], "hi\n", "{ran}");
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+    assert_eq!(ran["revision"], agent.revision());
+    assert_eq!(agent.read("/out.txt"), "a\nb\n");
+    let failed = agent.ok("exec", json!({ "command": "cat missing.txt" }));
+    assert_ne!(failed["exit_code"], 0, "{failed}");
+}
+
+#[test]
 fn upload_and_download_raw_bytes() {
     let agent = Agent::new("upload_and_download_raw_bytes");
     // Three chunks and a bit, so chunk boundaries are crossed.
@@ -481,6 +503,76 @@ fn upload_and_download_raw_bytes() {
 }
 
 #[test]
+fn download_describes_the_file_in_headers() {
+    let agent = Agent::new("download_headers");
+    expect_ok(&agent.upload("/run.sh", "?mode=0750", &b"#!/bin/sh\n"[..]));
+    let revision = agent.revision();
+    let reply = raw_authorized("GET", &agent.url("/files/run.sh"), b"");
+    expect_status(&reply, 200);
+    assert_eq!(reply.body, b"#!/bin/sh\n");
+    assert_eq!(reply.header("x-file-size"), Some("10"));
+    assert_eq!(reply.header("x-file-mode"), Some("0750"));
+    assert_eq!(
+        reply.header("x-revision"),
+        Some(revision.to_string().as_str())
+    );
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/octet-stream")
+    );
+}
+
+#[test]
+fn concurrent_requests_to_one_agent_serialise() {
+    const THREADS: usize = 6;
+    const WRITES: usize = 8;
+    const UPLOAD: usize = 1_300_000;
+    let agent = Agent::new("concurrent_requests");
+    let revisions: Vec<i64> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let agent = &agent;
+                scope.spawn(move || {
+                    let mut revisions = Vec::new();
+                    for w in 0..WRITES {
+                        let path = format!("/t{t}/f{w}.txt");
+                        let written = agent.write(&path, &format!("{t}-{w}"));
+                        revisions.push(written["revision"].as_i64().unwrap());
+                    }
+                    // A streamed upload too, whose chunks arrive over many awaits.
+                    let body = Noise::new(t as u64, UPLOAD as u64);
+                    let uploaded = expect_ok(&agent.upload(&format!("/up{t}.bin"), "", body));
+                    revisions.push(uploaded["revision"].as_i64().unwrap());
+                    revisions
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let mut sorted = revisions.clone();
+    sorted.sort();
+    let total = (THREADS * (WRITES + 1)) as i64;
+    assert_eq!(
+        sorted,
+        (1..=total).collect::<Vec<_>>(),
+        "each change gets its own revision"
+    );
+    let usage = agent.info()["usage"].clone();
+    assert_eq!(usage["revision"], total);
+    assert_eq!(usage["files"], total);
+    for t in 0..THREADS {
+        assert_eq!(agent.read(&format!("/t{t}/f3.txt")), format!("{t}-3"));
+        assert_eq!(
+            agent.download(&format!("/up{t}.bin")),
+            Noise::bytes(t as u64, UPLOAD)
+        );
+    }
+}
+
+#[test]
 fn hundred_mebibytes_round_trip() {
     const LEN: u64 = 100 << 20;
     const SEED: u64 = 0x5eed;
@@ -496,6 +588,40 @@ fn hundred_mebibytes_round_trip() {
     let (status, body) = agent.client.download(&agent.id, "/big.bin");
     assert_eq!(status, 200);
     assert_eq!(assert_same_stream(body, Noise::new(SEED, LEN)), LEN);
+}
+
+/// A download that outlives its file may fail, but must never deliver
+/// another file's bytes as if they were its own.
+#[test]
+#[ignore = "BUG: a download in progress while its file is removed and another file is \
+            written returns 200 with the full length, but from about 18 MiB on the bytes are \
+            the other file's: the stream reads chunk ids taken at its start, and \
+            `chunks.id` (INTEGER PRIMARY KEY without AUTOINCREMENT) reuses freed ids."]
+fn download_outliving_its_file_never_serves_other_bytes() {
+    const LEN: u64 = 64 << 20;
+    let agent = Agent::new("download_outliving_its_file");
+    expect_ok(&agent.upload("/a.bin", "", Noise::new(1, LEN)));
+    let (status, mut body) = agent.client.download(&agent.id, "/a.bin");
+    assert_eq!(status, 200);
+    let mut start = vec![0u8; 1 << 20];
+    body.read_exact(&mut start).expect("start of the download");
+    // Let the pipeline fill up, so the server waits on the reader.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    agent.ok("rm", json!({ "path": "/a.bin" }));
+    expect_ok(&agent.upload("/b.bin", "", Noise::new(2, LEN)));
+    let mut rest = Vec::new();
+    if body.read_to_end(&mut rest).is_err() {
+        return; // Cut short: acceptable.
+    }
+    let expected = Noise::bytes(1, LEN as usize);
+    let got = [start, rest].concat();
+    let differs = got.iter().zip(&expected).position(|(a, b)| a != b);
+    assert_eq!(differs, None, "the download changed content midway");
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "the download ended early with success"
+    );
 }
 
 #[test]
@@ -559,8 +685,9 @@ fn agent_routes() -> Vec<(&'static str, String, Value)> {
         ("glob", json!({ "pattern": "**" })),
         ("grep", json!({ "pattern": "x" })),
         ("changes", json!({})),
+        ("exec", json!({ "command": "true" })),
     ];
-    assert_eq!(bodies.len(), 16, "one body per tool");
+    assert_eq!(bodies.len(), 17, "one body per tool, and exec");
     for (tool, body) in bodies {
         routes.push(("POST", format!("/{tool}"), body));
     }

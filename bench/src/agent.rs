@@ -22,9 +22,14 @@ pub struct Agent {
 impl Agent {
     /// Creates agent `id`.
     pub fn create(client: Client, id: String) -> Agent {
+        Agent::try_create(client, id).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// Creates agent `id`, or says why it could not.
+    pub fn try_create(client: Client, id: String) -> Result<Agent, String> {
         let reply = client.create(&id);
-        expect_success(&reply, &format!("create agent {id}"));
-        Agent { client, id }
+        check(&reply, &format!("create agent {id}"))?;
+        Ok(Agent { client, id })
     }
 
     pub fn id(&self) -> &str {
@@ -64,8 +69,18 @@ impl Agent {
 
     /// Streams `reader` into the file at `path`; panics unless it succeeds.
     pub fn upload(&self, path: &str, reader: impl Read + Send + Sync + 'static) {
+        self.try_upload(path, reader)
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
+
+    /// Streams `reader` into the file at `path`, or says why it could not.
+    pub fn try_upload(
+        &self,
+        path: &str,
+        reader: impl Read + Send + Sync + 'static,
+    ) -> Result<(), String> {
         let reply = self.client.upload(&self.id, path, "", reader);
-        expect_success(&reply, &format!("upload {path}"));
+        check(&reply, &format!("upload {path}"))
     }
 
     /// Streams the file at `path` out; panics unless it succeeds.
@@ -90,10 +105,17 @@ impl Agent {
 /// Panics with the reply's body unless its status is 2xx: a benchmark of
 /// failing requests would measure nothing.
 pub fn expect_success(reply: &Reply, what: &str) {
-    assert!(
-        (200..300).contains(&reply.status),
+    check(reply, what).unwrap_or_else(|error| panic!("{error}"));
+}
+
+/// `Err` with the status and body unless the reply's status is 2xx.
+pub fn check(reply: &Reply, what: &str) -> Result<(), String> {
+    if (200..300).contains(&reply.status) {
+        return Ok(());
+    }
+    Err(format!(
         "{what}: HTTP {}: {}",
         reply.status,
         String::from_utf8_lossy(&reply.body)
-    );
+    ))
 }

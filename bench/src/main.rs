@@ -1,8 +1,10 @@
 //! stead-bench: measures the real Worker against baselines taken in the same
-//! run, prints a table and writes `bench/out/results.json`.
+//! run, prints a table and writes `bench/out/results.json`; `shell` runs agent
+//! scripts through stead's shell, just-bash and GNU bash and writes
+//! `bench/out/shell.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
@@ -13,10 +15,11 @@ mod gen;
 mod grep;
 mod large_file;
 mod report;
+mod shell;
 mod small_files;
 mod stats;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
@@ -27,7 +30,9 @@ use agent::Agent;
 use report::Report;
 use stats::MIB;
 
-const USAGE: &str = "usage: stead-bench [--quick] [--url http://host:port]
+const USAGE: &str = "usage: stead-bench [shell] [--quick] [--url http://host:port]
+  shell     agent scripts through stead's exec, just-bash and GNU bash
+            (without it: the file tools)
   --quick   small sizes, finishes in seconds (CI smoke test)
   --url     benchmark a running Worker instead of starting wrangler dev
             (token from STEAD_TOKEN, else the dev token)";
@@ -57,18 +62,21 @@ impl Sizes {
 }
 
 struct Options {
+    shell: bool,
     quick: bool,
     url: Option<String>,
 }
 
 fn parse_args() -> Options {
     let mut options = Options {
+        shell: false,
         quick: false,
         url: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "shell" => options.shell = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
             "-h" | "--help" => {
@@ -107,21 +115,68 @@ fn remote_client(url: &str) -> Client {
     Client::new(url.trim_end_matches('/'), Some(&token))
 }
 
-fn unix_seconds() -> u64 {
+pub fn unix_seconds() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
 }
 
+/// A fresh agent id for this run.
+fn agent_id(kind: &str) -> String {
+    format!("{kind}-{}-{}", std::process::id(), unix_seconds())
+}
+
+fn out_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("out").join(name)
+}
+
+fn print_and_save(report: &Report, name: &str) {
+    print!("{}", report.table());
+    let out = out_path(name);
+    report.save(&out).expect("write results");
+    println!("results written to {}", out.display());
+}
+
 fn main() {
     let options = parse_args();
+    if options.shell {
+        shell_main(&options);
+    } else {
+        files_main(&options);
+    }
+}
+
+/// The shell benchmark. A Worker that fails to start or an agent that
+/// cannot be created makes the stead column `n/a`, not the run fail: the
+/// other two shells are still measured.
+fn shell_main(options: &Options) {
+    let (_local, client) = match &options.url {
+        None => match shell::unpanicked(|| Ok(start_local())) {
+            Ok(local) => {
+                let client = local.runtime.client();
+                (Some(local), Ok(client))
+            }
+            Err(error) => (None, Err(format!("starting the Worker failed: {error}"))),
+        },
+        Some(url) => (None, Ok(remote_client(url))),
+    };
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let agent = client.and_then(|client| {
+        shell::unpanicked(|| Agent::try_create(client, agent_id("bench-shell")))
+    });
+    let report = shell::run(options.quick, agent, target);
+    print_and_save(&report, "shell.json");
+}
+
+/// The file tools benchmark.
+fn files_main(options: &Options) {
     let sizes = if options.quick {
         Sizes::QUICK
     } else {
         Sizes::FULL
     };
-    // `_local` lives to the end of main: dropping it stops the Worker.
+    // `_local` lives to the end: dropping it stops the Worker.
     let (_local, client) = match &options.url {
         None => {
             let local = start_local();
@@ -131,10 +186,7 @@ fn main() {
         Some(url) => (None, remote_client(url)),
     };
     let target = options.url.as_deref().unwrap_or("local wrangler dev");
-    let agent = Agent::create(
-        client,
-        format!("bench-{}-{}", std::process::id(), unix_seconds()),
-    );
+    let agent = Agent::create(client, agent_id("bench"));
 
     let mode = if options.quick { "quick" } else { "full" };
     let mut report = Report::new(
@@ -159,9 +211,5 @@ fn main() {
     large_file::run(&agent, sizes.large_file_bytes, &mut report);
     grep::run(&agent, sizes.grep_files, sizes.grep_bytes, &mut report);
     agent.delete();
-
-    print!("{}", report.table());
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("out/results.json");
-    report.save(&out).expect("write results");
-    println!("results written to {}", out.display());
+    print_and_save(&report, "results.json");
 }

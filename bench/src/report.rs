@@ -43,33 +43,64 @@ impl Aim {
         }
     }
 
-    fn describe(self) -> String {
+    /// "<= 3.00x", ">= 1.00x".
+    pub fn describe(self) -> String {
         match self {
             Aim::AtMost(limit) => format!("<= {limit:.2}x"),
             Aim::AtLeast(floor) => format!(">= {floor:.2}x"),
         }
     }
+
+    pub fn to_json(self) -> Value {
+        match self {
+            Aim::AtMost(limit) => json!({ "ratio_at_most": limit }),
+            Aim::AtLeast(floor) => json!({ "ratio_at_least": floor }),
+        }
+    }
 }
+
+/// A measured value, or why there is none (the side failed or lacks a
+/// feature); shown as `n/a` in the table.
+pub type Measured = Result<f64, String>;
+
+/// At most this many characters of an error go into a table cell; the whole
+/// error belongs in a warning.
+const CELL_ERROR_CHARS: usize = 40;
 
 /// One figure and the baseline it is compared with.
 #[derive(Debug, Clone)]
 pub struct Row {
     pub section: String,
     pub measure: String,
-    pub figure: f64,
+    pub figure: Measured,
     pub unit: Unit,
-    pub baseline: f64,
+    pub baseline: Measured,
     pub baseline_label: String,
     pub aim: Option<Aim>,
 }
 
 impl Row {
-    pub fn ratio(&self) -> f64 {
-        self.figure / self.baseline
+    /// figure / baseline, when both were measured.
+    pub fn ratio(&self) -> Option<f64> {
+        Some(self.figure.as_ref().ok()? / self.baseline.as_ref().ok()?)
     }
 
     pub fn meets_aim(&self) -> Option<bool> {
-        self.aim.map(|aim| aim.met_by(self.ratio()))
+        Some(self.aim?.met_by(self.ratio()?))
+    }
+
+    fn value_cell(&self, value: &Measured) -> String {
+        match value {
+            Ok(value) => self.unit.format(*value),
+            Err(error) => {
+                let first = error.lines().next().unwrap_or("");
+                let mut short: String = first.chars().take(CELL_ERROR_CHARS).collect();
+                if short.len() < error.len() {
+                    short.push_str("...");
+                }
+                format!("n/a ({short})")
+            }
+        }
     }
 
     fn cells(&self) -> [String; 6] {
@@ -80,13 +111,14 @@ impl Row {
         };
         [
             format!("  {}", self.measure),
-            self.unit.format(self.figure),
+            self.value_cell(&self.figure),
             format!(
                 "{} {}",
-                self.unit.format(self.baseline),
+                self.value_cell(&self.baseline),
                 self.baseline_label
             ),
-            format!("{:.2}x", self.ratio()),
+            self.ratio()
+                .map_or_else(|| "n/a".into(), |ratio| format!("{ratio:.2}x")),
             self.aim
                 .map(Aim::describe)
                 .unwrap_or_else(|| "(scale)".into()),
@@ -98,15 +130,14 @@ impl Row {
         json!({
             "section": self.section,
             "measure": self.measure,
-            "figure": self.figure,
+            "figure": self.figure.as_ref().ok(),
+            "figure_error": self.figure.as_ref().err(),
             "unit": self.unit.symbol(),
-            "baseline": self.baseline,
+            "baseline": self.baseline.as_ref().ok(),
+            "baseline_error": self.baseline.as_ref().err(),
             "baseline_label": self.baseline_label,
             "ratio": self.ratio(),
-            "aim": self.aim.map(|aim| match aim {
-                Aim::AtMost(limit) => json!({ "ratio_at_most": limit }),
-                Aim::AtLeast(floor) => json!({ "ratio_at_least": floor }),
-            }),
+            "aim": self.aim.map(Aim::to_json),
             "meets_aim": self.meets_aim(),
         })
     }
@@ -120,6 +151,8 @@ pub struct Report {
     pub setup: Value,
     pub rows: Vec<Row>,
     pub warnings: Vec<String>,
+    /// More results, saved as `details` in the JSON form (not in the table).
+    pub details: Value,
 }
 
 impl Report {
@@ -129,6 +162,7 @@ impl Report {
             setup,
             rows: Vec::new(),
             warnings: Vec::new(),
+            details: Value::Null,
         }
     }
 
@@ -177,12 +211,16 @@ impl Report {
     }
 
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut value = json!({
             "title": self.title,
             "setup": self.setup,
             "results": self.rows.iter().map(Row::to_json).collect::<Vec<_>>(),
             "warnings": self.warnings,
-        })
+        });
+        if !self.details.is_null() {
+            value["details"] = self.details.clone();
+        }
+        value
     }
 
     /// Writes the JSON form to `path`, creating its folder.
@@ -192,5 +230,44 @@ impl Report {
         }
         let text = serde_json::to_string_pretty(&self.to_json()).expect("JSON");
         std::fs::write(path, text + "\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(figure: Measured, baseline: Measured) -> Row {
+        Row {
+            section: "section".into(),
+            measure: "measure".into(),
+            figure,
+            unit: Unit::Millis,
+            baseline,
+            baseline_label: "base".into(),
+            aim: Some(Aim::AtMost(3.0)),
+        }
+    }
+
+    #[test]
+    fn a_missing_figure_shows_n_a_and_meets_no_aim() {
+        let mut report = Report::new("title".into(), Value::Null);
+        report.rows.push(row(Ok(2.0), Ok(1.0)));
+        report
+            .rows
+            .push(row(Err("exec: HTTP 404: no route".into()), Ok(1.0)));
+        assert_eq!(report.rows[0].meets_aim(), Some(true));
+        assert_eq!(report.rows[1].ratio(), None);
+        assert_eq!(report.rows[1].meets_aim(), None);
+        let table = report.table();
+        assert!(table.contains("2.00x  <= 3.00x  ok"), "{table}");
+        assert!(table.contains("n/a (exec: HTTP 404: no route)"), "{table}");
+        let json = report.to_json();
+        assert_eq!(json["results"][1]["figure"], Value::Null);
+        assert_eq!(
+            json["results"][1]["figure_error"],
+            "exec: HTTP 404: no route"
+        );
+        assert_eq!(json["results"][0]["figure"], 2.0);
     }
 }

@@ -152,9 +152,9 @@ fn rows(section: &str, op: Op, phase: &Phase) -> impl Iterator<Item = Row> {
         move |((stat, figure), (_, floor))| Row {
             section: section.clone(),
             measure: format!("{} {stat}", op.name()),
-            figure: millis(figure),
+            figure: Ok(millis(figure)),
             unit: Unit::Millis,
-            baseline: millis(floor),
+            baseline: Ok(millis(floor)),
             baseline_label: format!("ping {stat}"),
             aim: Some(AIM),
         },
@@ -165,8 +165,8 @@ pub fn run(agent: &Agent, count: usize, report: &mut Report) {
     let files = files(count);
     warm_up(agent);
     let section = format!(
-        "small files: {count} files of 100-1000 B in {DIRECTORIES} dirs, sequential, \
-         one keep-alive connection; baseline = POST /ping interleaved 1:1"
+        "small files: {count} files, 100-1000 B, {DIRECTORIES} dirs; sequential on one \
+         connection, vs POST /ping interleaved"
     );
     for op in Op::ALL {
         eprintln!("small files: {} x{count}", op.name());

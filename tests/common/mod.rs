@@ -18,6 +18,12 @@ static SHARED: Mutex<Option<(Runtime, Box<dyn Any + Send>)>> = Mutex::new(None);
 /// The shared runtime's base URL and client, once it is up.
 static ENDPOINT: OnceLock<(String, Client)> = OnceLock::new();
 
+extern "C" {
+    /// The C library's `atexit(3)`: the test harness leaves through
+    /// `exit(3)`, which runs these.
+    fn atexit(callback: extern "C" fn()) -> std::os::raw::c_int;
+}
+
 extern "C" fn stop_shared() {
     let shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner).take();
     if let Some((runtime, state)) = shared {
@@ -34,7 +40,7 @@ fn endpoint() -> &'static (String, Client) {
         *SHARED.lock().unwrap_or_else(PoisonError::into_inner) = Some((runtime, Box::new(state)));
         // SAFETY: registers a plain function to run at process exit; it only
         // stops the runtime stored above.
-        let registered = unsafe { libc::atexit(stop_shared) };
+        let registered = unsafe { atexit(stop_shared) };
         assert_eq!(registered, 0, "atexit failed");
         endpoint
     })
@@ -186,7 +192,8 @@ impl Agent {
     }
 
     /// Everything observable about a small workspace: usage (with the
-    /// revision), every node as `glob` shows it, and the bytes of every file.
+    /// revision), every node as `glob` shows it, and the bytes of every file
+    /// (whose names must need no percent-encoding).
     #[track_caller]
     pub fn snapshot(&self) -> Value {
         let usage = self.info()["usage"].clone();
@@ -218,6 +225,35 @@ impl Agent {
         error
     }
 
+    /// [`Agent::rejects`] for a batch of requests refused before they reach
+    /// a workspace (routing, credentials): each must fail with `status` and
+    /// `code`; the workspace is compared once, around the whole batch.
+    #[track_caller]
+    pub fn rejects_all<T: std::fmt::Debug>(
+        &self,
+        status: u16,
+        code: &str,
+        cases: impl IntoIterator<Item = T>,
+        request: impl Fn(&T) -> Reply,
+    ) {
+        let before = self.snapshot();
+        for case in cases {
+            let reply = request(&case);
+            assert_eq!(
+                (reply.status, reply.error_code()),
+                (status, code.to_string()),
+                "{case:?}: {}",
+                String::from_utf8_lossy(&reply.body)
+            );
+            expect_error(&reply, status, code);
+        }
+        assert_eq!(
+            self.snapshot(),
+            before,
+            "a refused request ({code}) changed the workspace"
+        );
+    }
+
     /// Streams `reader` to `PUT /agents/{id}/files{path}{query}`.
     pub fn upload(
         &self,
@@ -228,7 +264,7 @@ impl Agent {
         self.client.upload(&self.id, path, query, reader)
     }
 
-    /// Downloads the file at `path` whole.
+    /// Downloads the file at `path` (as it goes in the URL) whole.
     #[track_caller]
     pub fn download(&self, path: &str) -> Vec<u8> {
         let (status, mut body) = self.client.download(&self.id, path);
@@ -251,16 +287,18 @@ pub fn bearer() -> String {
 
 /// A request sent over a plain TCP connection, for what the harness client
 /// cannot express: arbitrary `Authorization` headers, raw URL bytes, chunked
-/// bodies. `Content-Length` is added unless `headers` set
-/// `Transfer-Encoding` (then `body` must already be encoded).
+/// bodies, a declared length the body does not have. `Content-Length` is
+/// added unless `headers` set it or `Transfer-Encoding` (then `body` must
+/// already be encoded).
 pub fn raw(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
     let host = base().trim_start_matches("http://");
     let mut stream = TcpStream::connect(host).expect("connect");
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
-    if !headers
-        .iter()
-        .any(|(name, _)| name.eq_ignore_ascii_case("transfer-encoding"))
-    {
+    let framed = headers.iter().any(|(name, _)| {
+        name.eq_ignore_ascii_case("transfer-encoding")
+            || name.eq_ignore_ascii_case("content-length")
+    });
+    if !framed {
         head.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     for (name, value) in headers {
@@ -268,10 +306,16 @@ pub fn raw(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) ->
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).expect("send head");
-    // The server may answer (and close) before reading a body it rejects.
-    let _ = stream.write_all(body);
+    // Send the body while reading: the server may answer (and close) before
+    // it has read a body it rejects.
+    let mut writer = stream.try_clone().expect("clone stream");
     let mut response = Vec::new();
-    stream.read_to_end(&mut response).expect("read response");
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let _ = writer.write_all(body);
+        });
+        stream.read_to_end(&mut response).expect("read response");
+    });
     parse_response(&response)
 }
 
@@ -292,7 +336,12 @@ fn parse_response(response: &[u8]) -> Reply {
     let split = response
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .expect("end of response head");
+        .unwrap_or_else(|| {
+            panic!(
+                "incomplete response: {:?}",
+                String::from_utf8_lossy(response)
+            )
+        });
     let head = std::str::from_utf8(&response[..split]).expect("response head");
     let mut lines = head.split("\r\n");
     let status = lines

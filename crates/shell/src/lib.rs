@@ -15,4 +15,148 @@ pub mod utils;
 
 pub use fs::Fs;
 pub use io::Output;
-pub use limits::{Budget, Clock, LimitKind, Limits};
+pub use limits::{Abort, Budget, Clock, LimitKind, Limits};
+pub mod interp;
+
+use std::collections::BTreeMap;
+
+use stead_vfs::VPath;
+
+pub use utils::Utility;
+
+/// One command line to run.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    pub command: String,
+    pub cwd: VPath,
+    /// Extra environment, over the defaults (see [`exec`]).
+    pub env: BTreeMap<String, String>,
+    pub stdin: Vec<u8>,
+    pub limits: Limits,
+}
+
+/// What a command line produced.
+#[derive(Debug, Clone, Default)]
+pub struct ExecResult {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
+    /// Output hit its cap.
+    pub truncated: bool,
+    /// The limit that ended the exec.
+    pub limit: Option<LimitKind>,
+}
+
+/// The exit status when a limit ends an exec (as `timeout` does).
+pub const LIMIT_EXIT_CODE: i32 = 124;
+
+/// Runs `request.command` with fresh shell state over `fs`.
+///
+/// The environment starts as `HOME=/`, `PWD` (the cwd), `PATH=/usr/bin:/bin`,
+/// `USER=agent`, `SHELL=/bin/bash`, `IFS` unset (default splitting), all
+/// exported, then `request.env` on top. A crossed limit ends the exec with
+/// exit code [`LIMIT_EXIT_CODE`] (124), `limit` set, and
+/// `stead: limit <name> exceeded` appended to stderr. A syntax error exits 2.
+pub fn exec(fs: &dyn Fs, clock: &dyn Clock, request: ExecRequest) -> ExecResult {
+    exec_with_commands(fs, clock, request, &[])
+}
+
+/// [`exec`] with extra commands (tests provide helpers such as `argv.py`).
+pub fn exec_with_commands(
+    fs: &dyn Fs,
+    clock: &dyn Clock,
+    request: ExecRequest,
+    extra: &[(&str, Utility)],
+) -> ExecResult {
+    let budget = Budget::new(request.limits, clock.now_ms());
+    let mut shell = interp::Shell::new(fs, clock, &budget, request.cwd.clone(), extra);
+    let out = shell.open_slot(None);
+    let err = shell.open_slot(None);
+    shell.fds[0] = Some(interp::Fd::In(std::rc::Rc::new(interp::Input {
+        data: request.stdin,
+        pos: 0.into(),
+    })));
+    shell.fds[1] = Some(interp::Fd::Out(out));
+    shell.fds[2] = Some(interp::Fd::Out(err));
+    let defaults = [
+        ("HOME", "/".to_string()),
+        ("PWD", request.cwd.as_str().to_string()),
+        ("PATH", "/usr/bin:/bin".to_string()),
+        ("USER", "agent".to_string()),
+        ("SHELL", "/bin/bash".to_string()),
+    ];
+    for (k, v) in defaults.into_iter().chain(request.env.into_iter().map(|(k, v)| {
+        let k: &'static str = Box::leak(k.into_boxed_str());
+        (k, v)
+    })) {
+        shell.st.vars.insert(
+            k.to_string(),
+            interp::Var {
+                value: interp::Value::Str(v),
+                attrs: interp::vars_export(),
+            },
+        );
+    }
+    let mut limit = None;
+    let status = match interp::parse::parse_script(&request.command) {
+        Err(message) => {
+            let _ = shell.err_line(&message);
+            2
+        }
+        Ok(prog) => {
+            let r = shell.run_program(&prog);
+            let r = match r {
+                Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+                other => {
+                    let status = match other {
+                        Ok(s) => s,
+                        Err(interp::Flow::Abort(Abort::Exit(s))) | Err(interp::Flow::Error(s)) => s,
+                        Err(interp::Flow::Return(s)) => s,
+                        Err(_) => shell.status,
+                    };
+                    shell.status = status;
+                    match shell.run_exit_trap() {
+                        Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+                        _ => Ok(shell.status),
+                    }
+                }
+            };
+            match r.and_then(|s| match shell.finish() {
+                Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+                _ => Ok(s),
+            }) {
+                Ok(s) => s,
+                Err(k) => {
+                    limit = Some(k);
+                    LIMIT_EXIT_CODE
+                }
+            }
+        }
+    };
+    let stdout = std::mem::take(&mut shell.slots[out].out);
+    let stderr = std::mem::take(&mut shell.slots[err].out);
+    let truncated = stdout.len() >= stdout.cap() || stderr.len() >= stderr.cap();
+    let mut stderr = stderr.into_bytes();
+    if let Some(k) = limit {
+        stderr.extend_from_slice(interp::limit_message(k).as_bytes());
+    }
+    ExecResult {
+        stdout: stdout.into_bytes(),
+        stderr,
+        exit_code: status,
+        truncated: truncated || limit == Some(LimitKind::OutputBytes),
+        limit,
+    }
+}
+
+/// Names of commands a script would run (simple command names, without
+/// expanding anything); `None` when the script cannot be parsed. Used to
+/// route a script to the Linux machine when the light shell lacks one.
+pub fn commands_used(script: &str) -> Option<Vec<String>> {
+    let prog = interp::parse::parse_script(script).ok()?;
+    let mut names = Vec::new();
+    interp::collect_commands(&prog, &mut names);
+    names.sort();
+    names.dedup();
+    Some(names)
+}

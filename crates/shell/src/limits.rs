@@ -65,13 +65,15 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_commands: 1_000_000,
-            max_loop_iterations: 10_000_000,
+            // Loops end first on iterations (a typical loop runs a few
+            // commands per pass); command-heavy bodies end on commands.
+            max_commands: 5_000_000,
+            max_loop_iterations: 1_000_000,
             max_call_depth: 200,
             max_output_bytes: 16 << 20,
             max_bytes_written: 256 << 20,
             max_wall_ms: 20_000,
-            max_cpu_units: 2_000_000_000,
+            max_cpu_units: 1_000_000_000,
         }
     }
 }

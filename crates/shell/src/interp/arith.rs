@@ -381,7 +381,7 @@ impl Shell<'_> {
             None => self.get_scalar(name),
         };
         let Some(value) = value else {
-            if self.opts.nounset {
+            if self.st.opts.nounset {
                 let msg = format!("{name}: unbound variable");
                 return Err(self.fatal(&msg));
             }

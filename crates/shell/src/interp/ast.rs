@@ -162,6 +162,8 @@ pub enum Part {
     Tilde(String),
     /// `<(...)` (true) or `>(...)`.
     ProcSub(Rc<Program>, bool),
+    /// `declare a=(...)`: expands to the name; assigned after the builtin.
+    ArrayAssign(Rc<Assign>),
 }
 
 /// Arithmetic: parsed once when it has no `$`, else expanded then parsed.

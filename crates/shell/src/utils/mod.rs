@@ -228,7 +228,7 @@ pub(crate) mod testing {
     /// pass each argument) with `stdin`, in `cwd` `/`, over `db`.
     pub fn run(db: &SqliteDb, argv: &[&str], stdin: &str) -> Ran {
         let vfs = Vfs::new(db, 1_700_000_000_000);
-        let budget = Budget::new(Limits::default(), 0);
+        let budget = Budget::new(Limits::default(), FixedClock.now_ms());
         let cwd = VPath::root();
         let env = BTreeMap::new();
         let mut stdout = Output::with_cap(1 << 24);

@@ -162,7 +162,6 @@ fn ends_operand(prev: Option<&Tok>) -> bool {
                 | Tok::Builtin(_)
                 | Tok::RParen
                 | Tok::RBracket
-                | Tok::Dollar
                 | Tok::Incr
                 | Tok::Decr
         )
@@ -289,7 +288,11 @@ impl Lexer<'_> {
             '&' if self.eat('&') => Tok::And,
             '|' if self.eat('|') => Tok::Or,
             '|' => Tok::Pipe,
-            _ => return Err(format!("syntax error at source line: unexpected character '{c}'")),
+            _ => {
+                return Err(format!(
+                    "syntax error at source line: unexpected character '{c}'"
+                ))
+            }
         };
         Ok(tok)
     }

@@ -10,11 +10,12 @@
 //! `ls -l`'s `total` read like GNU's; hard links do not exist, so `ln`
 //! without `-s` fails with a message saying so.
 
-mod archive;
 mod find;
+mod gzip;
 mod info;
 mod list;
 mod manage;
+mod tar;
 mod time;
 
 use stead_vfs::{Kind, Node};
@@ -39,10 +40,10 @@ pub(crate) const UTILITIES: Table = &[
     ("ln", manage::ln),
     ("chmod", manage::chmod),
     ("find", find::find),
-    ("tar", archive::tar),
-    ("gzip", archive::gzip),
-    ("gunzip", archive::gunzip),
-    ("zcat", archive::zcat),
+    ("tar", tar::tar),
+    ("gzip", gzip::gzip),
+    ("gunzip", gzip::gunzip),
+    ("zcat", gzip::zcat),
 ];
 
 /// The owner and group every node shows.
@@ -106,7 +107,11 @@ fn parse_opts(args: &[String], short: &str, long: &[(&str, char)]) -> Result<Opt
             let found = matches
                 .iter()
                 .find(|(l, _)| *l == name)
-                .or(if matches.len() == 1 { matches.first() } else { None });
+                .or(if matches.len() == 1 {
+                    matches.first()
+                } else {
+                    None
+                });
             let Some((_, flag)) = found else {
                 return Err(format!("unrecognized option '{arg}'"));
             };
@@ -255,6 +260,22 @@ fn join_operand(dir: &str, name: &str) -> String {
     }
 }
 
+/// Appends what a backslash escape in a `-printf`/`--printf` format stands
+/// for (`\n`, `\t`, `\0`, `\\`); unknown escapes stay as written.
+fn push_escape(out: &mut String, escaped: Option<char>) {
+    match escaped {
+        Some('n') => out.push('\n'),
+        Some('t') => out.push('\t'),
+        Some('0') => out.push('\0'),
+        Some('\\') => out.push('\\'),
+        Some(other) => {
+            out.push('\\');
+            out.push(other);
+        }
+        None => out.push('\\'),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,7 +286,9 @@ mod tests {
 
     #[test]
     fn parses_clusters_values_and_longs() {
-        let args = strings(&["x", "-la", "file", "-mvalue", "--all", "--mode=7", "--", "-z"]);
+        let args = strings(&[
+            "x", "-la", "file", "-mvalue", "--all", "--mode=7", "--", "-z",
+        ]);
         let opts = parse_opts(&args, "lam:", &[("all", 'a'), ("mode", 'm')]).unwrap();
         assert!(opts.has('l') && opts.has('a'));
         assert_eq!(opts.value('m'), Some("7"));

@@ -100,6 +100,55 @@ pub(super) fn full(mtime_ms: i64) -> String {
     )
 }
 
+const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+
+/// Seconds with ten fractional digits, as `find -printf` prints them.
+fn seconds(mtime_ms: i64, whole: i64) -> String {
+    format!("{whole:02}.{:03}0000000", mtime_ms.rem_euclid(1000))
+}
+
+/// `find -printf %t`: `Tue Nov 14 22:13:20.0000000000 2023`.
+pub(super) fn ctime(mtime_ms: i64) -> String {
+    let secs = mtime_ms.div_euclid(1000);
+    let t = Civil::from_secs(secs);
+    format!(
+        "{} {} {:>2} {:02}:{:02}:{} {}",
+        WEEKDAYS[secs.div_euclid(86_400).rem_euclid(7) as usize],
+        MONTHS[t.month as usize - 1],
+        t.day,
+        t.hour,
+        t.minute,
+        seconds(mtime_ms, i64::from(t.second)),
+        t.year
+    )
+}
+
+/// One `find -printf %Tx` field (`@`, `Y`, `m`, `d`, `H`, `M`, `S`, `F`, `T`...).
+pub(super) fn field(mtime_ms: i64, field: char) -> String {
+    let secs = mtime_ms.div_euclid(1000);
+    let t = Civil::from_secs(secs);
+    match field {
+        '@' => seconds(mtime_ms, secs),
+        'Y' => t.year.to_string(),
+        'm' => format!("{:02}", t.month),
+        'd' => format!("{:02}", t.day),
+        'H' | 'k' => format!("{:02}", t.hour),
+        'M' => format!("{:02}", t.minute),
+        'S' => seconds(mtime_ms, i64::from(t.second)),
+        'F' => format!("{}-{:02}-{:02}", t.year, t.month, t.day),
+        'T' => format!(
+            "{:02}:{:02}:{}",
+            t.hour,
+            t.minute,
+            seconds(mtime_ms, i64::from(t.second))
+        ),
+        'b' => MONTHS[t.month as usize - 1].to_string(),
+        'a' => WEEKDAYS[secs.div_euclid(86_400).rem_euclid(7) as usize].to_string(),
+        's' => secs.to_string(),
+        other => format!("%T{other}"),
+    }
+}
+
 /// Parses `touch -d`: `@SECS`, `YYYY-MM-DD`, `YYYY-MM-DD[T ]HH:MM[:SS]`,
 /// optionally ending in `Z` or `UTC`. Milliseconds since the epoch.
 pub(super) fn parse_date(text: &str) -> Option<i64> {
@@ -133,6 +182,9 @@ pub(super) fn parse_date(text: &str) -> Option<i64> {
         minute: next()?,
         second: next()?,
     };
+    if !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let millis: i64 = format!("{fraction:0<3}")[..3].parse().unwrap_or(0);
     time.valid().then(|| time.to_secs() * 1000 + millis)
 }
@@ -187,8 +239,19 @@ mod tests {
         let now = 1_700_000_000_000;
         assert_eq!(ls_date(now - 60_000, now), "Nov 14 22:12");
         assert_eq!(ls_date(1_600_000_000_000, now), "Sep 13  2020");
-        assert_eq!(full(1_700_000_000_123), "2023-11-14 22:13:20.123000000 +0000");
+        assert_eq!(
+            full(1_700_000_000_123),
+            "2023-11-14 22:13:20.123000000 +0000"
+        );
         assert_eq!(minutes(now), "2023-11-14 22:13");
+        // GNU `find -printf '%T@|%t|%TF %TT'` of a file touched at @1700000000.123.
+        let ms = 1_700_000_000_123;
+        assert_eq!(field(ms, '@'), "1700000000.1230000000");
+        assert_eq!(ctime(ms), "Tue Nov 14 22:13:20.1230000000 2023");
+        assert_eq!(
+            format!("{} {}", field(ms, 'F'), field(ms, 'T')),
+            "2023-11-14 22:13:20.1230000000"
+        );
     }
 
     #[test]
@@ -198,6 +261,8 @@ mod tests {
         assert_eq!(parse_date("2023-11-14T22:13:20Z"), Some(1_700_000_000_000));
         assert_eq!(parse_date("2023-11-14"), Some(1_699_920_000_000));
         assert_eq!(parse_date("yesterday"), None);
+        assert_eq!(parse_date("2023-11-14 22:13:20.5"), Some(1_700_000_000_500));
+        assert_eq!(parse_date("2023-11-14 22:13:20.é"), None);
         assert_eq!(parse_stamp("202311142213.20", 0), Some(1_700_000_000_000));
         assert_eq!(parse_stamp("2311142213.20", 0), Some(1_700_000_000_000));
         assert_eq!(parse_stamp("13", 0), None);

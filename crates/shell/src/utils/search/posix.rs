@@ -5,9 +5,9 @@
 //! `-E`; the `regex` crate speaks neither exactly: bracket expressions nest,
 //! `\` escapes inside brackets, `{` must start a repetition. Translating the
 //! text once keeps every matcher on the fast, linear-time engine.
-//! Back-references inside a pattern (`\(a\)\1`) have no equivalent there and
-//! are reported as unsupported; POSIX leftmost-longest alternation is
-//! approximated by the crate's leftmost-first.
+//! Back-references (`\(a\)\1`) are passed through as `\1`, which the crate
+//! rejects; [`super::backref`] then takes over. POSIX leftmost-longest
+//! alternation is approximated by the crate's leftmost-first.
 
 /// Which POSIX dialect a pattern is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,11 +106,10 @@ impl Translator {
 
     /// A BRE `$` is an anchor only at the end of an expression.
     fn dollar_is_anchor(&self) -> bool {
-        match (self.peek(0), self.peek(1)) {
-            (None, _) => true,
-            (Some('\\'), Some(')' | '|')) => true,
-            _ => false,
-        }
+        matches!(
+            (self.peek(0), self.peek(1)),
+            (None, _) | (Some('\\'), Some(')' | '|'))
+        )
     }
 
     /// Appends a repetition operator unless the previous one already is one
@@ -209,7 +208,12 @@ impl Translator {
             '(' | ')' | '|' | '{' | '}' | '+' | '?' if !self.ere() => {
                 return self.operator(c, start);
             }
-            '1'..='9' => return Err("back-references are not supported".into()),
+            '1'..='9' => {
+                // Left for `backref::Compiled`, which runs these itself.
+                self.out.push('\\');
+                self.out.push(c);
+                return Ok(false);
+            }
             'n' => "\\n",
             't' => "\\t",
             'w' | 'W' | 's' | 'S' | 'b' | 'B' => {
@@ -342,7 +346,7 @@ mod tests {
         assert!(matches(&bre(r"a\.b"), "a.b"));
         assert!(!matches(&bre(r"a\.b"), "axb"));
         assert!(matches(&bre(r"a\/b"), "a/b"));
-        assert!(translate(r"\(a\)\1", Syntax::Basic).is_err());
+        assert_eq!(bre(r"\(a\)\1"), r"(a)\1");
         assert_eq!(bre("ab**"), "ab*");
     }
 }

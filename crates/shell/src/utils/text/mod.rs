@@ -13,12 +13,18 @@
 //! permutes operands and accepts clustered short options and abbreviated
 //! long ones, the reading of operands, and line splitting.
 
+mod arith;
+mod comm;
 mod convert;
 mod date;
 mod diff;
 mod fields;
 mod misc;
+mod numfmt;
+mod od;
+mod shuf;
 mod sort;
+mod split;
 mod tr;
 mod view;
 
@@ -59,9 +65,19 @@ pub(crate) const UTILITIES: Table = &[
     ("base64", convert::base64),
     ("md5sum", convert::md5sum),
     ("sha256sum", convert::sha256sum),
-    ("sha1sum", convert::sha1sum_missing),
+    ("sha512sum", convert::sha512sum),
+    ("sha1sum", convert::sha1sum),
+    ("sha224sum", convert::sha224sum),
+    ("sha384sum", convert::sha384sum),
     ("date", date::date),
     ("diff", diff::diff),
+    ("split", split::split),
+    ("od", od::od),
+    ("expr", arith::expr),
+    ("factor", arith::factor),
+    ("comm", comm::comm),
+    ("shuf", shuf::shuf),
+    ("numfmt", numfmt::numfmt),
 ];
 
 /// One option a utility accepts: its short letter (or a private key for
@@ -147,9 +163,10 @@ pub(super) fn getopt_until(
             let value = match (opt.arg, value) {
                 (true, Some(v)) => v,
                 (true, None) => {
-                    let v = args.get(i).cloned().ok_or_else(|| {
-                        format!("option '--{}' requires an argument", opt.long)
-                    })?;
+                    let v = args
+                        .get(i)
+                        .cloned()
+                        .ok_or_else(|| format!("option '--{}' requires an argument", opt.long))?;
                     i += 1;
                     v
                 }
@@ -220,7 +237,12 @@ fn short_options(
 }
 
 /// Prints `util: message` and the `Try` line; returns `status`.
-pub(super) fn usage(ctx: &mut Ctx<'_>, util: &str, message: &str, status: i32) -> Result<i32, Abort> {
+pub(super) fn usage(
+    ctx: &mut Ctx<'_>,
+    util: &str,
+    message: &str,
+    status: i32,
+) -> Result<i32, Abort> {
     ctx.error(util, message)?;
     ctx.stderr
         .write_str(&format!("Try '{util} --help' for more information.\n"))?;
@@ -228,12 +250,17 @@ pub(super) fn usage(ctx: &mut Ctx<'_>, util: &str, message: &str, status: i32) -
 }
 
 /// Reads an operand (`-` is stdin) without reporting errors, charging the
-/// CPU budget for its bytes.
-pub(super) fn read_operand(ctx: &mut Ctx<'_>, operand: &str) -> Result<Result<Vec<u8>, VfsError>, Abort> {
-    let read = if operand == "-" {
-        Ok(ctx.stdin.to_vec())
-    } else {
-        ctx.path(operand).and_then(|path| ctx.fs.read(&path))
+/// CPU budget for its bytes. Device files are not in the workspace: as the
+/// interpreter's redirections do, `/dev/stdin` is stdin and `/dev/null`,
+/// `/dev/zero` and the random devices read as empty (no fake randomness).
+pub(super) fn read_operand(
+    ctx: &mut Ctx<'_>,
+    operand: &str,
+) -> Result<Result<Vec<u8>, VfsError>, Abort> {
+    let read = match operand {
+        "-" | "/dev/stdin" | "/dev/fd/0" => Ok(ctx.stdin.to_vec()),
+        "/dev/null" | "/dev/zero" | "/dev/random" | "/dev/urandom" => Ok(Vec::new()),
+        _ => ctx.path(operand).and_then(|path| ctx.fs.read(&path)),
     };
     if let Ok(bytes) = &read {
         ctx.budget.charge_cpu(bytes.len() as u64)?;
@@ -241,14 +268,71 @@ pub(super) fn read_operand(ctx: &mut Ctx<'_>, operand: &str) -> Result<Result<Ve
     Ok(read)
 }
 
+/// Writes `data` to the file `operand` names (replacing it), charging the
+/// write budget; the filesystem error, if any, is for the caller to word.
+pub(super) fn save(
+    ctx: &mut Ctx<'_>,
+    operand: &str,
+    data: &[u8],
+) -> Result<Result<(), VfsError>, Abort> {
+    match ctx.path(operand) {
+        Ok(path) => ctx.write_file(&path, data),
+        Err(error) => Ok(Err(error)),
+    }
+}
+
+/// Writes `data` to the file `operand`, or to stdout when there is none;
+/// a failure is reported as `util: FILE: error` and gives status 1.
+pub(super) fn save_or_print(
+    ctx: &mut Ctx<'_>,
+    util: &str,
+    operand: Option<&str>,
+    data: &[u8],
+) -> Result<i32, Abort> {
+    let Some(file) = operand else {
+        return ctx.stdout.write(data).map(|()| 0);
+    };
+    match save(ctx, file, data)? {
+        Ok(()) => Ok(0),
+        Err(error) => ctx.fs_error(util, file, &error).map(|()| 1),
+    }
+}
+
+/// For utilities that take exactly two files: GNU's complaint otherwise.
+pub(super) fn two_operands(operands: &[String]) -> Option<String> {
+    match operands {
+        [_, _] => None,
+        [] => Some("missing operand".to_string()),
+        [only] => Some(format!("missing operand after ‘{only}’")),
+        [_, _, extra, ..] => Some(format!("extra operand ‘{extra}’")),
+    }
+}
+
+/// The numeric option `key` (`default` when absent); the bad text as the error.
+pub(super) fn number_option<T: std::str::FromStr>(
+    parsed: &Parsed,
+    key: char,
+    default: T,
+) -> Result<T, String> {
+    match parsed.value(key) {
+        None => Ok(default),
+        Some(text) => text.parse().map_err(|_| text.to_string()),
+    }
+}
+
+/// Operands read: each name with its content.
+pub(super) type Inputs = Vec<(String, Vec<u8>)>;
+
 /// Reads every operand (stdin when there are none), reporting failures as
 /// `util: name: strerror`. Returns the contents read and whether any failed.
 pub(super) fn read_all(
     ctx: &mut Ctx<'_>,
     util: &str,
     operands: &[String],
-) -> Result<(Vec<(String, Vec<u8>)>, bool), Abort> {
-    read_all_with(ctx, util, operands, |operand, error| format!("{operand}: {error}"))
+) -> Result<(Inputs, bool), Abort> {
+    read_all_with(ctx, util, operands, |operand, error| {
+        format!("{operand}: {error}")
+    })
 }
 
 /// Like [`read_all`], with the utility's own wording of a failure
@@ -258,9 +342,13 @@ pub(super) fn read_all_with(
     util: &str,
     operands: &[String],
     describe: fn(&str, &str) -> String,
-) -> Result<(Vec<(String, Vec<u8>)>, bool), Abort> {
+) -> Result<(Inputs, bool), Abort> {
     let stdin = ["-".to_string()];
-    let operands = if operands.is_empty() { &stdin[..] } else { operands };
+    let operands = if operands.is_empty() {
+        &stdin[..]
+    } else {
+        operands
+    };
     let mut inputs = Vec::new();
     let mut failed = false;
     for operand in operands {
@@ -300,24 +388,19 @@ pub(super) fn lines(data: &[u8]) -> Vec<&[u8]> {
     records(data, b'\n')
 }
 
-/// Writes each record followed by `sep`.
-pub(super) fn write_records<'r>(
-    ctx: &mut Ctx<'_>,
-    records: impl IntoIterator<Item = &'r [u8]>,
-    sep: u8,
-) -> Result<(), Abort> {
-    let mut out = Vec::new();
-    for record in records {
-        out.extend_from_slice(record);
-        out.push(sep);
-    }
-    ctx.stdout.write(&out)
+/// `value` zero-padded to `width` after its sign (`nl -n rz`).
+pub(super) fn misc_pad_zero(value: i64, width: usize) -> String {
+    let sign = if value < 0 { "-" } else { "" };
+    let digits = value.unsigned_abs();
+    format!("{sign}{digits:0>w$}", w = width.saturating_sub(sign.len()))
 }
 
 /// Parses a count with an optional GNU size suffix (`b` 512, `K`/`KiB`
 /// 1024, `KB` 1000, `M`, `G`, ...).
 pub(super) fn parse_count(text: &str) -> Option<u64> {
-    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let number: u64 = text[..digits].parse().ok()?;
     let multiplier: u64 = match &text[digits..] {
         "" => 1,
@@ -342,11 +425,19 @@ mod tests {
         args.iter().map(|s| s.to_string()).collect()
     }
 
-    const SPEC: &[Opt] = &[flag('n', "number"), with_arg('k', "key"), flag('r', "reverse")];
+    const SPEC: &[Opt] = &[
+        flag('n', "number"),
+        with_arg('k', "key"),
+        flag('r', "reverse"),
+    ];
 
     #[test]
     fn getopt_clusters_permutes_and_takes_arguments() {
-        let p = getopt(&strings(&["a", "-nk2,2", "b", "--rev", "-k", "3", "--", "-r"]), SPEC).unwrap();
+        let p = getopt(
+            &strings(&["a", "-nk2,2", "b", "--rev", "-k", "3", "--", "-r"]),
+            SPEC,
+        )
+        .unwrap();
         assert_eq!(p.operands, strings(&["a", "b", "-r"]));
         assert!(p.has('n') && p.has('r'));
         assert_eq!(p.value('k'), Some("3"));
@@ -355,10 +446,35 @@ mod tests {
 
     #[test]
     fn getopt_reports_errors_like_gnu() {
-        assert_eq!(getopt(&strings(&["-z"]), SPEC).unwrap_err(), "invalid option -- 'z'");
-        assert_eq!(getopt(&strings(&["-k"]), SPEC).unwrap_err(), "option requires an argument -- 'k'");
-        assert_eq!(getopt(&strings(&["--foo"]), SPEC).unwrap_err(), "unrecognized option '--foo'");
-        assert_eq!(getopt(&strings(&["--key=1"]), SPEC).unwrap().value('k'), Some("1"));
+        assert_eq!(
+            getopt(&strings(&["-z"]), SPEC).unwrap_err(),
+            "invalid option -- 'z'"
+        );
+        assert_eq!(
+            getopt(&strings(&["-k"]), SPEC).unwrap_err(),
+            "option requires an argument -- 'k'"
+        );
+        assert_eq!(
+            getopt(&strings(&["--foo"]), SPEC).unwrap_err(),
+            "unrecognized option '--foo'"
+        );
+        assert_eq!(
+            getopt(&strings(&["--key=1"]), SPEC).unwrap().value('k'),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn device_operands_are_not_workspace_files() {
+        use crate::utils::testing::{db, run};
+        assert_eq!(
+            run(&db(), &["cat", "/dev/null", "/dev/stdin"], "in").stdout,
+            "in"
+        );
+        assert_eq!(
+            run(&db(), &["wc", "-c", "/dev/urandom"], "").stdout,
+            "0 /dev/urandom\n"
+        );
     }
 
     #[test]

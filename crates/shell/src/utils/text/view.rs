@@ -52,8 +52,12 @@ pub(super) fn cat(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
         }
     }
     let (data, failed) = read_concat(ctx, "cat", &parsed.operands)?;
-    let plain = !(style.number || style.nonblank || style.squeeze || style.ends)
-        && !(style.tabs || style.nonprinting);
+    let plain = !(style.number
+        || style.nonblank
+        || style.squeeze
+        || style.ends
+        || style.tabs
+        || style.nonprinting);
     if plain {
         ctx.stdout.write(&data)?;
     } else {
@@ -160,7 +164,11 @@ fn obsolete_count(args: &[String], allow_plus: bool) -> Vec<String> {
 }
 
 /// Parses the `-n`/`-c` value: `sign` is the leading `-` or `+` if any.
-fn parse_span(ctx: &mut Ctx<'_>, util: &str, parsed: &super::Parsed) -> Result<Result<Span, i32>, Abort> {
+fn parse_span(
+    ctx: &mut Ctx<'_>,
+    util: &str,
+    parsed: &super::Parsed,
+) -> Result<Result<Span, i32>, Abort> {
     let chosen = parsed
         .opts
         .iter()
@@ -174,7 +182,11 @@ fn parse_span(ctx: &mut Ctx<'_>, util: &str, parsed: &super::Parsed) -> Result<R
         }));
     };
     let bytes = *key == 'c';
-    let (flip_sign, rest) = if util == "head" { ('-', text.as_str()) } else { ('+', text.as_str()) };
+    let (flip_sign, rest) = if util == "head" {
+        ('-', text.as_str())
+    } else {
+        ('+', text.as_str())
+    };
     let flipped = rest.starts_with(flip_sign);
     let digits = rest.trim_start_matches(['-', '+']);
     match parse_count(digits) {
@@ -185,7 +197,7 @@ fn parse_span(ctx: &mut Ctx<'_>, util: &str, parsed: &super::Parsed) -> Result<R
         })),
         None => {
             let what = if bytes { "bytes" } else { "lines" };
-            ctx.error(util, &format!("invalid number of {what}: '{text}'"))?;
+            ctx.error(util, &format!("invalid number of {what}: ‘{text}’"))?;
             Ok(Err(1))
         }
     }
@@ -251,7 +263,8 @@ fn head_or_tail(ctx: &mut Ctx<'_>, argv: &[String], util: &str) -> Result<i32, A
         Err(status) => return Ok(status),
     };
     let sep = if parsed.has('z') { 0 } else { b'\n' };
-    let describe = |operand: &str, error: &str| format!("cannot open '{operand}' for reading: {error}");
+    let describe =
+        |operand: &str, error: &str| format!("cannot open '{operand}' for reading: {error}");
     let (inputs, failed) = read_all_with(ctx, util, &parsed.operands, describe)?;
     let headers = parsed.has('v') || (parsed.operands.len() > 1 && !parsed.has('q'));
     for (index, (name, data)) in inputs.iter().enumerate() {
@@ -276,8 +289,12 @@ pub(super) fn tac(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
         Ok(p) => p,
         Err(message) => return usage(ctx, "tac", &message, 1),
     };
-    let sep = parsed.value('s').and_then(|s| s.bytes().next()).unwrap_or(b'\n');
-    let describe = |operand: &str, error: &str| format!("failed to open '{operand}' for reading: {error}");
+    let sep = parsed
+        .value('s')
+        .and_then(|s| s.bytes().next())
+        .unwrap_or(b'\n');
+    let describe =
+        |operand: &str, error: &str| format!("failed to open '{operand}' for reading: {error}");
     let (inputs, failed) = read_all_with(ctx, "tac", &parsed.operands, describe)?;
     for (_, data) in &inputs {
         let mut out = Vec::with_capacity(data.len());
@@ -400,7 +417,11 @@ pub(super) fn wc(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
         out.push('\n');
     };
     for ((name, _), counts) in inputs.iter().zip(&counts) {
-        let shown_name = if parsed.operands.is_empty() { "" } else { name.as_str() };
+        let shown_name = if parsed.operands.is_empty() {
+            ""
+        } else {
+            name.as_str()
+        };
         row(counts, shown_name);
     }
     if parsed.operands.len() > 1 {
@@ -416,13 +437,21 @@ fn wc_width(inputs: &[(String, Vec<u8>)], columns: usize, operands: usize) -> us
     if columns == 1 && operands <= 1 {
         return 1;
     }
-    let minimum = if inputs.iter().any(|(name, _)| name == "-") { 7 } else { 1 };
+    let minimum = if inputs.iter().any(|(name, _)| name == "-") {
+        7
+    } else {
+        1
+    };
     let total: usize = inputs.iter().map(|(_, data)| data.len()).sum();
     total.to_string().len().max(minimum)
 }
 
 pub(super) fn tee(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
-    let opts = [flag('a', "append"), flag('i', "ignore-interrupts"), flag('p', "")];
+    let opts = [
+        flag('a', "append"),
+        flag('i', "ignore-interrupts"),
+        flag('p', ""),
+    ];
     let parsed = match getopt(&argv[1..], &opts) {
         Ok(p) => p,
         Err(message) => return usage(ctx, "tee", &message, 1),
@@ -451,13 +480,12 @@ fn tee_special(ctx: &mut Ctx<'_>, operand: &str, data: &[u8]) -> Result<bool, Ab
 
 /// Writes (or appends) one `tee` target; false when it failed (reported).
 fn tee_file(ctx: &mut Ctx<'_>, operand: &str, data: &[u8], append: bool) -> Result<bool, Abort> {
-    let result = match ctx.path(operand) {
-        Ok(path) if append => {
-            ctx.budget.charge_write(data.len() as u64)?;
-            ctx.fs.append(&path, data)
-        }
-        Ok(path) => ctx.write_file(&path, data)?,
-        Err(error) => Err(error),
+    let result = if append {
+        ctx.budget.charge_write(data.len() as u64)?;
+        ctx.path(operand)
+            .and_then(|path| ctx.fs.append(&path, data))
+    } else {
+        super::save(ctx, operand, data)?
     };
     match result {
         Ok(()) => Ok(true),
@@ -479,7 +507,10 @@ pub(super) fn strings(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> 
         Ok(p) => p,
         Err(message) => return usage(ctx, "strings", &message, 1),
     };
-    let Some(min) = parsed.value('n').map_or(Some(4), |v| v.parse::<usize>().ok()) else {
+    let Some(min) = parsed
+        .value('n')
+        .map_or(Some(4), |v| v.parse::<usize>().ok())
+    else {
         ctx.error("strings", "invalid minimum string length")?;
         return Ok(1);
     };
@@ -498,8 +529,6 @@ pub(super) fn strings(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> 
     Ok(i32::from(failed))
 }
 
-
-
 #[cfg(test)]
 mod tests {
     use crate::utils::testing::{db, files, run};
@@ -512,8 +541,14 @@ mod tests {
     fn cat_plain_and_numbered_across_files() {
         let db = db();
         files(&db, &[("/a", "x\ny\n"), ("/b", "z")]);
-        assert_eq!(run(&db, &["cat", "/a", "-", "/b"], "in\n").stdout, "x\ny\nin\nz");
-        assert_eq!(run(&db, &["cat", "-n", "/a", "/b"], "").stdout, "     1\tx\n     2\ty\n     3\tz");
+        assert_eq!(
+            run(&db, &["cat", "/a", "-", "/b"], "in\n").stdout,
+            "x\ny\nin\nz"
+        );
+        assert_eq!(
+            run(&db, &["cat", "-n", "/a", "/b"], "").stdout,
+            "     1\tx\n     2\ty\n     3\tz"
+        );
         let missing = run(&db, &["cat", "/nope", "/a"], "");
         assert_eq!((missing.stdout.as_str(), missing.status), ("x\ny\n", 1));
         assert_eq!(missing.stderr, "cat: /nope: No such file or directory\n");
@@ -522,14 +557,26 @@ mod tests {
     #[test]
     fn cat_show_flags_match_gnu() {
         let blanks = "a\n\n\n\nb\n\n\nc\n";
-        assert_eq!(out(&["cat", "-nb"], blanks), "     1\ta\n\n\n\n     2\tb\n\n\n     3\tc\n");
-        assert_eq!(out(&["cat", "-sn"], blanks), "     1\ta\n     2\t\n     3\tb\n     4\t\n     5\tc\n");
-        assert_eq!(out(&["cat", "-A"], "tab\there\nctrl\x07\x7f\n"), "tab^Ihere$\nctrl^G^?$\n");
+        assert_eq!(
+            out(&["cat", "-nb"], blanks),
+            "     1\ta\n\n\n\n     2\tb\n\n\n     3\tc\n"
+        );
+        assert_eq!(
+            out(&["cat", "-sn"], blanks),
+            "     1\ta\n     2\t\n     3\tb\n     4\t\n     5\tc\n"
+        );
+        assert_eq!(
+            out(&["cat", "-A"], "tab\there\nctrl\x07\x7f\n"),
+            "tab^Ihere$\nctrl^G^?$\n"
+        );
         assert_eq!(out(&["cat", "-e"], "t\tx\n"), "t\tx$\n");
-        assert_eq!(out(&["cat", "-v"], "\u{80}"), "M-B^@");
+        assert_eq!(out(&["cat", "-v"], "\u{80}"), "M-BM-^@");
         assert_eq!(out(&["cat", "-E"], "no newline"), "no newline");
         let bad = run(&db(), &["cat", "-z"], "");
-        assert_eq!(bad.stderr, "cat: invalid option -- 'z'\nTry 'cat --help' for more information.\n");
+        assert_eq!(
+            bad.stderr,
+            "cat: invalid option -- 'z'\nTry 'cat --help' for more information.\n"
+        );
     }
 
     #[test]
@@ -547,9 +594,15 @@ mod tests {
             run(&db, &["head", "-n1", "/a", "/a"], "").stdout,
             "==> /a <==\n1\n\n==> /a <==\n1\n"
         );
-        assert_eq!(run(&db, &["head", "-v", "-n1"], "x\n").stdout, "==> standard input <==\nx\n");
+        assert_eq!(
+            run(&db, &["head", "-v", "-n1"], "x\n").stdout,
+            "==> standard input <==\nx\n"
+        );
         let missing = run(&db, &["head", "/nope"], "");
-        assert_eq!(missing.stderr, "head: cannot open '/nope' for reading: No such file or directory\n");
+        assert_eq!(
+            missing.stderr,
+            "head: cannot open '/nope' for reading: No such file or directory\n"
+        );
         assert_eq!(missing.status, 1);
     }
 
@@ -558,7 +611,10 @@ mod tests {
         assert_eq!(out(&["tail", "-n", "2"], "1\n2\n3\n"), "2\n3\n");
         assert_eq!(out(&["tail", "-n", "+2"], "1\n2\n3\n"), "2\n3\n");
         assert_eq!(out(&["tail", "-1"], "1\n2\n3"), "3");
-        assert_eq!(out(&["tail", "-c", "10"], "line1\nline2\nline3\n"), "ne2\nline3\n");
+        assert_eq!(
+            out(&["tail", "-c", "10"], "line1\nline2\nline3\n"),
+            "ne2\nline3\n"
+        );
         assert_eq!(out(&["tail", "-c", "+2"], "12345"), "2345");
         assert_eq!(out(&["tail", "-n", "10"], "a\nb\n"), "a\nb\n");
     }
@@ -574,17 +630,33 @@ mod tests {
     #[test]
     fn wc_formats_like_gnu() {
         let db = db();
-        files(&db, &[("/a", "a b\nc\n"), ("/b", "one two three\nfour five six seven eight\n"), ("/e", "")]);
+        files(
+            &db,
+            &[
+                ("/a", "a b\nc\n"),
+                ("/b", "one two three\nfour five six seven eight\n"),
+                ("/e", ""),
+            ],
+        );
         assert_eq!(run(&db, &["wc", "/e"], "").stdout, "0 0 0 /e\n");
         assert_eq!(run(&db, &["wc", "-l", "/a"], "").stdout, "2 /a\n");
-        assert_eq!(run(&db, &["wc", "-l", "/a", "/b"], "").stdout, " 2 /a\n 2 /b\n 4 total\n");
+        assert_eq!(
+            run(&db, &["wc", "-l", "/a", "/b"], "").stdout,
+            " 2 /a\n 2 /b\n 4 total\n"
+        );
         assert_eq!(
             run(&db, &["wc", "/a", "/b"], "").stdout,
-            " 2  3  6 /a\n 2  8 38 /b\n 4 11 44 total\n"
+            " 2  3  6 /a\n 2  8 40 /b\n 4 11 46 total\n"
         );
         assert_eq!(run(&db, &["wc", "-l"], "a\nb\nc\n").stdout, "3\n");
-        assert_eq!(run(&db, &["wc"], "hi\n").stdout, "      1       1       3\n");
-        assert_eq!(run(&db, &["wc", "-m", "-L"], "héllo\n").stdout, "      6       5\n");
+        assert_eq!(
+            run(&db, &["wc"], "hi\n").stdout,
+            "      1       1       3\n"
+        );
+        assert_eq!(
+            run(&db, &["wc", "-m", "-L"], "héllo\n").stdout,
+            "      6       5\n"
+        );
     }
 
     #[test]
@@ -603,7 +675,10 @@ mod tests {
 
     #[test]
     fn strings_finds_printable_runs() {
-        assert_eq!(out(&["strings"], "hello\0\0world\0\0test"), "hello\nworld\ntest\n");
+        assert_eq!(
+            out(&["strings"], "hello\0\0world\0\0test"),
+            "hello\nworld\ntest\n"
+        );
         assert_eq!(out(&["strings"], "ab\0cd\0efgh"), "efgh\n");
         assert_eq!(out(&["strings", "-n", "2"], "ab\0cd\0e"), "ab\ncd\n");
     }

@@ -1,0 +1,1388 @@
+//! Shell builtins: the commands that need the interpreter's state.
+
+use std::collections::BTreeMap;
+
+use stead_vfs::{Kind, VPath};
+
+use super::expand::attr_letters;
+use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, READONLY, UPPER};
+use super::{parse, printf, Fd, Flow, Shell, R};
+use crate::limits::Abort;
+use crate::utils;
+
+pub type Builtin = fn(&mut Shell, &[String]) -> R<i32>;
+
+const BUILTINS: &[(&str, Builtin)] = &[
+    (":", |_, _| Ok(0)),
+    ("true", |_, _| Ok(0)),
+    ("false", |_, _| Ok(1)),
+    ("echo", echo),
+    ("printf", printf_builtin),
+    ("cd", cd),
+    ("pwd", pwd),
+    ("export", export),
+    ("unset", unset),
+    ("declare", declare),
+    ("typeset", declare),
+    ("local", local),
+    ("readonly", readonly),
+    ("shift", shift),
+    ("eval", eval),
+    ("source", source),
+    (".", source),
+    ("read", read),
+    ("test", test),
+    ("[", bracket),
+    ("type", type_builtin),
+    ("command", command),
+    ("builtin", builtin),
+    ("getopts", getopts),
+    ("exit", exit),
+    ("return", return_builtin),
+    ("break", break_builtin),
+    ("continue", continue_builtin),
+    ("let", let_builtin),
+    ("shopt", shopt),
+    ("set", set),
+    ("alias", alias),
+    ("unalias", unalias),
+    ("mapfile", mapfile),
+    ("readarray", mapfile),
+    ("trap", trap),
+    ("wait", |_, _| Ok(0)),
+    ("hash", |_, _| Ok(0)),
+    ("umask", |sh, args| {
+        if args.len() == 1 {
+            sh.out("0022\n")?;
+        }
+        Ok(0)
+    }),
+    ("exec", exec_builtin),
+    ("times", |sh, _| {
+        sh.out("0m0.000s 0m0.000s\n0m0.000s 0m0.000s\n")?;
+        Ok(0)
+    }),
+];
+
+pub fn lookup(name: &str) -> Option<Builtin> {
+    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
+}
+
+pub fn is_builtin(name: &str) -> bool {
+    lookup(name).is_some()
+}
+
+fn usage(sh: &mut Shell, name: &str, msg: &str, status: i32) -> R<i32> {
+    sh.err_line(&format!("{name}: {msg}"))?;
+    Ok(status)
+}
+
+fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut newline = true;
+    let mut escapes = false;
+    let mut i = 1;
+    while i < args.len() {
+        let a = &args[i];
+        if a.len() > 1 && a.starts_with('-') && a[1..].chars().all(|c| matches!(c, 'n' | 'e' | 'E')) {
+            for c in a[1..].chars() {
+                match c {
+                    'n' => newline = false,
+                    'e' => escapes = true,
+                    _ => escapes = false,
+                }
+            }
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let mut text = args[i..].join(" ");
+    if escapes {
+        let (s, stop) = printf::unescape(&text, true);
+        text = s;
+        if stop {
+            newline = false;
+        }
+    }
+    if newline {
+        text.push('\n');
+    }
+    sh.write_fd(1, text.as_bytes())?;
+    Ok(0)
+}
+
+fn printf_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut i = 1;
+    let mut var = None;
+    if args.get(i).map(String::as_str) == Some("-v") {
+        var = args.get(i + 1).cloned();
+        i += 2;
+    }
+    if args.get(i).map(String::as_str) == Some("--") {
+        i += 1;
+    }
+    let Some(fmt) = args.get(i) else {
+        return usage(sh, "printf", "usage: printf [-v var] format [arguments]", 2);
+    };
+    let f = printf::format(fmt, &args[i + 1..]);
+    for e in &f.errors {
+        sh.err_line(&format!("printf: {e}"))?;
+    }
+    match var {
+        Some(v) => sh.set_var_path(&v, f.text)?,
+        None => sh.write_fd(1, f.text.as_bytes())?,
+    }
+    Ok(if f.errors.is_empty() { 0 } else { 1 })
+}
+
+impl Shell<'_> {
+    /// Sets `name` or `name[key]` (for `printf -v`, `read`).
+    pub fn set_var_path(&mut self, target: &str, value: String) -> R<()> {
+        if let Some((name, rest)) = target.split_once('[') {
+            let key = rest.trim_end_matches(']');
+            let key = self.subscript_key(name, key)?;
+            return self.set_element(name, &key, value);
+        }
+        self.set_scalar(target, value)
+    }
+}
+
+fn cd(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let operands: Vec<&String> = args[1..].iter().filter(|a| !matches!(a.as_str(), "-L" | "-P" | "--")).collect();
+    if operands.len() > 1 {
+        return usage(sh, "cd", "too many arguments", 1);
+    }
+    let mut print = false;
+    let target = match operands.first().map(|s| s.as_str()) {
+        None => match sh.get_scalar("HOME") {
+            Some(h) => h,
+            None => return usage(sh, "cd", "HOME not set", 1),
+        },
+        Some("-") => match sh.get_scalar("OLDPWD") {
+            Some(o) => {
+                print = true;
+                o
+            }
+            None => return usage(sh, "cd", "OLDPWD not set", 1),
+        },
+        Some(t) => t.to_string(),
+    };
+    let path = match VPath::parse_from(&target, &sh.st.cwd) {
+        Ok(p) => p,
+        Err(e) => return usage(sh, "cd", &format!("{target}: {}", utils::strerror(&e)), 1),
+    };
+    match sh.fs.stat(&path, true) {
+        Ok(node) if node.kind == Kind::Dir => {}
+        Ok(_) => return usage(sh, "cd", &format!("{target}: Not a directory"), 1),
+        Err(e) => return usage(sh, "cd", &format!("{target}: {}", utils::strerror(&e)), 1),
+    }
+    let old = sh.st.cwd.as_str().to_string();
+    sh.st.cwd = path;
+    sh.set_scalar("OLDPWD", old)?;
+    let new = sh.st.cwd.as_str().to_string();
+    sh.set_scalar("PWD", new.clone())?;
+    if print {
+        sh.out(&format!("{new}\n"))?;
+    }
+    Ok(0)
+}
+
+fn pwd(sh: &mut Shell, _args: &[String]) -> R<i32> {
+    let p = format!("{}\n", sh.st.cwd.as_str());
+    sh.out(&p)?;
+    Ok(0)
+}
+
+/// Splits `name=value` / `name+=value`.
+fn split_assign(arg: &str) -> (&str, Option<(&str, bool)>) {
+    match arg.find('=') {
+        Some(i) if i > 0 && arg.as_bytes()[i - 1] == b'+' => (&arg[..i - 1], Some((&arg[i + 1..], true))),
+        Some(i) => (&arg[..i], Some((&arg[i + 1..], false))),
+        None => (arg, None),
+    }
+}
+
+fn valid_target(name: &str) -> bool {
+    let base = name.split('[').next().unwrap_or("");
+    super::parse::valid_name(base)
+}
+
+fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut unexport = false;
+    let mut status = 0;
+    let mut names = Vec::new();
+    for a in &args[1..] {
+        match a.as_str() {
+            "-n" => unexport = true,
+            "-p" | "-f" | "--" => {}
+            _ => names.push(a),
+        }
+    }
+    if names.is_empty() {
+        let mut vars: Vec<(&String, &Var)> = sh.st.vars.iter().filter(|(_, v)| v.attrs & EXPORT != 0).collect();
+        vars.sort_by(|a, b| a.0.cmp(b.0));
+        let mut text = String::new();
+        for (n, v) in vars {
+            match v.scalar() {
+                Some(s) => text.push_str(&format!("declare -x {n}=\"{}\"\n", escape_dq(&s))),
+                None => text.push_str(&format!("declare -x {n}\n")),
+            }
+        }
+        sh.out(&text)?;
+        return Ok(0);
+    }
+    for a in names {
+        let (name, value) = split_assign(a);
+        if !valid_target(name) {
+            sh.err_line(&format!("export: `{a}': not a valid identifier"))?;
+            status = 1;
+            continue;
+        }
+        if let Some((v, append)) = value {
+            let v = if append { sh.get_scalar(name).unwrap_or_default() + v } else { v.to_string() };
+            sh.set_scalar(name, v)?;
+        }
+        let var = sh.st.vars.entry(name.to_string()).or_insert(Var { value: Value::Unset, attrs: 0 });
+        if unexport {
+            var.attrs &= !EXPORT;
+        } else {
+            var.attrs |= EXPORT;
+        }
+    }
+    Ok(status)
+}
+
+fn escape_dq(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if matches!(c, '"' | '\\' | '$' | '`') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut funcs = false;
+    let mut status = 0;
+    for a in &args[1..] {
+        match a.as_str() {
+            "-f" => {
+                funcs = true;
+                continue;
+            }
+            "-v" | "-n" => continue,
+            _ => {}
+        }
+        if funcs {
+            sh.st.funcs.remove(a);
+            continue;
+        }
+        if let Some((name, rest)) = a.split_once('[') {
+            let key = rest.trim_end_matches(']').to_string();
+            if key == "@" || key == "*" {
+                sh.unset_var(name)?;
+                continue;
+            }
+            let key = sh.subscript_key(name, &key)?;
+            if let Some(var) = sh.st.vars.get_mut(name) {
+                match &mut var.value {
+                    Value::Indexed(m) => {
+                        let i: i64 = key.parse().unwrap_or(0);
+                        let i = if i < 0 { m.keys().next_back().map_or(0, |k| k + 1) + i } else { i };
+                        m.remove(&i);
+                    }
+                    Value::Assoc(m) => {
+                        m.remove(&key);
+                    }
+                    Value::Str(_) if key == "0" => {
+                        sh.st.vars.remove(name);
+                    }
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        if !super::parse::valid_name(a) {
+            sh.err_line(&format!("unset: `{a}': not a valid identifier"))?;
+            status = 1;
+            continue;
+        }
+        if sh.st.vars.contains_key(a.as_str()) {
+            if sh.st.vars[a.as_str()].attrs & READONLY != 0 {
+                sh.err_line(&format!("unset: {a}: cannot unset: readonly variable"))?;
+                status = 1;
+                continue;
+            }
+            // Unsetting a local reveals nothing in bash's default mode; keep simple.
+            sh.st.vars.remove(a.as_str());
+        } else {
+            sh.st.funcs.remove(a.as_str());
+        }
+    }
+    Ok(status)
+}
+
+#[derive(Default)]
+struct DeclOpts {
+    attrs_on: u8,
+    attrs_off: u8,
+    indexed: bool,
+    assoc: bool,
+    print: bool,
+    global: bool,
+    funcs: bool,
+    func_names: bool,
+}
+
+fn parse_decl_opts(args: &[String]) -> (DeclOpts, Vec<String>) {
+    let mut o = DeclOpts::default();
+    let mut names = Vec::new();
+    let mut opts_done = false;
+    for a in &args[1..] {
+        if !opts_done && a == "--" {
+            opts_done = true;
+            continue;
+        }
+        if !opts_done && (a.starts_with('-') || a.starts_with('+')) && a.len() > 1 {
+            let on = a.starts_with('-');
+            for c in a[1..].chars() {
+                let bit = match c {
+                    'x' => EXPORT,
+                    'r' => READONLY,
+                    'i' => INTEGER,
+                    'l' => LOWER,
+                    'u' => UPPER,
+                    'a' => {
+                        o.indexed = true;
+                        0
+                    }
+                    'A' => {
+                        o.assoc = true;
+                        0
+                    }
+                    'p' => {
+                        o.print = true;
+                        0
+                    }
+                    'g' => {
+                        o.global = true;
+                        0
+                    }
+                    'f' => {
+                        o.funcs = true;
+                        0
+                    }
+                    'F' => {
+                        o.func_names = true;
+                        0
+                    }
+                    _ => 0,
+                };
+                if on {
+                    o.attrs_on |= bit;
+                } else {
+                    o.attrs_off |= bit;
+                }
+            }
+            continue;
+        }
+        names.push(a.clone());
+    }
+    (o, names)
+}
+
+fn declare(sh: &mut Shell, args: &[String]) -> R<i32> {
+    declare_impl(sh, args, sh.in_function > 0)
+}
+
+fn local(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if sh.in_function == 0 {
+        return usage(sh, "local", "can only be used in a function", 1);
+    }
+    declare_impl(sh, args, true)
+}
+
+fn readonly(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut v = vec!["readonly".to_string(), "-r".to_string()];
+    v.extend_from_slice(&args[1..]);
+    declare_impl(sh, &v, false)
+}
+
+fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
+    let (o, names) = parse_decl_opts(args);
+    if o.funcs || o.func_names {
+        return declare_funcs(sh, &o, &names);
+    }
+    if o.print || (names.is_empty() && o.attrs_on == 0 && !o.indexed && !o.assoc) {
+        return declare_print(sh, &o, &names);
+    }
+    let local = local && !o.global;
+    let mut status = 0;
+    for a in &names {
+        let (name, value) = split_assign(a);
+        let base = name.split('[').next().unwrap_or(name).to_string();
+        if !super::parse::valid_name(&base) {
+            sh.err_line(&format!("{}: `{a}': not a valid identifier", args[0]))?;
+            status = 1;
+            continue;
+        }
+        if sh.st.vars.get(&base).is_some_and(|v| v.attrs & READONLY != 0) && value.is_some() {
+            sh.err_line(&format!("{base}: readonly variable"))?;
+            status = 1;
+            continue;
+        }
+        if local {
+            let exists_here = sh.st.frames.last().is_some_and(|f| f.iter().any(|(n, _)| *n == base));
+            if !exists_here {
+                sh.make_local(&base);
+            }
+        }
+        let var = sh.st.vars.entry(base.clone()).or_insert(Var { value: Value::Unset, attrs: 0 });
+        if o.assoc && !matches!(var.value, Value::Assoc(_)) {
+            var.value = Value::Assoc(BTreeMap::new());
+        } else if o.indexed && !matches!(var.value, Value::Indexed(_)) {
+            var.value = match std::mem::replace(&mut var.value, Value::Unset) {
+                Value::Str(s) => Value::Indexed(BTreeMap::from([(0, s)])),
+                _ => Value::Indexed(BTreeMap::new()),
+            };
+        }
+        var.attrs = (var.attrs | (o.attrs_on & !READONLY)) & !o.attrs_off;
+        if let Some((v, append)) = value {
+            let v = v.to_string();
+            if append {
+                let old = sh.get_scalar(name).unwrap_or_default();
+                sh.set_var_path(name, old + &v)?;
+            } else {
+                sh.set_var_path(name, v)?;
+            }
+        }
+        if o.attrs_on & READONLY != 0 {
+            if let Some(var) = sh.st.vars.get_mut(&base) {
+                var.attrs |= READONLY;
+            }
+        }
+    }
+    Ok(status)
+}
+
+fn declare_funcs(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
+    let mut all: Vec<String> = if names.is_empty() { sh.st.funcs.keys().cloned().collect() } else { names.to_vec() };
+    all.sort();
+    let mut status = 0;
+    let mut text = String::new();
+    for n in all {
+        if sh.st.funcs.contains_key(&n) {
+            if o.func_names {
+                text.push_str(&format!("declare -f {n}\n"));
+            } else {
+                text.push_str(&format!("{n} () \n{{ ... }}\n"));
+            }
+        } else {
+            status = 1;
+        }
+    }
+    sh.out(&text)?;
+    Ok(status)
+}
+
+fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
+    let mut list: Vec<String> = if names.is_empty() {
+        let mut v: Vec<String> = sh
+            .st
+            .vars
+            .iter()
+            .filter(|(_, v)| {
+                (o.attrs_on == 0 || v.attrs & o.attrs_on != 0)
+                    && (!o.assoc || matches!(v.value, Value::Assoc(_)))
+                    && (!o.indexed || matches!(v.value, Value::Indexed(_)))
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        v.sort();
+        v
+    } else {
+        names.to_vec()
+    };
+    let mut text = String::new();
+    let mut status = 0;
+    for n in list.drain(..) {
+        let Some(var) = sh.st.vars.get(&n) else {
+            sh.err_line(&format!("declare: {n}: not found"))?;
+            status = 1;
+            continue;
+        };
+        let mut flags = attr_letters(Some(var));
+        if flags.is_empty() {
+            flags.push('-');
+        }
+        let body = match &var.value {
+            Value::Unset => String::new(),
+            Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
+            Value::Indexed(m) => format!(
+                "=({})",
+                m.iter().map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v))).collect::<Vec<_>>().join(" ")
+            ),
+            Value::Assoc(m) => format!(
+                "=({} )",
+                m.iter().map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v))).collect::<Vec<_>>().join(" ")
+            ),
+        };
+        let flags = if flags == "-" { "-".to_string() } else { flags };
+        text.push_str(&format!("declare -{flags} {n}{body}\n"));
+    }
+    sh.out(&text)?;
+    Ok(status)
+}
+
+fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let n: usize = match args.get(1) {
+        Some(a) => match a.parse() {
+            Ok(n) => n,
+            Err(_) => return usage(sh, "shift", &format!("{a}: numeric argument required"), 1),
+        },
+        None => 1,
+    };
+    if n > sh.st.positional.len() {
+        return Ok(1);
+    }
+    sh.st.positional.drain(..n);
+    Ok(0)
+}
+
+fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let text = args[1..].join(" ");
+    run_text(sh, &text, "eval")
+}
+
+fn run_text(sh: &mut Shell, text: &str, what: &str) -> R<i32> {
+    let prog = match parse::parse_script(text) {
+        Ok(p) => p,
+        Err(m) => {
+            sh.err_line(&format!("{what}: {m}"))?;
+            return Ok(2);
+        }
+    };
+    sh.budget.enter()?;
+    sh.status = 0;
+    let r = sh.run_program(&prog);
+    sh.budget.leave();
+    r
+}
+
+fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let Some(file) = args.get(1) else {
+        return usage(sh, &args[0], "filename argument required", 2);
+    };
+    let path = VPath::parse_from(file, &sh.st.cwd);
+    let data = match path.and_then(|p| sh.fs.read(&p)) {
+        Ok(d) => d,
+        Err(e) => return usage(sh, file, utils::strerror(&e), 1),
+    };
+    let text = String::from_utf8_lossy(&data).into_owned();
+    let saved = (args.len() > 2).then(|| std::mem::replace(&mut sh.st.positional, args[2..].to_vec()));
+    let r = run_text(sh, &text, file);
+    if let Some(p) = saved {
+        sh.st.positional = p;
+    }
+    match r {
+        Err(Flow::Return(s)) => Ok(s),
+        other => other,
+    }
+}
+
+/// Reads one record from fd 0 (up to `delim`, or `n` chars); `None` at EOF.
+fn read_record(sh: &mut Shell, delim: Option<u8>, n: Option<usize>, fd: usize) -> Option<(Vec<u8>, bool)> {
+    let Some(Fd::In(input)) = sh.fds.get(fd).cloned().flatten() else {
+        return None;
+    };
+    let pos = input.pos.get();
+    let data = &input.data[pos.min(input.data.len())..];
+    if data.is_empty() {
+        return None;
+    }
+    let (end, found) = match (n, delim) {
+        (Some(n), _) => {
+            let text = String::from_utf8_lossy(data);
+            let mut bytes = 0;
+            let mut found = false;
+            for (i, c) in text.chars().enumerate() {
+                if i == n {
+                    break;
+                }
+                if Some(c as u32 as u8) == delim && c.is_ascii() {
+                    found = true;
+                    break;
+                }
+                bytes += c.len_utf8();
+            }
+            (bytes, found)
+        }
+        (None, Some(d)) => match data.iter().position(|&b| b == d) {
+            Some(i) => (i, true),
+            None => (data.len(), false),
+        },
+        (None, None) => (data.len(), false),
+    };
+    let record = data[..end].to_vec();
+    input.pos.set(pos + end + found as usize);
+    Some((record, found || n.is_some()))
+}
+
+fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut raw = false;
+    let mut delim = Some(b'\n');
+    let mut nchars = None;
+    let mut array = None;
+    let mut prompt = None;
+    let mut fd = 0;
+    let mut names = Vec::new();
+    let mut i = 1;
+    while i < args.len() {
+        let a = &args[i];
+        if a.starts_with('-') && a.len() > 1 && names.is_empty() {
+            let mut chars = a[1..].chars();
+            while let Some(c) = chars.next() {
+                let rest: String = chars.clone().collect();
+                let mut value = || -> Option<String> {
+                    if !rest.is_empty() {
+                        Some(rest.clone())
+                    } else {
+                        i += 1;
+                        args.get(i).cloned()
+                    }
+                };
+                match c {
+                    'r' => raw = true,
+                    's' | 'e' => {}
+                    'd' => {
+                        let v = value().unwrap_or_default();
+                        delim = Some(v.bytes().next().unwrap_or(0));
+                        break;
+                    }
+                    'n' | 'N' => {
+                        nchars = value().and_then(|v| v.parse().ok());
+                        if c == 'N' {
+                            delim = None;
+                        }
+                        break;
+                    }
+                    'a' => {
+                        array = value();
+                        break;
+                    }
+                    'p' => {
+                        prompt = value();
+                        break;
+                    }
+                    't' => {
+                        value();
+                        break;
+                    }
+                    'u' => {
+                        fd = value().and_then(|v| v.parse().ok()).unwrap_or(0);
+                        break;
+                    }
+                    _ => return usage(sh, "read", &format!("-{c}: invalid option"), 2),
+                }
+            }
+        } else {
+            names.push(a.clone());
+        }
+        i += 1;
+    }
+    let _ = prompt;
+    let Some((record, complete)) = read_record(sh, delim, nchars, fd) else {
+        for n in names.iter().chain(array.iter()) {
+            if array.as_ref() == Some(n) {
+                sh.st.vars.insert(n.clone(), Var { value: Value::Indexed(BTreeMap::new()), attrs: 0 });
+            } else {
+                sh.set_scalar(n, String::new())?;
+            }
+        }
+        if names.is_empty() && array.is_none() {
+            sh.set_scalar("REPLY", String::new())?;
+        }
+        return Ok(1);
+    };
+    let mut text = String::from_utf8_lossy(&record).into_owned();
+    if !raw {
+        text = remove_backslashes(&text);
+    }
+    let ifs = sh.ifs();
+    if let Some(arr) = array {
+        let fields = split_fields(&text, &ifs, usize::MAX);
+        let map = fields.into_iter().enumerate().map(|(i, f)| (i as i64, f)).collect();
+        sh.check_not_readonly(&arr)?;
+        sh.st.vars.insert(arr, Var { value: Value::Indexed(map), attrs: 0 });
+        return Ok(if complete { 0 } else { 1 });
+    }
+    if names.is_empty() {
+        sh.set_scalar("REPLY", text)?;
+        return Ok(if complete { 0 } else { 1 });
+    }
+    let fields = split_fields(&text, &ifs, names.len());
+    for (k, n) in names.iter().enumerate() {
+        let v = fields.get(k).cloned().unwrap_or_default();
+        sh.set_var_path(n, v)?;
+    }
+    Ok(if complete { 0 } else { 1 })
+}
+
+impl Shell<'_> {
+    fn check_not_readonly(&mut self, name: &str) -> R<()> {
+        if self.st.vars.get(name).is_some_and(|v| v.attrs & READONLY != 0) {
+            self.err_line(&format!("{name}: readonly variable"))?;
+            return Err(Flow::Error(1));
+        }
+        Ok(())
+    }
+}
+
+fn remove_backslashes(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') | None => {}
+                Some(n) => out.push(n),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Splits for `read`: at most `max` fields, the last one keeps the rest.
+fn split_fields(text: &str, ifs: &str, max: usize) -> Vec<String> {
+    let is_ws = |c: char| ifs.contains(c) && matches!(c, ' ' | '\t' | '\n');
+    let is_sep = |c: char| ifs.contains(c);
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() && is_ws(chars[i]) {
+        i += 1;
+    }
+    let mut fields = Vec::new();
+    while i < chars.len() {
+        if fields.len() + 1 == max {
+            let mut rest: String = chars[i..].iter().collect();
+            // trailing IFS whitespace is trimmed
+            while rest.chars().last().is_some_and(is_ws) {
+                rest.pop();
+            }
+            // a single trailing non-whitespace separator is dropped too
+            if rest.chars().last().is_some_and(|c| is_sep(c) && !is_ws(c)) {
+                let without: String = rest[..rest.len() - 1].to_string();
+                if !without.chars().any(is_sep) {
+                    rest = without;
+                }
+            }
+            fields.push(rest);
+            return fields;
+        }
+        let start = i;
+        while i < chars.len() && !is_sep(chars[i]) {
+            i += 1;
+        }
+        fields.push(chars[start..i].iter().collect());
+        // skip whitespace, one non-whitespace separator, whitespace
+        while i < chars.len() && is_ws(chars[i]) {
+            i += 1;
+        }
+        if i < chars.len() && is_sep(chars[i]) && !is_ws(chars[i]) {
+            i += 1;
+            while i < chars.len() && is_ws(chars[i]) {
+                i += 1;
+            }
+        }
+    }
+    fields
+}
+
+fn test(sh: &mut Shell, args: &[String]) -> R<i32> {
+    sh.test_args(&args[1..])
+}
+
+fn bracket(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if args.last().map(String::as_str) != Some("]") {
+        return usage(sh, "[", "missing `]'", 2);
+    }
+    sh.test_args(&args[1..args.len() - 1])
+}
+
+fn describe(sh: &Shell, name: &str) -> Option<(&'static str, String)> {
+    if sh.st.aliases.contains_key(name) {
+        return Some(("alias", format!("{name} is aliased to `{}'", sh.st.aliases[name])));
+    }
+    if matches!(
+        name,
+        "if" | "then" | "else" | "elif" | "fi" | "for" | "while" | "until" | "do" | "done" | "case" | "esac" | "function" | "[[" | "]]" | "{" | "}" | "!" | "in" | "time"
+    ) {
+        return Some(("keyword", format!("{name} is a shell keyword")));
+    }
+    if sh.st.funcs.contains_key(name) {
+        return Some(("function", format!("{name} is a function")));
+    }
+    if is_builtin(name) {
+        return Some(("builtin", format!("{name} is a shell builtin")));
+    }
+    if utils::lookup(name).is_some() || sh.extra.iter().any(|(n, _)| *n == name) || matches!(name, "bash" | "sh") {
+        return Some(("file", format!("{name} is /usr/bin/{name}")));
+    }
+    None
+}
+
+fn type_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut kind_only = false;
+    let mut path_only = false;
+    let mut status = 0;
+    let mut text = String::new();
+    for a in &args[1..] {
+        match a.as_str() {
+            "-t" => kind_only = true,
+            "-p" | "-P" => path_only = true,
+            "-a" | "-f" => {}
+            _ => match describe(sh, a) {
+                Some((kind, desc)) => {
+                    if kind_only {
+                        text.push_str(kind);
+                        text.push('\n');
+                    } else if path_only {
+                        if kind == "file" {
+                            text.push_str(&format!("/usr/bin/{a}\n"));
+                        }
+                    } else {
+                        text.push_str(&desc);
+                        text.push('\n');
+                        if kind == "function" {
+                            text.push_str(&format!("{a} () \n{{ ... }}\n"));
+                        }
+                    }
+                }
+                None => {
+                    status = 1;
+                    if !kind_only && !path_only {
+                        sh.out(&text)?;
+                        text.clear();
+                        sh.err_line(&format!("type: {a}: not found"))?;
+                    }
+                }
+            },
+        }
+    }
+    sh.out(&text)?;
+    Ok(status)
+}
+
+fn command(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut i = 1;
+    let mut verbose = None;
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "-v" => verbose = Some(false),
+            "-V" => verbose = Some(true),
+            "-p" => {}
+            "--" => {
+                i += 1;
+                break;
+            }
+            _ => break,
+        }
+        i += 1;
+    }
+    let Some(name) = args.get(i) else { return Ok(0) };
+    if let Some(long) = verbose {
+        let mut status = 0;
+        for n in &args[i..] {
+            match describe(sh, n) {
+                Some((kind, desc)) => {
+                    let line = if long {
+                        desc
+                    } else if kind == "file" {
+                        format!("/usr/bin/{n}")
+                    } else if kind == "alias" {
+                        format!("alias {n}='{}'", sh.st.aliases[n.as_str()])
+                    } else {
+                        n.clone()
+                    };
+                    sh.out(&format!("{line}\n"))?;
+                }
+                None => {
+                    if long {
+                        sh.err_line(&format!("command: {n}: not found"))?;
+                    }
+                    status = 1;
+                }
+            }
+        }
+        return Ok(status);
+    }
+    let _ = name;
+    let argv = args[i..].to_vec();
+    if let Some(b) = lookup(&argv[0]) {
+        return b(sh, &argv);
+    }
+    sh.run_external(&argv)
+}
+
+fn builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let Some(name) = args.get(1) else { return Ok(0) };
+    match lookup(name) {
+        Some(b) => b(sh, &args[1..]),
+        None => usage(sh, "builtin", &format!("{name}: not a shell builtin"), 1),
+    }
+}
+
+fn getopts(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let (Some(spec), Some(var)) = (args.get(1), args.get(2)) else {
+        return usage(sh, "getopts", "usage: getopts optstring name [arg ...]", 2);
+    };
+    let params: Vec<String> = if args.len() > 3 { args[3..].to_vec() } else { sh.st.positional.clone() };
+    let silent = spec.starts_with(':');
+    let spec = spec.trim_start_matches(':');
+    let mut optind: usize = sh.get_scalar("OPTIND").and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
+    let mut sub: usize = sh.get_scalar("_GETOPTS_SUB").and_then(|s| s.parse().ok()).unwrap_or(0);
+    let Some(arg) = params.get(optind - 1).cloned() else {
+        sh.set_scalar(var, "?".into())?;
+        return Ok(1);
+    };
+    if sub == 0 {
+        if arg == "--" {
+            sh.set_scalar("OPTIND", (optind + 1).to_string())?;
+            sh.set_scalar(var, "?".into())?;
+            return Ok(1);
+        }
+        if !arg.starts_with('-') || arg == "-" {
+            sh.set_scalar(var, "?".into())?;
+            return Ok(1);
+        }
+        sub = 1;
+    }
+    let chars: Vec<char> = arg.chars().collect();
+    let c = chars[sub];
+    sub += 1;
+    let at_end = sub >= chars.len();
+    let advance = |optind: &mut usize, sub: &mut usize, at_end: bool| {
+        if at_end {
+            *optind += 1;
+            *sub = 0;
+        }
+    };
+    let pos = spec.find(c);
+    match pos {
+        None => {
+            if silent {
+                sh.set_scalar("OPTARG", c.to_string())?;
+            } else {
+                sh.err_line(&format!("illegal option -- {c}"))?;
+                sh.st.vars.remove("OPTARG");
+            }
+            sh.set_scalar(var, "?".into())?;
+            advance(&mut optind, &mut sub, at_end);
+        }
+        Some(p) if spec[p + 1..].starts_with(':') => {
+            let value = if !at_end {
+                let v: String = chars[sub..].iter().collect();
+                optind += 1;
+                sub = 0;
+                Some(v)
+            } else {
+                optind += 1;
+                sub = 0;
+                let v = params.get(optind - 1).cloned();
+                if v.is_some() {
+                    optind += 1;
+                }
+                v
+            };
+            match value {
+                Some(v) => {
+                    sh.set_scalar("OPTARG", v)?;
+                    sh.set_scalar(var, c.to_string())?;
+                }
+                None => {
+                    if silent {
+                        sh.set_scalar(var, ":".into())?;
+                        sh.set_scalar("OPTARG", c.to_string())?;
+                    } else {
+                        sh.err_line(&format!("option requires an argument -- {c}"))?;
+                        sh.set_scalar(var, "?".into())?;
+                    }
+                }
+            }
+        }
+        Some(_) => {
+            sh.set_scalar(var, c.to_string())?;
+            sh.st.vars.remove("OPTARG");
+            advance(&mut optind, &mut sub, at_end);
+        }
+    }
+    sh.set_scalar("OPTIND", optind.to_string())?;
+    sh.set_scalar("_GETOPTS_SUB", sub.to_string())?;
+    Ok(0)
+}
+
+fn status_arg(sh: &mut Shell, args: &[String], name: &str) -> R<Result<i32, i32>> {
+    match args.get(1) {
+        None => Ok(Ok(sh.status)),
+        Some(a) => match a.trim().parse::<i64>() {
+            Ok(n) => Ok(Ok((n & 0xff) as i32)),
+            Err(_) => {
+                sh.err_line(&format!("{name}: {a}: numeric argument required"))?;
+                Ok(Err(2))
+            }
+        },
+    }
+}
+
+fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let status = match status_arg(sh, args, "exit")? {
+        Ok(s) | Err(s) => s,
+    };
+    Err(Flow::Abort(Abort::Exit(status)))
+}
+
+fn return_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let status = match status_arg(sh, args, "return")? {
+        Ok(s) | Err(s) => s,
+    };
+    if sh.in_function == 0 && !sh.sourcing() {
+        sh.err_line("return: can only `return' from a function or sourced script")?;
+        return Ok(1);
+    }
+    Err(Flow::Return(status))
+}
+
+impl Shell<'_> {
+    fn sourcing(&self) -> bool {
+        true
+    }
+}
+
+fn loop_level(sh: &mut Shell, args: &[String], name: &str) -> R<Result<u32, i32>> {
+    match args.get(1) {
+        None => Ok(Ok(1)),
+        Some(a) => match a.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(Ok(n)),
+            _ => {
+                sh.err_line(&format!("{name}: {a}: loop count out of range"))?;
+                Ok(Err(1))
+            }
+        },
+    }
+}
+
+fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    match loop_level(sh, args, "break")? {
+        Ok(n) => Err(Flow::Break(n)),
+        Err(s) => Ok(s),
+    }
+}
+
+fn continue_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    match loop_level(sh, args, "continue")? {
+        Ok(n) => Err(Flow::Continue(n)),
+        Err(s) => Ok(s),
+    }
+}
+
+fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if args.len() < 2 {
+        return usage(sh, "let", "expression expected", 1);
+    }
+    let mut last = 0;
+    for a in &args[1..] {
+        let expr = match super::arith::parse(a) {
+            Ok(e) => e,
+            Err(m) => {
+                sh.err_line(&format!("let: {a}: {m}"))?;
+                return Ok(1);
+            }
+        };
+        last = match sh.eval_arith(&expr) {
+            Ok(v) => v,
+            Err(Flow::Error(_)) => return Ok(1),
+            Err(e) => return Err(e),
+        };
+    }
+    Ok((last == 0) as i32)
+}
+
+fn shopt_slot<'o>(o: &'o mut super::Opts, name: &str) -> Option<&'o mut bool> {
+    Some(match name {
+        "globstar" => &mut o.globstar,
+        "nullglob" => &mut o.nullglob,
+        "failglob" => &mut o.failglob,
+        "dotglob" => &mut o.dotglob,
+        "extglob" => &mut o.extglob,
+        "nocaseglob" => &mut o.nocaseglob,
+        "nocasematch" => &mut o.nocasematch,
+        "lastpipe" => &mut o.lastpipe,
+        "expand_aliases" => &mut o.expand_aliases,
+        _ => return None,
+    })
+}
+
+const SHOPT_NAMES: &[&str] = &["dotglob", "expand_aliases", "extglob", "failglob", "globstar", "lastpipe", "nocaseglob", "nocasematch", "nullglob"];
+
+fn shopt(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut mode = None;
+    let mut quiet = false;
+    let mut set_o = false;
+    let mut names = Vec::new();
+    for a in &args[1..] {
+        match a.as_str() {
+            "-s" => mode = Some(true),
+            "-u" => mode = Some(false),
+            "-q" => quiet = true,
+            "-o" => set_o = true,
+            "-p" => {}
+            _ => names.push(a.clone()),
+        }
+    }
+    let mut status = 0;
+    if set_o {
+        for n in &names {
+            if let Some(m) = mode {
+                set_option(sh, n, m);
+            }
+        }
+        return Ok(0);
+    }
+    if names.is_empty() {
+        names = SHOPT_NAMES.iter().map(|s| s.to_string()).collect();
+    }
+    let mut text = String::new();
+    for n in &names {
+        let Some(slot) = shopt_slot(&mut sh.st.opts, n) else {
+            if !matches!(n.as_str(), "inherit_errexit" | "checkwinsize" | "histappend" | "cmdhist" | "progcomp" | "sourcepath" | "xpg_echo" | "globasciiranges" | "compat" | "direxpand" | "promptvars") {
+                sh.err_line(&format!("shopt: {n}: invalid shell option name"))?;
+                status = 1;
+            }
+            continue;
+        };
+        match mode {
+            Some(m) => *slot = m,
+            None => {
+                let on = *slot;
+                if !on {
+                    status = 1;
+                }
+                if !quiet {
+                    text.push_str(&format!("{n:<15}\t{}\n", if on { "on" } else { "off" }));
+                }
+            }
+        }
+    }
+    sh.out(&text)?;
+    Ok(status)
+}
+
+pub fn set_flag(sh: &mut Shell, c: char, on: bool) -> bool {
+    let o = &mut sh.st.opts;
+    match c {
+        'e' => o.errexit = on,
+        'u' => o.nounset = on,
+        'x' => o.xtrace = on,
+        'f' => o.noglob = on,
+        'C' => o.noclobber = on,
+        'h' | 'B' | 'H' | 'm' | 'v' | 'b' | 'a' | 'n' | 'T' | 'E' | 'P' | 'k' | 't' => {}
+        _ => return false,
+    }
+    true
+}
+
+fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
+    let flag = match name {
+        "errexit" => 'e',
+        "nounset" => 'u',
+        "xtrace" => 'x',
+        "noglob" => 'f',
+        "noclobber" => 'C',
+        "pipefail" => {
+            sh.st.opts.pipefail = on;
+            return true;
+        }
+        _ => return matches!(name, "posix" | "braceexpand" | "hashall" | "interactive-comments" | "monitor" | "vi" | "emacs" | "history" | "errtrace" | "functrace" | "allexport" | "verbose" | "noexec" | "notify" | "physical"),
+    };
+    set_flag(sh, flag, on)
+}
+
+fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if args.len() == 1 {
+        let mut names: Vec<&String> = sh.st.vars.keys().collect();
+        names.sort();
+        let mut text = String::new();
+        for n in names {
+            if let Some(s) = sh.st.vars[n].scalar() {
+                text.push_str(&format!("{n}={}\n", printf::single_quote(&s).replace("''", "''")));
+            }
+        }
+        sh.out(&text)?;
+        return Ok(0);
+    }
+    let mut i = 1;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" {
+            sh.st.positional = args[i + 1..].to_vec();
+            return Ok(0);
+        }
+        if a == "-" {
+            sh.st.positional = args[i + 1..].to_vec();
+            return Ok(0);
+        }
+        let on = a.starts_with('-');
+        if !(on || a.starts_with('+')) || a.len() < 2 {
+            sh.st.positional = args[i..].to_vec();
+            return Ok(0);
+        }
+        for c in a[1..].chars() {
+            if c == 'o' {
+                i += 1;
+                match args.get(i) {
+                    Some(name) => {
+                        if !set_option(sh, name, on) {
+                            sh.err_line(&format!("set: {name}: invalid option name"))?;
+                            return Ok(1);
+                        }
+                    }
+                    None => {
+                        let o = sh.st.opts.clone();
+                        let mut text = String::new();
+                        for (n, v) in [("errexit", o.errexit), ("noclobber", o.noclobber), ("noglob", o.noglob), ("nounset", o.nounset), ("pipefail", o.pipefail), ("xtrace", o.xtrace)] {
+                            text.push_str(&format!("{n:<15}\t{}\n", if v { "on" } else { "off" }));
+                        }
+                        sh.out(&text)?;
+                    }
+                }
+            } else if !set_flag(sh, c, on) {
+                sh.err_line(&format!("set: -{c}: invalid option"))?;
+                return Ok(2);
+            }
+        }
+        i += 1;
+    }
+    Ok(0)
+}
+
+fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut status = 0;
+    if args.len() == 1 {
+        let text: String = sh.st.aliases.iter().map(|(k, v)| format!("alias {k}='{v}'\n")).collect();
+        sh.out(&text)?;
+        return Ok(0);
+    }
+    for a in &args[1..] {
+        match a.split_once('=') {
+            Some((k, v)) => {
+                sh.st.aliases.insert(k.to_string(), v.to_string());
+            }
+            None => match sh.st.aliases.get(a) {
+                Some(v) => {
+                    let line = format!("alias {a}='{v}'\n");
+                    sh.out(&line)?;
+                }
+                None => {
+                    sh.err_line(&format!("alias: {a}: not found"))?;
+                    status = 1;
+                }
+            },
+        }
+    }
+    Ok(status)
+}
+
+fn unalias(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut status = 0;
+    for a in &args[1..] {
+        if a == "-a" {
+            sh.st.aliases.clear();
+        } else if sh.st.aliases.remove(a).is_none() {
+            sh.err_line(&format!("unalias: {a}: not found"))?;
+            status = 1;
+        }
+    }
+    Ok(status)
+}
+
+fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let mut strip = false;
+    let mut delim = b'\n';
+    let mut name = "MAPFILE".to_string();
+    let mut count = usize::MAX;
+    let mut skip = 0;
+    let mut i = 1;
+    while i < args.len() {
+        match args[i].as_str() {
+            "-t" => strip = true,
+            "-d" => {
+                i += 1;
+                delim = args.get(i).and_then(|d| d.bytes().next()).unwrap_or(0);
+            }
+            "-n" => {
+                i += 1;
+                count = args.get(i).and_then(|n| n.parse().ok()).filter(|&n| n > 0).unwrap_or(usize::MAX);
+            }
+            "-s" => {
+                i += 1;
+                skip = args.get(i).and_then(|n| n.parse().ok()).unwrap_or(0);
+            }
+            "-u" | "-C" | "-c" => i += 1,
+            a => name = a.to_string(),
+        }
+        i += 1;
+    }
+    let mut map = BTreeMap::new();
+    let mut k = 0;
+    while map.len() < count {
+        let Some((rec, found)) = read_record(sh, Some(delim), None, 0) else { break };
+        if k < skip {
+            k += 1;
+            continue;
+        }
+        let mut s = String::from_utf8_lossy(&rec).into_owned();
+        if found && !strip {
+            s.push(delim as char);
+        }
+        map.insert(map.len() as i64, s);
+        k += 1;
+    }
+    sh.check_not_readonly(&name)?;
+    sh.st.vars.insert(name, Var { value: Value::Indexed(map), attrs: 0 });
+    Ok(0)
+}
+
+fn trap(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if args.len() < 2 {
+        let text: String = sh.st.traps.iter().map(|(k, v)| format!("trap -- {} {k}\n", printf::single_quote(v))).collect();
+        sh.out(&text)?;
+        return Ok(0);
+    }
+    if args[1] == "-p" || args[1] == "-l" {
+        return Ok(0);
+    }
+    let action = &args[1];
+    for sig in &args[2..] {
+        let sig = sig.trim_start_matches("SIG").to_string();
+        let sig = if sig == "0" { "EXIT".to_string() } else { sig };
+        if action == "-" || action.is_empty() && false {
+            sh.st.traps.remove(&sig);
+        } else {
+            sh.st.traps.insert(sig, action.clone());
+        }
+    }
+    Ok(0)
+}
+
+fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if args.len() == 1 {
+        return Ok(0);
+    }
+    let argv = args[1..].to_vec();
+    let status = sh.dispatch(&argv, Vec::new())?;
+    Err(Flow::Abort(Abort::Exit(status)))
+}

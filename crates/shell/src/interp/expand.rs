@@ -1,0 +1,543 @@
+//! Word expansion: parameters, command substitution, arithmetic, tilde,
+//! then field splitting on IFS and pathname expansion, in bash's order.
+//!
+//! Expansion builds fields in a [`Fields`] builder that tracks, per field,
+//! the literal text and a glob pattern in which quoted characters are
+//! escaped, so that `"*"` stays literal while `*` globs.
+
+use super::ast::*;
+use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, READONLY, UPPER};
+use super::{pattern, printf, Fd, Shell, R};
+
+#[derive(Default)]
+struct Field {
+    text: String,
+    pat: String,
+    glob: bool,
+}
+
+struct Fields {
+    done: Vec<Field>,
+    cur: Field,
+    started: bool,
+    split: bool,
+    ifs: String,
+    just_split_ws: bool,
+}
+
+/// A parameter's value before it is pushed into fields.
+enum Val {
+    One(Option<String>),
+    Many(Vec<String>, bool),
+}
+
+impl Fields {
+    fn new(split: bool, ifs: String) -> Self {
+        Fields {
+            done: Vec::new(),
+            cur: Field::default(),
+            started: false,
+            split,
+            ifs,
+            just_split_ws: false,
+        }
+    }
+
+    fn push(&mut self, s: &str, quoted: bool) {
+        self.started = true;
+        self.just_split_ws = false;
+        self.cur.text.push_str(s);
+        if quoted {
+            for c in s.chars() {
+                if matches!(c, '*' | '?' | '[' | ']' | '\\' | '(' | ')' | '|' | '@' | '+' | '!') {
+                    self.cur.pat.push('\\');
+                }
+                self.cur.pat.push(c);
+            }
+        } else {
+            if s.contains(['*', '?', '[']) {
+                self.cur.glob = true;
+            }
+            self.cur.pat.push_str(s);
+        }
+    }
+
+    fn finish(&mut self) {
+        self.done.push(std::mem::take(&mut self.cur));
+        self.started = false;
+    }
+
+    /// Pushes the result of an unquoted expansion, splitting on IFS.
+    fn push_split(&mut self, s: &str) {
+        if !self.split {
+            self.push(s, false);
+            return;
+        }
+        let mut buf = String::new();
+        for c in s.chars() {
+            if !self.ifs.contains(c) {
+                buf.push(c);
+                continue;
+            }
+            if !buf.is_empty() {
+                self.push(&buf, false);
+                buf.clear();
+            }
+            if c == ' ' || c == '\t' || c == '\n' {
+                if self.started {
+                    self.finish();
+                    self.just_split_ws = true;
+                }
+            } else {
+                if self.started || !self.just_split_ws {
+                    self.finish();
+                }
+                self.just_split_ws = false;
+            }
+        }
+        if !buf.is_empty() {
+            self.push(&buf, false);
+        }
+    }
+
+    fn end(mut self) -> Vec<Field> {
+        if self.started {
+            self.finish();
+        }
+        self.done
+    }
+}
+
+impl Shell<'_> {
+    /// Expands command words into fields (split and globbed).
+    pub fn expand_words(&mut self, words: &[Word]) -> R<Vec<String>> {
+        let mut out = Vec::with_capacity(words.len());
+        let ifs = self.ifs();
+        for w in words {
+            if let Some(l) = w.as_lit() {
+                if !l.contains(['*', '?', '[']) || self.st.opts.noglob {
+                    out.push(l.to_string());
+                    continue;
+                }
+            }
+            let mut f = Fields::new(true, ifs.clone());
+            self.expand_parts(&w.0, false, &mut f)?;
+            for field in f.end() {
+                if field.glob && !self.st.opts.noglob {
+                    let matches = self.glob(&field.pat);
+                    if !matches.is_empty() {
+                        out.extend(matches);
+                        continue;
+                    }
+                    if self.st.opts.failglob {
+                        let msg = format!("no match: {}", field.text);
+                        return Err(self.fatal(&msg));
+                    }
+                    if self.st.opts.nullglob {
+                        continue;
+                    }
+                }
+                out.push(field.text);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Expands a word to one string (no splitting, no globbing).
+    pub fn expand_single(&mut self, w: &Word) -> R<String> {
+        if let Some(l) = w.as_lit() {
+            return Ok(l.to_string());
+        }
+        let mut f = Fields::new(false, " ".into());
+        self.expand_parts(&w.0, false, &mut f)?;
+        let fields = f.end();
+        Ok(fields.into_iter().map(|f| f.text).collect::<Vec<_>>().join(" "))
+    }
+
+    pub fn expand_assign_value(&mut self, w: &Word) -> R<String> {
+        self.expand_single(w)
+    }
+
+    /// Expands a word to a pattern: quoted characters are escaped.
+    pub fn expand_pattern(&mut self, w: &Word) -> R<String> {
+        if let Some(l) = w.as_lit() {
+            return Ok(l.to_string());
+        }
+        let mut f = Fields::new(false, " ".into());
+        self.expand_parts(&w.0, false, &mut f)?;
+        Ok(f.end().into_iter().map(|f| f.pat).collect::<Vec<_>>().join(" "))
+    }
+
+    fn expand_parts(&mut self, parts: &[Part], quoted: bool, f: &mut Fields) -> R<()> {
+        for p in parts {
+            match p {
+                Part::Lit(s) => f.push(s, quoted),
+                Part::Quoted(s) => f.push(s, true),
+                Part::Double(inner) => {
+                    if inner.is_empty() {
+                        f.push("", true);
+                    }
+                    self.expand_parts(inner, true, f)?;
+                }
+                Part::Tilde(user) => {
+                    let home = self.tilde(user);
+                    f.push(&home, true);
+                }
+                Part::Param(param) => self.expand_param(param, quoted, f)?,
+                Part::Command(prog) => {
+                    let text = self.command_subst(prog)?;
+                    push_value(f, &text, quoted);
+                }
+                Part::Arith(a) => {
+                    let v = self.arith(a)?;
+                    push_value(f, &v.to_string(), quoted);
+                }
+                Part::ProcSub(prog, input) => {
+                    let path = self.procsub(prog, *input)?;
+                    f.push(&path, true);
+                }
+                Part::ArrayAssign(a) => {
+                    f.push(&a.name, true);
+                    self.deferred.push(a.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn tilde(&mut self, user: &str) -> String {
+        match user {
+            "" => self.get_scalar("HOME").unwrap_or_else(|| "/".into()),
+            "+" => self.get_scalar("PWD").unwrap_or_default(),
+            "-" => self.get_scalar("OLDPWD").unwrap_or_else(|| "~-".into()),
+            "root" => "/root".into(),
+            _ => format!("~{user}"),
+        }
+    }
+
+    /// Runs `$(...)` and returns its output without trailing newlines.
+    pub fn command_subst(&mut self, prog: &Program) -> R<String> {
+        let slot = self.open_slot(None);
+        let saved = self.fds[1].replace(Fd::Out(slot));
+        let r = self.subshell(|sh| sh.run_program(prog));
+        self.fds[1] = saved;
+        let bytes = std::mem::take(&mut self.slots[slot].out).into_bytes();
+        self.slots[slot].open = false;
+        self.close_slot(slot)?;
+        let status = r?;
+        self.status = status;
+        self.cmdsub_status = Some(status);
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        while text.ends_with('\n') {
+            text.pop();
+        }
+        Ok(text)
+    }
+
+    fn expand_param(&mut self, p: &Param, quoted: bool, f: &mut Fields) -> R<()> {
+        let (name, sub) = if p.indirect {
+            self.indirect_target(p)?
+        } else {
+            (p.name.clone(), p.sub.clone())
+        };
+        let val = match &p.op {
+            ParamOp::Names(star) => {
+                let mut names: Vec<String> = self.st.vars.keys().filter(|k| k.starts_with(&name)).cloned().collect();
+                names.sort();
+                Val::Many(names, *star)
+            }
+            ParamOp::Keys => {
+                let keys = self.get_keys(&name);
+                Val::Many(keys, matches!(sub, Some(Subscript::All(true))))
+            }
+            _ => {
+                let raw = self.lookup_param(&name, sub.as_ref())?;
+                self.apply_op(&name, sub.as_ref(), &p.op, raw, quoted, f)?
+            }
+        };
+        match val {
+            Val::One(Some(s)) => push_value(f, &s, quoted),
+            Val::One(None) => {
+                if quoted {
+                    f.push("", true);
+                }
+            }
+            Val::Many(items, star) => self.push_many(f, items, star, quoted),
+        }
+        Ok(())
+    }
+
+    fn push_many(&mut self, f: &mut Fields, items: Vec<String>, star: bool, quoted: bool) {
+        if quoted && star {
+            let sep = self.ifs_first();
+            f.push(&items.join(&sep), true);
+            return;
+        }
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                if quoted || f.split {
+                    if f.started || quoted {
+                        f.finish();
+                    }
+                    if quoted {
+                        f.started = true;
+                    }
+                } else {
+                    f.push(" ", false);
+                }
+            }
+            if quoted {
+                f.push(item, true);
+            } else {
+                f.push_split(item);
+            }
+        }
+    }
+
+    fn indirect_target(&mut self, p: &Param) -> R<(String, Option<Subscript>)> {
+        let target = match &p.sub {
+            Some(Subscript::Index(w)) => {
+                let text = self.expand_single(w)?;
+                let key = self.subscript_key(&p.name, &text)?;
+                self.get_element(&p.name, &key)
+            }
+            _ => self.get_scalar(&p.name),
+        };
+        let Some(target) = target else {
+            if self.st.opts.nounset {
+                return Err(self.fatal(&format!("{}: unbound variable", p.name)));
+            }
+            return Ok((String::new(), None));
+        };
+        if let Some((n, rest)) = target.split_once('[') {
+            let inner = rest.strip_suffix(']').unwrap_or(rest);
+            let sub = match inner {
+                "@" => Subscript::All(false),
+                "*" => Subscript::All(true),
+                _ => Subscript::Index(Word(vec![Part::Quoted(inner.to_string())])),
+            };
+            return Ok((n.to_string(), Some(sub)));
+        }
+        let valid = target.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || matches!(target.as_str(), "@" | "*" | "#" | "?");
+        if !valid || target.is_empty() {
+            return Err(self.fatal(&format!("{target}: invalid indirect expansion")));
+        }
+        Ok((target, None))
+    }
+
+    fn lookup_param(&mut self, name: &str, sub: Option<&Subscript>) -> R<Val> {
+        Ok(match sub {
+            Some(Subscript::All(star)) => match self.get_all(name) {
+                Some(v) => Val::Many(v, *star),
+                None => Val::Many(Vec::new(), *star),
+            },
+            Some(Subscript::Index(w)) => {
+                let text = self.expand_single(w)?;
+                let key = self.subscript_key(name, &text)?;
+                Val::One(self.get_element(name, &key))
+            }
+            None if name == "@" || name == "*" => Val::Many(self.st.positional.clone(), name == "*"),
+            None => Val::One(self.get_scalar(name)),
+        })
+    }
+
+    fn apply_op(&mut self, name: &str, sub: Option<&Subscript>, op: &ParamOp, val: Val, quoted: bool, f: &mut Fields) -> R<Val> {
+        let is_unset = match &val {
+            Val::One(v) => v.is_none(),
+            Val::Many(v, _) => v.is_empty() && !self.st.vars.contains_key(name) && name != "@" && name != "*",
+        };
+        if is_unset && self.st.opts.nounset && !matches!(op, ParamOp::Test { .. }) && !matches!(name, "@" | "*") {
+            return Err(self.fatal(&format!("{name}: unbound variable")));
+        }
+        Ok(match op {
+            ParamOp::None | ParamOp::Names(_) | ParamOp::Keys => val,
+            ParamOp::Length => match val {
+                Val::Many(v, _) => Val::One(Some(v.len().to_string())),
+                Val::One(v) => Val::One(Some(v.map_or(0, |s| s.chars().count()).to_string())),
+            },
+            ParamOp::Test { op, colon, word } => {
+                let null = match &val {
+                    Val::One(None) => true,
+                    Val::One(Some(s)) => *colon && s.is_empty(),
+                    Val::Many(v, _) => v.is_empty() || (*colon && v.iter().all(|s| s.is_empty()) && v.len() <= 1),
+                };
+                match op {
+                    '-' if null => {
+                        self.expand_parts(&word.0, quoted, f)?;
+                        Val::One(None).drop_quiet()
+                    }
+                    '=' if null => {
+                        let v = self.expand_single(word)?;
+                        match sub {
+                            Some(Subscript::Index(w)) => {
+                                let text = self.expand_single(w)?;
+                                let key = self.subscript_key(name, &text)?;
+                                self.set_element(name, &key, v.clone())?;
+                            }
+                            _ => self.set_scalar(name, v.clone())?,
+                        }
+                        Val::One(Some(v))
+                    }
+                    '+' if !null => {
+                        self.expand_parts(&word.0, quoted, f)?;
+                        Val::One(None).drop_quiet()
+                    }
+                    '+' => Val::One(None).drop_quiet(),
+                    '?' if null => {
+                        let msg = self.expand_single(word)?;
+                        let msg = if msg.is_empty() { "parameter null or not set".to_string() } else { msg };
+                        return Err(self.fatal(&format!("{name}: {msg}")));
+                    }
+                    _ => val,
+                }
+            }
+            ParamOp::Substr(off, len) => {
+                let off = self.arith(off)?;
+                let len = match len {
+                    Some(l) => Some(self.arith(l)?),
+                    None => None,
+                };
+                match val {
+                    Val::One(v) => Val::One(v.map(|s| substr(&s, off, len))),
+                    Val::Many(mut items, star) => {
+                        let mut off = off;
+                        if name == "@" || name == "*" {
+                            items.insert(0, self.st.arg0.clone());
+                        }
+                        if off < 0 {
+                            off += items.len() as i64;
+                            if off < 0 {
+                                return Ok(Val::Many(Vec::new(), star));
+                            }
+                        }
+                        Val::Many(slice(items, off, len), star)
+                    }
+                }
+            }
+            ParamOp::Strip { suffix, longest, pat } => {
+                let pat = self.expand_pattern(pat)?;
+                let ext = self.st.opts.extglob;
+                self.map_val(val, |s| pattern::strip(&pat, s, *suffix, *longest, ext))
+            }
+            ParamOp::Replace { mode, pat, rep } => {
+                let pat = self.expand_pattern(pat)?;
+                let rep = self.expand_single(rep)?;
+                let ext = self.st.opts.extglob;
+                self.map_val(val, |s| pattern::replace(&pat, s, &rep, *mode, ext))
+            }
+            ParamOp::Case { upper, all, pat } => {
+                let pat = self.expand_pattern(pat)?;
+                let ext = self.st.opts.extglob;
+                self.map_val(val, |s| change_case(s, &pat, *upper, *all, ext))
+            }
+            ParamOp::Transform(t) => self.transform(name, *t, val)?,
+        })
+    }
+
+    fn map_val(&mut self, val: Val, mut f: impl FnMut(&str) -> String) -> Val {
+        match val {
+            Val::One(v) => Val::One(v.map(|s| f(&s))),
+            Val::Many(items, star) => Val::Many(items.iter().map(|s| f(s)).collect(), star),
+        }
+    }
+
+    fn transform(&mut self, name: &str, t: char, val: Val) -> R<Val> {
+        let attrs = self.st.vars.get(name).cloned();
+        Ok(match t {
+            'Q' => self.map_val(val, printf::single_quote),
+            'E' => self.map_val(val, |s| printf::unescape(s, false).0),
+            'P' => val,
+            'U' => self.map_val(val, |s| s.to_uppercase()),
+            'L' => self.map_val(val, |s| s.to_lowercase()),
+            'u' => self.map_val(val, |s| change_case(s, "", true, false, false)),
+            'a' => Val::One(Some(attr_letters(attrs.as_ref()))),
+            'A' => match (attrs, val) {
+                (_, Val::One(Some(s))) => Val::One(Some(format!("{name}={}", printf::quote(&s)))),
+                _ => Val::One(None),
+            },
+            'K' | 'k' => val,
+            _ => return Err(self.fatal(&format!("{name}: bad substitution"))),
+        })
+    }
+}
+
+trait Quiet {
+    fn drop_quiet(self) -> Val;
+}
+
+impl Quiet for Val {
+    /// A value already pushed (by `${x:-word}`): nothing more to push.
+    fn drop_quiet(self) -> Val {
+        Val::Many(Vec::new(), false)
+    }
+}
+
+fn push_value(f: &mut Fields, s: &str, quoted: bool) {
+    if quoted {
+        f.push(s, true);
+    } else {
+        f.push_split(s);
+    }
+}
+
+pub fn attr_letters(var: Option<&Var>) -> String {
+    let Some(v) = var else { return String::new() };
+    let mut s = String::new();
+    match v.value {
+        Value::Indexed(_) => s.push('a'),
+        Value::Assoc(_) => s.push('A'),
+        _ => {}
+    }
+    for (bit, c) in [(INTEGER, 'i'), (LOWER, 'l'), (READONLY, 'r'), (UPPER, 'u'), (EXPORT, 'x')] {
+        if v.attrs & bit != 0 {
+            s.push(c);
+        }
+    }
+    s
+}
+
+fn substr(s: &str, off: i64, len: Option<i64>) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len() as i64;
+    let start = if off < 0 { n + off } else { off };
+    if start < 0 || start > n {
+        return String::new();
+    }
+    let end = match len {
+        None => n,
+        Some(l) if l < 0 => n + l,
+        Some(l) => (start + l).min(n),
+    };
+    if end < start {
+        return String::new();
+    }
+    chars[start as usize..end as usize].iter().collect()
+}
+
+fn slice(items: Vec<String>, off: i64, len: Option<i64>) -> Vec<String> {
+    let n = items.len() as i64;
+    let start = off.clamp(0, n) as usize;
+    let end = match len {
+        None => n as usize,
+        Some(l) if l < 0 => (n + l).max(start as i64) as usize,
+        Some(l) => (start as i64 + l).min(n) as usize,
+    };
+    items.into_iter().skip(start).take(end.saturating_sub(start)).collect()
+}
+
+fn change_case(s: &str, pat: &str, upper: bool, all: bool, ext: bool) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        let applies = (all || i == 0) && (pat.is_empty() || pattern::matches(pat, &c.to_string(), ext, false));
+        if applies {
+            if upper {
+                out.extend(c.to_uppercase());
+            } else {
+                out.extend(c.to_lowercase());
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -1,0 +1,1242 @@
+//! The interpreter: runs a parsed script against the workspace.
+//!
+//! Design:
+//! - All shell state that a subshell may change (variables, functions,
+//!   positional parameters, cwd, options) lives in [`State`]; a subshell,
+//!   command substitution or pipeline stage saves a copy and restores it
+//!   afterwards, so changes are discarded as in bash.
+//! - File descriptors map to capture buffers ([`Slot`]). A redirection to a
+//!   file opens a slot that is flushed to the file when the redirection
+//!   ends (a `>` truncates at open, as bash does); `exec >file` slots are
+//!   flushed at the end of the exec. Pipelines are buffered stage by stage.
+//! - Input descriptors hold bytes plus a shared read position, so `read`
+//!   in a `while` loop consumes its input line by line.
+//! - Control flow (`break`, `continue`, `return`, fatal expansion errors)
+//!   travels as [`Flow`] values; `exit` and limits as [`Abort`].
+//! - Process substitution `<(cmd)` runs `cmd` first and writes its output to
+//!   the workspace file `/dev/fd/63` (then 62, ...), the names bash shows;
+//!   the files (and `/dev/fd` if it was created) are removed at the end of
+//!   the exec. `>(cmd)` gets such a file too, and `cmd` runs with it as
+//!   input once the outer command finished.
+
+pub mod arith;
+pub mod ast;
+mod builtins;
+mod cond;
+mod expand;
+pub mod parse;
+mod pattern;
+pub mod printf;
+mod redirect;
+mod vars;
+
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use stead_vfs::VPath;
+
+use crate::fs::Fs;
+use crate::io::Output;
+use crate::limits::{Abort, Budget, Clock};
+use crate::utils::{self, Ctx, Runner, Utility};
+use ast::*;
+pub use vars::{Value, Var};
+
+/// How control leaves a command early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Flow {
+    Abort(Abort),
+    Break(u32),
+    Continue(u32),
+    Return(i32),
+    /// A fatal expansion error: ends the (sub)shell with this status.
+    Error(i32),
+}
+
+impl From<Abort> for Flow {
+    fn from(a: Abort) -> Self {
+        Flow::Abort(a)
+    }
+}
+
+pub type R<T> = Result<T, Flow>;
+
+#[derive(Debug, Clone, Default)]
+pub struct Opts {
+    pub errexit: bool,
+    pub nounset: bool,
+    pub xtrace: bool,
+    pub pipefail: bool,
+    pub noglob: bool,
+    pub noclobber: bool,
+    pub globstar: bool,
+    pub nullglob: bool,
+    pub failglob: bool,
+    pub dotglob: bool,
+    pub extglob: bool,
+    pub nocaseglob: bool,
+    pub nocasematch: bool,
+    pub lastpipe: bool,
+    pub expand_aliases: bool,
+}
+
+/// Everything a subshell copies and discards.
+#[derive(Clone)]
+pub struct State {
+    pub vars: HashMap<String, Var>,
+    pub funcs: HashMap<String, Rc<Function>>,
+    /// Saved variables of each active function call (for `local`).
+    pub frames: Vec<Vec<(String, Option<Var>)>>,
+    pub positional: Vec<String>,
+    pub arg0: String,
+    pub cwd: VPath,
+    pub opts: Opts,
+    pub traps: BTreeMap<String, String>,
+    pub aliases: BTreeMap<String, String>,
+    pub func_names: Vec<String>,
+}
+
+/// Where an output descriptor's bytes go.
+pub struct Slot {
+    pub out: Output,
+    /// Flushed to this file (append) when the slot closes.
+    pub file: Option<VPath>,
+    pub open: bool,
+    /// Opened by `exec`: written to the file after every command.
+    pub direct: bool,
+}
+
+/// A readable input with a shared position.
+pub struct Input {
+    pub data: Vec<u8>,
+    pub pos: std::cell::Cell<usize>,
+}
+
+#[derive(Clone)]
+pub enum Fd {
+    In(Rc<Input>),
+    Out(usize),
+    Null,
+}
+
+pub struct Shell<'a> {
+    pub fs: &'a dyn Fs,
+    pub clock: &'a dyn Clock,
+    pub budget: &'a Budget,
+    pub st: State,
+    pub status: i32,
+    pub slots: Vec<Slot>,
+    pub fds: Vec<Option<Fd>>,
+    pub pipestatus: Vec<i32>,
+    pub arith_depth: u32,
+    pub line: usize,
+    /// Nesting of conditions where `set -e` does not apply.
+    pub no_errexit: u32,
+    pub deferred: Vec<Rc<Assign>>,
+    pub extra: &'a [(&'a str, Utility)],
+    procsubs: Vec<(VPath, Option<Rc<Program>>)>,
+    random: u64,
+    ticks: u32,
+    pub(crate) in_function: u32,
+    /// Status of the last command substitution (for `x=$(false)`).
+    pub cmdsub_status: Option<i32>,
+    /// Descriptors from `{var}>file`, which outlive their command.
+    pub persist_fds: Vec<usize>,
+    /// `/dev/fd` (and `/dev`) when created for process substitution.
+    created_dirs: Vec<VPath>,
+}
+
+/// The top-level message for a limit.
+pub fn limit_message(kind: crate::limits::LimitKind) -> String {
+    format!("stead: limit {} exceeded\n", kind.name())
+}
+
+impl<'a> Shell<'a> {
+    pub fn new(
+        fs: &'a dyn Fs,
+        clock: &'a dyn Clock,
+        budget: &'a Budget,
+        cwd: VPath,
+        extra: &'a [(&'a str, Utility)],
+    ) -> Self {
+        Shell {
+            fs,
+            clock,
+            budget,
+            st: State {
+                vars: HashMap::new(),
+                funcs: HashMap::new(),
+                frames: Vec::new(),
+                positional: Vec::new(),
+                arg0: "bash".into(),
+                cwd,
+                opts: Opts::default(),
+                traps: BTreeMap::new(),
+                aliases: BTreeMap::new(),
+                func_names: Vec::new(),
+            },
+            status: 0,
+            slots: Vec::new(),
+            fds: vec![None; 10],
+            pipestatus: vec![0],
+            arith_depth: 0,
+            line: 1,
+            no_errexit: 0,
+            deferred: Vec::new(),
+            extra,
+            procsubs: Vec::new(),
+            random: 0x2545_F491_4F6C_DD1D,
+            ticks: 0,
+            in_function: 0,
+            cmdsub_status: None,
+            persist_fds: Vec::new(),
+            created_dirs: Vec::new(),
+        }
+    }
+
+    pub fn opts(&self) -> &Opts {
+        &self.st.opts
+    }
+
+    /// Opens a capture slot and returns its index.
+    pub fn open_slot(&mut self, file: Option<VPath>) -> usize {
+        let cap = self.budget.limits().max_output_bytes;
+        self.slots.push(Slot {
+            out: Output::with_cap(cap),
+            file,
+            open: true,
+            direct: false,
+        });
+        self.slots.len() - 1
+    }
+
+    /// Closes a slot, writing file-backed output to its file.
+    pub fn close_slot(&mut self, index: usize) -> R<()> {
+        let slot = &mut self.slots[index];
+        if !slot.open {
+            return Ok(());
+        }
+        slot.open = false;
+        let bytes = std::mem::take(&mut slot.out).into_bytes();
+        let file = slot.file.take();
+        while self.slots.last().is_some_and(|s| !s.open) && self.slots.len() > 2 {
+            self.slots.pop();
+        }
+        if let Some(path) = file {
+            if !bytes.is_empty() {
+                self.budget.charge_write(bytes.len() as u64)?;
+                if let Err(e) = self.fs.append(&path, &bytes) {
+                    let msg = format!("{}: {}", path.as_str(), utils::strerror(&e));
+                    self.err_line(&msg)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes to a descriptor.
+    pub fn write_fd(&mut self, fd: usize, data: &[u8]) -> R<()> {
+        match self.fds.get(fd).cloned().flatten() {
+            Some(Fd::Out(i)) => {
+                self.slots[i].out.write(data)?;
+                Ok(())
+            }
+            Some(Fd::Null) => Ok(()),
+            _ => {
+                if fd != 2 {
+                    self.err_line(&format!("{fd}: Bad file descriptor"))?;
+                }
+                Err(Flow::Error(1)).or(Ok(()))
+            }
+        }
+    }
+
+    pub fn out(&mut self, text: &str) -> R<()> {
+        self.write_fd(1, text.as_bytes())
+    }
+
+    /// Writes `bash: message\n` to stderr.
+    pub fn err_line(&mut self, message: &str) -> R<()> {
+        let line = format!("bash: {message}\n");
+        self.write_fd(2, line.as_bytes())
+    }
+
+    /// Prints a fatal error and returns the flow that ends the shell.
+    pub fn fatal(&mut self, message: &str) -> Flow {
+        match self.err_line(message) {
+            Err(f) => f,
+            Ok(()) => Flow::Error(1),
+        }
+    }
+
+    fn tick(&mut self) -> R<()> {
+        self.budget.charge_command()?;
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks % 256 == 0 {
+            self.budget.check_time(self.clock)?;
+        }
+        Ok(())
+    }
+
+    pub fn next_random(&mut self) -> u64 {
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        self.random
+    }
+
+    // ---- running ----
+
+    pub fn run_program(&mut self, prog: &[Item]) -> R<i32> {
+        for item in prog {
+            self.run_item(item)?;
+        }
+        Ok(self.status)
+    }
+
+    fn run_item(&mut self, item: &Item) -> R<()> {
+        let guarded = !item.rest.is_empty();
+        if guarded {
+            self.no_errexit += 1;
+        }
+        let first = self.run_pipeline(&item.first);
+        if guarded {
+            self.no_errexit -= 1;
+        }
+        first?;
+        for (i, (and, pipe)) in item.rest.iter().enumerate() {
+            if (self.status == 0) != *and {
+                continue;
+            }
+            let last = i + 1 == item.rest.len();
+            if !last {
+                self.no_errexit += 1;
+            }
+            let r = self.run_pipeline(pipe);
+            if !last {
+                self.no_errexit -= 1;
+            }
+            r?;
+        }
+        Ok(())
+    }
+
+    fn check_errexit(&mut self) -> R<()> {
+        if self.st.opts.errexit && self.status != 0 && self.no_errexit == 0 {
+            return Err(Flow::Abort(Abort::Exit(self.status)));
+        }
+        Ok(())
+    }
+
+    fn run_pipeline(&mut self, pipe: &Pipeline) -> R<()> {
+        if pipe.negate {
+            self.no_errexit += 1;
+        }
+        let r = if pipe.cmds.len() == 1 {
+            let r = self.run_command(&pipe.cmds[0]);
+            self.pipestatus = vec![self.status];
+            r
+        } else {
+            self.run_stages(&pipe.cmds)
+        };
+        if pipe.negate {
+            self.no_errexit -= 1;
+            r?;
+            self.status = (self.status == 0) as i32;
+            return Ok(());
+        }
+        r?;
+        self.check_errexit()
+    }
+
+    fn run_stages(&mut self, cmds: &[Command]) -> R<()> {
+        let saved_in = self.fds[0].clone();
+        let saved_out = self.fds[1].clone();
+        let mut statuses = Vec::with_capacity(cmds.len());
+        let mut result = Ok(());
+        for (i, cmd) in cmds.iter().enumerate() {
+            let last = i + 1 == cmds.len();
+            let slot = (!last).then(|| self.open_slot(None));
+            if let Some(s) = slot {
+                self.fds[1] = Some(Fd::Out(s));
+            } else {
+                self.fds[1] = saved_out.clone();
+            }
+            let r = if last && self.st.opts.lastpipe {
+                self.run_command(cmd)
+            } else {
+                self.subshell(|sh| sh.run_command(cmd).map(|_| sh.status))
+                    .map(|status| self.status = status)
+            };
+            statuses.push(self.status);
+            if let Some(s) = slot {
+                let bytes = std::mem::take(&mut self.slots[s].out).into_bytes();
+                self.slots[s].open = false;
+                self.close_slot(s)?;
+                self.fds[0] = Some(Fd::In(Rc::new(Input {
+                    data: bytes,
+                    pos: 0.into(),
+                })));
+            }
+            if let Err(e) = r {
+                result = Err(e);
+                break;
+            }
+        }
+        self.fds[0] = saved_in;
+        self.fds[1] = saved_out;
+        result?;
+        if self.st.opts.pipefail {
+            self.status = statuses.iter().rev().find(|&&s| s != 0).copied().unwrap_or(0);
+        }
+        self.pipestatus = statuses;
+        Ok(())
+    }
+
+    /// Runs `f` with state changes discarded; `exit` ends only the subshell.
+    pub fn subshell(&mut self, f: impl FnOnce(&mut Self) -> R<i32>) -> R<i32> {
+        self.budget.enter()?;
+        let saved = self.st.clone();
+        let saved_fds = self.fds.clone();
+        let r = f(self);
+        self.st = saved;
+        self.restore_fds(saved_fds)?;
+        self.budget.leave();
+        match r {
+            Ok(s) => Ok(s),
+            Err(Flow::Abort(Abort::Exit(s))) | Err(Flow::Error(s)) | Err(Flow::Return(s)) => Ok(s),
+            Err(Flow::Break(_)) | Err(Flow::Continue(_)) => Ok(self.status),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn run_command(&mut self, cmd: &Command) -> R<()> {
+        match cmd {
+            Command::Simple(s) => self.run_simple(s),
+            Command::Compound(c, redirs) => {
+                if redirs.is_empty() {
+                    return self.run_compound(c);
+                }
+                let saved = match self.apply_redirs(redirs)? {
+                    Some(saved) => saved,
+                    None => {
+                        self.status = 1;
+                        return Ok(());
+                    }
+                };
+                let r = self.run_compound(c);
+                self.restore_fds(saved)?;
+                r
+            }
+            Command::Function(f) => {
+                self.st.funcs.insert(f.name.clone(), f.clone());
+                self.status = 0;
+                Ok(())
+            }
+        }
+    }
+
+    fn run_compound(&mut self, c: &Compound) -> R<()> {
+        match c {
+            Compound::Group(p) => self.run_program(p).map(drop),
+            Compound::Subshell(p) => {
+                let s = self.subshell(|sh| sh.run_program(p))?;
+                self.status = s;
+                Ok(())
+            }
+            Compound::If { branches, otherwise } => {
+                for (cond, body) in branches {
+                    if self.condition(cond)? {
+                        return self.run_program(body).map(drop);
+                    }
+                }
+                match otherwise {
+                    Some(p) => self.run_program(p).map(drop),
+                    None => {
+                        self.status = 0;
+                        Ok(())
+                    }
+                }
+            }
+            Compound::While { until, cond, body } => self.run_while(*until, cond, body),
+            Compound::For { var, words, body } => self.run_for(var, words.as_deref(), body),
+            Compound::ArithFor {
+                init,
+                cond,
+                step,
+                body,
+            } => self.run_arith_for(init.as_ref(), cond.as_ref(), step.as_ref(), body),
+            Compound::Case { word, arms } => self.run_case(word, arms),
+            Compound::Arith(a) => {
+                self.tick()?;
+                self.status = match self.arith(a) {
+                    Ok(v) => (v == 0) as i32,
+                    Err(Flow::Error(_)) => 1,
+                    Err(e) => return Err(e),
+                };
+                Ok(())
+            }
+            Compound::Cond(c) => {
+                self.tick()?;
+                self.status = match self.eval_cond(c) {
+                    Ok(b) => (!b) as i32,
+                    Err(Flow::Error(s)) => s.max(1) + 1,
+                    Err(e) => return Err(e),
+                };
+                Ok(())
+            }
+        }
+    }
+
+    fn condition(&mut self, cond: &[Item]) -> R<bool> {
+        self.no_errexit += 1;
+        let r = self.run_program(cond);
+        self.no_errexit -= 1;
+        Ok(r? == 0)
+    }
+
+    /// Handles `break`/`continue` coming out of a loop body; `Ok(true)` stops the loop.
+    fn loop_flow(&mut self, r: R<i32>) -> R<bool> {
+        match r {
+            Ok(_) => Ok(false),
+            Err(Flow::Break(n)) => {
+                if n > 1 {
+                    Err(Flow::Break(n - 1))
+                } else {
+                    Ok(true)
+                }
+            }
+            Err(Flow::Continue(n)) => {
+                if n > 1 {
+                    Err(Flow::Continue(n - 1))
+                } else {
+                    Ok(false)
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn run_while(&mut self, until: bool, cond: &[Item], body: &[Item]) -> R<()> {
+        let mut status = 0;
+        loop {
+            self.budget.charge_iteration()?;
+            self.tick_time()?;
+            if self.condition(cond)? == until {
+                break;
+            }
+            let r = self.run_program(body);
+            status = self.status;
+            if self.loop_flow(r)? {
+                break;
+            }
+        }
+        self.status = status;
+        Ok(())
+    }
+
+    fn tick_time(&mut self) -> R<()> {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks % 256 == 0 {
+            self.budget.check_time(self.clock)?;
+        }
+        Ok(())
+    }
+
+    fn run_for(&mut self, var: &str, words: Option<&[Word]>, body: &[Item]) -> R<()> {
+        let items = match words {
+            Some(w) => self.expand_words(w)?,
+            None => self.st.positional.clone(),
+        };
+        self.status = 0;
+        let mut status = 0;
+        for item in items {
+            self.budget.charge_iteration()?;
+            self.tick_time()?;
+            self.set_scalar(var, item)?;
+            let r = self.run_program(body);
+            status = self.status;
+            if self.loop_flow(r)? {
+                break;
+            }
+        }
+        self.status = status;
+        Ok(())
+    }
+
+    fn run_arith_for(&mut self, init: Option<&Arith>, cond: Option<&Arith>, step: Option<&Arith>, body: &[Item]) -> R<()> {
+        if let Some(a) = init {
+            self.arith(a)?;
+        }
+        let mut status = 0;
+        loop {
+            self.budget.charge_iteration()?;
+            self.tick_time()?;
+            if let Some(c) = cond {
+                if self.arith(c)? == 0 {
+                    break;
+                }
+            }
+            let r = self.run_program(body);
+            status = self.status;
+            if self.loop_flow(r)? {
+                break;
+            }
+            if let Some(s) = step {
+                self.arith(s)?;
+            }
+        }
+        self.status = status;
+        Ok(())
+    }
+
+    fn run_case(&mut self, word: &Word, arms: &[CaseArm]) -> R<()> {
+        let subject = self.expand_single(word)?;
+        self.status = 0;
+        let mut i = 0;
+        let mut fall = false;
+        while i < arms.len() {
+            let arm = &arms[i];
+            let mut hit = fall;
+            if !hit {
+                for p in &arm.patterns {
+                    let pat = self.expand_pattern(p)?;
+                    if self.pattern_match(&pat, &subject) {
+                        hit = true;
+                        break;
+                    }
+                }
+            }
+            if hit {
+                self.run_program(&arm.body)?;
+                match arm.term {
+                    CaseTerm::Break => return Ok(()),
+                    CaseTerm::FallThrough => fall = true,
+                    CaseTerm::Continue => fall = false,
+                }
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// Evaluates an arithmetic expression.
+    pub fn arith(&mut self, a: &Arith) -> R<i64> {
+        match a {
+            Arith::Static(expr, text) => match expr.as_ref() {
+                Ok(e) => self.eval_arith(e),
+                Err(m) => {
+                    let msg = format!("{}: {m}", text.trim());
+                    Err(self.fatal(&msg))
+                }
+            },
+            Arith::Dynamic(w) => {
+                let text = self.expand_single(w)?;
+                match arith::parse(&text) {
+                    Ok(e) => self.eval_arith(&e),
+                    Err(m) => {
+                        let msg = format!("{}: {m}", text.trim());
+                        Err(self.fatal(&msg))
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- simple commands ----
+
+    fn run_simple(&mut self, cmd: &Simple) -> R<()> {
+        self.tick()?;
+        self.line = cmd.line;
+        let argv = match self.expand_words(&cmd.words) {
+            Ok(v) => v,
+            Err(Flow::Error(s)) => {
+                self.status = s;
+                return Err(Flow::Error(s));
+            }
+            Err(e) => return Err(e),
+        };
+        if argv.is_empty() {
+            return self.run_assign_only(cmd);
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        if self.st.opts.xtrace {
+            let line = format!("+ {}\n", argv.iter().map(|a| printf::quote(a)).collect::<Vec<_>>().join(" "));
+            self.write_fd(2, line.as_bytes())?;
+        }
+        // Prefix assignments apply to this command only.
+        let mut saved_vars = Vec::new();
+        for a in &cmd.assigns {
+            saved_vars.push((a.name.clone(), self.st.vars.get(&a.name).cloned()));
+            self.assign(a)?;
+            if let Some(v) = self.st.vars.get_mut(&a.name) {
+                v.attrs |= vars::EXPORT;
+            }
+        }
+        let saved_fds = if cmd.redirs.is_empty() {
+            None
+        } else {
+            match self.apply_redirs(&cmd.redirs) {
+                Ok(Some(s)) => Some(s),
+                Ok(None) => {
+                    self.restore_vars(saved_vars, &argv[0]);
+                    self.status = 1;
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let r = self.dispatch(&argv, deferred);
+        if argv[0] == "exec" && argv.len() == 1 {
+            // `exec >file`: the redirections stay.
+            self.settle_exec_fds()?;
+        } else if let Some(saved) = saved_fds {
+            self.restore_fds(saved)?;
+        }
+        self.flush_direct()?;
+        self.restore_vars(saved_vars, &argv[0]);
+        self.finish_procsubs()?;
+        let status = r?;
+        self.status = status;
+        Ok(())
+    }
+
+    fn restore_vars(&mut self, saved: Vec<(String, Option<Var>)>, cmd: &str) {
+        // Special builtins keep prefix assignments, as in POSIX mode; bash
+        // keeps them only for functions' duration: restore for all but these.
+        if matches!(cmd, "export" | "readonly" | "declare" | "local" | "typeset") {
+            return;
+        }
+        for (name, old) in saved.into_iter().rev() {
+            match old {
+                Some(v) => {
+                    self.st.vars.insert(name, v);
+                }
+                None => {
+                    self.st.vars.remove(&name);
+                }
+            }
+        }
+    }
+
+    fn run_assign_only(&mut self, cmd: &Simple) -> R<()> {
+        self.status = 0;
+        let mut last_sub = None;
+        for a in &cmd.assigns {
+            self.cmdsub_status = None;
+            if let Err(e) = self.assign(a) {
+                if let Flow::Error(s) = e {
+                    self.status = s;
+                }
+                return Err(e);
+            }
+            if let Some(s) = self.cmdsub_status {
+                last_sub = Some(s);
+            }
+        }
+        if !cmd.redirs.is_empty() {
+            match self.apply_redirs(&cmd.redirs)? {
+                Some(saved) => {
+                    self.restore_fds(saved)?;
+                    // `{fd}>file` alone: bash opens nothing that lasts.
+                    for r in &cmd.redirs {
+                        if let Some(name) = &r.var_fd {
+                            self.st.vars.remove(name);
+                        }
+                    }
+                }
+                None => {
+                    self.status = 1;
+                    return Ok(());
+                }
+            }
+        }
+        self.status = last_sub.unwrap_or(0);
+        self.finish_procsubs()?;
+        self.check_errexit()
+    }
+
+    /// Runs a command by name: function, builtin, utility.
+    pub fn dispatch(&mut self, argv: &[String], deferred: Vec<Rc<Assign>>) -> R<i32> {
+        let name = argv[0].as_str();
+        if let Some(f) = self.st.funcs.get(name).cloned() {
+            return self.call_function(&f, argv);
+        }
+        if let Some(b) = builtins::lookup(name) {
+            let r = b(self, argv);
+            for a in deferred {
+                self.assign(&a)?;
+            }
+            return r;
+        }
+        self.run_external(argv)
+    }
+
+    pub fn run_external(&mut self, argv: &[String]) -> R<i32> {
+        let name = argv[0].as_str();
+        let base = if name.contains('/') {
+            name.rsplit('/').next().unwrap_or(name)
+        } else {
+            name
+        };
+        if matches!(base, "bash" | "sh") {
+            return self.run_shell_command(argv);
+        }
+        let util = self
+            .extra
+            .iter()
+            .find(|(n, _)| *n == base)
+            .map(|(_, u)| *u)
+            .or_else(|| utils::lookup(base));
+        if let Some(u) = util {
+            if name.contains('/') && !name.starts_with("/bin/") && !name.starts_with("/usr/bin/") && !name.starts_with("/usr/local/bin/") {
+                return self.run_script_file(argv);
+            }
+            return self.run_utility(u, argv);
+        }
+        if name.contains('/') {
+            return self.run_script_file(argv);
+        }
+        let msg = format!(
+            "bash: {name}: command not found in the light shell (it can run on the Linux computer: backend \"computer\")\n"
+        );
+        self.write_fd(2, msg.as_bytes())?;
+        Ok(127)
+    }
+
+    /// `./script.sh`: runs a file as a bash script when it exists.
+    fn run_script_file(&mut self, argv: &[String]) -> R<i32> {
+        let Ok(path) = VPath::parse_from(&argv[0], &self.st.cwd) else {
+            return Ok(127);
+        };
+        match self.fs.read(&path) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let args = argv[1..].to_vec();
+                self.run_script_text(&text, &argv[0], args)
+            }
+            Err(e) => {
+                let msg = format!("{}: {}", argv[0], utils::strerror(&e));
+                self.err_line(&msg)?;
+                Ok(127)
+            }
+        }
+    }
+
+    /// `bash -c 'script' name args...` and `bash file args...`.
+    fn run_shell_command(&mut self, argv: &[String]) -> R<i32> {
+        let mut i = 1;
+        let mut opts = Vec::new();
+        while i < argv.len() && argv[i].starts_with('-') && argv[i] != "-c" && argv[i].len() > 1 {
+            opts.push(argv[i].clone());
+            i += 1;
+        }
+        if argv.get(i).map(String::as_str) == Some("-c") {
+            let Some(script) = argv.get(i + 1) else {
+                self.err_line("-c: option requires an argument")?;
+                return Ok(2);
+            };
+            let arg0 = argv.get(i + 2).cloned().unwrap_or_else(|| "bash".into());
+            let args = argv.get(i + 3..).map(|s| s.to_vec()).unwrap_or_default();
+            let script = script.clone();
+            return self.run_script_text_opts(&script, &arg0, args, &opts);
+        }
+        match argv.get(i) {
+            Some(file) => {
+                let mut v = vec![file.clone()];
+                v.extend_from_slice(&argv[i + 1..]);
+                self.run_script_file(&v)
+            }
+            None => {
+                let input = self.take_stdin();
+                let text = String::from_utf8_lossy(&input).into_owned();
+                self.run_script_text_opts(&text, "bash", Vec::new(), &opts)
+            }
+        }
+    }
+
+    fn run_script_text(&mut self, text: &str, arg0: &str, args: Vec<String>) -> R<i32> {
+        self.run_script_text_opts(text, arg0, args, &[])
+    }
+
+    fn run_script_text_opts(&mut self, text: &str, arg0: &str, args: Vec<String>, opts: &[String]) -> R<i32> {
+        let prog = match parse::parse_script(text) {
+            Ok(p) => p,
+            Err(m) => {
+                self.err_line(&m)?;
+                return Ok(2);
+            }
+        };
+        let arg0 = arg0.to_string();
+        let opts = opts.to_vec();
+        self.subshell(move |sh| {
+            // A new bash process: only exported variables survive.
+            sh.st.vars.retain(|_, v| v.attrs & vars::EXPORT != 0);
+            sh.st.funcs.clear();
+            sh.st.opts = Opts::default();
+            for o in &opts {
+                for c in o.chars().skip(1) {
+                    builtins::set_flag(sh, c, true);
+                }
+            }
+            sh.st.arg0 = arg0;
+            sh.st.positional = args;
+            sh.run_program(&prog)
+        })
+    }
+
+    pub fn call_function(&mut self, f: &Function, argv: &[String]) -> R<i32> {
+        self.budget.enter()?;
+        let saved_pos = std::mem::replace(&mut self.st.positional, argv[1..].to_vec());
+        self.st.frames.push(Vec::new());
+        self.st.func_names.push(f.name.clone());
+        self.in_function += 1;
+        let r = self.run_command(&f.body);
+        self.in_function -= 1;
+        self.st.func_names.pop();
+        if let Some(frame) = self.st.frames.pop() {
+            for (name, old) in frame.into_iter().rev() {
+                match old {
+                    Some(v) => {
+                        self.st.vars.insert(name, v);
+                    }
+                    None => {
+                        self.st.vars.remove(&name);
+                    }
+                }
+            }
+        }
+        self.st.positional = saved_pos;
+        self.budget.leave();
+        match r {
+            Ok(()) => Ok(self.status),
+            Err(Flow::Return(s)) => Ok(s),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Takes all remaining input from fd 0.
+    pub fn take_stdin(&mut self) -> Vec<u8> {
+        match self.fds[0].clone() {
+            Some(Fd::In(input)) => {
+                let pos = input.pos.get().min(input.data.len());
+                input.pos.set(input.data.len());
+                input.data[pos..].to_vec()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn run_utility(&mut self, util: Utility, argv: &[String]) -> R<i32> {
+        let (input, consumed_from) = match self.fds[0].clone() {
+            Some(Fd::In(input)) => {
+                let pos = input.pos.get().min(input.data.len());
+                (Some(input), pos)
+            }
+            _ => (None, 0),
+        };
+        let stdin: &[u8] = match &input {
+            Some(i) => &i.data[consumed_from..],
+            None => &[],
+        };
+        let env = self.exported_env();
+        let cwd = self.st.cwd.clone();
+        let (mut stdout, out_slot) = self.take_output(1);
+        let (mut stderr, err_slot) = if err_shares(&self.fds, 1, 2) {
+            (Output::with_cap(self.budget.limits().max_output_bytes), None)
+        } else {
+            self.take_output(2)
+        };
+        let (fs, clock, budget) = (self.fs, self.clock, self.budget);
+        let mut runner = ShellRunner { shell: self };
+        let mut ctx = Ctx {
+            fs,
+            clock,
+            budget,
+            cwd: &cwd,
+            env: &env,
+            stdin,
+            stdout: &mut stdout,
+            stderr: &mut stderr,
+            runner: &mut runner,
+        };
+        let r = util(&mut ctx, argv);
+        if let Some(input) = &input {
+            if reads_stdin(argv) {
+                input.pos.set(input.data.len());
+            }
+        }
+        let shared = err_shares(&self.fds, 1, 2);
+        self.put_output(out_slot, stdout);
+        if shared {
+            self.write_fd(1, stderr.as_bytes())?;
+        } else {
+            self.put_output(err_slot, stderr);
+        }
+        Ok(r?)
+    }
+
+    /// Takes a descriptor's buffer out for a utility (a scratch buffer for `/dev/null`).
+    fn take_output(&mut self, fd: usize) -> (Output, Option<usize>) {
+        let cap = self.budget.limits().max_output_bytes;
+        match self.fds.get(fd).cloned().flatten() {
+            Some(Fd::Out(i)) => (std::mem::replace(&mut self.slots[i].out, Output::with_cap(0)), Some(i)),
+            _ => (Output::with_cap(cap), None),
+        }
+    }
+
+    fn put_output(&mut self, slot: Option<usize>, out: Output) {
+        if let Some(i) = slot {
+            self.slots[i].out = out;
+        }
+    }
+
+    pub fn exported_env(&self) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        for (name, var) in &self.st.vars {
+            if var.attrs & vars::EXPORT != 0 {
+                if let Some(s) = var.scalar() {
+                    env.insert(name.clone(), s);
+                }
+            }
+        }
+        env
+    }
+
+    /// Runs a command with captured output (for utilities that run commands).
+    pub fn run_captured(&mut self, argv: &[String], stdin: &[u8], stdout: &mut Output, stderr: &mut Output) -> R<i32> {
+        let saved = self.fds.clone();
+        let out = self.open_slot(None);
+        let err = self.open_slot(None);
+        self.fds[0] = Some(Fd::In(Rc::new(Input {
+            data: stdin.to_vec(),
+            pos: 0.into(),
+        })));
+        self.fds[1] = Some(Fd::Out(out));
+        self.fds[2] = Some(Fd::Out(err));
+        let r = self.dispatch(argv, Vec::new());
+        let o = std::mem::take(&mut self.slots[out].out).into_bytes();
+        let e = std::mem::take(&mut self.slots[err].out).into_bytes();
+        self.slots[err].open = false;
+        self.close_slot(err)?;
+        self.slots[out].open = false;
+        self.close_slot(out)?;
+        self.fds = saved;
+        stdout.write(&o)?;
+        stderr.write(&e)?;
+        match r {
+            Err(Flow::Abort(Abort::Exit(s))) | Err(Flow::Error(s)) | Err(Flow::Return(s)) => Ok(s),
+            other => other,
+        }
+    }
+
+    /// Runs the `EXIT` trap, if any.
+    pub fn run_exit_trap(&mut self) -> R<()> {
+        if let Some(script) = self.st.traps.remove("EXIT") {
+            if let Ok(prog) = parse::parse_script(&script) {
+                let status = self.status;
+                match self.run_program(&prog) {
+                    Ok(_) | Err(Flow::Error(_)) | Err(Flow::Return(_)) => {}
+                    Err(Flow::Abort(Abort::Exit(s))) => self.status = s,
+                    Err(e) => return Err(e),
+                }
+                if self.status == 0 {
+                    self.status = status;
+                }
+                self.status = status;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every slot opened by `exec` and removes process-substitution files.
+    pub fn finish(&mut self) -> R<()> {
+        for i in (2..self.slots.len()).rev() {
+            self.close_slot(i)?;
+        }
+        for (path, _) in std::mem::take(&mut self.procsubs) {
+            let _ = self.fs.remove(&path, false);
+        }
+        for dir in std::mem::take(&mut self.created_dirs) {
+            let _ = self.fs.remove(&dir, false);
+        }
+        Ok(())
+    }
+
+    /// Creates a process-substitution file; `>(cmd)` runs later.
+    pub fn procsub(&mut self, prog: &Rc<Program>, input: bool) -> R<String> {
+        let n = self.procsubs.len();
+        let dir = VPath::parse("/dev/fd").unwrap_or_else(|_| VPath::root());
+        if self.fs.stat(&dir, true).is_err() {
+            let dev = VPath::parse("/dev").unwrap_or_else(|_| VPath::root());
+            self.created_dirs = if self.fs.stat(&dev, true).is_err() { vec![dir.clone(), dev] } else { vec![dir.clone()] };
+            let _ = self.fs.mkdir(&dir, true);
+        }
+        let path = dir.join(&(63 - n as i64).to_string());
+        let mut data = Vec::new();
+        if input {
+            let slot = self.open_slot(None);
+            let saved = self.fds[1].replace(Fd::Out(slot));
+            let r = self.subshell(|sh| sh.run_program(prog));
+            self.fds[1] = saved;
+            data = std::mem::take(&mut self.slots[slot].out).into_bytes();
+            self.slots[slot].open = false;
+            self.close_slot(slot)?;
+            r?;
+        }
+        self.budget.charge_write(data.len() as u64)?;
+        let _ = self.fs.write(&path, &data);
+        self.procsubs.push((path.clone(), (!input).then(|| prog.clone())));
+        Ok(path.as_str().to_string())
+    }
+
+    /// Runs pending `>(cmd)` consumers with their files as input.
+    fn finish_procsubs(&mut self) -> R<()> {
+        let pending: Vec<(VPath, Rc<Program>)> = self
+            .procsubs
+            .iter_mut()
+            .filter_map(|(p, prog)| prog.take().map(|g| (p.clone(), g)))
+            .collect();
+        for (path, prog) in pending {
+            let data = self.fs.read(&path).unwrap_or_default();
+            let saved = self.fds[0].replace(Fd::In(Rc::new(Input { data, pos: 0.into() })));
+            let status = self.status;
+            self.subshell(|sh| sh.run_program(&prog))?;
+            self.status = status;
+            self.fds[0] = saved;
+        }
+        Ok(())
+    }
+}
+
+fn err_shares(fds: &[Option<Fd>], a: usize, b: usize) -> bool {
+    matches!((&fds[a], &fds[b]), (Some(Fd::Out(x)), Some(Fd::Out(y))) if x == y)
+}
+
+/// Whether a utility consumed its standard input (so a `while read` loop
+/// around it sees the rest gone, as with real file descriptors).
+fn reads_stdin(argv: &[String]) -> bool {
+    let name = argv[0].rsplit('/').next().unwrap_or("");
+    let operands = argv[1..].iter().filter(|a| !a.starts_with('-') || a.as_str() == "-").count();
+    match name {
+        "cat" | "sort" | "uniq" | "wc" | "head" | "tail" | "tac" | "rev" | "nl" | "base64" | "md5sum"
+        | "sha256sum" | "sha1sum" | "od" | "fold" | "paste" | "tee" | "cksum" => operands == 0,
+        "grep" | "egrep" | "fgrep" | "sed" | "awk" | "jq" | "cut" => operands <= 1,
+        "tr" | "xargs" | "read" => true,
+        _ => false,
+    }
+}
+
+struct ShellRunner<'s, 'a> {
+    shell: &'s mut Shell<'a>,
+}
+
+impl Runner for ShellRunner<'_, '_> {
+    fn run(&mut self, argv: &[String], stdin: &[u8], stdout: &mut Output, stderr: &mut Output) -> Result<i32, Abort> {
+        if argv.is_empty() {
+            return Ok(0);
+        }
+        match self.shell.run_captured(argv, stdin, stdout, stderr) {
+            Ok(s) => Ok(s),
+            Err(Flow::Abort(a)) => Err(a),
+            Err(_) => Ok(1),
+        }
+    }
+}
+
+/// The export attribute (for setting up the initial environment).
+pub fn vars_export() -> u8 {
+    vars::EXPORT
+}
+
+/// Collects the literal names of simple commands in a program.
+pub fn collect_commands(prog: &[Item], names: &mut Vec<String>) {
+    for item in prog {
+        for pipe in std::iter::once(&item.first).chain(item.rest.iter().map(|(_, p)| p)) {
+            for cmd in &pipe.cmds {
+                collect_command(cmd, names);
+            }
+        }
+    }
+}
+
+fn collect_words(words: &[Word], names: &mut Vec<String>) {
+    for w in words {
+        collect_parts(&w.0, names);
+    }
+}
+
+fn collect_parts(parts: &[Part], names: &mut Vec<String>) {
+    for p in parts {
+        match p {
+            Part::Command(prog) | Part::ProcSub(prog, _) => collect_commands(prog, names),
+            Part::Double(inner) => collect_parts(inner, names),
+            _ => {}
+        }
+    }
+}
+
+fn collect_command(cmd: &Command, names: &mut Vec<String>) {
+    match cmd {
+        Command::Simple(s) => {
+            if let Some(first) = s.words.first() {
+                if let Some(name) = literal_text(first) {
+                    names.push(name);
+                }
+            }
+            collect_words(&s.words, names);
+            for a in &s.assigns {
+                if let AssignValue::Scalar(w) = &a.value {
+                    collect_words(std::slice::from_ref(w), names);
+                }
+            }
+        }
+        Command::Compound(c, _) => match c.as_ref() {
+            Compound::Group(p) | Compound::Subshell(p) => collect_commands(p, names),
+            Compound::If { branches, otherwise } => {
+                for (c, b) in branches {
+                    collect_commands(c, names);
+                    collect_commands(b, names);
+                }
+                if let Some(o) = otherwise {
+                    collect_commands(o, names);
+                }
+            }
+            Compound::For { body, words, .. } => {
+                collect_words(words.as_deref().unwrap_or(&[]), names);
+                collect_commands(body, names)
+            }
+            Compound::ArithFor { body, .. } => collect_commands(body, names),
+            Compound::While { cond, body, .. } => {
+                collect_commands(cond, names);
+                collect_commands(body, names);
+            }
+            Compound::Case { arms, .. } => {
+                for a in arms {
+                    collect_commands(&a.body, names);
+                }
+            }
+            Compound::Arith(_) | Compound::Cond(_) => {}
+        },
+        Command::Function(f) => collect_command(&f.body, names),
+    }
+}
+
+fn literal_text(w: &Word) -> Option<String> {
+    let mut s = String::new();
+    for p in &w.0 {
+        match p {
+            Part::Lit(t) | Part::Quoted(t) => s.push_str(t),
+            Part::Double(inner) => {
+                for q in inner {
+                    match q {
+                        Part::Lit(t) => s.push_str(t),
+                        _ => return None,
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(s)
+}

@@ -1,0 +1,1064 @@
+//! A recursive-descent parser for bash scripts.
+//!
+//! Bash's tokens depend on context (reserved words only in command position,
+//! `}` ending a `${`, here-document bodies following the line), so the parser
+//! reads characters directly rather than a token stream. Brace expansion is
+//! done here, since it is purely syntactic.
+
+use std::rc::Rc;
+
+use super::arith;
+use super::ast::*;
+
+pub type PResult<T> = Result<T, String>;
+
+pub struct Parser {
+    src: Vec<char>,
+    pos: usize,
+    /// Bodies already read: (position of the newline, where parsing resumes).
+    skip_at: Option<(usize, usize)>,
+    /// Inside `"${...}"` (single quotes are literal in `:-` words).
+    pub(super) in_dq: bool,
+}
+
+const RESERVED_END: &[&str] = &["then", "elif", "else", "fi", "do", "done", "esac", "}", "in"];
+
+/// Parses a whole script.
+pub fn parse_script(src: &str) -> PResult<Program> {
+    let mut p = Parser::new(src);
+    let prog = p.program()?;
+    p.skip_space_nl()?;
+    if p.pos < p.src.len() {
+        return Err(p.unexpected());
+    }
+    Ok(prog)
+}
+
+fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_meta(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')')
+}
+
+impl Parser {
+    pub fn new(src: &str) -> Self {
+        Parser {
+            src: src.chars().collect(),
+            pos: 0,
+            skip_at: None,
+            in_dq: false,
+        }
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.src.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, n: usize) -> Option<char> {
+        self.src.get(self.pos + n).copied()
+    }
+
+    fn starts(&self, s: &str) -> bool {
+        let mut i = self.pos;
+        for c in s.chars() {
+            if self.src.get(i) != Some(&c) {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
+    fn line(&self) -> usize {
+        1 + self.src[..self.pos.min(self.src.len())].iter().filter(|&&c| c == '\n').count()
+    }
+
+    fn unexpected(&self) -> String {
+        match self.peek() {
+            None => "syntax error: unexpected end of file".to_string(),
+            Some('\n') => "syntax error near unexpected token `newline'".to_string(),
+            Some(_) => {
+                let tok: String = self.src[self.pos..]
+                    .iter()
+                    .take_while(|c| !c.is_whitespace())
+                    .take(if is_meta(self.src[self.pos]) { 2 } else { 40 })
+                    .collect();
+                let tok = if tok.len() == 2 && !matches!(tok.as_str(), ";;" | "&&" | "||" | ">>" | "<<") {
+                    tok[..1].to_string()
+                } else {
+                    tok
+                };
+                format!("syntax error near unexpected token `{tok}'")
+            }
+        }
+    }
+
+    /// Skips blanks, line continuations and comments (not newlines).
+    fn skip_space(&mut self) {
+        loop {
+            match self.peek() {
+                Some(' ' | '\t' | '\r') => self.pos += 1,
+                Some('\\') if self.peek_at(1) == Some('\n') => self.pos += 2,
+                Some('#') => {
+                    while !matches!(self.peek(), None | Some('\n')) {
+                        self.pos += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Consumes one newline, reading pending here-document bodies.
+    fn newline(&mut self) -> PResult<()> {
+        let at = self.pos;
+        self.pos += 1;
+        if let Some((nl, resume)) = self.skip_at {
+            if nl == at {
+                self.pos = resume;
+                self.skip_at = None;
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_space_nl(&mut self) -> PResult<()> {
+        loop {
+            self.skip_space();
+            if self.peek() == Some('\n') {
+                self.newline()?;
+            } else {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The next bare word in command position, without consuming it.
+    fn peek_word(&self) -> Option<String> {
+        let mut i = self.pos;
+        let mut s = String::new();
+        while let Some(&c) = self.src.get(i) {
+            if is_meta(c) || matches!(c, '"' | '\'' | '\\' | '$' | '`') {
+                break;
+            }
+            s.push(c);
+            i += 1;
+        }
+        if s.is_empty() {
+            // `{` `}` `!` are words too, and always end before metachars.
+            None
+        } else {
+            Some(s)
+        }
+    }
+
+    fn at_reserved(&self, word: &str) -> bool {
+        self.peek_word().as_deref() == Some(word)
+    }
+
+    fn expect_word(&mut self, word: &str) -> PResult<()> {
+        self.skip_space_nl()?;
+        if self.at_reserved(word) {
+            self.pos += word.chars().count();
+            Ok(())
+        } else {
+            Err(self.unexpected())
+        }
+    }
+
+    /// A list that must hold at least one command (`if`, loop bodies...).
+    fn body(&mut self) -> PResult<Program> {
+        let p = self.program()?;
+        if p.is_empty() {
+            self.skip_space_nl()?;
+            return Err(self.unexpected());
+        }
+        Ok(p)
+    }
+
+    /// Parses a list up to something that cannot start a command.
+    pub fn program(&mut self) -> PResult<Program> {
+        let mut items = Vec::new();
+        loop {
+            self.skip_space_nl()?;
+            if self.at_end_of_list() {
+                return Ok(items);
+            }
+            let item = self.and_or()?;
+            items.push(item);
+            self.skip_space();
+            match self.peek() {
+                Some(';') if self.peek_at(1) != Some(';') && self.peek_at(1) != Some('&') => self.pos += 1,
+                Some('&') if self.peek_at(1) != Some('&') && self.peek_at(1) != Some('>') => self.pos += 1,
+                Some('\n') => self.newline()?,
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    fn at_end_of_list(&self) -> bool {
+        match self.peek() {
+            None | Some(')') => true,
+            Some(';') if matches!(self.peek_at(1), Some(';') | Some('&')) => true,
+            _ => match self.peek_word() {
+                Some(w) => RESERVED_END.contains(&w.as_str()) && self.word_ends_after(w.chars().count()),
+                None => false,
+            },
+        }
+    }
+
+    fn word_ends_after(&self, n: usize) -> bool {
+        match self.src.get(self.pos + n) {
+            None => true,
+            Some(&c) => is_meta(c),
+        }
+    }
+
+    fn and_or(&mut self) -> PResult<Item> {
+        let first = self.pipeline()?;
+        let mut rest = Vec::new();
+        loop {
+            self.skip_space();
+            let and = if self.starts("&&") {
+                true
+            } else if self.starts("||") {
+                false
+            } else {
+                break;
+            };
+            self.pos += 2;
+            self.skip_space_nl()?;
+            rest.push((and, self.pipeline()?));
+        }
+        Ok(Item { first, rest })
+    }
+
+    fn pipeline(&mut self) -> PResult<Pipeline> {
+        self.skip_space();
+        let mut negate = false;
+        loop {
+            if self.at_reserved("time") && self.word_ends_after(4) {
+                self.pos += 4;
+                self.skip_space();
+                if self.starts("-p ") {
+                    self.pos += 2;
+                }
+            } else if self.peek() == Some('!') && self.word_ends_after(1) {
+                self.pos += 1;
+                negate = !negate;
+            } else {
+                break;
+            }
+            self.skip_space();
+        }
+        let mut cmds = vec![self.command()?];
+        loop {
+            self.skip_space();
+            if self.peek() == Some('|') && self.peek_at(1) != Some('|') {
+                let both = self.peek_at(1) == Some('&');
+                self.pos += if both { 2 } else { 1 };
+                if both {
+                    add_redir(cmds.last_mut().unwrap(), Redir {
+                        fd: Some(2),
+                        var_fd: None,
+                        op: RedirOp::DupOut,
+                        target: Word::lit("1"),
+                    });
+                }
+                self.skip_space_nl()?;
+                cmds.push(self.command()?);
+            } else {
+                break;
+            }
+        }
+        Ok(Pipeline { negate, cmds })
+    }
+
+    fn command(&mut self) -> PResult<Command> {
+        self.skip_space();
+        let compound = match self.peek() {
+            Some('(') if self.peek_at(1) == Some('(') => {
+                if let Some(a) = self.try_arith_command()? {
+                    Some(Compound::Arith(a))
+                } else {
+                    self.pos += 1;
+                    Some(self.subshell()?)
+                }
+            }
+            Some('(') => {
+                self.pos += 1;
+                Some(self.subshell()?)
+            }
+            _ => self.reserved_compound()?,
+        };
+        if let Some(c) = compound {
+            let redirs = self.trailing_redirs()?;
+            return Ok(Command::Compound(Box::new(c), redirs));
+        }
+        if self.at_reserved("function") && self.word_ends_after(8) {
+            self.pos += 8;
+            self.skip_space();
+            let name = self.peek_word().ok_or_else(|| self.unexpected())?;
+            self.pos += name.chars().count();
+            self.skip_space();
+            if self.starts("()") {
+                self.pos += 2;
+            }
+            return self.function_body(name);
+        }
+        self.simple()
+    }
+
+    fn subshell(&mut self) -> PResult<Compound> {
+        let body = self.program()?;
+        self.skip_space_nl()?;
+        if self.peek() != Some(')') {
+            return Err(self.unexpected());
+        }
+        self.pos += 1;
+        Ok(Compound::Subshell(body))
+    }
+
+    fn try_arith_command(&mut self) -> PResult<Option<Arith>> {
+        let save = self.pos;
+        self.pos += 2;
+        match self.arith_text("))") {
+            Some(text) => Ok(Some(self.make_arith(&text)?)),
+            None => {
+                self.pos = save;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reads arithmetic text up to the matching `close`, or `None`.
+    fn arith_text(&mut self, close: &str) -> Option<String> {
+        let mut depth = 0i32;
+        let mut text = String::new();
+        let mut quote: Option<char> = None;
+        while let Some(c) = self.peek() {
+            if let Some(q) = quote {
+                if c == q {
+                    quote = None;
+                }
+            } else if depth == 0 && self.starts(close) {
+                self.pos += close.chars().count();
+                return Some(text);
+            } else if c == '(' {
+                depth += 1;
+            } else if c == ')' {
+                depth -= 1;
+                if depth < 0 {
+                    return None;
+                }
+            } else if c == '"' || c == '\'' {
+                quote = Some(c);
+            }
+            text.push(c);
+            self.pos += 1;
+        }
+        None
+    }
+
+    fn make_arith(&mut self, text: &str) -> PResult<Arith> {
+        if text.contains('$') || text.contains('`') || text.contains('"') || text.contains('\'') {
+            let mut sub = Parser::new(text);
+            let parts = sub.dq_parts(None)?;
+            return Ok(Arith::Dynamic(Word(parts)));
+        }
+        Ok(Arith::Static(Rc::new(arith::parse(text)), Rc::from(text)))
+    }
+
+    fn reserved_compound(&mut self) -> PResult<Option<Compound>> {
+        let Some(word) = self.peek_word() else {
+            return Ok(None);
+        };
+        let n = word.chars().count();
+        if !self.word_ends_after(n) && word != "{" {
+            return Ok(None);
+        }
+        if word == "{" && !self.word_ends_after(1) {
+            return Ok(None);
+        }
+        let c = match word.as_str() {
+            "{" => {
+                self.pos += 1;
+                let body = self.body()?;
+                self.expect_word("}")?;
+                Compound::Group(body)
+            }
+            "if" => {
+                self.pos += 2;
+                self.if_rest()?
+            }
+            "while" | "until" => {
+                self.pos += n;
+                let cond = self.body()?;
+                let body = self.do_block()?;
+                Compound::While {
+                    until: word == "until",
+                    cond,
+                    body,
+                }
+            }
+            "for" => {
+                self.pos += 3;
+                self.for_rest()?
+            }
+            "select" => return Err("select: not supported in the light shell".into()),
+            "case" => {
+                self.pos += 4;
+                self.case_rest()?
+            }
+            "[[" => {
+                self.pos += 2;
+                let c = self.cond_or()?;
+                self.skip_space();
+                if !self.starts("]]") {
+                    return Err(self.unexpected());
+                }
+                self.pos += 2;
+                Compound::Cond(c)
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(c))
+    }
+
+    fn if_rest(&mut self) -> PResult<Compound> {
+        let mut branches = Vec::new();
+        let mut otherwise = None;
+        loop {
+            let cond = self.body()?;
+            self.expect_word("then")?;
+            let body = self.body()?;
+            branches.push((cond, body));
+            self.skip_space_nl()?;
+            if self.at_reserved("elif") {
+                self.pos += 4;
+                continue;
+            }
+            if self.at_reserved("else") {
+                self.pos += 4;
+                otherwise = Some(self.body()?);
+            }
+            self.expect_word("fi")?;
+            return Ok(Compound::If { branches, otherwise });
+        }
+    }
+
+    fn do_block(&mut self) -> PResult<Program> {
+        self.skip_space_nl()?;
+        if self.at_reserved("{") {
+            // `for x in a; { ...; }` (bash accepts it)
+            self.pos += 1;
+            let body = self.program()?;
+            self.expect_word("}")?;
+            return Ok(body);
+        }
+        self.expect_word("do")?;
+        let body = self.body()?;
+        self.expect_word("done")?;
+        Ok(body)
+    }
+
+    fn for_rest(&mut self) -> PResult<Compound> {
+        self.skip_space();
+        if self.starts("((") {
+            self.pos += 2;
+            let text = self.arith_text("))").ok_or("syntax error: `((' not closed")?;
+            let parts: Vec<&str> = split_top(&text, ';');
+            if parts.len() != 3 {
+                return Err("syntax error: arithmetic expression required".into());
+            }
+            let mut ariths = Vec::new();
+            for p in parts {
+                ariths.push(if p.trim().is_empty() {
+                    None
+                } else {
+                    Some(self.make_arith(p)?)
+                });
+            }
+            self.skip_space();
+            if self.peek() == Some(';') {
+                self.pos += 1;
+            }
+            let body = self.do_block()?;
+            let mut it = ariths.into_iter();
+            return Ok(Compound::ArithFor {
+                init: it.next().flatten(),
+                cond: it.next().flatten(),
+                step: it.next().flatten(),
+                body,
+            });
+        }
+        let var = self.peek_word().ok_or_else(|| self.unexpected())?;
+        self.pos += var.chars().count();
+        if !is_name(&var) {
+            return Err(format!("`{var}': not a valid identifier"));
+        }
+        self.skip_space_nl()?;
+        let mut words = None;
+        if self.at_reserved("in") && self.word_ends_after(2) {
+            self.pos += 2;
+            let mut list = Vec::new();
+            loop {
+                self.skip_space();
+                match self.peek() {
+                    None | Some('\n' | ';') => break,
+                    _ => {
+                        let w = self.word()?;
+                        list.extend(brace_expand(w));
+                    }
+                }
+            }
+            words = Some(list);
+        }
+        self.skip_space();
+        if matches!(self.peek(), Some(';')) {
+            self.pos += 1;
+        }
+        let body = self.do_block()?;
+        Ok(Compound::For { var, words, body })
+    }
+
+    fn case_rest(&mut self) -> PResult<Compound> {
+        self.skip_space();
+        let word = self.word()?;
+        self.expect_word("in")?;
+        let mut arms = Vec::new();
+        loop {
+            self.skip_space_nl()?;
+            if self.at_reserved("esac") {
+                self.pos += 4;
+                return Ok(Compound::Case { word, arms });
+            }
+            if self.peek() == Some('(') {
+                self.pos += 1;
+            }
+            let mut patterns = Vec::new();
+            loop {
+                self.skip_space();
+                patterns.push(self.word()?);
+                self.skip_space();
+                match self.peek() {
+                    Some('|') => self.pos += 1,
+                    Some(')') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return Err(self.unexpected()),
+                }
+            }
+            let body = self.program()?;
+            self.skip_space_nl()?;
+            let term = if self.starts(";;&") {
+                self.pos += 3;
+                CaseTerm::Continue
+            } else if self.starts(";;") {
+                self.pos += 2;
+                CaseTerm::Break
+            } else if self.starts(";&") {
+                self.pos += 2;
+                CaseTerm::FallThrough
+            } else if self.at_reserved("esac") {
+                CaseTerm::Break
+            } else {
+                return Err(self.unexpected());
+            };
+            arms.push(CaseArm { patterns, body, term });
+        }
+    }
+
+    // ---- [[ ]] ----
+
+    fn cond_or(&mut self) -> PResult<Cond> {
+        let mut l = self.cond_and()?;
+        loop {
+            self.skip_space_nl()?;
+            if self.starts("||") {
+                self.pos += 2;
+                let r = self.cond_and()?;
+                l = Cond::Or(Box::new(l), Box::new(r));
+            } else {
+                return Ok(l);
+            }
+        }
+    }
+
+    fn cond_and(&mut self) -> PResult<Cond> {
+        let mut l = self.cond_not()?;
+        loop {
+            self.skip_space_nl()?;
+            if self.starts("&&") {
+                self.pos += 2;
+                let r = self.cond_not()?;
+                l = Cond::And(Box::new(l), Box::new(r));
+            } else {
+                return Ok(l);
+            }
+        }
+    }
+
+    fn cond_not(&mut self) -> PResult<Cond> {
+        self.skip_space_nl()?;
+        if self.peek() == Some('!') && self.word_ends_after(1) {
+            self.pos += 1;
+            return Ok(Cond::Not(Box::new(self.cond_not()?)));
+        }
+        if self.peek() == Some('(') {
+            self.pos += 1;
+            let c = self.cond_or()?;
+            self.skip_space_nl()?;
+            if self.peek() != Some(')') {
+                return Err(self.unexpected());
+            }
+            self.pos += 1;
+            return Ok(c);
+        }
+        self.cond_primary()
+    }
+
+    fn cond_word(&mut self) -> PResult<Word> {
+        self.skip_space();
+        if self.starts("]]") || matches!(self.peek(), None | Some('\n')) {
+            return Err(self.unexpected());
+        }
+        self.word()
+    }
+
+    fn cond_primary(&mut self) -> PResult<Cond> {
+        let first = self.cond_word()?;
+        if let Some(op) = first.as_lit() {
+            if op.len() == 2 && op.starts_with('-') && !self.cond_next_is_end() {
+                let op = op.to_string();
+                let arg = self.cond_word()?;
+                return Ok(Cond::Unary(op, arg));
+            }
+        }
+        self.skip_space();
+        let op = if self.peek() == Some('<') || self.peek() == Some('>') {
+            let c = self.peek().unwrap();
+            self.pos += 1;
+            Some(c.to_string())
+        } else {
+            match self.peek_word() {
+                Some(w)
+                    if matches!(
+                        w.as_str(),
+                        "==" | "=" | "!=" | "=~" | "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge" | "-nt" | "-ot" | "-ef"
+                    ) =>
+                {
+                    self.pos += w.chars().count();
+                    Some(w)
+                }
+                _ => None,
+            }
+        };
+        let Some(op) = op else {
+            return Ok(Cond::Word(first));
+        };
+        self.skip_space();
+        let right = if op == "=~" { self.regex_word()? } else { self.cond_word()? };
+        Ok(Cond::Binary(op, first, right))
+    }
+
+    fn cond_next_is_end(&self) -> bool {
+        let mut i = self.pos;
+        while matches!(self.src.get(i), Some(' ' | '\t')) {
+            i += 1;
+        }
+        matches!(self.src.get(i), None | Some('\n'))
+            || (self.src.get(i) == Some(&']') && self.src.get(i + 1) == Some(&']'))
+            || (self.src.get(i) == Some(&'&') && self.src.get(i + 1) == Some(&'&'))
+            || (self.src.get(i) == Some(&'|') && self.src.get(i + 1) == Some(&'|'))
+    }
+
+    /// The right side of `=~`: parentheses and `|` are part of the regex.
+    fn regex_word(&mut self) -> PResult<Word> {
+        let mut parts = Vec::new();
+        let mut depth = 0;
+        let mut lit = String::new();
+        loop {
+            let Some(c) = self.peek() else { break };
+            if depth == 0 && (c == ' ' || c == '\t' || c == '\n') {
+                break;
+            }
+            if depth == 0 && (self.starts("]]") || self.starts("&&") || self.starts("||")) {
+                break;
+            }
+            match c {
+                '(' => {
+                    depth += 1;
+                    lit.push(c);
+                    self.pos += 1;
+                }
+                ')' if depth > 0 => {
+                    depth -= 1;
+                    lit.push(c);
+                    self.pos += 1;
+                }
+                ')' => break,
+                '\'' | '"' | '$' | '`' | '\\' => {
+                    if !lit.is_empty() {
+                        parts.push(Part::Lit(std::mem::take(&mut lit)));
+                    }
+                    self.word_piece(&mut parts, &mut lit, false)?;
+                }
+                _ => {
+                    lit.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        if !lit.is_empty() {
+            parts.push(Part::Lit(lit));
+        }
+        Ok(Word(parts))
+    }
+
+    // ---- simple commands ----
+
+    fn trailing_redirs(&mut self) -> PResult<Vec<Redir>> {
+        let mut redirs = Vec::new();
+        loop {
+            self.skip_space();
+            match self.try_redir()? {
+                Some(r) => redirs.push(r),
+                None => return Ok(redirs),
+            }
+        }
+    }
+
+    fn simple(&mut self) -> PResult<Command> {
+        let line = self.line();
+        let mut cmd = Simple {
+            assigns: Vec::new(),
+            words: Vec::new(),
+            redirs: Vec::new(),
+            line,
+        };
+        loop {
+            self.skip_space();
+            if let Some(r) = self.try_redir()? {
+                cmd.redirs.push(r);
+                continue;
+            }
+            let Some(c) = self.peek() else { break };
+            let procsub = matches!(c, '<' | '>') && self.peek_at(1) == Some('(');
+            if is_meta(c) && !procsub {
+                if c == '(' && cmd.words.len() == 1 && cmd.assigns.is_empty() && self.peek_at(1) == Some(')') {
+                    let name = cmd.words[0].as_lit().ok_or("syntax error near unexpected token `('")?.to_string();
+                    self.pos += 2;
+                    return self.function_body(name);
+                }
+                if c == '(' {
+                    return Err(self.unexpected());
+                }
+                break;
+            }
+            if cmd.words.is_empty() {
+                if let Some(a) = self.try_assign()? {
+                    cmd.assigns.push(a);
+                    continue;
+                }
+            } else if is_decl(&cmd.words[0]) {
+                if let Some(a) = self.try_assign()? {
+                    cmd.words.push(assign_word(a));
+                    continue;
+                }
+            }
+            let w = self.word()?;
+            if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
+                if let Some(l) = w.as_lit() {
+                    if matches!(l, "then" | "else" | "elif" | "fi" | "do" | "done" | "esac" | "}" | ")" | "in") {
+                        return Err(format!("syntax error near unexpected token `{l}'"));
+                    }
+                }
+            }
+            cmd.words.extend(brace_expand(w));
+        }
+        if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
+            return Err(self.unexpected());
+        }
+        Ok(Command::Simple(cmd))
+    }
+
+    fn function_body(&mut self, name: String) -> PResult<Command> {
+        self.skip_space_nl()?;
+        let body = self.command()?;
+        if !matches!(body, Command::Compound(..)) {
+            return Err(self.unexpected());
+        }
+        Ok(Command::Function(Rc::new(Function { name, body })))
+    }
+
+    fn try_assign(&mut self) -> PResult<Option<Assign>> {
+        let start = self.pos;
+        let mut name = String::new();
+        while let Some(c) = self.peek() {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                name.push(c);
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        if !is_name(&name) {
+            self.pos = start;
+            return Ok(None);
+        }
+        let mut index = None;
+        if self.peek() == Some('[') {
+            self.pos += 1;
+            let text_start = self.pos;
+            let mut depth = 0;
+            loop {
+                match self.peek() {
+                    None | Some('\n') => {
+                        self.pos = start;
+                        return Ok(None);
+                    }
+                    Some('[') => depth += 1,
+                    Some(']') if depth == 0 => break,
+                    Some(']') => depth -= 1,
+                    _ => {}
+                }
+                self.pos += 1;
+            }
+            let text: String = self.src[text_start..self.pos].iter().collect();
+            self.pos += 1;
+            let mut sub = Parser::new(&text);
+            index = Some(Word(sub.dq_parts(None)?));
+        }
+        let append = self.starts("+=");
+        if append {
+            self.pos += 1;
+        }
+        if self.peek() != Some('=') {
+            self.pos = start;
+            return Ok(None);
+        }
+        self.pos += 1;
+        if self.peek() == Some('(') && index.is_none() {
+            self.pos += 1;
+            let elems = self.array_elems()?;
+            return Ok(Some(Assign {
+                name,
+                index,
+                append,
+                value: AssignValue::Array(elems),
+            }));
+        }
+        let value = match self.peek() {
+            None => Word::default(),
+            Some(c) if is_meta(c) && !(matches!(c, '<' | '>') && self.peek_at(1) == Some('(')) => Word::default(),
+            _ => self.word_mode(true)?,
+        };
+        Ok(Some(Assign {
+            name,
+            index,
+            append,
+            value: AssignValue::Scalar(value),
+        }))
+    }
+
+    fn array_elems(&mut self) -> PResult<Vec<(Option<Word>, Word)>> {
+        let mut elems = Vec::new();
+        loop {
+            self.skip_space_nl()?;
+            match self.peek() {
+                Some(')') => {
+                    self.pos += 1;
+                    return Ok(elems);
+                }
+                None => return Err(self.unexpected()),
+                _ => {}
+            }
+            if self.peek() == Some('[') {
+                let save = self.pos;
+                if let Some(close) = self.src[self.pos..].iter().position(|&c| c == ']') {
+                    if self.src.get(self.pos + close + 1) == Some(&'=') {
+                        let text: String = self.src[self.pos + 1..self.pos + close].iter().collect();
+                        self.pos += close + 2;
+                        let mut sub = Parser::new(&text);
+                        let key = Word(sub.dq_parts(None)?);
+                        let value = match self.peek() {
+                            Some(c) if is_meta(c) => Word::default(),
+                            None => Word::default(),
+                            _ => self.word_mode(true)?,
+                        };
+                        elems.push((Some(key), value));
+                        continue;
+                    }
+                }
+                self.pos = save;
+            }
+            let w = self.word()?;
+            for w in brace_expand(w) {
+                elems.push((None, w));
+            }
+        }
+    }
+
+    fn try_redir(&mut self) -> PResult<Option<Redir>> {
+        let start = self.pos;
+        let mut fd = None;
+        let mut var_fd = None;
+        let mut digits = String::new();
+        while let Some(c) = self.peek().filter(|c| c.is_ascii_digit()) {
+            digits.push(c);
+            self.pos += 1;
+        }
+        if !digits.is_empty() {
+            fd = digits.parse().ok();
+        } else if self.peek() == Some('{') {
+            if let Some(close) = self.src[self.pos..].iter().position(|&c| c == '}') {
+                let name: String = self.src[self.pos + 1..self.pos + close].iter().collect();
+                let after = self.src.get(self.pos + close + 1);
+                if is_name(&name) && matches!(after, Some('<' | '>')) {
+                    var_fd = Some(name);
+                    self.pos += close + 1;
+                }
+            }
+        }
+        let ops: &[(&str, RedirOp)] = &[
+            ("&>>", RedirOp::AllAppend),
+            ("&>", RedirOp::AllOut),
+            ("<<<", RedirOp::HereString),
+            ("<<-", RedirOp::HereDoc),
+            ("<<", RedirOp::HereDoc),
+            ("<&", RedirOp::DupIn),
+            ("<>", RedirOp::ReadWrite),
+            (">>", RedirOp::Append),
+            (">&", RedirOp::DupOut),
+            (">|", RedirOp::Clobber),
+            ("<", RedirOp::In),
+            (">", RedirOp::Out),
+        ];
+        let Some(&(tok, op)) = ops.iter().find(|(t, _)| self.starts(t)) else {
+            self.pos = start;
+            return Ok(None);
+        };
+        if (tok.starts_with('<') || tok.starts_with('>')) && self.peek_at(1) == Some('(') && tok.len() == 1 {
+            // process substitution: a word, not a redirection
+            self.pos = start;
+            return Ok(None);
+        }
+        if fd.is_some() && tok.starts_with('&') {
+            self.pos = start;
+            return Ok(None);
+        }
+        self.pos += tok.len();
+        self.skip_space();
+        if op == RedirOp::HereDoc {
+            let strip_tabs = tok == "<<-";
+            let delim_word = self.word()?;
+            let (delim, quoted) = heredoc_delim(&delim_word);
+            let body = self.heredoc_body(&delim, quoted, strip_tabs)?;
+            return Ok(Some(Redir {
+                fd,
+                var_fd,
+                op,
+                target: body,
+            }));
+        }
+        if matches!(self.peek(), None | Some('\n' | ';' | '|' | '&')) {
+            return Err(self.unexpected());
+        }
+        let target = self.word()?;
+        Ok(Some(Redir {
+            fd,
+            var_fd,
+            op,
+            target,
+        }))
+    }
+}
+
+/// Splits at `sep` outside parentheses.
+fn split_top(text: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            c if c == sep && depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+fn is_decl(word: &Word) -> bool {
+    matches!(
+        word.as_lit(),
+        Some("declare" | "typeset" | "local" | "export" | "readonly")
+    )
+}
+
+/// `declare a=1`: one unsplit word; `declare a=(1 2)`: the assignment itself,
+/// done after the builtin has declared the name.
+fn assign_word(a: Assign) -> Word {
+    let mut parts = vec![Part::Quoted(a.name.clone())];
+    if let Some(index) = &a.index {
+        parts.push(Part::Quoted("[".into()));
+        parts.push(Part::Double(index.0.clone()));
+        parts.push(Part::Quoted("]".into()));
+    }
+    parts.push(Part::Quoted(if a.append { "+=" } else { "=" }.into()));
+    match &a.value {
+        AssignValue::Scalar(w) => parts.push(Part::Double(w.0.clone())),
+        AssignValue::Array(_) => return Word(vec![Part::ArrayAssign(Rc::new(a))]),
+    }
+    Word(parts)
+}
+
+fn add_redir(cmd: &mut Command, r: Redir) {
+    match cmd {
+        Command::Simple(s) => s.redirs.push(r),
+        Command::Compound(_, redirs) => redirs.push(r),
+        Command::Function(_) => {}
+    }
+}
+
+fn heredoc_delim(word: &Word) -> (String, bool) {
+    let mut text = String::new();
+    let mut quoted = false;
+    fn walk(parts: &[Part], text: &mut String, quoted: &mut bool) {
+        for p in parts {
+            match p {
+                Part::Lit(s) => text.push_str(s),
+                Part::Quoted(s) => {
+                    *quoted = true;
+                    text.push_str(s)
+                }
+                Part::Double(inner) => {
+                    *quoted = true;
+                    walk(inner, text, quoted)
+                }
+                Part::Param(p) => {
+                    text.push('$');
+                    text.push_str(&p.name)
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(&word.0, &mut text, &mut quoted);
+    (text, quoted)
+}
+
+#[path = "words.rs"]
+mod words;
+pub use words::{brace_expand, valid_name};

@@ -1,0 +1,495 @@
+//! `printf` formatting, backslash escapes (`echo -e`, `$'...'`, `%b`) and
+//! shell quoting (`%q`, `${x@Q}`, `set -x`).
+
+/// Processes backslash escapes. `echo` mode takes `\0nnn` octal; the
+/// returned flag is true when `\c` asked to stop output.
+pub fn unescape(s: &str, echo: bool) -> (String, bool) {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c != '\\' || i + 1 >= chars.len() {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let n = chars[i + 1];
+        i += 2;
+        match n {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'e' | 'E' => out.push('\x1b'),
+            'f' => out.push('\x0c'),
+            'v' => out.push('\x0b'),
+            '\\' => out.push('\\'),
+            '\'' => out.push('\''),
+            '"' => out.push('"'),
+            '?' => out.push('?'),
+            'c' if echo => return (out, true),
+            'c' => {
+                if let Some(&x) = chars.get(i) {
+                    out.push(char::from_u32((x as u32) & 0x1f).unwrap_or(x));
+                    i += 1;
+                }
+            }
+            '0'..='7' => {
+                let max = if echo && n == '0' { 3 } else if n == '0' && echo { 3 } else { 2 };
+                let mut v = n.to_digit(8).unwrap_or(0);
+                let mut k = 0;
+                let start_digit = if echo && n == '0' { 0 } else { 1 };
+                let _ = start_digit;
+                while k < max && i < chars.len() && chars[i].is_digit(8) {
+                    v = v * 8 + chars[i].to_digit(8).unwrap_or(0);
+                    i += 1;
+                    k += 1;
+                }
+                push_byte(&mut out, v & 0xff);
+            }
+            'x' => {
+                let mut v = 0;
+                let mut k = 0;
+                while k < 2 && i < chars.len() && chars[i].is_ascii_hexdigit() {
+                    v = v * 16 + chars[i].to_digit(16).unwrap_or(0);
+                    i += 1;
+                    k += 1;
+                }
+                if k == 0 {
+                    out.push_str("\\x");
+                } else {
+                    push_byte(&mut out, v);
+                }
+            }
+            'u' | 'U' => {
+                let max = if n == 'u' { 4 } else { 8 };
+                let mut v = 0;
+                let mut k = 0;
+                while k < max && i < chars.len() && chars[i].is_ascii_hexdigit() {
+                    v = v * 16 + chars[i].to_digit(16).unwrap_or(0);
+                    i += 1;
+                    k += 1;
+                }
+                if k == 0 {
+                    out.push('\\');
+                    out.push(n);
+                } else {
+                    out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                }
+            }
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    (out, false)
+}
+
+fn push_byte(out: &mut String, v: u32) {
+    // Bytes above 0x7f are kept as the Latin-1 char of that value; text
+    // output is UTF-8, so such bytes are approximated.
+    out.push(char::from_u32(v).unwrap_or('?'));
+}
+
+/// Quotes a string for reuse as shell input, as bash's `%q` does.
+pub fn quote(s: &str) -> String {
+    if s.is_empty() {
+        return "''".into();
+    }
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "_-./=+,:@%^".contains(c)) {
+        return s.to_string();
+    }
+    if s.chars().any(|c| c.is_control()) {
+        let mut out = String::from("$'");
+        for c in s.chars() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                '\x1b' => out.push_str("\\E"),
+                '\'' => out.push_str("\\'"),
+                '\\' => out.push_str("\\\\"),
+                c if c.is_control() => out.push_str(&format!("\\{:03o}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
+        return out;
+    }
+    let mut out = String::new();
+    for c in s.chars() {
+        if !(c.is_alphanumeric() || "_-./=+,:@%^".contains(c)) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Quotes like `${x@Q}`: single quotes.
+pub fn single_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The result of formatting: the text, and whether an argument was bad.
+pub struct Formatted {
+    pub text: String,
+    pub errors: Vec<String>,
+    pub stop: bool,
+}
+
+/// Formats `args` with `fmt`, reusing the format while arguments remain.
+pub fn format(fmt: &str, args: &[String]) -> Formatted {
+    let mut f = Formatted {
+        text: String::new(),
+        errors: Vec::new(),
+        stop: false,
+    };
+    let chars: Vec<char> = fmt.chars().collect();
+    let mut next = 0;
+    loop {
+        let used = format_once(&chars, args, &mut next, &mut f);
+        if f.stop || !used || next >= args.len() {
+            break;
+        }
+    }
+    f
+}
+
+/// One pass over the format; returns whether it consumed any argument.
+fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Formatted) -> bool {
+    let start_next = *next;
+    let mut i = 0;
+    let take = |next: &mut usize| -> Option<String> {
+        let a = args.get(*next).cloned();
+        *next += 1;
+        a
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\\' {
+            let mut j = i + 1;
+            // one escape sequence
+            if j < chars.len() {
+                let n = chars[j];
+                j += 1;
+                if n.is_digit(8) {
+                    let mut k = 1;
+                    while k < 3 && j < chars.len() && chars[j].is_digit(8) {
+                        j += 1;
+                        k += 1;
+                    }
+                } else if n == 'x' {
+                    let mut k = 0;
+                    while k < 2 && j < chars.len() && chars[j].is_ascii_hexdigit() {
+                        j += 1;
+                        k += 1;
+                    }
+                } else if n == 'u' || n == 'U' {
+                    let max = if n == 'u' { 4 } else { 8 };
+                    let mut k = 0;
+                    while k < max && j < chars.len() && chars[j].is_ascii_hexdigit() {
+                        j += 1;
+                        k += 1;
+                    }
+                }
+            }
+            let seq: String = chars[i..j].iter().collect();
+            let (s, stop) = unescape(&seq, false);
+            f.text.push_str(&s);
+            if stop {
+                f.stop = true;
+                return true;
+            }
+            i = j;
+            continue;
+        }
+        if c != '%' {
+            f.text.push(c);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        if chars.get(i) == Some(&'%') {
+            f.text.push('%');
+            i += 1;
+            continue;
+        }
+        let mut flags = String::new();
+        while let Some(&fc) = chars.get(i).filter(|c| "-+ 0#'".contains(**c)) {
+            flags.push(fc);
+            i += 1;
+        }
+        let mut width: Option<i64> = None;
+        if chars.get(i) == Some(&'*') {
+            i += 1;
+            let w = take(next).and_then(|a| a.trim().parse::<i64>().ok()).unwrap_or(0);
+            if w < 0 {
+                flags.push('-');
+            }
+            width = Some(w.abs());
+        } else {
+            let mut w = String::new();
+            while let Some(&d) = chars.get(i).filter(|c| c.is_ascii_digit()) {
+                w.push(d);
+                i += 1;
+            }
+            if !w.is_empty() {
+                width = w.parse().ok();
+            }
+        }
+        let mut precision: Option<usize> = None;
+        if chars.get(i) == Some(&'.') {
+            i += 1;
+            if chars.get(i) == Some(&'*') {
+                i += 1;
+                precision = Some(take(next).and_then(|a| a.trim().parse::<usize>().ok()).unwrap_or(0));
+            } else {
+                let mut p = String::new();
+                while let Some(&d) = chars.get(i).filter(|c| c.is_ascii_digit()) {
+                    p.push(d);
+                    i += 1;
+                }
+                precision = Some(p.parse().unwrap_or(0));
+            }
+        }
+        while matches!(chars.get(i), Some('l' | 'h' | 'L' | 'q' | 'j' | 'z' | 't')) {
+            i += 1;
+        }
+        let Some(&conv) = chars.get(i) else {
+            f.text.push('%');
+            f.text.push_str(&flags);
+            break;
+        };
+        i += 1;
+        let arg = take(next);
+        let body = convert(conv, &flags, precision, arg, f);
+        let Some(body) = body else {
+            return true;
+        };
+        f.text.push_str(&pad(&body, width.unwrap_or(0) as usize, &flags, conv));
+    }
+    *next > start_next
+}
+
+fn pad(body: &str, width: usize, flags: &str, conv: char) -> String {
+    let len = body.chars().count();
+    if len >= width {
+        return body.to_string();
+    }
+    let fill = width - len;
+    if flags.contains('-') {
+        return format!("{body}{}", " ".repeat(fill));
+    }
+    if flags.contains('0') && !matches!(conv, 's' | 'b' | 'q' | 'c') {
+        let (sign, digits) = match body.chars().next() {
+            Some(c @ ('-' | '+' | ' ')) => (c.to_string(), &body[1..]),
+            _ => (String::new(), body),
+        };
+        if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+            return format!("{sign}{}{}{hex}", &digits[..2], "0".repeat(fill));
+        }
+        return format!("{sign}{}{digits}", "0".repeat(fill));
+    }
+    format!("{}{body}", " ".repeat(fill))
+}
+
+/// The numeric value of a printf argument (`'c` is the char code).
+fn int_arg(arg: &str, f: &mut Formatted) -> i64 {
+    let t = arg.trim_start();
+    if let Some(rest) = t.strip_prefix('\'').or_else(|| t.strip_prefix('"')) {
+        return rest.chars().next().map_or(0, |c| c as i64);
+    }
+    if t.is_empty() {
+        return 0;
+    }
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let parsed = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i64::from_str_radix(h, 16).ok()
+    } else if body.len() > 1 && body.starts_with('0') {
+        i64::from_str_radix(&body[1..], 8).ok()
+    } else {
+        body.parse::<i64>().ok()
+    };
+    match parsed {
+        Some(v) => {
+            if neg {
+                -v
+            } else {
+                v
+            }
+        }
+        None => {
+            // leading digits count, the rest is an error
+            let digits: String = body.chars().take_while(|c| c.is_ascii_digit()).collect();
+            f.errors.push(format!("{arg}: invalid number"));
+            let v = digits.parse::<i64>().unwrap_or(0);
+            if neg {
+                -v
+            } else {
+                v
+            }
+        }
+    }
+}
+
+fn float_arg(arg: &str, f: &mut Formatted) -> f64 {
+    let t = arg.trim();
+    if let Some(rest) = t.strip_prefix('\'') {
+        return rest.chars().next().map_or(0.0, |c| c as u32 as f64);
+    }
+    if t.is_empty() {
+        return 0.0;
+    }
+    t.parse::<f64>().unwrap_or_else(|_| {
+        f.errors.push(format!("{arg}: invalid number"));
+        0.0
+    })
+}
+
+fn convert(conv: char, flags: &str, precision: Option<usize>, arg: Option<String>, f: &mut Formatted) -> Option<String> {
+    let missing = arg.is_none();
+    let arg = arg.unwrap_or_default();
+    Some(match conv {
+        's' => match precision {
+            Some(p) => arg.chars().take(p).collect(),
+            None => arg,
+        },
+        'b' => {
+            let (s, stop) = unescape(&arg, true);
+            if stop {
+                f.text.push_str(&s);
+                f.stop = true;
+                return None;
+            }
+            s
+        }
+        'q' => {
+            if missing {
+                String::new()
+            } else {
+                quote(&arg)
+            }
+        }
+        'c' => arg.chars().next().map(String::from).unwrap_or_default(),
+        'd' | 'i' => {
+            let v = int_arg(&arg, f);
+            let mut s = v.abs().to_string();
+            if v == i64::MIN {
+                s = "9223372036854775808".into();
+            }
+            if let Some(p) = precision {
+                while s.len() < p {
+                    s.insert(0, '0');
+                }
+            }
+            let sign = if v < 0 {
+                "-"
+            } else if flags.contains('+') {
+                "+"
+            } else if flags.contains(' ') {
+                " "
+            } else {
+                ""
+            };
+            format!("{sign}{s}")
+        }
+        'u' | 'x' | 'X' | 'o' => {
+            let v = int_arg(&arg, f) as u64;
+            let mut s = match conv {
+                'x' => format!("{v:x}"),
+                'X' => format!("{v:X}"),
+                'o' => format!("{v:o}"),
+                _ => v.to_string(),
+            };
+            if let Some(p) = precision {
+                while s.len() < p {
+                    s.insert(0, '0');
+                }
+            }
+            if flags.contains('#') && v != 0 {
+                s = match conv {
+                    'x' => format!("0x{s}"),
+                    'X' => format!("0X{s}"),
+                    'o' => format!("0{s}"),
+                    _ => s,
+                };
+            }
+            s
+        }
+        'f' | 'F' | 'e' | 'E' | 'g' | 'G' => {
+            let v = float_arg(&arg, f);
+            let p = precision.unwrap_or(6);
+            let mut s = match conv {
+                'f' | 'F' => format!("{v:.p$}"),
+                'e' | 'E' => exp_format(v, p, conv == 'E'),
+                _ => g_format(v, p, conv == 'G', flags.contains('#')),
+            };
+            if v >= 0.0 && flags.contains('+') {
+                s.insert(0, '+');
+            } else if v >= 0.0 && flags.contains(' ') {
+                s.insert(0, ' ');
+            }
+            s
+        }
+        other => {
+            f.errors.push(format!("%{other}: invalid directive"));
+            f.stop = true;
+            return None;
+        }
+    })
+}
+
+fn exp_format(v: f64, p: usize, upper: bool) -> String {
+    let s = format!("{v:.p$e}");
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let e: i32 = exp.parse().unwrap_or(0);
+    let sign = if e < 0 { '-' } else { '+' };
+    let out = format!("{mant}e{sign}{:02}", e.abs());
+    if upper {
+        out.to_uppercase()
+    } else {
+        out
+    }
+}
+
+fn g_format(v: f64, p: usize, upper: bool, keep: bool) -> String {
+    let p = if p == 0 { 1 } else { p };
+    if v == 0.0 {
+        return "0".into();
+    }
+    let exp = v.abs().log10().floor() as i32;
+    let s = if exp < -4 || exp >= p as i32 {
+        let s = exp_format(v, p - 1, upper);
+        if keep {
+            s
+        } else {
+            let (m, e) = s.split_once(if upper { 'E' } else { 'e' }).unwrap_or((&s, ""));
+            let m = trim_zeros(m);
+            format!("{m}{}{e}", if upper { 'E' } else { 'e' })
+        }
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        let s = format!("{v:.decimals$}");
+        if keep {
+            s
+        } else {
+            trim_zeros(&s)
+        }
+    };
+    s
+}
+
+fn trim_zeros(s: &str) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,275 @@
+//! Redirections: each one rebinds a descriptor for the duration of a
+//! command. Output to a file goes to a capture slot that is written out
+//! when the redirection ends (`>` truncates first); input is read whole.
+
+use std::rc::Rc;
+
+use stead_vfs::VPath;
+
+use super::ast::{Redir, RedirOp};
+use super::{Fd, Input, Shell, R};
+use crate::utils::strerror;
+
+impl Shell<'_> {
+    /// Applies redirections; returns the descriptors to restore, or `None`
+    /// after printing the error when one fails.
+    pub fn apply_redirs(&mut self, redirs: &[Redir]) -> R<Option<Vec<Option<Fd>>>> {
+        let saved = self.fds.clone();
+        for r in redirs {
+            if !self.apply_redir(r)? {
+                self.restore_fds(saved)?;
+                return Ok(None);
+            }
+        }
+        Ok(Some(saved))
+    }
+
+    /// Restores descriptors, closing slots opened since they were saved.
+    pub fn restore_fds(&mut self, saved: Vec<Option<Fd>>) -> R<()> {
+        let keep: Vec<usize> = saved
+            .iter()
+            .filter_map(|f| match f {
+                Some(Fd::Out(i)) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        let mut saved = saved;
+        for &n in &self.persist_fds {
+            if let Some(f) = self.fds.get(n).cloned() {
+                if n >= saved.len() {
+                    saved.resize(n + 1, None);
+                }
+                saved[n] = f;
+            }
+        }
+        let current = std::mem::replace(&mut self.fds, saved);
+        let mut to_close = Vec::new();
+        let keep: Vec<usize> = keep
+            .into_iter()
+            .chain(self.fds.iter().filter_map(|f| match f {
+                Some(Fd::Out(i)) => Some(*i),
+                _ => None,
+            }))
+            .collect();
+        for f in current.into_iter().flatten() {
+            if let Fd::Out(i) = f {
+                if !keep.contains(&i) && self.slots[i].file.is_some() && !to_close.contains(&i) {
+                    to_close.push(i);
+                }
+            }
+        }
+        for i in to_close {
+            self.close_slot(i)?;
+        }
+        Ok(())
+    }
+
+    fn set_fd(&mut self, n: usize, fd: Option<Fd>) {
+        if n >= self.fds.len() {
+            self.fds.resize(n + 1, None);
+        }
+        self.fds[n] = fd;
+    }
+
+    fn redir_error(&mut self, target: &str, msg: &str) -> R<bool> {
+        self.err_line(&format!("{target}: {msg}"))?;
+        Ok(false)
+    }
+
+    fn apply_redir(&mut self, r: &Redir) -> R<bool> {
+        let input = matches!(r.op, RedirOp::In | RedirOp::DupIn | RedirOp::ReadWrite | RedirOp::HereDoc | RedirOp::HereString);
+        let mut fd = r.fd.unwrap_or(if input { 0 } else { 1 }) as usize;
+        if let Some(name) = &r.var_fd {
+            fd = (10..).find(|&i| self.fds.get(i).is_none_or(|f| f.is_none())).unwrap_or(10);
+            self.set_scalar(name, fd.to_string())?;
+            self.persist_fds.push(fd);
+        }
+        let target = match r.op {
+            RedirOp::HereDoc => {
+                let body = self.expand_single(&r.target)?;
+                self.set_fd(fd, Some(input_fd(body.into_bytes())));
+                return Ok(true);
+            }
+            RedirOp::HereString => {
+                let mut body = self.expand_single(&r.target)?;
+                body.push('\n');
+                self.set_fd(fd, Some(input_fd(body.into_bytes())));
+                return Ok(true);
+            }
+            _ => {
+                let words = self.expand_words(std::slice::from_ref(&r.target))?;
+                if words.len() != 1 {
+                    let raw = self.expand_single(&r.target)?;
+                    return self.redir_error(&raw, "ambiguous redirect");
+                }
+                words.into_iter().next().unwrap_or_default()
+            }
+        };
+        match r.op {
+            RedirOp::DupOut | RedirOp::DupIn => self.dup(fd, &target, r),
+            RedirOp::In | RedirOp::ReadWrite => self.open_input(fd, &target, r.op == RedirOp::ReadWrite),
+            RedirOp::Out | RedirOp::Clobber | RedirOp::Append => {
+                let Some(f) = self.open_output(&target, r.op == RedirOp::Append, r.op == RedirOp::Out)? else {
+                    return Ok(false);
+                };
+                self.set_fd(fd, Some(f));
+                Ok(true)
+            }
+            RedirOp::AllOut | RedirOp::AllAppend => {
+                let Some(f) = self.open_output(&target, r.op == RedirOp::AllAppend, true)? else {
+                    return Ok(false);
+                };
+                self.set_fd(1, Some(f.clone()));
+                self.set_fd(2, Some(f));
+                Ok(true)
+            }
+            RedirOp::HereDoc | RedirOp::HereString => Ok(true),
+        }
+    }
+
+    fn dup(&mut self, fd: usize, target: &str, r: &Redir) -> R<bool> {
+        if target == "-" {
+            self.set_fd(fd, None);
+            return Ok(true);
+        }
+        let (num, close) = match target.strip_suffix('-') {
+            Some(n) => (n, true),
+            None => (target, false),
+        };
+        match num.parse::<usize>() {
+            Ok(n) => {
+                let Some(src) = self.fds.get(n).cloned().flatten() else {
+                    return self.redir_error(num, "Bad file descriptor");
+                };
+                self.set_fd(fd, Some(src));
+                if close {
+                    self.set_fd(n, None);
+                }
+                Ok(true)
+            }
+            Err(_) if r.op == RedirOp::DupOut && r.fd.is_none() => {
+                let Some(f) = self.open_output(target, false, true)? else {
+                    return Ok(false);
+                };
+                self.set_fd(1, Some(f.clone()));
+                self.set_fd(2, Some(f));
+                Ok(true)
+            }
+            Err(_) => self.redir_error(target, "ambiguous redirect"),
+        }
+    }
+
+    fn open_input(&mut self, fd: usize, target: &str, create: bool) -> R<bool> {
+        match target {
+            "/dev/null" | "/dev/zero" | "/dev/random" | "/dev/urandom" => {
+                self.set_fd(fd, Some(input_fd(Vec::new())));
+                return Ok(true);
+            }
+            "/dev/stdin" | "/dev/fd/0" => {
+                let f = self.fds[0].clone();
+                self.set_fd(fd, f);
+                return Ok(true);
+            }
+            _ => {}
+        }
+        let path = match VPath::parse_from(target, &self.st.cwd) {
+            Ok(p) => p,
+            Err(e) => return self.redir_error(target, strerror(&e)),
+        };
+        match self.fs.read(&path) {
+            Ok(data) => {
+                self.budget.charge_cpu(data.len() as u64)?;
+                self.set_fd(fd, Some(input_fd(data)));
+                Ok(true)
+            }
+            Err(e) if create && e.code() == "ENOENT" => {
+                if let Err(e) = self.fs.write(&path, b"") {
+                    return self.redir_error(target, strerror(&e));
+                }
+                self.set_fd(fd, Some(input_fd(Vec::new())));
+                Ok(true)
+            }
+            Err(e) => self.redir_error(target, strerror(&e)),
+        }
+    }
+
+    /// Opens an output target (`>>` appends; `>` obeys `noclobber`), or
+    /// prints why not.
+    fn open_output(&mut self, target: &str, append: bool, check_clobber: bool) -> R<Option<Fd>> {
+        match target {
+            "/dev/null" | "/dev/zero" => return Ok(Some(Fd::Null)),
+            "/dev/stdout" | "/dev/fd/1" => return Ok(self.fds[1].clone()),
+            "/dev/stderr" | "/dev/fd/2" => return Ok(self.fds[2].clone()),
+            _ => {}
+        }
+        let path = match VPath::parse_from(target, &self.st.cwd) {
+            Ok(p) => p,
+            Err(e) => {
+                self.redir_error(target, strerror(&e))?;
+                return Ok(None);
+            }
+        };
+        if check_clobber && self.st.opts.noclobber && self.fs.stat(&path, true).is_ok() {
+            self.redir_error(target, "cannot overwrite existing file")?;
+            return Ok(None);
+        }
+        let created = if append {
+            self.fs.append(&path, b"")
+        } else {
+            self.fs.write(&path, b"")
+        };
+        if let Err(e) = created {
+            self.redir_error(target, strerror(&e))?;
+            return Ok(None);
+        }
+        let slot = self.open_slot(Some(path));
+        Ok(Some(Fd::Out(slot)))
+    }
+}
+
+impl Shell<'_> {
+    /// After `exec` redirections: files written through from now on, and
+    /// slots no descriptor refers to any more are closed.
+    pub fn settle_exec_fds(&mut self) -> R<()> {
+        let used: Vec<usize> = self
+            .fds
+            .iter()
+            .filter_map(|f| match f {
+                Some(Fd::Out(i)) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        for i in 2..self.slots.len() {
+            if self.slots[i].file.is_none() || !self.slots[i].open {
+                continue;
+            }
+            if used.contains(&i) {
+                self.slots[i].direct = true;
+            } else {
+                self.close_slot(i)?;
+            }
+        }
+        self.flush_direct()
+    }
+
+    /// Writes out what write-through slots hold.
+    pub fn flush_direct(&mut self) -> R<()> {
+        for i in 2..self.slots.len() {
+            let slot = &mut self.slots[i];
+            if !slot.direct || !slot.open || slot.out.is_empty() {
+                continue;
+            }
+            let cap = slot.out.cap();
+            let bytes = std::mem::replace(&mut slot.out, crate::io::Output::with_cap(cap)).into_bytes();
+            if let Some(path) = slot.file.clone() {
+                self.budget.charge_write(bytes.len() as u64)?;
+                let _ = self.fs.append(&path, &bytes);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn input_fd(data: Vec<u8>) -> Fd {
+    Fd::In(Rc::new(Input { data, pos: 0.into() }))
+}

@@ -1,0 +1,407 @@
+//! Variables: scalars, indexed and associative arrays, attributes,
+//! special parameters, and `local` scoping (dynamic, as in bash: a call
+//! frame saves the outer value and restores it on return).
+
+use std::collections::BTreeMap;
+
+use super::ast::{Assign, AssignValue};
+use super::{Flow, Shell, R};
+
+pub const EXPORT: u8 = 1;
+pub const READONLY: u8 = 2;
+pub const INTEGER: u8 = 4;
+pub const LOWER: u8 = 8;
+pub const UPPER: u8 = 16;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Declared without a value (`local x`, `declare -a a` has Indexed).
+    Unset,
+    Str(String),
+    Indexed(BTreeMap<i64, String>),
+    Assoc(BTreeMap<String, String>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Var {
+    pub value: Value,
+    pub attrs: u8,
+}
+
+impl Var {
+    pub fn new(value: String) -> Self {
+        Var {
+            value: Value::Str(value),
+            attrs: 0,
+        }
+    }
+
+    /// The value as a scalar (`${a}` of an array is element 0).
+    pub fn scalar(&self) -> Option<String> {
+        match &self.value {
+            Value::Unset => None,
+            Value::Str(s) => Some(s.clone()),
+            Value::Indexed(m) => m.get(&0).cloned(),
+            Value::Assoc(m) => m.get("0").cloned(),
+        }
+    }
+
+    pub fn values(&self) -> Vec<String> {
+        match &self.value {
+            Value::Unset => Vec::new(),
+            Value::Str(s) => vec![s.clone()],
+            Value::Indexed(m) => m.values().cloned().collect(),
+            Value::Assoc(m) => m.values().cloned().collect(),
+        }
+    }
+
+    pub fn keys(&self) -> Vec<String> {
+        match &self.value {
+            Value::Unset => Vec::new(),
+            Value::Str(_) => vec!["0".into()],
+            Value::Indexed(m) => m.keys().map(|k| k.to_string()).collect(),
+            Value::Assoc(m) => m.keys().cloned().collect(),
+        }
+    }
+}
+
+impl Shell<'_> {
+    /// A parameter's value; `None` when unset.
+    pub fn get_scalar(&mut self, name: &str) -> Option<String> {
+        let first = name.as_bytes().first().copied().unwrap_or(b' ');
+        if !(first.is_ascii_alphabetic() || first == b'_') {
+            return self.special(name);
+        }
+        if let Some(v) = self.st.vars.get(name) {
+            return v.scalar();
+        }
+        match name {
+            "RANDOM" => Some((self.next_random() % 32768).to_string()),
+            "LINENO" => Some(self.line.to_string()),
+            "SECONDS" => Some("0".into()),
+            "BASHPID" => Some("4242".into()),
+            "PPID" => Some("4241".into()),
+            "UID" | "EUID" => Some("1000".into()),
+            "SHLVL" => Some("1".into()),
+            "FUNCNAME" => self.st.func_names.last().cloned(),
+            "PIPESTATUS" => self.pipestatus.first().map(|s| s.to_string()),
+            "BASH_VERSION" => Some("5.2.21(1)-release".into()),
+            _ => None,
+        }
+    }
+
+    fn special(&mut self, name: &str) -> Option<String> {
+        Some(match name {
+            "?" => self.status.to_string(),
+            "#" => self.st.positional.len().to_string(),
+            "$" => "4242".into(),
+            "!" => return None,
+            "-" => {
+                let mut f = String::from("h");
+                if self.st.opts.errexit {
+                    f.push('e');
+                }
+                if self.st.opts.nounset {
+                    f.push('u');
+                }
+                if self.st.opts.xtrace {
+                    f.push('x');
+                }
+                f.push('B');
+                f
+            }
+            "0" => self.st.arg0.clone(),
+            "@" | "*" => {
+                let sep = self.ifs_first();
+                self.st.positional.join(&sep)
+            }
+            _ => {
+                let n: usize = name.parse().ok()?;
+                return self.st.positional.get(n.checked_sub(1)?).cloned();
+            }
+        })
+    }
+
+    pub fn ifs(&self) -> String {
+        match self.st.vars.get("IFS") {
+            Some(v) => v.scalar().unwrap_or_default(),
+            None => " \t\n".into(),
+        }
+    }
+
+    pub fn ifs_first(&self) -> String {
+        self.ifs().chars().next().map(String::from).unwrap_or_default()
+    }
+
+    pub fn is_assoc(&self, name: &str) -> bool {
+        matches!(self.st.vars.get(name), Some(Var { value: Value::Assoc(_), .. }))
+    }
+
+    /// All values of a parameter (`${a[@]}`, `$@`).
+    pub fn get_all(&mut self, name: &str) -> Option<Vec<String>> {
+        match name {
+            "@" | "*" => return Some(self.st.positional.clone()),
+            "PIPESTATUS" if !self.st.vars.contains_key(name) => {
+                return Some(self.pipestatus.iter().map(|s| s.to_string()).collect())
+            }
+            "FUNCNAME" if !self.st.vars.contains_key(name) => {
+                return Some(self.st.func_names.iter().rev().cloned().collect())
+            }
+            _ => {}
+        }
+        match self.st.vars.get(name) {
+            Some(v) if v.value != Value::Unset => Some(v.values()),
+            Some(_) => None,
+            None => self.get_scalar(name).map(|s| vec![s]),
+        }
+    }
+
+    pub fn get_keys(&mut self, name: &str) -> Vec<String> {
+        if name == "@" || name == "*" {
+            return (1..=self.st.positional.len()).map(|i| i.to_string()).collect();
+        }
+        self.st.vars.get(name).map(|v| v.keys()).unwrap_or_default()
+    }
+
+    /// One element; `key` is already evaluated (an index for indexed arrays).
+    pub fn get_element(&mut self, name: &str, key: &str) -> Option<String> {
+        if name == "PIPESTATUS" && !self.st.vars.contains_key(name) {
+            let i: usize = key.parse().ok()?;
+            return self.pipestatus.get(i).map(|s| s.to_string());
+        }
+        if name == "FUNCNAME" && !self.st.vars.contains_key(name) {
+            let i: usize = key.parse().ok()?;
+            return self.st.func_names.iter().rev().nth(i).cloned();
+        }
+        let var = self.st.vars.get(name)?;
+        match &var.value {
+            Value::Unset => None,
+            Value::Str(s) => (key == "0").then(|| s.clone()),
+            Value::Indexed(m) => {
+                let i: i64 = key.parse().ok()?;
+                let i = if i < 0 { m.keys().next_back().map_or(0, |k| k + 1) + i } else { i };
+                m.get(&i).cloned()
+            }
+            Value::Assoc(m) => m.get(key).cloned(),
+        }
+    }
+
+    fn check_writable(&mut self, name: &str) -> R<()> {
+        if let Some(v) = self.st.vars.get(name) {
+            if v.attrs & READONLY != 0 {
+                let msg = format!("{name}: readonly variable");
+                self.err_line(&msg)?;
+                return Err(Flow::Error(1));
+            }
+        }
+        Ok(())
+    }
+
+    fn transform_value(&mut self, name: &str, value: String) -> R<String> {
+        let attrs = self.st.vars.get(name).map_or(0, |v| v.attrs);
+        if attrs & INTEGER != 0 {
+            return Ok(self.arith_value(&value)?.to_string());
+        }
+        if attrs & LOWER != 0 {
+            return Ok(value.to_lowercase());
+        }
+        if attrs & UPPER != 0 {
+            return Ok(value.to_uppercase());
+        }
+        Ok(value)
+    }
+
+    pub fn set_scalar(&mut self, name: &str, value: String) -> R<()> {
+        if let Some(var) = self.st.vars.get_mut(name) {
+            if var.attrs == 0 {
+                if let Value::Str(s) = &mut var.value {
+                    *s = value;
+                    return Ok(());
+                }
+            }
+        }
+        self.check_writable(name)?;
+        let value = self.transform_value(name, value)?;
+        match self.st.vars.get_mut(name) {
+            Some(var) => match &mut var.value {
+                Value::Indexed(m) => {
+                    m.insert(0, value);
+                }
+                Value::Assoc(m) => {
+                    m.insert("0".into(), value);
+                }
+                other => *other = Value::Str(value),
+            },
+            None => {
+                self.st.vars.insert(name.to_string(), Var::new(value));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn set_element(&mut self, name: &str, key: &str, value: String) -> R<()> {
+        self.check_writable(name)?;
+        let value = self.transform_value(name, value)?;
+        let var = self.st.vars.entry(name.to_string()).or_insert(Var {
+            value: Value::Unset,
+            attrs: 0,
+        });
+        match &mut var.value {
+            Value::Assoc(m) => {
+                m.insert(key.to_string(), value);
+            }
+            Value::Indexed(m) => {
+                let i: i64 = key.parse().unwrap_or(0);
+                let i = if i < 0 { m.keys().next_back().map_or(0, |k| k + 1) + i } else { i };
+                m.insert(i, value);
+            }
+            other => {
+                let mut m = BTreeMap::new();
+                if let Value::Str(s) = other {
+                    m.insert(0, std::mem::take(s));
+                }
+                m.insert(key.parse().unwrap_or(0), value);
+                *other = Value::Indexed(m);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn unset_var(&mut self, name: &str) -> R<bool> {
+        self.check_writable(name)?;
+        Ok(self.st.vars.remove(name).is_some())
+    }
+
+    /// Makes `name` local to the current function call.
+    pub fn make_local(&mut self, name: &str) {
+        let old = self.st.vars.get(name).cloned();
+        if let Some(frame) = self.st.frames.last_mut() {
+            if frame.iter().any(|(n, _)| n == name) {
+                return;
+            }
+            frame.push((name.to_string(), old.clone()));
+        }
+        let attrs = old.as_ref().map_or(0, |v| v.attrs & EXPORT);
+        self.st.vars.insert(
+            name.to_string(),
+            Var {
+                value: Value::Unset,
+                attrs,
+            },
+        );
+    }
+
+    /// Evaluates an array subscript for `name` (arithmetic unless assoc).
+    pub fn subscript_key(&mut self, name: &str, text: &str) -> R<String> {
+        if self.is_assoc(name) {
+            return Ok(text.to_string());
+        }
+        let expr = super::arith::parse(text).map_err(|m| self.fatal(&format!("{text}: {m}")))?;
+        Ok(self.eval_arith(&expr)?.to_string())
+    }
+
+    /// Performs an assignment word (`x=1`, `a[i]+=v`, `a=(1 2)`).
+    pub fn assign(&mut self, a: &Assign) -> R<()> {
+        match &a.value {
+            AssignValue::Scalar(w) => {
+                let value = self.expand_assign_value(w)?;
+                if let Some(index) = &a.index {
+                    let text = self.expand_single(index)?;
+                    let key = self.subscript_key(&a.name, &text)?;
+                    let value = if a.append {
+                        format!("{}{}", self.get_element(&a.name, &key).unwrap_or_default(), value)
+                    } else {
+                        value
+                    };
+                    return self.set_element(&a.name, &key, value);
+                }
+                if a.append {
+                    let attrs = self.st.vars.get(&a.name).map_or(0, |v| v.attrs);
+                    if attrs & INTEGER != 0 {
+                        let old = self.get_scalar(&a.name).unwrap_or_default();
+                        let sum = self.arith_value(&old)? + self.arith_value(&value)?;
+                        return self.set_scalar(&a.name, sum.to_string());
+                    }
+                    if let Some(Var { value: Value::Indexed(m), .. }) = self.st.vars.get_mut(&a.name) {
+                        m.entry(0).or_default().push_str(&value);
+                        return Ok(());
+                    }
+                    let old = self.get_scalar(&a.name).unwrap_or_default();
+                    return self.set_scalar(&a.name, old + &value);
+                }
+                self.set_scalar(&a.name, value)
+            }
+            AssignValue::Array(elems) => self.assign_array(&a.name, elems, a.append),
+        }
+    }
+
+    fn assign_array(&mut self, name: &str, elems: &[(Option<super::ast::Word>, super::ast::Word)], append: bool) -> R<()> {
+        self.check_writable(name)?;
+        let assoc = self.is_assoc(name);
+        let mut values = Vec::new();
+        for (key, value) in elems {
+            match key {
+                Some(k) => {
+                    let k = self.expand_single(k)?;
+                    let v = self.expand_assign_value(value)?;
+                    values.push((Some(k), v));
+                }
+                None if assoc => {
+                    let v = self.expand_assign_value(value)?;
+                    values.push((None, v));
+                }
+                None => {
+                    for v in self.expand_words(std::slice::from_ref(value))? {
+                        values.push((None, v));
+                    }
+                }
+            }
+        }
+        let attrs = self.st.vars.get(name).map_or(0, |v| v.attrs);
+        if assoc {
+            let mut m = match (append, self.st.vars.get(name)) {
+                (true, Some(Var { value: Value::Assoc(m), .. })) => m.clone(),
+                _ => BTreeMap::new(),
+            };
+            let mut pending_key: Option<String> = None;
+            for (k, v) in values {
+                match k {
+                    Some(k) => {
+                        m.insert(k, v);
+                    }
+                    None => match pending_key.take() {
+                        Some(k) => {
+                            m.insert(k, v);
+                        }
+                        None => pending_key = Some(v),
+                    },
+                }
+            }
+            if let Some(k) = pending_key {
+                m.insert(k, String::new());
+            }
+            self.st.vars.insert(name.to_string(), Var { value: Value::Assoc(m), attrs });
+            return Ok(());
+        }
+        let mut m = match (append, self.st.vars.get(name)) {
+            (true, Some(Var { value: Value::Indexed(m), .. })) => m.clone(),
+            (true, Some(Var { value: Value::Str(s), .. })) => BTreeMap::from([(0, s.clone())]),
+            _ => BTreeMap::new(),
+        };
+        let mut next = m.keys().next_back().map_or(0, |k| k + 1);
+        for (k, v) in values {
+            let i = match k {
+                Some(k) => {
+                    let key = self.subscript_key(name, &k)?;
+                    key.parse().unwrap_or(0)
+                }
+                None => next,
+            };
+            let v = if attrs & INTEGER != 0 { self.arith_value(&v)?.to_string() } else { v };
+            m.insert(i, v);
+            next = i + 1;
+        }
+        self.st.vars.insert(name.to_string(), Var { value: Value::Indexed(m), attrs });
+        Ok(())
+    }
+}

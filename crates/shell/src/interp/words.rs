@@ -1,0 +1,741 @@
+//! Word-level parsing: quotes, `$` expansions, backquotes, here-document
+//! bodies, and brace expansion.
+
+use std::rc::Rc;
+
+use super::{is_meta, is_name, PResult, Parser};
+use crate::interp::ast::*;
+
+impl Parser {
+    pub(super) fn word(&mut self) -> PResult<Word> {
+        self.word_mode(false)
+    }
+
+    /// Reads one word up to a metacharacter; `assign` enables `~` after `:`.
+    pub(super) fn word_mode(&mut self, assign: bool) -> PResult<Word> {
+        let mut parts = Vec::new();
+        let mut lit = String::new();
+        let start = self.pos;
+        while let Some(c) = self.peek() {
+            if is_meta(c) {
+                if matches!(c, '<' | '>') && self.peek_at(1) == Some('(') {
+                    flush(&mut parts, &mut lit);
+                    self.pos += 2;
+                    let prog = self.program()?;
+                    self.close_paren()?;
+                    parts.push(Part::ProcSub(Rc::new(prog), c == '<'));
+                    continue;
+                }
+                break;
+            }
+            match c {
+                '~' if self.pos == start || (assign && lit.ends_with(':')) => {
+                    flush(&mut parts, &mut lit);
+                    self.tilde(&mut parts, &mut lit);
+                }
+                '@' | '*' | '+' | '?' | '!' if self.peek_at(1) == Some('(') => {
+                    self.extglob(&mut lit);
+                }
+                '\\' | '\'' | '"' | '$' | '`' => {
+                    flush(&mut parts, &mut lit);
+                    self.word_piece(&mut parts, &mut lit, false)?;
+                }
+                _ => {
+                    lit.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        flush(&mut parts, &mut lit);
+        if self.pos == start {
+            return Err(self.unexpected());
+        }
+        Ok(Word(parts))
+    }
+
+    fn close_paren(&mut self) -> PResult<()> {
+        self.skip_space_nl()?;
+        if self.peek() != Some(')') {
+            return Err(self.unexpected());
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn tilde(&mut self, parts: &mut Vec<Part>, lit: &mut String) {
+        let mut i = self.pos + 1;
+        let mut name = String::new();
+        while let Some(&c) = self.src.get(i) {
+            if c == '/' || c == ':' || is_meta(c) {
+                break;
+            }
+            if !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' || c == '+') {
+                lit.push('~');
+                self.pos += 1;
+                return;
+            }
+            name.push(c);
+            i += 1;
+        }
+        self.pos = i;
+        parts.push(Part::Tilde(name));
+    }
+
+    fn extglob(&mut self, lit: &mut String) {
+        let mut depth = 0;
+        while let Some(c) = self.peek() {
+            lit.push(c);
+            self.pos += 1;
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return;
+                    }
+                }
+                '\\' => {
+                    if let Some(n) = self.peek() {
+                        lit.push(n);
+                        self.pos += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// One quoted piece or expansion at `\`, `'`, `"`, `$` or a backquote.
+    pub(super) fn word_piece(&mut self, parts: &mut Vec<Part>, lit: &mut String, in_dq: bool) -> PResult<()> {
+        let c = self.peek().unwrap_or(' ');
+        match c {
+            '\\' => {
+                self.pos += 1;
+                match self.peek() {
+                    Some('\n') => self.pos += 1,
+                    Some(n) => {
+                        self.pos += 1;
+                        parts.push(Part::Quoted(n.to_string()));
+                    }
+                    None => lit.push('\\'),
+                }
+            }
+            '\'' => {
+                self.pos += 1;
+                let mut s = String::new();
+                loop {
+                    match self.peek() {
+                        None => return Err("unexpected EOF while looking for matching `''".into()),
+                        Some('\'') => break,
+                        Some(ch) => s.push(ch),
+                    }
+                    self.pos += 1;
+                }
+                self.pos += 1;
+                parts.push(Part::Quoted(s));
+            }
+            '"' => {
+                self.pos += 1;
+                let inner = self.dq_parts(Some('"'))?;
+                parts.push(Part::Double(inner));
+            }
+            '`' => parts.push(self.backquote()?),
+            _ => parts.push(self.dollar(in_dq)?),
+        }
+        Ok(())
+    }
+
+    /// Double-quoted content up to `stop` (or the end of input).
+    pub(crate) fn dq_parts(&mut self, stop: Option<char>) -> PResult<Vec<Part>> {
+        self.dq_parts_mode(stop, false)
+    }
+
+    fn dq_parts_mode(&mut self, stop: Option<char>, doc: bool) -> PResult<Vec<Part>> {
+        let mut parts = Vec::new();
+        let mut lit = String::new();
+        loop {
+            let Some(c) = self.peek() else {
+                if stop.is_some() {
+                    return Err("unexpected EOF while looking for matching `\"'".into());
+                }
+                break;
+            };
+            if Some(c) == stop {
+                self.pos += 1;
+                break;
+            }
+            match c {
+                '\\' => {
+                    let n = self.peek_at(1);
+                    let special = matches!(n, Some('$' | '`' | '\\' | '\n')) || (!doc && n == Some('"'));
+                    if special {
+                        if n != Some('\n') {
+                            lit.push(n.unwrap());
+                        }
+                        self.pos += 2;
+                    } else {
+                        lit.push('\\');
+                        self.pos += 1;
+                    }
+                }
+                '$' | '`' => {
+                    flush(&mut parts, &mut lit);
+                    let mut inner_lit = String::new();
+                    self.word_piece(&mut parts, &mut inner_lit, true)?;
+                    lit.push_str(&inner_lit);
+                }
+                _ => {
+                    lit.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        flush(&mut parts, &mut lit);
+        Ok(parts)
+    }
+
+    fn backquote(&mut self) -> PResult<Part> {
+        self.pos += 1;
+        let mut text = String::new();
+        loop {
+            match self.peek() {
+                None => return Err("unexpected EOF while looking for matching ``'".into()),
+                Some('`') => break,
+                Some('\\') if matches!(self.peek_at(1), Some('`' | '\\' | '$')) => {
+                    text.push(self.peek_at(1).unwrap());
+                    self.pos += 2;
+                    continue;
+                }
+                Some(c) => text.push(c),
+            }
+            self.pos += 1;
+        }
+        self.pos += 1;
+        let prog = super::parse_script(&text)?;
+        Ok(Part::Command(Rc::new(prog)))
+    }
+
+    fn dollar(&mut self, in_dq: bool) -> PResult<Part> {
+        self.pos += 1;
+        let Some(c) = self.peek() else {
+            return Ok(Part::Lit("$".into()));
+        };
+        match c {
+            '(' if self.peek_at(1) == Some('(') => {
+                let save = self.pos;
+                self.pos += 2;
+                if let Some(text) = self.arith_text("))") {
+                    return Ok(Part::Arith(self.make_arith(&text)?));
+                }
+                self.pos = save + 1;
+                let prog = self.program()?;
+                self.close_paren()?;
+                Ok(Part::Command(Rc::new(prog)))
+            }
+            '(' => {
+                self.pos += 1;
+                let prog = self.program()?;
+                self.close_paren()?;
+                Ok(Part::Command(Rc::new(prog)))
+            }
+            '{' => {
+                self.pos += 1;
+                let saved = std::mem::replace(&mut self.in_dq, in_dq);
+                let r = self.braced_param();
+                self.in_dq = saved;
+                r
+            }
+            '\'' if !in_dq => {
+                self.pos += 1;
+                Ok(Part::Quoted(self.ansi_c()?))
+            }
+            '"' if !in_dq => {
+                self.pos += 1;
+                Ok(Part::Double(self.dq_parts(Some('"'))?))
+            }
+            c if c.is_ascii_alphabetic() || c == '_' => {
+                let mut name = String::new();
+                while let Some(ch) = self.peek().filter(|ch| ch.is_ascii_alphanumeric() || *ch == '_') {
+                    name.push(ch);
+                    self.pos += 1;
+                }
+                Ok(simple_param(name))
+            }
+            c if c.is_ascii_digit() || matches!(c, '@' | '*' | '#' | '?' | '$' | '!' | '-') => {
+                self.pos += 1;
+                Ok(simple_param(c.to_string()))
+            }
+            _ => Ok(Part::Lit("$".into())),
+        }
+    }
+
+    fn ansi_c(&mut self) -> PResult<String> {
+        let mut raw = String::new();
+        loop {
+            match self.peek() {
+                None => return Err("unexpected EOF while looking for matching `''".into()),
+                Some('\'') => break,
+                Some('\\') => {
+                    raw.push('\\');
+                    if let Some(n) = self.peek_at(1) {
+                        raw.push(n);
+                        self.pos += 1;
+                    }
+                }
+                Some(c) => raw.push(c),
+            }
+            self.pos += 1;
+        }
+        self.pos += 1;
+        Ok(crate::interp::printf::unescape(&raw, false).0)
+    }
+
+    fn braced_param(&mut self) -> PResult<Part> {
+        let bad = || "bad substitution".to_string();
+        let mut length = false;
+        let mut indirect = false;
+        if self.peek() == Some('#') && !matches!(self.peek_at(1), Some('}')) {
+            length = true;
+            self.pos += 1;
+        } else if self.peek() == Some('!') && !matches!(self.peek_at(1), Some('}')) {
+            indirect = true;
+            self.pos += 1;
+        }
+        let mut name = String::new();
+        match self.peek() {
+            Some(c) if c.is_ascii_alphabetic() || c == '_' => {
+                while let Some(ch) = self.peek().filter(|ch| ch.is_ascii_alphanumeric() || *ch == '_') {
+                    name.push(ch);
+                    self.pos += 1;
+                }
+            }
+            Some(c) if c.is_ascii_digit() => {
+                while let Some(ch) = self.peek().filter(|ch| ch.is_ascii_digit()) {
+                    name.push(ch);
+                    self.pos += 1;
+                }
+            }
+            Some(c) if matches!(c, '@' | '*' | '#' | '?' | '$' | '!' | '-') => {
+                name.push(c);
+                self.pos += 1;
+            }
+            _ => return Err(bad()),
+        }
+        let mut sub = None;
+        if self.peek() == Some('[') {
+            self.pos += 1;
+            let start = self.pos;
+            let mut depth = 0;
+            loop {
+                match self.peek() {
+                    None => return Err(bad()),
+                    Some('[') => depth += 1,
+                    Some(']') if depth == 0 => break,
+                    Some(']') => depth -= 1,
+                    _ => {}
+                }
+                self.pos += 1;
+            }
+            let text: String = self.src[start..self.pos].iter().collect();
+            self.pos += 1;
+            sub = Some(match text.as_str() {
+                "@" => Subscript::All(false),
+                "*" => Subscript::All(true),
+                _ => Subscript::Index(Word(Parser::new(&text).dq_parts(None)?)),
+            });
+        }
+        let param = |name: String, sub, op, indirect| Part::Param(Box::new(Param { name, sub, op, indirect }));
+        if length {
+            self.expect_close_brace()?;
+            return Ok(param(name, sub, ParamOp::Length, false));
+        }
+        if indirect {
+            if matches!(self.peek(), Some('*' | '@')) && self.peek_at(1) == Some('}') {
+                let star = self.peek() == Some('*');
+                self.pos += 2;
+                return Ok(param(name, None, ParamOp::Names(star), false));
+            }
+            if matches!(sub, Some(Subscript::All(_))) && self.peek() == Some('}') {
+                self.pos += 1;
+                return Ok(param(name, sub, ParamOp::Keys, false));
+            }
+        }
+        let op = self.param_op()?;
+        Ok(param(name, sub, op, indirect))
+    }
+
+    fn expect_close_brace(&mut self) -> PResult<()> {
+        if self.peek() == Some('}') {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err("bad substitution".into())
+        }
+    }
+
+    fn param_op(&mut self) -> PResult<ParamOp> {
+        let c = self.peek().ok_or("bad substitution")?;
+        self.pos += 1;
+        let op = match c {
+            '}' => return Ok(ParamOp::None),
+            ':' if matches!(self.peek(), Some('-' | '=' | '+' | '?')) => {
+                let op = self.peek().unwrap();
+                self.pos += 1;
+                ParamOp::Test {
+                    op,
+                    colon: true,
+                    word: self.param_word_q(&['}'], self.in_dq)?,
+                }
+            }
+            '-' | '=' | '+' | '?' => ParamOp::Test {
+                op: c,
+                colon: false,
+                word: self.param_word_q(&['}'], self.in_dq)?,
+            },
+            ':' => {
+                let offset = self.param_word(&[':', '}'])?;
+                let length = if self.src.get(self.pos - 1) == Some(&':') {
+                    let w = self.param_word(&['}'])?;
+                    Some(self.word_arith(w)?)
+                } else {
+                    None
+                };
+                return Ok(ParamOp::Substr(self.word_arith(offset)?, length));
+            }
+            '#' | '%' => {
+                let longest = self.peek() == Some(c);
+                if longest {
+                    self.pos += 1;
+                }
+                ParamOp::Strip {
+                    suffix: c == '%',
+                    longest,
+                    pat: self.param_word(&['}'])?,
+                }
+            }
+            '/' => {
+                let mode = match self.peek() {
+                    Some('/') => b'/',
+                    Some('#') => b'#',
+                    Some('%') => b'%',
+                    _ => 0,
+                };
+                if mode != 0 {
+                    self.pos += 1;
+                }
+                let pat = self.param_word(&['/', '}'])?;
+                let rep = if self.src.get(self.pos - 1) == Some(&'/') {
+                    self.param_word(&['}'])?
+                } else {
+                    Word::default()
+                };
+                return Ok(ParamOp::Replace { mode, pat, rep });
+            }
+            '^' | ',' => {
+                let all = self.peek() == Some(c);
+                if all {
+                    self.pos += 1;
+                }
+                ParamOp::Case {
+                    upper: c == '^',
+                    all,
+                    pat: self.param_word(&['}'])?,
+                }
+            }
+            '@' => {
+                let t = self.peek().ok_or("bad substitution")?;
+                self.pos += 1;
+                self.expect_close_brace()?;
+                return Ok(ParamOp::Transform(t));
+            }
+            _ => return Err("bad substitution".into()),
+        };
+        Ok(op)
+    }
+
+    fn word_arith(&mut self, word: Word) -> PResult<Arith> {
+        match word.0.as_slice() {
+            [] => Ok(Arith::Static(Rc::new(Ok(crate::interp::arith::Expr::Num(0))), Rc::from(""))),
+            [Part::Lit(text)] => {
+                let text = text.clone();
+                self.make_arith(&text)
+            }
+            _ => Ok(Arith::Dynamic(word)),
+        }
+    }
+
+    /// A word inside `${...}` up to one of `stops` (consumed) at depth 0.
+    fn param_word(&mut self, stops: &[char]) -> PResult<Word> {
+        self.param_word_q(stops, false)
+    }
+
+    /// `literal_squote`: inside `"${x:-'a'}"` single quotes are literal.
+    fn param_word_q(&mut self, stops: &[char], literal_squote: bool) -> PResult<Word> {
+        let mut parts = Vec::new();
+        let mut lit = String::new();
+        let mut depth = 0;
+        loop {
+            let Some(c) = self.peek() else {
+                return Err("bad substitution".into());
+            };
+            if depth == 0 && stops.contains(&c) {
+                self.pos += 1;
+                break;
+            }
+            match c {
+                '{' => {
+                    depth += 1;
+                    lit.push(c);
+                    self.pos += 1;
+                }
+                '}' => {
+                    depth -= 1;
+                    lit.push(c);
+                    self.pos += 1;
+                }
+                '\'' if literal_squote => {
+                    lit.push(c);
+                    self.pos += 1;
+                }
+                '\\' | '\'' | '"' | '$' | '`' => {
+                    flush(&mut parts, &mut lit);
+                    self.word_piece(&mut parts, &mut lit, false)?;
+                }
+                '<' | '>' if self.peek_at(1) == Some('(') => {
+                    flush(&mut parts, &mut lit);
+                    self.pos += 2;
+                    let prog = self.program()?;
+                    self.close_paren()?;
+                    parts.push(Part::ProcSub(Rc::new(prog), c == '<'));
+                }
+                _ => {
+                    lit.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        flush(&mut parts, &mut lit);
+        Ok(Word(parts))
+    }
+
+    /// Reads the body of a here-document that starts after the current line.
+    pub(super) fn heredoc_body(&mut self, delim: &str, quoted: bool, strip: bool) -> PResult<Word> {
+        let (nl, start) = match self.skip_at {
+            Some(pair) => pair,
+            None => match self.src[self.pos..].iter().position(|&c| c == '\n') {
+                Some(off) => (self.pos + off, self.pos + off + 1),
+                None => (self.src.len(), self.src.len()),
+            },
+        };
+        let mut i = start;
+        let mut text = String::new();
+        while i < self.src.len() {
+            let end = self.src[i..].iter().position(|&c| c == '\n').map_or(self.src.len(), |o| i + o);
+            let line: String = self.src[i..end].iter().collect();
+            i = (end + 1).min(self.src.len());
+            let line = if strip { line.trim_start_matches('\t').to_string() } else { line };
+            if line == delim {
+                break;
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        self.skip_at = Some((nl, i));
+        if quoted {
+            return Ok(Word(vec![Part::Quoted(text)]));
+        }
+        let mut sub = Parser::new(&text);
+        Ok(Word(vec![Part::Double(sub.dq_parts_mode(None, true)?)]))
+    }
+}
+
+fn simple_param(name: String) -> Part {
+    Part::Param(Box::new(Param {
+        name,
+        sub: None,
+        op: ParamOp::None,
+        indirect: false,
+    }))
+}
+
+fn flush(parts: &mut Vec<Part>, lit: &mut String) {
+    if !lit.is_empty() {
+        parts.push(Part::Lit(std::mem::take(lit)));
+    }
+}
+
+// ---- brace expansion ----
+
+#[derive(Clone)]
+enum Tok {
+    Ch(char),
+    Part(Part),
+}
+
+/// Expands `{a,b}` and `{1..3}` in the unquoted text of a word.
+pub fn brace_expand(word: Word) -> Vec<Word> {
+    let has_brace = word.0.iter().any(|p| matches!(p, Part::Lit(s) if s.contains('{')));
+    if !has_brace {
+        return vec![word];
+    }
+    let toks: Vec<Tok> = word
+        .0
+        .into_iter()
+        .flat_map(|p| match p {
+            Part::Lit(s) => s.chars().map(Tok::Ch).collect::<Vec<_>>(),
+            other => vec![Tok::Part(other)],
+        })
+        .collect();
+    let mut out = Vec::new();
+    expand_toks(toks, &mut out, 0);
+    out.into_iter().map(rebuild).collect()
+}
+
+fn expand_toks(toks: Vec<Tok>, out: &mut Vec<Vec<Tok>>, depth: usize) {
+    if depth > 64 || out.len() > 100_000 {
+        out.push(toks);
+        return;
+    }
+    for i in 0..toks.len() {
+        if !matches!(toks[i], Tok::Ch('{')) || (i > 0 && matches!(toks[i - 1], Tok::Ch('$'))) {
+            continue;
+        }
+        let Some(j) = matching_brace(&toks, i) else { continue };
+        let inner = &toks[i + 1..j];
+        let alts = match alternatives(inner) {
+            Some(a) => a,
+            None => match sequence(inner) {
+                Some(s) => s.into_iter().map(|s| s.chars().map(Tok::Ch).collect()).collect(),
+                None => continue,
+            },
+        };
+        for alt in alts {
+            let mut v: Vec<Tok> = toks[..i].to_vec();
+            v.extend(alt);
+            v.extend_from_slice(&toks[j + 1..]);
+            expand_toks(v, out, depth + 1);
+        }
+        return;
+    }
+    out.push(toks);
+}
+
+fn matching_brace(toks: &[Tok], open: usize) -> Option<usize> {
+    let mut depth = 0;
+    for (k, t) in toks.iter().enumerate().skip(open) {
+        match t {
+            Tok::Ch('{') => depth += 1,
+            Tok::Ch('}') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn alternatives(inner: &[Tok]) -> Option<Vec<Vec<Tok>>> {
+    let mut alts = vec![Vec::new()];
+    let mut depth = 0;
+    for t in inner {
+        match t {
+            Tok::Ch('{') => depth += 1,
+            Tok::Ch('}') => depth -= 1,
+            Tok::Ch(',') if depth == 0 => {
+                alts.push(Vec::new());
+                continue;
+            }
+            _ => {}
+        }
+        alts.last_mut().unwrap().push(t.clone());
+    }
+    (alts.len() > 1).then_some(alts)
+}
+
+fn sequence(inner: &[Tok]) -> Option<Vec<String>> {
+    let mut text = String::new();
+    for t in inner {
+        match t {
+            Tok::Ch(c) => text.push(*c),
+            Tok::Part(_) => return None,
+        }
+    }
+    let pieces: Vec<&str> = text.split("..").collect();
+    if pieces.len() != 2 && pieces.len() != 3 {
+        return None;
+    }
+    let step: i64 = match pieces.get(2) {
+        Some(s) => s.parse().ok()?,
+        None => 1,
+    };
+    let step = step.unsigned_abs().max(1) as i64;
+    if let (Ok(a), Ok(b)) = (pieces[0].parse::<i64>(), pieces[1].parse::<i64>()) {
+        let width = if has_leading_zero(pieces[0]) || has_leading_zero(pieces[1]) {
+            pieces[0].len().max(pieces[1].len())
+        } else {
+            0
+        };
+        let mut v = Vec::new();
+        let mut x = a;
+        while (a <= b && x <= b) || (a > b && x >= b) {
+            v.push(if width > 0 {
+                if x < 0 {
+                    format!("-{:0w$}", -x, w = width - 1)
+                } else {
+                    format!("{x:0width$}")
+                }
+            } else {
+                x.to_string()
+            });
+            if v.len() > 100_000 {
+                break;
+            }
+            x += if a <= b { step } else { -step };
+        }
+        return Some(v);
+    }
+    let (a, b) = (single_char(pieces[0])?, single_char(pieces[1])?);
+    let (a, b) = (a as i64, b as i64);
+    let mut v = Vec::new();
+    let mut x = a;
+    while (a <= b && x <= b) || (a > b && x >= b) {
+        v.push(char::from_u32(x as u32)?.to_string());
+        x += if a <= b { step } else { -step };
+    }
+    Some(v)
+}
+
+fn has_leading_zero(s: &str) -> bool {
+    let s = s.strip_prefix('-').unwrap_or(s);
+    s.len() > 1 && s.starts_with('0')
+}
+
+fn single_char(s: &str) -> Option<char> {
+    let mut it = s.chars();
+    let c = it.next()?;
+    (it.next().is_none() && c.is_ascii_alphabetic()).then_some(c)
+}
+
+fn rebuild(toks: Vec<Tok>) -> Word {
+    let mut parts = Vec::new();
+    let mut lit = String::new();
+    for t in toks {
+        match t {
+            Tok::Ch(c) => lit.push(c),
+            Tok::Part(p) => {
+                flush(&mut parts, &mut lit);
+                parts.push(p);
+            }
+        }
+    }
+    flush(&mut parts, &mut lit);
+    Word(parts)
+}
+
+/// True when `name` is a valid variable name.
+pub fn valid_name(name: &str) -> bool {
+    is_name(name)
+}

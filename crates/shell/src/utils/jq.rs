@@ -1,5 +1,0 @@
-//! (being written)
-
-use super::Table;
-
-pub(crate) const UTILITIES: Table = &[];

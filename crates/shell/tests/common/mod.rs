@@ -1,0 +1,96 @@
+//! Shared helpers for the integration tests: a fresh SQLite workspace and
+//! a way to run a script over it.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use stead_shell::{exec_with_commands, Clock, ExecRequest, ExecResult, Limits, Utility};
+use stead_sql::{migrate, SqliteDb, MIGRATIONS};
+use stead_vfs::{VPath, Vfs, WriteOptions};
+
+/// The host's wall clock.
+pub struct HostClock;
+
+impl Clock for HostClock {
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    }
+}
+
+pub fn db() -> SqliteDb {
+    let db = SqliteDb::memory().unwrap();
+    migrate(&db, MIGRATIONS).unwrap();
+    db
+}
+
+/// Writes files (creating parents).
+pub fn write_files(db: &SqliteDb, files: &[(&str, &[u8])]) {
+    let vfs = Vfs::new(db, 1_700_000_000_000);
+    for (path, content) in files {
+        let opts = WriteOptions {
+            mode: None,
+            create_parents: true,
+        };
+        vfs.write(&VPath::parse(path).unwrap(), content, opts).unwrap();
+    }
+}
+
+/// `argv.py`: prints its arguments like Python's repr of a list of str.
+pub fn argv_py(ctx: &mut stead_shell::utils::Ctx<'_>, argv: &[String]) -> Result<i32, stead_shell::Abort> {
+    let items: Vec<String> = argv[1..].iter().map(|a| py_repr(a)).collect();
+    ctx.stdout.write_str(&format!("[{}]\n", items.join(", ")))?;
+    Ok(0)
+}
+
+fn py_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::new();
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+pub const EXTRA: &[(&str, Utility)] = &[("argv.py", argv_py)];
+
+/// Runs `script` in `cwd` with `limits`.
+pub fn run_in(db: &SqliteDb, script: &str, cwd: &str, limits: Limits) -> ExecResult {
+    let vfs = Vfs::new(db, 1_700_000_000_000);
+    let request = ExecRequest {
+        command: script.to_string(),
+        cwd: VPath::parse(cwd).unwrap(),
+        env: BTreeMap::new(),
+        stdin: Vec::new(),
+        limits,
+    };
+    exec_with_commands(&vfs, &HostClock, request, EXTRA)
+}
+
+/// Runs `script` at `/` with default limits.
+pub fn run(db: &SqliteDb, script: &str) -> ExecResult {
+    run_in(db, script, "/", Limits::default())
+}
+
+/// Stdout of a script run on a fresh workspace.
+pub fn out(script: &str) -> String {
+    let db = db();
+    let r = run(&db, script);
+    String::from_utf8_lossy(&r.stdout).into_owned()
+}
