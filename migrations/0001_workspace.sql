@@ -28,9 +28,11 @@ CREATE TABLE dirents (
     PRIMARY KEY (parent, name)
 ) WITHOUT ROWID;
 
--- Content chunks keyed by BLAKE3 hash, stored once however many files hold them.
+-- Content chunks keyed by BLAKE3 hash, stored once however many files hold
+-- them. Ids are never reused (AUTOINCREMENT): a download streaming a list of
+-- ids must find its chunks or none, never another file's.
 CREATE TABLE chunks (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     hash BLOB NOT NULL UNIQUE,
     size INTEGER NOT NULL,
     data BLOB NOT NULL

@@ -17,7 +17,7 @@ mod workspace;
 use serde_json::json;
 use worker::{event, Context, Env, Request, Response, Result};
 
-use api::Route;
+use api::{ApiError, Route, MAX_JSON_BODY};
 use workspace::{error_response, json_response};
 
 #[event(fetch)]
@@ -35,7 +35,20 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         return error_response(&error);
     }
     match route {
-        Ok(Route::Agent { id, .. }) => {
+        Ok(Route::Agent { id, action }) => {
+            // Refuse an oversized JSON body here, before it travels on: an
+            // answer sent while a large body is still arriving can be lost.
+            if action.takes_json() {
+                let declared = req.headers().get("content-length")?;
+                if declared
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .is_some_and(|len| len > MAX_JSON_BODY)
+                {
+                    return error_response(&ApiError::BodyTooLarge {
+                        limit: MAX_JSON_BODY,
+                    });
+                }
+            }
             let stub = env
                 .durable_object("WORKSPACE")?
                 .id_from_name(&id)?

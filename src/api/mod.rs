@@ -44,6 +44,11 @@ pub enum Action {
 }
 
 impl Action {
+    /// Whether the request body is JSON (and so bounded by [`MAX_JSON_BODY`]).
+    pub fn takes_json(&self) -> bool {
+        matches!(self, Action::Tool(_) | Action::Exec)
+    }
+
     /// Whether the action works on an agent that does not exist yet.
     pub fn creates(&self) -> bool {
         matches!(self, Action::Create)
