@@ -38,7 +38,10 @@ fn pipeline_edits_files_seen_by_the_file_api_and_survives_restart() {
     agent.write("/src/new.txt", "one\ntwo\nthree\n");
     let out = exec(&agent, "wc -l < /src/new.txt; cat /src/*.txt | tr a-z A-Z");
     assert_eq!(out["stdout"], "3\nONE\nTWO\nTHREE\n");
-    let out = exec(&agent, "mkdir -p /out && for i in 1 2 3; do echo \"n=$i\" > /out/f$i.txt; done");
+    let out = exec(
+        &agent,
+        "mkdir -p /out && for i in 1 2 3; do echo \"n=$i\" > /out/f$i.txt; done",
+    );
     assert_eq!(out["exit_code"], 0, "{out}");
     first.stop();
 
@@ -58,9 +61,15 @@ fn pipeline_edits_files_seen_by_the_file_api_and_survives_restart() {
 #[test]
 fn each_exec_starts_with_fresh_state_but_the_same_files() {
     let agent = Agent::new("shell-fresh");
-    let out = exec(&agent, "X=1; f() { echo in-f; }; echo kept > /state.txt; echo $X");
+    let out = exec(
+        &agent,
+        "X=1; f() { echo in-f; }; echo kept > /state.txt; echo $X",
+    );
     assert_eq!(out["stdout"], "1\n");
-    let out = exec(&agent, "echo \"X=[$X]\"; type f >/dev/null 2>&1 || echo no-f; cat /state.txt");
+    let out = exec(
+        &agent,
+        "echo \"X=[$X]\"; type f >/dev/null 2>&1 || echo no-f; cat /state.txt",
+    );
     assert_eq!(out["stdout"], "X=[]\nno-f\nkept\n");
 }
 
@@ -80,13 +89,21 @@ fn exec_options_and_unknown_commands() {
     assert!(stderr.contains("cargo"), "{stderr}");
     assert!(stderr.contains("computer"), "{stderr}");
     // Bad requests are refused before anything runs.
-    expect_error(&agent.call("exec", json!({ "command": "" })), 400, "INVALID_REQUEST");
+    expect_error(
+        &agent.call("exec", json!({ "command": "" })),
+        400,
+        "INVALID_REQUEST",
+    );
     expect_error(
         &agent.call("exec", json!({ "command": "true", "cwd": "/missing" })),
         404,
         "ENOENT",
     );
-    expect_error(&agent.call("exec", json!({ "cmd": "true" })), 400, "INVALID_REQUEST");
+    expect_error(
+        &agent.call("exec", json!({ "cmd": "true" })),
+        400,
+        "INVALID_REQUEST",
+    );
 }
 
 /// Runs `command`, expects it to be stopped by `limit`, then checks the
@@ -133,11 +150,7 @@ fn runaway_scripts_end_with_a_named_limit() {
 fn cpu_budget_ends_work_over_big_data() {
     let agent = Agent::new("shell-cpu");
     // 16 MiB, read 100 times: past the 1e9-unit CPU budget.
-    expect_ok(&agent.upload(
-        "/big.bin",
-        "",
-        std::io::repeat(b'x').take(16 << 20),
-    ));
+    expect_ok(&agent.upload("/big.bin", "", std::io::repeat(b'x').take(16 << 20)));
     assert_limit(
         &agent,
         "for i in $(seq 100); do cat /big.bin > /dev/null; done",

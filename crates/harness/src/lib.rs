@@ -21,14 +21,21 @@ pub const DEV_TOKEN: &str = "dev-token";
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
 }
 
 /// PATH with the project's `node_modules/.bin` first, so wrangler runs on the
 /// Node it was installed with.
 fn node_path() -> String {
     let bin = repo_root().join("node_modules/.bin");
-    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// Builds the Worker bundle once per process.
@@ -78,7 +85,11 @@ impl Runtime {
             .args(["--inspector-port", &free_port().to_string()])
             .arg("--persist-to")
             .arg(persist)
-            .args(["--show-interactive-dev-session=false", "--log-level", "warn"])
+            .args([
+                "--show-interactive-dev-session=false",
+                "--log-level",
+                "warn",
+            ])
             .current_dir(repo_root())
             .env("PATH", node_path())
             .env("STEAD_SKIP_BUILD", "1")
@@ -175,7 +186,10 @@ impl Reply {
 
     /// `error.code` of an error body.
     pub fn error_code(&self) -> String {
-        self.json()["error"]["code"].as_str().unwrap_or("").to_string()
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -233,7 +247,11 @@ impl Client {
 
     /// POSTs a JSON value to an agent tool: `tool(agent, "write", json!({...}))`.
     pub fn tool(&self, agent: &str, tool: &str, body: Value) -> Reply {
-        self.send("POST", &format!("/agents/{agent}/{tool}"), body.to_string().as_bytes())
+        self.send(
+            "POST",
+            &format!("/agents/{agent}/{tool}"),
+            body.to_string().as_bytes(),
+        )
     }
 
     /// Creates an agent.
@@ -242,7 +260,13 @@ impl Client {
     }
 
     /// Uploads from a reader, streamed; `query` is appended to the URL.
-    pub fn upload(&self, agent: &str, path: &str, query: &str, reader: impl Read + Send + Sync + 'static) -> Reply {
+    pub fn upload(
+        &self,
+        agent: &str,
+        path: &str,
+        query: &str,
+        reader: impl Read + Send + Sync + 'static,
+    ) -> Reply {
         let url = format!("{}/agents/{agent}/files{path}{query}", self.base);
         let mut request = self.agent.put(&url);
         if let Some(auth) = self.auth() {
@@ -280,10 +304,17 @@ fn collect(mut response: ureq::http::Response<ureq::Body>) -> Reply {
         .limit(1 << 30)
         .read_to_vec()
         .expect("response body");
-    Reply { status, body, headers }
+    Reply {
+        status,
+        body,
+        headers,
+    }
 }
 
 /// A temporary folder for one runtime's state, removed on drop.
 pub fn temp_state() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("stead-state-").tempdir().expect("temp dir")
+    tempfile::Builder::new()
+        .prefix("stead-state-")
+        .tempdir()
+        .expect("temp dir")
 }

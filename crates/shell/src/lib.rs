@@ -7,6 +7,19 @@
 //! persists; every write goes straight to the workspace, so it is durable the
 //! moment the command returns. Runaway scripts end with a named limit
 //! ([`LimitKind`]) instead of exhausting the platform's CPU budget.
+//!
+//! [`exec`] is the entry point: the interpreter lives in [`interp`] (parser,
+//! expansion, builtins, redirections); commands are looked up as function,
+//! then builtin, then utility ([`utils::lookup`]; `/bin/cat` and
+//! `/usr/bin/env` map to the utility by basename), then a script file on
+//! `$PATH` in the workspace. Utilities run other commands through the
+//! interpreter's [`utils::Runner`].
+//!
+//! Known approximations: a utility's stdout and stderr are separate buffers,
+//! so with `2>&1` its stderr follows its stdout instead of interleaving;
+//! inside `while read` loops a filter utility reading standard input (e.g.
+//! `cat` with no file operand) consumes the rest of it, one given files does
+//! not; aliases are expanded when the command runs, not when it is parsed.
 
 pub mod fs;
 pub mod io;
@@ -85,12 +98,10 @@ pub fn exec_with_commands(
         ("USER", "agent".to_string()),
         ("SHELL", "/bin/bash".to_string()),
     ];
-    for (k, v) in defaults.into_iter().chain(request.env.into_iter().map(|(k, v)| {
-        let k: &'static str = Box::leak(k.into_boxed_str());
-        (k, v)
-    })) {
+    let defaults = defaults.into_iter().map(|(k, v)| (k.to_string(), v));
+    for (k, v) in defaults.chain(request.env) {
         shell.st.vars.insert(
-            k.to_string(),
+            k,
             interp::Var {
                 value: interp::Value::Str(v),
                 attrs: interp::vars_export(),

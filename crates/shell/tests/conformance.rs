@@ -46,11 +46,14 @@ fn run_case(case: &Case) -> Result<(), String> {
         mode: None,
         create_parents: true,
     };
-    vfs.mkdir(&VPath::parse(ROOT).unwrap(), true, None).map_err(|e| e.to_string())?;
-    vfs.mkdir(&VPath::parse("/tmp").unwrap(), true, None).map_err(|e| e.to_string())?;
+    vfs.mkdir(&VPath::parse(ROOT).unwrap(), true, None)
+        .map_err(|e| e.to_string())?;
+    vfs.mkdir(&VPath::parse("/tmp").unwrap(), true, None)
+        .map_err(|e| e.to_string())?;
     for (path, content) in &case.files {
         let p = VPath::parse_from(path, &VPath::parse(ROOT).unwrap()).map_err(|e| e.to_string())?;
-        vfs.write(&p, content.as_bytes(), opts).map_err(|e| e.to_string())?;
+        vfs.write(&p, content.as_bytes(), opts)
+            .map_err(|e| e.to_string())?;
     }
     let env = BTreeMap::from([
         ("TMP".to_string(), "/tmp".to_string()),
@@ -89,12 +92,18 @@ fn run_case(case: &Case) -> Result<(), String> {
 fn comparison_cases(path: &Path) -> Vec<Case> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-    let Some(map) = json.as_object() else { return Vec::new() };
+    let Some(map) = json.as_object() else {
+        return Vec::new();
+    };
     map.iter()
         .map(|(id, v)| {
             let files = v["files"]
                 .as_object()
-                .map(|f| f.iter().map(|(k, c)| (k.clone(), c.as_str().unwrap_or("").to_string())).collect())
+                .map(|f| {
+                    f.iter()
+                        .map(|(k, c)| (k.clone(), c.as_str().unwrap_or("").to_string()))
+                        .collect()
+                })
                 .unwrap_or_default();
             let command = v["command"].as_str().unwrap_or("").to_string();
             Case {
@@ -124,7 +133,9 @@ fn spec_cases(path: &Path) -> Vec<Case> {
     let mut cases = Vec::new();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
-        let Some(name) = line.strip_prefix("#### ") else { continue };
+        let Some(name) = line.strip_prefix("#### ") else {
+            continue;
+        };
         let mut case = Case {
             name: name.to_string(),
             script: String::new(),
@@ -165,10 +176,15 @@ fn spec_cases(path: &Path) -> Vec<Case> {
             let value = value.to_string();
             let block = if key == "STDOUT" || key == "STDERR" {
                 let mut b = String::new();
-                while let Some(bl) = lines.next() {
+                while let Some(&bl) = lines.peek() {
                     if bl == "## END" {
+                        lines.next();
                         break;
                     }
+                    if bl.starts_with("## ") || bl.starts_with("#### ") {
+                        break;
+                    }
+                    lines.next();
                     b.push_str(bl);
                     b.push('\n');
                 }
@@ -234,31 +250,54 @@ fn run_suite(label: &str, dir: &str, ext: &str, load: fn(&Path) -> Vec<Case>) ->
     for path in paths {
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
         let file_match = file.contains(&filter);
-        let cases: Vec<Case> = load(&path).into_iter().filter(|c| file_match || c.name.contains(&filter)).collect();
+        let cases: Vec<Case> = load(&path)
+            .into_iter()
+            .filter(|c| file_match || c.name.contains(&filter))
+            .collect();
         if cases.is_empty() {
             continue;
         }
         let mut ok = 0;
         for case in &cases {
-            let result = catch_unwind(AssertUnwindSafe(|| run_case(case)))
-                .unwrap_or_else(|p| Err(format!("panic: {:?}", p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())))));
+            let result = catch_unwind(AssertUnwindSafe(|| run_case(case))).unwrap_or_else(|p| {
+                Err(format!(
+                    "panic: {:?}",
+                    p.downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                ))
+            });
             match result {
                 Ok(()) => ok += 1,
-                Err(why) if verbose => println!("FAIL {file} :: {}\n  {why}\n---\n{}---", case.name, case.script),
+                Err(why) if verbose => println!(
+                    "FAIL {file} :: {}\n  {why}\n---\n{}---",
+                    case.name, case.script
+                ),
                 Err(_) => {}
             }
         }
-        println!("{:>5.1}%  {ok:>4}/{:<4} {file}", 100.0 * ok as f64 / cases.len() as f64, cases.len());
+        println!(
+            "{:>5.1}%  {ok:>4}/{:<4} {file}",
+            100.0 * ok as f64 / cases.len() as f64,
+            cases.len()
+        );
         passed += ok;
         total += cases.len();
     }
-    let rate = if total == 0 { 1.0 } else { passed as f64 / total as f64 };
+    let rate = if total == 0 {
+        1.0
+    } else {
+        passed as f64 / total as f64
+    };
     println!("{label}: {passed}/{total} = {:.1}%", 100.0 * rate);
     (passed, total)
 }
 
 fn floors() -> BTreeMap<String, f64> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance-floor.txt")).unwrap_or_default();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance-floor.txt"),
+    )
+    .unwrap_or_default();
     text.lines()
         .filter(|l| !l.trim_start().starts_with('#'))
         .filter_map(|l| {
@@ -276,16 +315,29 @@ fn conformance() {
     }
     std::panic::set_hook(Box::new(|_| {}));
     let suites = [
-        ("comparison", run_suite("comparison", "comparison", ".json", comparison_cases)),
-        ("bash-spec", run_suite("bash-spec", "bash-spec", ".test.sh", spec_cases)),
+        (
+            "comparison",
+            run_suite("comparison", "comparison", ".json", comparison_cases),
+        ),
+        (
+            "bash-spec",
+            run_suite("bash-spec", "bash-spec", ".test.sh", spec_cases),
+        ),
     ];
     let _ = std::panic::take_hook();
     let filtered = std::env::var("CONFORMANCE_FILTER").is_ok_and(|f| !f.is_empty());
     let floors = floors();
     for (label, (passed, total)) in suites {
-        let rate = if total == 0 { 1.0 } else { passed as f64 / total as f64 };
+        let rate = if total == 0 {
+            1.0
+        } else {
+            passed as f64 / total as f64
+        };
         if let (false, Some(floor)) = (filtered, floors.get(label)) {
-            assert!(rate >= *floor, "{label}: pass rate {rate:.3} fell below the floor {floor}");
+            assert!(
+                rate >= *floor,
+                "{label}: pass rate {rate:.3} fell below the floor {floor}"
+            );
         }
     }
 }

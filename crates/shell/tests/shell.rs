@@ -23,13 +23,25 @@ fn lists_and_pipelines() {
 
 #[test]
 fn compound_commands() {
-    check("if false; then echo a; elif true; then echo b; else echo c; fi", "b\n");
+    check(
+        "if false; then echo a; elif true; then echo b; else echo c; fi",
+        "b\n",
+    );
     check("for i in 1 2 3; do echo -n $i; done; echo", "123\n");
     check("for ((i=0;i<3;i++)); do echo -n $i; done; echo", "012\n");
-    check("i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo $i", "3\n");
-    check("i=0; until [ $i -ge 2 ]; do i=$((i+1)); done; echo $i", "2\n");
+    check(
+        "i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo $i",
+        "3\n",
+    );
+    check(
+        "i=0; until [ $i -ge 2 ]; do i=$((i+1)); done; echo $i",
+        "2\n",
+    );
     check("case abc in a*) echo one;; *) echo two;; esac", "one\n");
-    check("case a in a) echo 1;& b) echo 2;; c) echo 3;; esac", "1\n2\n");
+    check(
+        "case a in a) echo 1;& b) echo 2;; c) echo 3;; esac",
+        "1\n2\n",
+    );
     check("case ab in a*) echo 1;;& *b) echo 2;; esac", "1\n2\n");
     check("x=1; (x=2; cd /tmp 2>/dev/null); echo $x $PWD", "1 /\n");
     check("{ echo a; echo b; } | wc -l 2>/dev/null || echo 2", "2\n");
@@ -37,21 +49,45 @@ fn compound_commands() {
 
 #[test]
 fn functions_and_control_flow() {
-    check("f() { local x=in; echo $x; }; x=out; f; echo $x", "in\nout\n");
+    check(
+        "f() { local x=in; echo $x; }; x=out; f; echo $x",
+        "in\nout\n",
+    );
     check("f() { return 4; }; f; echo $?", "4\n");
-    check("for i in 1 2; do for j in a b; do [ $j = b ] && continue 2; echo $i$j; done; done", "1a\n2a\n");
-    check("for i in 1 2 3; do [ $i = 2 ] && break; echo $i; done", "1\n");
+    check(
+        "for i in 1 2; do for j in a b; do [ $j = b ] && continue 2; echo $i$j; done; done",
+        "1a\n2a\n",
+    );
+    check(
+        "for i in 1 2 3; do [ $i = 2 ] && break; echo $i; done",
+        "1\n",
+    );
     check("function g { echo \"$# $1\"; }; g 'a b' c", "2 a b\n");
     check("echo start; exit 3; echo never", "start\n");
 }
 
 #[test]
 fn parameter_expansion() {
-    check("x=hello; echo ${#x} ${x:1:3} ${x: -2} ${x^^} ${x^}", "5 ell lo HELLO Hello\n");
-    check("p=/a/b/c.txt; echo ${p##*/} ${p%.*} ${p#/} ${p%%/*}x", "c.txt /a/b/c a/b/c.txt x\n");
-    check("x=aXbXc; echo ${x/X/-} ${x//X/-} ${x/#a/A} ${x/%c/C}", "a-bXc a-b-c AXbXc aXbXC\n");
-    check("echo ${u:-def} ${u-d2}; u=; echo \"${u:-e}\" \"${u-f}\"", "def d2\ne \n");
-    check("echo ${v:=set}; echo $v; w=1; echo ${w:+alt}", "set\nset\nalt\n");
+    check(
+        "x=hello; echo ${#x} ${x:1:3} ${x: -2} ${x^^} ${x^}",
+        "5 ell lo HELLO Hello\n",
+    );
+    check(
+        "p=/a/b/c.txt; echo ${p##*/} ${p%.*} ${p#/} ${p%%/*}x",
+        "c.txt /a/b/c a/b/c.txt x\n",
+    );
+    check(
+        "x=aXbXc; echo ${x/X/-} ${x//X/-} ${x/#a/A} ${x/%c/C}",
+        "a-bXc a-b-c AXbXc aXbXC\n",
+    );
+    check(
+        "echo ${u:-def} ${u-d2}; u=; echo \"${u:-e}\" \"${u-f}\"",
+        "def d2\ne \n",
+    );
+    check(
+        "echo ${v:=set}; echo $v; w=1; echo ${w:+alt}",
+        "set\nset\nalt\n",
+    );
     check("n=x; x=42; echo ${!n}", "42\n");
     check("(echo ${z:?missing}) 2>/dev/null; echo $?", "1\n");
 }
@@ -60,10 +96,19 @@ fn parameter_expansion() {
 fn quoting_and_splitting() {
     check("x='a  b'; printf '<%s>' $x \"$x\"; echo", "<a><b><a  b>\n");
     check("IFS=:; x=a:b::c; printf '<%s>' $x; echo", "<a><b><><c>\n");
-    check("echo 'single $x' \"dq \\$x\" $'a\\tb'", "single $x dq $x a\tb\n");
-    check("set -- 'a b' c; for a in \"$@\"; do echo \"[$a]\"; done", "[a b]\n[c]\n");
+    check(
+        "echo 'single $x' \"dq \\$x\" $'a\\tb'",
+        "single $x dq $x a\tb\n",
+    );
+    check(
+        "set -- 'a b' c; for a in \"$@\"; do echo \"[$a]\"; done",
+        "[a b]\n[c]\n",
+    );
     check("set -- a b; echo \"$*\"; IFS=,; echo \"$*\"", "a b\na,b\n");
-    check("echo {a,b}{1..2} {x..z} {05..3..2}", "a1 a2 b1 b2 x y z 05 03\n");
+    check(
+        "echo {a,b}{1..2} {x..z} {05..3..2}",
+        "a1 a2 b1 b2 x y z 05 03\n",
+    );
     check("echo ~ ~/x", "/ //x\n");
 }
 
@@ -71,8 +116,14 @@ fn quoting_and_splitting() {
 fn substitution_and_arithmetic() {
     check("echo $(echo a $(echo b)) `echo c`", "a b c\n");
     check("x=$(printf 'a\\n\\n'); echo \"[$x]\"", "[a]\n");
-    check("echo $((2**10)) $((7/2)) $((7%3)) $((1<<4)) $((16#ff)) $((0x10)) $((010))", "1024 3 1 16 255 16 8\n");
-    check("i=5; ((i++)); ((i+=2)); echo $i $((i>7?1:0)) $((i==8 && 1))", "8 1 1\n");
+    check(
+        "echo $((2**10)) $((7/2)) $((7%3)) $((1<<4)) $((16#ff)) $((0x10)) $((010))",
+        "1024 3 1 16 255 16 8\n",
+    );
+    check(
+        "i=5; ((i++)); ((i+=2)); echo $i $((i>7?1:0)) $((i==8 && 1))",
+        "8 1 1\n",
+    );
     check("((0)); echo $?; let x=3*4; echo $x", "1\n12\n");
 }
 
@@ -90,7 +141,10 @@ fn conditionals() {
 fn arrays() {
     check("a=(x y z); echo ${a[1]} ${#a[@]} ${a[@]:1}", "y 3 y z\n");
     check("a=(x y); a+=(z); a[5]=w; echo ${!a[@]}", "0 1 2 5\n");
-    check("declare -A m; m[k]=v; m[j]=u; echo ${m[k]} ${#m[@]}", "v 2\n");
+    check(
+        "declare -A m; m[k]=v; m[j]=u; echo ${m[k]} ${#m[@]}",
+        "v 2\n",
+    );
     check("a=(1 2 3); unset 'a[1]'; echo ${a[@]}", "1 3\n");
     check("mapfile -t l <<< $'a\\nb'; echo ${#l[@]} ${l[1]}", "2 b\n");
     check("read -ra w <<< 'p q r'; echo ${w[2]}", "r\n");
@@ -98,13 +152,22 @@ fn arrays() {
 
 #[test]
 fn builtins() {
-    check("printf '%5s|%-3d|%03d|%x|%.2f\\n' ab 7 5 255 3.14159", "   ab|7  |005|ff|3.14\n");
+    check(
+        "printf '%5s|%-3d|%03d|%x|%.2f\\n' ab 7 5 255 3.14159",
+        "   ab|7  |005|ff|3.14\n",
+    );
     check("printf '%s-' a b c; echo", "a-b-c-\n");
     check("printf -v v '%d' 42; echo $v", "42\n");
     check("echo -e 'a\\nb'; echo -n x; echo", "a\nb\nx\n");
-    check("type echo | head -1 2>/dev/null || echo", "echo is a shell builtin\n");
+    check(
+        "type echo | head -1 2>/dev/null || echo",
+        "echo is a shell builtin\n",
+    );
     check("command -v printf", "printf\n");
-    check("set -- -a -b x; while getopts ab: o; do echo $o ${OPTARG:-}; done", "a\nb x\n");
+    check(
+        "set -- -a -b x; while getopts ab: o; do echo $o ${OPTARG:-}; done",
+        "a\nb x\n",
+    );
     check("eval 'echo one; echo two'", "one\ntwo\n");
     check("set -e; false; echo never", "");
     check("x=1; unset x; echo ${x-unset}", "unset\n");
@@ -120,12 +183,21 @@ fn redirections_and_files() {
         "/w",
         Limits::default(),
     );
-    assert_eq!(String::from_utf8_lossy(&r.stdout), "a\nb\n<line1>\n<line2>\n");
-    let r = run(&db, "cat <<EOF\nhi $HOME\nEOF\ncat <<'E'\n$x\nE\ncat <<< here");
+    assert_eq!(
+        String::from_utf8_lossy(&r.stdout),
+        "a\nb\n<line1>\n<line2>\n"
+    );
+    let r = run(
+        &db,
+        "cat <<EOF\nhi $HOME\nEOF\ncat <<'E'\n$x\nE\ncat <<< here",
+    );
     assert_eq!(String::from_utf8_lossy(&r.stdout), "hi /\n$x\nhere\n");
     let r = run(&db, "{ echo out; echo err >&2; } 2>&1 >/dev/null | cat");
     assert_eq!(String::from_utf8_lossy(&r.stdout), "err\n");
-    let r = run(&db, "ls /nonexistent-dir 2>/dev/null; echo $?; echo x &>/w/both; cat /w/both");
+    let r = run(
+        &db,
+        "ls /nonexistent-dir 2>/dev/null; echo $?; echo x &>/w/both; cat /w/both",
+    );
     assert!(String::from_utf8_lossy(&r.stdout).ends_with("x\n"));
     let r = run(&db, "cat <(echo from-procsub)");
     assert_eq!(String::from_utf8_lossy(&r.stdout), "from-procsub\n");
@@ -134,9 +206,20 @@ fn redirections_and_files() {
 #[test]
 fn globbing() {
     let db = db();
-    write_files(&db, &[("/g/a.txt", b""), ("/g/b.txt", b""), ("/g/c.md", b""), ("/g/d/e.txt", b"")]);
+    write_files(
+        &db,
+        &[
+            ("/g/a.txt", b""),
+            ("/g/b.txt", b""),
+            ("/g/c.md", b""),
+            ("/g/d/e.txt", b""),
+        ],
+    );
     let r = run_in(&db, "echo *.txt; echo *.none; shopt -s nullglob; echo *.none end; shopt -s globstar; echo **/*.txt", "/g", Limits::default());
-    assert_eq!(String::from_utf8_lossy(&r.stdout), "a.txt b.txt\n*.none\nend\na.txt b.txt d/e.txt\n");
+    assert_eq!(
+        String::from_utf8_lossy(&r.stdout),
+        "a.txt b.txt\n*.none\nend\na.txt b.txt d/e.txt\n"
+    );
 }
 
 #[test]
@@ -174,7 +257,10 @@ fn assert_limit(script: &str, kinds: &[LimitKind]) {
     assert!(kinds.contains(&limit), "{script}: {limit:?}");
     assert_eq!(r.exit_code, 124);
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(err.contains(&format!("stead: limit {} exceeded", limit.name())), "{err}");
+    assert!(
+        err.contains(&format!("stead: limit {} exceeded", limit.name())),
+        "{err}"
+    );
 }
 
 #[test]
@@ -189,20 +275,30 @@ fn deep_recursion_hits_call_depth() {
 
 #[test]
 fn endless_output_hits_a_limit() {
-    assert_limit("while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done", &[LimitKind::OutputBytes, LimitKind::LoopIterations]);
+    assert_limit(
+        "while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done",
+        &[LimitKind::OutputBytes, LimitKind::LoopIterations],
+    );
 }
 
 #[test]
 fn output_cap_sets_truncated() {
     let db = db();
-    let r = run_in(&db, "for ((i=0;i<9000;i++)); do echo 0123456789abcdef; done", "/", small_limits());
+    let r = run_in(
+        &db,
+        "for ((i=0;i<9000;i++)); do echo 0123456789abcdef; done",
+        "/",
+        small_limits(),
+    );
     assert_eq!(r.limit, Some(LimitKind::OutputBytes));
     assert!(r.truncated);
 }
 
 #[test]
 fn commands_used_lists_simple_command_names() {
-    let names = commands_used("for f in *; do grep -q x \"$f\" && python3 a.py | jq .; done; echo $(date)").unwrap();
+    let names =
+        commands_used("for f in *; do grep -q x \"$f\" && python3 a.py | jq .; done; echo $(date)")
+            .unwrap();
     assert_eq!(names, vec!["date", "echo", "grep", "jq", "python3"]);
     assert!(commands_used("if then").is_none());
 }
@@ -211,7 +307,37 @@ fn commands_used_lists_simple_command_names() {
 fn tight_arithmetic_loop_is_fast_enough() {
     let db = db();
     let started = std::time::Instant::now();
-    let r = run(&db, "s=0; for ((i=0;i<20000;i++)); do s=$((s+i)); done; echo $s");
+    let r = run(
+        &db,
+        "s=0; for ((i=0;i<20000;i++)); do s=$((s+i)); done; echo $s",
+    );
     assert_eq!(String::from_utf8_lossy(&r.stdout), "199990000\n");
     assert!(started.elapsed().as_secs() < 5);
+}
+
+#[test]
+fn traps_aliases_and_errexit_details() {
+    check("trap 'echo bye' EXIT; echo hi", "hi\nbye\n");
+    check("trap 'echo err' ERR; false; echo after", "err\nafter\n");
+    check(
+        "shopt -s expand_aliases; alias say='echo said'; say it",
+        "said it\n",
+    );
+    check("set -e; false && true; echo still", "still\n");
+    check(
+        "set -e; { test a = b && echo no; }; echo status=$?",
+        "status=1\n",
+    );
+}
+
+#[test]
+fn exec_redirections_persist_and_close() {
+    let db = db();
+    let r = run(
+        &db,
+        "exec 3>/f3; echo one >&3; exec 3>&-; cat /f3; exec >/f4; echo two; exec >&2",
+    );
+    assert_eq!(String::from_utf8_lossy(&r.stdout), "one\n");
+    let r = run(&db, "cat /f4");
+    assert_eq!(String::from_utf8_lossy(&r.stdout), "two\n");
 }

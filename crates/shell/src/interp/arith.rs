@@ -2,8 +2,8 @@
 //! parser into [`Expr`], evaluated over the shell's variables with 64-bit
 //! wrapping integers, as bash does.
 
-use super::Shell;
 use super::Flow;
+use super::Shell;
 
 #[derive(Debug, Clone)]
 pub enum Expr {
@@ -65,7 +65,9 @@ pub fn parse(src: &str) -> Result<Expr, String> {
     p.skip();
     if p.pos < p.src.len() {
         let rest = String::from_utf8_lossy(&p.src[p.pos..]).into_owned();
-        return Err(format!("syntax error: invalid arithmetic operator (error token is \"{rest}\")"));
+        return Err(format!(
+            "syntax error: invalid arithmetic operator (error token is \"{rest}\")"
+        ));
     }
     Ok(e)
 }
@@ -96,7 +98,10 @@ impl Parser<'_> {
         if rest.trim().is_empty() {
             Err("syntax error: operand expected (error token is \"\")".into())
         } else {
-            Err(format!("syntax error: operand expected (error token is \"{}\")", rest))
+            Err(format!(
+                "syntax error: operand expected (error token is \"{}\")",
+                rest
+            ))
         }
     }
 
@@ -198,7 +203,9 @@ impl Parser<'_> {
         let e = self.primary()?;
         self.skip();
         for (tok, delta) in [("++", 1), ("--", -1)] {
-            if self.src[self.pos..].starts_with(tok.as_bytes()) && matches!(e, Expr::Var(_) | Expr::Index(..)) {
+            if self.src[self.pos..].starts_with(tok.as_bytes())
+                && matches!(e, Expr::Var(_) | Expr::Index(..))
+            {
                 self.pos += 2;
                 return Ok(Expr::Step(false, delta, Box::new(e)));
             }
@@ -224,7 +231,9 @@ impl Parser<'_> {
         }
         if c.is_ascii_alphabetic() || c == b'_' {
             let start = self.pos;
-            while self.pos < self.src.len() && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_') {
+            while self.pos < self.src.len()
+                && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_')
+            {
                 self.pos += 1;
             }
             let name = String::from_utf8_lossy(&self.src[start..self.pos]).into_owned();
@@ -246,6 +255,15 @@ impl Parser<'_> {
                 }
                 let text = String::from_utf8_lossy(&self.src[open..end]).into_owned();
                 self.pos = end + 1;
+                // `A['key']` / `A["key"]`: a quoted associative key.
+                let t = text.trim();
+                let quoted = t.len() >= 2
+                    && (t.starts_with('\'') && t.ends_with('\'')
+                        || t.starts_with('"') && t.ends_with('"'));
+                if quoted {
+                    let key = t[1..t.len() - 1].to_string();
+                    return Ok(Expr::Index(name, Box::new(Expr::Num(0)), key));
+                }
                 let index = parse(&text)?;
                 return Ok(Expr::Index(name, Box::new(index), text));
             }
@@ -257,14 +275,15 @@ impl Parser<'_> {
     fn number(&mut self) -> Result<Expr, String> {
         let start = self.pos;
         while self.pos < self.src.len()
-            && (self.src[self.pos].is_ascii_alphanumeric() || matches!(self.src[self.pos], b'#' | b'@' | b'_'))
+            && (self.src[self.pos].is_ascii_alphanumeric()
+                || matches!(self.src[self.pos], b'#' | b'@' | b'_'))
         {
             self.pos += 1;
         }
         let text = String::from_utf8_lossy(&self.src[start..self.pos]).into_owned();
-        parse_number(&text).map(Expr::Num).ok_or_else(|| {
-            format!("{text}: value too great for base (error token is \"{text}\")")
-        })
+        parse_number(&text)
+            .map(Expr::Num)
+            .ok_or_else(|| format!("{text}: value too great for base (error token is \"{text}\")"))
     }
 }
 

@@ -83,7 +83,8 @@ fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut i = 1;
     while i < args.len() {
         let a = &args[i];
-        if a.len() > 1 && a.starts_with('-') && a[1..].chars().all(|c| matches!(c, 'n' | 'e' | 'E')) {
+        if a.len() > 1 && a.starts_with('-') && a[1..].chars().all(|c| matches!(c, 'n' | 'e' | 'E'))
+        {
             for c in a[1..].chars() {
                 match c {
                     'n' => newline = false,
@@ -148,7 +149,10 @@ impl Shell<'_> {
 }
 
 fn cd(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let operands: Vec<&String> = args[1..].iter().filter(|a| !matches!(a.as_str(), "-L" | "-P" | "--")).collect();
+    let operands: Vec<&String> = args[1..]
+        .iter()
+        .filter(|a| !matches!(a.as_str(), "-L" | "-P" | "--"))
+        .collect();
     if operands.len() > 1 {
         return usage(sh, "cd", "too many arguments", 1);
     }
@@ -196,7 +200,9 @@ fn pwd(sh: &mut Shell, _args: &[String]) -> R<i32> {
 /// Splits `name=value` / `name+=value`.
 fn split_assign(arg: &str) -> (&str, Option<(&str, bool)>) {
     match arg.find('=') {
-        Some(i) if i > 0 && arg.as_bytes()[i - 1] == b'+' => (&arg[..i - 1], Some((&arg[i + 1..], true))),
+        Some(i) if i > 0 && arg.as_bytes()[i - 1] == b'+' => {
+            (&arg[..i - 1], Some((&arg[i + 1..], true)))
+        }
         Some(i) => (&arg[..i], Some((&arg[i + 1..], false))),
         None => (arg, None),
     }
@@ -219,7 +225,12 @@ fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
         }
     }
     if names.is_empty() {
-        let mut vars: Vec<(&String, &Var)> = sh.st.vars.iter().filter(|(_, v)| v.attrs & EXPORT != 0).collect();
+        let mut vars: Vec<(&String, &Var)> = sh
+            .st
+            .vars
+            .iter()
+            .filter(|(_, v)| v.attrs & EXPORT != 0)
+            .collect();
         vars.sort_by(|a, b| a.0.cmp(b.0));
         let mut text = String::new();
         for (n, v) in vars {
@@ -239,10 +250,17 @@ fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
             continue;
         }
         if let Some((v, append)) = value {
-            let v = if append { sh.get_scalar(name).unwrap_or_default() + v } else { v.to_string() };
+            let v = if append {
+                sh.get_scalar(name).unwrap_or_default() + v
+            } else {
+                v.to_string()
+            };
             sh.set_scalar(name, v)?;
         }
-        let var = sh.st.vars.entry(name.to_string()).or_insert(Var { value: Value::Unset, attrs: 0 });
+        let var = sh.st.vars.entry(name.to_string()).or_insert(Var {
+            value: Value::Unset,
+            attrs: 0,
+        });
         if unexport {
             var.attrs &= !EXPORT;
         } else {
@@ -290,7 +308,11 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
                 match &mut var.value {
                     Value::Indexed(m) => {
                         let i: i64 = key.parse().unwrap_or(0);
-                        let i = if i < 0 { m.keys().next_back().map_or(0, |k| k + 1) + i } else { i };
+                        let i = if i < 0 {
+                            m.keys().next_back().map_or(0, |k| k + 1) + i
+                        } else {
+                            i
+                        };
                         m.remove(&i);
                     }
                     Value::Assoc(m) => {
@@ -428,18 +450,31 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
             status = 1;
             continue;
         }
-        if sh.st.vars.get(&base).is_some_and(|v| v.attrs & READONLY != 0) && value.is_some() {
+        if sh
+            .st
+            .vars
+            .get(&base)
+            .is_some_and(|v| v.attrs & READONLY != 0)
+            && value.is_some()
+        {
             sh.err_line(&format!("{base}: readonly variable"))?;
             status = 1;
             continue;
         }
         if local {
-            let exists_here = sh.st.frames.last().is_some_and(|f| f.iter().any(|(n, _)| *n == base));
+            let exists_here = sh
+                .st
+                .frames
+                .last()
+                .is_some_and(|f| f.iter().any(|(n, _)| *n == base));
             if !exists_here {
                 sh.make_local(&base);
             }
         }
-        let var = sh.st.vars.entry(base.clone()).or_insert(Var { value: Value::Unset, attrs: 0 });
+        let var = sh.st.vars.entry(base.clone()).or_insert(Var {
+            value: Value::Unset,
+            attrs: 0,
+        });
         if o.assoc && !matches!(var.value, Value::Assoc(_)) {
             var.value = Value::Assoc(BTreeMap::new());
         } else if o.indexed && !matches!(var.value, Value::Indexed(_)) {
@@ -468,7 +503,11 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
 }
 
 fn declare_funcs(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
-    let mut all: Vec<String> = if names.is_empty() { sh.st.funcs.keys().cloned().collect() } else { names.to_vec() };
+    let mut all: Vec<String> = if names.is_empty() {
+        sh.st.funcs.keys().cloned().collect()
+    } else {
+        names.to_vec()
+    };
     all.sort();
     let mut status = 0;
     let mut text = String::new();
@@ -522,11 +561,18 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
             Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
             Value::Indexed(m) => format!(
                 "=({})",
-                m.iter().map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v))).collect::<Vec<_>>().join(" ")
+                m.iter()
+                    .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             ),
+            Value::Assoc(m) if m.is_empty() => "=()".to_string(),
             Value::Assoc(m) => format!(
                 "=({} )",
-                m.iter().map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v))).collect::<Vec<_>>().join(" ")
+                m.iter()
+                    .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             ),
         };
         let flags = if flags == "-" { "-".to_string() } else { flags };
@@ -552,7 +598,12 @@ fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let text = args[1..].join(" ");
+    let skip = if args.get(1).map(String::as_str) == Some("--") {
+        2
+    } else {
+        1
+    };
+    let text = args[skip..].join(" ");
     run_text(sh, &text, "eval")
 }
 
@@ -572,16 +623,29 @@ fn run_text(sh: &mut Shell, text: &str, what: &str) -> R<i32> {
 }
 
 fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let args: Vec<String> = if args.get(1).map(String::as_str) == Some("--") {
+        std::iter::once(args[0].clone())
+            .chain(args[2..].iter().cloned())
+            .collect()
+    } else {
+        args.to_vec()
+    };
     let Some(file) = args.get(1) else {
         return usage(sh, &args[0], "filename argument required", 2);
     };
-    let path = VPath::parse_from(file, &sh.st.cwd);
+    let found = if file.contains('/') {
+        None
+    } else {
+        sh.path_lookup(file)
+    };
+    let path = VPath::parse_from(found.as_deref().unwrap_or(file), &sh.st.cwd);
     let data = match path.and_then(|p| sh.fs.read(&p)) {
         Ok(d) => d,
         Err(e) => return usage(sh, file, utils::strerror(&e), 1),
     };
     let text = String::from_utf8_lossy(&data).into_owned();
-    let saved = (args.len() > 2).then(|| std::mem::replace(&mut sh.st.positional, args[2..].to_vec()));
+    let saved =
+        (args.len() > 2).then(|| std::mem::replace(&mut sh.st.positional, args[2..].to_vec()));
     let r = run_text(sh, &text, file);
     if let Some(p) = saved {
         sh.st.positional = p;
@@ -593,7 +657,12 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 /// Reads one record from fd 0 (up to `delim`, or `n` chars); `None` at EOF.
-fn read_record(sh: &mut Shell, delim: Option<u8>, n: Option<usize>, fd: usize) -> Option<(Vec<u8>, bool)> {
+fn read_record(
+    sh: &mut Shell,
+    delim: Option<u8>,
+    n: Option<usize>,
+    fd: usize,
+) -> Option<(Vec<u8>, bool)> {
     let Some(Fd::In(input)) = sh.fds.get(fd).cloned().flatten() else {
         return None;
     };
@@ -696,7 +765,13 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     let Some((record, complete)) = read_record(sh, delim, nchars, fd) else {
         for n in names.iter().chain(array.iter()) {
             if array.as_ref() == Some(n) {
-                sh.st.vars.insert(n.clone(), Var { value: Value::Indexed(BTreeMap::new()), attrs: 0 });
+                sh.st.vars.insert(
+                    n.clone(),
+                    Var {
+                        value: Value::Indexed(BTreeMap::new()),
+                        attrs: 0,
+                    },
+                );
             } else {
                 sh.set_scalar(n, String::new())?;
             }
@@ -713,9 +788,19 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     let ifs = sh.ifs();
     if let Some(arr) = array {
         let fields = split_fields(&text, &ifs, usize::MAX);
-        let map = fields.into_iter().enumerate().map(|(i, f)| (i as i64, f)).collect();
+        let map = fields
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| (i as i64, f))
+            .collect();
         sh.check_not_readonly(&arr)?;
-        sh.st.vars.insert(arr, Var { value: Value::Indexed(map), attrs: 0 });
+        sh.st.vars.insert(
+            arr,
+            Var {
+                value: Value::Indexed(map),
+                attrs: 0,
+            },
+        );
         return Ok(if complete { 0 } else { 1 });
     }
     if names.is_empty() {
@@ -732,9 +817,14 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
 
 impl Shell<'_> {
     fn check_not_readonly(&mut self, name: &str) -> R<()> {
-        if self.st.vars.get(name).is_some_and(|v| v.attrs & READONLY != 0) {
+        if self
+            .st
+            .vars
+            .get(name)
+            .is_some_and(|v| v.attrs & READONLY != 0)
+        {
             self.err_line(&format!("{name}: readonly variable"))?;
-            return Err(Flow::Error(1));
+            return Err(Flow::Fail(1));
         }
         Ok(())
     }
@@ -815,11 +905,32 @@ fn bracket(sh: &mut Shell, args: &[String]) -> R<i32> {
 
 fn describe(sh: &Shell, name: &str) -> Option<(&'static str, String)> {
     if sh.st.aliases.contains_key(name) {
-        return Some(("alias", format!("{name} is aliased to `{}'", sh.st.aliases[name])));
+        return Some((
+            "alias",
+            format!("{name} is aliased to `{}'", sh.st.aliases[name]),
+        ));
     }
     if matches!(
         name,
-        "if" | "then" | "else" | "elif" | "fi" | "for" | "while" | "until" | "do" | "done" | "case" | "esac" | "function" | "[[" | "]]" | "{" | "}" | "!" | "in" | "time"
+        "if" | "then"
+            | "else"
+            | "elif"
+            | "fi"
+            | "for"
+            | "while"
+            | "until"
+            | "do"
+            | "done"
+            | "case"
+            | "esac"
+            | "function"
+            | "[["
+            | "]]"
+            | "{"
+            | "}"
+            | "!"
+            | "in"
+            | "time"
     ) {
         return Some(("keyword", format!("{name} is a shell keyword")));
     }
@@ -829,7 +940,10 @@ fn describe(sh: &Shell, name: &str) -> Option<(&'static str, String)> {
     if is_builtin(name) {
         return Some(("builtin", format!("{name} is a shell builtin")));
     }
-    if utils::lookup(name).is_some() || sh.extra.iter().any(|(n, _)| *n == name) || matches!(name, "bash" | "sh") {
+    if utils::lookup(name).is_some()
+        || sh.extra.iter().any(|(n, _)| *n == name)
+        || matches!(name, "bash" | "sh")
+    {
         return Some(("file", format!("{name} is /usr/bin/{name}")));
     }
     None
@@ -893,7 +1007,9 @@ fn command(sh: &mut Shell, args: &[String]) -> R<i32> {
         }
         i += 1;
     }
-    let Some(name) = args.get(i) else { return Ok(0) };
+    let Some(name) = args.get(i) else {
+        return Ok(0);
+    };
     if let Some(long) = verbose {
         let mut status = 0;
         for n in &args[i..] {
@@ -929,7 +1045,9 @@ fn command(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 fn builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let Some(name) = args.get(1) else { return Ok(0) };
+    let Some(name) = args.get(1) else {
+        return Ok(0);
+    };
     match lookup(name) {
         Some(b) => b(sh, &args[1..]),
         None => usage(sh, "builtin", &format!("{name}: not a shell builtin"), 1),
@@ -940,11 +1058,22 @@ fn getopts(sh: &mut Shell, args: &[String]) -> R<i32> {
     let (Some(spec), Some(var)) = (args.get(1), args.get(2)) else {
         return usage(sh, "getopts", "usage: getopts optstring name [arg ...]", 2);
     };
-    let params: Vec<String> = if args.len() > 3 { args[3..].to_vec() } else { sh.st.positional.clone() };
+    let params: Vec<String> = if args.len() > 3 {
+        args[3..].to_vec()
+    } else {
+        sh.st.positional.clone()
+    };
     let silent = spec.starts_with(':');
     let spec = spec.trim_start_matches(':');
-    let mut optind: usize = sh.get_scalar("OPTIND").and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
-    let mut sub: usize = sh.get_scalar("_GETOPTS_SUB").and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut optind: usize = sh
+        .get_scalar("OPTIND")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let mut sub: usize = sh
+        .get_scalar("_GETOPTS_SUB")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let Some(arg) = params.get(optind - 1).cloned() else {
         sh.set_scalar(var, "?".into())?;
         return Ok(1);
@@ -1126,7 +1255,17 @@ fn shopt_slot<'o>(o: &'o mut super::Opts, name: &str) -> Option<&'o mut bool> {
     })
 }
 
-const SHOPT_NAMES: &[&str] = &["dotglob", "expand_aliases", "extglob", "failglob", "globstar", "lastpipe", "nocaseglob", "nocasematch", "nullglob"];
+const SHOPT_NAMES: &[&str] = &[
+    "dotglob",
+    "expand_aliases",
+    "extglob",
+    "failglob",
+    "globstar",
+    "lastpipe",
+    "nocaseglob",
+    "nocasematch",
+    "nullglob",
+];
 
 fn shopt(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut mode = None;
@@ -1158,7 +1297,20 @@ fn shopt(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut text = String::new();
     for n in &names {
         let Some(slot) = shopt_slot(&mut sh.st.opts, n) else {
-            if !matches!(n.as_str(), "inherit_errexit" | "checkwinsize" | "histappend" | "cmdhist" | "progcomp" | "sourcepath" | "xpg_echo" | "globasciiranges" | "compat" | "direxpand" | "promptvars") {
+            if !matches!(
+                n.as_str(),
+                "inherit_errexit"
+                    | "checkwinsize"
+                    | "histappend"
+                    | "cmdhist"
+                    | "progcomp"
+                    | "sourcepath"
+                    | "xpg_echo"
+                    | "globasciiranges"
+                    | "compat"
+                    | "direxpand"
+                    | "promptvars"
+            ) {
                 sh.err_line(&format!("shopt: {n}: invalid shell option name"))?;
                 status = 1;
             }
@@ -1206,7 +1358,26 @@ fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
             sh.st.opts.pipefail = on;
             return true;
         }
-        _ => return matches!(name, "posix" | "braceexpand" | "hashall" | "interactive-comments" | "monitor" | "vi" | "emacs" | "history" | "errtrace" | "functrace" | "allexport" | "verbose" | "noexec" | "notify" | "physical"),
+        _ => {
+            return matches!(
+                name,
+                "posix"
+                    | "braceexpand"
+                    | "hashall"
+                    | "interactive-comments"
+                    | "monitor"
+                    | "vi"
+                    | "emacs"
+                    | "history"
+                    | "errtrace"
+                    | "functrace"
+                    | "allexport"
+                    | "verbose"
+                    | "noexec"
+                    | "notify"
+                    | "physical"
+            )
+        }
     };
     set_flag(sh, flag, on)
 }
@@ -1218,7 +1389,7 @@ fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
         let mut text = String::new();
         for n in names {
             if let Some(s) = sh.st.vars[n].scalar() {
-                text.push_str(&format!("{n}={}\n", printf::single_quote(&s).replace("''", "''")));
+                text.push_str(&format!("{n}={}\n", printf::single_quote(&s)));
             }
         }
         sh.out(&text)?;
@@ -1253,7 +1424,14 @@ fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
                     None => {
                         let o = sh.st.opts.clone();
                         let mut text = String::new();
-                        for (n, v) in [("errexit", o.errexit), ("noclobber", o.noclobber), ("noglob", o.noglob), ("nounset", o.nounset), ("pipefail", o.pipefail), ("xtrace", o.xtrace)] {
+                        for (n, v) in [
+                            ("errexit", o.errexit),
+                            ("noclobber", o.noclobber),
+                            ("noglob", o.noglob),
+                            ("nounset", o.nounset),
+                            ("pipefail", o.pipefail),
+                            ("xtrace", o.xtrace),
+                        ] {
                             text.push_str(&format!("{n:<15}\t{}\n", if v { "on" } else { "off" }));
                         }
                         sh.out(&text)?;
@@ -1272,7 +1450,12 @@ fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
 fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut status = 0;
     if args.len() == 1 {
-        let text: String = sh.st.aliases.iter().map(|(k, v)| format!("alias {k}='{v}'\n")).collect();
+        let text: String = sh
+            .st
+            .aliases
+            .iter()
+            .map(|(k, v)| format!("alias {k}='{v}'\n"))
+            .collect();
         sh.out(&text)?;
         return Ok(0);
     }
@@ -1325,7 +1508,11 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
             }
             "-n" => {
                 i += 1;
-                count = args.get(i).and_then(|n| n.parse().ok()).filter(|&n| n > 0).unwrap_or(usize::MAX);
+                count = args
+                    .get(i)
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .unwrap_or(usize::MAX);
             }
             "-s" => {
                 i += 1;
@@ -1339,7 +1526,9 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut map = BTreeMap::new();
     let mut k = 0;
     while map.len() < count {
-        let Some((rec, found)) = read_record(sh, Some(delim), None, 0) else { break };
+        let Some((rec, found)) = read_record(sh, Some(delim), None, 0) else {
+            break;
+        };
         if k < skip {
             k += 1;
             continue;
@@ -1352,30 +1541,139 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
         k += 1;
     }
     sh.check_not_readonly(&name)?;
-    sh.st.vars.insert(name, Var { value: Value::Indexed(map), attrs: 0 });
+    sh.st.vars.insert(
+        name,
+        Var {
+            value: Value::Indexed(map),
+            attrs: 0,
+        },
+    );
+    Ok(0)
+}
+
+const SIGNALS: &[(i32, &str)] = &[
+    (1, "HUP"),
+    (2, "INT"),
+    (3, "QUIT"),
+    (6, "ABRT"),
+    (9, "KILL"),
+    (10, "USR1"),
+    (12, "USR2"),
+    (13, "PIPE"),
+    (14, "ALRM"),
+    (15, "TERM"),
+    (17, "CHLD"),
+    (23, "URG"),
+];
+
+/// `EXIT`, `ERR`, `DEBUG`, `RETURN` or a signal's name without `SIG`.
+fn signal_name(spec: &str) -> Option<String> {
+    let upper = spec.to_ascii_uppercase();
+    let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
+    if matches!(bare, "EXIT" | "0") {
+        return Some("EXIT".into());
+    }
+    if matches!(bare, "ERR" | "DEBUG" | "RETURN") {
+        return Some(bare.to_string());
+    }
+    if let Ok(n) = bare.parse::<i32>() {
+        return SIGNALS
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, s)| s.to_string());
+    }
+    SIGNALS
+        .iter()
+        .find(|(_, s)| *s == bare)
+        .map(|(_, s)| s.to_string())
+}
+
+fn trap_order(name: &str) -> i32 {
+    match name {
+        "EXIT" => 0,
+        _ => SIGNALS
+            .iter()
+            .find(|(_, s)| *s == name)
+            .map_or(100, |(k, _)| *k),
+    }
+}
+
+fn print_traps(sh: &mut Shell, only: &[String]) -> R<i32> {
+    let mut list: Vec<(String, String)> = sh
+        .st
+        .traps
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    list.sort_by_key(|(k, _)| trap_order(k));
+    let mut text = String::new();
+    for (name, action) in list {
+        if !only.is_empty()
+            && !only
+                .iter()
+                .any(|o| signal_name(o).as_deref() == Some(name.as_str()))
+        {
+            continue;
+        }
+        let shown = if trap_order(&name) == 0 || trap_order(&name) == 100 {
+            name.clone()
+        } else {
+            format!("SIG{name}")
+        };
+        text.push_str(&format!(
+            "trap -- {} {shown}\n",
+            printf::single_quote(&action)
+        ));
+    }
+    sh.out(&text)?;
     Ok(0)
 }
 
 fn trap(sh: &mut Shell, args: &[String]) -> R<i32> {
-    if args.len() < 2 {
-        let text: String = sh.st.traps.iter().map(|(k, v)| format!("trap -- {} {k}\n", printf::single_quote(v))).collect();
-        sh.out(&text)?;
+    let mut rest: Vec<String> = args[1..].to_vec();
+    if rest.first().map(String::as_str) == Some("-p") {
+        return print_traps(sh, &rest[1..]);
+    }
+    if rest.first().map(String::as_str) == Some("-l") {
         return Ok(0);
     }
-    if args[1] == "-p" || args[1] == "-l" {
-        return Ok(0);
+    if rest.first().map(String::as_str) == Some("--") {
+        rest.remove(0);
     }
-    let action = &args[1];
-    for sig in &args[2..] {
-        let sig = sig.trim_start_matches("SIG").to_string();
-        let sig = if sig == "0" { "EXIT".to_string() } else { sig };
-        if action == "-" || action.is_empty() && false {
-            sh.st.traps.remove(&sig);
-        } else {
-            sh.st.traps.insert(sig, action.clone());
+    if rest.is_empty() {
+        return print_traps(sh, &[]);
+    }
+    // `trap SIG...` (first operand a signal or a number) resets.
+    let reset = rest.len() == 1 || rest[0] == "-" || rest[0].parse::<u32>().is_ok();
+    let (action, sigs) = if reset && rest[0] != "-" && rest.len() > 1 || rest.len() == 1 {
+        (None, &rest[..])
+    } else {
+        (
+            if rest[0] == "-" {
+                None
+            } else {
+                Some(rest[0].clone())
+            },
+            &rest[1..],
+        )
+    };
+    let mut status = 0;
+    for spec in sigs {
+        let Some(name) = signal_name(spec) else {
+            sh.err_line(&format!("trap: {spec}: invalid signal specification"))?;
+            status = 1;
+            continue;
+        };
+        match &action {
+            Some(a) => {
+                sh.st.traps.insert(name, a.clone());
+            }
+            None => {
+                sh.st.traps.remove(&name);
+            }
         }
     }
-    Ok(0)
+    Ok(status)
 }
 
 fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {

@@ -19,7 +19,11 @@ impl Shell<'_> {
                 let arg = self.expand_single(w)?;
                 match self.test_unary(op, &arg)? {
                     Some(b) => b,
-                    None => return Err(self.fatal(&format!("unexpected argument `{op}' to conditional unary operator"))),
+                    None => {
+                        return Err(self.fatal(&format!(
+                            "unexpected argument `{op}' to conditional unary operator"
+                        )))
+                    }
                 }
             }
             Cond::Binary(op, l, r) => {
@@ -64,7 +68,7 @@ impl Shell<'_> {
         }
         let re = match regex::Regex::new(&posix_to_rust(&pat)) {
             Ok(re) => re,
-            Err(_) => return Err(Flow::Error(2)),
+            Err(_) => return Err(Flow::Fail(2)),
         };
         let Some(caps) = re.captures(text) else {
             self.st.vars.remove("BASH_REMATCH");
@@ -74,7 +78,11 @@ impl Shell<'_> {
             .iter()
             .map(|m| (None, m.map_or(String::new(), |m| m.as_str().to_string())))
             .collect();
-        let map = groups.into_iter().enumerate().map(|(i, (_, s))| (i as i64, s)).collect();
+        let map = groups
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, s))| (i as i64, s))
+            .collect();
         self.st.vars.insert(
             "BASH_REMATCH".into(),
             super::Var {
@@ -87,7 +95,10 @@ impl Shell<'_> {
 
     /// A unary test; `None` when `op` is not one.
     pub fn test_unary(&mut self, op: &str, arg: &str) -> R<Option<bool>> {
-        let Some(flag) = op.strip_prefix('-').filter(|f| f.len() == 1 && UNARY.contains(*f)) else {
+        let Some(flag) = op
+            .strip_prefix('-')
+            .filter(|f| f.len() == 1 && UNARY.contains(*f))
+        else {
             return Ok(None);
         };
         Ok(Some(match flag {
@@ -106,10 +117,17 @@ impl Shell<'_> {
             if key == "@" || key == "*" {
                 return self.get_all(name).is_some_and(|v| !v.is_empty());
             }
-            let Ok(key) = self.subscript_key(name, key) else { return false };
+            let Ok(key) = self.subscript_key(name, key) else {
+                return false;
+            };
             return self.get_element(name, &key).is_some();
         }
-        self.get_scalar(arg).is_some() || self.st.vars.get(arg).is_some_and(|v| v.value != super::Value::Unset)
+        self.get_scalar(arg).is_some()
+            || self
+                .st
+                .vars
+                .get(arg)
+                .is_some_and(|v| v.value != super::Value::Unset)
     }
 
     fn file_test(&self, flag: &str, arg: &str) -> bool {
@@ -119,7 +137,12 @@ impl Shell<'_> {
         let Ok(path) = stead_vfs::VPath::parse_from(arg, &self.st.cwd) else {
             return false;
         };
-        if arg.starts_with("/dev/") && matches!(arg, "/dev/null" | "/dev/stdin" | "/dev/stdout" | "/dev/stderr") {
+        if arg.starts_with("/dev/")
+            && matches!(
+                arg,
+                "/dev/null" | "/dev/stdin" | "/dev/stdout" | "/dev/stderr"
+            )
+        {
             return matches!(flag, "e" | "c" | "r" | "w");
         }
         let follow = !matches!(flag, "h" | "L");
@@ -153,7 +176,7 @@ impl Shell<'_> {
                 let (Some(x), Some(y)) = (parse_int(a), parse_int(b)) else {
                     let bad = if parse_int(a).is_none() { a } else { b };
                     self.err_line(&format!("test: {bad}: integer expression expected"))?;
-                    return Err(Flow::Error(2));
+                    return Err(Flow::Fail(2));
                 };
                 int_cmp(op, x, y)
             }
@@ -166,8 +189,12 @@ impl Shell<'_> {
                 }
             }
             "-ef" => {
-                let ra = stead_vfs::VPath::parse_from(a, &self.st.cwd).ok().and_then(|p| self.fs.realpath(&p).ok());
-                let rb = stead_vfs::VPath::parse_from(b, &self.st.cwd).ok().and_then(|p| self.fs.realpath(&p).ok());
+                let ra = stead_vfs::VPath::parse_from(a, &self.st.cwd)
+                    .ok()
+                    .and_then(|p| self.fs.realpath(&p).ok());
+                let rb = stead_vfs::VPath::parse_from(b, &self.st.cwd)
+                    .ok()
+                    .and_then(|p| self.fs.realpath(&p).ok());
                 ra.is_some() && ra == rb
             }
             _ => return Ok(None),
@@ -297,7 +324,11 @@ impl TestParser<'_> {
                 return Ok(self.args[self.pos - 1].is_empty());
             }
             3 => {
-                let (a, op, b) = (&self.args[self.pos], &self.args[self.pos + 1], &self.args[self.pos + 2]);
+                let (a, op, b) = (
+                    &self.args[self.pos],
+                    &self.args[self.pos + 1],
+                    &self.args[self.pos + 2],
+                );
                 if let Some(r) = sh.test_binary(op, a, b)? {
                     self.pos += 3;
                     return Ok(r);
@@ -356,14 +387,14 @@ impl TestParser<'_> {
     fn primary(&mut self, sh: &mut Shell) -> R<bool> {
         let Some(tok) = self.peek().map(str::to_string) else {
             sh.err_line("test: argument expected")?;
-            return Err(Flow::Error(2));
+            return Err(Flow::Fail(2));
         };
         if tok == "(" {
             self.pos += 1;
             let v = self.or(sh)?;
             if self.peek() != Some(")") {
                 sh.err_line("test: `)' expected")?;
-                return Err(Flow::Error(2));
+                return Err(Flow::Fail(2));
             }
             self.pos += 1;
             return Ok(v);
@@ -380,7 +411,11 @@ impl TestParser<'_> {
                 return Ok(r);
             }
         }
-        if tok.starts_with('-') && tok.len() == 2 && UNARY.contains(&tok[1..]) && self.args.len() == self.pos + 1 {
+        if tok.starts_with('-')
+            && tok.len() == 2
+            && UNARY.contains(&tok[1..])
+            && self.args.len() == self.pos + 1
+        {
             self.pos += 1;
             return Ok(true);
         }

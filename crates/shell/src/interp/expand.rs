@@ -49,7 +49,10 @@ impl Fields {
         self.cur.text.push_str(s);
         if quoted {
             for c in s.chars() {
-                if matches!(c, '*' | '?' | '[' | ']' | '\\' | '(' | ')' | '|' | '@' | '+' | '!') {
+                if matches!(
+                    c,
+                    '*' | '?' | '[' | ']' | '\\' | '(' | ')' | '|' | '@' | '+' | '!'
+                ) {
                     self.cur.pat.push('\\');
                 }
                 self.cur.pat.push(c);
@@ -151,7 +154,11 @@ impl Shell<'_> {
         let mut f = Fields::new(false, " ".into());
         self.expand_parts(&w.0, false, &mut f)?;
         let fields = f.end();
-        Ok(fields.into_iter().map(|f| f.text).collect::<Vec<_>>().join(" "))
+        Ok(fields
+            .into_iter()
+            .map(|f| f.text)
+            .collect::<Vec<_>>()
+            .join(" "))
     }
 
     pub fn expand_assign_value(&mut self, w: &Word) -> R<String> {
@@ -165,7 +172,11 @@ impl Shell<'_> {
         }
         let mut f = Fields::new(false, " ".into());
         self.expand_parts(&w.0, false, &mut f)?;
-        Ok(f.end().into_iter().map(|f| f.pat).collect::<Vec<_>>().join(" "))
+        Ok(f.end()
+            .into_iter()
+            .map(|f| f.pat)
+            .collect::<Vec<_>>()
+            .join(" "))
     }
 
     fn expand_parts(&mut self, parts: &[Part], quoted: bool, f: &mut Fields) -> R<()> {
@@ -242,7 +253,13 @@ impl Shell<'_> {
         };
         let val = match &p.op {
             ParamOp::Names(star) => {
-                let mut names: Vec<String> = self.st.vars.keys().filter(|k| k.starts_with(&name)).cloned().collect();
+                let mut names: Vec<String> = self
+                    .st
+                    .vars
+                    .keys()
+                    .filter(|k| k.starts_with(&name))
+                    .cloned()
+                    .collect();
                 names.sort();
                 Val::Many(names, *star)
             }
@@ -318,7 +335,10 @@ impl Shell<'_> {
             };
             return Ok((n.to_string(), Some(sub)));
         }
-        let valid = target.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || matches!(target.as_str(), "@" | "*" | "#" | "?");
+        let valid = target
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            || matches!(target.as_str(), "@" | "*" | "#" | "?");
         if !valid || target.is_empty() {
             return Err(self.fatal(&format!("{target}: invalid indirect expansion")));
         }
@@ -336,17 +356,34 @@ impl Shell<'_> {
                 let key = self.subscript_key(name, &text)?;
                 Val::One(self.get_element(name, &key))
             }
-            None if name == "@" || name == "*" => Val::Many(self.st.positional.clone(), name == "*"),
+            None if name == "@" || name == "*" => {
+                Val::Many(self.st.positional.clone(), name == "*")
+            }
             None => Val::One(self.get_scalar(name)),
         })
     }
 
-    fn apply_op(&mut self, name: &str, sub: Option<&Subscript>, op: &ParamOp, val: Val, quoted: bool, f: &mut Fields) -> R<Val> {
+    fn apply_op(
+        &mut self,
+        name: &str,
+        sub: Option<&Subscript>,
+        op: &ParamOp,
+        val: Val,
+        quoted: bool,
+        f: &mut Fields,
+    ) -> R<Val> {
         let is_unset = match &val {
             Val::One(v) => v.is_none(),
-            Val::Many(v, _) => v.is_empty() && !self.st.vars.contains_key(name) && name != "@" && name != "*",
+            Val::Many(v, _) => {
+                v.is_empty() && !self.st.vars.contains_key(name) && name != "@" && name != "*"
+            }
         };
-        if is_unset && self.st.opts.nounset && !matches!(op, ParamOp::Test { .. }) && !matches!(name, "@" | "*") {
+        if is_unset
+            && self.st.opts.nounset
+            && !matches!(sub, Some(Subscript::All(_)))
+            && !matches!(op, ParamOp::Test { .. })
+            && !matches!(name, "@" | "*")
+        {
             return Err(self.fatal(&format!("{name}: unbound variable")));
         }
         Ok(match op {
@@ -359,11 +396,13 @@ impl Shell<'_> {
                 let null = match &val {
                     Val::One(None) => true,
                     Val::One(Some(s)) => *colon && s.is_empty(),
-                    Val::Many(v, _) => v.is_empty() || (*colon && v.iter().all(|s| s.is_empty()) && v.len() <= 1),
+                    Val::Many(v, _) => {
+                        v.is_empty() || (*colon && v.iter().all(|s| s.is_empty()) && v.len() <= 1)
+                    }
                 };
                 match op {
                     '-' if null => {
-                        self.expand_parts(&word.0, quoted, f)?;
+                        self.expand_default(&word.0, quoted, f)?;
                         Val::One(None).drop_quiet()
                     }
                     '=' if null => {
@@ -379,13 +418,22 @@ impl Shell<'_> {
                         Val::One(Some(v))
                     }
                     '+' if !null => {
-                        self.expand_parts(&word.0, quoted, f)?;
+                        self.expand_default(&word.0, quoted, f)?;
                         Val::One(None).drop_quiet()
                     }
-                    '+' => Val::One(None).drop_quiet(),
+                    '+' => {
+                        if quoted {
+                            f.push("", true);
+                        }
+                        Val::One(None).drop_quiet()
+                    }
                     '?' if null => {
                         let msg = self.expand_single(word)?;
-                        let msg = if msg.is_empty() { "parameter null or not set".to_string() } else { msg };
+                        let msg = if msg.is_empty() {
+                            "parameter null or not set".to_string()
+                        } else {
+                            msg
+                        };
                         return Err(self.fatal(&format!("{name}: {msg}")));
                     }
                     _ => val,
@@ -414,7 +462,11 @@ impl Shell<'_> {
                     }
                 }
             }
-            ParamOp::Strip { suffix, longest, pat } => {
+            ParamOp::Strip {
+                suffix,
+                longest,
+                pat,
+            } => {
                 let pat = self.expand_pattern(pat)?;
                 let ext = self.st.opts.extglob;
                 self.map_val(val, |s| pattern::strip(&pat, s, *suffix, *longest, ext))
@@ -432,6 +484,21 @@ impl Shell<'_> {
             }
             ParamOp::Transform(t) => self.transform(name, *t, val)?,
         })
+    }
+
+    /// The word of `${x:-word}`: unquoted literal text is split too.
+    fn expand_default(&mut self, parts: &[Part], quoted: bool, f: &mut Fields) -> R<()> {
+        if quoted {
+            f.push("", true);
+            return self.expand_parts(parts, true, f);
+        }
+        for p in parts {
+            match p {
+                Part::Lit(s) => f.push_split(s),
+                other => self.expand_parts(std::slice::from_ref(other), false, f)?,
+            }
+        }
+        Ok(())
     }
 
     fn map_val(&mut self, val: Val, mut f: impl FnMut(&str) -> String) -> Val {
@@ -488,7 +555,13 @@ pub fn attr_letters(var: Option<&Var>) -> String {
         Value::Assoc(_) => s.push('A'),
         _ => {}
     }
-    for (bit, c) in [(INTEGER, 'i'), (LOWER, 'l'), (READONLY, 'r'), (UPPER, 'u'), (EXPORT, 'x')] {
+    for (bit, c) in [
+        (INTEGER, 'i'),
+        (LOWER, 'l'),
+        (READONLY, 'r'),
+        (UPPER, 'u'),
+        (EXPORT, 'x'),
+    ] {
         if v.attrs & bit != 0 {
             s.push(c);
         }
@@ -522,13 +595,18 @@ fn slice(items: Vec<String>, off: i64, len: Option<i64>) -> Vec<String> {
         Some(l) if l < 0 => (n + l).max(start as i64) as usize,
         Some(l) => (start as i64 + l).min(n) as usize,
     };
-    items.into_iter().skip(start).take(end.saturating_sub(start)).collect()
+    items
+        .into_iter()
+        .skip(start)
+        .take(end.saturating_sub(start))
+        .collect()
 }
 
 fn change_case(s: &str, pat: &str, upper: bool, all: bool, ext: bool) -> String {
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        let applies = (all || i == 0) && (pat.is_empty() || pattern::matches(pat, &c.to_string(), ext, false));
+        let applies = (all || i == 0)
+            && (pat.is_empty() || pattern::matches(pat, &c.to_string(), ext, false));
         if applies {
             if upper {
                 out.extend(c.to_uppercase());

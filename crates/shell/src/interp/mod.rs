@@ -51,6 +51,8 @@ pub enum Flow {
     Return(i32),
     /// A fatal expansion error: ends the (sub)shell with this status.
     Error(i32),
+    /// The current command failed (e.g. assigning a readonly variable).
+    Fail(i32),
 }
 
 impl From<Abort> for Flow {
@@ -144,6 +146,11 @@ pub struct Shell<'a> {
     pub persist_fds: Vec<usize>,
     /// `/dev/fd` (and `/dev`) when created for process substitution.
     created_dirs: Vec<VPath>,
+    /// `$_`: the last argument of the previous simple command.
+    pub last_arg: String,
+    in_err_trap: bool,
+    alias_depth: u32,
+    errexit_exempt: bool,
 }
 
 /// The top-level message for a limit.
@@ -191,6 +198,10 @@ impl<'a> Shell<'a> {
             cmdsub_status: None,
             persist_fds: Vec::new(),
             created_dirs: Vec::new(),
+            last_arg: String::new(),
+            in_err_trap: false,
+            alias_depth: 0,
+            errexit_exempt: false,
         }
     }
 
@@ -304,10 +315,12 @@ impl<'a> Shell<'a> {
             self.no_errexit -= 1;
         }
         first?;
+        let mut ran_last = item.rest.is_empty();
         for (i, (and, pipe)) in item.rest.iter().enumerate() {
             if (self.status == 0) != *and {
                 continue;
             }
+            ran_last = i + 1 == item.rest.len();
             let last = i + 1 == item.rest.len();
             if !last {
                 self.no_errexit += 1;
@@ -318,10 +331,28 @@ impl<'a> Shell<'a> {
             }
             r?;
         }
+        // A list that stopped early (`false && x`) does not trigger `set -e`
+        // in the enclosing command either.
+        self.errexit_exempt = !ran_last;
         Ok(())
     }
 
     fn check_errexit(&mut self) -> R<()> {
+        if self.status != 0 && self.no_errexit == 0 && !self.in_err_trap {
+            if let Some(script) = self.st.traps.get("ERR").cloned() {
+                if let Ok(prog) = parse::parse_script(&script) {
+                    let status = self.status;
+                    self.in_err_trap = true;
+                    let r = self.run_program(&prog);
+                    self.in_err_trap = false;
+                    r?;
+                    self.status = status;
+                }
+            }
+        }
+        if std::mem::take(&mut self.errexit_exempt) {
+            return Ok(());
+        }
         if self.st.opts.errexit && self.status != 0 && self.no_errexit == 0 {
             return Err(Flow::Abort(Abort::Exit(self.status)));
         }
@@ -329,6 +360,7 @@ impl<'a> Shell<'a> {
     }
 
     fn run_pipeline(&mut self, pipe: &Pipeline) -> R<()> {
+        self.errexit_exempt = false;
         if pipe.negate {
             self.no_errexit += 1;
         }
@@ -387,7 +419,12 @@ impl<'a> Shell<'a> {
         self.fds[1] = saved_out;
         result?;
         if self.st.opts.pipefail {
-            self.status = statuses.iter().rev().find(|&&s| s != 0).copied().unwrap_or(0);
+            self.status = statuses
+                .iter()
+                .rev()
+                .find(|&&s| s != 0)
+                .copied()
+                .unwrap_or(0);
         }
         self.pipestatus = statuses;
         Ok(())
@@ -404,13 +441,26 @@ impl<'a> Shell<'a> {
         self.budget.leave();
         match r {
             Ok(s) => Ok(s),
-            Err(Flow::Abort(Abort::Exit(s))) | Err(Flow::Error(s)) | Err(Flow::Return(s)) => Ok(s),
+            Err(Flow::Abort(Abort::Exit(s)))
+            | Err(Flow::Error(s))
+            | Err(Flow::Return(s))
+            | Err(Flow::Fail(s)) => Ok(s),
             Err(Flow::Break(_)) | Err(Flow::Continue(_)) => Ok(self.status),
             Err(e) => Err(e),
         }
     }
 
     pub fn run_command(&mut self, cmd: &Command) -> R<()> {
+        match self.run_command_inner(cmd) {
+            Err(Flow::Fail(s)) => {
+                self.status = s;
+                self.check_errexit()
+            }
+            other => other,
+        }
+    }
+
+    fn run_command_inner(&mut self, cmd: &Command) -> R<()> {
         match cmd {
             Command::Simple(s) => self.run_simple(s),
             Command::Compound(c, redirs) => {
@@ -444,7 +494,10 @@ impl<'a> Shell<'a> {
                 self.status = s;
                 Ok(())
             }
-            Compound::If { branches, otherwise } => {
+            Compound::If {
+                branches,
+                otherwise,
+            } => {
                 for (cond, body) in branches {
                     if self.condition(cond)? {
                         return self.run_program(body).map(drop);
@@ -480,7 +533,7 @@ impl<'a> Shell<'a> {
                 self.tick()?;
                 self.status = match self.eval_cond(c) {
                     Ok(b) => (!b) as i32,
-                    Err(Flow::Error(s)) => s.max(1) + 1,
+                    Err(Flow::Fail(s)) => s,
                     Err(e) => return Err(e),
                 };
                 Ok(())
@@ -564,7 +617,13 @@ impl<'a> Shell<'a> {
         Ok(())
     }
 
-    fn run_arith_for(&mut self, init: Option<&Arith>, cond: Option<&Arith>, step: Option<&Arith>, body: &[Item]) -> R<()> {
+    fn run_arith_for(
+        &mut self,
+        init: Option<&Arith>,
+        cond: Option<&Arith>,
+        step: Option<&Arith>,
+        body: &[Item],
+    ) -> R<()> {
         if let Some(a) = init {
             self.arith(a)?;
         }
@@ -659,9 +718,20 @@ impl<'a> Shell<'a> {
         if argv.is_empty() {
             return self.run_assign_only(cmd);
         }
+        if self.st.opts.expand_aliases && self.alias_depth < 16 {
+            if let Some(value) = self.st.aliases.get(&argv[0]).cloned() {
+                return self.run_alias(&value, &argv, cmd);
+            }
+        }
         let deferred = std::mem::take(&mut self.deferred);
         if self.st.opts.xtrace {
-            let line = format!("+ {}\n", argv.iter().map(|a| printf::quote(a)).collect::<Vec<_>>().join(" "));
+            let line = format!(
+                "+ {}\n",
+                argv.iter()
+                    .map(|a| printf::quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
             self.write_fd(2, line.as_bytes())?;
         }
         // Prefix assignments apply to this command only.
@@ -687,6 +757,9 @@ impl<'a> Shell<'a> {
             }
         };
         let r = self.dispatch(&argv, deferred);
+        if let Some(last) = argv.last() {
+            self.last_arg.clone_from(last);
+        }
         if argv[0] == "exec" && argv.len() == 1 {
             // `exec >file`: the redirections stay.
             self.settle_exec_fds()?;
@@ -699,6 +772,43 @@ impl<'a> Shell<'a> {
         let status = r?;
         self.status = status;
         Ok(())
+    }
+
+    /// Runs an aliased command: the alias text followed by the (already
+    /// expanded, re-quoted) arguments. Aliases are expanded when the command
+    /// runs rather than when it is parsed, which covers the common uses.
+    fn run_alias(&mut self, value: &str, argv: &[String], cmd: &Simple) -> R<()> {
+        let mut text = value.to_string();
+        for a in &argv[1..] {
+            text.push(' ');
+            text.push_str(&printf::quote(a));
+        }
+        let prog = match parse::parse_script(&text) {
+            Ok(p) => p,
+            Err(m) => {
+                self.err_line(&m)?;
+                self.status = 2;
+                return Ok(());
+            }
+        };
+        let saved = if cmd.redirs.is_empty() {
+            None
+        } else {
+            match self.apply_redirs(&cmd.redirs)? {
+                Some(s) => Some(s),
+                None => {
+                    self.status = 1;
+                    return Ok(());
+                }
+            }
+        };
+        self.alias_depth += 1;
+        let r = self.run_program(&prog);
+        self.alias_depth -= 1;
+        if let Some(s) = saved {
+            self.restore_fds(s)?;
+        }
+        r.map(drop)
     }
 
     fn restore_vars(&mut self, saved: Vec<(String, Option<Var>)>, cmd: &str) {
@@ -788,8 +898,19 @@ impl<'a> Shell<'a> {
             .find(|(n, _)| *n == base)
             .map(|(_, u)| *u)
             .or_else(|| utils::lookup(base));
+        if name.contains('/') && (name.starts_with("/bin/") || name.starts_with("/usr/bin/")) {
+            if let Some(b) = builtins::lookup(base) {
+                let mut v = argv.to_vec();
+                v[0] = base.to_string();
+                return b(self, &v);
+            }
+        }
         if let Some(u) = util {
-            if name.contains('/') && !name.starts_with("/bin/") && !name.starts_with("/usr/bin/") && !name.starts_with("/usr/local/bin/") {
+            if name.contains('/')
+                && !name.starts_with("/bin/")
+                && !name.starts_with("/usr/bin/")
+                && !name.starts_with("/usr/local/bin/")
+            {
                 return self.run_script_file(argv);
             }
             return self.run_utility(u, argv);
@@ -797,11 +918,26 @@ impl<'a> Shell<'a> {
         if name.contains('/') {
             return self.run_script_file(argv);
         }
+        if let Some(path) = self.path_lookup(name) {
+            let mut v = argv.to_vec();
+            v[0] = path;
+            return self.run_script_file(&v);
+        }
         let msg = format!(
             "bash: {name}: command not found in the light shell (it can run on the Linux computer: backend \"computer\")\n"
         );
         self.write_fd(2, msg.as_bytes())?;
         Ok(127)
+    }
+
+    /// A file called `name` in a `$PATH` directory of the workspace.
+    pub(crate) fn path_lookup(&mut self, name: &str) -> Option<String> {
+        let path = self.get_scalar("PATH")?;
+        path.split(':').filter(|d| !d.is_empty()).find_map(|dir| {
+            let p = VPath::parse_from(dir, &self.st.cwd).ok()?.join(name);
+            let node = self.fs.stat(&p, true).ok()?;
+            (node.kind == stead_vfs::Kind::File).then(|| p.as_str().to_string())
+        })
     }
 
     /// `./script.sh`: runs a file as a bash script when it exists.
@@ -859,7 +995,13 @@ impl<'a> Shell<'a> {
         self.run_script_text_opts(text, arg0, args, &[])
     }
 
-    fn run_script_text_opts(&mut self, text: &str, arg0: &str, args: Vec<String>, opts: &[String]) -> R<i32> {
+    fn run_script_text_opts(
+        &mut self,
+        text: &str,
+        arg0: &str,
+        args: Vec<String>,
+        opts: &[String],
+    ) -> R<i32> {
         let prog = match parse::parse_script(text) {
             Ok(p) => p,
             Err(m) => {
@@ -943,7 +1085,10 @@ impl<'a> Shell<'a> {
         let cwd = self.st.cwd.clone();
         let (mut stdout, out_slot) = self.take_output(1);
         let (mut stderr, err_slot) = if err_shares(&self.fds, 1, 2) {
-            (Output::with_cap(self.budget.limits().max_output_bytes), None)
+            (
+                Output::with_cap(self.budget.limits().max_output_bytes),
+                None,
+            )
         } else {
             self.take_output(2)
         };
@@ -980,7 +1125,10 @@ impl<'a> Shell<'a> {
     fn take_output(&mut self, fd: usize) -> (Output, Option<usize>) {
         let cap = self.budget.limits().max_output_bytes;
         match self.fds.get(fd).cloned().flatten() {
-            Some(Fd::Out(i)) => (std::mem::replace(&mut self.slots[i].out, Output::with_cap(0)), Some(i)),
+            Some(Fd::Out(i)) => (
+                std::mem::replace(&mut self.slots[i].out, Output::with_cap(0)),
+                Some(i),
+            ),
             _ => (Output::with_cap(cap), None),
         }
     }
@@ -1004,7 +1152,13 @@ impl<'a> Shell<'a> {
     }
 
     /// Runs a command with captured output (for utilities that run commands).
-    pub fn run_captured(&mut self, argv: &[String], stdin: &[u8], stdout: &mut Output, stderr: &mut Output) -> R<i32> {
+    pub fn run_captured(
+        &mut self,
+        argv: &[String],
+        stdin: &[u8],
+        stdout: &mut Output,
+        stderr: &mut Output,
+    ) -> R<i32> {
         let saved = self.fds.clone();
         let out = self.open_slot(None);
         let err = self.open_slot(None);
@@ -1025,7 +1179,10 @@ impl<'a> Shell<'a> {
         stdout.write(&o)?;
         stderr.write(&e)?;
         match r {
-            Err(Flow::Abort(Abort::Exit(s))) | Err(Flow::Error(s)) | Err(Flow::Return(s)) => Ok(s),
+            Err(Flow::Abort(Abort::Exit(s)))
+            | Err(Flow::Error(s))
+            | Err(Flow::Return(s))
+            | Err(Flow::Fail(s)) => Ok(s),
             other => other,
         }
     }
@@ -1036,14 +1193,10 @@ impl<'a> Shell<'a> {
             if let Ok(prog) = parse::parse_script(&script) {
                 let status = self.status;
                 match self.run_program(&prog) {
-                    Ok(_) | Err(Flow::Error(_)) | Err(Flow::Return(_)) => {}
+                    Ok(_) | Err(Flow::Error(_)) | Err(Flow::Return(_)) => self.status = status,
                     Err(Flow::Abort(Abort::Exit(s))) => self.status = s,
                     Err(e) => return Err(e),
                 }
-                if self.status == 0 {
-                    self.status = status;
-                }
-                self.status = status;
             }
         }
         Ok(())
@@ -1069,7 +1222,11 @@ impl<'a> Shell<'a> {
         let dir = VPath::parse("/dev/fd").unwrap_or_else(|_| VPath::root());
         if self.fs.stat(&dir, true).is_err() {
             let dev = VPath::parse("/dev").unwrap_or_else(|_| VPath::root());
-            self.created_dirs = if self.fs.stat(&dev, true).is_err() { vec![dir.clone(), dev] } else { vec![dir.clone()] };
+            self.created_dirs = if self.fs.stat(&dev, true).is_err() {
+                vec![dir.clone(), dev]
+            } else {
+                vec![dir.clone()]
+            };
             let _ = self.fs.mkdir(&dir, true);
         }
         let path = dir.join(&(63 - n as i64).to_string());
@@ -1086,7 +1243,8 @@ impl<'a> Shell<'a> {
         }
         self.budget.charge_write(data.len() as u64)?;
         let _ = self.fs.write(&path, &data);
-        self.procsubs.push((path.clone(), (!input).then(|| prog.clone())));
+        self.procsubs
+            .push((path.clone(), (!input).then(|| prog.clone())));
         Ok(path.as_str().to_string())
     }
 
@@ -1099,7 +1257,10 @@ impl<'a> Shell<'a> {
             .collect();
         for (path, prog) in pending {
             let data = self.fs.read(&path).unwrap_or_default();
-            let saved = self.fds[0].replace(Fd::In(Rc::new(Input { data, pos: 0.into() })));
+            let saved = self.fds[0].replace(Fd::In(Rc::new(Input {
+                data,
+                pos: 0.into(),
+            })));
             let status = self.status;
             self.subshell(|sh| sh.run_program(&prog))?;
             self.status = status;
@@ -1117,10 +1278,15 @@ fn err_shares(fds: &[Option<Fd>], a: usize, b: usize) -> bool {
 /// around it sees the rest gone, as with real file descriptors).
 fn reads_stdin(argv: &[String]) -> bool {
     let name = argv[0].rsplit('/').next().unwrap_or("");
-    let operands = argv[1..].iter().filter(|a| !a.starts_with('-') || a.as_str() == "-").count();
+    let operands = argv[1..]
+        .iter()
+        .filter(|a| !a.starts_with('-') || a.as_str() == "-")
+        .count();
     match name {
-        "cat" | "sort" | "uniq" | "wc" | "head" | "tail" | "tac" | "rev" | "nl" | "base64" | "md5sum"
-        | "sha256sum" | "sha1sum" | "od" | "fold" | "paste" | "tee" | "cksum" => operands == 0,
+        "cat" | "sort" | "uniq" | "wc" | "head" | "tail" | "tac" | "rev" | "nl" | "base64"
+        | "md5sum" | "sha256sum" | "sha1sum" | "od" | "fold" | "paste" | "tee" | "cksum" => {
+            operands == 0
+        }
         "grep" | "egrep" | "fgrep" | "sed" | "awk" | "jq" | "cut" => operands <= 1,
         "tr" | "xargs" | "read" => true,
         _ => false,
@@ -1132,7 +1298,13 @@ struct ShellRunner<'s, 'a> {
 }
 
 impl Runner for ShellRunner<'_, '_> {
-    fn run(&mut self, argv: &[String], stdin: &[u8], stdout: &mut Output, stderr: &mut Output) -> Result<i32, Abort> {
+    fn run(
+        &mut self,
+        argv: &[String],
+        stdin: &[u8],
+        stdout: &mut Output,
+        stderr: &mut Output,
+    ) -> Result<i32, Abort> {
         if argv.is_empty() {
             return Ok(0);
         }
@@ -1193,7 +1365,10 @@ fn collect_command(cmd: &Command, names: &mut Vec<String>) {
         }
         Command::Compound(c, _) => match c.as_ref() {
             Compound::Group(p) | Compound::Subshell(p) => collect_commands(p, names),
-            Compound::If { branches, otherwise } => {
+            Compound::If {
+                branches,
+                otherwise,
+            } => {
                 for (c, b) in branches {
                     collect_commands(c, names);
                     collect_commands(b, names);

@@ -21,7 +21,9 @@ pub struct Parser {
     pub(super) in_dq: bool,
 }
 
-const RESERVED_END: &[&str] = &["then", "elif", "else", "fi", "do", "done", "esac", "}", "in"];
+const RESERVED_END: &[&str] = &[
+    "then", "elif", "else", "fi", "do", "done", "esac", "}", "in",
+];
 
 /// Parses a whole script.
 pub fn parse_script(src: &str) -> PResult<Program> {
@@ -41,7 +43,10 @@ fn is_name(s: &str) -> bool {
 }
 
 fn is_meta(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')')
+    matches!(
+        c,
+        ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')'
+    )
 }
 
 impl Parser {
@@ -63,18 +68,16 @@ impl Parser {
     }
 
     fn starts(&self, s: &str) -> bool {
-        let mut i = self.pos;
-        for c in s.chars() {
-            if self.src.get(i) != Some(&c) {
-                return false;
-            }
-            i += 1;
-        }
-        true
+        s.chars()
+            .enumerate()
+            .all(|(k, c)| self.src.get(self.pos + k) == Some(&c))
     }
 
     fn line(&self) -> usize {
-        1 + self.src[..self.pos.min(self.src.len())].iter().filter(|&&c| c == '\n').count()
+        1 + self.src[..self.pos.min(self.src.len())]
+            .iter()
+            .filter(|&&c| c == '\n')
+            .count()
     }
 
     fn unexpected(&self) -> String {
@@ -87,7 +90,9 @@ impl Parser {
                     .take_while(|c| !c.is_whitespace())
                     .take(if is_meta(self.src[self.pos]) { 2 } else { 40 })
                     .collect();
-                let tok = if tok.len() == 2 && !matches!(tok.as_str(), ";;" | "&&" | "||" | ">>" | "<<") {
+                let tok = if tok.len() == 2
+                    && !matches!(tok.as_str(), ";;" | "&&" | "||" | ">>" | "<<")
+                {
                     tok[..1].to_string()
                 } else {
                     tok
@@ -192,8 +197,12 @@ impl Parser {
             items.push(item);
             self.skip_space();
             match self.peek() {
-                Some(';') if self.peek_at(1) != Some(';') && self.peek_at(1) != Some('&') => self.pos += 1,
-                Some('&') if self.peek_at(1) != Some('&') && self.peek_at(1) != Some('>') => self.pos += 1,
+                Some(';') if self.peek_at(1) != Some(';') && self.peek_at(1) != Some('&') => {
+                    self.pos += 1
+                }
+                Some('&') if self.peek_at(1) != Some('&') && self.peek_at(1) != Some('>') => {
+                    self.pos += 1
+                }
                 Some('\n') => self.newline()?,
                 _ => return Ok(items),
             }
@@ -205,7 +214,9 @@ impl Parser {
             None | Some(')') => true,
             Some(';') if matches!(self.peek_at(1), Some(';') | Some('&')) => true,
             _ => match self.peek_word() {
-                Some(w) => RESERVED_END.contains(&w.as_str()) && self.word_ends_after(w.chars().count()),
+                Some(w) => {
+                    RESERVED_END.contains(&w.as_str()) && self.word_ends_after(w.chars().count())
+                }
                 None => false,
             },
         }
@@ -262,12 +273,15 @@ impl Parser {
                 let both = self.peek_at(1) == Some('&');
                 self.pos += if both { 2 } else { 1 };
                 if both {
-                    add_redir(cmds.last_mut().unwrap(), Redir {
-                        fd: Some(2),
-                        var_fd: None,
-                        op: RedirOp::DupOut,
-                        target: Word::lit("1"),
-                    });
+                    add_redir(
+                        cmds.last_mut().unwrap(),
+                        Redir {
+                            fd: Some(2),
+                            var_fd: None,
+                            op: RedirOp::DupOut,
+                            target: Word::lit("1"),
+                        },
+                    );
                 }
                 self.skip_space_nl()?;
                 cmds.push(self.command()?);
@@ -447,7 +461,10 @@ impl Parser {
                 otherwise = Some(self.body()?);
             }
             self.expect_word("fi")?;
-            return Ok(Compound::If { branches, otherwise });
+            return Ok(Compound::If {
+                branches,
+                otherwise,
+            });
         }
     }
 
@@ -470,7 +487,9 @@ impl Parser {
         self.skip_space();
         if self.starts("((") {
             self.pos += 2;
-            let text = self.arith_text("))").ok_or("syntax error: `((' not closed")?;
+            let text = self
+                .arith_text("))")
+                .ok_or("syntax error: `((' not closed")?;
             let parts: Vec<&str> = split_top(&text, ';');
             if parts.len() != 3 {
                 return Err("syntax error: arithmetic expression required".into());
@@ -570,7 +589,11 @@ impl Parser {
             } else {
                 return Err(self.unexpected());
             };
-            arms.push(CaseArm { patterns, body, term });
+            arms.push(CaseArm {
+                patterns,
+                body,
+                term,
+            });
         }
     }
 
@@ -650,7 +673,18 @@ impl Parser {
                 Some(w)
                     if matches!(
                         w.as_str(),
-                        "==" | "=" | "!=" | "=~" | "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge" | "-nt" | "-ot" | "-ef"
+                        "==" | "="
+                            | "!="
+                            | "=~"
+                            | "-eq"
+                            | "-ne"
+                            | "-lt"
+                            | "-le"
+                            | "-gt"
+                            | "-ge"
+                            | "-nt"
+                            | "-ot"
+                            | "-ef"
                     ) =>
                 {
                     self.pos += w.chars().count();
@@ -663,7 +697,11 @@ impl Parser {
             return Ok(Cond::Word(first));
         };
         self.skip_space();
-        let right = if op == "=~" { self.regex_word()? } else { self.cond_word()? };
+        let right = if op == "=~" {
+            self.regex_word()?
+        } else {
+            self.cond_word()?
+        };
         Ok(Cond::Binary(op, first, right))
     }
 
@@ -683,8 +721,7 @@ impl Parser {
         let mut parts = Vec::new();
         let mut depth = 0;
         let mut lit = String::new();
-        loop {
-            let Some(c) = self.peek() else { break };
+        while let Some(c) = self.peek() {
             if depth == 0 && (c == ' ' || c == '\t' || c == '\n') {
                 break;
             }
@@ -751,10 +788,19 @@ impl Parser {
             let Some(c) = self.peek() else { break };
             let procsub = matches!(c, '<' | '>') && self.peek_at(1) == Some('(');
             if is_meta(c) && !procsub {
-                if c == '(' && cmd.words.len() == 1 && cmd.assigns.is_empty() && self.peek_at(1) == Some(')') {
-                    let name = cmd.words[0].as_lit().ok_or("syntax error near unexpected token `('")?.to_string();
-                    self.pos += 2;
-                    return self.function_body(name);
+                if c == '(' && cmd.words.len() == 1 && cmd.assigns.is_empty() {
+                    let save = self.pos;
+                    self.pos += 1;
+                    self.skip_space();
+                    if self.peek() == Some(')') {
+                        let name = cmd.words[0]
+                            .as_lit()
+                            .ok_or("syntax error near unexpected token `('")?
+                            .to_string();
+                        self.pos += 1;
+                        return self.function_body(name);
+                    }
+                    self.pos = save;
                 }
                 if c == '(' {
                     return Err(self.unexpected());
@@ -775,7 +821,10 @@ impl Parser {
             let w = self.word()?;
             if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
                 if let Some(l) = w.as_lit() {
-                    if matches!(l, "then" | "else" | "elif" | "fi" | "do" | "done" | "esac" | "}" | ")" | "in") {
+                    if matches!(
+                        l,
+                        "then" | "else" | "elif" | "fi" | "do" | "done" | "esac" | "}" | ")" | "in"
+                    ) {
                         return Err(format!("syntax error near unexpected token `{l}'"));
                     }
                 }
@@ -832,8 +881,7 @@ impl Parser {
             }
             let text: String = self.src[text_start..self.pos].iter().collect();
             self.pos += 1;
-            let mut sub = Parser::new(&text);
-            index = Some(Word(sub.dq_parts(None)?));
+            index = Some(Parser::index_word(&text)?);
         }
         let append = self.starts("+=");
         if append {
@@ -856,7 +904,9 @@ impl Parser {
         }
         let value = match self.peek() {
             None => Word::default(),
-            Some(c) if is_meta(c) && !(matches!(c, '<' | '>') && self.peek_at(1) == Some('(')) => Word::default(),
+            Some(c) if is_meta(c) && !(matches!(c, '<' | '>') && self.peek_at(1) == Some('(')) => {
+                Word::default()
+            }
             _ => self.word_mode(true)?,
         };
         Ok(Some(Assign {
@@ -883,10 +933,10 @@ impl Parser {
                 let save = self.pos;
                 if let Some(close) = self.src[self.pos..].iter().position(|&c| c == ']') {
                     if self.src.get(self.pos + close + 1) == Some(&'=') {
-                        let text: String = self.src[self.pos + 1..self.pos + close].iter().collect();
+                        let text: String =
+                            self.src[self.pos + 1..self.pos + close].iter().collect();
                         self.pos += close + 2;
-                        let mut sub = Parser::new(&text);
-                        let key = Word(sub.dq_parts(None)?);
+                        let key = Parser::index_word(&text)?;
                         let value = match self.peek() {
                             Some(c) if is_meta(c) => Word::default(),
                             None => Word::default(),
@@ -944,7 +994,10 @@ impl Parser {
             self.pos = start;
             return Ok(None);
         };
-        if (tok.starts_with('<') || tok.starts_with('>')) && self.peek_at(1) == Some('(') && tok.len() == 1 {
+        if (tok.starts_with('<') || tok.starts_with('>'))
+            && self.peek_at(1) == Some('(')
+            && tok.len() == 1
+        {
             // process substitution: a word, not a redirection
             self.pos = start;
             return Ok(None);

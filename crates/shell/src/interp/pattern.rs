@@ -172,12 +172,14 @@ fn match_at(toks: &[Tok], text: &[char], nocase: bool, steps: &mut u32) -> bool 
     };
     match t {
         Tok::Ch(c) => {
-            text.first().is_some_and(|x| x == c || (nocase && x.eq_ignore_ascii_case(c)))
+            text.first()
+                .is_some_and(|x| x == c || (nocase && x.eq_ignore_ascii_case(c)))
                 && match_at(&toks[1..], &text[1..], nocase, steps)
         }
         Tok::Any => !text.is_empty() && match_at(&toks[1..], &text[1..], nocase, steps),
         Tok::Class(neg, items) => {
-            text.first().is_some_and(|&x| class_has(items, x, nocase) != *neg)
+            text.first()
+                .is_some_and(|&x| class_has(items, x, nocase) != *neg)
                 && match_at(&toks[1..], &text[1..], nocase, steps)
         }
         Tok::Star => {
@@ -188,14 +190,19 @@ fn match_at(toks: &[Tok], text: &[char], nocase: bool, steps: &mut u32) -> bool 
         }
         Tok::Ext(kind, alts) => {
             let rest = &toks[1..];
-            let one = |s: &[char], steps: &mut u32| alts.iter().any(|a| match_at(a, s, nocase, steps));
+            let one =
+                |s: &[char], steps: &mut u32| alts.iter().any(|a| match_at(a, s, nocase, steps));
             match kind {
-                '@' => (0..=text.len()).any(|j| one(&text[..j], steps) && match_at(rest, &text[j..], nocase, steps)),
+                '@' => (0..=text.len())
+                    .any(|j| one(&text[..j], steps) && match_at(rest, &text[j..], nocase, steps)),
                 '?' => {
                     match_at(rest, text, nocase, steps)
-                        || (0..=text.len()).any(|j| one(&text[..j], steps) && match_at(rest, &text[j..], nocase, steps))
+                        || (0..=text.len()).any(|j| {
+                            one(&text[..j], steps) && match_at(rest, &text[j..], nocase, steps)
+                        })
                 }
-                '!' => (0..=text.len()).any(|j| !one(&text[..j], steps) && match_at(rest, &text[j..], nocase, steps)),
+                '!' => (0..=text.len())
+                    .any(|j| !one(&text[..j], steps) && match_at(rest, &text[j..], nocase, steps)),
                 _ => {
                     // `*(..)` zero or more, `+(..)` one or more
                     if *kind == '*' && match_at(rest, text, nocase, steps) {
@@ -260,7 +267,11 @@ pub fn strip(pat: &str, s: &str, suffix: bool, longest: bool, ext: bool) -> Stri
     let t: Vec<char> = s.chars().collect();
     let n = t.len();
     let mut steps = 0;
-    let range: Box<dyn Iterator<Item = usize>> = if longest == suffix { Box::new(0..=n) } else { Box::new((0..=n).rev()) };
+    let range: Box<dyn Iterator<Item = usize>> = if longest == suffix {
+        Box::new(0..=n)
+    } else {
+        Box::new((0..=n).rev())
+    };
     for k in range {
         let ok = if suffix {
             match_at(&toks, &t[k..], false, &mut steps)
@@ -268,7 +279,11 @@ pub fn strip(pat: &str, s: &str, suffix: bool, longest: bool, ext: bool) -> Stri
             match_at(&toks, &t[..k], false, &mut steps)
         };
         if ok {
-            return if suffix { t[..k].iter().collect() } else { t[k..].iter().collect() };
+            return if suffix {
+                t[..k].iter().collect()
+            } else {
+                t[k..].iter().collect()
+            };
         }
     }
     s.to_string()
@@ -307,7 +322,10 @@ pub fn replace(pat: &str, s: &str, rep: &str, mode: u8, ext: bool) -> String {
             let mut replaced = false;
             while i <= n {
                 if !(replaced && mode != b'/') {
-                    if let Some(end) = (i..=n).rev().find(|&e| e > i && match_at(&toks, &t[i..e], false, &mut steps)) {
+                    if let Some(end) = (i..=n)
+                        .rev()
+                        .find(|&e| e > i && match_at(&toks, &t[i..e], false, &mut steps))
+                    {
                         out.push_str(rep);
                         i = end;
                         replaced = true;
@@ -333,8 +351,16 @@ impl Shell<'_> {
     pub fn glob(&mut self, pat: &str) -> Vec<String> {
         let absolute = pat.starts_with('/');
         let comps: Vec<&str> = pat.split('/').filter(|c| !c.is_empty()).collect();
-        let base = if absolute { VPath::root() } else { self.st.cwd.clone() };
-        let prefix = if absolute { "/".to_string() } else { String::new() };
+        let base = if absolute {
+            VPath::root()
+        } else {
+            self.st.cwd.clone()
+        };
+        let prefix = if absolute {
+            "/".to_string()
+        } else {
+            String::new()
+        };
         let mut results = Vec::new();
         let mut budget = 100_000u32;
         self.glob_walk(&base, &prefix, &comps, &mut results, &mut budget);
@@ -347,7 +373,14 @@ impl Shell<'_> {
         results
     }
 
-    fn glob_walk(&mut self, dir: &VPath, shown: &str, comps: &[&str], out: &mut Vec<String>, budget: &mut u32) {
+    fn glob_walk(
+        &mut self,
+        dir: &VPath,
+        shown: &str,
+        comps: &[&str],
+        out: &mut Vec<String>,
+        budget: &mut u32,
+    ) {
         let Some((first, rest)) = comps.split_first() else {
             out.push(shown.trim_end_matches('/').to_string());
             return;
@@ -391,16 +424,25 @@ impl Shell<'_> {
             } else {
                 self.glob_walk(dir, shown, rest, out, budget);
             }
-            let Ok(entries) = self.fs.list(dir) else { return };
+            let Ok(entries) = self.fs.list(dir) else {
+                return;
+            };
             for e in entries {
                 if e.name.starts_with('.') && !self.st.opts.dotglob {
                     continue;
                 }
                 let path = dir.join(&e.name);
                 let next = join(shown, &e.name);
-                let is_dir = self.fs.stat(&path, false).is_ok_and(|n| n.kind == Kind::Dir);
+                let is_dir = self
+                    .fs
+                    .stat(&path, false)
+                    .is_ok_and(|n| n.kind == Kind::Dir);
                 if rest.is_empty() {
-                    out.push(if is_dir { next.clone() + "/" } else { next.clone() });
+                    out.push(if is_dir {
+                        next.clone() + "/"
+                    } else {
+                        next.clone()
+                    });
                 }
                 if is_dir {
                     self.glob_walk(&path, &next, comps, out, budget);
@@ -415,7 +457,9 @@ impl Shell<'_> {
             }
             return;
         }
-        let Ok(entries) = self.fs.list(dir) else { return };
+        let Ok(entries) = self.fs.list(dir) else {
+            return;
+        };
         let ext = self.st.opts.extglob || first.contains('(');
         let dot_ok = first.starts_with('.') || first.starts_with("\\.");
         for e in entries {

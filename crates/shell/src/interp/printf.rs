@@ -37,11 +37,10 @@ pub fn unescape(s: &str, echo: bool) -> (String, bool) {
                 }
             }
             '0'..='7' => {
-                let max = if echo && n == '0' { 3 } else if n == '0' && echo { 3 } else { 2 };
+                // `\0nnn` in echo, `\nnn` elsewhere
+                let max = if echo && n == '0' { 3 } else { 2 };
                 let mut v = n.to_digit(8).unwrap_or(0);
                 let mut k = 0;
-                let start_digit = if echo && n == '0' { 0 } else { 1 };
-                let _ = start_digit;
                 while k < max && i < chars.len() && chars[i].is_digit(8) {
                     v = v * 8 + chars[i].to_digit(8).unwrap_or(0);
                     i += 1;
@@ -99,7 +98,9 @@ pub fn quote(s: &str) -> String {
     if s.is_empty() {
         return "''".into();
     }
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "_-./=+,:@%^".contains(c)) {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_-./=+,:@%^".contains(c))
+    {
         return s.to_string();
     }
     if s.chars().any(|c| c.is_control()) {
@@ -226,7 +227,9 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
         let mut width: Option<i64> = None;
         if chars.get(i) == Some(&'*') {
             i += 1;
-            let w = take(next).and_then(|a| a.trim().parse::<i64>().ok()).unwrap_or(0);
+            let w = take(next)
+                .and_then(|a| a.trim().parse::<i64>().ok())
+                .unwrap_or(0);
             if w < 0 {
                 flags.push('-');
             }
@@ -246,7 +249,11 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
             i += 1;
             if chars.get(i) == Some(&'*') {
                 i += 1;
-                precision = Some(take(next).and_then(|a| a.trim().parse::<usize>().ok()).unwrap_or(0));
+                precision = Some(
+                    take(next)
+                        .and_then(|a| a.trim().parse::<usize>().ok())
+                        .unwrap_or(0),
+                );
             } else {
                 let mut p = String::new();
                 while let Some(&d) = chars.get(i).filter(|c| c.is_ascii_digit()) {
@@ -256,13 +263,13 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
                 precision = Some(p.parse().unwrap_or(0));
             }
         }
-        while matches!(chars.get(i), Some('l' | 'h' | 'L' | 'q' | 'j' | 'z' | 't')) {
+        while matches!(chars.get(i), Some('l' | 'h' | 'L' | 'j' | 'z')) {
             i += 1;
         }
         let Some(&conv) = chars.get(i) else {
-            f.text.push('%');
-            f.text.push_str(&flags);
-            break;
+            f.errors.push(format!("%{flags}: invalid directive"));
+            f.stop = true;
+            return true;
         };
         i += 1;
         let arg = take(next);
@@ -270,7 +277,8 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
         let Some(body) = body else {
             return true;
         };
-        f.text.push_str(&pad(&body, width.unwrap_or(0) as usize, &flags, conv));
+        f.text
+            .push_str(&pad(&body, width.unwrap_or(0) as usize, &flags, conv));
     }
     *next > start_next
 }
@@ -289,7 +297,10 @@ fn pad(body: &str, width: usize, flags: &str, conv: char) -> String {
             Some(c @ ('-' | '+' | ' ')) => (c.to_string(), &body[1..]),
             _ => (String::new(), body),
         };
-        if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        if let Some(hex) = digits
+            .strip_prefix("0x")
+            .or_else(|| digits.strip_prefix("0X"))
+        {
             return format!("{sign}{}{}{hex}", &digits[..2], "0".repeat(fill));
         }
         return format!("{sign}{}{digits}", "0".repeat(fill));
@@ -353,7 +364,13 @@ fn float_arg(arg: &str, f: &mut Formatted) -> f64 {
     })
 }
 
-fn convert(conv: char, flags: &str, precision: Option<usize>, arg: Option<String>, f: &mut Formatted) -> Option<String> {
+fn convert(
+    conv: char,
+    flags: &str,
+    precision: Option<usize>,
+    arg: Option<String>,
+    f: &mut Formatted,
+) -> Option<String> {
     let missing = arg.is_none();
     let arg = arg.unwrap_or_default();
     Some(match conv {
@@ -470,7 +487,9 @@ fn g_format(v: f64, p: usize, upper: bool, keep: bool) -> String {
         if keep {
             s
         } else {
-            let (m, e) = s.split_once(if upper { 'E' } else { 'e' }).unwrap_or((&s, ""));
+            let (m, e) = s
+                .split_once(if upper { 'E' } else { 'e' })
+                .unwrap_or((&s, ""));
             let m = trim_zeros(m);
             format!("{m}{}{e}", if upper { 'E' } else { 'e' })
         }

@@ -77,10 +77,19 @@ impl Shell<'_> {
     }
 
     fn apply_redir(&mut self, r: &Redir) -> R<bool> {
-        let input = matches!(r.op, RedirOp::In | RedirOp::DupIn | RedirOp::ReadWrite | RedirOp::HereDoc | RedirOp::HereString);
+        let input = matches!(
+            r.op,
+            RedirOp::In
+                | RedirOp::DupIn
+                | RedirOp::ReadWrite
+                | RedirOp::HereDoc
+                | RedirOp::HereString
+        );
         let mut fd = r.fd.unwrap_or(if input { 0 } else { 1 }) as usize;
         if let Some(name) = &r.var_fd {
-            fd = (10..).find(|&i| self.fds.get(i).is_none_or(|f| f.is_none())).unwrap_or(10);
+            fd = (10..)
+                .find(|&i| self.fds.get(i).is_none_or(|f| f.is_none()))
+                .unwrap_or(10);
             self.set_scalar(name, fd.to_string())?;
             self.persist_fds.push(fd);
         }
@@ -107,9 +116,13 @@ impl Shell<'_> {
         };
         match r.op {
             RedirOp::DupOut | RedirOp::DupIn => self.dup(fd, &target, r),
-            RedirOp::In | RedirOp::ReadWrite => self.open_input(fd, &target, r.op == RedirOp::ReadWrite),
+            RedirOp::In | RedirOp::ReadWrite => {
+                self.open_input(fd, &target, r.op == RedirOp::ReadWrite)
+            }
             RedirOp::Out | RedirOp::Clobber | RedirOp::Append => {
-                let Some(f) = self.open_output(&target, r.op == RedirOp::Append, r.op == RedirOp::Out)? else {
+                let Some(f) =
+                    self.open_output(&target, r.op == RedirOp::Append, r.op == RedirOp::Out)?
+                else {
                     return Ok(false);
                 };
                 self.set_fd(fd, Some(f));
@@ -260,7 +273,8 @@ impl Shell<'_> {
                 continue;
             }
             let cap = slot.out.cap();
-            let bytes = std::mem::replace(&mut slot.out, crate::io::Output::with_cap(cap)).into_bytes();
+            let bytes =
+                std::mem::replace(&mut slot.out, crate::io::Output::with_cap(cap)).into_bytes();
             if let Some(path) = slot.file.clone() {
                 self.budget.charge_write(bytes.len() as u64)?;
                 let _ = self.fs.append(&path, &bytes);
@@ -271,5 +285,8 @@ impl Shell<'_> {
 }
 
 fn input_fd(data: Vec<u8>) -> Fd {
-    Fd::In(Rc::new(Input { data, pos: 0.into() }))
+    Fd::In(Rc::new(Input {
+        data,
+        pos: 0.into(),
+    }))
 }

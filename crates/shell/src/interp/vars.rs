@@ -76,6 +76,7 @@ impl Shell<'_> {
             return v.scalar();
         }
         match name {
+            "_" => Some(self.last_arg.clone()),
             "RANDOM" => Some((self.next_random() % 32768).to_string()),
             "LINENO" => Some(self.line.to_string()),
             "SECONDS" => Some("0".into()),
@@ -130,11 +131,21 @@ impl Shell<'_> {
     }
 
     pub fn ifs_first(&self) -> String {
-        self.ifs().chars().next().map(String::from).unwrap_or_default()
+        self.ifs()
+            .chars()
+            .next()
+            .map(String::from)
+            .unwrap_or_default()
     }
 
     pub fn is_assoc(&self, name: &str) -> bool {
-        matches!(self.st.vars.get(name), Some(Var { value: Value::Assoc(_), .. }))
+        matches!(
+            self.st.vars.get(name),
+            Some(Var {
+                value: Value::Assoc(_),
+                ..
+            })
+        )
     }
 
     /// All values of a parameter (`${a[@]}`, `$@`).
@@ -158,7 +169,9 @@ impl Shell<'_> {
 
     pub fn get_keys(&mut self, name: &str) -> Vec<String> {
         if name == "@" || name == "*" {
-            return (1..=self.st.positional.len()).map(|i| i.to_string()).collect();
+            return (1..=self.st.positional.len())
+                .map(|i| i.to_string())
+                .collect();
         }
         self.st.vars.get(name).map(|v| v.keys()).unwrap_or_default()
     }
@@ -179,7 +192,11 @@ impl Shell<'_> {
             Value::Str(s) => (key == "0").then(|| s.clone()),
             Value::Indexed(m) => {
                 let i: i64 = key.parse().ok()?;
-                let i = if i < 0 { m.keys().next_back().map_or(0, |k| k + 1) + i } else { i };
+                let i = if i < 0 {
+                    m.keys().next_back().map_or(0, |k| k + 1) + i
+                } else {
+                    i
+                };
                 m.get(&i).cloned()
             }
             Value::Assoc(m) => m.get(key).cloned(),
@@ -191,7 +208,7 @@ impl Shell<'_> {
             if v.attrs & READONLY != 0 {
                 let msg = format!("{name}: readonly variable");
                 self.err_line(&msg)?;
-                return Err(Flow::Error(1));
+                return Err(Flow::Fail(1));
             }
         }
         Ok(())
@@ -252,7 +269,11 @@ impl Shell<'_> {
             }
             Value::Indexed(m) => {
                 let i: i64 = key.parse().unwrap_or(0);
-                let i = if i < 0 { m.keys().next_back().map_or(0, |k| k + 1) + i } else { i };
+                let i = if i < 0 {
+                    m.keys().next_back().map_or(0, |k| k + 1) + i
+                } else {
+                    i
+                };
                 m.insert(i, value);
             }
             other => {
@@ -309,7 +330,11 @@ impl Shell<'_> {
                     let text = self.expand_single(index)?;
                     let key = self.subscript_key(&a.name, &text)?;
                     let value = if a.append {
-                        format!("{}{}", self.get_element(&a.name, &key).unwrap_or_default(), value)
+                        format!(
+                            "{}{}",
+                            self.get_element(&a.name, &key).unwrap_or_default(),
+                            value
+                        )
                     } else {
                         value
                     };
@@ -322,7 +347,11 @@ impl Shell<'_> {
                         let sum = self.arith_value(&old)? + self.arith_value(&value)?;
                         return self.set_scalar(&a.name, sum.to_string());
                     }
-                    if let Some(Var { value: Value::Indexed(m), .. }) = self.st.vars.get_mut(&a.name) {
+                    if let Some(Var {
+                        value: Value::Indexed(m),
+                        ..
+                    }) = self.st.vars.get_mut(&a.name)
+                    {
                         m.entry(0).or_default().push_str(&value);
                         return Ok(());
                     }
@@ -335,7 +364,12 @@ impl Shell<'_> {
         }
     }
 
-    fn assign_array(&mut self, name: &str, elems: &[(Option<super::ast::Word>, super::ast::Word)], append: bool) -> R<()> {
+    fn assign_array(
+        &mut self,
+        name: &str,
+        elems: &[(Option<super::ast::Word>, super::ast::Word)],
+        append: bool,
+    ) -> R<()> {
         self.check_writable(name)?;
         let assoc = self.is_assoc(name);
         let mut values = Vec::new();
@@ -360,7 +394,13 @@ impl Shell<'_> {
         let attrs = self.st.vars.get(name).map_or(0, |v| v.attrs);
         if assoc {
             let mut m = match (append, self.st.vars.get(name)) {
-                (true, Some(Var { value: Value::Assoc(m), .. })) => m.clone(),
+                (
+                    true,
+                    Some(Var {
+                        value: Value::Assoc(m),
+                        ..
+                    }),
+                ) => m.clone(),
                 _ => BTreeMap::new(),
             };
             let mut pending_key: Option<String> = None;
@@ -380,12 +420,30 @@ impl Shell<'_> {
             if let Some(k) = pending_key {
                 m.insert(k, String::new());
             }
-            self.st.vars.insert(name.to_string(), Var { value: Value::Assoc(m), attrs });
+            self.st.vars.insert(
+                name.to_string(),
+                Var {
+                    value: Value::Assoc(m),
+                    attrs,
+                },
+            );
             return Ok(());
         }
         let mut m = match (append, self.st.vars.get(name)) {
-            (true, Some(Var { value: Value::Indexed(m), .. })) => m.clone(),
-            (true, Some(Var { value: Value::Str(s), .. })) => BTreeMap::from([(0, s.clone())]),
+            (
+                true,
+                Some(Var {
+                    value: Value::Indexed(m),
+                    ..
+                }),
+            ) => m.clone(),
+            (
+                true,
+                Some(Var {
+                    value: Value::Str(s),
+                    ..
+                }),
+            ) => BTreeMap::from([(0, s.clone())]),
             _ => BTreeMap::new(),
         };
         let mut next = m.keys().next_back().map_or(0, |k| k + 1);
@@ -397,11 +455,21 @@ impl Shell<'_> {
                 }
                 None => next,
             };
-            let v = if attrs & INTEGER != 0 { self.arith_value(&v)?.to_string() } else { v };
+            let v = if attrs & INTEGER != 0 {
+                self.arith_value(&v)?.to_string()
+            } else {
+                v
+            };
             m.insert(i, v);
             next = i + 1;
         }
-        self.st.vars.insert(name.to_string(), Var { value: Value::Indexed(m), attrs });
+        self.st.vars.insert(
+            name.to_string(),
+            Var {
+                value: Value::Indexed(m),
+                attrs,
+            },
+        );
         Ok(())
     }
 }

@@ -53,6 +53,12 @@ impl Parser {
         Ok(Word(parts))
     }
 
+    /// An array subscript's text as a word: quotes removed, expansions kept.
+    pub(super) fn index_word(text: &str) -> PResult<Word> {
+        let mut sub = Parser::new(&format!("{text}\u{0}"));
+        sub.param_word(&['\u{0}'])
+    }
+
     fn close_paren(&mut self) -> PResult<()> {
         self.skip_space_nl()?;
         if self.peek() != Some(')') {
@@ -106,7 +112,12 @@ impl Parser {
     }
 
     /// One quoted piece or expansion at `\`, `'`, `"`, `$` or a backquote.
-    pub(super) fn word_piece(&mut self, parts: &mut Vec<Part>, lit: &mut String, in_dq: bool) -> PResult<()> {
+    pub(super) fn word_piece(
+        &mut self,
+        parts: &mut Vec<Part>,
+        lit: &mut String,
+        in_dq: bool,
+    ) -> PResult<()> {
         let c = self.peek().unwrap_or(' ');
         match c {
             '\\' => {
@@ -167,7 +178,8 @@ impl Parser {
             match c {
                 '\\' => {
                     let n = self.peek_at(1);
-                    let special = matches!(n, Some('$' | '`' | '\\' | '\n')) || (!doc && n == Some('"'));
+                    let special =
+                        matches!(n, Some('$' | '`' | '\\' | '\n')) || (!doc && n == Some('"'));
                     if special {
                         if n != Some('\n') {
                             lit.push(n.unwrap());
@@ -255,7 +267,10 @@ impl Parser {
             }
             c if c.is_ascii_alphabetic() || c == '_' => {
                 let mut name = String::new();
-                while let Some(ch) = self.peek().filter(|ch| ch.is_ascii_alphanumeric() || *ch == '_') {
+                while let Some(ch) = self
+                    .peek()
+                    .filter(|ch| ch.is_ascii_alphanumeric() || *ch == '_')
+                {
                     name.push(ch);
                     self.pos += 1;
                 }
@@ -304,7 +319,10 @@ impl Parser {
         let mut name = String::new();
         match self.peek() {
             Some(c) if c.is_ascii_alphabetic() || c == '_' => {
-                while let Some(ch) = self.peek().filter(|ch| ch.is_ascii_alphanumeric() || *ch == '_') {
+                while let Some(ch) = self
+                    .peek()
+                    .filter(|ch| ch.is_ascii_alphanumeric() || *ch == '_')
+                {
                     name.push(ch);
                     self.pos += 1;
                 }
@@ -341,10 +359,17 @@ impl Parser {
             sub = Some(match text.as_str() {
                 "@" => Subscript::All(false),
                 "*" => Subscript::All(true),
-                _ => Subscript::Index(Word(Parser::new(&text).dq_parts(None)?)),
+                _ => Subscript::Index(Parser::index_word(&text)?),
             });
         }
-        let param = |name: String, sub, op, indirect| Part::Param(Box::new(Param { name, sub, op, indirect }));
+        let param = |name: String, sub, op, indirect| {
+            Part::Param(Box::new(Param {
+                name,
+                sub,
+                op,
+                indirect,
+            }))
+        };
         if length {
             self.expect_close_brace()?;
             return Ok(param(name, sub, ParamOp::Length, false));
@@ -455,7 +480,10 @@ impl Parser {
 
     fn word_arith(&mut self, word: Word) -> PResult<Arith> {
         match word.0.as_slice() {
-            [] => Ok(Arith::Static(Rc::new(Ok(crate::interp::arith::Expr::Num(0))), Rc::from(""))),
+            [] => Ok(Arith::Static(
+                Rc::new(Ok(crate::interp::arith::Expr::Num(0))),
+                Rc::from(""),
+            )),
             [Part::Lit(text)] => {
                 let text = text.clone();
                 self.make_arith(&text)
@@ -494,8 +522,16 @@ impl Parser {
                     self.pos += 1;
                 }
                 '\'' if literal_squote => {
+                    // kept, but still quoting: `"${x:-'}'}"` is `'}'`
                     lit.push(c);
                     self.pos += 1;
+                    while let Some(q) = self.peek() {
+                        lit.push(q);
+                        self.pos += 1;
+                        if q == '\'' {
+                            break;
+                        }
+                    }
                 }
                 '\\' | '\'' | '"' | '$' | '`' => {
                     flush(&mut parts, &mut lit);
@@ -518,22 +554,47 @@ impl Parser {
         Ok(Word(parts))
     }
 
+    /// The newline ending the current logical line (continuations and
+    /// quoted newlines skipped).
+    fn line_end(&self) -> Option<usize> {
+        let mut i = self.pos;
+        let mut quote: Option<char> = None;
+        while let Some(&c) = self.src.get(i) {
+            match (quote, c) {
+                (None, '\\') | (Some('"'), '\\') => i += 1,
+                (None, '\'' | '"') => quote = Some(c),
+                (Some(q), _) if c == q => quote = None,
+                (None, '\n') => return Some(i),
+                _ => {}
+            }
+            i += 1;
+        }
+        None
+    }
+
     /// Reads the body of a here-document that starts after the current line.
     pub(super) fn heredoc_body(&mut self, delim: &str, quoted: bool, strip: bool) -> PResult<Word> {
         let (nl, start) = match self.skip_at {
             Some(pair) => pair,
-            None => match self.src[self.pos..].iter().position(|&c| c == '\n') {
-                Some(off) => (self.pos + off, self.pos + off + 1),
+            None => match self.line_end() {
+                Some(nl) => (nl, nl + 1),
                 None => (self.src.len(), self.src.len()),
             },
         };
         let mut i = start;
         let mut text = String::new();
         while i < self.src.len() {
-            let end = self.src[i..].iter().position(|&c| c == '\n').map_or(self.src.len(), |o| i + o);
+            let end = self.src[i..]
+                .iter()
+                .position(|&c| c == '\n')
+                .map_or(self.src.len(), |o| i + o);
             let line: String = self.src[i..end].iter().collect();
             i = (end + 1).min(self.src.len());
-            let line = if strip { line.trim_start_matches('\t').to_string() } else { line };
+            let line = if strip {
+                line.trim_start_matches('\t').to_string()
+            } else {
+                line
+            };
             if line == delim {
                 break;
             }
@@ -574,7 +635,10 @@ enum Tok {
 
 /// Expands `{a,b}` and `{1..3}` in the unquoted text of a word.
 pub fn brace_expand(word: Word) -> Vec<Word> {
-    let has_brace = word.0.iter().any(|p| matches!(p, Part::Lit(s) if s.contains('{')));
+    let has_brace = word
+        .0
+        .iter()
+        .any(|p| matches!(p, Part::Lit(s) if s.contains('{')));
     if !has_brace {
         return vec![word];
     }
@@ -600,12 +664,17 @@ fn expand_toks(toks: Vec<Tok>, out: &mut Vec<Vec<Tok>>, depth: usize) {
         if !matches!(toks[i], Tok::Ch('{')) || (i > 0 && matches!(toks[i - 1], Tok::Ch('$'))) {
             continue;
         }
-        let Some(j) = matching_brace(&toks, i) else { continue };
+        let Some(j) = matching_brace(&toks, i) else {
+            continue;
+        };
         let inner = &toks[i + 1..j];
         let alts = match alternatives(inner) {
             Some(a) => a,
             None => match sequence(inner) {
-                Some(s) => s.into_iter().map(|s| s.chars().map(Tok::Ch).collect()).collect(),
+                Some(s) => s
+                    .into_iter()
+                    .map(|s| s.chars().map(Tok::Ch).collect())
+                    .collect(),
                 None => continue,
             },
         };

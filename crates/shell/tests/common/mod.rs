@@ -35,19 +35,27 @@ pub fn write_files(db: &SqliteDb, files: &[(&str, &[u8])]) {
             mode: None,
             create_parents: true,
         };
-        vfs.write(&VPath::parse(path).unwrap(), content, opts).unwrap();
+        vfs.write(&VPath::parse(path).unwrap(), content, opts)
+            .unwrap();
     }
 }
 
 /// `argv.py`: prints its arguments like Python's repr of a list of str.
-pub fn argv_py(ctx: &mut stead_shell::utils::Ctx<'_>, argv: &[String]) -> Result<i32, stead_shell::Abort> {
+pub fn argv_py(
+    ctx: &mut stead_shell::utils::Ctx<'_>,
+    argv: &[String],
+) -> Result<i32, stead_shell::Abort> {
     let items: Vec<String> = argv[1..].iter().map(|a| py_repr(a)).collect();
     ctx.stdout.write_str(&format!("[{}]\n", items.join(", ")))?;
     Ok(0)
 }
 
 fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::new();
     out.push(quote);
     for c in s.chars() {
@@ -60,7 +68,9 @@ fn py_repr(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -68,7 +78,33 @@ fn py_repr(s: &str) -> String {
     out
 }
 
-pub const EXTRA: &[(&str, Utility)] = &[("argv.py", argv_py)];
+/// `stdout_stderr.py`: one line to each stream.
+pub fn stdout_stderr_py(
+    ctx: &mut stead_shell::utils::Ctx<'_>,
+    _argv: &[String],
+) -> Result<i32, stead_shell::Abort> {
+    ctx.stdout.write_str("STDOUT\n")?;
+    ctx.stderr.write_str("STDERR\n")?;
+    Ok(0)
+}
+
+/// `printenv.py NAME...`: each variable's value, or `None`.
+pub fn printenv_py(
+    ctx: &mut stead_shell::utils::Ctx<'_>,
+    argv: &[String],
+) -> Result<i32, stead_shell::Abort> {
+    for name in &argv[1..] {
+        let value = ctx.env.get(name).cloned().unwrap_or_else(|| "None".into());
+        ctx.stdout.write_str(&format!("{value}\n"))?;
+    }
+    Ok(0)
+}
+
+pub const EXTRA: &[(&str, Utility)] = &[
+    ("argv.py", argv_py),
+    ("stdout_stderr.py", stdout_stderr_py),
+    ("printenv.py", printenv_py),
+];
 
 /// Runs `script` in `cwd` with `limits`.
 pub fn run_in(db: &SqliteDb, script: &str, cwd: &str, limits: Limits) -> ExecResult {

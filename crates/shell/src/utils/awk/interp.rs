@@ -924,6 +924,9 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
                 }))
             }
             B::Fflush => Ok(Value::Num(0.0)),
+            B::Gensub => self.gensub(args),
+            B::Asort | B::Asorti => self.asort(args, b == B::Asorti),
+            B::Systime => Ok(Value::Num((self.ctx.clock.now_ms() / 1000) as f64)),
         }
     }
 
@@ -1041,6 +1044,74 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         Ok(Value::Num(count as f64))
     }
 
+    fn gensub(&mut self, args: &[Expr]) -> R<Value> {
+        let re = self.regex_of(&args[0])?;
+        let repl = self.str_arg(&args[1])?;
+        let how = self.eval(&args[2])?;
+        let text = match args.get(3) {
+            Some(e) => self.str_arg(e)?,
+            None => Rc::from(self.record.text.as_str()),
+        };
+        let how_text = self.to_str(&how);
+        let global = how_text.starts_with(['g', 'G']);
+        let nth = if global {
+            0
+        } else {
+            (how.to_num() as usize).max(1)
+        };
+        let mut out = String::new();
+        let mut last = 0;
+        for (i, caps) in re.captures_iter(&text).enumerate() {
+            let m = caps.get(0).expect("group 0 always matches");
+            if global || i + 1 == nth {
+                out.push_str(&text[last..m.start()]);
+                expand_gensub(&repl, &caps, &mut out);
+                last = m.end();
+                if !global {
+                    break;
+                }
+            }
+        }
+        out.push_str(&text[last..]);
+        Ok(Value::Str(Rc::from(out)))
+    }
+
+    /// `asort` (values) and `asorti` (indices): numbers before strings.
+    fn asort(&mut self, args: &[Expr], indices: bool) -> R<Value> {
+        let Expr::Lv(LValue::Var(src)) = &args[0] else {
+            return fatal("asort: first argument is not an array");
+        };
+        let source = self.array(*src)?;
+        let mut items: Vec<Value> = {
+            let source = source.borrow();
+            source
+                .keys()
+                .into_iter()
+                .map(|k| {
+                    if indices {
+                        Value::StrNum(k)
+                    } else {
+                        source.get(&k).cloned().unwrap_or_default()
+                    }
+                })
+                .collect()
+        };
+        let convfmt = self.convfmt();
+        items.sort_by(|a, b| sort_order(a, b, &convfmt));
+        let dest = match args.get(1) {
+            Some(Expr::Lv(LValue::Var(dest))) => self.array(*dest)?,
+            Some(_) => return fatal("asort: second argument is not an array"),
+            None => source,
+        };
+        let mut dest = dest.borrow_mut();
+        dest.clear();
+        let count = items.len();
+        for (i, item) in items.into_iter().enumerate() {
+            dest.set(index_key(i + 1), item);
+        }
+        Ok(Value::Num(count as f64))
+    }
+
     fn match_fn(&mut self, args: &[Expr]) -> R<Value> {
         let s = self.str_arg(&args[0])?;
         let re = self.regex_of(&args[1])?;
@@ -1068,6 +1139,25 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
     }
 }
 
+/// gawk's `gensub` replacement: `&` and `\0` the match, `\N` group N.
+fn expand_gensub(repl: &str, caps: &regex::Captures<'_>, out: &mut String) {
+    let mut chars = repl.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(d) if d.is_ascii_digit() => {
+                    let group = d.to_digit(10).unwrap_or(0) as usize;
+                    out.push_str(caps.get(group).map_or("", |m| m.as_str()));
+                }
+                Some(d) => out.push(d),
+                None => out.push('\\'),
+            },
+            '&' => out.push_str(&caps[0]),
+            _ => out.push(c),
+        }
+    }
+}
+
 /// `&` is the match, `\&` a literal ampersand, `\\` a backslash.
 fn expand_replacement(repl: &str, matched: &str, out: &mut String) {
     let mut chars = repl.chars().peekable();
@@ -1079,6 +1169,22 @@ fn expand_replacement(repl: &str, matched: &str, out: &mut String) {
             '&' => out.push_str(matched),
             _ => out.push(c),
         }
+    }
+}
+
+/// gawk's default sort order: numbers (ascending) before strings.
+fn sort_order(a: &Value, b: &Value, convfmt: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let number = |v: &Value| match v {
+        Value::Num(n) => Some(*n),
+        Value::StrNum(_) | Value::Uninit => v.numeric(),
+        Value::Str(_) => None,
+    };
+    match (number(a), number(b)) {
+        (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.to_str(convfmt).cmp(&b.to_str(convfmt)),
     }
 }
 
@@ -1132,6 +1238,10 @@ impl Arg for FmtArg<'_> {
         self.0.to_str(self.1).to_string()
     }
     fn is_num(&self) -> bool {
-        matches!(self.0, Value::Num(_))
+        match self.0 {
+            Value::Num(_) => true,
+            Value::StrNum(_) => self.0.numeric().is_some(),
+            _ => false,
+        }
     }
 }

@@ -14,15 +14,27 @@ use super::records::RecordSep;
 use crate::io::Output;
 use crate::utils::{strerror, Ctx};
 
-/// Runs `cmd` with `sh -c`, feeding `stdin`; output goes to `capture` or to
-/// the utility's stdout. Returns the exit status.
+/// The argv that runs `cmd`: split on blanks when it is a plain command
+/// line (so it needs no shell), else `sh -c cmd`.
+fn command_argv(cmd: &str) -> Vec<String> {
+    let plain = cmd
+        .chars()
+        .all(|c| c.is_alphanumeric() || " \t-_./,:+@=".contains(c));
+    if plain && !cmd.trim().is_empty() {
+        return cmd.split_whitespace().map(str::to_string).collect();
+    }
+    vec!["sh".to_string(), "-c".to_string(), cmd.to_string()]
+}
+
+/// Runs `cmd` (see [`command_argv`]), feeding `stdin`; output goes to
+/// `capture` or to the utility's stdout. Returns the exit status.
 pub fn run_shell(
     ctx: &mut Ctx<'_>,
     cmd: &str,
     stdin: &[u8],
     capture: Option<&mut Output>,
 ) -> R<i32> {
-    let argv = ["sh".to_string(), "-c".to_string(), cmd.to_string()];
+    let argv = command_argv(cmd);
     let status = match capture {
         Some(out) => ctx.runner.run(&argv, stdin, out, ctx.stderr)?,
         None => ctx.runner.run(&argv, stdin, ctx.stdout, ctx.stderr)?,
@@ -52,6 +64,7 @@ impl Outputs {
             match name {
                 "/dev/stdout" | "-" => return Ok(ctx.stdout.write_str(text)?),
                 "/dev/stderr" => return Ok(ctx.stderr.write_str(text)?),
+                "/dev/null" => return Ok(()),
                 _ => {}
             }
         }

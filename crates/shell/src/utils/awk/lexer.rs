@@ -30,6 +30,10 @@ pub enum Builtin {
     System,
     Close,
     Fflush,
+    Gensub,
+    Asort,
+    Asorti,
+    Systime,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -147,6 +151,10 @@ fn keyword(word: &str) -> Option<Tok> {
         "system" => Tok::Builtin(B::System),
         "close" => Tok::Builtin(B::Close),
         "fflush" => Tok::Builtin(B::Fflush),
+        "gensub" => Tok::Builtin(B::Gensub),
+        "asort" => Tok::Builtin(B::Asort),
+        "asorti" => Tok::Builtin(B::Asorti),
+        "systime" => Tok::Builtin(B::Systime),
         _ => return None,
     })
 }

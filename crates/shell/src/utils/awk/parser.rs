@@ -969,6 +969,9 @@ fn arity(b: Builtin) -> (usize, usize) {
         B::Sprintf => (1, usize::MAX),
         B::Rand => (0, 0),
         B::Srand | B::Fflush => (0, 1),
+        B::Gensub => (3, 4),
+        B::Asort | B::Asorti => (1, 2),
+        B::Systime => (0, 0),
         B::Close => (1, 2),
         _ => (1, 1),
     }

@@ -1118,6 +1118,33 @@ fn matches_recorded_awk_output() {
 }
 
 #[test]
+fn gawk_extensions() {
+    assert_eq!(
+        prog(
+            "BEGIN { print gensub(/(a)(b)/, \"<\\\\2\\\\1&>\", \"g\", \"abcab\") }",
+            ""
+        ),
+        "<baab>c<baab>\n"
+    );
+    assert_eq!(
+        prog("BEGIN { print gensub(/o/, \"0\", 2, \"foo boo\") }", ""),
+        "fo0 boo\n"
+    );
+    assert_eq!(
+        prog("{ a[NR] = $1 } END { n = asort(a); for (i = 1; i <= n; i++) printf \"%s \", a[i]; print \"\" }", "b\n10\n2\na\n"),
+        "2 10 a b \n"
+    );
+    assert_eq!(
+        prog(
+            "BEGIN { x[\"b\"]; x[\"a\"]; n = asorti(x, k); print n, k[1], k[2], length(x) }",
+            ""
+        ),
+        "2 a b 2\n"
+    );
+    assert_eq!(prog("BEGIN { print (systime() > 1000000000) }", ""), "1\n");
+}
+
+#[test]
 fn gawk_number_output() {
     assert_eq!(
         prog("BEGIN { print 1e20, 2^53, 123456789012, 1e16, 0.1 }", ""),
@@ -1234,6 +1261,29 @@ fn exit_statuses_and_errors() {
     assert_eq!(r.status, 2);
     let r = awk_in(&db, &["BEGIN { f() }"], "");
     assert_eq!(r.status, 2);
+}
+
+/// `jq` stands in for any command: it is a utility the test runner has.
+#[test]
+fn commands_run_through_the_runner() {
+    let db = db();
+    let r = awk_in(
+        &db,
+        &["BEGIN { while ((\"jq -n 1,2\" | getline x) > 0) print \"got\", x }"],
+        "",
+    );
+    assert_eq!(r.stdout, "got 1\ngot 2\n");
+    let program = "{ print | \"jq -c .a\" } END { close(\"jq -c .a\"); print \"after\" }";
+    let r = awk_in(&db, &[program], "{\"a\": 1}\n{\"a\": [2]}\n");
+    assert_eq!(r.stdout, "1\n[2]\nafter\n");
+    let r = awk_in(&db, &["BEGIN { s = system(\"jq -n 3\"); print s }"], "");
+    assert_eq!(r.stdout, "3\n0\n");
+    let r = awk_in(
+        &db,
+        &["{ printf \"%c\", $1 } END { print \"\" > \"/dev/null\" }"],
+        "65\n",
+    );
+    assert_eq!(r.stdout, "A");
 }
 
 #[test]

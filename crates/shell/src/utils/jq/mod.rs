@@ -437,6 +437,9 @@ impl DataT for Kind {
 struct Env<'a> {
     lut: &'a Lut<Kind>,
     inputs: Inputs<'a, Val>,
+    budget: &'a crate::limits::Budget,
+    /// A limit crossed inside the filter, ending the run once it unwinds.
+    limit: RefCell<Option<Abort>>,
     stderr: RefCell<String>,
     now_secs: f64,
 }
@@ -456,12 +459,21 @@ impl<'a> HasInputs<'a, Val> for &'a Env<'a> {
 /// Definitions layered over jaq's standard library for jq compatibility.
 const COMPAT_DEFS: &str = r#"
 def env: $ENV;
+def tostring: _stead_tostring;
+def @text: _stead_tostring;
+def tojson: _stead_tojson;
 def input_filename: null;
 def get_search_list: [];
 def have_decnum: false;
 def have_literal_numbers: true;
 def toarray: if type == "array" then . else [.] end;
 def debug(msg): (msg | debug | empty), .;
+def repeat(f): def rec: ., (_stead_tick | f | rec); rec;
+def recurse(f): def rec: ., (_stead_tick | f | rec); rec;
+def recurse: recurse(.[]?);
+def recurse(f; cond): recurse(f | select(cond));
+def while(cond; update): def rec: if cond then ., (_stead_tick | update | rec) else empty end; rec;
+def until(cond; update): def rec: if cond then . else _stead_tick | update | rec end; rec;
 def IN(s): any(s == .; .);
 def IN(src; s): any(src == s; .);
 def INDEX(stream; idx_expr): reduce stream as $row ({}; .[$row | idx_expr | tostring] |= $row);
@@ -476,6 +488,34 @@ def toboolean: if type == "boolean" then . elif . == "true" then true elif . == 
 def join($x): reduce .[] as $i (null;
   (if . == null then "" else . + $x end) +
   ($i | if . == null then "" elif type == "string" then . else tojson end)) // "";
+def @csv: if type != "array" then error("\(type) (\(tojson)) cannot be csv-formatted, only an array can be")
+  else map(if type == "string" then "\"" + (split("\"") | join("\"\"")) + "\""
+    elif type == "number" or type == "boolean" then tostring
+    elif . == null then ""
+    else error("\(type) (\(tojson)) is not valid in a csv row") end) | join(",") end;
+def @tsv: if type != "array" then error("\(type) (\(tojson)) cannot be tsv-formatted, only an array can be")
+  else map(if type == "string"
+      then split("\\") | join("\\\\") | split("\t") | join("\\t")
+        | split("\n") | join("\\n") | split("\r") | join("\\r")
+    elif type == "number" or type == "boolean" then tostring
+    elif . == null then ""
+    else error("\(type) (\(tojson)) is not valid in a tsv row") end) | join("\t") end;
+def leaf_paths: paths(scalars);
+def tostream: path(def r: (.[]? | r), .; r) as $p | getpath($p)
+  | reduce path(.[]?) as $q ([$p, .]; [$p + $q]);
+def fromstream(f): { x: null, e: false } as $init
+  | foreach f as $i ($init;
+      if .e then $init else . end
+      | if $i | length == 2
+        then setpath(["e"]; $i[0] | length == 0) | setpath(["x"] + $i[0]; $i[1])
+        else setpath(["e"]; $i[0] | length == 1) end;
+      if .e then .x else empty end);
+def truncate_stream(stream): . as $n | null | stream | . as $input
+  | if (.[0] | length) > $n then setpath([0]; .[0][$n:]) else empty end;
+def ltrimstr($x): if type == "string" and ($x | type) == "string" and startswith($x)
+  then .[($x | length):] else . end;
+def rtrimstr($x): if type == "string" and ($x | type) == "string" and endswith($x) and ($x | length) > 0
+  then .[:length - ($x | length)] else . end;
 def from_entries: reduce .[] as $x ({}; . + {
   ($x | if .key == null then .k // .name // .Name // .K // .Key else .key end
       | if type == "string" then . else tojson end):
@@ -484,7 +524,30 @@ def from_entries: reduce .[] as $x ({}; . + {
 
 /// Natives that jaq would run against the host process, rewired.
 fn host_natives() -> impl Iterator<Item = Fun<Kind>> {
-    let natives: [Filter<RunPtr<Kind>>; 3] = [
+    let natives: [Filter<RunPtr<Kind>>; 6] = [
+        // jq's number notation (3, not 3.0; 1e+100) in tostring and tojson.
+        ("_stead_tostring", v(0), |cv| {
+            let text = match &cv.1 {
+                Val::TStr(_) => return box_once(Ok(cv.1)),
+                other => compact(other),
+            };
+            box_once(Ok(Val::from(text)))
+        }),
+        ("_stead_tojson", v(0), |cv| {
+            box_once(Ok(Val::from(compact(&cv.1))))
+        }),
+        // Charged once per step of the recursive loops above.
+        ("_stead_tick", v(0), |cv| {
+            let env = cv.0.data();
+            match env.budget.charge_iteration() {
+                Ok(()) => box_once(Ok(cv.1)),
+                Err(abort) => {
+                    *env.limit.borrow_mut() = Some(abort);
+                    let error = jaq_core::Error::str("loop limit reached");
+                    box_once(Err(jaq_core::Exn::from(error)))
+                }
+            }
+        }),
         ("now", v(0), |cv| {
             let now = cv.0.data().now_secs;
             box_once(Ok(Val::from(now)))
@@ -507,6 +570,21 @@ fn host_natives() -> impl Iterator<Item = Fun<Kind>> {
         }),
     ];
     natives.into_iter().map(run::<Kind>)
+}
+
+/// Error messages quote values; a huge input must not become a huge message.
+fn shorten(text: &str) -> String {
+    const MAX: usize = 300;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+fn compact(value: &Val) -> String {
+    let mut text = String::new();
+    write_value(&mut text, value, &COMPACT, 0);
+    text
 }
 
 const COMPACT: Style = Style {
@@ -564,6 +642,56 @@ fn global_vars(ctx: &Ctx<'_>, opts: &Options) -> (Vec<String>, Vec<Val>) {
     (names, values)
 }
 
+/// Gives every interpolated string without a format an explicit `@text`,
+/// so interpolation goes through our `tostring` (jaq's built-in one
+/// prints 10/2 as `5.0`). `None` when there is nothing to rewrite.
+fn with_text_format(program: &str) -> Option<String> {
+    use jaq_core::load::lex::{Lexer, StrPart, Tok, Token};
+    fn visit(program: &str, tokens: &[Token<&str>], at: &mut Vec<usize>) {
+        for (i, Token(text, tok)) in tokens.iter().enumerate() {
+            match tok {
+                Tok::Block(inner) => visit(program, inner, at),
+                Tok::Str(parts) => {
+                    let mut interpolated = false;
+                    for part in parts {
+                        if let StrPart::Term(Token(_, Tok::Block(inner))) = part {
+                            interpolated = true;
+                            visit(program, inner, at);
+                        }
+                    }
+                    let formatted = i > 0 && matches!(tokens[i - 1].1, Tok::Fmt);
+                    if interpolated && !formatted {
+                        at.push(jaq_core::load::span(program, text).start);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let tokens = Lexer::new(program).lex().ok()?;
+    let mut at = Vec::new();
+    visit(program, &tokens, &mut at);
+    if at.is_empty() {
+        return None;
+    }
+    at.sort_unstable();
+    let mut out = program.to_string();
+    for offset in at.into_iter().rev() {
+        out.insert_str(offset, "@text ");
+    }
+    Some(out)
+}
+
+type Loaded<'s> = Result<jaq_core::load::Modules<&'s str, ()>, jaq_core::load::Errors<&'s str, ()>>;
+
+fn load<'s>(
+    arena: &'s Arena,
+    defs: &[jaq_core::load::parse::Def<&'s str>],
+    code: &'s str,
+) -> Loaded<'s> {
+    Loader::new(defs.iter().cloned()).load(arena, File { code, path: () })
+}
+
 /// Parses, compiles and runs the filter over the inputs; returns the status.
 fn run_program(
     ctx: &mut Ctx<'_>,
@@ -574,19 +702,15 @@ fn run_program(
 ) -> Result<i32, Abort> {
     let (names, values) = global_vars(ctx, opts);
     let compat = jaq_core::load::parse(COMPAT_DEFS, |p| p.defs()).unwrap_or_default();
-    let defs = jaq_core::defs()
+    let defs: Vec<_> = jaq_core::defs()
         .chain(jaq_std::defs())
         .chain(jaq_json::defs())
-        .chain(compat);
+        .chain(compat)
+        .collect();
     let arena = Arena::default();
-    let loader = Loader::new(defs);
-    let modules = match loader.load(
-        &arena,
-        File {
-            code: program,
-            path: (),
-        },
-    ) {
+    let rewritten = with_text_format(program).map(|code| arena.alloc(code).as_str());
+    let modules = rewritten.and_then(|code| load(&arena, &defs, code).ok());
+    let modules = match modules.map_or_else(|| load(&arena, &defs, program), Ok) {
         Ok(modules) => modules,
         Err(errors) => {
             let messages: Vec<String> = errors
@@ -621,6 +745,8 @@ fn run_program(
     let env = Env {
         lut: &filter.lut,
         inputs: &iter,
+        budget: ctx.budget,
+        limit: RefCell::new(None),
         stderr: RefCell::new(String::new()),
         now_secs: ctx.clock.now_ms() as f64 / 1000.0,
     };
@@ -750,8 +876,10 @@ impl Runner<'_> {
         input: Val,
     ) -> Result<(), Abort> {
         for output in id.run((jq_ctx, input)) {
-            let result = self.emit_stderr(ctx, env);
-            result?;
+            self.emit_stderr(ctx, env)?;
+            if let Some(abort) = env.limit.borrow_mut().take() {
+                return Err(abort);
+            }
             match output {
                 Ok(value) => self.print(ctx, &value)?,
                 Err(exn) => {
@@ -766,7 +894,11 @@ impl Runner<'_> {
                 }
             }
         }
-        self.emit_stderr(ctx, env)
+        self.emit_stderr(ctx, env)?;
+        match env.limit.borrow_mut().take() {
+            Some(abort) => Err(abort),
+            None => Ok(()),
+        }
     }
 
     fn emit_stderr(&self, ctx: &mut Ctx<'_>, env: &Env<'_>) -> Result<(), Abort> {
@@ -783,12 +915,11 @@ impl Runner<'_> {
             None => "(at <unknown>)".to_string(),
         };
         let message = match &error {
-            Val::TStr(s) => format!("jq: error {at}: {}\n", String::from_utf8_lossy(s)),
-            other => {
-                let mut text = String::new();
-                write_value(&mut text, other, &COMPACT, 0);
-                format!("jq: error {at} (not a string): {text}\n")
-            }
+            Val::TStr(s) => format!("jq: error {at}: {}\n", shorten(&String::from_utf8_lossy(s))),
+            other => format!(
+                "jq: error {at} (not a string): {}\n",
+                shorten(&compact(other))
+            ),
         };
         ctx.stderr.write_str(&message)?;
         self.status = 5;

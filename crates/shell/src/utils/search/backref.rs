@@ -12,16 +12,23 @@ use std::rc::Rc;
 use regex::bytes::Regex as BytesRegex;
 use regex::Regex;
 
-/// Steps one search may take before giving up.
+/// Steps one search (all its start positions together) may take before
+/// giving up: backtracking can be exponential.
 const MAX_STEPS: u64 = 5_000_000;
+
+/// Nesting depth a match may reach before giving up, to stay well inside
+/// the stack (also on wasm). Repeats of one character do not nest.
+const MAX_DEPTH: usize = 400;
 
 /// Group spans of one match, in byte offsets; index 0 is the whole match.
 pub(crate) type Groups = Vec<Option<(usize, usize)>>;
 
 /// A compiled pattern: the fast engine, or backtracking for back-references.
+/// Shared by `Rc`: cloning a `regex::Regex` itself would give the clone a
+/// fresh (slow to warm) matching cache.
 #[derive(Debug, Clone)]
 pub(crate) enum Compiled {
-    Fast(BytesRegex),
+    Fast(Rc<BytesRegex>),
     Slow(Rc<Backtrack>),
 }
 
@@ -34,7 +41,7 @@ impl Compiled {
             .size_limit(64 << 20)
             .build()
         {
-            Ok(re) => Ok(Compiled::Fast(re)),
+            Ok(re) => Ok(Compiled::Fast(Rc::new(re))),
             Err(error) if has_backref(source) => Backtrack::new(&full)
                 .map(|b| Compiled::Slow(Rc::new(b)))
                 .map_err(|_| format!("invalid regex: {error}")),
@@ -171,15 +178,17 @@ impl Backtrack {
 
     fn is_match(&self, haystack: &[u8]) -> bool {
         let text = Text::decode(haystack);
-        (0..=text.chars.len()).any(|start| self.match_at(&text, start).is_some())
+        let mut steps = 0;
+        (0..=text.chars.len()).any(|start| self.match_at(&text, start, &mut steps).is_some())
     }
 
     fn for_each_match(&self, haystack: &[u8], each: &mut dyn FnMut(&Groups) -> bool) {
         let text = Text::decode(haystack);
         let mut start = 0;
         let mut last_end: Option<usize> = None;
-        while start <= text.chars.len() {
-            let Some(caps) = self.match_at(&text, start) else {
+        let mut steps = 0;
+        while start <= text.chars.len() && steps <= MAX_STEPS {
+            let Some(caps) = self.match_at(&text, start, &mut steps) else {
                 start += 1;
                 continue;
             };
@@ -201,12 +210,19 @@ impl Backtrack {
         }
     }
 
-    /// The leftmost match starting exactly at char `start`, in char indices.
-    fn match_at(&self, text: &Text, start: usize) -> Option<Vec<Option<(usize, usize)>>> {
+    /// The match starting exactly at char `start`, in char indices; `steps`
+    /// carries the step count across calls.
+    fn match_at(
+        &self,
+        text: &Text,
+        start: usize,
+        steps: &mut u64,
+    ) -> Option<Vec<Option<(usize, usize)>>> {
         let mut run = Run {
             text: &text.chars,
             caps: vec![None; self.groups + 1],
-            steps: 0,
+            steps: *steps,
+            depth: 0,
             flags: self.flags,
         };
         let mut end = None;
@@ -214,6 +230,7 @@ impl Backtrack {
             end = Some(p);
             true
         });
+        *steps = run.steps;
         let end = end?;
         run.caps[0] = Some((start, end));
         Some(run.caps)
@@ -449,6 +466,8 @@ struct Run<'t> {
     text: &'t [char],
     caps: Vec<Option<(usize, usize)>>,
     steps: u64,
+    /// Nesting of `node` calls: continuations recurse, so this bounds the stack.
+    depth: usize,
     flags: Flags,
 }
 
@@ -484,17 +503,42 @@ impl<'t> Run<'t> {
         if self.steps > MAX_STEPS {
             return false;
         }
+        if self.depth >= MAX_DEPTH {
+            // Too deep for the stack: give up on the whole search.
+            self.steps = MAX_STEPS + 1;
+            return false;
+        }
+        self.depth += 1;
+        let matched = self.dispatch(node, pos, k);
+        self.depth -= 1;
+        matched
+    }
+
+    /// Whether the one-character node `node` matches at `pos`; `None` for
+    /// other nodes.
+    fn single(&self, node: &Node, pos: usize) -> Option<bool> {
         let here = self.text.get(pos).copied();
+        Some(match node {
+            Node::Char(c) => here.is_some_and(|h| self.same(h, *c)),
+            Node::Any => here.is_some_and(|h| h != '\n' || self.flags.dotall),
+            Node::Set(re) => here.is_some_and(|h| re.is_match(h.encode_utf8(&mut [0; 4]))),
+            _ => return None,
+        })
+    }
+
+    fn dispatch(&mut self, node: &Node, pos: usize, k: Cont<'_, 't>) -> bool {
+        if let Some(matched) = self.single(node, pos) {
+            return matched && k(self, pos + 1);
+        }
         match node {
-            Node::Char(c) => here.is_some_and(|h| self.same(h, *c)) && k(self, pos + 1),
-            Node::Any => here.is_some_and(|h| h != '\n' || self.flags.dotall) && k(self, pos + 1),
-            Node::Set(re) => {
-                here.is_some_and(|h| re.is_match(h.encode_utf8(&mut [0; 4]))) && k(self, pos + 1)
-            }
+            Node::Char(_) | Node::Any | Node::Set(_) => false,
             Node::Look(look) => self.look(*look, pos) && k(self, pos),
             Node::Concat(nodes) => self.seq(nodes, pos, k),
             Node::Alt(branches) => branches.iter().any(|b| self.node(b, pos, k)),
             Node::Group(inner, index) => self.group(inner, *index, pos, k),
+            Node::Repeat(inner, min, max) if self.single(inner, pos).is_some() => {
+                self.repeat_single(inner, *min, *max, pos, k)
+            }
             Node::Repeat(inner, min, max) => self.repeat(inner, *min, *max, 0, pos, k),
             Node::Backref(index) => self.backref(*index, pos, k),
         }
@@ -546,6 +590,36 @@ impl<'t> Run<'t> {
             }
         }
         count >= min && k(self, pos)
+    }
+
+    /// A repeated one-character node: take as many as allowed, then give
+    /// them back one by one (a loop, not a recursion per character).
+    fn repeat_single(
+        &mut self,
+        inner: &Node,
+        min: u32,
+        max: Option<u32>,
+        pos: usize,
+        k: Cont<'_, 't>,
+    ) -> bool {
+        let limit = max.map_or(usize::MAX, |m| m as usize);
+        let mut end = pos;
+        while end - pos < limit && self.single(inner, end) == Some(true) {
+            end += 1;
+        }
+        self.steps += (end - pos) as u64;
+        let shortest = pos + min as usize;
+        while end >= shortest {
+            if k(self, end) {
+                return true;
+            }
+            if end == shortest || self.steps > MAX_STEPS {
+                break;
+            }
+            self.steps += 1;
+            end -= 1;
+        }
+        false
     }
 
     fn backref(&mut self, index: usize, pos: usize, k: Cont<'_, 't>) -> bool {
@@ -607,6 +681,22 @@ mod tests {
         assert!(!c.is_match(b"this isx"));
         let c = compile(r"\(x*\)\1", Syntax::Basic);
         assert_eq!(all(&c, "ab"), [(0, 0), (1, 1), (2, 2)]);
+    }
+
+    #[test]
+    fn runaway_backtracking_gives_up() {
+        let c = compile(r"\(a*\)*b\1", Syntax::Basic);
+        let text = "a".repeat(5000);
+        assert!(!c.is_match(text.as_bytes()));
+    }
+
+    #[test]
+    fn long_lines_do_not_nest() {
+        let line = "word ".repeat(4000);
+        let c = compile(r"^\(.*\)\n\1$", Syntax::Basic);
+        assert!(c.is_match(format!("{line}\n{line}").as_bytes()));
+        let c = compile(r"(\w+) \1 x", Syntax::Extended);
+        assert!(c.is_match(format!("{line}x").as_bytes()));
     }
 
     #[test]

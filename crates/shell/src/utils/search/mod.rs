@@ -311,6 +311,12 @@ impl Search<'_, '_> {
         };
         if node.kind == Kind::Dir {
             if self.opts.recursive {
+                // --exclude-dir applies to directory operands too, as in GNU.
+                let trimmed = operand.trim_end_matches('/');
+                let base = trimmed.rsplit('/').next().unwrap_or(trimmed);
+                if !self.filters.dir_allowed(base) || !self.filters.dir_allowed(trimmed) {
+                    return Ok(());
+                }
                 self.with_filename = self.opts.with_filename.unwrap_or(true);
                 return self.walk_dir(&path, operand, 0);
             }
@@ -404,13 +410,20 @@ impl Search<'_, '_> {
     fn report_file(&mut self, name: &str, count: u64) -> Result<(), Abort> {
         match self.opts.report {
             Report::Count if self.with_filename => {
-                self.ctx.stdout.write_str(&format!("{name}:{count}\n"))
+                let sep = if self.opts.null { '\0' } else { ':' };
+                self.ctx.stdout.write_str(&format!("{name}{sep}{count}\n"))
             }
             Report::Count => self.ctx.stdout.write_str(&format!("{count}\n")),
-            Report::FilesWith if count > 0 => self.ctx.stdout.write_str(&format!("{name}\n")),
-            Report::FilesWithout if count == 0 => self.ctx.stdout.write_str(&format!("{name}\n")),
+            Report::FilesWith if count > 0 => self.write_name(name),
+            Report::FilesWithout if count == 0 => self.write_name(name),
             _ => Ok(()),
         }
+    }
+
+    /// A file name for `-l`/`-L`, ended by a newline or (`-Z`) a NUL.
+    fn write_name(&mut self, name: &str) -> Result<(), Abort> {
+        let end = if self.opts.null { '\0' } else { '\n' };
+        self.ctx.stdout.write_str(&format!("{name}{end}"))
     }
 
     /// Walks the lines of `buf`; returns how many were selected.
@@ -539,7 +552,7 @@ impl Search<'_, '_> {
         let mut prefix = String::new();
         if self.with_filename {
             prefix.push_str(name);
-            prefix.push(sep);
+            prefix.push(if self.opts.null { '\0' } else { sep });
         }
         if self.opts.line_number {
             prefix.push_str(&format!("{}{sep}", index + 1));
@@ -566,7 +579,7 @@ struct Candidates<'r, 'b> {
 impl<'r, 'b> Candidates<'r, 'b> {
     fn new(compiled: Option<&'r Compiled>, buf: &'b [u8]) -> Self {
         let re = match compiled {
-            Some(Compiled::Fast(re)) => Some(re),
+            Some(Compiled::Fast(re)) => Some(&**re),
             _ => None,
         };
         Candidates {

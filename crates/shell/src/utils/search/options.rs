@@ -49,6 +49,8 @@ pub(super) struct Options {
     pub dereference: bool,
     pub text: bool,
     pub skip_binary: bool,
+    /// `-Z`: a NUL, not `:` or a newline, after each file name.
+    pub null: bool,
     pub max_count: Option<u64>,
     pub after: usize,
     pub before: usize,
@@ -104,6 +106,7 @@ const LONG: &[(&str, bool, char)] = &[
     ("recursive", false, 'r'),
     ("dereference-recursive", false, 'R'),
     ("text", false, 'a'),
+    ("null", false, 'Z'),
 ];
 
 fn number(option: &str, value: &str) -> Result<usize, String> {
@@ -228,7 +231,8 @@ impl Options {
             'R' => (self.recursive, self.dereference) = (true, true),
             'a' => self.text = true,
             'I' => self.skip_binary = true,
-            '4' | 'U' | 'Z' => {}
+            'Z' => self.null = true,
+            '4' | 'U' => {}
             _ => return Err(format!("invalid option -- '{c}'")),
         }
         Ok(())

@@ -37,6 +37,10 @@ fn recursive_paths_and_filters() {
         "dir/a.txt:hello\ndir/b.md:say hello\n"
     );
     assert_eq!(out(&["-rl", "sub"], ""), "dir/sub/c.txt\n");
+    assert_eq!(
+        out(&["-r", "--exclude-dir=sub", "hello", "dir/sub"], ""),
+        ""
+    );
     assert_eq!(out(&["-rl", "sub", "."], ""), "./dir/sub/c.txt\n");
     assert_eq!(
         out(&["-c", "-r", "hello", "dir"], ""),
@@ -171,6 +175,18 @@ fn gnu_details() {
     );
     assert_eq!(out(&["-r", "hello", "dir/a.txt"], ""), "hello\n");
     assert_eq!(out(&["--version"], ""), "grep (GNU grep) 3.8\n");
+    assert_eq!(
+        out(&["-lZ", "hello", "dir/a.txt", "dir/b.md"], ""),
+        "dir/a.txt\0dir/b.md\0"
+    );
+    assert_eq!(
+        out(&["-HZ", "hello", "dir/a.txt"], ""),
+        "dir/a.txt\0hello\n"
+    );
+    assert_eq!(
+        out(&["-cZ", "hello", "dir/a.txt", "t.txt"], ""),
+        "dir/a.txt\x001\nt.txt\x000\n"
+    );
     let r = grep(&["-c", "-f", "/dev/null", "t.txt"], "");
     assert_eq!((r.stdout.as_str(), r.status), ("", 1));
 }

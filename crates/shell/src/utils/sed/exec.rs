@@ -1,10 +1,10 @@
 //! Running a parsed sed program over an input stream.
 //!
-//! One [`Engine`] per output destination (stdout, or each file for `-i`):
-//! it owns the hold space, the range states and the queue of text that `a`
+//! One [`Engine`] per `sed` run (its hold space outlives each `-i` file, as
+//! in GNU): it owns the hold space, the range states and the queue of text that `a`
 //! and `r` print at the end of a cycle. Output is collected in a buffer and
-//! handed to stdout after every cycle, so the output cap still stops a
-//! runaway script early; `w` files are written once, at the end.
+//! handed to stdout in chunks, so the output cap still stops a runaway
+//! script early; `w` files are written once, at the end.
 
 use std::collections::BTreeMap;
 

@@ -151,7 +151,7 @@ fn long_option(opts: &mut Options, text: &str, next: Option<&String>) -> Result<
 
 fn short_options(opts: &mut Options, bundle: &str, next: Option<&String>) -> Result<usize, String> {
     for (at, c) in bundle.char_indices() {
-        let rest = &bundle[at + 1..];
+        let rest = &bundle[at + c.len_utf8()..];
         match c {
             'n' => opts.quiet = true,
             'E' | 'r' => opts.extended = true,
