@@ -341,3 +341,12 @@ fn exec_redirections_persist_and_close() {
     let r = run(&db, "cat /f4");
     assert_eq!(String::from_utf8_lossy(&r.stdout), "two\n");
 }
+
+#[test]
+fn a_writer_into_a_full_pipe_stops_like_sigpipe() {
+    let db = common::db();
+    let r = common::run(&db, "yes | head -2; echo \"${PIPESTATUS[@]}\"; echo after");
+    assert_eq!(String::from_utf8_lossy(&r.stdout), "y\ny\n141 0\nafter\n");
+    assert_eq!(r.limit, None);
+    assert_eq!(r.exit_code, 0);
+}

@@ -37,7 +37,7 @@ use stead_vfs::VPath;
 
 use crate::fs::Fs;
 use crate::io::Output;
-use crate::limits::{Abort, Budget, Clock};
+use crate::limits::{Abort, Budget, Clock, LimitKind};
 use crate::utils::{self, Ctx, Runner, Utility};
 use ast::*;
 pub use vars::{Value, Var};
@@ -152,6 +152,9 @@ pub struct Shell<'a> {
     alias_depth: u32,
     errexit_exempt: bool,
 }
+
+/// The status of a pipeline stage stopped by a full pipe (128 + SIGPIPE).
+const SIGPIPE_STATUS: i32 = 141;
 
 /// The top-level message for a limit.
 pub fn limit_message(kind: crate::limits::LimitKind) -> String {
@@ -399,6 +402,18 @@ impl<'a> Shell<'a> {
             } else {
                 self.subshell(|sh| sh.run_command(cmd).map(|_| sh.status))
                     .map(|status| self.status = status)
+            };
+            let r = match (r, slot) {
+                // A writer that filled its pipe buffer is stopped the way
+                // SIGPIPE stops it in bash (`yes | head`): the next stage
+                // reads what was written, and the exec goes on.
+                (Err(Flow::Abort(Abort::Limit(LimitKind::OutputBytes))), Some(s))
+                    if self.slots[s].out.len() >= self.slots[s].out.cap() =>
+                {
+                    self.status = SIGPIPE_STATUS;
+                    Ok(())
+                }
+                (r, _) => r,
             };
             statuses.push(self.status);
             if let Some(s) = slot {
