@@ -293,6 +293,10 @@ pub fn bearer() -> String {
 pub fn raw(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
     let host = base().trim_start_matches("http://");
     let mut stream = TcpStream::connect(host).expect("connect");
+    // A server that never answers fails the test instead of hanging it.
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .expect("read timeout");
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     let framed = headers.iter().any(|(name, _)| {
         name.eq_ignore_ascii_case("transfer-encoding")
