@@ -11,6 +11,7 @@
 //! - `src/workspace.rs`, `src/do_sql.rs`: the Durable Object glue.
 
 pub mod api;
+mod body;
 mod do_sql;
 mod workspace;
 

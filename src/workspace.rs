@@ -15,6 +15,7 @@ use stead_vfs::{VPath, Vfs, WriteOptions, CHUNK_SIZE};
 use worker::{durable_object, DurableObject, Env, Headers, Request, Response, Result, State};
 
 use crate::api::{self, Action, ApiError, Route, MAX_JSON_BODY};
+use crate::body::BodyReader;
 use crate::do_sql::DoSql;
 
 #[durable_object]
@@ -171,27 +172,29 @@ impl Workspace {
         let limit = vfs.limits().max_file_bytes;
         let upload = vfs.begin_upload(path, options)?;
         let staged = async {
-            let mut stream = req.stream()?;
             let mut buffer: Vec<u8> = Vec::with_capacity(CHUNK_SIZE);
             let (mut idx, mut total) = (0i64, 0u64);
-            while let Some(piece) = stream.next().await {
-                let mut piece: &[u8] = &piece?;
-                total += piece.len() as u64;
-                if total > limit {
-                    return Err(stead_vfs::VfsError::FileTooLarge {
-                        path: path.to_string(),
-                        size: total,
-                        limit,
+            if let Some(mut reader) = BodyReader::new(req)? {
+                loop {
+                    let room = CHUNK_SIZE - buffer.len();
+                    let read = reader.read_into(&mut buffer, room).await?;
+                    if read == 0 {
+                        break;
                     }
-                    .into());
-                }
-                while !piece.is_empty() {
-                    let take = (CHUNK_SIZE - buffer.len()).min(piece.len());
-                    buffer.extend_from_slice(&piece[..take]);
-                    piece = &piece[take..];
-                    if buffer.len() == CHUNK_SIZE {
+                    total += read as u64;
+                    if total > limit {
+                        return Err(stead_vfs::VfsError::FileTooLarge {
+                            path: path.to_string(),
+                            size: total,
+                            limit,
+                        }
+                        .into());
+                    }
+                    // A default reader's piece may overrun the chunk: split.
+                    while buffer.len() >= CHUNK_SIZE {
+                        let rest = buffer.split_off(CHUNK_SIZE);
                         vfs.stage_chunk(upload, idx, &buffer)?;
-                        buffer.clear();
+                        buffer = rest;
                         idx += 1;
                     }
                 }
@@ -252,8 +255,12 @@ async fn read_body(req: &mut Request, limit: usize) -> Result<Vec<u8>, ApiError>
         .headers()
         .get("content-length")?
         .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|len| len > limit) {
-        return Err(ApiError::BodyTooLarge { limit });
+    match declared {
+        Some(len) if len > limit => return Err(ApiError::BodyTooLarge { limit }),
+        // A declared length within the limit: read it in one go, which
+        // costs one await instead of one per piece.
+        Some(_) => return Ok(req.bytes().await?),
+        None => {}
     }
     let mut body = Vec::new();
     let Ok(mut stream) = req.stream() else {
@@ -267,6 +274,12 @@ async fn read_body(req: &mut Request, limit: usize) -> Result<Vec<u8>, ApiError>
         body.extend_from_slice(&piece);
     }
     Ok(body)
+}
+
+impl From<wasm_bindgen::JsValue> for ApiError {
+    fn from(error: wasm_bindgen::JsValue) -> Self {
+        ApiError::Internal(format!("{error:?}"))
+    }
 }
 
 impl From<worker::Error> for ApiError {

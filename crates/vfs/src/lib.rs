@@ -177,29 +177,6 @@ fn json_ids(ids: &[i64]) -> String {
     out
 }
 
-/// Encodes names as a JSON array of strings, for `json_each(?)`.
-fn json_strings(names: &[String]) -> String {
-    let mut out = String::with_capacity(names.iter().map(|n| n.len() + 3).sum::<usize>() + 2);
-    out.push('[');
-    for (i, name) in names.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        for c in name.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-    }
-    out.push(']');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use stead_sql::{migrate, SqliteDb, MIGRATIONS};
@@ -207,7 +184,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_with_json_metacharacters_resolve() {
+    fn names_with_special_characters_resolve() {
         let db = SqliteDb::memory().unwrap();
         migrate(&db, MIGRATIONS).unwrap();
         let vfs = Vfs::new(&db, 0);

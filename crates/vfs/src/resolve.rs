@@ -6,12 +6,14 @@
 //! what it found, with every symlink replaced, because the change log and
 //! container sync speak in real paths.
 
+use std::collections::VecDeque;
+
 use stead_sql::{params, Sql};
 
 use crate::error::{Result, VfsError};
-use crate::node::{Kind, Node};
+use crate::node::{Kind, Node, NODE_COLUMNS};
 use crate::path::VPath;
-use crate::{json_strings, Vfs};
+use crate::Vfs;
 
 /// Symlinks followed in one resolution before it fails with `ELOOP` (Linux's limit).
 pub const MAX_SYMLINK_FOLLOWS: usize = 40;
@@ -40,89 +42,90 @@ pub(crate) enum Resolved {
 }
 
 impl<S: Sql> Vfs<'_, S> {
-    /// The chain of nodes from directory `from` down through `names`: the
-    /// first entry is `from` itself, then one per name found, stopping at the
-    /// first missing name or at a node that is not a directory. One
-    /// statement for the whole path: on DO SQLite each statement costs far
-    /// more than the rows it reads, so a walk of one query per name is what
-    /// made deep paths slow.
-    fn chain(&self, from: i64, names: &[String]) -> Result<Vec<Node>> {
-        let rows = self.db.query(
-            "WITH RECURSIVE walk(depth, ino, kind, mode, size, mtime, target, rev) AS ( \
-                 SELECT 0, ino, kind, mode, size, mtime, target, rev FROM nodes WHERE ino = ? \
-                 UNION ALL \
-                 SELECT walk.depth + 1, n.ino, n.kind, n.mode, n.size, n.mtime, n.target, n.rev \
-                 FROM walk \
-                 JOIN json_each(?) AS part ON part.key = walk.depth \
-                 JOIN dirents d ON d.parent = walk.ino AND d.name = part.value \
-                 JOIN nodes n ON n.ino = d.ino \
-                 WHERE walk.kind = 2) \
-             SELECT ino, kind, mode, size, mtime, target, rev FROM walk ORDER BY depth",
-            params![from, json_strings(names).as_str()],
-        )?;
-        rows.iter().map(|row| Node::from_row(row, 0)).collect()
+    /// The node with inode `ino`.
+    pub(crate) fn node(&self, ino: i64) -> Result<Node> {
+        let row = self
+            .db
+            .query_row(
+                &format!("SELECT {NODE_COLUMNS} FROM nodes n WHERE n.ino = ?"),
+                params![ino],
+            )?
+            .ok_or_else(|| VfsError::Corrupt(format!("inode {ino} missing")))?;
+        Node::from_row(&row, 0)
+    }
+
+    /// The entry `name` of directory `parent`, if present.
+    pub(crate) fn lookup(&self, parent: i64, name: &str) -> Result<Option<Node>> {
+        self.db
+            .query_row(
+                &format!(
+                    "SELECT {NODE_COLUMNS} FROM dirents d JOIN nodes n ON n.ino = d.ino \
+                     WHERE d.parent = ? AND d.name = ?"
+                ),
+                params![parent, name],
+            )?
+            .map(|row| Node::from_row(&row, 0))
+            .transpose()
     }
 
     /// Resolves `path`, following symlinks in every component and, when
-    /// `follow_last`, in the final one too.
+    /// `follow_last`, in the final one too. One indexed lookup per name: on
+    /// DO SQLite a simple statement costs about 10 µs while a single
+    /// recursive statement for the whole path measured 100 µs, so the walk
+    /// stays a loop of simple statements.
     pub(crate) fn resolve(&self, path: &VPath, follow_last: bool) -> Result<Resolved> {
-        let mut todo: Vec<String> = path.components().map(str::to_string).collect();
+        let mut todo: VecDeque<String> = path.components().map(str::to_string).collect();
         let mut at = VPath::root();
-        let mut from = ROOT_INO;
+        // Only the ino and kind of the root matter while walking; its full
+        // row is read if the walk ends there.
+        let mut dir = root_stub();
         let mut parent = ROOT_INO;
         let mut follows = 0;
-        'walk: loop {
-            let mut chain = self.chain(from, &todo)?.into_iter();
-            let mut dir = chain
-                .next()
-                .ok_or_else(|| VfsError::Corrupt(format!("inode {from} missing")))?;
-            let mut walked = 0;
-            for (i, node) in chain.enumerate() {
-                let last = i + 1 == todo.len();
-                if node.kind == Kind::Symlink && (!last || follow_last) {
-                    follows += 1;
-                    if follows > MAX_SYMLINK_FOLLOWS {
-                        return Err(VfsError::SymlinkLoop {
-                            path: path.to_string(),
-                        });
-                    }
-                    // Start again from the root with the target in place of
-                    // the names walked so far.
-                    let target = VPath::resolve_link(&at, node.target.as_deref().unwrap_or(""));
-                    todo = target
-                        .components()
-                        .map(str::to_string)
-                        .chain(todo.drain(i + 1..))
-                        .collect();
-                    at = VPath::root();
-                    from = ROOT_INO;
-                    parent = ROOT_INO;
-                    continue 'walk;
-                }
-                at = at.join(&todo[i]);
-                parent = dir.ino;
-                dir = node;
-                walked += 1;
-            }
-            return Ok(if walked == todo.len() {
-                Resolved::Found {
-                    path: at,
-                    node: dir,
-                    parent,
-                }
-            } else if dir.kind != Kind::Dir {
+        while let Some(name) = todo.pop_front() {
+            if dir.kind != Kind::Dir {
                 return Err(VfsError::NotADirectory {
                     path: at.to_string(),
                 });
-            } else {
-                Resolved::Missing {
+            }
+            let last = todo.is_empty();
+            let Some(node) = self.lookup(dir.ino, &name)? else {
+                return Ok(Resolved::Missing {
                     parent_path: at,
                     parent: dir,
-                    name: todo[walked].clone(),
-                    last: walked + 1 == todo.len(),
+                    name,
+                    last,
+                });
+            };
+            if node.kind == Kind::Symlink && (!last || follow_last) {
+                follows += 1;
+                if follows > MAX_SYMLINK_FOLLOWS {
+                    return Err(VfsError::SymlinkLoop {
+                        path: path.to_string(),
+                    });
                 }
-            });
+                let target = VPath::resolve_link(&at, node.target.as_deref().unwrap_or(""));
+                for part in target.components().rev() {
+                    todo.push_front(part.to_string());
+                }
+                at = VPath::root();
+                dir = root_stub();
+                parent = ROOT_INO;
+                continue;
+            }
+            at = at.join(&name);
+            parent = dir.ino;
+            dir = node;
         }
+        let node = if dir.ino == ROOT_INO {
+            self.node(ROOT_INO)?
+        } else {
+            dir
+        };
+        Ok(Resolved::Found {
+            path: at,
+            node,
+            parent,
+        })
     }
 
     /// Resolves `path` to an existing node, or fails with `ENOENT`.
@@ -154,5 +157,17 @@ impl<S: Sql> Vfs<'_, S> {
             });
         }
         Ok((real, node))
+    }
+}
+
+fn root_stub() -> Node {
+    Node {
+        ino: ROOT_INO,
+        kind: Kind::Dir,
+        mode: 0,
+        size: 0,
+        mtime: 0,
+        target: None,
+        rev: 0,
     }
 }
