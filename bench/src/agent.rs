@@ -67,10 +67,11 @@ impl Agent {
         reply.json()
     }
 
-    /// Streams `reader` into the file at `path`; panics unless it succeeds.
-    pub fn upload(&self, path: &str, reader: impl Read + Send + Sync + 'static) {
-        self.try_upload(path, reader)
-            .unwrap_or_else(|error| panic!("{error}"));
+    /// Streams `len` bytes from `reader` into the file at `path` with a
+    /// declared length; panics unless it succeeds.
+    pub fn upload_sized(&self, path: &str, len: u64, reader: impl Read + Send + Sync + 'static) {
+        let reply = self.client.upload_sized(&self.id, path, len, reader);
+        check(&reply, &format!("upload {path}")).unwrap_or_else(|error| panic!("{error}"));
     }
 
     /// Streams `reader` into the file at `path`, or says why it could not.

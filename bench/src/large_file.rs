@@ -56,7 +56,7 @@ fn check_length(got: u64, want: u64, what: &str) {
 fn agent_times(agent: &Agent, bytes: u64) -> (Duration, Duration) {
     let (write, ()) = best_of(RUNS, |run| {
         eprintln!("large file: write {} MiB, run {}", bytes / MIB, run + 1);
-        timed(|| agent.upload(PATH, Noise::new(seed(run), bytes)))
+        timed(|| agent.upload_sized(PATH, bytes, Noise::new(seed(run), bytes)))
     });
     let (read, ()) = best_of(RUNS, |run| {
         eprintln!("large file: read {} MiB, run {}", bytes / MIB, run + 1);

@@ -267,11 +267,39 @@ impl Client {
         query: &str,
         reader: impl Read + Send + Sync + 'static,
     ) -> Reply {
+        self.send_upload(agent, path, query, None, reader)
+    }
+
+    /// Uploads `len` bytes from a reader, streamed with a declared length
+    /// (as curl sends a file) rather than chunked.
+    pub fn upload_sized(
+        &self,
+        agent: &str,
+        path: &str,
+        len: u64,
+        reader: impl Read + Send + Sync + 'static,
+    ) -> Reply {
+        self.send_upload(agent, path, "", Some(len), reader)
+    }
+
+    fn send_upload(
+        &self,
+        agent: &str,
+        path: &str,
+        query: &str,
+        len: Option<u64>,
+        reader: impl Read + Send + Sync + 'static,
+    ) -> Reply {
         let url = format!("{}/agents/{agent}/files{path}{query}", self.base);
         let mut request = self.agent.put(&url);
         if let Some(auth) = self.auth() {
             request = request.header("authorization", auth);
         }
+        if let Some(len) = len {
+            request = request.header("content-length", len.to_string());
+        }
+        // Large reads, so the body leaves in large writes.
+        let reader = std::io::BufReader::with_capacity(1 << 20, reader);
         let response = request
             .send(ureq::SendBody::from_owned_reader(reader))
             .expect("upload request");
