@@ -314,26 +314,39 @@ impl<S: Sql> Vfs<'_, S> {
                 }
                 return Ok(rev);
             }
-            match self.resolve(path, false)? {
-                Resolved::Found { .. } => Err(VfsError::AlreadyExists {
-                    path: path.to_string(),
-                }),
-                Resolved::Missing {
-                    parent_path,
-                    parent,
-                    name,
-                    last: true,
-                } => {
-                    let mode = mode.map_or(DIR_MODE, mode_bits);
-                    self.create_node(parent.ino, &name, Kind::Dir, mode, None, rev)?;
-                    self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)?;
-                    Ok(rev)
-                }
-                Resolved::Missing { .. } => Err(VfsError::NotFound {
-                    path: path.to_string(),
-                }),
-            }
+            let mode = mode.map_or(DIR_MODE, mode_bits);
+            self.create_new(path, Kind::Dir, mode, None, rev)?;
+            Ok(rev)
         })
+    }
+
+    /// Creates a directory or symlink at `path`, which must not exist (a
+    /// final symlink is not followed) and whose parent must.
+    fn create_new(
+        &self,
+        path: &VPath,
+        kind: Kind,
+        mode: u32,
+        target: Option<&str>,
+        rev: i64,
+    ) -> Result<()> {
+        match self.resolve(path, false)? {
+            Resolved::Found { .. } => Err(VfsError::AlreadyExists {
+                path: path.to_string(),
+            }),
+            Resolved::Missing {
+                parent_path,
+                parent,
+                name,
+                last: true,
+            } => {
+                self.create_node(parent.ino, &name, kind, mode, target, rev)?;
+                self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)
+            }
+            Resolved::Missing { .. } => Err(VfsError::NotFound {
+                path: path.to_string(),
+            }),
+        }
     }
 
     /// Creates a symlink at `path` pointing to `target` (stored as written).
@@ -344,30 +357,9 @@ impl<S: Sql> Vfs<'_, S> {
                 reason: "symlink target must be 1-4096 bytes without NUL",
             });
         }
-        self.change(|rev| match self.resolve(path, false)? {
-            Resolved::Found { .. } => Err(VfsError::AlreadyExists {
-                path: path.to_string(),
-            }),
-            Resolved::Missing {
-                parent_path,
-                parent,
-                name,
-                last: true,
-            } => {
-                self.create_node(
-                    parent.ino,
-                    &name,
-                    Kind::Symlink,
-                    SYMLINK_MODE,
-                    Some(target),
-                    rev,
-                )?;
-                self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)?;
-                Ok(rev)
-            }
-            Resolved::Missing { .. } => Err(VfsError::NotFound {
-                path: path.to_string(),
-            }),
+        self.change(|rev| {
+            self.create_new(path, Kind::Symlink, SYMLINK_MODE, Some(target), rev)?;
+            Ok(rev)
         })
     }
 
