@@ -15,6 +15,10 @@ pub trait Fs {
     fn stat(&self, path: &VPath, follow: bool) -> Result<Node>;
     /// The whole content of a regular file.
     fn read(&self, path: &VPath) -> Result<Vec<u8>>;
+    /// The whole contents of the regular files `nodes` (as [`Fs::list`] or
+    /// [`Fs::stat`] returned them), in order: many small files cost a few
+    /// SQL statements rather than one or more each.
+    fn read_many(&self, nodes: &[Node]) -> Result<Vec<Vec<u8>>>;
     /// Replaces (or creates, without creating parents) a regular file.
     fn write(&self, path: &VPath, data: &[u8]) -> Result<()>;
     /// Appends to (or creates) a regular file.
@@ -46,6 +50,9 @@ impl<S: Sql> Fs for Vfs<'_, S> {
     }
     fn read(&self, path: &VPath) -> Result<Vec<u8>> {
         self.read_file(path)
+    }
+    fn read_many(&self, nodes: &[Node]) -> Result<Vec<Vec<u8>>> {
+        self.read_files(nodes)
     }
     fn write(&self, path: &VPath, data: &[u8]) -> Result<()> {
         Vfs::write(self, path, data, NO_PARENTS).map(drop)

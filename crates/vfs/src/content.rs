@@ -11,10 +11,14 @@ use std::collections::HashMap;
 use stead_sql::{params, Sql};
 
 use crate::error::{Result, VfsError};
-use crate::{json_ids, Vfs};
+use crate::{json_ids, Kind, Node, Vfs};
 
 /// Bytes per chunk: every chunk of a file is this size but the last.
 pub const CHUNK_SIZE: usize = 512 * 1024;
+
+/// Small files fetched per statement, by count and by bytes.
+pub(crate) const BATCH_FILES: usize = 256;
+pub(crate) const BATCH_BYTES: u64 = 8 << 20;
 
 /// One chunk of a file, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +109,73 @@ impl<S: Sql> Vfs<'_, S> {
             out.insert(row.int(0)?, row.take_blob(1)?);
         }
         Ok(out)
+    }
+
+    /// The whole contents of the regular files `nodes` (as a listing or
+    /// `stat` returned them), in order. Small files (at most one chunk) are
+    /// fetched in batches of up to [`BATCH_FILES`] files or [`BATCH_BYTES`]
+    /// bytes, one statement per batch: per-statement cost, not bytes,
+    /// dominates reading many small files. A larger file costs one statement
+    /// of its own. A directory or symlink node is an error: pass the node a
+    /// symlink resolves to.
+    pub fn read_files(&self, nodes: &[Node]) -> Result<Vec<Vec<u8>>> {
+        let mut out: Vec<Vec<u8>> = Vec::with_capacity(nodes.len());
+        // Indices (into `nodes`) of the small files not fetched yet.
+        let mut batch: Vec<usize> = Vec::new();
+        let mut batch_bytes = 0u64;
+        for (i, node) in nodes.iter().enumerate() {
+            match node.kind {
+                Kind::File => {}
+                Kind::Dir => {
+                    return Err(VfsError::IsADirectory {
+                        path: format!("inode {}", node.ino),
+                    })
+                }
+                Kind::Symlink => {
+                    return Err(VfsError::InvalidPath {
+                        path: format!("inode {}", node.ino),
+                        reason: "a symbolic link has no content of its own",
+                    })
+                }
+            }
+            out.push(Vec::new());
+            if node.size == 0 {
+                continue;
+            }
+            if node.size > CHUNK_SIZE as u64 {
+                out[i] = self.content(node.ino)?;
+                continue;
+            }
+            batch.push(i);
+            batch_bytes += node.size;
+            if batch.len() >= BATCH_FILES || batch_bytes >= BATCH_BYTES {
+                self.fill_small(nodes, &batch, &mut out)?;
+                batch.clear();
+                batch_bytes = 0;
+            }
+        }
+        self.fill_small(nodes, &batch, &mut out)?;
+        Ok(out)
+    }
+
+    /// Fetches the small files `nodes[i]` for each `i` of `batch` into `out[i]`.
+    fn fill_small(&self, nodes: &[Node], batch: &[usize], out: &mut [Vec<u8>]) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let inos: Vec<i64> = batch.iter().map(|&i| nodes[i].ino).collect();
+        let mut contents = self.small_contents(&inos)?;
+        // A node repeated in `nodes` gets a copy but at its last place.
+        let last: HashMap<i64, usize> = batch.iter().map(|&i| (nodes[i].ino, i)).collect();
+        for &i in batch {
+            let ino = nodes[i].ino;
+            out[i] = if last[&ino] == i {
+                contents.remove(&ino).unwrap_or_default()
+            } else {
+                contents.get(&ino).cloned().unwrap_or_default()
+            };
+        }
+        Ok(())
     }
 
     /// Up to `len` bytes of file `ino` (of `size` bytes) from byte `offset`.

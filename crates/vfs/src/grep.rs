@@ -17,6 +17,7 @@ use regex::bytes::{Regex, RegexBuilder};
 use serde::Serialize;
 use stead_sql::Sql;
 
+use crate::content::{BATCH_BYTES, BATCH_FILES};
 use crate::error::{Result, VfsError};
 use crate::glob::patterns;
 use crate::node::{Kind, Node};
@@ -28,9 +29,6 @@ use crate::{Vfs, CHUNK_SIZE};
 /// Default and largest page: matching lines, or files in the other modes.
 pub const DEFAULT_LIMIT: usize = 1000;
 pub const MAX_LIMIT: usize = 10_000;
-/// Small files fetched per query, by count and by bytes.
-const BATCH_FILES: usize = 256;
-const BATCH_BYTES: u64 = 8 << 20;
 /// Most context lines on either side of a match.
 pub const MAX_CONTEXT: usize = 100;
 /// Lines longer than this are cut in results (minified files would otherwise

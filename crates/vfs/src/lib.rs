@@ -195,4 +195,88 @@ mod tests {
             assert_eq!(vfs.read_file(&path).unwrap(), name.as_bytes());
         }
     }
+
+    /// Counts the statements run through it.
+    struct Counting<'a> {
+        db: &'a SqliteDb,
+        statements: Cell<usize>,
+    }
+
+    impl Sql for Counting<'_> {
+        fn query(
+            &self,
+            statement: &str,
+            params: &[stead_sql::Param<'_>],
+        ) -> std::result::Result<Vec<stead_sql::Row>, stead_sql::SqlError> {
+            self.statements.set(self.statements.get() + 1);
+            self.db.query(statement, params)
+        }
+
+        fn transaction<T, E>(
+            &self,
+            body: impl FnOnce() -> std::result::Result<T, E>,
+        ) -> std::result::Result<T, E>
+        where
+            E: From<stead_sql::SqlError>,
+        {
+            self.db.transaction(body)
+        }
+    }
+
+    #[test]
+    fn read_files_batches_small_files() {
+        let db = SqliteDb::memory().unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        let counting = Counting {
+            db: &db,
+            statements: Cell::new(0),
+        };
+        let vfs = Vfs::new(&counting, 0);
+        let big: Vec<u8> = (0..2 * CHUNK_SIZE + 7).map(|i| (i % 251) as u8).collect();
+        let mut expected: Vec<Vec<u8>> = Vec::new();
+        for i in 0..300 {
+            let data = match i {
+                7 | 150 => Vec::new(),
+                42 => big.clone(),
+                _ => format!("file {i}\n").into_bytes(),
+            };
+            let path = VPath::parse(&format!("/d/f{i:03}")).unwrap();
+            vfs.write(&path, &data, WriteOptions::default()).unwrap();
+            expected.push(data);
+        }
+        let one_chunk = vec![b'x'; CHUNK_SIZE];
+        vfs.write(
+            &VPath::parse("/d/g").unwrap(),
+            &one_chunk,
+            WriteOptions::default(),
+        )
+        .unwrap();
+        expected.push(one_chunk);
+        let mut nodes: Vec<Node> = vfs
+            .list(&VPath::parse("/d").unwrap(), None, usize::MAX >> 1)
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.node)
+            .collect();
+        // A repeated node reads the same in both places.
+        nodes.push(nodes[3].clone());
+        expected.push(expected[3].clone());
+
+        counting.statements.set(0);
+        let got = vfs.read_files(&nodes).unwrap();
+        assert_eq!(got.len(), expected.len());
+        for (i, (got, want)) in got.iter().zip(&expected).enumerate() {
+            assert!(got == want, "content of node {i}");
+        }
+        // 298 one-chunk files (the largest a whole chunk) in two batches of
+        // at most 256, and one statement for the multi-chunk file.
+        assert_eq!(counting.statements.get(), 3);
+        assert!(vfs.read_files(&[]).unwrap().is_empty());
+
+        let root = vfs.stat(&VPath::parse("/d").unwrap(), true).unwrap().1;
+        assert!(matches!(
+            vfs.read_files(&[root]),
+            Err(VfsError::IsADirectory { .. })
+        ));
+    }
 }

@@ -15,7 +15,7 @@ pub(crate) mod posix;
 use std::collections::VecDeque;
 
 use globset::{Glob, GlobMatcher};
-use stead_vfs::{Kind, VPath};
+use stead_vfs::{Kind, Node, VPath};
 
 use super::{Ctx, Table};
 use crate::limits::Abort;
@@ -30,6 +30,11 @@ const DEV_NULL: &str = "/dev/null";
 
 /// How deep `-R` follows directory symlinks before giving up on a cycle.
 const MAX_DEPTH: usize = 64;
+
+/// Files found by a recursive walk are read together, up to this many files
+/// or bytes at a time: each SQL statement costs more than the bytes it reads.
+const BATCH_FILES: usize = 256;
+const BATCH_BYTES: u64 = 8 << 20;
 
 fn grep(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     run(ctx, &argv[1..], None)
@@ -87,6 +92,8 @@ fn run(ctx: &mut Ctx<'_>, args: &[String], dialect: Option<Dialect>) -> Result<i
         stdin_used: false,
         last_output: None,
         file_id: 0,
+        pending: Vec::new(),
+        pending_bytes: 0,
     };
     search.run_all()
 }
@@ -247,6 +254,17 @@ struct Search<'c, 'a> {
     /// (file number, line index) of the last line printed, for `--`.
     last_output: Option<(usize, usize)>,
     file_id: usize,
+    /// Files met by the walk and not searched yet, in order.
+    pending: Vec<Pending>,
+    /// Their total size.
+    pending_bytes: u64,
+}
+
+/// A file queued by the recursive walk.
+struct Pending {
+    path: VPath,
+    display: String,
+    node: Node,
 }
 
 /// A line of the current buffer: index and byte range (without the newline).
@@ -270,7 +288,7 @@ impl Search<'_, '_> {
         if implicit_dot {
             self.with_filename = self.opts.with_filename.unwrap_or(true);
             // GNU prints paths under an implicit `.` without the `./`.
-            self.walk_dir(&self.ctx.cwd.clone(), "", 0)?;
+            self.walk(&self.ctx.cwd.clone(), "")?;
         } else {
             for operand in &operands {
                 self.operand(operand)?;
@@ -318,7 +336,7 @@ impl Search<'_, '_> {
                     return Ok(());
                 }
                 self.with_filename = self.opts.with_filename.unwrap_or(true);
-                return self.walk_dir(&path, operand, 0);
+                return self.walk(&path, operand);
             }
             return self.message(&format!("{operand}: Is a directory"));
         }
@@ -330,35 +348,100 @@ impl Search<'_, '_> {
 
     /// Searches every file under `dir`, shown as `display` (empty for the
     /// implicit `.`), in name order.
+    fn walk(&mut self, dir: &VPath, display: &str) -> Result<(), Abort> {
+        let walked = self.walk_dir(dir, display, 0);
+        // Whatever stopped the walk, the files met before it are searched,
+        // as they would have been one by one.
+        self.flush()?;
+        walked
+    }
+
+    /// Queues every file under `dir` (see [`Search::walk`]); searches the
+    /// queue whenever it fills and before any message, so output keeps the
+    /// walk's order.
     fn walk_dir(&mut self, dir: &VPath, display: &str, depth: usize) -> Result<(), Abort> {
         let entries = match self.ctx.fs.list(dir) {
             Ok(entries) => entries,
-            Err(error) => return self.fs_error(display, &error),
+            Err(error) => {
+                self.flush()?;
+                if self.done {
+                    return Ok(());
+                }
+                return self.fs_error(display, &error);
+            }
         };
         for entry in entries {
             self.ctx.budget.charge_iteration()?;
             let shown = child_display(display, &entry.name);
             let path = dir.join(&entry.name);
-            let kind = match entry.node.kind {
+            let node = match entry.node.kind {
                 Kind::Symlink if !self.opts.dereference => continue,
                 Kind::Symlink => match self.ctx.fs.stat(&path, true) {
-                    Ok(node) => node.kind,
+                    Ok(node) => node,
                     Err(error) => {
+                        self.flush()?;
+                        if self.done {
+                            break;
+                        }
                         self.fs_error(&shown, &error)?;
                         continue;
                     }
                 },
-                kind => kind,
+                _ => entry.node,
             };
-            if kind == Kind::Dir {
+            if node.kind == Kind::Dir {
                 if self.filters.dir_allowed(&entry.name) && depth < MAX_DEPTH {
                     self.walk_dir(&path, &shown, depth + 1)?;
                 }
             } else if self.filters.file_allowed(&entry.name) {
-                self.search_file(&path, &shown)?;
+                self.queue(path, shown, node)?;
             }
             if self.done {
                 break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a file of the walk, searching the queue once it is full.
+    fn queue(&mut self, path: VPath, display: String, node: Node) -> Result<(), Abort> {
+        self.pending_bytes += node.size;
+        self.pending.push(Pending {
+            path,
+            display,
+            node,
+        });
+        if self.pending.len() >= BATCH_FILES || self.pending_bytes >= BATCH_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Searches the queued files, in order, reading them all at once.
+    fn flush(&mut self) -> Result<(), Abort> {
+        let batch = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        if batch.is_empty() || self.done {
+            return Ok(());
+        }
+        let nodes: Vec<Node> = batch.iter().map(|file| file.node.clone()).collect();
+        match self.ctx.fs.read_many(&nodes) {
+            Ok(contents) => {
+                for (file, bytes) in batch.iter().zip(contents) {
+                    self.search_buffer(&file.display, &bytes)?;
+                    if self.done {
+                        break;
+                    }
+                }
+            }
+            // One by one, for each file's own error.
+            Err(_) => {
+                for file in &batch {
+                    self.search_file(&file.path, &file.display)?;
+                    if self.done {
+                        break;
+                    }
+                }
             }
         }
         Ok(())

@@ -328,3 +328,125 @@ fn comparison_fixtures() {
     println!("grep fixtures: {passed}/{total}");
     assert_eq!(failures, Vec::<String>::new());
 }
+
+/// Recursion reads files in batches: order, names, counts and early exits
+/// must be those of reading them one by one, across batch boundaries.
+#[test]
+fn recursion_over_many_files_keeps_order() {
+    let db = db();
+    let mut tree: Vec<(String, String)> = Vec::new();
+    let mut expected = String::new();
+    let mut counts = String::new();
+    for d in 0..3 {
+        for f in 0..300 {
+            let path = format!("/w/d{d}/f{f:03}");
+            let hit = f % 7 == 0;
+            let content = if hit {
+                format!("x\nneedle {d} {f}\n")
+            } else {
+                format!("x {d} {f}\n")
+            };
+            if hit {
+                expected.push_str(&format!("w/d{d}/f{f:03}:2:needle {d} {f}\n"));
+            }
+            counts.push_str(&format!("w/d{d}/f{f:03}:{}\n", u8::from(hit)));
+            tree.push((path, content));
+        }
+    }
+    // A file of several chunks, between two directories of small files.
+    let big = format!("{}needle big\n", "y\n".repeat(600_000));
+    tree.push(("/w/d1z".to_string(), big));
+    let refs: Vec<(&str, &str)> = tree.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    files(&db, &refs);
+    let d1_end = expected.find("w/d2/").unwrap();
+    expected.insert_str(d1_end, "w/d1z:600001:needle big\n");
+    let c1_end = counts.find("w/d2/").unwrap();
+    counts.insert_str(c1_end, "w/d1z:1\n");
+
+    let r = run(&db, &["grep", "-rn", "needle", "w"], "");
+    assert_eq!(
+        (r.stdout.as_str(), r.stderr.as_str(), r.status),
+        (expected.as_str(), "", 0)
+    );
+    assert_eq!(run(&db, &["grep", "-rc", "needle", "w"], "").stdout, counts);
+    let r = run(&db, &["grep", "-rq", "needle", "w"], "");
+    assert_eq!((r.stdout.as_str(), r.status), ("", 0));
+    let listed = run(&db, &["grep", "-rl", "needle", "w"], "").stdout;
+    assert_eq!(listed.lines().count(), 3 * 43 + 1);
+    assert!(listed.starts_with("w/d0/f000\nw/d0/f007\n"));
+}
+
+/// Symlinks under -R: followed to their file, or reported where met.
+#[test]
+fn recursion_follows_symlinks_to_files() {
+    let db = db();
+    files(&db, &[("/w/a", "needle a\n"), ("/w/c", "needle c\n")]);
+    let vfs = stead_vfs::Vfs::new(&db, 0);
+    let p = |s: &str| stead_vfs::VPath::parse(s).unwrap();
+    vfs.symlink("/nowhere", &p("/w/b")).unwrap();
+    vfs.symlink("/w/a", &p("/w/b2")).unwrap();
+    let r = run(&db, &["grep", "-R", "needle", "w"], "");
+    assert_eq!(r.stdout, "w/a:needle a\nw/b2:needle a\nw/c:needle c\n");
+    assert_eq!(r.stderr, "grep: w/b: No such file or directory\n");
+    assert_eq!(r.status, 2);
+}
+
+/// Counts the SQL statements run through it.
+struct Counting<'a> {
+    db: &'a stead_sql::SqliteDb,
+    statements: std::cell::Cell<usize>,
+}
+
+impl stead_sql::Sql for Counting<'_> {
+    fn query(
+        &self,
+        statement: &str,
+        params: &[stead_sql::Param<'_>],
+    ) -> Result<Vec<stead_sql::Row>, stead_sql::SqlError> {
+        self.statements.set(self.statements.get() + 1);
+        self.db.query(statement, params)
+    }
+
+    fn transaction<T, E>(&self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<stead_sql::SqlError>,
+    {
+        self.db.transaction(body)
+    }
+}
+
+/// `grep -r` reads the files of a walk in batches: a few statements per
+/// directory, not some per file.
+#[test]
+fn recursion_reads_files_in_batches() {
+    use crate::fs::Fs;
+    use crate::utils::testing::FixedClock;
+
+    let db = db();
+    let tree: Vec<(String, String)> = (0..500)
+        .map(|i| (format!("/w/d{}/f{i:03}", i % 5), format!("line {i}\n")))
+        .collect();
+    let refs: Vec<(&str, &str)> = tree.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    files(&db, &refs);
+    let counting = Counting {
+        db: &db,
+        statements: Default::default(),
+    };
+    let vfs = stead_vfs::Vfs::new(&counting, 0);
+    let fs: &dyn Fs = &vfs;
+    let request = crate::ExecRequest {
+        command: "grep -rn 'line 4.7$' w".to_string(),
+        cwd: stead_vfs::VPath::root(),
+        env: Default::default(),
+        stdin: Vec::new(),
+        limits: Default::default(),
+    };
+    let out = crate::exec(fs, &FixedClock, request);
+    let expected: String = (0..10)
+        .map(|t| format!("w/d{}/f4{t}7:1:line 4{t}7\n", (7 + t * 10) % 5))
+        .collect();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+    let statements = counting.statements.get();
+    eprintln!("grep -rn over 500 files: {statements} statements");
+    assert!(statements < 50, "{statements} statements");
+}
