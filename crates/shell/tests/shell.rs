@@ -350,3 +350,69 @@ fn a_writer_into_a_full_pipe_stops_like_sigpipe() {
     assert_eq!(r.limit, None);
     assert_eq!(r.exit_code, 0);
 }
+
+#[test]
+fn namerefs_follow_declare_n_targets() {
+    check(
+        "show() { local -n arr=$1; echo \"${arr[$2]}\"; arr[1]=Z; }\n\
+         a=(x y z); show a 2; echo \"${a[@]}\"",
+        "z\nx Z z\n",
+    );
+    check(
+        "x=1; declare -n r=x; r=2; echo $x ${!r}; unset r; echo \"x=${x-unset}\"",
+        "2 x\nx=unset\n",
+    );
+    check("declare -n c1=c2; declare -n c2=c1; echo \"c=$c1\"", "c=\n");
+    check(
+        "declare -A A=([k]=v); key=k; declare -n e='A[$key]'; e=w; echo \"${A[k]}\"",
+        "w\n",
+    );
+    check("set -- one; p=1; declare -n p; echo \"p=$p\"", "p=1\n");
+    check(
+        "declare -n q; y=Y; q=y; echo \"q=$q\"; declare -p q",
+        "q=Y\ndeclare -n q=\"y\"\n",
+    );
+}
+
+#[test]
+fn array_literal_keys_append_and_evaluate_in_order() {
+    check(
+        "a=([0]=1+2+3 [a[0]]=10 [a[6]]=hello); echo \"${!a[@]} ${a[@]}\"",
+        "0 6 10 1+2+3 10 hello\n",
+    );
+    check("b=([0]=1 [0]+=2); b+=([0]+=:3); echo \"${b[@]}\"", "12:3\n");
+    check("declare -ia n=([0]=1 [0]+=2); echo \"${n[@]}\"", "3\n");
+    check(
+        "declare -A c=([x]=1 [x]+=2 [\"a b\"]=3); c+=([x]+=4); echo \"${c[x]} ${c[a b]}\"",
+        "24 3\n",
+    );
+}
+
+#[test]
+fn globignore_filters_pathname_expansion() {
+    check(
+        "mkdir -p /g/sub; cd /g; touch a.txt b.md .env sub/c.txt\n\
+         GLOBIGNORE='*.txt:[[:digit:]]*'; echo * sub/*\n\
+         GLOBIGNORE='*'; echo *\n\
+         unset GLOBIGNORE; echo *",
+        ".env b.md sub sub/c.txt\n*\na.txt b.md sub\n",
+    );
+}
+
+#[test]
+fn set_a_exports_assigned_variables() {
+    check(
+        "set -a; X=1; f() { local L=2; declare -p L; }; f; declare -p X\n\
+         set +a; Y=2; declare -p Y; set -o allexport; echo $-",
+        "declare -x L=\"2\"\ndeclare -x X=\"1\"\ndeclare -- Y=\"2\"\nahB\n",
+    );
+}
+
+#[test]
+fn indirect_array_expansion_with_operators() {
+    check(
+        "b=(v1); v1=value; echo \"${!b[@]#?}\"; c=(a3[@]); a3=(1 2 3); echo \"[${!c[@]#?}]\"\n\
+         d=(); echo \"[${!d[@]#?}]\"; a=(x y); (echo \"${!a[@]-d}\") 2>/dev/null; echo s=$?",
+        "alue\n[  ]\n[]\ns=1\n",
+    );
+}

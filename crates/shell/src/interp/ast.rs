@@ -45,6 +45,10 @@ pub struct Function {
     pub body: Command,
 }
 
+/// An array literal element: the `[k]` word with whether it is `[k]+=v`,
+/// and the value.
+pub type ArrayElem = (Option<(Word, bool)>, Word);
+
 #[derive(Debug, Clone)]
 pub struct Assign {
     pub name: String,
@@ -57,7 +61,8 @@ pub struct Assign {
 pub enum AssignValue {
     Scalar(Word),
     /// `(a b [k]=v)`
-    Array(Vec<(Option<Word>, Word)>),
+    /// Elements; a keyed one carries its `[k]` word and whether it is `[k]+=v`.
+    Array(Vec<ArrayElem>),
 }
 
 #[derive(Debug, Clone)]

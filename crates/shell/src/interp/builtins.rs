@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use stead_vfs::{Kind, VPath};
 
 use super::expand::attr_letters;
-use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, READONLY, UPPER};
+use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
 use super::{parse, printf, Fd, Flow, Shell, R};
 use crate::limits::Abort;
 use crate::utils;
@@ -283,6 +283,7 @@ fn escape_dq(s: &str) -> String {
 
 fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut funcs = false;
+    let mut no_deref = false;
     let mut status = 0;
     for a in &args[1..] {
         match a.as_str() {
@@ -290,9 +291,20 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
                 funcs = true;
                 continue;
             }
-            "-v" | "-n" => continue,
+            "-n" => {
+                no_deref = true;
+                continue;
+            }
+            "-v" => continue,
             _ => {}
         }
+        let resolved;
+        let a = if no_deref || !sh.is_nameref(a) {
+            a
+        } else {
+            resolved = sh.resolve_ref(a).unwrap_or_else(|| a.clone());
+            &resolved
+        };
         if funcs {
             sh.st.funcs.remove(a);
             continue;
@@ -376,6 +388,7 @@ fn parse_decl_opts(args: &[String]) -> (DeclOpts, Vec<String>) {
                     'i' => INTEGER,
                     'l' => LOWER,
                     'u' => UPPER,
+                    'n' => NAMEREF,
                     'a' => {
                         o.indexed = true;
                         0
@@ -484,7 +497,11 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
             };
         }
         var.attrs = (var.attrs | (o.attrs_on & !READONLY)) & !o.attrs_off;
-        if let Some((v, append)) = value {
+        if o.attrs_on & NAMEREF != 0 && name == base {
+            if let Some((v, false)) = value {
+                var.value = Value::Str(v.to_string());
+            }
+        } else if let Some((v, append)) = value {
             let v = v.to_string();
             if append {
                 let old = sh.get_scalar(name).unwrap_or_default();
@@ -1337,11 +1354,12 @@ pub fn set_flag(sh: &mut Shell, c: char, on: bool) -> bool {
     let o = &mut sh.st.opts;
     match c {
         'e' => o.errexit = on,
+        'a' => o.allexport = on,
         'u' => o.nounset = on,
         'x' => o.xtrace = on,
         'f' => o.noglob = on,
         'C' => o.noclobber = on,
-        'h' | 'B' | 'H' | 'm' | 'v' | 'b' | 'a' | 'n' | 'T' | 'E' | 'P' | 'k' | 't' => {}
+        'h' | 'B' | 'H' | 'm' | 'v' | 'b' | 'n' | 'T' | 'E' | 'P' | 'k' | 't' => {}
         _ => return false,
     }
     true
@@ -1350,6 +1368,7 @@ pub fn set_flag(sh: &mut Shell, c: char, on: bool) -> bool {
 fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
     let flag = match name {
         "errexit" => 'e',
+        "allexport" => 'a',
         "nounset" => 'u',
         "xtrace" => 'x',
         "noglob" => 'f',
@@ -1371,7 +1390,6 @@ fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
                     | "history"
                     | "errtrace"
                     | "functrace"
-                    | "allexport"
                     | "verbose"
                     | "noexec"
                     | "notify"
@@ -1425,6 +1443,7 @@ fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
                         let o = sh.st.opts.clone();
                         let mut text = String::new();
                         for (n, v) in [
+                            ("allexport", o.allexport),
                             ("errexit", o.errexit),
                             ("noclobber", o.noclobber),
                             ("noglob", o.noglob),

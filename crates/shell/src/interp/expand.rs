@@ -6,7 +6,7 @@
 //! escaped, so that `"*"` stays literal while `*` globs.
 
 use super::ast::*;
-use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, READONLY, UPPER};
+use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
 use super::{pattern, printf, Fd, Shell, R};
 
 #[derive(Default)]
@@ -246,6 +246,19 @@ impl Shell<'_> {
     }
 
     fn expand_param(&mut self, p: &Param, quoted: bool, f: &mut Fields) -> R<()> {
+        if p.indirect
+            && p.sub.is_none()
+            && matches!(p.op, ParamOp::None)
+            && self.is_nameref(&p.name)
+        {
+            // `${!ref}` of a nameref is the name it refers to.
+            if let Some(Value::Str(t)) = self.st.vars.get(&p.name).map(|v| v.value.clone()) {
+                push_value(f, &t, quoted);
+            } else if quoted {
+                f.push("", true);
+            }
+            return Ok(());
+        }
         let (name, sub) = if p.indirect {
             self.indirect_target(p)?
         } else {
@@ -318,7 +331,16 @@ impl Shell<'_> {
                 let key = self.subscript_key(&p.name, &text)?;
                 self.get_element(&p.name, &key)
             }
-            _ => self.get_scalar(&p.name),
+            // `${!a[@]op}`: the array's elements, joined, name the target.
+            Some(Subscript::All(_)) => match self.get_all(&p.name) {
+                Some(vals) if vals.is_empty() => return Ok((String::new(), None)),
+                Some(vals) => Some(vals.join(" ")),
+                None => {
+                    let msg = format!("{}[@]: invalid indirect expansion", p.name);
+                    return Err(self.fatal(&msg));
+                }
+            },
+            None => self.get_scalar(&p.name),
         };
         let Some(target) = target else {
             if self.st.opts.nounset {
@@ -558,6 +580,7 @@ pub fn attr_letters(var: Option<&Var>) -> String {
     for (bit, c) in [
         (INTEGER, 'i'),
         (LOWER, 'l'),
+        (NAMEREF, 'n'),
         (READONLY, 'r'),
         (UPPER, 'u'),
         (EXPORT, 'x'),

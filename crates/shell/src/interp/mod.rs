@@ -66,6 +66,7 @@ pub type R<T> = Result<T, Flow>;
 #[derive(Debug, Clone, Default)]
 pub struct Opts {
     pub errexit: bool,
+    pub allexport: bool,
     pub nounset: bool,
     pub xtrace: bool,
     pub pipefail: bool,

@@ -917,7 +917,7 @@ impl Parser {
         }))
     }
 
-    fn array_elems(&mut self) -> PResult<Vec<(Option<Word>, Word)>> {
+    fn array_elems(&mut self) -> PResult<Vec<ArrayElem>> {
         let mut elems = Vec::new();
         loop {
             self.skip_space_nl()?;
@@ -931,12 +931,14 @@ impl Parser {
             }
             if self.peek() == Some('[') {
                 let save = self.pos;
-                if let Some(close) = self.src[self.pos..].iter().position(|&c| c == ']') {
-                    if self.src.get(self.pos + close + 1) == Some(&'=') {
+                if let Some(close) = self.matching_bracket(self.pos) {
+                    let append = self.src.get(self.pos + close + 1) == Some(&'+');
+                    let eq = self.pos + close + 1 + usize::from(append);
+                    if self.src.get(eq) == Some(&'=') {
                         let text: String =
                             self.src[self.pos + 1..self.pos + close].iter().collect();
-                        self.pos += close + 2;
-                        let key = Parser::index_word(&text)?;
+                        self.pos = eq + 1;
+                        let key = (Parser::index_word(&text)?, append);
                         let value = match self.peek() {
                             Some(c) if is_meta(c) => Word::default(),
                             None => Word::default(),
@@ -953,6 +955,24 @@ impl Parser {
                 elems.push((None, w));
             }
         }
+    }
+
+    /// Offset from `start` (a `[`) of the `]` closing it, nesting counted.
+    fn matching_bracket(&self, start: usize) -> Option<usize> {
+        let mut depth = 0usize;
+        for (i, &c) in self.src[start..].iter().enumerate() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
     }
 
     fn try_redir(&mut self) -> PResult<Option<Redir>> {

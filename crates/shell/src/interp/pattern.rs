@@ -363,7 +363,20 @@ impl Shell<'_> {
         };
         let mut results = Vec::new();
         let mut budget = 100_000u32;
+        let ignore = self.get_scalar("GLOBIGNORE").unwrap_or_default();
+        // A non-empty GLOBIGNORE turns on dotglob while it is set.
+        let dotglob = self.st.opts.dotglob;
+        self.st.opts.dotglob |= !ignore.is_empty();
         self.glob_walk(&base, &prefix, &comps, &mut results, &mut budget);
+        self.st.opts.dotglob = dotglob;
+        if !ignore.is_empty() {
+            let pats = split_ignore(&ignore);
+            let ext = self.st.opts.extglob;
+            results.retain(|r| {
+                let name = r.rsplit('/').next().unwrap_or(r);
+                name != "." && name != ".." && !pats.iter().any(|p| path_matches(p, r, ext))
+            });
+        }
         if pat.ends_with('/') {
             results.retain(|r: &String| !r.is_empty());
             results = results.into_iter().map(|r| format!("{r}/")).collect();
@@ -480,4 +493,41 @@ impl Shell<'_> {
             }
         }
     }
+}
+
+/// GLOBIGNORE's patterns: split at `:` outside bracket expressions.
+fn split_ignore(list: &str) -> Vec<String> {
+    let mut pats = vec![String::new()];
+    let mut depth = 0usize;
+    let mut chars = list.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let cur = pats.last_mut().expect("non-empty");
+                cur.push(c);
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+                continue;
+            }
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            ':' if depth == 0 => {
+                pats.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        pats.last_mut().expect("non-empty").push(c);
+    }
+    pats.retain(|p| !p.is_empty());
+    pats
+}
+
+/// Matches a pathname against a pattern one `/`-separated component at a
+/// time, so `*` does not cross a slash.
+fn path_matches(pat: &str, path: &str, ext: bool) -> bool {
+    let pc: Vec<&str> = pat.split('/').collect();
+    let tc: Vec<&str> = path.split('/').collect();
+    pc.len() == tc.len() && pc.iter().zip(&tc).all(|(p, t)| matches(p, t, ext, false))
 }

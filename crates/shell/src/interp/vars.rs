@@ -12,6 +12,7 @@ pub const READONLY: u8 = 2;
 pub const INTEGER: u8 = 4;
 pub const LOWER: u8 = 8;
 pub const UPPER: u8 = 16;
+pub const NAMEREF: u8 = 32;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -66,6 +67,38 @@ impl Var {
 }
 
 impl Shell<'_> {
+    /// Follows `declare -n` references from `name` to the variable they
+    /// name. A nameref without a target resolves to itself; `None` on a
+    /// reference cycle.
+    pub fn resolve_ref(&self, name: &str) -> Option<String> {
+        let mut cur = name.to_string();
+        for _ in 0..32 {
+            match self.st.vars.get(&cur) {
+                Some(Var {
+                    value: Value::Str(t),
+                    attrs,
+                }) if attrs & NAMEREF != 0 && ref_target_ok(t) => cur = t.clone(),
+                _ => return Some(cur),
+            }
+        }
+        None
+    }
+
+    /// `name` with namerefs resolved (a cycle resolves to an unset name).
+    fn target(&self, name: &str) -> String {
+        match self.st.vars.get(name) {
+            Some(v) if v.attrs & NAMEREF != 0 => self.resolve_ref(name).unwrap_or_default(),
+            _ => name.to_string(),
+        }
+    }
+
+    pub fn is_nameref(&self, name: &str) -> bool {
+        self.st
+            .vars
+            .get(name)
+            .is_some_and(|v| v.attrs & NAMEREF != 0)
+    }
+
     /// A parameter's value; `None` when unset.
     pub fn get_scalar(&mut self, name: &str) -> Option<String> {
         let first = name.as_bytes().first().copied().unwrap_or(b' ');
@@ -73,7 +106,21 @@ impl Shell<'_> {
             return self.special(name);
         }
         if let Some(v) = self.st.vars.get(name) {
-            return v.scalar();
+            if v.attrs & NAMEREF == 0 {
+                return v.scalar();
+            }
+            let t = self.target(name);
+            if t == name {
+                return self.st.vars.get(name).and_then(|v| v.scalar());
+            }
+            if let Some((base, rest)) = t.split_once('[') {
+                let key = self.ref_key(base, rest).ok()?;
+                return self.get_element(base, &key);
+            }
+            if t.is_empty() {
+                return None;
+            }
+            return self.get_scalar(&t);
         }
         match name {
             "_" => Some(self.last_arg.clone()),
@@ -98,7 +145,11 @@ impl Shell<'_> {
             "$" => "4242".into(),
             "!" => return None,
             "-" => {
-                let mut f = String::from("h");
+                let mut f = String::new();
+                if self.st.opts.allexport {
+                    f.push('a');
+                }
+                f.push('h');
                 if self.st.opts.errexit {
                     f.push('e');
                 }
@@ -140,7 +191,7 @@ impl Shell<'_> {
 
     pub fn is_assoc(&self, name: &str) -> bool {
         matches!(
-            self.st.vars.get(name),
+            self.st.vars.get(&self.target(name)),
             Some(Var {
                 value: Value::Assoc(_),
                 ..
@@ -160,6 +211,16 @@ impl Shell<'_> {
             }
             _ => {}
         }
+        if self.is_nameref(name) {
+            let t = self.target(name);
+            if t != name {
+                return if t.is_empty() || t.contains('[') {
+                    self.get_scalar(name).map(|s| vec![s])
+                } else {
+                    self.get_all(&t)
+                };
+            }
+        }
         match self.st.vars.get(name) {
             Some(v) if v.value != Value::Unset => Some(v.values()),
             Some(_) => None,
@@ -173,7 +234,12 @@ impl Shell<'_> {
                 .map(|i| i.to_string())
                 .collect();
         }
-        self.st.vars.get(name).map(|v| v.keys()).unwrap_or_default()
+        let name = self.target(name);
+        self.st
+            .vars
+            .get(&name)
+            .map(|v| v.keys())
+            .unwrap_or_default()
     }
 
     /// One element; `key` is already evaluated (an index for indexed arrays).
@@ -186,7 +252,8 @@ impl Shell<'_> {
             let i: usize = key.parse().ok()?;
             return self.st.func_names.iter().rev().nth(i).cloned();
         }
-        let var = self.st.vars.get(name)?;
+        let name = self.target(name);
+        let var = self.st.vars.get(&name)?;
         match &var.value {
             Value::Unset => None,
             Value::Str(s) => (key == "0").then(|| s.clone()),
@@ -229,8 +296,18 @@ impl Shell<'_> {
     }
 
     pub fn set_scalar(&mut self, name: &str, value: String) -> R<()> {
+        if self.is_nameref(name) {
+            let t = self.deref_for_write(name)?;
+            if let Some((base, rest)) = t.split_once('[') {
+                let key = self.ref_key(base, rest)?;
+                return self.set_element(base, &key, value);
+            }
+            if t != name {
+                return self.set_scalar(&t, value);
+            }
+        }
         if let Some(var) = self.st.vars.get_mut(name) {
-            if var.attrs == 0 {
+            if var.attrs == 0 && !self.st.opts.allexport {
                 if let Value::Str(s) = &mut var.value {
                     *s = value;
                     return Ok(());
@@ -253,10 +330,40 @@ impl Shell<'_> {
                 self.st.vars.insert(name.to_string(), Var::new(value));
             }
         }
+        self.auto_export(name);
         Ok(())
     }
 
+    /// `set -a`: every variable assigned is exported.
+    fn auto_export(&mut self, name: &str) {
+        if self.st.opts.allexport {
+            if let Some(v) = self.st.vars.get_mut(name) {
+                v.attrs |= EXPORT;
+            }
+        }
+    }
+
+    /// The key of a nameref target `base[rest`, expanded as a subscript.
+    fn ref_key(&mut self, base: &str, rest: &str) -> R<String> {
+        let raw = rest.strip_suffix(']').unwrap_or(rest);
+        let word = super::parse::Parser::index_word(raw).map_err(|m| self.fatal(&m))?;
+        let text = self.expand_single(&word)?;
+        self.subscript_key(base, &text)
+    }
+
+    /// The variable a write to `name` lands on; errors on a cycle.
+    fn deref_for_write(&mut self, name: &str) -> R<String> {
+        match self.resolve_ref(name) {
+            Some(t) => Ok(t),
+            None => {
+                self.err_line(&format!("warning: {name}: circular name reference"))?;
+                Err(Flow::Fail(1))
+            }
+        }
+    }
+
     pub fn set_element(&mut self, name: &str, key: &str, value: String) -> R<()> {
+        let name = &self.deref_for_write(name)?;
         self.check_writable(name)?;
         let value = self.transform_value(name, value)?;
         let var = self.st.vars.entry(name.to_string()).or_insert(Var {
@@ -285,10 +392,12 @@ impl Shell<'_> {
                 *other = Value::Indexed(m);
             }
         }
+        self.auto_export(name);
         Ok(())
     }
 
     pub fn unset_var(&mut self, name: &str) -> R<bool> {
+        let name = &self.target(name);
         self.check_writable(name)?;
         Ok(self.st.vars.remove(name).is_some())
     }
@@ -323,6 +432,14 @@ impl Shell<'_> {
 
     /// Performs an assignment word (`x=1`, `a[i]+=v`, `a=(1 2)`).
     pub fn assign(&mut self, a: &Assign) -> R<()> {
+        if self.is_nameref(&a.name) {
+            let t = self.deref_for_write(&a.name)?;
+            if t != a.name && !t.contains('[') {
+                let mut a = a.clone();
+                a.name = t;
+                return self.assign(&a);
+            }
+        }
         match &a.value {
             AssignValue::Scalar(w) => {
                 let value = self.expand_assign_value(w)?;
@@ -364,21 +481,17 @@ impl Shell<'_> {
         }
     }
 
-    fn assign_array(
-        &mut self,
-        name: &str,
-        elems: &[(Option<super::ast::Word>, super::ast::Word)],
-        append: bool,
-    ) -> R<()> {
+    fn assign_array(&mut self, name: &str, elems: &[super::ast::ArrayElem], append: bool) -> R<()> {
         self.check_writable(name)?;
         let assoc = self.is_assoc(name);
+        // Every value is expanded before the array changes.
         let mut values = Vec::new();
         for (key, value) in elems {
             match key {
-                Some(k) => {
+                Some((k, add)) => {
                     let k = self.expand_single(k)?;
                     let v = self.expand_assign_value(value)?;
-                    values.push((Some(k), v));
+                    values.push((Some((k, *add)), v));
                 }
                 None if assoc => {
                     let v = self.expand_assign_value(value)?;
@@ -406,7 +519,14 @@ impl Shell<'_> {
             let mut pending_key: Option<String> = None;
             for (k, v) in values {
                 match k {
-                    Some(k) => {
+                    // bash builds a fresh table unless appending, so `[k]+=`
+                    // then extends the variable's value from before.
+                    Some((k, true)) if append => m.entry(k).or_default().push_str(&v),
+                    Some((k, true)) => {
+                        let old = self.get_element(name, &k).unwrap_or_default();
+                        m.insert(k, old + &v);
+                    }
+                    Some((k, false)) => {
                         m.insert(k, v);
                     }
                     None => match pending_key.take() {
@@ -427,9 +547,10 @@ impl Shell<'_> {
                     attrs,
                 },
             );
+            self.auto_export(name);
             return Ok(());
         }
-        let mut m = match (append, self.st.vars.get(name)) {
+        let m = match (append, self.st.vars.get(name)) {
             (
                 true,
                 Some(Var {
@@ -447,22 +568,6 @@ impl Shell<'_> {
             _ => BTreeMap::new(),
         };
         let mut next = m.keys().next_back().map_or(0, |k| k + 1);
-        for (k, v) in values {
-            let i = match k {
-                Some(k) => {
-                    let key = self.subscript_key(name, &k)?;
-                    key.parse().unwrap_or(0)
-                }
-                None => next,
-            };
-            let v = if attrs & INTEGER != 0 {
-                self.arith_value(&v)?.to_string()
-            } else {
-                v
-            };
-            m.insert(i, v);
-            next = i + 1;
-        }
         self.st.vars.insert(
             name.to_string(),
             Var {
@@ -470,6 +575,46 @@ impl Shell<'_> {
                 attrs,
             },
         );
+        // Each `[k]` is evaluated after the elements before it are stored.
+        for (k, v) in values {
+            let (i, add) = match k {
+                Some((k, add)) => {
+                    let key = self.subscript_key(name, &k)?;
+                    (key.parse().unwrap_or(0), add)
+                }
+                None => (next, false),
+            };
+            let old = match add {
+                true => self.get_element(name, &i.to_string()),
+                false => None,
+            };
+            let v = if attrs & INTEGER != 0 {
+                let old = match old {
+                    Some(o) => self.arith_value(&o)?,
+                    None => 0,
+                };
+                (old + self.arith_value(&v)?).to_string()
+            } else {
+                old.unwrap_or_default() + &v
+            };
+            if let Some(Var {
+                value: Value::Indexed(m),
+                ..
+            }) = self.st.vars.get_mut(name)
+            {
+                m.insert(i, v);
+            }
+            next = i + 1;
+        }
+        self.auto_export(name);
         Ok(())
+    }
+}
+
+/// Whether a nameref value names a variable (`x`, `a[i]`) it can follow.
+fn ref_target_ok(t: &str) -> bool {
+    match t.split_once('[') {
+        Some((base, rest)) => super::parse::valid_name(base) && rest.ends_with(']'),
+        None => super::parse::valid_name(t),
     }
 }

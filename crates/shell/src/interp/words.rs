@@ -54,7 +54,7 @@ impl Parser {
     }
 
     /// An array subscript's text as a word: quotes removed, expansions kept.
-    pub(super) fn index_word(text: &str) -> PResult<Word> {
+    pub(crate) fn index_word(text: &str) -> PResult<Word> {
         let mut sub = Parser::new(&format!("{text}\u{0}"));
         sub.param_word(&['\u{0}'])
     }
