@@ -11,6 +11,7 @@
 //! `UTILITIES` table; [`lookup`] searches them all.
 
 mod awk;
+mod civil;
 mod files;
 mod jq;
 mod search;
