@@ -213,23 +213,26 @@ fn short_flags(
     program_file: &mut dyn FnMut(&mut Options) -> Result<(), UsageError>,
 ) -> Result<(), UsageError> {
     for c in flags.chars().skip(1) {
-        match c {
-            'r' => opts.raw_output = true,
-            'j' => {
-                opts.raw_output = true;
-                opts.join_output = true;
+        // Each short flag is a spelling of a long one: one table sets options.
+        let long = match c {
+            'r' => "--raw-output",
+            'j' => "--join-output",
+            'c' => "--compact-output",
+            'n' => "--null-input",
+            'R' => "--raw-input",
+            's' => "--slurp",
+            'e' => "--exit-status",
+            'S' => "--sort-keys",
+            'a' => "--ascii-output",
+            'C' => "--color-output",
+            'M' => "--monochrome-output",
+            'f' => {
+                program_file(opts)?;
+                continue;
             }
-            'c' => opts.compact = true,
-            'n' => opts.null_input = true,
-            'R' => opts.raw_input = true,
-            's' => opts.slurp = true,
-            'e' => opts.exit_status = true,
-            'S' => opts.sort_keys = true,
-            'a' => opts.ascii = true,
-            'C' | 'M' => {}
-            'f' => program_file(opts)?,
             _ => return Err(UsageError(format!("Unknown arguments: {flags}"))),
-        }
+        };
+        long_flag(opts, long)?;
     }
     Ok(())
 }
