@@ -11,22 +11,32 @@ use std::cell::Cell;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use stead_sql::{migrate, params, Sql, MIGRATIONS};
-use stead_vfs::{VPath, Vfs, WriteOptions, CHUNK_SIZE};
+use stead_vfs::{Limits, VPath, Vfs, WriteOptions, CHUNK_SIZE};
 use worker::{durable_object, DurableObject, Env, Headers, Request, Response, Result, State};
 
-use crate::api::{self, Action, ApiError, Route, MAX_JSON_BODY};
+use crate::api::auth::{self, Caller, Scope};
+use crate::api::exec::Plan;
+use crate::api::{self, audit, Action, ApiError, Route, MAX_JSON_BODY};
 use crate::body::BodyReader;
+use crate::computer;
 use crate::do_sql::DoSql;
 
 #[durable_object]
 pub struct Workspace {
     state: State,
+    env: Env,
     db: DoSql,
     /// Whether this instance has checked the schema (and migrated it).
     ready: Cell<bool>,
+    /// Whether this instance has set the alarm since it started.
+    armed: Cell<bool>,
+    /// Held while a command runs on the computer: one at a time.
+    computer_turn: futures::lock::Mutex<()>,
+    /// The workspace's quotas, read once per instance (and after a change).
+    limits: Cell<Option<Limits>>,
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     js_sys::Date::now() as i64
 }
 
@@ -52,37 +62,125 @@ pub fn error_response(error: &ApiError) -> Result<Response> {
 }
 
 impl DurableObject for Workspace {
-    fn new(state: State, _env: Env) -> Self {
+    fn new(state: State, env: Env) -> Self {
         let db = DoSql::new(&state).expect("Durable Object storage has SQL");
         Workspace {
             state,
+            env,
             db,
             ready: Cell::new(false),
+            armed: Cell::new(false),
+            computer_turn: futures::lock::Mutex::new(()),
+            limits: Cell::new(None),
         }
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
         let url = req.url()?;
+        let caller = Caller::from_headers(
+            req.headers().get(auth::ACTOR_HEADER)?.as_deref(),
+            req.headers().get(auth::SCOPES_HEADER)?.as_deref(),
+        );
         let outcome = match api::route(req.method().as_ref(), url.path()) {
-            Ok(Route::Agent { id, action }) => self.handle(&id, action, req).await,
-            Ok(Route::Health) => Err(ApiError::Internal(
-                "health is answered by the Worker".into(),
+            Ok(Route::Agent { id, action }) => self.handle(&id, action, req, &caller).await,
+            Ok(Route::Health | Route::MintToken) => Err(ApiError::Internal(
+                "this route is answered by the Worker".into(),
             )),
             Err(error) => Err(error),
         };
         outcome.or_else(|error| error_response(&error))
     }
+
+    async fn alarm(&self) -> Result<Response> {
+        crate::jobs::alarm(self).await
+    }
+
+    async fn websocket_message(
+        &self,
+        ws: worker::WebSocket,
+        message: worker::WebSocketIncomingMessage,
+    ) -> Result<()> {
+        crate::socket::message(self, ws, message).await;
+        Ok(())
+    }
+
+    async fn websocket_close(
+        &self,
+        ws: worker::WebSocket,
+        code: usize,
+        _reason: String,
+        _was_clean: bool,
+    ) -> Result<()> {
+        crate::socket::closed(ws, code);
+        Ok(())
+    }
+
+    async fn websocket_error(&self, _ws: worker::WebSocket, _error: worker::Error) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl Workspace {
+    /// Checks the caller's token is not revoked, runs the action, and
+    /// records it in the audit log if it changes anything.
     async fn handle(
         &self,
         id: &str,
         action: Action,
-        mut req: Request,
+        req: Request,
+        caller: &Caller,
     ) -> Result<Response, ApiError> {
-        let created = self.open(id, action.creates())?;
-        let vfs = Vfs::new(&self.db, now_ms());
+        if let Some(token) = caller.token_id() {
+            // An agent not created yet has no revocations to check.
+            if self.ready.get() || self.open(id, false).is_ok() {
+                if auth::is_revoked(&self.db, token).map_err(stead_vfs::VfsError::from)? {
+                    return Err(ApiError::TokenRevoked);
+                }
+            }
+        }
+        let audited = audit::action_name(&action);
+        let mut target = audit::route_target(&action);
+        let outcome = self.dispatch(id, action, req, caller, &mut target).await;
+        if let (Some(name), true) = (audited, self.ready.get()) {
+            let result = match &outcome {
+                Ok(_) => "ok",
+                Err(error) => error.code(),
+            };
+            let revision = self.vfs().revision().ok();
+            // The call has happened: failing to record it must not fail it.
+            let _ = audit::record(
+                &self.db,
+                now_ms(),
+                &caller.actor,
+                name,
+                target.as_deref(),
+                result,
+                revision,
+            );
+        }
+        outcome
+    }
+
+    async fn dispatch(
+        &self,
+        id: &str,
+        action: Action,
+        mut req: Request,
+        caller: &Caller,
+        target: &mut Option<String>,
+    ) -> Result<Response, ApiError> {
+        let created = match self.open(id, action.creates()) {
+            // A hook caller learns nothing about which agents exist.
+            Err(ApiError::AgentNotFound { .. }) if action.public() => {
+                return Err(stead_scheduler::SchedError::HookRefused.into())
+            }
+            opened => opened?,
+        };
+        if !self.armed.replace(true) {
+            crate::jobs::remember_agent(&self.db, id)?;
+            crate::jobs::arm(self).await?;
+        }
+        let vfs = self.vfs();
         let body = match action {
             Action::Create => {
                 return Ok(json_response(
@@ -96,18 +194,71 @@ impl Workspace {
             }
             Action::Delete => {
                 self.state.storage().delete_all().await?;
+                self.state.storage().delete_alarm().await?;
+                crate::socket::close_all(self);
                 self.ready.set(false);
+                self.armed.set(false);
                 json!({ "agent": id, "deleted": true })
             }
             Action::Ping => json!({ "agent": id }),
             Action::Tool(tool) => {
                 let body = read_body(&mut req, MAX_JSON_BODY).await?;
+                *target = audit::target_of(&body);
                 api::tools::call(&vfs, tool, &body)?
             }
             Action::Exec => {
                 let body = read_body(&mut req, MAX_JSON_BODY).await?;
-                api::exec::exec(&vfs, &JsClock, &body)?
+                *target = audit::target_of(&body);
+                if api::exec::needs_computer(&body) {
+                    caller.require(Scope::ExecComputer)?;
+                }
+                match crate::jobs::exec_or_detach(self, "api", body).await? {
+                    Ok(job) => {
+                        let job = json!({ "job": api::jobs::job_json(&job) });
+                        return Ok(json_response(202, &job)?);
+                    }
+                    Err(body) => self.exec(id, &body, &computer::Discard).await?,
+                }
             }
+            Action::Socket => return crate::socket::accept(self, id, &req),
+            Action::Audit => {
+                let (after, limit) = audit_page(&req.url()?)?;
+                let entries =
+                    audit::list(&self.db, after, limit).map_err(stead_vfs::VfsError::from)?;
+                json!({ "entries": entries })
+            }
+            Action::Settings => api::settings::get(&self.db)?,
+            Action::SettingsPut => {
+                let body = read_body(&mut req, MAX_JSON_BODY).await?;
+                let settings = api::settings::put(&self.db, &body)?;
+                self.limits.set(None);
+                settings
+            }
+            Action::RevokeToken => {
+                let body = read_body(&mut req, MAX_JSON_BODY).await?;
+                let request: auth::RevokeRequest = api::tools::decode(&body)?;
+                *target = Some(request.id.clone());
+                let now_s = now_ms() / 1000;
+                // Kept for the longest lifetime a token can have.
+                let exp = now_s + auth::MAX_TTL_SECONDS;
+                auth::revoke(&self.db, &request.id, exp, now_s)
+                    .map_err(stead_vfs::VfsError::from)?;
+                json!({ "revoked": request.id })
+            }
+            action @ (Action::Jobs
+            | Action::Job(_)
+            | Action::JobOutput(_)
+            | Action::JobCancel(_)
+            | Action::Schedules
+            | Action::ScheduleCreate
+            | Action::SchedulePut(_)
+            | Action::Schedule(_)
+            | Action::ScheduleDelete(_)
+            | Action::Hooks
+            | Action::HookPut(_)
+            | Action::Hook(_)
+            | Action::HookDelete(_)
+            | Action::HookCall(_)) => return crate::jobs::handle(self, id, action, &mut req).await,
             Action::Download(path) => return self.download(&VPath::parse(&path)?),
             Action::Upload(path) => {
                 let options = upload_options(&req.url()?)?;
@@ -115,12 +266,68 @@ impl Workspace {
                     .await?
             }
         };
+        crate::socket::notify_changes(self);
         Ok(json_response(200, &body)?)
+    }
+
+    /// The agent's database.
+    pub(crate) fn db(&self) -> &DoSql {
+        &self.db
+    }
+
+    /// A view of the workspace with its quotas, at the current time.
+    pub(crate) fn vfs(&self) -> Vfs<'_, DoSql> {
+        let limits = match self.limits.get() {
+            Some(limits) => limits,
+            None => {
+                let limits = api::settings::quotas(&self.db)
+                    .map(|q| q.limits())
+                    .unwrap_or_default();
+                self.limits.set(Some(limits));
+                limits
+            }
+        };
+        Vfs::new(&self.db, now_ms()).with_limits(limits)
+    }
+
+    /// The object's state (storage, alarm, WebSockets).
+    pub(crate) fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// Runs an exec request on the backend it asks for, passing output to
+    /// `sink` as it comes (the light shell's all at once, at the end).
+    pub async fn exec(
+        &self,
+        agent: &str,
+        body: &[u8],
+        sink: &dyn computer::OutputSink,
+    ) -> Result<Value, ApiError> {
+        match api::exec::plan(body)? {
+            Plan::Shell(request) => {
+                let result = api::exec::run_shell(&self.vfs(), &JsClock, request)?;
+                for (key, write) in [
+                    ("stdout", &(|d: &[u8]| sink.stdout(d)) as &dyn Fn(&[u8])),
+                    ("stderr", &|d: &[u8]| sink.stderr(d)),
+                ] {
+                    if let Some(text) = result[key].as_str().filter(|t| !t.is_empty()) {
+                        write(text.as_bytes());
+                    }
+                }
+                Ok(result)
+            }
+            Plan::Computer(command) => {
+                api::exec::check_cwd(&self.vfs(), &command.cwd)?;
+                let link = computer::Link::new(&self.env, agent)?;
+                let _turn = self.computer_turn.lock().await;
+                computer::run(&self.db, || self.vfs(), &link, command, sink).await
+            }
+        }
     }
 
     /// Makes sure the agent's schema is current. Returns whether this call
     /// created the agent; fails for an unknown agent unless `create`.
-    fn open(&self, id: &str, create: bool) -> Result<bool, ApiError> {
+    pub(crate) fn open(&self, id: &str, create: bool) -> Result<bool, ApiError> {
         if self.ready.get() {
             return Ok(false);
         }
@@ -137,14 +344,16 @@ impl Workspace {
         }
         migrate(&self.db, MIGRATIONS).map_err(|e| ApiError::Internal(e.to_string()))?;
         // No upload survives a restart of this object: drop what they staged.
-        Vfs::new(&self.db, now_ms()).abort_stale_uploads()?;
+        self.vfs().abort_stale_uploads()?;
+        // Nor does a job or schedule run: record them as cut off.
+        crate::jobs::recover(&self.db)?;
         self.ready.set(true);
         Ok(!exists)
     }
 
     /// Streams a file out, one chunk at a time.
     fn download(&self, path: &VPath) -> Result<Response, ApiError> {
-        let (node, chunks) = Vfs::new(&self.db, now_ms()).file_chunks(path)?;
+        let (node, chunks) = self.vfs().file_chunks(path)?;
         let db = self.db.clone();
         let path = path.clone();
         let body = futures::stream::iter(chunks).map(move |id| {
@@ -168,7 +377,7 @@ impl Workspace {
         options: WriteOptions,
         req: &mut Request,
     ) -> Result<Value, ApiError> {
-        let vfs = Vfs::new(&self.db, now_ms());
+        let vfs = self.vfs();
         let limit = vfs.limits().max_file_bytes;
         let upload = vfs.begin_upload(path, options)?;
         let staged = async {
@@ -205,9 +414,8 @@ impl Workspace {
             Ok::<u64, ApiError>(total)
         }
         .await;
-        let committed = staged.and_then(|total| {
-            Ok(Vfs::new(&self.db, now_ms()).commit_upload(upload, path, total, options)?)
-        });
+        let committed =
+            staged.and_then(|total| Ok(self.vfs().commit_upload(upload, path, total, options)?));
         match committed {
             Ok(written) => {
                 serde_json::to_value(written).map_err(|e| ApiError::Internal(e.to_string()))
@@ -218,6 +426,26 @@ impl Workspace {
             }
         }
     }
+}
+
+/// `after` and `limit` of an audit page, from the query string.
+fn audit_page(url: &worker::Url) -> Result<(i64, i64), ApiError> {
+    let (mut after, mut limit) = (0, audit::PAGE);
+    for (key, value) in url.query_pairs() {
+        let number = value
+            .parse::<i64>()
+            .map_err(|_| ApiError::InvalidRequest(format!("{key}={value:?} is not a number")))?;
+        match key.as_ref() {
+            "after" => after = number,
+            "limit" => limit = number,
+            other => {
+                return Err(ApiError::InvalidRequest(format!(
+                    "unknown query parameter {other:?}"
+                )))
+            }
+        }
+    }
+    Ok((after, limit))
 }
 
 /// Upload options from the query string: `mode=755`, `parents=false`.
@@ -250,7 +478,7 @@ fn upload_options(url: &worker::Url) -> Result<WriteOptions, ApiError> {
 }
 
 /// Reads a request body of at most `limit` bytes.
-async fn read_body(req: &mut Request, limit: usize) -> Result<Vec<u8>, ApiError> {
+pub(crate) async fn read_body(req: &mut Request, limit: usize) -> Result<Vec<u8>, ApiError> {
     let declared = req
         .headers()
         .get("content-length")?

@@ -83,7 +83,10 @@ fn exec_options_and_unknown_commands() {
                 "env": { "GREETING": "hi" }, "stdin": "from stdin\n" }),
     );
     assert_eq!(out["stdout"], "/work\nhi\nfrom stdin\n");
-    let out = exec(&agent, "cargo build");
+    let out = agent.ok(
+        "exec",
+        json!({ "command": "cargo build", "backend": "shell" }),
+    );
     assert_eq!(out["exit_code"], 127);
     let stderr = out["stderr"].as_str().unwrap();
     assert!(stderr.contains("cargo"), "{stderr}");

@@ -11,6 +11,7 @@
 //! Figures are reported against their aims, never asserted.
 
 mod agent;
+mod computer;
 mod gen;
 mod grep;
 mod large_file;
@@ -18,6 +19,7 @@ mod report;
 mod shell;
 mod small_files;
 mod stats;
+mod ws;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -30,9 +32,11 @@ use agent::Agent;
 use report::Report;
 use stats::MIB;
 
-const USAGE: &str = "usage: stead-bench [shell] [--quick] [--url http://host:port]
+const USAGE: &str = "usage: stead-bench [shell|computer] [--quick] [--url http://host:port]
   shell     agent scripts through stead's exec, just-bash and GNU bash
-            (without it: the file tools)
+  ws        200 WebSocket clients following a job's output (see bench/src/ws.rs)
+  computer  bytes and time the computer backend's sync costs
+            (without either: the file tools)
   --quick   small sizes, finishes in seconds (CI smoke test)
   --url     benchmark a running Worker instead of starting wrangler dev
             (token from STEAD_TOKEN, else the dev token)";
@@ -63,6 +67,7 @@ impl Sizes {
 
 struct Options {
     shell: bool,
+    computer: bool,
     quick: bool,
     url: Option<String>,
 }
@@ -70,6 +75,7 @@ struct Options {
 fn parse_args() -> Options {
     let mut options = Options {
         shell: false,
+        computer: false,
         quick: false,
         url: None,
     };
@@ -77,6 +83,7 @@ fn parse_args() -> Options {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "shell" => options.shell = true,
+            "computer" => options.computer = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
             "-h" | "--help" => {
@@ -139,9 +146,16 @@ fn print_and_save(report: &Report, name: &str) {
 }
 
 fn main() {
+    // `ws` (the WebSocket load check) takes options of its own.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("ws") {
+        return ws_main(&args[1..]);
+    }
     let options = parse_args();
     if options.shell {
         shell_main(&options);
+    } else if options.computer {
+        computer_main(&options);
     } else {
         files_main(&options);
     }
@@ -167,6 +181,53 @@ fn shell_main(options: &Options) {
     });
     let report = shell::run(options.quick, agent, target);
     print_and_save(&report, "shell.json");
+}
+
+/// The computer sync benchmark: 1,000 files / 50 MB (quick: 100 / 5 MB).
+fn computer_main(options: &Options) {
+    let (files, bytes) = if options.quick {
+        (100, 5_000_000)
+    } else {
+        (1000, 50_000_000)
+    };
+    let (_local, client) = match &options.url {
+        None => {
+            let local = start_local();
+            let client = local.runtime.client();
+            (Some(local), client)
+        }
+        Some(url) => (None, remote_client(url)),
+    };
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let agent = Agent::create(client, agent_id("bench-computer"));
+    let mode = if options.quick { "quick" } else { "full" };
+    let mut report = Report::new(
+        format!(
+            "stead-bench computer ({mode}) against {target}, agent {}",
+            agent.id()
+        ),
+        json!({ "mode": mode, "target": target, "files": files, "bytes": bytes,
+                "unix_time": unix_seconds() }),
+    );
+    computer::run(&agent, files, bytes, &mut report);
+    agent.delete();
+    print_and_save(&report, "computer.json");
+}
+
+/// The WebSocket load check (see `ws.rs`), on a local Worker unless
+/// `--url` names one.
+fn ws_main(args: &[String]) {
+    let url = args
+        .iter()
+        .position(|a| a == "--url")
+        .and_then(|i| args.get(i + 1));
+    let local = url.is_none().then(start_local);
+    let (base, client) = match (&local, url) {
+        (Some(local), _) => (local.runtime.base().to_string(), local.runtime.client()),
+        (None, Some(url)) => (url.trim_end_matches('/').to_string(), remote_client(url)),
+        (None, None) => unreachable!("a local runtime starts without --url"),
+    };
+    ws::run(args, &base, &client);
 }
 
 /// The file tools benchmark.

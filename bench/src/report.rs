@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 pub enum Unit {
     Millis,
     MibPerSec,
+    Bytes,
 }
 
 impl Unit {
@@ -16,6 +17,7 @@ impl Unit {
         match self {
             Unit::Millis => "ms",
             Unit::MibPerSec => "MiB/s",
+            Unit::Bytes => "B",
         }
     }
 
@@ -23,6 +25,7 @@ impl Unit {
         match self {
             Unit::Millis => format!("{value:.3} ms"),
             Unit::MibPerSec => format!("{value:.1} MiB/s"),
+            Unit::Bytes => format!("{value:.0} B"),
         }
     }
 }

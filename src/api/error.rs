@@ -2,7 +2,10 @@
 //! fitting HTTP status.
 
 use serde_json::{json, Value};
+use stead_scheduler::SchedError;
 use stead_vfs::VfsError;
+
+use crate::computer::ComputerError;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +20,12 @@ pub enum ApiError {
     BodyTooLarge { limit: usize },
     #[error("missing or invalid bearer token")]
     Unauthorized,
+    #[error("the token has expired")]
+    TokenExpired,
+    #[error("the token has been revoked")]
+    TokenRevoked,
+    #[error("not allowed: {reason}")]
+    Forbidden { reason: String },
     #[error("the server has no API token configured (set the API_TOKEN secret)")]
     NotConfigured,
     #[error("no route for {method} {path}")]
@@ -29,6 +38,12 @@ pub enum ApiError {
     AgentNotFound { id: String },
     #[error("changes after revision {since} have been pruned; resynchronise in full")]
     ChangesPruned { since: i64 },
+    #[error(transparent)]
+    Computer(#[from] ComputerError),
+    #[error(transparent)]
+    Sched(#[from] SchedError),
+    #[error("this route takes a WebSocket upgrade (Upgrade: websocket)")]
+    UpgradeRequired,
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -53,12 +68,20 @@ impl ApiError {
             ApiError::InvalidRequest(_) => "INVALID_REQUEST",
             ApiError::BodyTooLarge { .. } => "BODY_TOO_LARGE",
             ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::TokenExpired => "TOKEN_EXPIRED",
+            ApiError::TokenRevoked => "TOKEN_REVOKED",
+            ApiError::Forbidden { .. } => "FORBIDDEN",
             ApiError::NotConfigured => "NOT_CONFIGURED",
             ApiError::NoRoute { .. } => "NO_ROUTE",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::InvalidAgentId { .. } => "INVALID_AGENT_ID",
             ApiError::AgentNotFound { .. } => "AGENT_NOT_FOUND",
             ApiError::ChangesPruned { .. } => "CHANGES_PRUNED",
+            ApiError::Computer(ComputerError::Unavailable) => "COMPUTER_UNAVAILABLE",
+            ApiError::Computer(error) if error.is_busy() => "COMPUTER_BUSY",
+            ApiError::Computer(_) => "COMPUTER_FAILED",
+            ApiError::Sched(error) => error.code(),
+            ApiError::UpgradeRequired => "UPGRADE_REQUIRED",
             ApiError::Internal(_) => "INTERNAL",
         }
     }
@@ -71,6 +94,7 @@ impl ApiError {
                 "EEXIST" | "ENOTEMPTY" | "EISDIR" | "ENOTDIR" | "EBUSY" => 409,
                 "EACCES" => 403,
                 "EFBIG" => 413,
+                "ENOSPC" => 507,
                 "EIO" => 500,
                 code if code.starts_with("EDIT_") => 422,
                 _ => 400,
@@ -79,11 +103,17 @@ impl ApiError {
             | ApiError::InvalidRequest(_)
             | ApiError::InvalidAgentId { .. } => 400,
             ApiError::BodyTooLarge { .. } => 413,
-            ApiError::Unauthorized => 401,
+            ApiError::Unauthorized | ApiError::TokenExpired | ApiError::TokenRevoked => 401,
+            ApiError::Forbidden { .. } => 403,
             ApiError::NotConfigured => 503,
             ApiError::NoRoute { .. } | ApiError::AgentNotFound { .. } => 404,
             ApiError::MethodNotAllowed { .. } => 405,
             ApiError::ChangesPruned { .. } => 410,
+            ApiError::Computer(ComputerError::Unavailable) => 503,
+            ApiError::Computer(error) if error.is_busy() => 409,
+            ApiError::Computer(_) => 502,
+            ApiError::Sched(error) => error.status(),
+            ApiError::UpgradeRequired => 426,
             ApiError::Internal(_) => 500,
         }
     }

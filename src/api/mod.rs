@@ -3,8 +3,13 @@
 //! host; `crate::workspace` and `crate::lib` only move bytes between these
 //! functions and the platform.
 
+pub mod audit;
+pub mod auth;
 mod error;
 pub mod exec;
+pub mod jobs;
+pub mod settings;
+pub mod socket;
 pub mod tools;
 
 pub use error::ApiError;
@@ -18,6 +23,8 @@ pub const MAX_JSON_BODY: usize = 16 << 20;
 pub enum Route {
     /// `GET /health`: the only route without a credential.
     Health,
+    /// `POST /tokens`: mint an agent token (admin token only).
+    MintToken,
     /// A route on one agent.
     Agent { id: String, action: Action },
 }
@@ -41,12 +48,67 @@ pub enum Action {
     Download(String),
     /// `PUT /agents/{id}/files/{path}`: stream a file in.
     Upload(String),
+    /// `GET /agents/{id}/jobs`: the newest jobs.
+    Jobs,
+    /// `GET /agents/{id}/jobs/{job}`: one job.
+    Job(i64),
+    /// `GET /agents/{id}/jobs/{job}/output?from=<offset>`: a job's output.
+    JobOutput(i64),
+    /// `POST /agents/{id}/jobs/{job}/cancel`.
+    JobCancel(i64),
+    /// `GET /agents/{id}/schedules`.
+    Schedules,
+    /// `POST /agents/{id}/schedules`: create (id from the body or generated).
+    ScheduleCreate,
+    /// `PUT /agents/{id}/schedules/{name}`: create or replace.
+    SchedulePut(String),
+    /// `GET /agents/{id}/schedules/{name}`: the schedule and its runs.
+    Schedule(String),
+    /// `DELETE /agents/{id}/schedules/{name}`.
+    ScheduleDelete(String),
+    /// `GET /agents/{id}/hooks`.
+    Hooks,
+    /// `PUT /agents/{id}/hooks/{name}`: create or replace (API token).
+    HookPut(String),
+    /// `GET /agents/{id}/hooks/{name}`.
+    Hook(String),
+    /// `DELETE /agents/{id}/hooks/{name}`.
+    HookDelete(String),
+    /// `POST /agents/{id}/hooks/{name}`: a third party calls the hook; it
+    /// authenticates with the hook's secret, not the API token.
+    HookCall(String),
+    /// `GET /agents/{id}/ws`: a WebSocket (hibernatable).
+    Socket,
+    /// `GET /agents/{id}/audit?after=<id>&limit=<n>`: the audit log.
+    Audit,
+    /// `GET /agents/{id}/settings`: the quotas.
+    Settings,
+    /// `PUT /agents/{id}/settings`: set the quotas.
+    SettingsPut,
+    /// `POST /agents/{id}/tokens/revoke`: revoke a token before it expires.
+    RevokeToken,
 }
 
 impl Action {
     /// Whether the request body is JSON (and so bounded by [`MAX_JSON_BODY`]).
     pub fn takes_json(&self) -> bool {
-        matches!(self, Action::Tool(_) | Action::Exec)
+        matches!(
+            self,
+            Action::Tool(_)
+                | Action::Exec
+                | Action::ScheduleCreate
+                | Action::SchedulePut(_)
+                | Action::HookPut(_)
+                | Action::HookCall(_)
+                | Action::SettingsPut
+                | Action::RevokeToken
+        )
+    }
+
+    /// Whether the Worker lets the request through without the API token:
+    /// a hook call carries the hook's own secret, which the agent checks.
+    pub fn public(&self) -> bool {
+        matches!(self, Action::HookCall(_))
     }
 
     /// Whether the action works on an agent that does not exist yet.
@@ -73,12 +135,11 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         method: method.to_string(),
         path: path.to_string(),
     };
-    if path == "/health" {
-        return if method == "GET" {
-            Ok(Route::Health)
-        } else {
-            Err(not_allowed())
-        };
+    match (method, path) {
+        ("GET", "/health") => return Ok(Route::Health),
+        ("POST", "/tokens") => return Ok(Route::MintToken),
+        (_, "/health" | "/tokens") => return Err(not_allowed()),
+        _ => {}
     }
     let rest = path.strip_prefix("/agents/").ok_or_else(no_route)?;
     let (id, rest) = rest.split_once('/').unwrap_or((rest, ""));
@@ -94,6 +155,30 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("POST", "ping") => Action::Ping,
         ("POST", "exec") => Action::Exec,
         (_, "ping" | "exec") => return Err(not_allowed()),
+        ("GET", "ws") => Action::Socket,
+        ("GET", "audit") => Action::Audit,
+        ("GET", "settings") => Action::Settings,
+        ("PUT", "settings") => Action::SettingsPut,
+        ("POST", "tokens/revoke") => Action::RevokeToken,
+        (_, "ws" | "audit" | "settings" | "tokens/revoke") => return Err(not_allowed()),
+        (method, rest) if rest == "jobs" || rest.starts_with("jobs/") => {
+            jobs::route_jobs(method, rest).ok_or_else(|| {
+                if jobs::known_jobs_path(rest) {
+                    not_allowed()
+                } else {
+                    no_route()
+                }
+            })?
+        }
+        (method, rest)
+            if ["schedules", "hooks"]
+                .iter()
+                .any(|p| rest == *p || rest.starts_with(&format!("{p}/"))) =>
+        {
+            let (collection, name) = rest.split_once('/').unwrap_or((rest, ""));
+            let name = percent_decode(name)?;
+            jobs::route_named(method, collection, name).ok_or_else(not_allowed)?
+        }
         (method, file) if file == "files" || file.starts_with("files/") => {
             let file = format!(
                 "/{}",
@@ -131,31 +216,6 @@ pub fn percent_decode(text: &str) -> Result<String, ApiError> {
         }
     }
     String::from_utf8(out).map_err(|_| invalid())
-}
-
-/// Checks an `Authorization` header against the configured token, in
-/// constant time with respect to the token's contents.
-pub fn authorize(header: Option<&str>, token: Option<&str>) -> Result<(), ApiError> {
-    let token = token
-        .filter(|t| !t.is_empty())
-        .ok_or(ApiError::NotConfigured)?;
-    let presented = header
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .ok_or(ApiError::Unauthorized)?;
-    if constant_time_eq(presented.as_bytes(), token.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::Unauthorized)
-    }
-}
-
-/// Compares without an early exit, so timing does not reveal how much of a
-/// guess was right. (The length is not secret.)
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -75,9 +75,75 @@ fn agent_ids() {
 }
 
 #[test]
+fn job_schedule_hook_and_socket_routes() {
+    let action = |method, path| match route(method, path) {
+        Ok(Route::Agent { action, .. }) => Ok(action),
+        Ok(other) => panic!("{other:?}"),
+        Err(error) => Err(error.code().to_string()),
+    };
+    assert_eq!(action("GET", "/agents/a/jobs"), Ok(Action::Jobs));
+    assert_eq!(action("GET", "/agents/a/jobs/7"), Ok(Action::Job(7)));
+    assert_eq!(
+        action("GET", "/agents/a/jobs/7/output"),
+        Ok(Action::JobOutput(7))
+    );
+    assert_eq!(
+        action("POST", "/agents/a/jobs/7/cancel"),
+        Ok(Action::JobCancel(7))
+    );
+    assert_eq!(
+        action("POST", "/agents/a/jobs/7"),
+        Err("METHOD_NOT_ALLOWED".into())
+    );
+    assert_eq!(action("GET", "/agents/a/jobs/x"), Err("NO_ROUTE".into()));
+    assert_eq!(
+        action("GET", "/agents/a/jobs/7/nope"),
+        Err("NO_ROUTE".into())
+    );
+    assert_eq!(action("GET", "/agents/a/schedules"), Ok(Action::Schedules));
+    assert_eq!(
+        action("POST", "/agents/a/schedules"),
+        Ok(Action::ScheduleCreate)
+    );
+    assert_eq!(
+        action("PUT", "/agents/a/schedules/night%20ly"),
+        Ok(Action::SchedulePut("night ly".into()))
+    );
+    assert_eq!(
+        action("DELETE", "/agents/a/schedules/n"),
+        Ok(Action::ScheduleDelete("n".into()))
+    );
+    assert_eq!(
+        action("DELETE", "/agents/a/schedules"),
+        Err("METHOD_NOT_ALLOWED".into())
+    );
+    assert_eq!(
+        action("POST", "/agents/a/hooks/gh"),
+        Ok(Action::HookCall("gh".into()))
+    );
+    assert_eq!(
+        action("PUT", "/agents/a/hooks/gh"),
+        Ok(Action::HookPut("gh".into()))
+    );
+    assert_eq!(action("GET", "/agents/a/ws"), Ok(Action::Socket));
+    assert_eq!(
+        action("POST", "/agents/a/ws"),
+        Err("METHOD_NOT_ALLOWED".into())
+    );
+    // Only a hook call goes without the API token.
+    assert!(Action::HookCall("gh".into()).public());
+    assert!(!Action::HookPut("gh".into()).public());
+    assert!(!Action::Jobs.public() && !Action::Socket.public());
+}
+
+#[test]
 fn authorization() {
     let token = Some("s3cret");
-    assert!(authorize(Some("Bearer s3cret"), token).is_ok());
+    let authorize = |header, token| auth::authenticate(header, token, 0);
+    assert_eq!(
+        authorize(Some("Bearer s3cret"), token).unwrap(),
+        auth::Principal::Admin
+    );
     for header in [
         None,
         Some("Bearer s3cre"),

@@ -50,7 +50,7 @@ pub fn call<S: Sql>(vfs: &Vfs<'_, S>, name: &str, body: &[u8]) -> Result<Value, 
     }
 }
 
-pub(super) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::InvalidRequest(
             "the request body must be a JSON object".into(),

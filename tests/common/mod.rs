@@ -89,6 +89,7 @@ pub fn expect_error(reply: &Reply, status: u16, code: &str) -> Value {
 }
 
 /// One agent's workspace, reached through a client.
+#[derive(Clone)]
 pub struct Agent {
     pub id: String,
     pub client: Client,

@@ -19,6 +19,9 @@ use serde_json::Value;
 /// The token `.dev.vars` configures for local runs.
 pub const DEV_TOKEN: &str = "dev-token";
 
+/// The computer secret `.dev.vars` configures for local runs.
+pub const DEV_COMPUTER_SECRET: &str = "dev-computer-secret";
+
 /// The repository root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -64,18 +67,111 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
-/// A running `wrangler dev`.
+/// Builds the container-side program once per process; returns its path.
+pub fn build_computer() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let binary = repo_root().join("target/release/stead-computer");
+            if std::env::var("STEAD_SKIP_BUILD").as_deref() == Ok("1") && binary.exists() {
+                return binary;
+            }
+            let status = Command::new("cargo")
+                .args(["build", "--release", "-p", "stead-computer"])
+                .current_dir(repo_root())
+                .status()
+                .expect("run cargo build");
+            assert!(status.success(), "building stead-computer failed");
+            binary
+        })
+        .clone()
+}
+
+/// The container-side program as a local process (no Docker engine runs
+/// here), serving every agent of one runtime, each in its own directory.
+pub struct ComputerProcess {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl ComputerProcess {
+    /// Starts the program on `port` with its workspaces under `dir`.
+    pub fn start(dir: &Path, port: u16) -> ComputerProcess {
+        let binary = build_computer();
+        let log = std::fs::File::create(dir.with_extension("log")).expect("computer log");
+        let child = Command::new(binary)
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--per-container"])
+            .arg("--root")
+            .arg(dir.join("workspaces"))
+            .arg("--state")
+            .arg(dir.join("state"))
+            .env("STEAD_COMPUTER_SECRET", DEV_COMPUTER_SECRET)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .spawn()
+            .expect("start stead-computer");
+        let process = ComputerProcess {
+            child,
+            port,
+            dir: dir.to_path_buf(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if ureq::get(&format!("{}/health", process.url()))
+                .call()
+                .is_ok()
+            {
+                return process;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("stead-computer did not become ready");
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The directory holding agent `agent`'s copy of its workspace.
+    pub fn workspace(&self, agent: &str) -> PathBuf {
+        self.dir.join("workspaces").join(agent)
+    }
+
+    /// Kills the program at once (SIGKILL), as a vanished container.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts a fresh program on the same port (its disk wiped).
+    pub fn restart(&mut self) {
+        self.kill();
+        *self = ComputerProcess::start(&self.dir, self.port);
+    }
+}
+
+impl Drop for ComputerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A running `wrangler dev`, with its computer.
 pub struct Runtime {
     child: Child,
     base: String,
     persist: PathBuf,
     log: PathBuf,
+    computer: std::sync::Mutex<ComputerProcess>,
 }
 
 impl Runtime {
     /// Starts the Worker with its state in `persist`.
     pub fn start(persist: &Path) -> Runtime {
         build_worker();
+        let computer = ComputerProcess::start(&persist.join("computer"), free_port());
         let port = free_port();
         let log = persist.join("wrangler.log");
         let log_file = std::fs::File::create(&log).expect("runtime log file");
@@ -90,6 +186,8 @@ impl Runtime {
                 "--log-level",
                 "warn",
             ])
+            .arg("--var")
+            .arg(format!("COMPUTER_DEV_URL:{}", computer.url()))
             .current_dir(repo_root())
             .env("PATH", node_path())
             .env("STEAD_SKIP_BUILD", "1")
@@ -103,6 +201,7 @@ impl Runtime {
             base: format!("http://127.0.0.1:{port}"),
             persist: persist.to_path_buf(),
             log,
+            computer: std::sync::Mutex::new(computer),
         };
         runtime.wait_ready();
         runtime
@@ -130,6 +229,11 @@ impl Runtime {
     /// The persistence folder.
     pub fn persist(&self) -> &Path {
         &self.persist
+    }
+
+    /// The runtime's computer process (to kill or restart it).
+    pub fn computer(&self) -> std::sync::MutexGuard<'_, ComputerProcess> {
+        self.computer.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A client with the dev token.
@@ -345,4 +449,120 @@ pub fn temp_state() -> tempfile::TempDir {
         .prefix("stead-state-")
         .tempdir()
         .expect("temp dir")
+}
+
+/// A blocking WebSocket client of an agent's `/ws` route.
+pub struct Socket {
+    ws: tungstenite::WebSocket<std::net::TcpStream>,
+}
+
+impl Socket {
+    /// Connects to `/agents/{agent}/ws` on `base` (an `http://` URL) with
+    /// the bearer `token`; the error names the refusal.
+    pub fn connect(base: &str, agent: &str, token: Option<&str>) -> Result<Socket, String> {
+        use tungstenite::client::IntoClientRequest;
+        let host = base.trim_start_matches("http://");
+        let url = format!("ws://{host}/agents/{agent}/ws");
+        let mut request = url.into_client_request().map_err(|e| e.to_string())?;
+        if let Some(token) = token {
+            let value = format!("Bearer {token}")
+                .parse()
+                .map_err(|e| format!("{e}"))?;
+            request.headers_mut().insert("authorization", value);
+        }
+        let stream = std::net::TcpStream::connect(host).map_err(|e| e.to_string())?;
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        let (ws, _) = tungstenite::client::client(request, stream).map_err(|e| match e {
+            tungstenite::handshake::HandshakeError::Failure(tungstenite::Error::Http(r)) => {
+                let body = r.body().as_deref().map(String::from_utf8_lossy);
+                format!("HTTP {}: {}", r.status(), body.unwrap_or_default())
+            }
+            other => other.to_string(),
+        })?;
+        Ok(Socket { ws })
+    }
+
+    /// Sends a JSON message.
+    pub fn send(&mut self, message: &Value) {
+        self.send_text(&message.to_string());
+    }
+
+    /// Sends a raw text message.
+    pub fn send_text(&mut self, text: &str) {
+        self.ws
+            .send(tungstenite::Message::text(text))
+            .expect("websocket send");
+    }
+
+    /// Sends a binary message.
+    pub fn send_binary(&mut self, data: &[u8]) {
+        self.ws
+            .send(tungstenite::Message::binary(data.to_vec()))
+            .expect("websocket send");
+    }
+
+    /// The next JSON message, or `None` after `timeout` without one. Panics
+    /// if the socket closes.
+    pub fn recv(&mut self, timeout: Duration) -> Option<Value> {
+        self.ws
+            .get_mut()
+            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
+            .expect("read timeout");
+        loop {
+            match self.ws.read() {
+                Ok(tungstenite::Message::Text(text)) => {
+                    return Some(
+                        serde_json::from_str(&text).unwrap_or_else(|e| {
+                            panic!("websocket message is not JSON ({e}): {text}")
+                        }),
+                    )
+                }
+                Ok(tungstenite::Message::Close(frame)) => {
+                    panic!("the agent closed the socket: {frame:?}")
+                }
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return None
+                }
+                Err(e) => panic!("websocket read failed: {e}"),
+            }
+        }
+    }
+
+    /// Reads messages until one satisfies `done` (returned last), panicking
+    /// after `timeout`.
+    pub fn recv_until(&mut self, timeout: Duration, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + timeout;
+        let mut got = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.recv(left) {
+                Some(message) => {
+                    let finished = done(&message);
+                    got.push(message);
+                    if finished {
+                        return got;
+                    }
+                }
+                None => panic!("timed out; received so far: {got:?}"),
+            }
+        }
+    }
+
+    /// Drops the connection without a close handshake (as a lost network
+    /// does).
+    pub fn drop_connection(self) {
+        let _ = self.ws.get_ref().shutdown(std::net::Shutdown::Both);
+    }
+
+    /// Closes the socket cleanly.
+    pub fn close(mut self) {
+        let _ = self.ws.close(None);
+        let _ = self.ws.flush();
+    }
 }

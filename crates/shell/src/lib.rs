@@ -161,13 +161,35 @@ pub fn exec_with_commands(
 }
 
 /// Names of commands a script would run (simple command names, without
-/// expanding anything); `None` when the script cannot be parsed. Used to
-/// route a script to the Linux machine when the light shell lacks one.
+/// expanding anything); `None` when the script cannot be parsed.
 pub fn commands_used(script: &str) -> Option<Vec<String>> {
     let prog = interp::parse::parse_script(script).ok()?;
-    let mut names = Vec::new();
+    let mut names = interp::CommandNames::default();
     interp::collect_commands(&prog, &mut names);
-    names.sort();
-    names.dedup();
-    Some(names)
+    names.used.sort();
+    names.used.dedup();
+    Some(names.used)
+}
+
+/// The commands a script names that the light shell cannot run: neither a
+/// builtin, nor one of its utilities, nor a function the script defines.
+/// `None` when the script cannot be parsed. This is how `auto` routes a
+/// script to the Linux computer. Names built at run time (`$cmd`) are not
+/// seen: such a script runs in the light shell.
+pub fn unsupported_commands(script: &str) -> Option<Vec<String>> {
+    let prog = interp::parse::parse_script(script).ok()?;
+    let mut names = interp::CommandNames::default();
+    interp::collect_commands(&prog, &mut names);
+    let mut missing: Vec<String> = names
+        .used
+        .into_iter()
+        .filter(|name| {
+            !interp::builtins::is_builtin(name)
+                && utils::lookup(name).is_none()
+                && !names.defined.contains(name)
+        })
+        .collect();
+    missing.sort();
+    missing.dedup();
+    Some(missing)
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{db, out, run, run_in, write_files};
-use stead_shell::{commands_used, LimitKind, Limits};
+use stead_shell::{commands_used, unsupported_commands, LimitKind, Limits};
 
 fn check(script: &str, want: &str) {
     assert_eq!(out(script), want, "script: {script}");
@@ -301,6 +301,20 @@ fn commands_used_lists_simple_command_names() {
             .unwrap();
     assert_eq!(names, vec!["date", "echo", "grep", "jq", "python3"]);
     assert!(commands_used("if then").is_none());
+}
+
+#[test]
+fn unsupported_commands_are_what_the_light_shell_lacks() {
+    let missing = unsupported_commands(
+        "build() { cc -o app main.c; }; for f in *.c; do grep -c x \"$f\"; done; build; python3 t.py | sort; cd / && [ -d x ]",
+    )
+    .unwrap();
+    assert_eq!(missing, vec!["cc", "python3"]);
+    assert_eq!(
+        unsupported_commands("echo hi | wc -l").unwrap(),
+        Vec::<String>::new()
+    );
+    assert!(unsupported_commands("if then").is_none());
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::error::{Result, VfsError};
 use crate::{json_ids, Kind, Node, Vfs};
 
 /// Bytes per chunk: every chunk of a file is this size but the last.
-pub const CHUNK_SIZE: usize = 512 * 1024;
+pub use stead_sync::CHUNK_SIZE;
 
 /// Small files fetched per statement, by count and by bytes.
 pub(crate) const BATCH_FILES: usize = 256;

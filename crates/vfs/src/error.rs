@@ -36,8 +36,20 @@ pub enum VfsError {
     RootBusy { operation: &'static str },
     #[error("invalid argument: cannot move or copy {from} into itself ({to})")]
     IntoItself { from: String, to: String },
-    #[error("file too large: {path} would be {size} bytes, limit {limit}")]
+    #[error("file too large: {path} would be {size} bytes, limit {limit} (max_file_bytes)")]
     FileTooLarge { path: String, size: u64, limit: u64 },
+    #[error("no space left in the workspace: {quota} would be {used}, limit {limit}")]
+    NoSpace {
+        quota: &'static str,
+        used: u64,
+        limit: u64,
+    },
+    #[error("path too deep ({depth} components, limit {limit}, max_path_depth): {path}")]
+    TooDeep {
+        path: String,
+        depth: usize,
+        limit: usize,
+    },
     #[error("{path}: {source}")]
     Edit {
         path: String,
@@ -69,7 +81,8 @@ impl VfsError {
             | VfsError::BadUpload { .. } => "EINVAL",
             VfsError::SymlinkLoop { .. } => "ELOOP",
             VfsError::EscapesRoot { .. } => "EACCES",
-            VfsError::NameTooLong { .. } => "ENAMETOOLONG",
+            VfsError::NameTooLong { .. } | VfsError::TooDeep { .. } => "ENAMETOOLONG",
+            VfsError::NoSpace { .. } => "ENOSPC",
             VfsError::RootBusy { .. } => "EBUSY",
             VfsError::FileTooLarge { .. } => "EFBIG",
             VfsError::Edit { source, .. } => source.code(),
@@ -89,6 +102,7 @@ impl VfsError {
             | VfsError::SymlinkLoop { path }
             | VfsError::EscapesRoot { path }
             | VfsError::NameTooLong { path, .. }
+            | VfsError::TooDeep { path, .. }
             | VfsError::InvalidPath { path, .. }
             | VfsError::FileTooLarge { path, .. }
             | VfsError::Edit { path, .. } => Some(path),

@@ -29,6 +29,7 @@ mod ops;
 mod path;
 pub mod read;
 mod resolve;
+mod sync;
 mod tree;
 mod upload;
 
@@ -41,6 +42,7 @@ pub use error::{Result, VfsError};
 pub use node::{DirEntry, Kind, Node};
 pub use ops::{Change, ChangeKind, EditOutcome, Usage, WriteOptions, Written};
 pub use path::{VPath, MAX_NAME_LEN, MAX_PATH_LEN};
+pub use sync::{Conflict, Rejected, SyncOutcome};
 pub use tree::Visit;
 pub use upload::UploadId;
 
@@ -53,17 +55,32 @@ pub const SYMLINK_MODE: u32 = 0o777;
 /// pruned; a consumer further behind than this must resynchronise in full.
 pub const CHANGE_LOG_REVISIONS: i64 = 65_536;
 
-/// Workspace-wide limits enforced by the filesystem itself.
-#[derive(Debug, Clone, Copy)]
+/// Workspace-wide quotas enforced by the filesystem itself. Each is checked
+/// inside the operation's transaction, so one that would be exceeded fails
+/// the operation (`EFBIG`, `ENOSPC`, `ENAMETOOLONG`, naming the quota) and
+/// leaves the workspace as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Largest file, in bytes.
     pub max_file_bytes: u64,
+    /// Content stored, in bytes (each distinct chunk once, staged uploads
+    /// included): what the workspace costs.
+    pub max_stored_bytes: u64,
+    /// Files, directories and symlinks together.
+    pub max_nodes: u64,
+    /// Components in a created path (`/a/b/c` has 3).
+    pub max_path_depth: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_file_bytes: 1 << 30,
+            // Durable Object SQLite holds up to 10 GB; leave room for
+            // indexes, the change log and jobs.
+            max_stored_bytes: 8 << 30,
+            max_nodes: 1_000_000,
+            max_path_depth: 128,
         }
     }
 }
@@ -125,8 +142,17 @@ impl<'db, S: Sql> Vfs<'db, S> {
     }
 
     /// Records that `rev` touched `path`, pruning the log now and then.
-    fn log_change(&self, rev: i64, path: &VPath, kind: ChangeKind) -> Result<()> {
+    /// Every creation passes here, so this is where path depth is checked.
+    pub(crate) fn log_change(&self, rev: i64, path: &VPath, kind: ChangeKind) -> Result<()> {
         self.logged.set(true);
+        let depth = path.components().count();
+        if kind == ChangeKind::Created && depth > self.limits.max_path_depth {
+            return Err(VfsError::TooDeep {
+                path: path.to_string(),
+                depth,
+                limit: self.limits.max_path_depth,
+            });
+        }
         self.db.execute(
             "INSERT INTO changes (rev, path, kind) VALUES (?, ?, ?)",
             params![rev, path.as_str(), kind.as_str()],
@@ -146,7 +172,7 @@ impl<'db, S: Sql> Vfs<'db, S> {
     /// Runs `body` as one transaction with a fresh revision. A body that
     /// turned out to change nothing (`mkdir -p` of an existing directory, a
     /// rename onto itself) logs nothing, and gives its revision back.
-    fn change<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
+    pub(crate) fn change<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
         self.db.transaction(|| {
             self.logged.set(false);
             let rev = self.next_revision()?;
@@ -157,8 +183,32 @@ impl<'db, S: Sql> Vfs<'db, S> {
                     params![],
                 )?;
             }
+            self.check_quotas()?;
             Ok(value)
         })
+    }
+}
+
+impl<S: Sql> Vfs<'_, S> {
+    /// Fails when the workspace holds more than its quotas allow. The
+    /// counters are kept by triggers (`migrations/0004_usage.sql`), so this
+    /// costs one statement however large the workspace.
+    pub(crate) fn check_quotas(&self) -> Result<()> {
+        let rows = self.db.query(
+            "SELECT key, value FROM meta WHERE key IN ('stored_bytes', 'node_count')",
+            params![],
+        )?;
+        for row in rows {
+            let used = row.int(1)?.max(0) as u64;
+            let (quota, limit) = match row.text(0)? {
+                "stored_bytes" => ("max_stored_bytes", self.limits.max_stored_bytes),
+                _ => ("max_nodes", self.limits.max_nodes),
+            };
+            if used > limit {
+                return Err(VfsError::NoSpace { quota, used, limit });
+            }
+        }
+        Ok(())
     }
 }
 

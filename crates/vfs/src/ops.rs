@@ -77,7 +77,7 @@ pub struct Change {
     pub kind: ChangeKind,
 }
 
-fn mode_bits(mode: u32) -> u32 {
+pub(crate) fn mode_bits(mode: u32) -> u32 {
     mode & 0o7777
 }
 
@@ -235,7 +235,7 @@ impl<S: Sql> Vfs<'_, S> {
     }
 
     /// Inserts a node named `name` in directory `parent`.
-    fn create_node(
+    pub(crate) fn create_node(
         &self,
         parent: i64,
         name: &str,
@@ -279,7 +279,7 @@ impl<S: Sql> Vfs<'_, S> {
     }
 
     /// Makes sure `path` is a directory, creating it and its parents.
-    fn ensure_dir(&self, path: &VPath, rev: i64) -> Result<(VPath, Node)> {
+    pub(crate) fn ensure_dir(&self, path: &VPath, rev: i64) -> Result<(VPath, Node)> {
         loop {
             match self.resolve(path, true)? {
                 Resolved::Found {
@@ -383,7 +383,7 @@ impl<S: Sql> Vfs<'_, S> {
         })
     }
 
-    fn set_mode(&self, real: &VPath, node: &Node, mode: u32, rev: i64) -> Result<()> {
+    pub(crate) fn set_mode(&self, real: &VPath, node: &Node, mode: u32, rev: i64) -> Result<()> {
         self.db.execute(
             "UPDATE nodes SET mode = ?, rev = ? WHERE ino = ?",
             params![mode, rev, node.ino],
@@ -425,7 +425,7 @@ impl<S: Sql> Vfs<'_, S> {
     /// Deletes the entry at real path `real` (node `node`, in directory
     /// `parent`) and everything below it, then collects the chunks nothing
     /// references any more.
-    fn unlink(&self, real: &VPath, node: &Node, parent: i64, rev: i64) -> Result<()> {
+    pub(crate) fn unlink(&self, real: &VPath, node: &Node, parent: i64, rev: i64) -> Result<()> {
         let chunks = if node.kind == Kind::Dir {
             let inos = self.subtree(node.ino)?;
             let set = json_ids(&inos);

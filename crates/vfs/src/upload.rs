@@ -25,6 +25,11 @@ impl<S: Sql> Vfs<'_, S> {
     /// (the check is repeated at commit).
     pub fn begin_upload(&self, path: &VPath, options: WriteOptions) -> Result<UploadId> {
         self.check_writable(path, options)?;
+        self.next_upload_id()
+    }
+
+    /// A fresh id for staged chunks.
+    pub(crate) fn next_upload_id(&self) -> Result<UploadId> {
         let row = self
             .db
             .query_row(
@@ -64,7 +69,9 @@ impl<S: Sql> Vfs<'_, S> {
                 "INSERT INTO upload_chunks (upload, idx, chunk) VALUES (?, ?, ?)",
                 params![upload.0, idx, id],
             )?;
-            Ok(())
+            // Staged content counts: an upload cannot fill the database
+            // before its commit is refused.
+            self.check_quotas()
         })
     }
 

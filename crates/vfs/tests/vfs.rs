@@ -503,7 +503,10 @@ fn write_without_create_parents() {
 #[test]
 fn file_size_limit_is_enforced() {
     let db = db();
-    let vfs = vfs(&db).with_limits(Limits { max_file_bytes: 10 });
+    let vfs = vfs(&db).with_limits(Limits {
+        max_file_bytes: 10,
+        ..Limits::default()
+    });
     assert_eq!(vfs.limits().max_file_bytes, 10);
     put(&vfs, "/ok", b"0123456789");
     let before = dump(&db);
@@ -2664,6 +2667,7 @@ fn commit_upload_enforces_the_file_size_limit() {
     let db = db();
     let vfs = vfs(&db).with_limits(Limits {
         max_file_bytes: 100,
+        ..Limits::default()
     });
     let upload = vfs.begin_upload(&p("/f"), WriteOptions::default()).unwrap();
     vfs.stage_chunk(upload, 0, &[b'x'; 200]).unwrap();

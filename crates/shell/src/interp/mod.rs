@@ -21,7 +21,7 @@
 
 pub mod arith;
 pub mod ast;
-mod builtins;
+pub(crate) mod builtins;
 mod cond;
 mod expand;
 pub mod parse;
@@ -1338,7 +1338,14 @@ pub fn vars_export() -> u8 {
 }
 
 /// Collects the literal names of simple commands in a program.
-pub fn collect_commands(prog: &[Item], names: &mut Vec<String>) {
+/// The command names a script mentions literally, and the functions it defines.
+#[derive(Debug, Default)]
+pub struct CommandNames {
+    pub used: Vec<String>,
+    pub defined: Vec<String>,
+}
+
+pub fn collect_commands(prog: &[Item], names: &mut CommandNames) {
     for item in prog {
         for pipe in std::iter::once(&item.first).chain(item.rest.iter().map(|(_, p)| p)) {
             for cmd in &pipe.cmds {
@@ -1348,13 +1355,13 @@ pub fn collect_commands(prog: &[Item], names: &mut Vec<String>) {
     }
 }
 
-fn collect_words(words: &[Word], names: &mut Vec<String>) {
+fn collect_words(words: &[Word], names: &mut CommandNames) {
     for w in words {
         collect_parts(&w.0, names);
     }
 }
 
-fn collect_parts(parts: &[Part], names: &mut Vec<String>) {
+fn collect_parts(parts: &[Part], names: &mut CommandNames) {
     for p in parts {
         match p {
             Part::Command(prog) | Part::ProcSub(prog, _) => collect_commands(prog, names),
@@ -1364,12 +1371,12 @@ fn collect_parts(parts: &[Part], names: &mut Vec<String>) {
     }
 }
 
-fn collect_command(cmd: &Command, names: &mut Vec<String>) {
+fn collect_command(cmd: &Command, names: &mut CommandNames) {
     match cmd {
         Command::Simple(s) => {
             if let Some(first) = s.words.first() {
                 if let Some(name) = literal_text(first) {
-                    names.push(name);
+                    names.used.push(name);
                 }
             }
             collect_words(&s.words, names);
@@ -1409,7 +1416,10 @@ fn collect_command(cmd: &Command, names: &mut Vec<String>) {
             }
             Compound::Arith(_) | Compound::Cond(_) => {}
         },
-        Command::Function(f) => collect_command(&f.body, names),
+        Command::Function(f) => {
+            names.defined.push(f.name.clone());
+            collect_command(&f.body, names)
+        }
     }
 }
 

@@ -1,0 +1,527 @@
+//! Bringing the disk in step with a [`Push`].
+//!
+//! The order of work is what makes a push safe to repeat and safe to lose:
+//!
+//! 1. Check every path first; a bad one refuses the whole push.
+//! 2. Find every chunk that written files need. Chunks come from the staged
+//!    store or from files the baseline says hold them (read and verified,
+//!    then copied to the store). If any is missing, answer `Need` having
+//!    changed nothing in the workspace.
+//! 3. Only then write, in path order, each file through a temporary file in
+//!    the same directory and a rename. Parents must be real directories: a
+//!    symlink or file standing where one must be is replaced, so a write
+//!    never follows a symlink out of the workspace.
+//!
+//! Work a command did that the workspace side has not acknowledged is never
+//! destroyed: a path whose disk state differs from the baseline and that the
+//! push would overwrite or remove is first renamed to
+//! `<path>.conflict-local-<n>`, which the next scan reports as a new file.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use stead_sync::{ApplyReply, ChunkHash, Entry, IgnoreRules, Push};
+
+use crate::disk::{observe, perm, random_hex, Known, Observed, Stat};
+use crate::error::ApiError;
+use crate::paths::{self, ancestors, child, on_disk, within, PathError};
+use crate::state::{Container, ContainerState};
+
+/// Applies `push` to `container` (its state is locked by the caller).
+pub fn apply(
+    container: &Container,
+    state: &mut ContainerState,
+    push: Push,
+) -> Result<ApplyReply, ApiError> {
+    if push.instance != state.instance {
+        return Err(ApiError::StaleInstance {
+            pushed: push.instance,
+            current: state.instance.clone(),
+        });
+    }
+    let changes = check_changes(push.changes)?;
+    let root = container.workspace.as_path();
+
+    let missing = gather_chunks(container, state, &changes)?;
+    if !missing.is_empty() {
+        return Ok(ApplyReply::Need { chunks: missing });
+    }
+
+    state.epoch += 1;
+    let mut run = Apply {
+        root,
+        container,
+        state,
+        written: 0,
+        used: HashSet::new(),
+        rules: IgnoreRules::parse(&push.ignore),
+    };
+    if push.full {
+        run.remove_unlisted(&changes)?;
+    }
+    for (path, entry) in &changes {
+        run.one(path, entry.as_ref())
+            .map_err(|e| ApiError::io(format!("applying {path}"), e))?;
+    }
+    if push.full {
+        run.state
+            .baseline
+            .retain(|path, _| changes.contains_key(path));
+    }
+    let Apply {
+        written,
+        used,
+        rules,
+        ..
+    } = run;
+    for hash in &used {
+        container.staged.remove(hash);
+    }
+    state.ignore = rules;
+    Ok(ApplyReply::Applied { written })
+}
+
+/// Checks every path and orders the changes by path (parents first).
+fn check_changes(
+    changes: Vec<stead_sync::Change>,
+) -> Result<BTreeMap<String, Option<Entry>>, ApiError> {
+    let mut out = BTreeMap::new();
+    for change in changes {
+        paths::check(&change.path)?;
+        match &change.entry {
+            Some(Entry::Dir { .. }) => {}
+            _ if change.path == "/" => {
+                return Err(PathError::Root("a file, symlink or removed").into())
+            }
+            Some(Entry::Symlink { target }) if target.is_empty() || target.contains('\0') => {
+                return Err(ApiError::InvalidRequest(format!(
+                    "symlink {} has an empty target or one with NUL",
+                    change.path
+                )))
+            }
+            _ => {}
+        }
+        if out.insert(change.path.clone(), change.entry).is_some() {
+            return Err(PathError::Duplicate(change.path).into());
+        }
+    }
+    Ok(out)
+}
+
+/// Makes sure every chunk the push will write is in the staged store;
+/// returns the hashes that are not available anywhere (first-seen order).
+fn gather_chunks(
+    container: &Container,
+    state: &ContainerState,
+    changes: &BTreeMap<String, Option<Entry>>,
+) -> Result<Vec<ChunkHash>, ApiError> {
+    let mut index: HashMap<ChunkHash, Vec<(&str, usize)>> = HashMap::new();
+    for (path, known) in &state.baseline {
+        if let Entry::File { chunks, .. } = &known.entry {
+            for (i, hash) in chunks.iter().enumerate() {
+                index.entry(*hash).or_default().push((path, i));
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    let mut looked = HashSet::new();
+    for (path, entry) in changes {
+        let Some(Entry::File { chunks, .. }) = entry else {
+            continue;
+        };
+        if content_in_place(&container.workspace, state, path, chunks) {
+            continue;
+        }
+        for hash in chunks {
+            if !looked.insert(*hash) || container.staged.has(hash) {
+                continue;
+            }
+            let mut found = false;
+            for (source, i) in index.get(hash).into_iter().flatten() {
+                let abs = on_disk(&container.workspace, source);
+                if let Ok(Some(data)) = crate::disk::read_chunk(&abs, *i, hash) {
+                    container
+                        .staged
+                        .put(hash, &data)
+                        .map_err(|e| ApiError::io("staging a local chunk", e))?;
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                missing.push(*hash);
+            }
+        }
+    }
+    Ok(missing)
+}
+
+/// Whether the baseline says `path` holds `chunks` and its stat data is
+/// unchanged since (so nothing needs writing).
+fn content_in_place(root: &Path, state: &ContainerState, path: &str, chunks: &[ChunkHash]) -> bool {
+    let Some(Known {
+        entry: Entry::File { chunks: have, .. },
+        stat: Some(seen),
+    }) = state.baseline.get(path)
+    else {
+        return false;
+    };
+    have == chunks
+        && fs::symlink_metadata(on_disk(root, path)).is_ok_and(|meta| Stat::of(&meta) == *seen)
+}
+
+struct Apply<'a> {
+    root: &'a Path,
+    container: &'a Container,
+    state: &'a mut ContainerState,
+    written: u64,
+    used: HashSet<ChunkHash>,
+    rules: IgnoreRules,
+}
+
+impl Apply<'_> {
+    fn abs(&self, path: &str) -> PathBuf {
+        on_disk(self.root, path)
+    }
+
+    /// Records that the push decided `path` (for late acks).
+    fn touched(&mut self, path: &str) {
+        self.state
+            .pushed_at
+            .insert(path.to_string(), self.state.epoch);
+    }
+
+    /// Forgets `path` and everything under it in the baseline.
+    fn forget(&mut self, path: &str) {
+        let under: Vec<String> = self
+            .state
+            .baseline
+            .range(path.to_string()..)
+            .map(|(p, _)| p)
+            .take_while(|p| p.starts_with(path))
+            .filter(|p| within(p, path))
+            .cloned()
+            .collect();
+        for p in under {
+            self.state.baseline.remove(&p);
+        }
+    }
+
+    fn one(&mut self, path: &str, entry: Option<&Entry>) -> io::Result<()> {
+        self.touched(path);
+        if path != "/" {
+            self.parents(path)?;
+        }
+        let abs = self.abs(path);
+        let known = self.state.baseline.get(path).cloned();
+        let observed = observe(&abs, known.as_ref())?;
+        match entry {
+            None => {
+                if observed != Observed::Missing {
+                    self.clear(&abs, path, &observed, None)?;
+                }
+                self.forget(path);
+            }
+            Some(Entry::Dir { mode }) => {
+                match &observed {
+                    Observed::Found(Entry::Dir { .. }, _) => {}
+                    Observed::Missing => fs::create_dir(&abs)?,
+                    other => {
+                        self.clear(&abs, path, other, None)?;
+                        self.forget(path);
+                        fs::create_dir(&abs)?;
+                    }
+                }
+                fs::set_permissions(&abs, fs::Permissions::from_mode(perm(*mode)))?;
+                self.set_known(path, Entry::Dir { mode: perm(*mode) }, None);
+            }
+            Some(Entry::Symlink { target }) => {
+                let wanted = Entry::Symlink {
+                    target: target.clone(),
+                };
+                if !matches!(&observed, Observed::Found(e, _) if *e == wanted) {
+                    if observed != Observed::Missing {
+                        self.clear(&abs, path, &observed, Some(&wanted))?;
+                        self.forget(path);
+                    }
+                    symlink(target, &abs)?;
+                }
+                let stat = Stat::of(&fs::symlink_metadata(&abs)?);
+                self.set_known(path, wanted, Some(stat));
+            }
+            Some(Entry::File { mode, size, chunks }) => {
+                let mode = perm(*mode);
+                if let Observed::Found(Entry::File { chunks: have, .. }, _) = &observed {
+                    if have == chunks {
+                        fs::set_permissions(&abs, fs::Permissions::from_mode(mode))?;
+                        let stat = Stat::of(&fs::symlink_metadata(&abs)?);
+                        let entry = Entry::File {
+                            mode,
+                            size: *size,
+                            chunks: chunks.clone(),
+                        };
+                        self.set_known(path, entry, Some(stat));
+                        return Ok(());
+                    }
+                }
+                let wanted = Entry::File {
+                    mode,
+                    size: *size,
+                    chunks: chunks.clone(),
+                };
+                match &observed {
+                    Observed::Missing => {}
+                    Observed::Found(Entry::Dir { .. }, _) | Observed::Unsupported(_) => {
+                        self.clear(&abs, path, &observed, Some(&wanted))?;
+                        self.forget(path);
+                    }
+                    // A file or symlink is replaced by the rename below,
+                    // unless it holds local work.
+                    Observed::Found(entry, _) => {
+                        if self.local_work(path, entry) {
+                            self.set_aside(&abs)?;
+                        }
+                    }
+                }
+                self.write_file(&abs, path, mode, *size, chunks)?;
+                let stat = Stat::of(&fs::symlink_metadata(&abs)?);
+                self.set_known(path, wanted, Some(stat));
+                self.written += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn set_known(&mut self, path: &str, entry: Entry, stat: Option<Stat>) {
+        self.state
+            .baseline
+            .insert(path.to_string(), Known { entry, stat });
+    }
+
+    /// Whether `entry` (on disk at `path`) is work the workspace side does
+    /// not know about yet.
+    fn local_work(&self, path: &str, entry: &Entry) -> bool {
+        self.state.baseline.get(path).map(|k| &k.entry) != Some(entry)
+    }
+
+    /// Whether anything at or under `path` differs from the baseline
+    /// (ignored paths aside; a directory's mode alone is not work).
+    fn local_work_under(&self, abs: &Path, path: &str) -> io::Result<bool> {
+        let known = self.state.baseline.get(path);
+        match observe(abs, known)? {
+            Observed::Missing | Observed::Unsupported(_) => Ok(false),
+            Observed::Found(Entry::Dir { .. }, _) => {
+                if !matches!(
+                    known,
+                    Some(Known {
+                        entry: Entry::Dir { .. },
+                        ..
+                    })
+                ) {
+                    return Ok(true);
+                }
+                for item in fs::read_dir(abs)? {
+                    let item = item?;
+                    let name = item.file_name();
+                    let Some(name) = name.to_str() else {
+                        return Ok(true);
+                    };
+                    let sub = child(path, name);
+                    let is_dir = item.file_type()?.is_dir();
+                    if self.state.ignore.is_ignored(&sub, is_dir) {
+                        continue;
+                    }
+                    if self.local_work_under(&item.path(), &sub)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Observed::Found(entry, _) => Ok(self.local_work(path, &entry)),
+        }
+    }
+
+    /// Removes what is at `path`, first setting it aside if it holds local
+    /// work that differs from `wanted`.
+    fn clear(
+        &mut self,
+        abs: &Path,
+        path: &str,
+        observed: &Observed,
+        wanted: Option<&Entry>,
+    ) -> io::Result<()> {
+        if let Observed::Found(entry, _) = observed {
+            let same_as_wanted = wanted.is_some_and(|w| same_content(w, entry));
+            if !same_as_wanted && self.local_work_under(abs, path)? {
+                return self.set_aside(abs);
+            }
+        }
+        remove(abs)
+    }
+
+    /// Renames `abs` to the first free `<abs>.conflict-local-<n>`.
+    fn set_aside(&self, abs: &Path) -> io::Result<()> {
+        let name = abs
+            .file_name()
+            .expect("not the root")
+            .to_string_lossy()
+            .into_owned();
+        for n in 1.. {
+            let aside = abs.with_file_name(format!("{name}.conflict-local-{n}"));
+            if fs::symlink_metadata(&aside).is_err() {
+                return fs::rename(abs, aside);
+            }
+        }
+        unreachable!("some conflict name is free")
+    }
+
+    /// Makes every ancestor of `path` a real directory.
+    fn parents(&mut self, path: &str) -> io::Result<()> {
+        for dir in ancestors(path).map(str::to_string).collect::<Vec<_>>() {
+            let abs = self.abs(&dir);
+            let known = self.state.baseline.get(&dir).cloned();
+            match observe(&abs, known.as_ref())? {
+                Observed::Found(Entry::Dir { .. }, _) => continue,
+                Observed::Missing => {}
+                other => {
+                    self.clear(&abs, &dir, &other, Some(&Entry::Dir { mode: 0 }))?;
+                    self.forget(&dir);
+                }
+            }
+            fs::create_dir(&abs)?;
+            // The workspace has a directory here (it holds what is pushed
+            // under it), so the baseline has one too.
+            let mode = perm(Stat::of(&fs::symlink_metadata(&abs)?).mode);
+            self.set_known(&dir, Entry::Dir { mode }, None);
+        }
+        Ok(())
+    }
+
+    /// Writes a file from staged chunks through a temporary file and rename.
+    fn write_file(
+        &mut self,
+        abs: &Path,
+        path: &str,
+        mode: u32,
+        size: u64,
+        chunks: &[ChunkHash],
+    ) -> io::Result<()> {
+        let name = abs
+            .file_name()
+            .expect("not the root")
+            .to_string_lossy()
+            .into_owned();
+        let tmp = abs.with_file_name(format!(".{name}.stead-{}", random_hex(6)?));
+        let result = (|| {
+            let mut file = File::create(&tmp)?;
+            let mut total = 0u64;
+            for hash in chunks {
+                let data = self.container.staged.get(hash)?.ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("chunk {hash} vanished from the store"),
+                    )
+                })?;
+                total += data.len() as u64;
+                file.write_all(&data)?;
+                self.used.insert(*hash);
+            }
+            if total != size {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{path}: chunks hold {total} bytes, the entry says {size}"),
+                ));
+            }
+            file.set_permissions(fs::Permissions::from_mode(mode))?;
+            drop(file);
+            fs::rename(&tmp, abs)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    /// With a full push: removes every non-ignored path on disk that is not
+    /// listed (nor an ancestor of a listed path).
+    fn remove_unlisted(
+        &mut self,
+        changes: &BTreeMap<String, Option<Entry>>,
+    ) -> Result<(), ApiError> {
+        let mut keep: HashSet<&str> = HashSet::new();
+        for (path, entry) in changes {
+            if entry.is_some() {
+                keep.insert(path);
+                keep.extend(ancestors(path));
+            }
+        }
+        let mut doomed = Vec::new();
+        let mut stack = vec![(self.root.to_path_buf(), "/".to_string())];
+        while let Some((abs, path)) = stack.pop() {
+            let items =
+                fs::read_dir(&abs).map_err(|e| ApiError::io(format!("reading {path}"), e))?;
+            for item in items {
+                let item = item.map_err(|e| ApiError::io(format!("reading {path}"), e))?;
+                let is_dir = item.file_type().is_ok_and(|t| t.is_dir());
+                let Some(name) = item.file_name().to_str().map(str::to_string) else {
+                    doomed.push((item.path(), None));
+                    continue;
+                };
+                let sub = child(&path, &name);
+                if self.rules.is_ignored(&sub, is_dir) {
+                    continue;
+                }
+                if keep.contains(sub.as_str()) {
+                    if is_dir {
+                        stack.push((item.path(), sub));
+                    }
+                } else {
+                    doomed.push((item.path(), Some(sub)));
+                }
+            }
+        }
+        for (abs, path) in doomed {
+            let result = match &path {
+                Some(path) => {
+                    self.touched(path);
+                    let known = self.state.baseline.get(path).cloned();
+                    observe(&abs, known.as_ref())
+                        .and_then(|observed| self.clear(&abs, path, &observed, None))
+                }
+                // A name the workspace cannot hold was never work it knew.
+                None => remove(&abs),
+            };
+            result.map_err(|e| ApiError::io(format!("removing {}", abs.display()), e))?;
+            if let Some(path) = path {
+                self.forget(&path);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether two entries hold the same content (modes aside).
+fn same_content(a: &Entry, b: &Entry) -> bool {
+    match (a, b) {
+        (Entry::File { chunks: x, .. }, Entry::File { chunks: y, .. }) => x == y,
+        (Entry::Dir { .. }, Entry::Dir { .. }) => true,
+        (Entry::Symlink { target: x }, Entry::Symlink { target: y }) => x == y,
+        _ => false,
+    }
+}
+
+/// Removes a file, symlink or whole directory (never following symlinks).
+fn remove(abs: &Path) -> io::Result<()> {
+    let result = match fs::symlink_metadata(abs) {
+        Ok(meta) if meta.is_dir() => fs::remove_dir_all(abs),
+        Ok(_) => fs::remove_file(abs),
+        Err(e) => Err(e),
+    };
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}

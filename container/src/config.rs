@@ -1,0 +1,121 @@
+//! Command-line flags, each with an environment fallback.
+//!
+//! The container platform sets environment variables more easily than
+//! arguments, local runs prefer flags; both spell the same settings. The
+//! secret is only ever read from the environment (never a flag, which `ps`
+//! would show) and is removed from it right after, so no command the program
+//! starts can inherit it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+pub const USAGE: &str = "\
+stead-computer: the container side of stead's computer backend
+
+  --listen ADDR       address to serve on (STEAD_COMPUTER_LISTEN, default 0.0.0.0:8080)
+  --root DIR          the workspace directory (STEAD_COMPUTER_ROOT, default /workspace)
+  --state DIR         internal state, outside the workspace (STEAD_COMPUTER_STATE,
+                      default a sibling of the root: <parent>/.<name>.stead-state)
+  --per-container     one workspace per x-stead-container header, <root>/<name>
+                      (STEAD_COMPUTER_PER_CONTAINER=1)
+
+  STEAD_COMPUTER_SECRET (required) is the bearer secret every request but
+  GET /health must carry. The root and state directories are wiped at start.
+";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub root: PathBuf,
+    pub state: PathBuf,
+    pub per_container: bool,
+    pub secret: String,
+}
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("{0} needs a value")]
+    MissingValue(String),
+    #[error("unknown argument {0:?}")]
+    Unknown(String),
+    #[error("bad listen address {0:?}")]
+    BadListen(String),
+    #[error("STEAD_COMPUTER_SECRET must be set (and not empty)")]
+    NoSecret,
+    #[error("the root must be an absolute directory other than /, got {0:?}")]
+    BadRoot(PathBuf),
+    #[error("the state directory {state:?} must be absolute and neither inside nor around the root {root:?}")]
+    BadState { state: PathBuf, root: PathBuf },
+    #[error("help requested")]
+    Help,
+}
+
+impl Config {
+    /// Reads flags from `args` (without the program name) and the rest from
+    /// the environment; takes the secret out of the environment.
+    pub fn load(args: impl IntoIterator<Item = String>) -> Result<Config, ConfigError> {
+        let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+        let mut listen = env("STEAD_COMPUTER_LISTEN").unwrap_or_else(|| "0.0.0.0:8080".into());
+        let mut root = env("STEAD_COMPUTER_ROOT").unwrap_or_else(|| "/workspace".into());
+        let mut state = env("STEAD_COMPUTER_STATE");
+        let mut per_container = env("STEAD_COMPUTER_PER_CONTAINER")
+            .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "yes"));
+
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((flag, value)) => (flag.to_string(), Some(value.to_string())),
+                None => (arg.clone(), None),
+            };
+            let mut value = || {
+                inline
+                    .clone()
+                    .or_else(|| args.next())
+                    .ok_or_else(|| ConfigError::MissingValue(flag.clone()))
+            };
+            match flag.as_str() {
+                "--listen" => listen = value()?,
+                "--root" => root = value()?,
+                "--state" => state = Some(value()?),
+                "--per-container" if inline.is_none() => per_container = true,
+                "-h" | "--help" => return Err(ConfigError::Help),
+                _ => return Err(ConfigError::Unknown(arg)),
+            }
+        }
+
+        let listen = listen
+            .parse()
+            .map_err(|_| ConfigError::BadListen(listen.clone()))?;
+        let root = PathBuf::from(root);
+        if !root.is_absolute() || root.parent().is_none() {
+            return Err(ConfigError::BadRoot(root));
+        }
+        let state = match state {
+            Some(state) => PathBuf::from(state),
+            None => {
+                let name = root.file_name().map(|n| n.to_string_lossy().into_owned());
+                let parent = root.parent().expect("checked above");
+                parent.join(format!(".{}.stead-state", name.unwrap_or_default()))
+            }
+        };
+        if !state.is_absolute() || state.starts_with(&root) || root.starts_with(&state) {
+            return Err(ConfigError::BadState { state, root });
+        }
+
+        let secret = env("STEAD_COMPUTER_SECRET").ok_or(ConfigError::NoSecret)?;
+        // Commands get a clean environment anyway; removing the secret from
+        // ours as well means nothing that copies the environment (a library,
+        // a future spawn) can pass it on by mistake.
+        std::env::remove_var("STEAD_COMPUTER_SECRET");
+
+        Ok(Config {
+            listen,
+            root,
+            state,
+            per_container,
+            secret,
+        })
+    }
+}

@@ -1,0 +1,333 @@
+//! Running one command and streaming what it does.
+//!
+//! A command runs as `bash -lc <command>` in its own process group, with a
+//! clean environment (never the program's own, which held the secret), so a
+//! timeout, a cancel or a vanished client can stop the whole tree it
+//! started with one signal. Output is forwarded piece by piece as it is
+//! read; the last event carries the exit status and the scan of what the
+//! command changed.
+//!
+//! If the client goes away mid-stream the command is killed and no report
+//! is made: its changes stay on disk, unacknowledged, and the next
+//! command's scan reports them.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use stead_sync::{ExecEvent, ExecSpec, Exit};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::time::Instant;
+
+use crate::error::ApiError;
+use crate::paths::{self, on_disk, PathError};
+use crate::scan::scan;
+use crate::state::{Container, Running};
+
+/// Largest output piece per event.
+const PIECE: usize = 64 * 1024;
+/// How long to keep reading pipes after the command exited: background
+/// children may hold them open forever.
+const GRACE: Duration = Duration::from_millis(200);
+/// Between SIGTERM and SIGKILL when stopping a command.
+const KILL_AFTER: Duration = Duration::from_secs(2);
+const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// A checked request, ready to run.
+pub struct Prepared {
+    pub id: String,
+    command: String,
+    cwd: PathBuf,
+    env: BTreeMap<String, String>,
+    stdin: Vec<u8>,
+    timeout: Duration,
+}
+
+/// Checks a spec against the workspace at `container` (nothing starts yet).
+pub fn prepare(container: &Container, spec: ExecSpec) -> Result<Prepared, ApiError> {
+    if spec.id.is_empty() || spec.id.len() > 256 {
+        return Err(ApiError::InvalidRequest(
+            "the exec id must be 1 to 256 bytes".into(),
+        ));
+    }
+    paths::check(&spec.cwd)?;
+    let cwd = on_disk(&container.workspace, &spec.cwd);
+    let inside = match (cwd.canonicalize(), container.workspace.canonicalize()) {
+        (Ok(cwd), Ok(root)) => cwd.is_dir() && cwd.starts_with(&root),
+        _ => false,
+    };
+    if !inside {
+        return Err(PathError::NotADirectory(spec.cwd).into());
+    }
+    for (key, value) in &spec.env {
+        if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
+            return Err(ApiError::InvalidRequest(format!(
+                "bad environment variable {key:?}"
+            )));
+        }
+    }
+    let stdin = BASE64
+        .decode(spec.stdin.as_bytes())
+        .map_err(|e| ApiError::InvalidRequest(format!("stdin is not base64: {e}")))?;
+    Ok(Prepared {
+        id: spec.id,
+        command: spec.command,
+        cwd,
+        env: spec.env,
+        stdin,
+        timeout: Duration::from_millis(spec.timeout_ms),
+    })
+}
+
+/// Claims the container for `prepared` and starts it; the events arrive on
+/// the returned channel, ending with `exit` (or cut short on failure).
+pub fn start(
+    container: Arc<Container>,
+    prepared: Prepared,
+) -> Result<mpsc::Receiver<Bytes>, ApiError> {
+    let cancel = Arc::new(Notify::new());
+    {
+        let mut state = container.lock();
+        if state.seen.contains(&prepared.id) {
+            return Err(ApiError::AlreadyStarted(prepared.id));
+        }
+        if let Some(running) = &state.running {
+            return Err(ApiError::Busy(running.id.clone()));
+        }
+        state.seen.insert(prepared.id.clone());
+        state.running = Some(Running {
+            id: prepared.id.clone(),
+            cancel: cancel.clone(),
+        });
+    }
+    let guard = RunningGuard {
+        container: container.clone(),
+        id: prepared.id.clone(),
+    };
+
+    let workspace = container.workspace.to_string_lossy().into_owned();
+    let mut command = Command::new("bash");
+    command
+        .arg("-lc")
+        .arg(&prepared.command)
+        .current_dir(&prepared.cwd)
+        .env_clear()
+        .env("PATH", PATH)
+        .env("HOME", &workspace)
+        .env("LANG", "C.UTF-8")
+        .env("WORKSPACE", &workspace)
+        .envs(&prepared.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = command
+        .spawn()
+        .map_err(|e| ApiError::io("starting bash", e))?;
+
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(drive(container, child, prepared, tx, cancel, guard));
+    Ok(rx)
+}
+
+/// Clears `running` however the driving task ends (even by panic).
+struct RunningGuard {
+    container: Arc<Container>,
+    id: String,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        let mut state = self.container.lock();
+        if state.running.as_ref().is_some_and(|r| r.id == self.id) {
+            state.running = None;
+        }
+    }
+}
+
+/// Sends a signal to the whole process group `pgid`.
+fn kill_group(pgid: Option<u32>, signal: i32) {
+    if let Some(pgid) = pgid {
+        // SAFETY: kill(2) with a negative pid signals a process group; it
+        // has no memory-safety preconditions.
+        unsafe {
+            libc::kill(-(pgid as i32), signal);
+        }
+    }
+}
+
+fn line(event: &ExecEvent) -> Bytes {
+    let mut json = serde_json::to_vec(event).expect("an event serializes");
+    json.push(b'\n');
+    Bytes::from(json)
+}
+
+async fn drive(
+    container: Arc<Container>,
+    mut child: Child,
+    prepared: Prepared,
+    tx: mpsc::Sender<Bytes>,
+    cancel: Arc<Notify>,
+    guard: RunningGuard,
+) {
+    let pgid = child.id();
+    if let Some(mut stdin) = child.stdin.take() {
+        let data = prepared.stdin;
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&data).await;
+        });
+    }
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut out_buf = vec![0u8; PIECE];
+    let mut err_buf = vec![0u8; PIECE];
+
+    // Stopping runs apart from the output loop, so a client that reads
+    // slowly (holding the loop in a send) cannot delay a timeout or cancel.
+    let (exited, exited_rx) = oneshot::channel::<()>();
+    let stopper = tokio::spawn(stop_when_due(pgid, prepared.timeout, cancel, exited_rx));
+
+    let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
+    let mut stop_reading: Option<Instant> = None;
+    let mut status: Option<ExitStatus> = None;
+    let mut gone = false;
+    loop {
+        if status.is_some() && stdout.is_none() && stderr.is_none() {
+            break;
+        }
+        tokio::select! {
+            read = read_some(&mut stdout, &mut out_buf) => {
+                if let Some(n) = read {
+                    let data = BASE64.encode(&out_buf[..n]);
+                    gone = tx.send(line(&ExecEvent::Stdout { data })).await.is_err();
+                }
+            }
+            read = read_some(&mut stderr, &mut err_buf) => {
+                if let Some(n) = read {
+                    let data = BASE64.encode(&err_buf[..n]);
+                    gone = tx.send(line(&ExecEvent::Stderr { data })).await.is_err();
+                }
+            }
+            waited = child.wait(), if status.is_none() => {
+                status = Some(waited.unwrap_or_else(|_| ExitStatus::from_raw(0x7f00)));
+                stop_reading = Some(Instant::now() + GRACE);
+            }
+            _ = tokio::time::sleep_until(stop_reading.unwrap_or(far)), if stop_reading.is_some() => break,
+            _ = tx.closed() => gone = true,
+        }
+        if gone {
+            kill_group(pgid, libc::SIGKILL);
+            let _ = child.wait().await;
+            return;
+        }
+    }
+    let _ = exited.send(());
+    let stopped = stopper.await.ok().flatten();
+    if stopped.is_some() {
+        // Stragglers that ignored SIGTERM go too.
+        kill_group(pgid, libc::SIGKILL);
+    }
+    let timed_out = stopped == Some(Stop::TimedOut);
+    let cancelled = stopped == Some(Stop::Cancelled);
+    let status = status.expect("the loop ends after the wait");
+
+    let scanned = tokio::task::spawn_blocking(move || {
+        let mut locked = container.lock();
+        let state = &mut *locked;
+        // A command may have removed the workspace directory itself.
+        let _ = std::fs::create_dir_all(&container.workspace);
+        state.scans += 1;
+        let report = scan(
+            &container.workspace,
+            &mut state.baseline,
+            &state.ignore,
+            state.epoch,
+            state.scans,
+        );
+        if let Ok(report) = &report {
+            state.pending.insert(prepared.id.clone(), report.clone());
+        }
+        // Free the container before the exit event goes out, so the client
+        // may start the next command as soon as it reads it.
+        state.running = None;
+        drop(locked);
+        drop(guard);
+        report
+    })
+    .await;
+    let report = match scanned {
+        Ok(Ok(report)) => report,
+        Ok(Err(e)) => {
+            eprintln!("stead-computer: scanning after exec failed: {e}");
+            return;
+        }
+        Err(e) => {
+            eprintln!("stead-computer: the scan task failed: {e}");
+            return;
+        }
+    };
+    let exit = Exit {
+        code: status.code(),
+        signal: status.signal(),
+        timed_out,
+        cancelled,
+        changes: report.changes,
+        skipped: report.skipped,
+    };
+    let _ = tx.send(line(&ExecEvent::Exit(exit))).await;
+}
+
+/// Why a command was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    TimedOut,
+    Cancelled,
+}
+
+/// Waits for the timeout or a cancel, then stops the group: SIGTERM, and
+/// SIGKILL if it has not exited [`KILL_AFTER`] later. Returns `None` when
+/// the command exited first (`exited` fired or was dropped).
+async fn stop_when_due(
+    pgid: Option<u32>,
+    timeout: Duration,
+    cancel: Arc<Notify>,
+    mut exited: oneshot::Receiver<()>,
+) -> Option<Stop> {
+    let why = tokio::select! {
+        _ = tokio::time::sleep(timeout) => Stop::TimedOut,
+        _ = cancel.notified() => Stop::Cancelled,
+        _ = &mut exited => return None,
+    };
+    kill_group(pgid, libc::SIGTERM);
+    tokio::select! {
+        _ = tokio::time::sleep(KILL_AFTER) => kill_group(pgid, libc::SIGKILL),
+        _ = &mut exited => {}
+    }
+    Some(why)
+}
+
+/// Reads the next piece from `pipe`; `None` (and the pipe closed) at its
+/// end. A closed pipe never resolves, so `select!` skips it.
+async fn read_some<R: tokio::io::AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+) -> Option<usize> {
+    let Some(reader) = pipe.as_mut() else {
+        return std::future::pending().await;
+    };
+    match reader.read(buf).await {
+        Ok(n) if n > 0 => Some(n),
+        _ => {
+            *pipe = None;
+            None
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! What a command changed: the workspace directory against the baseline.
+//!
+//! After every command the program walks the workspace (never following a
+//! symlink, never descending into ignored directories) and compares each
+//! path with what the workspace side knows. The result is kept as the
+//! exec's pending [`Report`] until acknowledged, so a Worker that fails
+//! before it applied the changes gets them again from the next command.
+//!
+//! Things the workspace cannot hold are listed as skipped rather than
+//! reported: FIFOs, sockets, devices, and symlinks that point outside the
+//! workspace (absolute, or climbing above its root with `..`), which would
+//! otherwise let a command plant a link to a container-side file. A path
+//! that is on disk but skipped or unreadable is never reported deleted.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use stead_sync::{Change, ChunkHash, Entry, IgnoreRules, Skipped};
+
+use crate::disk::{observe, perm, Baseline, Known, Observed};
+use crate::paths::{child, within};
+
+/// One exec's changes and what is needed to serve and acknowledge them.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Created or modified paths and `entry: None` for deleted ones, by path.
+    pub changes: Vec<Change>,
+    pub skipped: Vec<Skipped>,
+    /// The entry and stat data of each changed path that exists.
+    pub snapshot: HashMap<String, Known>,
+    /// Where each chunk of a changed file is: path and chunk index.
+    pub index: HashMap<ChunkHash, (String, usize)>,
+    /// The push count when the scan ran (see `ContainerState::pushed_at`).
+    pub epoch: u64,
+    /// Orders reports: an acknowledged report supersedes older ones.
+    pub seq: u64,
+}
+
+/// Compares the workspace at `root` with `baseline`. Files whose content is
+/// unchanged but whose stat data moved (a `touch`) get the new stat data in
+/// the baseline directly, so they are not hashed again.
+pub fn scan(
+    root: &Path,
+    baseline: &mut Baseline,
+    rules: &IgnoreRules,
+    epoch: u64,
+    seq: u64,
+) -> io::Result<Report> {
+    let mut walk = Walk {
+        baseline,
+        rules,
+        changes: Vec::new(),
+        skipped: Vec::new(),
+        snapshot: HashMap::new(),
+        seen: HashSet::new(),
+        opaque: Vec::new(),
+    };
+    // The root itself is listed only if the workspace side pushed it.
+    let root_meta = fs::symlink_metadata(root)?;
+    walk.seen.insert("/".to_string());
+    if let Some(known) = walk.baseline.get("/") {
+        let entry = Entry::Dir {
+            mode: perm(std::os::unix::fs::MetadataExt::mode(&root_meta)),
+        };
+        if known.entry != entry {
+            walk.change("/", Some((entry, None)));
+        }
+    }
+    walk.dir(root, "/")?;
+
+    let Walk {
+        baseline,
+        mut changes,
+        skipped,
+        snapshot,
+        seen,
+        opaque,
+        ..
+    } = walk;
+    for (path, known) in baseline.iter() {
+        let is_dir = matches!(known.entry, Entry::Dir { .. });
+        if seen.contains(path)
+            || rules.is_ignored(path, is_dir)
+            || opaque.iter().any(|dir| within(path, dir))
+        {
+            continue;
+        }
+        changes.push(Change {
+            path: path.clone(),
+            entry: None,
+        });
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+
+    let mut index = HashMap::new();
+    for change in &changes {
+        if let Some(Entry::File { chunks, .. }) = &change.entry {
+            for (i, hash) in chunks.iter().enumerate() {
+                index
+                    .entry(*hash)
+                    .or_insert_with(|| (change.path.clone(), i));
+            }
+        }
+    }
+    Ok(Report {
+        changes,
+        skipped,
+        snapshot,
+        index,
+        epoch,
+        seq,
+    })
+}
+
+struct Walk<'a> {
+    baseline: &'a mut Baseline,
+    rules: &'a IgnoreRules,
+    changes: Vec<Change>,
+    skipped: Vec<Skipped>,
+    snapshot: HashMap<String, Known>,
+    /// Paths present on disk (reported or not).
+    seen: HashSet<String>,
+    /// Directories that could not be read: nothing under them is deleted.
+    opaque: Vec<String>,
+}
+
+impl Walk<'_> {
+    fn change(&mut self, path: &str, found: Option<(Entry, Option<crate::disk::Stat>)>) {
+        let entry = found.map(|(entry, stat)| {
+            self.snapshot.insert(
+                path.to_string(),
+                Known {
+                    entry: entry.clone(),
+                    stat,
+                },
+            );
+            entry
+        });
+        self.changes.push(Change {
+            path: path.to_string(),
+            entry,
+        });
+    }
+
+    fn skip(&mut self, path: &str, reason: impl Into<String>) {
+        self.skipped.push(Skipped {
+            path: path.to_string(),
+            reason: reason.into(),
+        });
+    }
+
+    fn dir(&mut self, abs: &Path, path: &str) -> io::Result<()> {
+        let entries = match fs::read_dir(abs) {
+            Ok(entries) => entries,
+            Err(e) if path == "/" => return Err(e),
+            Err(e) => {
+                self.opaque.push(path.to_string());
+                self.skip(path, format!("unreadable directory: {e}"));
+                return Ok(());
+            }
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    self.opaque.push(path.to_string());
+                    self.skip(path, format!("unreadable directory: {e}"));
+                    return Ok(());
+                }
+            };
+            names.push(entry.file_name());
+        }
+        names.sort();
+        for name in names {
+            let abs = abs.join(&name);
+            let Some(name) = name.to_str() else {
+                let shown = child(path, &name.to_string_lossy());
+                self.skip(&shown, "the name is not UTF-8");
+                self.opaque.push(shown);
+                continue;
+            };
+            let path = child(path, name);
+            self.entry(&abs, &path)?;
+        }
+        Ok(())
+    }
+
+    fn entry(&mut self, abs: &Path, path: &str) -> io::Result<()> {
+        let is_dir = fs::symlink_metadata(abs).is_ok_and(|m| m.is_dir());
+        if self.rules.is_ignored(path, is_dir) {
+            return Ok(());
+        }
+        let known = self.baseline.get(path);
+        let observed = match observe(abs, known) {
+            Ok(observed) => observed,
+            Err(e) => {
+                self.seen.insert(path.to_string());
+                self.opaque.push(path.to_string());
+                self.skip(path, format!("unreadable: {e}"));
+                return Ok(());
+            }
+        };
+        let (entry, stat) = match observed {
+            Observed::Missing => return Ok(()),
+            Observed::Unsupported(reason) => {
+                self.seen.insert(path.to_string());
+                self.skip(path, reason);
+                return Ok(());
+            }
+            Observed::Found(entry, stat) => (entry, stat),
+        };
+        self.seen.insert(path.to_string());
+        let known_entry = known.map(|k| &k.entry);
+        if let Entry::Symlink { target } = &entry {
+            if known_entry != Some(&entry) && escapes(path, target) {
+                self.skip(
+                    path,
+                    format!("symlink target {target:?} is outside the workspace"),
+                );
+                return Ok(());
+            }
+        }
+        if known_entry == Some(&entry) {
+            if let (Entry::File { .. }, Some(known)) = (&entry, self.baseline.get_mut(path)) {
+                known.stat = Some(stat);
+            }
+        } else {
+            let stat = (!matches!(entry, Entry::Dir { .. })).then_some(stat);
+            self.change(path, Some((entry.clone(), stat)));
+        }
+        if matches!(entry, Entry::Dir { .. }) {
+            self.dir(abs, path)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether a symlink at workspace path `link` with `target` leads outside
+/// the workspace, judged on the text (absolute, or `..` above the root).
+pub fn escapes(link: &str, target: &str) -> bool {
+    if target.starts_with('/') || target.is_empty() {
+        return true;
+    }
+    let mut depth = link.split('/').filter(|p| !p.is_empty()).count() - 1;
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return true,
+            },
+            _ => depth += 1,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escapes;
+
+    #[test]
+    fn symlinks_that_leave_the_workspace() {
+        assert!(escapes("/a", "/etc/passwd"));
+        assert!(escapes("/a", "../x"));
+        assert!(escapes("/d/a", "../../x"));
+        assert!(escapes("/d/a", "x/../../../y"));
+        assert!(!escapes("/d/a", "../x"));
+        assert!(!escapes("/a", "b/c"));
+        assert!(!escapes("/d/a", "./b/../c"));
+    }
+}

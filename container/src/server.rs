@@ -1,0 +1,301 @@
+//! The HTTP surface: routes, authentication, request bodies.
+//!
+//! Every route but `GET /health` requires the bearer secret; the check is a
+//! constant-time comparison so response timing says nothing about it.
+//! Bodies are read here with explicit size limits and parsed with the
+//! protocol's own types (unknown fields are refused), so a malformed
+//! request is always answered with an [`ErrorBody`](stead_sync::ErrorBody),
+//! never a framework's plain-text rejection.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderValue};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use stead_sync::{
+    frame, Ack, ChunkRequest, ExecSpec, FrameDecoder, Push, Status, CHUNK_SIZE, PROTOCOL,
+};
+
+use crate::error::ApiError;
+use crate::state::{Container, Registry};
+
+/// Largest body accepted, and most chunk data in one `/v1/chunks` answer.
+pub const BODY_LIMIT: usize = 64 * 1024 * 1024;
+
+pub struct App {
+    pub registry: Registry,
+    /// `Bearer <secret>`, as the header must read.
+    pub expected_auth: Vec<u8>,
+}
+
+pub fn router(app: Arc<App>) -> Router {
+    let protected = Router::new()
+        .route("/v1/status", get(status))
+        .route("/v1/sync/apply", post(apply))
+        .route("/v1/sync/chunks", post(upload_chunks))
+        .route("/v1/sync/ack", post(ack))
+        .route("/v1/exec", post(exec))
+        .route("/v1/exec/{id}/cancel", post(cancel))
+        .route("/v1/chunks", post(fetch_chunks))
+        .route_layer(middleware::from_fn_with_state(app.clone(), auth));
+    Router::new()
+        .route(
+            "/health",
+            get(|| async { json_response(&json!({"ok": true})) }),
+        )
+        .merge(protected)
+        .fallback(|| async { ApiError::NoRoute })
+        .with_state(app)
+}
+
+/// Byte-wise comparison whose time depends only on the lengths.
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+async fn auth(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(stead_sync::AUTH_HEADER)
+        .map(HeaderValue::as_bytes)
+        .unwrap_or_default();
+    if !same_secret(given, &app.expected_auth) {
+        return ApiError::Unauthorized.into_response();
+    }
+    next.run(request).await
+}
+
+/// The container a request is for (from `x-stead-container` when serving
+/// per container).
+struct Ctx(Arc<Container>);
+
+impl FromRequestParts<Arc<App>> for Ctx {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, ApiError> {
+        let name = match parts.headers.get(stead_sync::CONTAINER_HEADER) {
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .map_err(|_| ApiError::InvalidRequest("bad container header".into()))?,
+            ),
+            None => None,
+        };
+        app.registry.get(name).map(Ctx)
+    }
+}
+
+/// Reads a whole body, refusing more than `limit` bytes.
+async fn read_limited(body: Body, limit: usize) -> Result<Vec<u8>, ApiError> {
+    let mut stream = body.into_data_stream();
+    let mut out = Vec::new();
+    while let Some(piece) = stream.next().await {
+        let piece =
+            piece.map_err(|e| ApiError::InvalidRequest(format!("reading the body: {e}")))?;
+        if out.len() + piece.len() > limit {
+            return Err(ApiError::TooLarge { limit });
+        }
+        out.extend_from_slice(&piece);
+    }
+    Ok(out)
+}
+
+/// A JSON body parsed as a protocol type.
+struct JsonBody<T>(T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, _: &S) -> Result<Self, ApiError> {
+        let bytes = read_limited(request.into_body(), BODY_LIMIT).await?;
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|e| ApiError::InvalidRequest(format!("bad JSON body: {e}")))
+    }
+}
+
+/// A JSON answer.
+fn json_response(value: &impl serde::Serialize) -> Response {
+    let body = serde_json::to_vec(value).expect("answers serialize");
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Runs blocking filesystem work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::io("a worker task failed", std::io::Error::other(e.to_string())))?
+}
+
+async fn status(Ctx(container): Ctx) -> Result<Response, ApiError> {
+    let status = blocking(move || {
+        let state = container.lock();
+        Ok(Status {
+            protocol: PROTOCOL,
+            instance: state.instance.clone(),
+            running: state.running.as_ref().map(|r| r.id.clone()),
+        })
+    })
+    .await?;
+    Ok(json_response(&status))
+}
+
+async fn apply(Ctx(container): Ctx, JsonBody(push): JsonBody<Push>) -> Result<Response, ApiError> {
+    let reply = blocking(move || {
+        let mut state = container.lock();
+        if let Some(running) = &state.running {
+            return Err(ApiError::Busy(running.id.clone()));
+        }
+        crate::apply::apply(&container, &mut state, push)
+    })
+    .await?;
+    Ok(json_response(&reply))
+}
+
+async fn upload_chunks(Ctx(container): Ctx, request: Request) -> Result<Response, ApiError> {
+    let mut stream = request.into_body().into_data_stream();
+    let mut decoder = FrameDecoder::default();
+    let mut total = 0usize;
+    let mut stored = 0u64;
+    while let Some(piece) = stream.next().await {
+        let piece =
+            piece.map_err(|e| ApiError::InvalidRequest(format!("reading the body: {e}")))?;
+        total += piece.len();
+        if total > BODY_LIMIT {
+            return Err(ApiError::TooLarge { limit: BODY_LIMIT });
+        }
+        decoder.push(&piece);
+        while let Some((hash, data)) = decoder
+            .next_chunk()
+            .map_err(|e| ApiError::InvalidRequest(e.to_string()))?
+        {
+            let staged = container.staged.clone();
+            blocking(move || {
+                staged
+                    .put(&hash, &data)
+                    .map_err(|e| ApiError::io("storing a chunk", e))
+            })
+            .await?;
+            stored += 1;
+        }
+    }
+    decoder
+        .finish()
+        .map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
+    Ok(json_response(&json!({ "stored": stored })))
+}
+
+async fn ack(Ctx(container): Ctx, JsonBody(ack): JsonBody<Ack>) -> Result<Response, ApiError> {
+    blocking(move || container.lock().ack(&ack.exec)).await?;
+    Ok(json_response(&json!({ "acked": true })))
+}
+
+async fn exec(
+    Ctx(container): Ctx,
+    JsonBody(spec): JsonBody<ExecSpec>,
+) -> Result<Response, ApiError> {
+    let events = blocking(move || {
+        let prepared = crate::exec::prepare(&container, spec)?;
+        crate::exec::start(container, prepared)
+    })
+    .await?;
+    let stream = futures_util::stream::unfold(events, |mut events| async move {
+        events
+            .recv()
+            .await
+            .map(|line| (Ok::<Bytes, std::convert::Infallible>(line), events))
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/x-ndjson")],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
+
+async fn cancel(Ctx(container): Ctx, Path(id): Path<String>) -> Result<Response, ApiError> {
+    blocking(move || {
+        let state = container.lock();
+        match &state.running {
+            Some(running) if running.id == id => {
+                running.cancel.notify_one();
+                Ok(())
+            }
+            _ => Err(ApiError::UnknownExec(id)),
+        }
+    })
+    .await?;
+    Ok(json_response(&json!({ "cancelled": true })))
+}
+
+async fn fetch_chunks(
+    Ctx(container): Ctx,
+    JsonBody(request): JsonBody<ChunkRequest>,
+) -> Result<Response, ApiError> {
+    let body = blocking(move || {
+        let mut sources = Vec::new();
+        {
+            let state = container.lock();
+            if !state.pending.contains_key(&request.exec) {
+                return Err(ApiError::UnknownExec(request.exec));
+            }
+            let mut asked = HashSet::new();
+            for hash in request.chunks {
+                if !asked.insert(hash) {
+                    continue;
+                }
+                let source = state.chunk_source(&request.exec, &hash).ok_or_else(|| {
+                    ApiError::InvalidRequest(format!(
+                        "chunk {hash} is not part of exec {}'s report",
+                        request.exec
+                    ))
+                })?;
+                sources.push((hash, source));
+                // The caller batches: one answer carries at most BODY_LIMIT
+                // of chunk data; it asks again for the rest.
+                if sources.len() * CHUNK_SIZE >= BODY_LIMIT {
+                    break;
+                }
+            }
+        }
+        let mut body = Vec::new();
+        for (hash, (path, index)) in sources {
+            let abs = crate::paths::on_disk(&container.workspace, &path);
+            let data = crate::disk::read_chunk(&abs, index, &hash)
+                .map_err(|e| ApiError::io(format!("reading {path}"), e))?
+                .ok_or(ApiError::ChunkGone(hash))?;
+            frame::encode(&mut body, &data);
+        }
+        Ok(body)
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_secret;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"Bearer abc", b"Bearer abc"));
+        assert!(!same_secret(b"Bearer abd", b"Bearer abc"));
+        assert!(!same_secret(b"Bearer ab", b"Bearer abc"));
+        assert!(!same_secret(b"", b"Bearer abc"));
+    }
+}

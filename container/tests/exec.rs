@@ -1,0 +1,383 @@
+//! Running commands: streaming, reports, chunks, acks, limits, cancel,
+//! environment and what a command may not smuggle out.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use common::*;
+use serde_json::json;
+use stead_sync::{frame, hash_content, Entry, ExecEvent, CHUNK_SIZE};
+
+fn spec(id: &str, command: &str) -> serde_json::Value {
+    json!({ "id": id, "command": command, "cwd": "/", "timeout_ms": 30_000 })
+}
+
+#[test]
+fn output_streams_before_the_command_ends() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let started = Instant::now();
+    let (status, mut reader) = client.exec_stream(&spec("s", "echo a; sleep 3; echo b"));
+    assert_eq!(status, 200);
+    let first = next_event(&mut reader).unwrap();
+    let first_at = started.elapsed();
+    assert_eq!(
+        first,
+        ExecEvent::Stdout {
+            data: BASE64.encode("a\n")
+        }
+    );
+    assert!(
+        first_at < Duration::from_secs(2),
+        "the first line came after {first_at:?}"
+    );
+    let mut events = vec![first];
+    while let Some(event) = next_event(&mut reader) {
+        events.push(event);
+    }
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    let (out, _, exit) = collect(events);
+    assert_eq!(out, "a\nb\n");
+    assert_eq!(exit.code, Some(0));
+}
+
+#[test]
+fn exit_codes_stderr_stdin_and_cwd() {
+    let computer = Computer::start();
+    let client = computer.client();
+    std::fs::create_dir(client.disk("/sub")).unwrap();
+    let answer = client.exec_spec(&json!({
+        "id": "io", "command": "cat; pwd; echo oops >&2; exit 3", "cwd": "/sub",
+        "stdin": BASE64.encode("from stdin\n"), "timeout_ms": 10_000
+    }));
+    let (out, err, exit) = collect(parse_events(&answer.body));
+    assert_eq!(
+        out,
+        format!("from stdin\n{}\n", client.disk("/sub").display())
+    );
+    assert_eq!(err, "oops\n");
+    assert_eq!(
+        (exit.code, exit.signal, exit.timed_out, exit.cancelled),
+        (Some(3), None, false, false)
+    );
+
+    // A command that exits while a background child holds its pipes open
+    // still ends promptly.
+    let started = Instant::now();
+    let (out, _, exit) = client.exec("bg", "sleep 5 & echo done");
+    assert_eq!(out, "done\n");
+    assert_eq!(exit.code, Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+
+    for cwd in ["/nope", "/../", "sub", "/sub/\0"] {
+        let answer = client.exec_spec(
+            &json!({"id": format!("cwd{cwd}"), "command": "true", "cwd": cwd, "timeout_ms": 1000}),
+        );
+        assert_eq!(answer.status, 400, "{cwd}");
+        assert_eq!(answer.code(), "BAD_PATH", "{cwd}");
+    }
+    std::os::unix::fs::symlink("/tmp", client.disk("/out")).unwrap();
+    let answer = client
+        .exec_spec(&json!({"id": "cwd-out", "command": "true", "cwd": "/out", "timeout_ms": 1000}));
+    assert_eq!(answer.code(), "BAD_PATH");
+}
+
+#[test]
+fn exec_reports_changes_with_chunk_hashes_and_serves_the_chunks() {
+    let computer = Computer::start();
+    let client = computer.client();
+    client.sync(
+        false,
+        &[
+            file("/keep.txt", 0o644, b"keep\n"),
+            file("/mod.txt", 0o644, b"old\n"),
+            file("/del.txt", 0o644, b"del\n"),
+        ],
+        &[b"keep\n", b"old\n", b"del\n"],
+    );
+    let size = CHUNK_SIZE + 100;
+    let command = format!(
+        "echo new > new.txt; mkdir -m 700 d; head -c {size} /dev/zero | tr '\\0' x > d/big; \
+         echo changed > mod.txt; chmod 600 mod.txt; rm del.txt; mkdir -p node_modules/x; touch node_modules/x/y"
+    );
+    let (_, _, exit) = client.exec("e1", &command);
+    assert_eq!(exit.code, Some(0));
+    let big = vec![b'x'; size];
+    let expected = vec![
+        dir("/d", 0o700),
+        file("/d/big", 0o644, &big),
+        gone("/del.txt"),
+        file("/mod.txt", 0o600, b"changed\n"),
+        file("/new.txt", 0o644, b"new\n"),
+    ];
+    assert_eq!(exit.changes, expected);
+    assert!(exit.skipped.is_empty());
+
+    let mut wanted = hash_content(&big);
+    wanted.extend(hash_content(b"changed\n"));
+    let answer = client.fetch_chunks("e1", &wanted);
+    assert_eq!(answer.status, 200);
+    let got = frame::decode_all(&answer.body).unwrap();
+    assert_eq!(got.iter().map(|(h, _)| *h).collect::<Vec<_>>(), wanted);
+    assert_eq!(got[0].1, big[..CHUNK_SIZE]);
+    assert_eq!(got[1].1, big[CHUNK_SIZE..]);
+    assert_eq!(got[2].1, b"changed\n");
+
+    // Chunks no longer on disk as reported are gone; unknown execs unknown.
+    std::fs::write(client.disk("/mod.txt"), "again\n").unwrap();
+    let answer = client.fetch_chunks("e1", &hash_content(b"changed\n"));
+    assert_eq!((answer.status, answer.code().as_str()), (409, "CHUNK_GONE"));
+    let answer = client.fetch_chunks("nope", &hash_content(b"changed\n"));
+    assert_eq!(
+        (answer.status, answer.code().as_str()),
+        (404, "UNKNOWN_EXEC")
+    );
+    let answer = client.fetch_chunks("e1", &hash_content(b"keep\n"));
+    assert_eq!(answer.status, 400, "not part of the report");
+}
+
+#[test]
+fn changes_are_reported_until_acknowledged() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let (_, _, first) = client.exec("one", "echo hi > a.txt; ln -s a.txt link");
+    let expected = vec![file("/a.txt", 0o644, b"hi\n"), symlink("/link", "a.txt")];
+    assert_eq!(first.changes, expected);
+
+    let (_, _, second) = client.exec("two", "true");
+    assert_eq!(second.changes, expected, "not acknowledged: reported again");
+
+    assert_eq!(client.ack("two").json(), json!({"acked": true}));
+    assert_eq!(
+        client.ack("two").json(),
+        json!({"acked": true}),
+        "acking twice is fine"
+    );
+    let unknown = client.ack("never");
+    assert_eq!(
+        (unknown.status, unknown.code().as_str()),
+        (404, "UNKNOWN_EXEC")
+    );
+    let answer = client.fetch_chunks("two", &hash_content(b"hi\n"));
+    assert_eq!(answer.status, 404, "an acknowledged report is dropped");
+    let answer = client.fetch_chunks("one", &hash_content(b"hi\n"));
+    assert_eq!(
+        answer.status, 404,
+        "an older report is superseded by the ack of a newer one"
+    );
+    assert_eq!(client.ack("one").json(), json!({"acked": true}));
+
+    let (_, _, third) = client.exec("three", "touch a.txt");
+    assert!(third.changes.is_empty(), "{:?}", third.changes);
+    let (_, _, fourth) = client.exec("four", "rm a.txt");
+    assert_eq!(fourth.changes, vec![gone("/a.txt")]);
+    client.ack("four");
+    let (_, _, fifth) = client.exec("five", "true");
+    assert!(fifth.changes.is_empty());
+}
+
+#[test]
+fn an_exec_id_never_runs_twice() {
+    let computer = Computer::start();
+    let client = computer.client();
+    client.exec("once", "echo x >> count");
+    let again = client.exec_spec(&spec("once", "echo x >> count"));
+    assert_eq!(
+        (again.status, again.code().as_str()),
+        (409, "ALREADY_STARTED")
+    );
+    assert_eq!(
+        std::fs::read_to_string(client.disk("/count")).unwrap(),
+        "x\n"
+    );
+}
+
+#[test]
+fn timeout_kills_the_whole_group_and_a_second_command_is_busy() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let runner = client.clone();
+    let started = Instant::now();
+    let handle = std::thread::spawn(move || {
+        let answer = runner.exec_spec(&json!({
+            "id": "slow", "command": "sleep 100 & echo $! > bg.pid; sleep 100", "cwd": "/", "timeout_ms": 700
+        }));
+        collect(parse_events(&answer.body))
+    });
+    wait_until("running", Duration::from_secs(5), || {
+        client.get("/v1/status").json()["running"] == "slow"
+    });
+    let busy = client.exec_spec(&spec("other", "true"));
+    assert_eq!((busy.status, busy.code().as_str()), (409, "BUSY"));
+    let busy = client.push(false, &[]);
+    assert_eq!(busy.code(), "BUSY", "no push while a command runs");
+
+    let (_, _, exit) = handle.join().unwrap();
+    assert!(exit.timed_out);
+    assert!(!exit.cancelled);
+    assert_eq!(exit.code, None);
+    assert_eq!(exit.signal, Some(libc_sigterm()));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let pid: u32 = std::fs::read_to_string(client.disk("/bg.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until(
+        "the background child to die",
+        Duration::from_secs(5),
+        || process_gone(pid),
+    );
+    assert_eq!(
+        client.get("/v1/status").json()["running"],
+        serde_json::Value::Null
+    );
+    // "other" was refused, not started: it may run now.
+    let (_, _, exit) = client.exec("other", "true");
+    assert_eq!(exit.code, Some(0));
+}
+
+fn libc_sigterm() -> i32 {
+    15
+}
+
+#[test]
+fn cancel_stops_a_running_command() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let runner = client.clone();
+    let handle = std::thread::spawn(move || {
+        let answer = runner.exec_spec(&spec("c", "trap '' TERM; sleep 100"));
+        collect(parse_events(&answer.body))
+    });
+    wait_until("running", Duration::from_secs(5), || {
+        client.get("/v1/status").json()["running"] == "c"
+    });
+    let started = Instant::now();
+    let unknown = client.post("/v1/exec/zzz/cancel", &json!({}));
+    assert_eq!(
+        (unknown.status, unknown.code().as_str()),
+        (404, "UNKNOWN_EXEC")
+    );
+    let answer = client.post("/v1/exec/c/cancel", &json!({}));
+    assert_eq!(answer.status, 200);
+    let (_, _, exit) = handle.join().unwrap();
+    assert!(exit.cancelled);
+    assert!(!exit.timed_out);
+    assert!(exit.signal.is_some());
+    assert!(started.elapsed() < Duration::from_secs(6));
+    let answer = client.post("/v1/exec/c/cancel", &json!({}));
+    assert_eq!(answer.status, 404, "no longer running");
+}
+
+#[test]
+fn a_disconnect_kills_the_command() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let (status, mut reader) = client.exec_stream(&spec("d", "echo $$; exec sleep 100"));
+    assert_eq!(status, 200);
+    let Some(ExecEvent::Stdout { data }) = next_event(&mut reader) else {
+        panic!("expected the pid");
+    };
+    let pid: u32 = String::from_utf8(BASE64.decode(data).unwrap())
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!process_gone(pid));
+    drop(reader);
+    wait_until("the command to die", Duration::from_secs(5), || {
+        process_gone(pid)
+    });
+    wait_until("the container to be free", Duration::from_secs(5), || {
+        client.get("/v1/status").json()["running"].is_null()
+    });
+    let answer = client.fetch_chunks("d", &[]);
+    assert_eq!(answer.status, 404, "no report for a disconnected exec");
+}
+
+#[test]
+fn the_environment_is_clean() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let answer = client.exec_spec(&json!({
+        "id": "env", "command": "env; cat /proc/$$/environ | tr '\\0' '\\n'", "cwd": "/", "timeout_ms": 10_000,
+        "env": {"FOO": "bar baz"}
+    }));
+    let (out, _, _) = collect(parse_events(&answer.body));
+    assert!(!out.contains(SECRET), "{out}");
+    assert!(!out.contains("STEAD_COMPUTER"), "{out}");
+    let root = client.root.display().to_string();
+    for line in [
+        format!("HOME={root}"),
+        format!("WORKSPACE={root}"),
+        "LANG=C.UTF-8".into(),
+        "FOO=bar baz".into(),
+    ] {
+        assert!(out.lines().any(|l| l == line), "{line} missing in {out}");
+    }
+    assert!(out
+        .lines()
+        .any(|l| l.starts_with("PATH=") && l.contains("/usr/bin")));
+    // The program's own environment (the test runner's) is not passed on.
+    assert!(!out.contains("CARGO_"), "{out}");
+}
+
+#[test]
+fn symlinks_out_of_the_workspace_and_special_files_are_skipped() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let (_, _, exit) = client.exec(
+        "links",
+        "ln -s /etc/passwd pw; mkdir d; ln -s ../../x d/up; ln -s ../ok.txt d/fine; mkfifo fifo; echo ok > ok.txt",
+    );
+    let skipped: Vec<_> = exit.skipped.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(skipped, ["/d/up", "/fifo", "/pw"]);
+    assert!(exit.skipped.iter().all(|s| !s.reason.is_empty()));
+    let paths: Vec<_> = exit.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["/d", "/d/fine", "/ok.txt"]);
+    assert!(
+        matches!(&exit.changes[1].entry, Some(Entry::Symlink { target }) if target == "../ok.txt")
+    );
+}
+
+#[test]
+fn a_client_that_does_not_read_does_not_delay_the_timeout() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let (status, mut reader) = client.exec_stream(&json!({
+        "id": "flood", "command": "echo $$ > pid; exec yes flood", "cwd": "/", "timeout_ms": 500
+    }));
+    assert_eq!(status, 200);
+    wait_until("the pid file", Duration::from_secs(5), || {
+        std::fs::read_to_string(client.disk("/pid")).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let pid: u32 = std::fs::read_to_string(client.disk("/pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Nothing is read while the output piles up: the command still ends.
+    wait_until("the flood to be stopped", Duration::from_secs(5), || {
+        process_gone(pid)
+    });
+    let mut last = None;
+    while let Some(event) = next_event(&mut reader) {
+        last = Some(event);
+    }
+    let Some(ExecEvent::Exit(exit)) = last else {
+        panic!("no exit event");
+    };
+    assert!(exit.timed_out);
+}

@@ -1,0 +1,77 @@
+//! The computer sync protocol, defined once for both ends.
+//!
+//! The agent's Durable Object owns the workspace; a container (the "computer")
+//! holds a disposable copy on its disk. Both sides compile this crate, so a
+//! message the Worker writes is the type the container reads, and the rules
+//! that must agree (how content is cut into chunks and hashed, which paths
+//! stay container-side) are one piece of code.
+//!
+//! A round looks like this (all bodies JSON unless said otherwise):
+//!
+//! 1. `GET /v1/status` → [`Status`]: which container instance answers. A new
+//!    instance means its disk is empty, so the next push is a full one.
+//! 2. `POST /v1/sync/apply` with a [`Push`]: the workspace's changes since the
+//!    container last acknowledged. The container answers [`ApplyReply`]: either
+//!    applied, or the chunk hashes it lacks. Nothing changes on its disk until
+//!    it has every chunk, so the request can be sent again at any time.
+//! 3. `POST /v1/sync/chunks` with [`frame`]d chunks (binary) it asked for,
+//!    then the same `Push` again.
+//! 4. `POST /v1/exec` with an [`ExecSpec`] → a stream of [`ExecEvent`]s, one
+//!    JSON object per line: output as it comes, then the exit status and the
+//!    paths the command changed ([`Change`]s against what was pushed).
+//! 5. `POST /v1/chunks` with [`ChunkRequest`] → framed chunks the Durable
+//!    Object lacks; it applies every change in one transaction, then
+//! 6. `POST /v1/sync/ack` with [`Ack`]: the container now counts its disk as
+//!    in step. Until then it keeps reporting those changes, so a Durable
+//!    Object that failed between 4 and 6 loses nothing.
+//!
+//! An exec id is never run twice: a repeated `POST /v1/exec` is refused, so
+//! an ambiguous disconnect cannot replay a command.
+
+pub mod frame;
+pub mod ignore;
+mod wire;
+
+pub use frame::{FrameDecoder, FrameError};
+pub use ignore::IgnoreRules;
+pub use wire::*;
+
+/// Version of the protocol; both ends refuse another.
+pub const PROTOCOL: u32 = 1;
+
+/// Bytes per content chunk: every chunk of a file is this size but the last.
+/// The workspace stores content in chunks of the same size, so a hash names
+/// the same bytes on both sides.
+pub const CHUNK_SIZE: usize = 512 * 1024;
+
+/// Header carrying the per-container secret (as `Bearer <secret>`).
+pub const AUTH_HEADER: &str = "authorization";
+
+/// Header naming the container a request is for: one program serves one
+/// container in production and many (one directory each) in local runs.
+pub const CONTAINER_HEADER: &str = "x-stead-container";
+
+/// The hash of one chunk.
+pub fn hash_chunk(data: &[u8]) -> ChunkHash {
+    ChunkHash(*blake3::hash(data).as_bytes())
+}
+
+/// The chunk hashes of `data`, cut at [`CHUNK_SIZE`].
+pub fn hash_content(data: &[u8]) -> Vec<ChunkHash> {
+    data.chunks(CHUNK_SIZE).map(hash_chunk).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_is_cut_at_the_chunk_size() {
+        assert!(hash_content(b"").is_empty());
+        let data = vec![7u8; CHUNK_SIZE + 1];
+        let hashes = hash_content(&data);
+        assert_eq!(hashes.len(), 2);
+        assert_eq!(hashes[0], hash_chunk(&data[..CHUNK_SIZE]));
+        assert_eq!(hashes[1], hash_chunk(&[7]));
+    }
+}

@@ -1,0 +1,253 @@
+//! The messages of the protocol.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A BLAKE3 hash naming one chunk of content; hex on the wire.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChunkHash(pub [u8; 32]);
+
+impl ChunkHash {
+    /// Parses 64 hex digits.
+    pub fn from_hex(text: &str) -> Option<Self> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in bytes.chunks(2).enumerate() {
+            let digit = |b: u8| (b as char).to_digit(16);
+            out[i] = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
+        }
+        Some(ChunkHash(out))
+    }
+}
+
+impl fmt::Display for ChunkHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl fmt::Debug for ChunkHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ChunkHash({self})")
+    }
+}
+
+impl Serialize for ChunkHash {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChunkHash {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        ChunkHash::from_hex(&text)
+            .ok_or_else(|| serde::de::Error::custom("a chunk hash is 64 hex digits"))
+    }
+}
+
+/// What is at a path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Entry {
+    /// A regular file: its permission bits, size and content chunks.
+    File {
+        mode: u32,
+        size: u64,
+        chunks: Vec<ChunkHash>,
+    },
+    /// A directory and its permission bits.
+    Dir { mode: u32 },
+    /// A symbolic link and its target, as written.
+    Symlink { target: String },
+}
+
+/// One path's new state: `entry` is `None` when the path is gone.
+///
+/// Paths are absolute within the workspace (`/src/main.rs`); on the
+/// container's disk they sit under its workspace root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Change {
+    pub path: String,
+    pub entry: Option<Entry>,
+}
+
+/// `GET /v1/status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    pub protocol: u32,
+    /// Random per start of the container program (a new one has an empty disk).
+    pub instance: String,
+    /// The exec id running now, if any.
+    pub running: Option<String>,
+}
+
+/// `POST /v1/sync/apply`: bring the container's disk in step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Push {
+    /// The instance this push was planned for; another instance refuses it
+    /// (its disk is not the one the changes were computed against).
+    pub instance: String,
+    /// `changes` list the whole workspace: remove whatever else is on disk
+    /// (except ignored paths).
+    pub full: bool,
+    pub changes: Vec<Change>,
+    /// The workspace's ignore rules (see [`crate::IgnoreRules`]), as text.
+    pub ignore: String,
+}
+
+/// The answer to a [`Push`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum ApplyReply {
+    /// The disk now matches; `written` files took new content.
+    Applied { written: u64 },
+    /// Send these chunks (`POST /v1/sync/chunks`), then push again.
+    Need { chunks: Vec<ChunkHash> },
+}
+
+/// `POST /v1/exec`: run a command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecSpec {
+    /// Unique per command; a second request with the same id is refused.
+    pub id: String,
+    /// Run by `bash -lc`.
+    pub command: String,
+    /// Working directory, a workspace path.
+    pub cwd: String,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Standard input, base64.
+    #[serde(default)]
+    pub stdin: String,
+    /// Kill the command's process group after this long.
+    pub timeout_ms: u64,
+}
+
+/// One line of the `POST /v1/exec` response stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum ExecEvent {
+    /// Bytes the command wrote to standard output (base64).
+    Stdout { data: String },
+    /// Bytes the command wrote to standard error (base64).
+    Stderr { data: String },
+    /// The command ended; the last event.
+    Exit(Exit),
+}
+
+/// How a command ended and what it changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exit {
+    /// The exit code, or `None` when a signal ended it.
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Killed for running past its timeout.
+    pub timed_out: bool,
+    /// Killed by `POST /v1/exec/{id}/cancel`.
+    pub cancelled: bool,
+    /// What differs on disk from what the container last acknowledged.
+    pub changes: Vec<Change>,
+    /// Paths left out of `changes`, and why (device files, sockets, ...).
+    pub skipped: Vec<Skipped>,
+}
+
+/// A path the container will not report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// `POST /v1/chunks`: the chunks of reported changes the workspace lacks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkRequest {
+    pub exec: String,
+    pub chunks: Vec<ChunkHash>,
+}
+
+/// `POST /v1/sync/ack`: the workspace holds what `exec` reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ack {
+    pub exec: String,
+}
+
+/// An error answer from the container: `{"error":{"code","message"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// Why the container refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// Missing or wrong secret.
+    Unauthorized,
+    /// Malformed request.
+    InvalidRequest,
+    /// A push planned for another instance of the container.
+    StaleInstance,
+    /// The exec id was seen before: it is never run twice.
+    AlreadyStarted,
+    /// Another command is running.
+    Busy,
+    /// No such exec (or its report was acknowledged and dropped).
+    UnknownExec,
+    /// A requested chunk is no longer on disk as reported.
+    ChunkGone,
+    /// A path that escapes the workspace or is otherwise unusable.
+    BadPath,
+    /// The container's own filesystem failed.
+    Io,
+    /// No container can be started for this workspace (answered by the
+    /// Worker's side, not by the program).
+    Unavailable,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_travel_as_hex() {
+        let hash = crate::hash_chunk(b"abc");
+        let text = serde_json::to_string(&hash).unwrap();
+        assert_eq!(text.len(), 66);
+        assert_eq!(serde_json::from_str::<ChunkHash>(&text).unwrap(), hash);
+        assert!(serde_json::from_str::<ChunkHash>("\"zz\"").is_err());
+        assert!(ChunkHash::from_hex(&"g".repeat(64)).is_none());
+    }
+
+    #[test]
+    fn entries_are_tagged() {
+        let change = Change {
+            path: "/a".into(),
+            entry: Some(Entry::Symlink { target: "b".into() }),
+        };
+        let text = serde_json::to_string(&change).unwrap();
+        assert_eq!(
+            text,
+            r#"{"path":"/a","entry":{"type":"symlink","target":"b"}}"#
+        );
+        assert_eq!(serde_json::from_str::<Change>(&text).unwrap(), change);
+        let reply = serde_json::to_string(&ApplyReply::Need { chunks: vec![] }).unwrap();
+        assert_eq!(reply, r#"{"status":"need","chunks":[]}"#);
+    }
+}

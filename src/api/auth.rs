@@ -1,0 +1,523 @@
+//! Who is calling, and what they may do.
+//!
+//! Two kinds of credential, both `Authorization: Bearer ...`:
+//!
+//! - the **admin token** (the `API_TOKEN` secret): everything, on every
+//!   agent, including minting tokens;
+//! - **agent tokens** minted with it (`POST /tokens`): one agent, a set of
+//!   [`Scope`]s, an expiry. A token is `stk_<payload>.<signature>`: the
+//!   payload is base64url JSON [`Claims`], the signature hex
+//!   HMAC-SHA256 over the payload keyed by the admin token. Checking one
+//!   needs no storage, so the Worker refuses a bad, expired, foreign-agent or
+//!   under-scoped token before any Durable Object wakes. Revocation before
+//!   expiry is the agent's business: its Durable Object keeps revoked token
+//!   ids (until they expire) and refuses them. Rotating `API_TOKEN` revokes
+//!   every token at once.
+//!
+//! Comparisons of secrets are constant-time; no error names a secret.
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use stead_sql::{params, Sql, SqlError};
+
+use super::{Action, ApiError};
+
+/// What a token allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Scope {
+    /// Read files, stat, list, search; read jobs, schedules, hooks.
+    #[serde(rename = "read")]
+    Read,
+    /// Change files.
+    #[serde(rename = "write")]
+    Write,
+    /// Run commands in the light shell.
+    #[serde(rename = "exec:shell")]
+    ExecShell,
+    /// Run commands on the Linux computer.
+    #[serde(rename = "exec:computer")]
+    ExecComputer,
+    /// Create, change and delete schedules and hooks.
+    #[serde(rename = "schedule")]
+    Schedule,
+    /// Create and delete the agent, revoke its tokens, read its audit log.
+    #[serde(rename = "admin")]
+    Admin,
+}
+
+impl Scope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Write => "write",
+            Scope::ExecShell => "exec:shell",
+            Scope::ExecComputer => "exec:computer",
+            Scope::Schedule => "schedule",
+            Scope::Admin => "admin",
+        }
+    }
+}
+
+/// What an agent token says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claims {
+    /// Names the token for revocation and the audit log.
+    pub id: String,
+    pub agent: String,
+    pub scopes: Vec<Scope>,
+    /// Expiry, Unix seconds.
+    pub exp: i64,
+}
+
+/// The caller, once authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    Admin,
+    Token(Claims),
+}
+
+const PREFIX: &str = "stk_";
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+}
+
+fn sign(key: &str, payload: &str) -> String {
+    stead_scheduler::signing::hmac_sha256_hex(key.as_bytes(), payload.as_bytes())
+}
+
+/// Mints a token carrying `claims`, signed with the admin token `key`.
+pub fn mint(key: &str, claims: &Claims) -> String {
+    let payload = b64().encode(serde_json::to_vec(claims).expect("claims serialize"));
+    format!("{PREFIX}{payload}.{}", sign(key, &payload))
+}
+
+/// Authenticates an `Authorization` header against the admin token.
+pub fn authenticate(
+    header: Option<&str>,
+    admin_token: Option<&str>,
+    now_s: i64,
+) -> Result<Principal, ApiError> {
+    let admin = admin_token
+        .filter(|t| !t.is_empty())
+        .ok_or(ApiError::NotConfigured)?;
+    let presented = header
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .ok_or(ApiError::Unauthorized)?;
+    if constant_time_eq(presented.as_bytes(), admin.as_bytes()) {
+        return Ok(Principal::Admin);
+    }
+    let (payload, signature) = presented
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.split_once('.'))
+        .ok_or(ApiError::Unauthorized)?;
+    if !constant_time_eq(signature.as_bytes(), sign(admin, payload).as_bytes()) {
+        return Err(ApiError::Unauthorized);
+    }
+    // Signed by us: the payload is ours, so a decoding failure is a bug in
+    // an older format, still refused.
+    let claims: Claims = b64()
+        .decode(payload)
+        .ok()
+        .and_then(|json| serde_json::from_slice(&json).ok())
+        .ok_or(ApiError::Unauthorized)?;
+    if claims.exp <= now_s {
+        return Err(ApiError::TokenExpired);
+    }
+    Ok(Principal::Token(claims))
+}
+
+impl Principal {
+    /// Checks the caller may do something needing `scope` on `agent`.
+    pub fn require(&self, agent: &str, scope: Scope) -> Result<(), ApiError> {
+        let Principal::Token(claims) = self else {
+            return Ok(());
+        };
+        if claims.agent != agent {
+            return Err(ApiError::Forbidden {
+                reason: format!("the token is for agent {:?}", claims.agent),
+            });
+        }
+        if !claims.scopes.contains(&scope) {
+            return Err(ApiError::Forbidden {
+                reason: format!("the token lacks the {:?} scope", scope.name()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Who, for the audit log: `admin` or `token:<id>`.
+    pub fn actor(&self) -> String {
+        match self {
+            Principal::Admin => "admin".into(),
+            Principal::Token(claims) => format!("token:{}", claims.id),
+        }
+    }
+}
+
+/// Headers on which the Worker tells the agent who is calling. The Worker
+/// removes any a client sent; the agent's Durable Object is reachable only
+/// through the Worker.
+pub const ACTOR_HEADER: &str = "x-stead-actor";
+pub const SCOPES_HEADER: &str = "x-stead-scopes";
+
+/// The caller as the agent's Durable Object sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// `admin`, `token:<id>`, or `anonymous` (a hook call, whose secret the
+    /// agent checks).
+    pub actor: String,
+    /// `None`: every scope (the admin token).
+    pub scopes: Option<Vec<Scope>>,
+}
+
+impl Caller {
+    pub fn of(principal: Option<&Principal>) -> Caller {
+        match principal {
+            Some(Principal::Admin) => Caller {
+                actor: "admin".into(),
+                scopes: None,
+            },
+            Some(Principal::Token(claims)) => Caller {
+                actor: format!("token:{}", claims.id),
+                scopes: Some(claims.scopes.clone()),
+            },
+            None => Caller::anonymous(),
+        }
+    }
+
+    fn anonymous() -> Caller {
+        Caller {
+            actor: "anonymous".into(),
+            scopes: Some(Vec::new()),
+        }
+    }
+
+    /// The header values to forward.
+    pub fn headers(&self) -> [(&'static str, String); 2] {
+        let scopes = match &self.scopes {
+            None => "*".to_string(),
+            Some(scopes) => scopes
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(","),
+        };
+        [(ACTOR_HEADER, self.actor.clone()), (SCOPES_HEADER, scopes)]
+    }
+
+    /// Reads forwarded headers; anything malformed is an anonymous caller.
+    pub fn from_headers(actor: Option<&str>, scopes: Option<&str>) -> Caller {
+        let (Some(actor), Some(scopes)) = (actor, scopes) else {
+            return Caller::anonymous();
+        };
+        let scopes = if scopes == "*" {
+            None
+        } else {
+            let parsed: Option<Vec<Scope>> = scopes
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|name| serde_json::from_value(serde_json::Value::String(name.into())).ok())
+                .collect();
+            match parsed {
+                Some(list) => Some(list),
+                None => return Caller::anonymous(),
+            }
+        };
+        Caller {
+            actor: actor.to_string(),
+            scopes,
+        }
+    }
+
+    /// The id of the caller's token, if it used one.
+    pub fn token_id(&self) -> Option<&str> {
+        self.actor.strip_prefix("token:")
+    }
+
+    /// Checks the caller holds `scope`.
+    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        match &self.scopes {
+            None => Ok(()),
+            Some(scopes) if scopes.contains(&scope) => Ok(()),
+            Some(_) if self.actor == "anonymous" => Err(ApiError::Unauthorized),
+            Some(_) => Err(ApiError::Forbidden {
+                reason: format!("the token lacks the {:?} scope", scope.name()),
+            }),
+        }
+    }
+}
+
+/// The scope an action needs. An exec needs `exec:shell` to be let in; the
+/// agent then checks `exec:computer` if the command goes there.
+pub fn required_scope(action: &Action) -> Scope {
+    match action {
+        Action::Info | Action::Ping | Action::Download(_) => Scope::Read,
+        Action::Create | Action::Delete => Scope::Admin,
+        Action::Upload(_) => Scope::Write,
+        Action::Exec => Scope::ExecShell,
+        Action::Tool(tool) => tool_scope(tool),
+        Action::Jobs
+        | Action::Job(_)
+        | Action::JobOutput(_)
+        | Action::Schedules
+        | Action::Schedule(_)
+        | Action::Hooks
+        | Action::Hook(_)
+        | Action::Socket => Scope::Read,
+        Action::JobCancel(_) => Scope::ExecShell,
+        Action::ScheduleCreate
+        | Action::SchedulePut(_)
+        | Action::ScheduleDelete(_)
+        | Action::HookPut(_)
+        | Action::HookDelete(_) => Scope::Schedule,
+        // Authenticated by the hook's own secret, not by a bearer token.
+        Action::HookCall(_) => Scope::Read,
+        Action::Settings => Scope::Read,
+        Action::SettingsPut | Action::Audit | Action::RevokeToken => Scope::Admin,
+    }
+}
+
+/// The scope a file tool needs.
+pub fn tool_scope(tool: &str) -> Scope {
+    match tool {
+        "read" | "stat" | "ls" | "glob" | "grep" | "readlink" | "changes" => Scope::Read,
+        _ => Scope::Write,
+    }
+}
+
+/// `POST /tokens`: what to mint.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MintRequest {
+    pub agent: String,
+    pub scopes: Vec<Scope>,
+    /// Lifetime in seconds (default an hour, at most 90 days).
+    pub ttl_seconds: Option<i64>,
+}
+
+/// Longest token lifetime.
+pub const MAX_TTL_SECONDS: i64 = 90 * 24 * 3600;
+
+impl MintRequest {
+    /// The claims of the token to mint, with id `id`, at `now_s`.
+    pub fn claims(self, id: String, now_s: i64) -> Result<Claims, ApiError> {
+        if !super::valid_agent_id(&self.agent) {
+            return Err(ApiError::InvalidAgentId { id: self.agent });
+        }
+        if self.scopes.is_empty() {
+            return Err(ApiError::InvalidRequest("scopes must not be empty".into()));
+        }
+        let ttl = self.ttl_seconds.unwrap_or(3600);
+        if !(1..=MAX_TTL_SECONDS).contains(&ttl) {
+            return Err(ApiError::InvalidRequest(format!(
+                "ttl_seconds must be 1..={MAX_TTL_SECONDS}"
+            )));
+        }
+        let mut scopes = self.scopes;
+        scopes.sort();
+        scopes.dedup();
+        Ok(Claims {
+            id,
+            agent: self.agent,
+            scopes,
+            exp: now_s + ttl,
+        })
+    }
+}
+
+/// Records on the agent that token `id` (expiring at `exp`) is revoked;
+/// entries past their expiry are dropped on the way, as the token would be
+/// refused anyway.
+pub fn revoke(db: &impl Sql, id: &str, exp: i64, now_s: i64) -> Result<(), SqlError> {
+    db.execute("DELETE FROM revoked_tokens WHERE exp <= ?", params![now_s])?;
+    db.execute(
+        "INSERT INTO revoked_tokens (id, exp) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
+        params![id, exp],
+    )?;
+    Ok(())
+}
+
+/// Whether the agent has revoked token `id`.
+pub fn is_revoked(db: &impl Sql, id: &str) -> Result<bool, SqlError> {
+    Ok(db
+        .query_row("SELECT 1 FROM revoked_tokens WHERE id = ?", params![id])?
+        .is_some())
+}
+
+/// `POST /agents/{id}/tokens/revoke`: which token.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeRequest {
+    pub id: String,
+}
+
+/// Compares without an early exit, so timing does not reveal how much of a
+/// guess was right. (The length is not secret.)
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "admin-secret";
+
+    fn claims(scopes: &[Scope], exp: i64) -> Claims {
+        Claims {
+            id: "t1".into(),
+            agent: "alice".into(),
+            scopes: scopes.to_vec(),
+            exp,
+        }
+    }
+
+    fn auth(token: &str, now: i64) -> Result<Principal, ApiError> {
+        authenticate(Some(&format!("Bearer {token}")), Some(KEY), now)
+    }
+
+    #[test]
+    fn admin_and_minted_tokens_authenticate() {
+        assert_eq!(auth(KEY, 0).unwrap(), Principal::Admin);
+        let token = mint(KEY, &claims(&[Scope::Read], 100));
+        assert_eq!(
+            auth(&token, 99).unwrap(),
+            Principal::Token(claims(&[Scope::Read], 100))
+        );
+        assert!(matches!(auth(&token, 100), Err(ApiError::TokenExpired)));
+        assert!(matches!(
+            authenticate(Some(&format!("Bearer {token}")), Some("other key"), 0),
+            Err(ApiError::Unauthorized)
+        ));
+        assert!(matches!(
+            authenticate(None, None, 0),
+            Err(ApiError::NotConfigured)
+        ));
+    }
+
+    #[test]
+    fn tampered_tokens_are_refused() {
+        let token = mint(KEY, &claims(&[Scope::Read], 100));
+        let (payload, signature) = token.split_once('.').unwrap();
+        // Granting oneself more scopes breaks the signature.
+        let forged =
+            b64().encode(serde_json::to_vec(&claims(&[Scope::Read, Scope::Admin], 100)).unwrap());
+        for bad in [
+            format!("stk_{forged}.{signature}"),
+            format!("{payload}.{}", &signature[1..]),
+            format!("{payload}x.{signature}"),
+            "stk_".to_string(),
+            "stk_.".to_string(),
+            token.replace("stk_", "xyz_"),
+        ] {
+            assert!(
+                matches!(auth(&bad, 0), Err(ApiError::Unauthorized)),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn scopes_and_agents_are_enforced() {
+        let reader = Principal::Token(claims(&[Scope::Read], 100));
+        reader.require("alice", Scope::Read).unwrap();
+        for scope in [
+            Scope::Write,
+            Scope::ExecShell,
+            Scope::Schedule,
+            Scope::Admin,
+        ] {
+            assert!(matches!(
+                reader.require("alice", scope),
+                Err(ApiError::Forbidden { .. })
+            ));
+        }
+        assert!(matches!(
+            reader.require("bob", Scope::Read),
+            Err(ApiError::Forbidden { .. })
+        ));
+        Principal::Admin.require("bob", Scope::Admin).unwrap();
+        assert_eq!(reader.actor(), "token:t1");
+    }
+
+    #[test]
+    fn every_route_needs_a_fitting_scope() {
+        assert_eq!(required_scope(&Action::Tool("read")), Scope::Read);
+        assert_eq!(required_scope(&Action::Tool("grep")), Scope::Read);
+        assert_eq!(required_scope(&Action::Tool("write")), Scope::Write);
+        assert_eq!(required_scope(&Action::Tool("rm")), Scope::Write);
+        assert_eq!(required_scope(&Action::Upload("/x".into())), Scope::Write);
+        assert_eq!(required_scope(&Action::Exec), Scope::ExecShell);
+        assert_eq!(required_scope(&Action::Delete), Scope::Admin);
+    }
+
+    #[test]
+    fn callers_travel_in_headers() {
+        for principal in [
+            Some(Principal::Admin),
+            Some(Principal::Token(claims(
+                &[Scope::Read, Scope::ExecShell],
+                9,
+            ))),
+            None,
+        ] {
+            let caller = Caller::of(principal.as_ref());
+            let [(_, actor), (_, scopes)] = caller.headers();
+            assert_eq!(Caller::from_headers(Some(&actor), Some(&scopes)), caller);
+        }
+        let reader = Caller::from_headers(Some("token:t1"), Some("read"));
+        assert_eq!(reader.token_id(), Some("t1"));
+        reader.require(Scope::Read).unwrap();
+        assert!(matches!(
+            reader.require(Scope::ExecComputer),
+            Err(ApiError::Forbidden { .. })
+        ));
+        let nobody = Caller::from_headers(None, Some("*"));
+        assert!(matches!(
+            nobody.require(Scope::Read),
+            Err(ApiError::Unauthorized)
+        ));
+        let garbled = Caller::from_headers(Some("admin"), Some("read,root"));
+        assert_eq!(garbled.actor, "anonymous");
+    }
+
+    #[test]
+    fn revoked_ids_are_kept_until_they_expire() {
+        let db = stead_sql::SqliteDb::memory().unwrap();
+        stead_sql::migrate(&db, stead_sql::MIGRATIONS).unwrap();
+        revoke(&db, "old", 50, 10).unwrap();
+        revoke(&db, "new", 500, 10).unwrap();
+        assert!(is_revoked(&db, "old").unwrap() && is_revoked(&db, "new").unwrap());
+        assert!(!is_revoked(&db, "other").unwrap());
+        revoke(&db, "third", 900, 100).unwrap();
+        assert!(!is_revoked(&db, "old").unwrap(), "expired entries go");
+        assert!(is_revoked(&db, "new").unwrap());
+    }
+
+    #[test]
+    fn mint_requests_are_checked() {
+        let request = |json: &str| serde_json::from_str::<MintRequest>(json).unwrap();
+        let claims = request(r#"{"agent":"a","scopes":["write","read","read"]}"#)
+            .claims("id".into(), 10)
+            .unwrap();
+        assert_eq!(claims.scopes, vec![Scope::Read, Scope::Write]);
+        assert_eq!(claims.exp, 3610);
+        assert!(request(r#"{"agent":"a","scopes":[]}"#)
+            .claims("id".into(), 0)
+            .is_err());
+        assert!(request(r#"{"agent":"a b","scopes":["read"]}"#)
+            .claims("id".into(), 0)
+            .is_err());
+        assert!(
+            request(r#"{"agent":"a","scopes":["read"],"ttl_seconds":0}"#)
+                .claims("id".into(), 0)
+                .is_err()
+        );
+        assert!(serde_json::from_str::<MintRequest>(r#"{"agent":"a","scopes":["root"]}"#).is_err());
+    }
+}

@@ -1,0 +1,538 @@
+//! The jobs, schedules and hooks API as plain Rust: routes, request
+//! decoding and the JSON answers. The Durable Object glue (`crate::jobs`,
+//! `crate::workspace`) runs jobs and the alarm; everything here is tested on
+//! the host against real SQLite.
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use stead_scheduler::{
+    jobs::Outcome, Hook, Hooks, Job, JobState, Jobs, NewJob, OutputPage, Piece, ScheduleRequest,
+    Schedules,
+};
+use stead_sql::Sql;
+
+use super::{Action, ApiError};
+
+/// Most jobs one list answer holds.
+const MAX_LIST: usize = 200;
+/// Bytes of output one page holds by default (and at most).
+const OUTPUT_PAGE: usize = 1 << 20;
+/// Ledger rows shown with a schedule.
+const RUNS_SHOWN: usize = 50;
+
+/// Routes `method` on `jobs`, `jobs/{id}`, `jobs/{id}/output` and
+/// `jobs/{id}/cancel`; `None` when the method or path does not fit.
+pub fn route_jobs(method: &str, rest: &str) -> Option<Action> {
+    let parts: Vec<&str> = rest.split('/').collect();
+    let id = || parts.get(1).and_then(|id| id.parse::<i64>().ok());
+    match (method, parts.as_slice()) {
+        ("GET", ["jobs"]) => Some(Action::Jobs),
+        ("GET", ["jobs", _]) => id().map(Action::Job),
+        ("GET", ["jobs", _, "output"]) => id().map(Action::JobOutput),
+        ("POST", ["jobs", _, "cancel"]) => id().map(Action::JobCancel),
+        _ => None,
+    }
+}
+
+/// Whether `rest` is a jobs path some other method would take.
+pub fn known_jobs_path(rest: &str) -> bool {
+    let parts: Vec<&str> = rest.split('/').collect();
+    let numeric = parts.get(1).is_some_and(|id| id.parse::<i64>().is_ok());
+    match parts.as_slice() {
+        ["jobs"] => true,
+        ["jobs", _] => numeric,
+        ["jobs", _, "output" | "cancel"] => numeric,
+        _ => false,
+    }
+}
+
+/// Routes `method` on `schedules[/name]` and `hooks[/name]`.
+pub fn route_named(method: &str, collection: &str, name: String) -> Option<Action> {
+    let whole = name.is_empty();
+    Some(match (collection, method, whole) {
+        ("schedules", "GET", true) => Action::Schedules,
+        ("schedules", "POST", true) => Action::ScheduleCreate,
+        ("schedules", "GET", false) => Action::Schedule(name),
+        ("schedules", "PUT", false) => Action::SchedulePut(name),
+        ("schedules", "DELETE", false) => Action::ScheduleDelete(name),
+        ("hooks", "GET", true) => Action::Hooks,
+        ("hooks", "GET", false) => Action::Hook(name),
+        ("hooks", "PUT", false) => Action::HookPut(name),
+        ("hooks", "DELETE", false) => Action::HookDelete(name),
+        ("hooks", "POST", false) => Action::HookCall(name),
+        _ => return None,
+    })
+}
+
+/// Takes the `detach` flag out of an exec body, since the exec decoder
+/// refuses fields it does not know. `None` when the body has no `detach`
+/// (pass it on unchanged, so its errors stay the exec route's own);
+/// otherwise the flag and the rest of the request.
+pub fn split_detach(body: &[u8]) -> Result<Option<(bool, Value)>, ApiError> {
+    let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(body) else {
+        return Ok(None);
+    };
+    let detach = match object.remove("detach") {
+        None => return Ok(None),
+        Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(other) => {
+            return Err(ApiError::InvalidRequest(format!(
+                "detach must be true or false, not {other}"
+            )))
+        }
+    };
+    Ok(Some((detach, Value::Object(object))))
+}
+
+/// The backend an exec request names (`shell` unless it says otherwise).
+pub fn backend_of(request: &Value) -> String {
+    request
+        .get("backend")
+        .and_then(Value::as_str)
+        .unwrap_or("shell")
+        .to_string()
+}
+
+/// Queues a job that runs `request`.
+pub fn create_job<S: Sql>(
+    db: &S,
+    source: &str,
+    request: Value,
+    now_ms: i64,
+) -> Result<Job, ApiError> {
+    if !request.get("command").is_some_and(Value::is_string) {
+        return Err(ApiError::InvalidRequest(
+            "an exec request needs a command".into(),
+        ));
+    }
+    let new = NewJob {
+        source: source.to_string(),
+        backend: backend_of(&request),
+        request,
+    };
+    Ok(Jobs::new(db).create(&new, now_ms)?)
+}
+
+/// How an exec answer or failure ends a job. The light shell names a
+/// `limit` that ended it (`max_wall_ms` is a timeout); the computer reports
+/// a `status` (`exited`, `timed_out`, `cancelled`, or `lost` with a
+/// `message` when the computer died mid-command).
+pub fn outcome_of(result: &Result<Value, ApiError>) -> Outcome {
+    match result {
+        Ok(answer) => {
+            let text = |key: &str| answer.get(key).and_then(Value::as_str);
+            let limit = text("limit");
+            let status = text("status");
+            let error = match (status, limit) {
+                (Some("lost"), _) => Some(
+                    text("message")
+                        .unwrap_or("the computer was lost during the command")
+                        .to_string(),
+                ),
+                (_, Some(limit)) => Some(format!("limit reached: {limit}")),
+                _ => None,
+            };
+            Outcome {
+                exit_code: answer.get("exit_code").and_then(Value::as_i64),
+                timed_out: limit == Some("max_wall_ms") || status == Some("timed_out"),
+                error,
+                backend: text("backend").map(str::to_string),
+            }
+        }
+        Err(error) => Outcome {
+            exit_code: None,
+            timed_out: false,
+            error: Some(format!("{}: {error}", error.code())),
+            backend: None,
+        },
+    }
+}
+
+/// A job as the API shows it.
+pub fn job_json(job: &Job) -> Value {
+    let mut value = serde_json::to_value(job).unwrap_or(Value::Null);
+    if let Some(request) = job.request.as_object() {
+        value["request"] = Value::Object(request.clone());
+    }
+    value
+}
+
+/// One piece of output as the API and the socket show it.
+pub fn piece_json(job: i64, piece: &Piece) -> Value {
+    json!({
+        "type": "output",
+        "job": job,
+        "offset": piece.offset,
+        "stream": piece.stream,
+        "data": String::from_utf8_lossy(&piece.data),
+        "at_ms": piece.at_ms,
+    })
+}
+
+/// The message that tells a subscriber a job ended.
+pub fn job_end_json(job: &Job) -> Value {
+    json!({
+        "type": "job_end",
+        "job": job.id,
+        "state": job.state,
+        "exit_code": job.exit_code,
+        "error": job.error,
+        "next": job.output_bytes,
+    })
+}
+
+/// A page of output.
+pub fn page_json(page: &OutputPage) -> Value {
+    let output: Vec<Value> = page
+        .pieces
+        .iter()
+        .map(|p| {
+            json!({
+                "offset": p.offset,
+                "stream": p.stream,
+                "data": String::from_utf8_lossy(&p.data),
+                "at_ms": p.at_ms,
+            })
+        })
+        .collect();
+    json!({
+        "job": page.job.id,
+        "state": page.job.state,
+        "from": page.from,
+        "next": page.next,
+        "done": page.done,
+        "output": output,
+    })
+}
+
+fn query_int(query: &[(String, String)], key: &str) -> Result<Option<i64>, ApiError> {
+    query
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| {
+            v.parse::<i64>()
+                .map_err(|_| ApiError::InvalidRequest(format!("{key}={v:?} is not an integer")))
+        })
+        .transpose()
+}
+
+fn only_keys(query: &[(String, String)], allowed: &[&str]) -> Result<(), ApiError> {
+    match query.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+        Some((k, _)) => Err(ApiError::InvalidRequest(format!(
+            "unknown query parameter {k:?}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `GET .../jobs?before=<id>&limit=<n>`.
+pub fn list_jobs<S: Sql>(db: &S, query: &[(String, String)]) -> Result<Value, ApiError> {
+    only_keys(query, &["before", "limit"])?;
+    let limit = query_int(query, "limit")?
+        .unwrap_or(50)
+        .clamp(1, MAX_LIST as i64) as usize;
+    let jobs = Jobs::new(db).list(query_int(query, "before")?, limit)?;
+    let next = (jobs.len() == limit).then(|| jobs.last().map(|j| j.id));
+    Ok(json!({
+        "jobs": jobs.iter().map(job_json).collect::<Vec<_>>(),
+        "next_before": next.flatten(),
+    }))
+}
+
+/// `GET .../jobs/{id}/output?from=<offset>&limit=<bytes>`.
+pub fn job_output<S: Sql>(db: &S, id: i64, query: &[(String, String)]) -> Result<Value, ApiError> {
+    only_keys(query, &["from", "limit"])?;
+    let limit = query_int(query, "limit")?
+        .unwrap_or(OUTPUT_PAGE as i64)
+        .clamp(1, OUTPUT_PAGE as i64) as usize;
+    let jobs = Jobs::new(db);
+    let from = match query_int(query, "from")? {
+        Some(from) => from,
+        None => jobs.get(id)?.kept_from,
+    };
+    Ok(page_json(&jobs.output(id, from, limit)?))
+}
+
+/// `POST .../jobs/{id}/cancel`.
+pub fn cancel_job<S: Sql>(db: &S, id: i64, now_ms: i64) -> Result<Job, ApiError> {
+    Ok(Jobs::new(db).cancel(id, now_ms)?)
+}
+
+/// Whether a job has reached a final state.
+pub fn is_final(state: JobState) -> bool {
+    state.is_final()
+}
+
+/// `PUT .../schedules/{id}` and `POST .../schedules`: `id` from the path,
+/// else from the body, else `generated_id`. The answer shows the webhook
+/// secret, the only time it is shown.
+pub fn put_schedule<S: Sql>(
+    db: &S,
+    path_id: Option<&str>,
+    body: &[u8],
+    generated_id: &str,
+    generated_secret: &str,
+    now_ms: i64,
+) -> Result<Value, ApiError> {
+    let req: ScheduleRequest = super::tools::decode(body)?;
+    let id = match (path_id, req.id.as_deref()) {
+        (Some(path), Some(body)) if path != body => {
+            return Err(ApiError::InvalidRequest(format!(
+                "id {body:?} in the body differs from {path:?} in the path"
+            )))
+        }
+        (Some(path), _) => path.to_string(),
+        (None, Some(body)) => body.to_string(),
+        (None, None) => generated_id.to_string(),
+    };
+    if let Some(exec) = &req.exec {
+        check_exec_request(exec)?;
+    }
+    let (schedule, secret) = Schedules::new(db).put(&id, &req, generated_secret, now_ms)?;
+    let mut answer = json!({ "schedule": schedule });
+    if let Some(secret) = secret {
+        answer["webhook_secret"] = json!(secret);
+    }
+    Ok(answer)
+}
+
+/// An exec request stored for later must be one the exec route accepts
+/// (less `detach`, which a stored request does not take: it always runs as
+/// a job).
+fn check_exec_request(exec: &Value) -> Result<(), ApiError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // Only decoded, to check the shape.
+    struct Shape {
+        command: String,
+        cwd: Option<String>,
+        env: Option<Map<String, Value>>,
+        stdin: Option<String>,
+        timeout_ms: Option<u64>,
+        backend: Option<String>,
+    }
+    serde_json::from_value::<Shape>(exec.clone())
+        .map(drop)
+        .map_err(|e| ApiError::InvalidRequest(format!("exec: {e}")))
+}
+
+/// `GET .../schedules/{id}`: the schedule and its newest runs.
+pub fn get_schedule<S: Sql>(db: &S, id: &str) -> Result<Value, ApiError> {
+    let schedules = Schedules::new(db);
+    let schedule = schedules.get(id)?;
+    let runs = schedules.runs(id, RUNS_SHOWN)?;
+    Ok(json!({ "schedule": schedule, "runs": runs }))
+}
+
+/// `GET .../schedules`.
+pub fn list_schedules<S: Sql>(db: &S) -> Result<Value, ApiError> {
+    Ok(json!({ "schedules": Schedules::new(db).list()? }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HookReq {
+    exec: Value,
+    secret: Option<String>,
+}
+
+/// `PUT .../hooks/{name}`: the answer shows the secret, the only time it
+/// is shown.
+pub fn put_hook<S: Sql>(
+    db: &S,
+    name: &str,
+    body: &[u8],
+    generated_secret: &str,
+    now_ms: i64,
+) -> Result<Value, ApiError> {
+    let req: HookReq = super::tools::decode(body)?;
+    check_exec_request(&req.exec)?;
+    let secret = req.secret.unwrap_or_else(|| generated_secret.to_string());
+    let hook = Hooks::new(db).put(name, &secret, &req.exec, now_ms)?;
+    Ok(json!({ "hook": hook, "secret": secret }))
+}
+
+/// The exec request a hook call runs: the hook's, with the call's body on
+/// stdin.
+pub fn hook_request(hook: &Hook, body: &[u8]) -> Value {
+    let mut request = hook.exec.clone();
+    request["stdin"] = json!(String::from_utf8_lossy(body));
+    request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stead_sql::{migrate, SqliteDb, MIGRATIONS};
+
+    fn db() -> SqliteDb {
+        let db = SqliteDb::memory().unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        db
+    }
+
+    fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn detach_is_taken_out_and_checked() {
+        let (detach, rest) = split_detach(br#"{"command":"ls","detach":true}"#)
+            .unwrap()
+            .unwrap();
+        assert!(detach);
+        assert_eq!(rest, json!({ "command": "ls" }));
+        let (detach, _) = split_detach(br#"{"command":"ls","detach":false}"#)
+            .unwrap()
+            .unwrap();
+        assert!(!detach);
+        assert!(split_detach(br#"{"command":"ls"}"#).unwrap().is_none());
+        assert!(
+            split_detach(b"{").unwrap().is_none(),
+            "left to the exec decoder"
+        );
+        let error = split_detach(br#"{"command":"ls","detach":"yes"}"#).unwrap_err();
+        assert_eq!(error.code(), "INVALID_REQUEST");
+    }
+
+    #[test]
+    fn outcomes_follow_the_exec_answer() {
+        let ok = outcome_of(&Ok(json!({ "exit_code": 0 })));
+        assert_eq!(
+            (ok.exit_code, ok.timed_out, ok.error),
+            (Some(0), false, None)
+        );
+        let slow = outcome_of(&Ok(json!({ "exit_code": 124, "limit": "max_wall_ms" })));
+        assert!(slow.timed_out);
+        let slow = outcome_of(&Ok(
+            json!({ "exit_code": 137, "status": "timed_out", "backend": "computer" }),
+        ));
+        assert!(slow.timed_out);
+        assert_eq!(slow.backend.as_deref(), Some("computer"));
+        let lost = outcome_of(&Ok(
+            json!({ "exit_code": null, "status": "lost", "message": "gone" }),
+        ));
+        assert_eq!(
+            (lost.exit_code, lost.error.as_deref()),
+            (None, Some("gone"))
+        );
+        let failed = outcome_of(&Err(ApiError::InvalidRequest("bad".into())));
+        assert_eq!(failed.exit_code, None);
+        assert!(failed.error.unwrap().starts_with("INVALID_REQUEST"));
+    }
+
+    #[test]
+    fn jobs_list_output_and_cancel() {
+        let db = db();
+        let job = create_job(&db, "api", json!({ "command": "echo hi" }), 10).unwrap();
+        assert_eq!(job.backend, "shell");
+        let jobs = Jobs::new(&db);
+        jobs.claim(job.id, 11).unwrap();
+        jobs.append(job.id, stead_scheduler::Stream::Stdout, b"hi\n", 12)
+            .unwrap();
+        let page = job_output(&db, job.id, &q(&[("from", "1")])).unwrap();
+        assert_eq!(page["output"][0]["data"], "i\n");
+        assert_eq!(
+            (page["next"].clone(), page["done"].clone()),
+            (json!(3), json!(false))
+        );
+        assert_eq!(
+            job_output(&db, job.id, &q(&[("from", "x")]))
+                .unwrap_err()
+                .code(),
+            "INVALID_REQUEST"
+        );
+        assert_eq!(
+            job_output(&db, job.id, &q(&[("since", "1")]))
+                .unwrap_err()
+                .code(),
+            "INVALID_REQUEST"
+        );
+        assert_eq!(job_output(&db, 99, &q(&[])).unwrap_err().status(), 404);
+        let listed = list_jobs(&db, &q(&[])).unwrap();
+        assert_eq!(listed["jobs"][0]["command"], "echo hi");
+        assert_eq!(
+            listed["jobs"][0]["request"],
+            json!({ "command": "echo hi" })
+        );
+        assert!(cancel_job(&db, job.id, 13).unwrap().cancel_requested);
+        assert!(create_job(&db, "api", json!({ "cmd": "x" }), 1).is_err());
+    }
+
+    #[test]
+    fn schedules_take_ids_from_path_body_or_generator() {
+        let db = db();
+        let body = br#"{"delay_ms":1000,"exec":{"command":"echo"}}"#;
+        let made = put_schedule(&db, None, body, "gen-1", "secret-0123456789ab", 0).unwrap();
+        assert_eq!(made["schedule"]["id"], "gen-1");
+        assert!(made.get("webhook_secret").is_none());
+        let named = br#"{"id":"n","delay_ms":1000,"exec":{"command":"echo"}}"#;
+        assert_eq!(
+            put_schedule(&db, None, named, "gen-2", "secret-0123456789ab", 0).unwrap()["schedule"]
+                ["id"],
+            "n"
+        );
+        let error = put_schedule(&db, Some("p"), named, "g", "secret-0123456789ab", 0).unwrap_err();
+        assert_eq!(error.code(), "INVALID_REQUEST");
+        let bad_exec = br#"{"delay_ms":1,"exec":{"command":"x","colour":"red"}}"#;
+        assert_eq!(
+            put_schedule(&db, Some("p"), bad_exec, "g", "secret-0123456789ab", 0)
+                .unwrap_err()
+                .code(),
+            "INVALID_REQUEST"
+        );
+        let hook = br#"{"delay_ms":1,"webhook":{"url":"https://example.com"}}"#;
+        let made = put_schedule(&db, Some("w"), hook, "g", "secret-0123456789ab", 0).unwrap();
+        assert_eq!(made["webhook_secret"], "secret-0123456789ab");
+        assert!(!get_schedule(&db, "w")
+            .unwrap()
+            .to_string()
+            .contains("secret-0123"));
+        assert_eq!(
+            list_schedules(&db).unwrap()["schedules"]
+                .as_array()
+                .unwrap()
+                .len(),
+            3
+        );
+        assert_eq!(
+            get_schedule(&db, "zz").unwrap_err().code(),
+            "SCHEDULE_NOT_FOUND"
+        );
+        let cron = br#"{"cron":"61 * * * *","exec":{"command":"x"}}"#;
+        assert_eq!(
+            put_schedule(&db, Some("c"), cron, "g", "secret-0123456789ab", 0)
+                .unwrap_err()
+                .code(),
+            "INVALID_CRON"
+        );
+    }
+
+    #[test]
+    fn hooks_show_their_secret_once_and_feed_the_body_to_stdin() {
+        let db = db();
+        let made = put_hook(
+            &db,
+            "gh",
+            br#"{"exec":{"command":"cat"}}"#,
+            "generated-secret-123",
+            5,
+        )
+        .unwrap();
+        assert_eq!(made["secret"], "generated-secret-123");
+        let hook = Hooks::new(&db)
+            .authenticate("gh", "generated-secret-123", 6)
+            .unwrap();
+        assert_eq!(
+            hook_request(&hook, b"{\"a\":1}"),
+            json!({ "command": "cat", "stdin": "{\"a\":1}" })
+        );
+        let error =
+            put_hook(&db, "gh", br#"{"exec":{"command":"cat"},"x":1}"#, "s", 5).unwrap_err();
+        assert_eq!(error.code(), "INVALID_REQUEST");
+    }
+}

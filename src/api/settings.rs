@@ -1,0 +1,126 @@
+//! Per-workspace settings: the quotas (`GET`/`PUT /agents/{id}/settings`).
+//!
+//! Settings live in the workspace's own database, so they move with it and
+//! need no deploy to change. Quotas left out keep their defaults; the
+//! filesystem enforces them ([`stead_vfs::Limits`]).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use stead_sql::{params, Sql};
+use stead_vfs::{Limits, VfsError};
+
+use super::ApiError;
+
+/// The quotas of one workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Quotas {
+    /// Largest file, bytes.
+    pub max_file_bytes: u64,
+    /// Content stored (each distinct chunk once), bytes.
+    pub max_stored_bytes: u64,
+    /// Files, directories and symlinks.
+    pub max_nodes: u64,
+    /// Components in a created path.
+    pub max_path_depth: usize,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Quotas::from(Limits::default())
+    }
+}
+
+impl From<Limits> for Quotas {
+    fn from(limits: Limits) -> Self {
+        Quotas {
+            max_file_bytes: limits.max_file_bytes,
+            max_stored_bytes: limits.max_stored_bytes,
+            max_nodes: limits.max_nodes,
+            max_path_depth: limits.max_path_depth,
+        }
+    }
+}
+
+impl Quotas {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_file_bytes: self.max_file_bytes,
+            max_stored_bytes: self.max_stored_bytes,
+            max_nodes: self.max_nodes,
+            max_path_depth: self.max_path_depth,
+        }
+    }
+}
+
+/// The workspace's quotas (defaults where none were set).
+pub fn quotas(db: &impl Sql) -> Result<Quotas, ApiError> {
+    let row = db
+        .query_row("SELECT value FROM settings WHERE key = 'quotas'", params![])
+        .map_err(VfsError::from)?;
+    match row {
+        Some(row) => {
+            let text = row.text(0).map_err(VfsError::from)?;
+            serde_json::from_str(text)
+                .map_err(|e| ApiError::Internal(format!("stored quotas: {e}")))
+        }
+        None => Ok(Quotas::default()),
+    }
+}
+
+/// `GET /agents/{id}/settings`.
+pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
+    Ok(json!({ "quotas": quotas(db)? }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PutSettings {
+    quotas: Quotas,
+}
+
+/// `PUT /agents/{id}/settings`: replaces the quotas (fields left out take
+/// their defaults). Lowering a quota below current usage is allowed: the
+/// next operation that adds to it is refused.
+pub fn put(db: &impl Sql, body: &[u8]) -> Result<Value, ApiError> {
+    let request: PutSettings = super::tools::decode(body)?;
+    let quotas = request.quotas;
+    if quotas.max_path_depth == 0 || quotas.max_nodes == 0 {
+        return Err(ApiError::InvalidRequest(
+            "max_path_depth and max_nodes must be at least 1".into(),
+        ));
+    }
+    let text = serde_json::to_string(&quotas).expect("quotas serialize");
+    db.execute(
+        "INSERT INTO settings (key, value) VALUES ('quotas', ?) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        params![text.as_str()],
+    )
+    .map_err(VfsError::from)?;
+    Ok(json!({ "quotas": quotas }))
+}
+
+#[cfg(test)]
+mod tests {
+    use stead_sql::{migrate, SqliteDb, MIGRATIONS};
+
+    use super::*;
+
+    #[test]
+    fn quotas_default_and_round_trip() {
+        let db = SqliteDb::memory().unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        assert_eq!(quotas(&db).unwrap(), Quotas::default());
+        put(&db, br#"{"quotas":{"max_nodes":10}}"#).unwrap();
+        let stored = quotas(&db).unwrap();
+        assert_eq!(stored.max_nodes, 10);
+        assert_eq!(stored.max_file_bytes, Limits::default().max_file_bytes);
+        assert!(put(&db, br#"{"quotas":{"max_nodes":0}}"#).is_err());
+        assert!(put(&db, br#"{"quotas":{"max_inodes":1}}"#).is_err());
+        assert_eq!(
+            quotas(&db).unwrap(),
+            stored,
+            "refused changes change nothing"
+        );
+    }
+}

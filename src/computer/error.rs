@@ -1,0 +1,40 @@
+//! Why a command on the computer could not run or finish.
+
+use stead_sync::ErrorCode;
+
+/// A failure talking to the computer. None of these leaves the workspace
+/// changed: a command's changes are applied only after it has finished and
+/// its content has been pulled.
+#[derive(Debug, thiserror::Error)]
+pub enum ComputerError {
+    #[error(
+        "no computer is configured: deploy with the container (wrangler.toml [[containers]]) \
+         or, locally, set COMPUTER_DEV_URL to a running stead-computer"
+    )]
+    Unavailable,
+    #[error("the computer could not be reached during {step}: {reason}")]
+    Unreachable { step: &'static str, reason: String },
+    #[error("the computer refused {step} ({code:?}): {message}")]
+    Refused {
+        step: &'static str,
+        code: ErrorCode,
+        message: String,
+    },
+    #[error("the computer answered {step} with something unexpected: {reason}")]
+    Malformed { step: &'static str, reason: String },
+    #[error("the computer speaks protocol {found}, this Worker speaks {expected}")]
+    Protocol { found: u32, expected: u32 },
+}
+
+impl ComputerError {
+    /// Whether retrying later may help (the computer is busy or starting).
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            ComputerError::Refused {
+                code: ErrorCode::Busy,
+                ..
+            }
+        )
+    }
+}
