@@ -31,6 +31,10 @@ use crate::workspace::{now_ms, Workspace};
 const BACKLOG_PAGE: usize = 256 << 10;
 /// Most change events sent in one catch-up.
 const MAX_CHANGES: usize = 100_000;
+/// The keepalive the runtime answers on the agent's behalf (exactly this
+/// text; a ping with an `id` reaches the agent and is answered there).
+pub const PING: &str = r#"{"type":"ping"}"#;
+pub const PONG: &str = r#"{"type":"pong"}"#;
 
 /// Accepts `GET /agents/{id}/ws` as a hibernatable WebSocket.
 pub fn accept(ws: &Workspace, agent: &str, req: &Request) -> Result<Response, ApiError> {
@@ -39,6 +43,10 @@ pub fn accept(ws: &Workspace, agent: &str, req: &Request) -> Result<Response, Ap
         return Err(ApiError::UpgradeRequired);
     }
     let pair = WebSocketPair::new()?;
+    // A bare keepalive ping is answered by the runtime itself, without
+    // waking the agent.
+    let pong = worker::worker_sys::WebSocketRequestResponsePair::new(PING, PONG)?;
+    ws.state().set_websocket_auto_response(&pong);
     ws.state().accept_web_socket(&pair.server);
     save(
         &pair.server,

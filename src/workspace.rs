@@ -133,7 +133,7 @@ impl Workspace {
         if let Some(token) = caller.token_id() {
             // An agent not created yet has no revocations to check.
             if self.ready.get() || self.open(id, false).is_ok() {
-                if auth::is_revoked(&self.db, token).map_err(stead_vfs::VfsError::from)? {
+                if auth::is_revoked(&self.db, token)? {
                     return Err(ApiError::TokenRevoked);
                 }
             }
@@ -223,8 +223,7 @@ impl Workspace {
             Action::Socket => return crate::socket::accept(self, id, &req),
             Action::Audit => {
                 let (after, limit) = audit_page(&req.url()?)?;
-                let entries =
-                    audit::list(&self.db, after, limit).map_err(stead_vfs::VfsError::from)?;
+                let entries = audit::list(&self.db, after, limit)?;
                 json!({ "entries": entries })
             }
             Action::Settings => api::settings::get(&self.db)?,
@@ -241,8 +240,7 @@ impl Workspace {
                 let now_s = now_ms() / 1000;
                 // Kept for the longest lifetime a token can have.
                 let exp = now_s + auth::MAX_TTL_SECONDS;
-                auth::revoke(&self.db, &request.id, exp, now_s)
-                    .map_err(stead_vfs::VfsError::from)?;
+                auth::revoke(&self.db, &request.id, exp, now_s)?;
                 json!({ "revoked": request.id })
             }
             action @ (Action::Jobs
@@ -318,7 +316,8 @@ impl Workspace {
             }
             Plan::Computer(command) => {
                 api::exec::check_cwd(&self.vfs(), &command.cwd)?;
-                let link = computer::Link::new(&self.env, agent)?;
+                let internet = api::settings::computer(&self.db)?.internet;
+                let link = computer::Link::new(&self.env, agent, internet)?;
                 let _turn = self.computer_turn.lock().await;
                 computer::run(&self.db, || self.vfs(), &link, command, sink).await
             }

@@ -175,6 +175,27 @@ fn failures_timeouts_and_cancel_are_recorded() {
         400,
         "INVALID_REQUEST",
     );
+    // A request the exec route would refuse is refused at once, not queued.
+    let before = expect_ok(&agent.send("GET", "/jobs", b""))["jobs"].clone();
+    expect_error(
+        &agent.call(
+            "exec",
+            json!({ "command": "true", "colour": 1, "detach": true }),
+        ),
+        400,
+        "INVALID_REQUEST",
+    );
+    assert_eq!(expect_ok(&agent.send("GET", "/jobs", b""))["jobs"], before);
+    // The backend is decided when the job is made: `auto` sends a command the
+    // light shell lacks to the computer.
+    let on_computer = agent.call(
+        "exec",
+        json!({ "command": "python3 -c 'print(6*7)'", "detach": true, "timeout_ms": 60000 }),
+    );
+    expect_status(&on_computer, 202);
+    assert_eq!(on_computer.json()["job"]["backend"], "computer");
+    let job = wait_job(&agent, on_computer.json()["job"]["id"].as_i64().unwrap());
+    assert_eq!(job["backend"], "computer");
     // Without detach (or with false) exec still answers in place.
     let out = agent.ok("exec", json!({ "command": "echo now", "detach": false }));
     assert_eq!(out["stdout"], "now\n");

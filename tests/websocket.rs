@@ -285,6 +285,10 @@ fn tool_calls_run_over_the_socket_and_bad_messages_get_errors() {
     socket.send(&json!({ "type": "ping", "id": "p" }));
     let pong = socket.recv_until(WAIT, is_type("pong")).pop().unwrap();
     assert_eq!(pong["id"], "p");
+    // A bare keepalive is answered too (by the runtime, without waking the agent).
+    socket.send_text(r#"{"type":"ping"}"#);
+    let pong = socket.recv_until(WAIT, is_type("pong")).pop().unwrap();
+    assert_eq!(pong, json!({ "type": "pong" }));
 }
 
 #[test]

@@ -48,6 +48,12 @@ pub enum ApiError {
     Internal(String),
 }
 
+impl From<stead_sql::SqlError> for ApiError {
+    fn from(error: stead_sql::SqlError) -> Self {
+        ApiError::Fs(VfsError::Storage(error))
+    }
+}
+
 impl From<serde_json::Error> for ApiError {
     fn from(error: serde_json::Error) -> Self {
         use serde_json::error::Category;

@@ -4,7 +4,7 @@
 //! the host against real SQLite.
 
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use stead_scheduler::{
     jobs::Outcome, Hook, Hooks, Job, JobState, Jobs, NewJob, OutputPage, Piece, ScheduleRequest,
     Schedules,
@@ -85,13 +85,14 @@ pub fn split_detach(body: &[u8]) -> Result<Option<(bool, Value)>, ApiError> {
     Ok(Some((detach, Value::Object(object))))
 }
 
-/// The backend an exec request names (`shell` unless it says otherwise).
-pub fn backend_of(request: &Value) -> String {
-    request
-        .get("backend")
-        .and_then(Value::as_str)
-        .unwrap_or("shell")
-        .to_string()
+/// Where an exec request will run, as the exec route decides it (`auto`
+/// resolved); an error if the exec route would refuse the request.
+pub fn backend_of(request: &Value) -> Result<&'static str, ApiError> {
+    let body = serde_json::to_vec(request).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(match super::exec::plan(&body)? {
+        super::exec::Plan::Shell(_) => "shell",
+        super::exec::Plan::Computer(_) => "computer",
+    })
 }
 
 /// Queues a job that runs `request`.
@@ -101,14 +102,9 @@ pub fn create_job<S: Sql>(
     request: Value,
     now_ms: i64,
 ) -> Result<Job, ApiError> {
-    if !request.get("command").is_some_and(Value::is_string) {
-        return Err(ApiError::InvalidRequest(
-            "an exec request needs a command".into(),
-        ));
-    }
     let new = NewJob {
         source: source.to_string(),
-        backend: backend_of(&request),
+        backend: backend_of(&request)?.to_string(),
         request,
     };
     Ok(Jobs::new(db).create(&new, now_ms)?)
@@ -301,18 +297,7 @@ pub fn put_schedule<S: Sql>(
 /// (less `detach`, which a stored request does not take: it always runs as
 /// a job).
 fn check_exec_request(exec: &Value) -> Result<(), ApiError> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)] // Only decoded, to check the shape.
-    struct Shape {
-        command: String,
-        cwd: Option<String>,
-        env: Option<Map<String, Value>>,
-        stdin: Option<String>,
-        timeout_ms: Option<u64>,
-        backend: Option<String>,
-    }
-    serde_json::from_value::<Shape>(exec.clone())
+    backend_of(exec)
         .map(drop)
         .map_err(|e| ApiError::InvalidRequest(format!("exec: {e}")))
 }

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stead_sql::{params, Sql};
-use stead_vfs::{Limits, VfsError};
+use stead_vfs::Limits;
 
 use super::ApiError;
 
@@ -55,49 +55,80 @@ impl Quotas {
 
 /// The workspace's quotas (defaults where none were set).
 pub fn quotas(db: &impl Sql) -> Result<Quotas, ApiError> {
-    let row = db
-        .query_row("SELECT value FROM settings WHERE key = 'quotas'", params![])
-        .map_err(VfsError::from)?;
+    load(db, "quotas")
+}
+
+/// What the agent's computer may do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ComputerSettings {
+    /// Outbound network from commands (package installs, git clone). Off
+    /// unless set; takes effect when the container next starts.
+    pub internet: bool,
+}
+
+/// The workspace's computer settings (defaults where none were set).
+pub fn computer(db: &impl Sql) -> Result<ComputerSettings, ApiError> {
+    load(db, "computer")
+}
+
+fn load<T: Default + serde::de::DeserializeOwned>(db: &impl Sql, key: &str) -> Result<T, ApiError> {
+    let row = db.query_row("SELECT value FROM settings WHERE key = ?", params![key])?;
     match row {
         Some(row) => {
-            let text = row.text(0).map_err(VfsError::from)?;
+            let text = row.text(0)?;
             serde_json::from_str(text)
-                .map_err(|e| ApiError::Internal(format!("stored quotas: {e}")))
+                .map_err(|e| ApiError::Internal(format!("stored setting {key}: {e}")))
         }
-        None => Ok(Quotas::default()),
+        None => Ok(T::default()),
     }
+}
+
+fn store(db: &impl Sql, key: &str, value: &impl Serialize) -> Result<(), ApiError> {
+    let text = serde_json::to_string(value).expect("settings serialize");
+    db.execute(
+        "INSERT INTO settings (key, value) VALUES (?, ?) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        params![key, text.as_str()],
+    )?;
+    Ok(())
 }
 
 /// `GET /agents/{id}/settings`.
 pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
-    Ok(json!({ "quotas": quotas(db)? }))
+    Ok(json!({ "quotas": quotas(db)?, "computer": computer(db)? }))
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PutSettings {
-    quotas: Quotas,
+    quotas: Option<Quotas>,
+    computer: Option<ComputerSettings>,
 }
 
-/// `PUT /agents/{id}/settings`: replaces the quotas (fields left out take
-/// their defaults). Lowering a quota below current usage is allowed: the
-/// next operation that adds to it is refused.
+/// `PUT /agents/{id}/settings`: replaces the sections given (`quotas`,
+/// `computer`); fields left out of a section take their defaults. Lowering a
+/// quota below current usage is allowed: the next operation that adds to it
+/// is refused.
 pub fn put(db: &impl Sql, body: &[u8]) -> Result<Value, ApiError> {
     let request: PutSettings = super::tools::decode(body)?;
-    let quotas = request.quotas;
-    if quotas.max_path_depth == 0 || quotas.max_nodes == 0 {
-        return Err(ApiError::InvalidRequest(
-            "max_path_depth and max_nodes must be at least 1".into(),
-        ));
+    if let Some(quotas) = &request.quotas {
+        if quotas.max_path_depth == 0 || quotas.max_nodes == 0 {
+            return Err(ApiError::InvalidRequest(
+                "max_path_depth and max_nodes must be at least 1".into(),
+            ));
+        }
     }
-    let text = serde_json::to_string(&quotas).expect("quotas serialize");
-    db.execute(
-        "INSERT INTO settings (key, value) VALUES ('quotas', ?) \
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        params![text.as_str()],
-    )
-    .map_err(VfsError::from)?;
-    Ok(json!({ "quotas": quotas }))
+    db.transaction(|| {
+        if let Some(quotas) = &request.quotas {
+            store(db, "quotas", quotas)?;
+        }
+        if let Some(computer) = &request.computer {
+            store(db, "computer", computer)?;
+        }
+        Ok::<_, ApiError>(())
+    })?;
+    get(db)
 }
 
 #[cfg(test)]

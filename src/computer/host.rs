@@ -4,7 +4,7 @@
 //! The workspace's Durable Object never holds container credentials: it
 //! sends protocol requests here, and this object starts the container when
 //! needed (with a fresh random secret in its environment, and outbound
-//! network only if `COMPUTER_INTERNET` is `"true"`), adds the secret to each
+//! network only if the agent's settings allow it), adds the secret to each
 //! request and forwards it to the program's port. The secret is kept in this
 //! object's storage so a restarted object can still reach a running
 //! container; nothing else ever sees it.
@@ -62,7 +62,11 @@ impl DurableObject for Computer {
         };
         match self.state.container() {
             Some(container) => {
-                let secret = self.start(&container).await?;
+                let internet = req
+                    .headers()
+                    .get(super::link::INTERNET_HEADER)?
+                    .is_some_and(|v| v == "true");
+                let secret = self.start(&container, internet).await?;
                 let port = container.get_tcp_port(PORT)?;
                 let mut tries = 0;
                 loop {
@@ -97,8 +101,9 @@ impl DurableObject for Computer {
 }
 
 impl Computer {
-    /// Starts the container unless it runs; returns the secret it was given.
-    async fn start(&self, container: &Container) -> Result<String> {
+    /// Starts the container unless it runs, with outbound network only if
+    /// `internet`; returns the secret it was given.
+    async fn start(&self, container: &Container, internet: bool) -> Result<String> {
         let storage = self.state.storage();
         if container.running() {
             if let Some(secret) = storage.get::<String>("secret").await? {
@@ -110,10 +115,6 @@ impl Computer {
         let secret = random_hex(32)?;
         let mut options = ContainerStartupOptions::new();
         options.add_env("STEAD_COMPUTER_SECRET", &secret);
-        let internet = self
-            .env
-            .var("COMPUTER_INTERNET")
-            .is_ok_and(|v| v.to_string() == "true");
         options.enable_internet(internet);
         container.start(Some(options))?;
         storage.put("secret", &secret).await?;

@@ -17,14 +17,19 @@ use super::ComputerError;
 /// Binding of the container-enabled Durable Object class.
 pub const BINDING: &str = "COMPUTER";
 
+/// Header telling the `Computer` object whether the agent's settings allow
+/// its container outbound network (applied when the container starts).
+pub const INTERNET_HEADER: &str = "x-stead-internet";
+
 /// A connection to one agent's computer.
 pub struct Link {
     stub: Stub,
     agent: String,
+    internet: bool,
 }
 
 impl Link {
-    pub fn new(env: &Env, agent: &str) -> Result<Self, ComputerError> {
+    pub fn new(env: &Env, agent: &str, internet: bool) -> Result<Self, ComputerError> {
         let namespace = env
             .durable_object(BINDING)
             .map_err(|_| ComputerError::Unavailable)?;
@@ -35,6 +40,7 @@ impl Link {
         Ok(Link {
             stub,
             agent: agent.to_string(),
+            internet,
         })
     }
 
@@ -49,6 +55,7 @@ impl Link {
         let headers = Headers::new();
         headers
             .set(CONTAINER_HEADER, &self.agent)
+            .and_then(|()| headers.set(INTERNET_HEADER, &self.internet.to_string()))
             .map_err(|e| unreachable(step, e))?;
         let mut init = RequestInit::new();
         init.with_method(method);

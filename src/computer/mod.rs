@@ -198,16 +198,14 @@ struct Synced {
 }
 
 fn load(db: &impl Sql) -> Result<Option<Synced>, ApiError> {
-    let row = db
-        .query_row(
-            "SELECT instance, acked FROM computer WHERE id = 1",
-            params![],
-        )
-        .map_err(VfsError::from)?;
+    let row = db.query_row(
+        "SELECT instance, acked FROM computer WHERE id = 1",
+        params![],
+    )?;
     row.map(|row| {
         Ok(Synced {
-            instance: row.text(0).map_err(VfsError::from)?.to_string(),
-            acked: row.int(1).map_err(VfsError::from)?,
+            instance: row.text(0)?.to_string(),
+            acked: row.int(1)?,
         })
     })
     .transpose()
@@ -218,14 +216,12 @@ fn save(db: &impl Sql, instance: &str, acked: i64) -> Result<(), ApiError> {
         "INSERT INTO computer (id, instance, acked) VALUES (1, ?, ?) \
          ON CONFLICT (id) DO UPDATE SET instance = excluded.instance, acked = excluded.acked",
         params![instance, acked],
-    )
-    .map_err(VfsError::from)?;
+    )?;
     Ok(())
 }
 
 fn forget(db: &impl Sql) -> Result<(), ApiError> {
-    db.execute("DELETE FROM computer", params![])
-        .map_err(VfsError::from)?;
+    db.execute("DELETE FROM computer", params![])?;
     Ok(())
 }
 

@@ -478,6 +478,9 @@ impl<'a, S: Sql> Jobs<'a, S> {
     /// (always at least one piece when there is one).
     pub fn output(&self, id: i64, from: i64, max_bytes: usize) -> Result<OutputPage> {
         let job = self.get(id)?;
+        if from < 0 {
+            return Err(SchedError::NegativeOffset { from });
+        }
         if from < job.kept_from {
             return Err(SchedError::OutputPruned {
                 id,
@@ -690,6 +693,10 @@ mod tests {
         assert!(matches!(
             jobs.output(id, 96, 10),
             Err(SchedError::OffsetBeyondEnd { end: 95, .. })
+        ));
+        assert!(matches!(
+            jobs.output(id, -1, 10),
+            Err(SchedError::NegativeOffset { from: -1 })
         ));
         let page = jobs.output(id, 0, 1000).unwrap();
         assert!(!page.done, "a queued job is not done");

@@ -46,6 +46,8 @@ pub enum SchedError {
     OutputPruned { id: i64, from: i64, kept_from: i64 },
     #[error("offset {from} is past the end of job {id}'s output ({end})")]
     OffsetBeyondEnd { id: i64, from: i64, end: i64 },
+    #[error("offset {from} is negative")]
+    NegativeOffset { from: i64 },
     #[error(transparent)]
     Cron(#[from] CronError),
     #[error("unknown time zone {0:?}")]
@@ -73,6 +75,7 @@ impl SchedError {
             SchedError::JobFinished { .. } => "JOB_FINISHED",
             SchedError::OutputPruned { .. } => "OUTPUT_PRUNED",
             SchedError::OffsetBeyondEnd { .. } => "OFFSET_BEYOND_END",
+            SchedError::NegativeOffset { .. } => "INVALID_REQUEST",
             SchedError::Cron(_) => "INVALID_CRON",
             SchedError::UnknownTimeZone(_) => "UNKNOWN_TIME_ZONE",
             SchedError::InvalidSchedule(_) | SchedError::InvalidHook(_) => "INVALID_REQUEST",
@@ -93,6 +96,7 @@ impl SchedError {
             SchedError::OutputPruned { .. } => 410,
             SchedError::HookRefused => 401,
             SchedError::OffsetBeyondEnd { .. }
+            | SchedError::NegativeOffset { .. }
             | SchedError::Cron(_)
             | SchedError::UnknownTimeZone(_)
             | SchedError::InvalidSchedule(_)

@@ -101,6 +101,7 @@ pub fn strerror(error: &VfsError) -> &'static str {
         "ENAMETOOLONG" => "File name too long",
         "EBUSY" => "Device or resource busy",
         "EFBIG" => "File too large",
+        "ENOSPC" => "No space left on device",
         "EINVAL" => "Invalid argument",
         _ => "Input/output error",
     }

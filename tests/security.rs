@@ -1,0 +1,373 @@
+//! End-to-end: scoped tokens, quotas, the audit log, and path escapes
+//! through every entry point, against the real Worker.
+
+mod common;
+
+use common::{client, expect_error, expect_ok, Agent};
+use serde_json::{json, Value};
+use stead_harness::Client;
+
+/// Mints a token with the admin token; returns (token, id).
+fn mint(agent: &str, scopes: &[&str], ttl_seconds: i64) -> (String, String) {
+    let reply = client().send(
+        "POST",
+        "/tokens",
+        json!({ "agent": agent, "scopes": scopes, "ttl_seconds": ttl_seconds })
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(
+        reply.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let body = reply.json();
+    (
+        body["token"].as_str().unwrap().to_string(),
+        body["id"].as_str().unwrap().to_string(),
+    )
+}
+
+fn as_token(agent: &Agent, token: &str) -> Agent {
+    Agent {
+        id: agent.id.clone(),
+        client: client().with_token(Some(token)),
+    }
+}
+
+#[test]
+fn a_read_only_token_reads_and_nothing_else() {
+    let agent = Agent::new("sec-reader");
+    agent.write("/notes.txt", "hello\n");
+    let (token, _) = mint(&agent.id, &["read"], 600);
+    let reader = as_token(&agent, &token);
+    assert_eq!(reader.read("/notes.txt"), "hello\n");
+    expect_ok(&reader.call("ls", json!({ "path": "/" })));
+    expect_ok(&reader.send("GET", "", b""));
+    let before = agent.snapshot();
+    for (tool, body) in [
+        ("write", json!({ "path": "/x", "content": "x" })),
+        (
+            "edit",
+            json!({ "path": "/notes.txt", "edits": [{ "old": "hello", "new": "bye" }] }),
+        ),
+        ("rm", json!({ "path": "/notes.txt" })),
+        ("mkdir", json!({ "path": "/d" })),
+        ("exec", json!({ "command": "echo hi > /y" })),
+    ] {
+        expect_error(&reader.call(tool, body), 403, "FORBIDDEN");
+    }
+    expect_error(&reader.send("DELETE", "", b""), 403, "FORBIDDEN");
+    expect_error(
+        &reader.send("PUT", "/files/up.bin", b"data"),
+        403,
+        "FORBIDDEN",
+    );
+    expect_error(
+        &reader.send(
+            "POST",
+            "/schedules",
+            json!({ "delay_ms": 1000, "command": "true" })
+                .to_string()
+                .as_bytes(),
+        ),
+        403,
+        "FORBIDDEN",
+    );
+    assert_eq!(agent.snapshot(), before, "nothing changed");
+    // Only the admin token mints tokens.
+    let minted = Client::with_token(&client(), Some(&token)).send(
+        "POST",
+        "/tokens",
+        json!({ "agent": agent.id, "scopes": ["admin"] })
+            .to_string()
+            .as_bytes(),
+    );
+    expect_error(&minted, 403, "FORBIDDEN");
+}
+
+#[test]
+fn tokens_are_bound_to_their_agent_scopes_expiry_and_revocation() {
+    let alice = Agent::new("sec-alice");
+    let bob = Agent::new("sec-bob");
+    bob.write("/secret.txt", "bob's\n");
+    let (token, id) = mint(&alice.id, &["read", "write", "exec:shell"], 600);
+    let as_alice = as_token(&alice, &token);
+    as_alice.write("/mine.txt", "ok\n");
+    let out = as_alice.ok("exec", json!({ "command": "cat mine.txt" }));
+    assert_eq!(out["stdout"], "ok\n");
+    // Without exec:computer, a command for the computer is refused.
+    expect_error(
+        &as_alice.call("exec", json!({ "command": "python3 -c 1" })),
+        403,
+        "FORBIDDEN",
+    );
+    // Alice's token on Bob's workspace.
+    let on_bob = as_token(&bob, &token);
+    expect_error(
+        &on_bob.call("read", json!({ "path": "/secret.txt" })),
+        403,
+        "FORBIDDEN",
+    );
+    // Tampering and junk are refused outright.
+    let forged = format!("{}x", &token);
+    expect_error(
+        &as_token(&alice, &forged).send("GET", "", b""),
+        401,
+        "UNAUTHORIZED",
+    );
+    // A client cannot pose as the admin through the forwarded headers.
+    let bearer = format!("Bearer {token}");
+    let posing = common::raw(
+        "GET",
+        &alice.url("/audit"),
+        &[
+            ("authorization", bearer.as_str()),
+            ("x-stead-actor", "admin"),
+            ("x-stead-scopes", "*"),
+        ],
+        b"",
+    );
+    expect_error(&posing, 403, "FORBIDDEN");
+    // Revocation works before expiry.
+    expect_ok(&alice.send(
+        "POST",
+        "/tokens/revoke",
+        json!({ "id": id }).to_string().as_bytes(),
+    ));
+    expect_error(
+        &as_alice.call("read", json!({ "path": "/mine.txt" })),
+        401,
+        "TOKEN_REVOKED",
+    );
+    // Expiry.
+    let (short, _) = mint(&alice.id, &["read"], 1);
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    expect_error(
+        &as_token(&alice, &short).send("GET", "", b""),
+        401,
+        "TOKEN_EXPIRED",
+    );
+}
+
+#[test]
+fn quotas_refuse_with_the_limit_named_and_change_nothing() {
+    let agent = Agent::new("sec-quotas");
+    let settings = expect_ok(
+        &agent.send(
+            "PUT",
+            "/settings",
+            json!({ "quotas": { "max_file_bytes": 1000, "max_stored_bytes": 2500,
+                            "max_nodes": 6, "max_path_depth": 3 } })
+            .to_string()
+            .as_bytes(),
+        ),
+    );
+    assert_eq!(settings["quotas"]["max_nodes"], 6);
+    assert_eq!(
+        expect_ok(&agent.send("GET", "/settings", b""))["quotas"]["max_path_depth"],
+        3
+    );
+    agent.write("/a.txt", &"a".repeat(900));
+    agent.write("/b.txt", &"b".repeat(900));
+    let before = agent.snapshot();
+    let check = |reply: stead_harness::Reply, status: u16, code: &str, quota: &str| {
+        let body: Value = expect_error(&reply, status, code);
+        let message = body["message"].as_str().unwrap().to_string();
+        assert!(message.contains(quota), "{message}");
+    };
+    check(
+        agent.call(
+            "write",
+            json!({ "path": "/big", "content": "x".repeat(1001) }),
+        ),
+        413,
+        "EFBIG",
+        "max_file_bytes",
+    );
+    check(
+        agent.call(
+            "write",
+            json!({ "path": "/c.txt", "content": "c".repeat(900) }),
+        ),
+        507,
+        "ENOSPC",
+        "max_stored_bytes",
+    );
+    check(
+        agent.call(
+            "write",
+            json!({ "path": "/d1/d2/d3/deep.txt", "content": "x" }),
+        ),
+        400,
+        "ENAMETOOLONG",
+        "max_path_depth",
+    );
+    check(
+        agent.send("PUT", "/files/up.bin", &vec![b'u'; 1500]),
+        413,
+        "EFBIG",
+        "max_file_bytes",
+    );
+    assert_eq!(agent.snapshot(), before, "refused calls changed nothing");
+    // The shell meets the same quotas.
+    let out = agent.ok(
+        "exec",
+        json!({ "command": "for i in 1 2 3 4 5 6; do echo $i > f$i; done", "backend": "shell" }),
+    );
+    assert_ne!(out["exit_code"], 0, "{out}");
+    assert!(
+        out["stderr"].as_str().unwrap().contains("No space left"),
+        "{out}"
+    );
+    // Six nodes in all (the root counts): the loop stopped at the quota.
+    assert_eq!(agent.tree().len(), 5, "{:?}", agent.tree());
+    // Raising the quota makes room; nothing else changed meanwhile.
+    expect_ok(
+        &agent.send(
+            "PUT",
+            "/settings",
+            json!({ "quotas": { "max_nodes": 100 } })
+                .to_string()
+                .as_bytes(),
+        ),
+    );
+    agent.write("/f6", "6\n");
+}
+
+#[test]
+fn the_audit_log_records_who_changed_what() {
+    let agent = Agent::new("sec-audit");
+    agent.write("/a.txt", "1");
+    let _ = agent.call("rm", json!({ "path": "/missing" }));
+    let (token, id) = mint(&agent.id, &["read", "write"], 600);
+    as_token(&agent, &token).write("/b.txt", "2");
+    agent.read("/a.txt");
+    let log = expect_ok(&agent.send("GET", "/audit", b""));
+    let entries: Vec<(String, String, String, String)> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap_or("").to_string();
+            (
+                text("actor"),
+                text("action"),
+                text("target"),
+                text("outcome"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            (
+                "admin".into(),
+                "agent.create".into(),
+                "".into(),
+                "ok".into()
+            ),
+            ("admin".into(), "write".into(), "/a.txt".into(), "ok".into()),
+            (
+                "admin".into(),
+                "rm".into(),
+                "/missing".into(),
+                "ENOENT".into()
+            ),
+            (
+                format!("token:{id}"),
+                "write".into(),
+                "/b.txt".into(),
+                "ok".into()
+            ),
+        ],
+        "reads are not audited"
+    );
+    // Paging and admin only.
+    let first = log["entries"][0]["id"].as_i64().unwrap();
+    let page = expect_ok(&agent.send("GET", &format!("/audit?after={first}&limit=1"), b""));
+    assert_eq!(page["entries"].as_array().unwrap().len(), 1);
+    expect_error(
+        &as_token(&agent, &token).send("GET", "/audit", b""),
+        403,
+        "FORBIDDEN",
+    );
+}
+
+#[test]
+fn paths_cannot_escape_the_workspace_from_any_entry_point() {
+    let agent = Agent::new("sec-escape");
+    agent.write("/inside.txt", "in\n");
+    // File API.
+    for path in ["/../etc/passwd", "/a/../../b", "../x"] {
+        let reply = agent.call("read", json!({ "path": path }));
+        assert!(reply.status >= 400, "{path}: {}", reply.status);
+    }
+    let reply = agent.send("GET", "/files/..%2F..%2Fetc%2Fpasswd", b"");
+    assert!(reply.status >= 400);
+    // Shell: cd and redirections stop at the root; absolute paths are the
+    // workspace's.
+    let out = agent.ok(
+        "exec",
+        json!({ "command": "cd ../../..; pwd; echo x > ../../escape.txt; cat /etc/passwd 2>&1; ls /",
+                "backend": "shell" }),
+    );
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.starts_with("/\n"), "{out}");
+    assert!(!stdout.contains("root:"), "{out}");
+    assert!(agent.tree().iter().all(|p| !p.contains("escape")), "{out}");
+    // Symlinks resolve inside the workspace.
+    agent.ok(
+        "symlink",
+        json!({ "target": "/../../etc/passwd", "path": "/link" }),
+    );
+    let reply = agent.call("read", json!({ "path": "/link" }));
+    assert!(reply.status >= 400 || !String::from_utf8_lossy(&reply.body).contains("root:"));
+    // Archive extraction: a member climbing out of the extraction folder
+    // (zip-slip) is refused.
+    expect_ok(&agent.send(
+        "PUT",
+        "/files/slip.tar",
+        &tar_member("../../evil.txt", b"x"),
+    ));
+    let out = agent.ok(
+        "exec",
+        json!({ "command": "mkdir -p /t/sub && tar -xf /slip.tar -C /t/sub", "backend": "shell" }),
+    );
+    assert_ne!(out["exit_code"], 0, "{out}");
+    assert!(out["stderr"].as_str().unwrap().contains(".."), "{out}");
+    for path in ["/evil.txt", "/t/evil.txt", "/t/sub/evil.txt"] {
+        expect_error(&agent.call("stat", json!({ "path": path })), 404, "ENOENT");
+    }
+    // The computer: a symlink out of the workspace is not taken back.
+    let out = agent.ok(
+        "exec",
+        json!({ "command": "ln -s /etc/passwd pw && echo done", "backend": "computer" }),
+    );
+    assert_eq!(out["stdout"], "done\n", "{out}");
+    let skipped = out["skipped"].as_array().cloned().unwrap_or_default();
+    assert!(skipped.iter().any(|s| s["path"] == "/pw"), "{out}");
+    expect_error(&agent.call("stat", json!({ "path": "/pw" })), 404, "ENOENT");
+}
+
+/// A one-member ustar archive.
+fn tar_member(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = [0u8; 512];
+    header[..name.len()].copy_from_slice(name.as_bytes());
+    header[100..107].copy_from_slice(b"0000644");
+    header[108..115].copy_from_slice(b"0000000");
+    header[116..123].copy_from_slice(b"0000000");
+    header[124..135].copy_from_slice(format!("{:011o}", data.len()).as_bytes());
+    header[136..147].copy_from_slice(b"00000000000");
+    header[156] = b'0';
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[148..156].copy_from_slice(b"        ");
+    let sum: u32 = header.iter().map(|&b| b as u32).sum();
+    header[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+    let mut out = header.to_vec();
+    out.extend_from_slice(data);
+    out.resize(out.len().div_ceil(512) * 512 + 1024, 0);
+    out
+}
