@@ -103,7 +103,7 @@ fn with_caller(req: Request, caller: &Caller) -> Result<Request> {
     if let Some(body) = req.inner().body() {
         init.with_body(Some(body.into()));
     }
-    Request::new_with_init(&req.url()?.to_string(), &init)
+    Request::new_with_init(req.url()?.as_ref(), &init)
 }
 
 /// `POST /tokens`: the admin token mints an agent token.

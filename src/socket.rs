@@ -21,9 +21,10 @@ use stead_scheduler::{Job, Jobs, Piece};
 use stead_vfs::Vfs;
 use worker::{Request, Response, WebSocket, WebSocketIncomingMessage, WebSocketPair};
 
+use crate::api::auth::{self, Caller, Scope};
 use crate::api::jobs as japi;
 use crate::api::socket::{self as schema, ClientMessage, SocketState};
-use crate::api::{self, ApiError};
+use crate::api::{self, audit, ApiError};
 use crate::computer;
 use crate::workspace::{now_ms, Workspace};
 
@@ -37,7 +38,12 @@ pub const PING: &str = r#"{"type":"ping"}"#;
 pub const PONG: &str = r#"{"type":"pong"}"#;
 
 /// Accepts `GET /agents/{id}/ws` as a hibernatable WebSocket.
-pub fn accept(ws: &Workspace, agent: &str, req: &Request) -> Result<Response, ApiError> {
+pub fn accept(
+    ws: &Workspace,
+    agent: &str,
+    req: &Request,
+    caller: &Caller,
+) -> Result<Response, ApiError> {
     let upgrade = req.headers().get("upgrade")?.unwrap_or_default();
     if !upgrade.eq_ignore_ascii_case("websocket") {
         return Err(ApiError::UpgradeRequired);
@@ -52,6 +58,7 @@ pub fn accept(ws: &Workspace, agent: &str, req: &Request) -> Result<Response, Ap
         &pair.server,
         &SocketState {
             agent: agent.to_string(),
+            caller: caller.clone(),
             ..SocketState::default()
         },
     );
@@ -271,7 +278,7 @@ async fn serve(
             );
         }
         ClientMessage::Call { tool, args, .. } => {
-            let result = call(ws, &state.agent, &tool, args).await;
+            let result = call(ws, &state.agent, &state.caller, &tool, args).await;
             notify_changes(ws);
             let result = result?;
             send(
@@ -283,8 +290,16 @@ async fn serve(
     Ok(())
 }
 
-/// A tool call over the socket: a file tool, or `exec` (`detach` allowed).
-async fn call(ws: &Workspace, agent: &str, tool: &str, args: Value) -> Result<Value, ApiError> {
+/// A tool call over the socket: a file tool, or `exec` (`detach` allowed),
+/// with the scopes of whoever opened the socket, audited like the same call
+/// over HTTP.
+async fn call(
+    ws: &Workspace,
+    agent: &str,
+    caller: &Caller,
+    tool: &str,
+    args: Value,
+) -> Result<Value, ApiError> {
     if !crate::jobs::socket_tool(tool) {
         return Err(ApiError::InvalidRequest(format!(
             "unknown tool {tool:?}; use exec or one of {}",
@@ -292,13 +307,32 @@ async fn call(ws: &Workspace, agent: &str, tool: &str, args: Value) -> Result<Va
         )));
     }
     let body = serde_json::to_vec(&args).map_err(|e| ApiError::Internal(e.to_string()))?;
-    if tool != "exec" {
-        return api::tools::call(&Vfs::new(ws.db(), now_ms()), tool, &body);
+    if let Some(token) = caller.token_id() {
+        if auth::is_revoked(ws.db(), token)? {
+            return Err(ApiError::TokenRevoked);
+        }
     }
-    match crate::jobs::exec_or_detach(ws, "socket", body).await? {
-        Ok(job) => Ok(json!({ "job": japi::job_json(&job) })),
-        Err(body) => ws.exec(agent, &body, &computer::Discard).await,
+    let (scope, name) = if tool == "exec" {
+        if api::exec::needs_computer(&body) {
+            caller.require(Scope::ExecComputer)?;
+        }
+        (Scope::ExecShell, "exec")
+    } else {
+        (auth::tool_scope(tool), tool)
+    };
+    caller.require(scope)?;
+    let result = if tool == "exec" {
+        match crate::jobs::exec_or_detach(ws, "socket", body.clone()).await? {
+            Ok(job) => Ok(json!({ "job": japi::job_json(&job) })),
+            Err(body) => ws.exec(agent, &body, &computer::Discard).await,
+        }
+    } else {
+        api::tools::call(&ws.vfs(), tool, &body)
+    };
+    if scope != Scope::Read {
+        ws.audit(caller, name, audit::target_of(&body).as_deref(), &result);
     }
+    result
 }
 
 /// The client closed: close our side too (with a code we may send).

@@ -132,33 +132,48 @@ impl Workspace {
     ) -> Result<Response, ApiError> {
         if let Some(token) = caller.token_id() {
             // An agent not created yet has no revocations to check.
-            if self.ready.get() || self.open(id, false).is_ok() {
-                if auth::is_revoked(&self.db, token)? {
-                    return Err(ApiError::TokenRevoked);
-                }
+            if (self.ready.get() || self.open(id, false).is_ok())
+                && auth::is_revoked(&self.db, token)?
+            {
+                return Err(ApiError::TokenRevoked);
             }
         }
         let audited = audit::action_name(&action);
         let mut target = audit::route_target(&action);
         let outcome = self.dispatch(id, action, req, caller, &mut target).await;
-        if let (Some(name), true) = (audited, self.ready.get()) {
-            let result = match &outcome {
-                Ok(_) => "ok",
-                Err(error) => error.code(),
-            };
-            let revision = self.vfs().revision().ok();
-            // The call has happened: failing to record it must not fail it.
-            let _ = audit::record(
-                &self.db,
-                now_ms(),
-                &caller.actor,
-                name,
-                target.as_deref(),
-                result,
-                revision,
-            );
+        if let Some(name) = audited {
+            self.audit(caller, name, target.as_deref(), &outcome);
         }
         outcome
+    }
+
+    /// Records a call that could change something in the audit log (unless
+    /// the agent is gone). The call has happened: failing to record it must
+    /// not fail it.
+    pub(crate) fn audit<T>(
+        &self,
+        caller: &Caller,
+        action: &str,
+        target: Option<&str>,
+        outcome: &Result<T, ApiError>,
+    ) {
+        if !self.ready.get() {
+            return;
+        }
+        let result = match outcome {
+            Ok(_) => "ok",
+            Err(error) => error.code(),
+        };
+        let revision = self.vfs().revision().ok();
+        let _ = audit::record(
+            &self.db,
+            now_ms(),
+            &caller.actor,
+            action,
+            target,
+            result,
+            revision,
+        );
     }
 
     async fn dispatch(
@@ -220,7 +235,7 @@ impl Workspace {
                     Err(body) => self.exec(id, &body, &computer::Discard).await?,
                 }
             }
-            Action::Socket => return crate::socket::accept(self, id, &req),
+            Action::Socket => return crate::socket::accept(self, id, &req, caller),
             Action::Audit => {
                 let (after, limit) = audit_page(&req.url()?)?;
                 let entries = audit::list(&self.db, after, limit)?;

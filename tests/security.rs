@@ -5,7 +5,7 @@ mod common;
 
 use common::{client, expect_error, expect_ok, Agent};
 use serde_json::{json, Value};
-use stead_harness::Client;
+use stead_harness::{Client, Socket};
 
 /// Mints a token with the admin token; returns (token, id).
 fn mint(agent: &str, scopes: &[&str], ttl_seconds: i64) -> (String, String) {
@@ -85,6 +85,33 @@ fn a_read_only_token_reads_and_nothing_else() {
             .as_bytes(),
     );
     expect_error(&minted, 403, "FORBIDDEN");
+}
+
+#[test]
+fn a_socket_carries_the_scopes_of_whoever_opened_it() {
+    let agent = Agent::new("sec-socket");
+    agent.write("/a.txt", "a\n");
+    let (token, _) = mint(&agent.id, &["read"], 600);
+    let mut socket = Socket::connect(common::base(), &agent.id, Some(&token)).expect("connect");
+    let wait = std::time::Duration::from_secs(20);
+    let mut call = |id: &str, tool: &str, args: Value| {
+        socket.send(&json!({ "type": "call", "id": id, "tool": tool, "args": args }));
+        socket
+            .recv_until(wait, |m| m["id"] == id)
+            .pop()
+            .expect("an answer")
+    };
+    let read = call("r", "read", json!({ "path": "/a.txt" }));
+    assert_eq!(read["type"], "result", "{read}");
+    for (id, tool, args) in [
+        ("w", "write", json!({ "path": "/b.txt", "content": "b" })),
+        ("x", "exec", json!({ "command": "echo hi > c.txt" })),
+    ] {
+        let answer = call(id, tool, args);
+        assert_eq!(answer["type"], "error", "{answer}");
+        assert_eq!(answer["error"]["code"], "FORBIDDEN", "{answer}");
+    }
+    assert_eq!(agent.tree(), vec!["/a.txt".to_string()]);
 }
 
 #[test]

@@ -117,6 +117,19 @@ fn start_local() -> Local {
     }
 }
 
+/// A client of the Worker under test: the one at `--url`, or a local one
+/// started for this run (kept alive by the returned `Local`).
+fn connect(options: &Options) -> (Option<Local>, Client) {
+    match &options.url {
+        None => {
+            let local = start_local();
+            let client = local.runtime.client();
+            (Some(local), client)
+        }
+        Some(url) => (None, remote_client(url)),
+    }
+}
+
 fn remote_client(url: &str) -> Client {
     let token = std::env::var("STEAD_TOKEN").unwrap_or_else(|_| DEV_TOKEN.into());
     Client::new(url.trim_end_matches('/'), Some(&token))
@@ -190,14 +203,7 @@ fn computer_main(options: &Options) {
     } else {
         (1000, 50_000_000)
     };
-    let (_local, client) = match &options.url {
-        None => {
-            let local = start_local();
-            let client = local.runtime.client();
-            (Some(local), client)
-        }
-        Some(url) => (None, remote_client(url)),
-    };
+    let (_local, client) = connect(options);
     let target = options.url.as_deref().unwrap_or("local wrangler dev");
     let agent = Agent::create(client, agent_id("bench-computer"));
     let mode = if options.quick { "quick" } else { "full" };
@@ -238,14 +244,7 @@ fn files_main(options: &Options) {
         Sizes::FULL
     };
     // `_local` lives to the end: dropping it stops the Worker.
-    let (_local, client) = match &options.url {
-        None => {
-            let local = start_local();
-            let client = local.runtime.client();
-            (Some(local), client)
-        }
-        Some(url) => (None, remote_client(url)),
-    };
+    let (_local, client) = connect(options);
     let target = options.url.as_deref().unwrap_or("local wrangler dev");
     let agent = Agent::create(client, agent_id("bench"));
 

@@ -162,8 +162,9 @@ impl Principal {
 pub const ACTOR_HEADER: &str = "x-stead-actor";
 pub const SCOPES_HEADER: &str = "x-stead-scopes";
 
-/// The caller as the agent's Durable Object sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The caller as the agent's Durable Object sees it (and as a WebSocket
+/// remembers it in its attachment).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Caller {
     /// `admin`, `token:<id>`, or `anonymous` (a hook call, whose secret the
     /// agent checks).
@@ -187,7 +188,7 @@ impl Caller {
         }
     }
 
-    fn anonymous() -> Caller {
+    pub fn anonymous() -> Caller {
         Caller {
             actor: "anonymous".into(),
             scopes: Some(Vec::new()),
@@ -246,6 +247,12 @@ impl Caller {
                 reason: format!("the token lacks the {:?} scope", scope.name()),
             }),
         }
+    }
+}
+
+impl Default for Caller {
+    fn default() -> Self {
+        Caller::anonymous()
     }
 }
 

@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stead_vfs::Change;
 
+use super::auth::Caller;
 use super::ApiError;
 
 /// Largest message accepted.
@@ -44,6 +45,9 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 pub struct SocketState {
     /// The agent the socket belongs to.
     pub agent: String,
+    /// Who opened it: tool calls over the socket need that caller's scopes.
+    #[serde(default)]
+    pub caller: Caller,
     /// Jobs whose live output it receives.
     #[serde(default)]
     pub jobs: Vec<i64>,
@@ -226,6 +230,7 @@ mod tests {
     fn socket_state_round_trips_and_filters_jobs() {
         let state = SocketState {
             agent: "a".into(),
+            caller: Caller::from_headers(Some("token:t"), Some("read")),
             jobs: vec![4],
             all_jobs: false,
             changes: Some(9),

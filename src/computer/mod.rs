@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use stead_sql::{params, Sql};
 use stead_sync::{
-    frame, Ack, ApplyReply, Change, ChunkRequest, Entry, ErrorCode, ExecEvent, ExecSpec, Exit,
+    frame, Ack, ApplyReply, Change, ChunkRequest, ErrorCode, ExecEvent, ExecSpec, Exit,
     IgnoreRules, Push, Status, PROTOCOL,
 };
 use stead_vfs::{VPath, Vfs, VfsError};
@@ -390,14 +390,7 @@ async fn pull_and_apply<'db, S: Sql>(
     changes: &[Change],
     received: &mut Transfer,
 ) -> Result<stead_vfs::SyncOutcome, ApiError> {
-    let hashes: Vec<_> = changes
-        .iter()
-        .filter_map(|c| match &c.entry {
-            Some(Entry::File { chunks, .. }) => Some(chunks.iter().copied()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let hashes: Vec<_> = stead_sync::chunk_hashes(changes).collect();
     let view = vfs();
     let missing = view.missing_chunks(&hashes)?;
     let staging = view.begin_staging()?;

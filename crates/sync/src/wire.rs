@@ -78,6 +78,17 @@ pub struct Change {
     pub entry: Option<Entry>,
 }
 
+/// Every chunk hash the files among `changes` hold, in order.
+pub fn chunk_hashes(changes: &[Change]) -> impl Iterator<Item = ChunkHash> + '_ {
+    changes
+        .iter()
+        .filter_map(|c| match &c.entry {
+            Some(Entry::File { chunks, .. }) => Some(chunks.iter().copied()),
+            _ => None,
+        })
+        .flatten()
+}
+
 /// `GET /v1/status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {

@@ -262,14 +262,7 @@ impl<S: Sql> Vfs<'_, S> {
         let mut outcome = self.change(|rev| {
             let mut outcome = SyncOutcome::default();
             let touched = self.touched_since(base)?;
-            let hashes: Vec<ChunkHash> = changes
-                .iter()
-                .filter_map(|c| match &c.entry {
-                    Some(Entry::File { chunks, .. }) => Some(chunks.iter().copied()),
-                    _ => None,
-                })
-                .flatten()
-                .collect();
+            let hashes: Vec<ChunkHash> = stead_sync::chunk_hashes(changes).collect();
             let chunks = self.chunk_ids(&hashes)?;
             let mut ordered: Vec<&SyncChange> = changes.iter().collect();
             ordered.sort_by(|a, b| a.path.cmp(&b.path));
