@@ -19,17 +19,17 @@
 //! the same synchronous step, so a subscriber never misses or doubles a
 //! piece (see `crate::socket`).
 
-use js_sys::{Function, Reflect};
 use serde_json::{json, Value};
 use stead_scheduler::{
     jobs::Stream, signing, Hooks, Job, JobState, Jobs, RunOutcome, RunTicket, SchedError, Schedules,
 };
 use stead_sql::{params, Sql};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 use worker::{Fetch, Headers, Method, Request, RequestInit, Response, ScheduledTime};
 
 use crate::api::{self, jobs as japi, Action, ApiError, MAX_JSON_BODY};
 use crate::computer::OutputSink;
+use crate::random::random_hex;
 use crate::socket;
 use crate::workspace::{json_response, now_ms, read_body, Workspace};
 
@@ -61,19 +61,10 @@ impl OutputSink for JobSink<'_> {
     fn stderr(&self, data: &[u8]) {
         self.push(Stream::Stderr, data);
     }
-}
 
-/// A random hex string of `len` characters (from the Web Crypto API).
-pub fn random_hex(len: usize) -> Result<String, ApiError> {
-    let crypto = Reflect::get(&js_sys::global(), &JsValue::from_str("crypto"))?;
-    let uuid: Function = Reflect::get(&crypto, &JsValue::from_str("randomUUID"))?.dyn_into()?;
-    let mut out = String::new();
-    while out.len() < len {
-        let id = uuid.call0(&crypto)?.as_string().unwrap_or_default();
-        out.extend(id.chars().filter(char::is_ascii_hexdigit));
+    fn job(&self) -> Option<i64> {
+        Some(self.job)
     }
-    out.truncate(len);
-    Ok(out)
 }
 
 /// Records the agent's id so the alarm, which carries no request, knows it.
@@ -293,6 +284,9 @@ pub async fn handle(
             let job = japi::cancel_job(db, id, now_ms())?;
             if job.state.is_final() {
                 socket::broadcast_job_end(ws, &job);
+            } else {
+                // Running: on the computer, stop the command itself.
+                ws.cancel_computer_job(agent, id).await?;
             }
             (200, japi::job_json(&job))
         }

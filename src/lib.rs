@@ -20,6 +20,7 @@ mod body;
 pub mod computer;
 mod do_sql;
 mod jobs;
+mod random;
 mod socket;
 mod workspace;
 
@@ -126,7 +127,7 @@ async fn mint_token(
         });
     }
     let request: auth::MintRequest = api::tools::decode(&body)?;
-    let id = computer::host::random_hex(16)?;
+    let id = random::random_hex(32)?;
     let claims = request.claims(id, now_s)?;
     let token = auth::mint(&key, &claims);
     Ok(json_response(

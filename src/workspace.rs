@@ -6,7 +6,7 @@
 //! agent's lifecycle (an agent exists once created; an unknown agent leaves no
 //! storage behind).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -32,6 +32,9 @@ pub struct Workspace {
     armed: Cell<bool>,
     /// Held while a command runs on the computer: one at a time.
     computer_turn: futures::lock::Mutex<()>,
+    /// The command running on the computer: its job (if it is one) and
+    /// exec id, so cancelling the job can stop it.
+    computer_exec: RefCell<Option<(Option<i64>, String)>>,
     /// The workspace's quotas, read once per instance (and after a change).
     limits: Cell<Option<Limits>>,
 }
@@ -71,6 +74,7 @@ impl DurableObject for Workspace {
             ready: Cell::new(false),
             armed: Cell::new(false),
             computer_turn: futures::lock::Mutex::new(()),
+            computer_exec: RefCell::new(None),
             limits: Cell::new(None),
         }
     }
@@ -334,9 +338,27 @@ impl Workspace {
                 let internet = api::settings::computer(&self.db)?.internet;
                 let link = computer::Link::new(&self.env, agent, internet)?;
                 let _turn = self.computer_turn.lock().await;
-                computer::run(&self.db, || self.vfs(), &link, command, sink).await
+                let exec = crate::random::random_hex(32)?;
+                self.computer_exec.replace(Some((sink.job(), exec.clone())));
+                let result =
+                    computer::run(&self.db, || self.vfs(), &link, &exec, command, sink).await;
+                self.computer_exec.replace(None);
+                result
             }
         }
+    }
+
+    /// Stops job `job`'s command if it is running on the computer.
+    pub(crate) async fn cancel_computer_job(&self, agent: &str, job: i64) -> Result<(), ApiError> {
+        let running = self.computer_exec.borrow().clone();
+        if let Some((Some(running_job), exec)) = running {
+            if running_job == job {
+                let internet = api::settings::computer(&self.db)?.internet;
+                let link = computer::Link::new(&self.env, agent, internet)?;
+                computer::cancel(&link, &exec).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Makes sure the agent's schema is current. Returns whether this call

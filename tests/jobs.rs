@@ -298,12 +298,13 @@ fn a_hook_runs_its_command_with_the_body_on_stdin_and_a_wrong_secret_runs_nothin
 }
 
 #[test]
-fn cancel_ends_a_queued_job_and_flags_a_running_one() {
+fn cancel_ends_a_queued_job_and_stops_a_running_one() {
     let agent = Agent::new("jobs-cancel");
-    // A job on the computer runs for a while; the next one queues behind it.
+    // A job on the computer would run for long; the next one queues behind it.
     let running = detach(
         &agent,
-        json!({ "command": "sleep 1.5; echo slept", "backend": "computer", "timeout_ms": 60000 }),
+        json!({ "command": "sleep 30; echo slept > slept.txt", "backend": "computer",
+                "timeout_ms": 60000 }),
     );
     let queued = detach(&agent, json!({ "command": "echo never > /never.txt" }));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -321,8 +322,20 @@ fn cancel_ends_a_queued_job_and_flags_a_running_one() {
         ),
         (json!("running"), json!(true))
     );
+    // The command itself is stopped on the computer, long before its end.
+    let asked = Instant::now();
     let ended = wait_job(&agent, running);
     assert_eq!(ended["state"], "cancelled", "{ended}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        asked.elapsed()
+    );
+    expect_error(
+        &agent.call("stat", json!({ "path": "/slept.txt" })),
+        404,
+        "ENOENT",
+    );
     std::thread::sleep(Duration::from_millis(300));
     let never = expect_ok(&agent.send("GET", &format!("/jobs/{queued}"), b""));
     assert_eq!(

@@ -16,6 +16,8 @@
 //! `x-stead-container` header.
 
 use serde_json::json;
+
+use crate::random::random_hex;
 use stead_sync::{ErrorCode, AUTH_HEADER};
 use worker::{
     durable_object, Container, ContainerStartupOptions, Delay, DurableObject, Env, Fetch, Headers,
@@ -112,7 +114,7 @@ impl Computer {
             // Running with a secret this object no longer knows: restart it.
             container.destroy(Some("secret lost")).await?;
         }
-        let secret = random_hex(32)?;
+        let secret = random_hex(64)?;
         let mut options = ContainerStartupOptions::new();
         options.add_env("STEAD_COMPUTER_SECRET", &secret);
         options.enable_internet(internet);
@@ -128,14 +130,4 @@ fn unavailable() -> Result<Response> {
         "message": "no container binding and no COMPUTER_DEV_URL",
     }});
     Ok(Response::from_json(&body)?.with_status(503))
-}
-
-/// `bytes` random bytes from the platform's CSPRNG, as hex.
-pub fn random_hex(bytes: u32) -> Result<String> {
-    let crypto = js_sys::Reflect::get(&js_sys::global(), &"crypto".into())?;
-    let array = js_sys::Uint8Array::new_with_length(bytes);
-    let fill: js_sys::Function =
-        wasm_bindgen::JsCast::dyn_into(js_sys::Reflect::get(&crypto, &"getRandomValues".into())?)?;
-    fill.call1(&crypto, &array)?;
-    Ok(array.to_vec().iter().map(|b| format!("{b:02x}")).collect())
 }

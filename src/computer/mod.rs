@@ -51,6 +51,11 @@ const MAX_OUTPUT: usize = 16 << 20;
 pub trait OutputSink {
     fn stdout(&self, data: &[u8]);
     fn stderr(&self, data: &[u8]);
+    /// The job the output belongs to, if the command runs as one (so that
+    /// cancelling the job can stop the command).
+    fn job(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// A sink that keeps nothing (the result still carries the output).
@@ -86,15 +91,15 @@ pub async fn run<'db, S: Sql>(
     db: &'db S,
     vfs: impl Fn() -> Vfs<'db, S>,
     link: &Link,
+    id: &str,
     command: Command,
     sink: &dyn OutputSink,
 ) -> Result<Value, ApiError> {
     let (mut sent, mut received) = (Transfer::default(), Transfer::default());
     let base = connect_and_push(db, &vfs, link, &mut sent).await?;
 
-    let id = host::random_hex(16).map_err(|e| ApiError::Internal(e.to_string()))?;
     let spec = ExecSpec {
-        id: id.clone(),
+        id: id.to_string(),
         command: command.command,
         cwd: command.cwd.to_string(),
         env: command.env,
@@ -124,7 +129,7 @@ pub async fn run<'db, S: Sql>(
 
     received.files = exit.changes.len() as u64;
     received.manifest_bytes = serde_json::to_vec(&exit.changes).map_or(0, |v| v.len() as u64);
-    let outcome = pull_and_apply(db, &vfs, link, &id, base, &exit.changes, &mut received).await?;
+    let outcome = pull_and_apply(db, &vfs, link, id, base, &exit.changes, &mut received).await?;
     // Until acknowledged, the container keeps reporting these changes; a
     // failed acknowledgement only costs a harmless repeat next time.
     let _ = link
@@ -132,7 +137,12 @@ pub async fn run<'db, S: Sql>(
             "ack",
             Method::Post,
             "/v1/sync/ack",
-            Some((link::to_json(&Ack { exec: id }), "application/json")),
+            Some((
+                link::to_json(&Ack {
+                    exec: id.to_string(),
+                }),
+                "application/json",
+            )),
         )
         .await;
 
@@ -189,6 +199,19 @@ async fn connect_and_push<'db, S: Sql>(
             other => return other,
         }
     }
+}
+
+/// Asks the computer to stop exec `id` (its whole process group); the
+/// command then ends `cancelled` and its changes come back as usual.
+pub async fn cancel(link: &Link, id: &str) -> Result<(), ComputerError> {
+    link.bytes(
+        "cancel",
+        Method::Post,
+        &format!("/v1/exec/{id}/cancel"),
+        None,
+    )
+    .await
+    .map(drop)
 }
 
 /// What the container's copy was last known to hold.

@@ -1046,9 +1046,9 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    // 384 sequences take a few seconds in debug; PROPTEST_CASES=N runs more.
+    // 512 sequences take about five seconds in debug; PROPTEST_CASES=N runs more.
     #![proptest_config(Config {
-        cases: std::env::var("PROPTEST_CASES").map_or(384, |_| Config::default().cases),
+        cases: std::env::var("PROPTEST_CASES").map_or(512, |_| Config::default().cases),
         failure_persistence: None,
         ..Config::default()
     })]
