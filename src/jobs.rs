@@ -46,7 +46,7 @@ pub struct JobSink<'a> {
 
 impl JobSink<'_> {
     fn push(&self, stream: Stream, data: &[u8]) {
-        match Jobs::new(self.ws.db()).append(self.job, stream, data, now_ms()) {
+        match self.ws.jobs().append(self.job, stream, data, now_ms()) {
             Ok(pieces) => socket::broadcast_output(self.ws, self.job, &pieces),
             Err(error) => worker::console_error!("job {}: output lost: {error}", self.job),
         }
@@ -127,7 +127,7 @@ async fn run_job(ws: &Workspace, agent: &str, job: Job) -> Result<Job, ApiError>
     let body = job.request.to_string();
     let result = ws.exec(agent, body.as_bytes(), &sink).await;
     let outcome = japi::outcome_of(&result);
-    let job = Jobs::new(ws.db()).finish(job.id, &outcome, now_ms())?;
+    let job = ws.jobs().finish(job.id, &outcome, now_ms())?;
     socket::broadcast_job_end(ws, &job);
     socket::notify_changes(ws);
     Ok(job)
@@ -306,6 +306,7 @@ pub async fn handle(
                 &generated_id,
                 &random_hex(48)?,
                 now_ms(),
+                ws.quotas().max_schedules as i64,
             )?;
             arm(ws).await?;
             (if path_id.is_some() { 200 } else { 201 }, answer)

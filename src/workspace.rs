@@ -10,12 +10,14 @@ use std::cell::{Cell, RefCell};
 
 use futures::StreamExt;
 use serde_json::{json, Value};
+use stead_scheduler::Jobs;
 use stead_sql::{migrate, params, Sql, MIGRATIONS};
-use stead_vfs::{Limits, VPath, Vfs, WriteOptions, CHUNK_SIZE};
+use stead_vfs::{VPath, Vfs, WriteOptions, CHUNK_SIZE};
 use worker::{durable_object, DurableObject, Env, Headers, Request, Response, Result, State};
 
 use crate::api::auth::{self, Caller, Scope};
 use crate::api::exec::Plan;
+use crate::api::settings::Quotas;
 use crate::api::{self, audit, Action, ApiError, Route, MAX_JSON_BODY};
 use crate::body::BodyReader;
 use crate::computer;
@@ -36,7 +38,7 @@ pub struct Workspace {
     /// exec id, so cancelling the job can stop it.
     computer_exec: RefCell<Option<(Option<i64>, String)>>,
     /// The workspace's quotas, read once per instance (and after a change).
-    limits: Cell<Option<Limits>>,
+    quotas: Cell<Option<Quotas>>,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -75,7 +77,7 @@ impl DurableObject for Workspace {
             armed: Cell::new(false),
             computer_turn: futures::lock::Mutex::new(()),
             computer_exec: RefCell::new(None),
-            limits: Cell::new(None),
+            quotas: Cell::new(None),
         }
     }
 
@@ -249,7 +251,7 @@ impl Workspace {
             Action::SettingsPut => {
                 let body = read_body(&mut req, MAX_JSON_BODY).await?;
                 let settings = api::settings::put(&self.db, &body)?;
-                self.limits.set(None);
+                self.quotas.set(None);
                 settings
             }
             Action::RevokeToken => {
@@ -292,19 +294,24 @@ impl Workspace {
         &self.db
     }
 
+    /// The workspace's quotas (read once per instance and after a change).
+    pub(crate) fn quotas(&self) -> Quotas {
+        if let Some(quotas) = self.quotas.get() {
+            return quotas;
+        }
+        let quotas = api::settings::quotas(&self.db).unwrap_or_default();
+        self.quotas.set(Some(quotas));
+        quotas
+    }
+
     /// A view of the workspace with its quotas, at the current time.
     pub(crate) fn vfs(&self) -> Vfs<'_, DoSql> {
-        let limits = match self.limits.get() {
-            Some(limits) => limits,
-            None => {
-                let limits = api::settings::quotas(&self.db)
-                    .map(|q| q.limits())
-                    .unwrap_or_default();
-                self.limits.set(Some(limits));
-                limits
-            }
-        };
-        Vfs::new(&self.db, now_ms()).with_limits(limits)
+        Vfs::new(&self.db, now_ms()).with_limits(self.quotas().limits())
+    }
+
+    /// The agent's jobs, with the workspace's bound on kept output.
+    pub(crate) fn jobs(&self) -> Jobs<'_, DoSql> {
+        Jobs::with_limits(&self.db, self.quotas().job_limits())
     }
 
     /// The object's state (storage, alarm, WebSockets).

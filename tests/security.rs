@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{client, expect_error, expect_ok, Agent};
+use common::{client, expect_error, expect_ok, expect_status, Agent};
 use serde_json::{json, Value};
 use stead_harness::{Client, Socket};
 
@@ -250,6 +250,31 @@ fn quotas_refuse_with_the_limit_named_and_change_nothing() {
     );
     // Six nodes in all (the root counts): the loop stopped at the quota.
     assert_eq!(agent.tree().len(), 5, "{:?}", agent.tree());
+    // The number of schedules is a quota too.
+    expect_ok(
+        &agent.send(
+            "PUT",
+            "/settings",
+            json!({ "quotas": { "max_schedules": 1 } })
+                .to_string()
+                .as_bytes(),
+        ),
+    );
+    let schedule = json!({ "delay_ms": 3_600_000, "exec": { "command": "true" } }).to_string();
+    expect_status(
+        &agent.send("PUT", "/schedules/one", schedule.as_bytes()),
+        200,
+    );
+    check(
+        agent.send("PUT", "/schedules/two", schedule.as_bytes()),
+        507,
+        "ENOSPC",
+        "max_schedules",
+    );
+    expect_status(
+        &agent.send("PUT", "/schedules/one", schedule.as_bytes()),
+        200,
+    );
     // Raising the quota makes room; nothing else changed meanwhile.
     expect_ok(
         &agent.send(

@@ -270,6 +270,7 @@ pub fn put_schedule<S: Sql>(
     generated_id: &str,
     generated_secret: &str,
     now_ms: i64,
+    max_schedules: i64,
 ) -> Result<Value, ApiError> {
     let req: ScheduleRequest = super::tools::decode(body)?;
     let id = match (path_id, req.id.as_deref()) {
@@ -285,7 +286,8 @@ pub fn put_schedule<S: Sql>(
     if let Some(exec) = &req.exec {
         check_exec_request(exec)?;
     }
-    let (schedule, secret) = Schedules::new(db).put(&id, &req, generated_secret, now_ms)?;
+    let (schedule, secret) =
+        Schedules::with_limit(db, max_schedules).put(&id, &req, generated_secret, now_ms)?;
     let mut answer = json!({ "schedule": schedule });
     if let Some(secret) = secret {
         answer["webhook_secret"] = json!(secret);
@@ -349,6 +351,7 @@ pub fn hook_request(hook: &Hook, body: &[u8]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
     use stead_sql::{migrate, SqliteDb, MIGRATIONS};
 
     fn db() -> SqliteDb {
@@ -452,26 +455,69 @@ mod tests {
     fn schedules_take_ids_from_path_body_or_generator() {
         let db = db();
         let body = br#"{"delay_ms":1000,"exec":{"command":"echo"}}"#;
-        let made = put_schedule(&db, None, body, "gen-1", "secret-0123456789ab", 0).unwrap();
+        let made = put_schedule(
+            &db,
+            None,
+            body,
+            "gen-1",
+            "secret-0123456789ab",
+            0,
+            DEFAULT_MAX_SCHEDULES,
+        )
+        .unwrap();
         assert_eq!(made["schedule"]["id"], "gen-1");
         assert!(made.get("webhook_secret").is_none());
         let named = br#"{"id":"n","delay_ms":1000,"exec":{"command":"echo"}}"#;
         assert_eq!(
-            put_schedule(&db, None, named, "gen-2", "secret-0123456789ab", 0).unwrap()["schedule"]
-                ["id"],
+            put_schedule(
+                &db,
+                None,
+                named,
+                "gen-2",
+                "secret-0123456789ab",
+                0,
+                DEFAULT_MAX_SCHEDULES
+            )
+            .unwrap()["schedule"]["id"],
             "n"
         );
-        let error = put_schedule(&db, Some("p"), named, "g", "secret-0123456789ab", 0).unwrap_err();
+        let error = put_schedule(
+            &db,
+            Some("p"),
+            named,
+            "g",
+            "secret-0123456789ab",
+            0,
+            DEFAULT_MAX_SCHEDULES,
+        )
+        .unwrap_err();
         assert_eq!(error.code(), "INVALID_REQUEST");
         let bad_exec = br#"{"delay_ms":1,"exec":{"command":"x","colour":"red"}}"#;
         assert_eq!(
-            put_schedule(&db, Some("p"), bad_exec, "g", "secret-0123456789ab", 0)
-                .unwrap_err()
-                .code(),
+            put_schedule(
+                &db,
+                Some("p"),
+                bad_exec,
+                "g",
+                "secret-0123456789ab",
+                0,
+                DEFAULT_MAX_SCHEDULES
+            )
+            .unwrap_err()
+            .code(),
             "INVALID_REQUEST"
         );
         let hook = br#"{"delay_ms":1,"webhook":{"url":"https://example.com"}}"#;
-        let made = put_schedule(&db, Some("w"), hook, "g", "secret-0123456789ab", 0).unwrap();
+        let made = put_schedule(
+            &db,
+            Some("w"),
+            hook,
+            "g",
+            "secret-0123456789ab",
+            0,
+            DEFAULT_MAX_SCHEDULES,
+        )
+        .unwrap();
         assert_eq!(made["webhook_secret"], "secret-0123456789ab");
         assert!(!get_schedule(&db, "w")
             .unwrap()
@@ -490,9 +536,17 @@ mod tests {
         );
         let cron = br#"{"cron":"61 * * * *","exec":{"command":"x"}}"#;
         assert_eq!(
-            put_schedule(&db, Some("c"), cron, "g", "secret-0123456789ab", 0)
-                .unwrap_err()
-                .code(),
+            put_schedule(
+                &db,
+                Some("c"),
+                cron,
+                "g",
+                "secret-0123456789ab",
+                0,
+                DEFAULT_MAX_SCHEDULES
+            )
+            .unwrap_err()
+            .code(),
             "INVALID_CRON"
         );
     }

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use stead_scheduler::jobs::JobLimits;
+use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
 use stead_sql::{params, Sql};
 use stead_vfs::Limits;
 
@@ -23,26 +25,37 @@ pub struct Quotas {
     pub max_nodes: u64,
     /// Components in a created path.
     pub max_path_depth: usize,
+    /// Job output the workspace keeps over all jobs, bytes (oldest finished
+    /// jobs are pruned first).
+    pub max_job_output_bytes: u64,
+    /// Schedules the workspace may hold.
+    pub max_schedules: u64,
 }
 
 impl Default for Quotas {
     fn default() -> Self {
-        Quotas::from(Limits::default())
-    }
-}
-
-impl From<Limits> for Quotas {
-    fn from(limits: Limits) -> Self {
+        let files = Limits::default();
         Quotas {
-            max_file_bytes: limits.max_file_bytes,
-            max_stored_bytes: limits.max_stored_bytes,
-            max_nodes: limits.max_nodes,
-            max_path_depth: limits.max_path_depth,
+            max_file_bytes: files.max_file_bytes,
+            max_stored_bytes: files.max_stored_bytes,
+            max_nodes: files.max_nodes,
+            max_path_depth: files.max_path_depth,
+            max_job_output_bytes: JobLimits::default().workspace_output as u64,
+            max_schedules: DEFAULT_MAX_SCHEDULES as u64,
         }
     }
 }
 
 impl Quotas {
+    /// The bounds on job output.
+    pub fn job_limits(&self) -> JobLimits {
+        JobLimits {
+            workspace_output: self.max_job_output_bytes.min(i64::MAX as u64) as i64,
+            ..JobLimits::default()
+        }
+    }
+
+    /// The filesystem's quotas.
     pub fn limits(&self) -> Limits {
         Limits {
             max_file_bytes: self.max_file_bytes,

@@ -62,6 +62,8 @@ pub enum SchedError {
     HookNotFound { name: String },
     #[error("no such hook, or the hook secret is wrong")]
     HookRefused,
+    #[error("no space left: the workspace already holds {limit} schedules, the most max_schedules allows")]
+    TooManySchedules { limit: i64 },
     #[error("stored record is corrupt: {0}")]
     Corrupt(String),
 }
@@ -82,6 +84,7 @@ impl SchedError {
             SchedError::ScheduleNotFound { .. } => "SCHEDULE_NOT_FOUND",
             SchedError::HookNotFound { .. } => "HOOK_NOT_FOUND",
             SchedError::HookRefused => "HOOK_REFUSED",
+            SchedError::TooManySchedules { .. } => "ENOSPC",
         }
     }
 
@@ -95,6 +98,7 @@ impl SchedError {
             SchedError::JobFinished { .. } => 409,
             SchedError::OutputPruned { .. } => 410,
             SchedError::HookRefused => 401,
+            SchedError::TooManySchedules { .. } => 507,
             SchedError::OffsetBeyondEnd { .. }
             | SchedError::NegativeOffset { .. }
             | SchedError::Cron(_)

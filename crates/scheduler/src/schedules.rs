@@ -276,11 +276,40 @@ impl Schedule {
 /// The schedules of one workspace.
 pub struct Schedules<'a, S: Sql> {
     db: &'a S,
+    /// How many schedules the workspace may hold.
+    max_schedules: i64,
 }
+
+/// Default of [`Schedules::with_limit`].
+pub const DEFAULT_MAX_SCHEDULES: i64 = 1000;
 
 impl<'a, S: Sql> Schedules<'a, S> {
     pub fn new(db: &'a S) -> Self {
-        Schedules { db }
+        Schedules::with_limit(db, DEFAULT_MAX_SCHEDULES)
+    }
+
+    /// Schedules of a workspace that may hold at most `max_schedules`.
+    pub fn with_limit(db: &'a S, max_schedules: i64) -> Self {
+        Schedules { db, max_schedules }
+    }
+
+    /// Fails when creating schedule `id` would pass the limit (replacing an
+    /// existing one never does).
+    fn check_room(&self, id: &str) -> Result<()> {
+        let row = self.db.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(id = ?), 0) FROM schedules",
+            params![id],
+        )?;
+        let (count, exists) = match row {
+            Some(row) => (row.int(0)?, row.int(1)? > 0),
+            None => (0, false),
+        };
+        if !exists && count >= self.max_schedules {
+            return Err(SchedError::TooManySchedules {
+                limit: self.max_schedules,
+            });
+        }
+        Ok(())
     }
 
     /// Creates or replaces schedule `id` from `req`. `generated_secret` signs
@@ -298,6 +327,7 @@ impl<'a, S: Sql> Schedules<'a, S> {
                 "id {id:?}: use 1-64 characters of A-Z a-z 0-9 . _ -"
             )));
         }
+        self.check_room(id)?;
         let tz = req.tz.clone().unwrap_or_else(|| "UTC".to_string());
         time_zone(&tz)?;
         let one_shot = [
@@ -687,6 +717,27 @@ mod tests {
             "exec": { "command": "echo tick" },
             "catch_up": catch_up,
         }))
+    }
+
+    #[test]
+    fn the_schedule_count_is_bounded_but_replacing_is_not_creating() {
+        let db = test_db();
+        let schedules = Schedules::with_limit(&db, 2);
+        schedules
+            .put("a", &exec_every_2s("latest"), SECRET, 0)
+            .unwrap();
+        schedules
+            .put("b", &exec_every_2s("latest"), SECRET, 0)
+            .unwrap();
+        let error = schedules
+            .put("c", &exec_every_2s("latest"), SECRET, 0)
+            .unwrap_err();
+        assert_eq!(error.code(), "ENOSPC");
+        assert!(error.to_string().contains("max_schedules"), "{error}");
+        schedules
+            .put("b", &exec_every_2s("skip"), SECRET, 0)
+            .unwrap();
+        assert!(schedules.get("c").is_err(), "nothing was created");
     }
 
     fn ok() -> RunOutcome {
