@@ -289,6 +289,72 @@ fn quotas_refuse_with_the_limit_named_and_change_nothing() {
 }
 
 #[test]
+fn token_settings_and_audit_requests_are_validated() {
+    let agent = Agent::new("sec-validate");
+    let before = agent.snapshot();
+    for (body, code) in [
+        ("{", "MALFORMED_JSON"),
+        (r#"{"agent":"a"}"#, "INVALID_REQUEST"),
+        (r#"{"agent":"a","scopes":["root"]}"#, "INVALID_REQUEST"),
+        (r#"{"agent":"a","scopes":"read"}"#, "INVALID_REQUEST"),
+        (r#"{"agent":"a/b","scopes":["read"]}"#, "INVALID_AGENT_ID"),
+        (
+            r#"{"agent":"a","scopes":["read"],"ttl_seconds":-5}"#,
+            "INVALID_REQUEST",
+        ),
+        (
+            r#"{"agent":"a","scopes":["read"],"extra":1}"#,
+            "INVALID_REQUEST",
+        ),
+    ] {
+        expect_error(
+            &client().send("POST", "/tokens", body.as_bytes()),
+            400,
+            code,
+        );
+    }
+    expect_error(
+        &client().send("GET", "/tokens", b""),
+        405,
+        "METHOD_NOT_ALLOWED",
+    );
+    for (body, code) in [
+        ("[]", "INVALID_REQUEST"),
+        (r#"{"quotas":{"max_nodes":"many"}}"#, "INVALID_REQUEST"),
+        (r#"{"quotas":{"max_nodes":0}}"#, "INVALID_REQUEST"),
+        (r#"{"limits":{}}"#, "INVALID_REQUEST"),
+    ] {
+        expect_error(&agent.send("PUT", "/settings", body.as_bytes()), 400, code);
+    }
+    expect_error(
+        &agent.send("POST", "/tokens/revoke", b"{}"),
+        400,
+        "INVALID_REQUEST",
+    );
+    expect_error(
+        &agent.send("GET", "/audit?after=x", b""),
+        400,
+        "INVALID_REQUEST",
+    );
+    expect_error(
+        &client().send("GET", "/agents/sec-nobody/audit", b""),
+        404,
+        "AGENT_NOT_FOUND",
+    );
+    assert_eq!(agent.snapshot(), before);
+    assert_eq!(
+        expect_ok(&agent.send("GET", "/settings", b"")),
+        json!({
+            "quotas": { "max_file_bytes": 1u64 << 30, "max_stored_bytes": 8u64 << 30,
+                        "max_nodes": 1_000_000, "max_path_depth": 128,
+                        "max_job_output_bytes": 64u64 << 20, "max_schedules": 1000 },
+            "computer": { "internet": false },
+        }),
+        "refused settings changed nothing"
+    );
+}
+
+#[test]
 fn the_audit_log_records_who_changed_what() {
     let agent = Agent::new("sec-audit");
     agent.write("/a.txt", "1");

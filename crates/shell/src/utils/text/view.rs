@@ -150,7 +150,8 @@ fn obsolete_count(args: &[String], allow_plus: bool) -> Vec<String> {
     let mut args = args.to_vec();
     if let Some(first) = args.first() {
         let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        let rest = &first[1.min(first.len())..];
+        // `get`, not slicing: an operand may start with a multi-byte character.
+        let rest = first.get(1..).unwrap_or_default();
         if (first.starts_with('-') || (allow_plus && first.starts_with('+'))) && digits(rest) {
             let value = if first.starts_with('+') {
                 first.clone()
@@ -604,6 +605,22 @@ mod tests {
             "head: cannot open '/nope' for reading: No such file or directory\n"
         );
         assert_eq!(missing.status, 1);
+    }
+
+    /// Found by the fuzzer (`fuzz/`): an operand starting with a multi-byte
+    /// character was sliced at byte 1 while looking for `-5` / `+5`.
+    #[test]
+    fn first_operand_starting_with_a_multibyte_character() {
+        let db = db();
+        for util in ["head", "tail", "strings"] {
+            let result = run(&db, &[util, "\u{e9}5"], "x\n");
+            assert_eq!(result.status, 1, "{util}");
+            assert!(
+                result.stderr.contains("\u{e9}5"),
+                "{util}: {}",
+                result.stderr
+            );
+        }
     }
 
     #[test]
