@@ -27,6 +27,7 @@ use stead_sql::{params, Sql};
 use wasm_bindgen::JsValue;
 use worker::{Fetch, Headers, Method, Request, RequestInit, Response, ScheduledTime};
 
+use crate::api::auth::{self, Caller};
 use crate::api::{self, jobs as japi, Action, ApiError, MAX_JSON_BODY};
 use crate::computer::OutputSink;
 use crate::random::random_hex;
@@ -269,6 +270,7 @@ pub async fn handle(
     agent: &str,
     action: Action,
     req: &mut Request,
+    caller: &Caller,
 ) -> Result<Response, ApiError> {
     let db = ws.db();
     let query: Vec<(String, String)> = req
@@ -294,6 +296,7 @@ pub async fn handle(
         Action::Schedule(id) => (200, japi::get_schedule(db, &id)?),
         Action::ScheduleCreate | Action::SchedulePut(_) => {
             let body = read_body(req, MAX_JSON_BODY).await?;
+            auth::require_exec_of(caller, &body)?;
             let path_id = match &action {
                 Action::SchedulePut(id) => Some(id.as_str()),
                 _ => None,
@@ -320,6 +323,7 @@ pub async fn handle(
         Action::Hook(name) => (200, json!({ "hook": Hooks::new(db).get(&name)? })),
         Action::HookPut(name) => {
             let body = read_body(req, MAX_JSON_BODY).await?;
+            auth::require_exec_of(caller, &body)?;
             (
                 200,
                 japi::put_hook(db, &name, &body, &random_hex(48)?, now_ms())?,

@@ -277,7 +277,9 @@ impl Workspace {
             | Action::HookPut(_)
             | Action::Hook(_)
             | Action::HookDelete(_)
-            | Action::HookCall(_)) => return crate::jobs::handle(self, id, action, &mut req).await,
+            | Action::HookCall(_)) => {
+                return crate::jobs::handle(self, id, action, &mut req, caller).await
+            }
             Action::Download(path) => return self.download(&VPath::parse(&path)?),
             Action::Upload(path) => {
                 let options = upload_options(&req.url()?)?;

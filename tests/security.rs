@@ -88,6 +88,36 @@ fn a_read_only_token_reads_and_nothing_else() {
 }
 
 #[test]
+fn scheduling_a_command_needs_the_scopes_to_run_it() {
+    let agent = Agent::new("sec-schedule");
+    let (scheduler, _) = mint(&agent.id, &["schedule"], 600);
+    let (shell, _) = mint(&agent.id, &["schedule", "exec:shell"], 600);
+    let put = |token: &str, name: &str, body: Value| {
+        as_token(&agent, token).send(
+            "PUT",
+            &format!("/schedules/{name}"),
+            body.to_string().as_bytes(),
+        )
+    };
+    let later = |command: &str| json!({ "delay_ms": 3_600_000, "exec": { "command": command } });
+    expect_error(&put(&scheduler, "a", later("echo hi")), 403, "FORBIDDEN");
+    expect_error(&put(&shell, "b", later("python3 -c 1")), 403, "FORBIDDEN");
+    expect_status(&put(&shell, "c", later("echo hi")), 200);
+    let hook = json!({ "exec": { "command": "cat" } }).to_string();
+    expect_error(
+        &as_token(&agent, &scheduler).send("PUT", "/hooks/h", hook.as_bytes()),
+        403,
+        "FORBIDDEN",
+    );
+    let listed = expect_ok(&agent.send("GET", "/schedules", b""));
+    assert_eq!(
+        listed["schedules"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+}
+
+#[test]
 fn a_socket_carries_the_scopes_of_whoever_opened_it() {
     let agent = Agent::new("sec-socket");
     agent.write("/a.txt", "a\n");

@@ -256,6 +256,22 @@ impl Default for Caller {
     }
 }
 
+/// Checks `caller` may set up the command in a schedule or hook body (its
+/// `exec` object): binding a command to run later needs the scopes running
+/// it now would, or `schedule` would be a way round `exec:computer`.
+pub fn require_exec_of(caller: &Caller, body: &[u8]) -> Result<(), ApiError> {
+    let exec = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|value| value.get("exec").cloned());
+    if let Some(exec) = exec {
+        caller.require(Scope::ExecShell)?;
+        if super::exec::needs_computer(exec.to_string().as_bytes()) {
+            caller.require(Scope::ExecComputer)?;
+        }
+    }
+    Ok(())
+}
+
 /// The scope an action needs. An exec needs `exec:shell` to be let in; the
 /// agent then checks `exec:computer` if the command goes there.
 pub fn required_scope(action: &Action) -> Scope {
