@@ -7,6 +7,7 @@
 //! storage behind).
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -34,15 +35,25 @@ pub struct Workspace {
     armed: Cell<bool>,
     /// Held while a command runs on the computer: one at a time.
     computer_turn: futures::lock::Mutex<()>,
-    /// The command running on the computer: its job (if it is one) and
-    /// exec id, so cancelling the job can stop it.
-    computer_exec: RefCell<Option<(Option<i64>, String)>>,
+    /// The command running on the computer, so cancelling its job can
+    /// stop it.
+    computer_exec: RefCell<Option<RunningExec>>,
     /// The workspace's quotas, read once per instance (and after a change).
     quotas: Cell<Option<Quotas>>,
 }
 
 pub(crate) fn now_ms() -> i64 {
     js_sys::Date::now() as i64
+}
+
+/// A command running on the computer.
+#[derive(Clone)]
+struct RunningExec {
+    /// Its job, if it runs as one.
+    job: Option<i64>,
+    exec: String,
+    /// Set when its job is cancelled.
+    cancelled: Rc<Cell<bool>>,
 }
 
 /// The isolate's clock. Workers advance it only across I/O, so within one
@@ -347,10 +358,23 @@ impl Workspace {
                 let internet = api::settings::computer(&self.db)?.internet;
                 let link = computer::Link::new(&self.env, agent, internet)?;
                 let _turn = self.computer_turn.lock().await;
-                let exec = crate::random::random_hex(32)?;
-                self.computer_exec.replace(Some((sink.job(), exec.clone())));
-                let result =
-                    computer::run(&self.db, || self.vfs(), &link, &exec, command, sink).await;
+                let running = RunningExec {
+                    job: sink.job(),
+                    exec: crate::random::random_hex(32)?,
+                    cancelled: Rc::new(Cell::new(false)),
+                };
+                let (exec, cancelled) = (running.exec.clone(), running.cancelled.clone());
+                self.computer_exec.replace(Some(running));
+                let result = computer::run(
+                    &self.db,
+                    || self.vfs(),
+                    &link,
+                    &exec,
+                    &cancelled,
+                    command,
+                    sink,
+                )
+                .await;
                 self.computer_exec.replace(None);
                 result
             }
@@ -360,14 +384,22 @@ impl Workspace {
     /// Stops job `job`'s command if it is running on the computer.
     pub(crate) async fn cancel_computer_job(&self, agent: &str, job: i64) -> Result<(), ApiError> {
         let running = self.computer_exec.borrow().clone();
-        if let Some((Some(running_job), exec)) = running {
-            if running_job == job {
-                let internet = api::settings::computer(&self.db)?.internet;
-                let link = computer::Link::new(&self.env, agent, internet)?;
-                computer::cancel(&link, &exec).await?;
-            }
+        let Some(running) = running.filter(|r| r.job == Some(job)) else {
+            return Ok(());
+        };
+        // Whatever stage the command is at, the flag stops it: before it
+        // starts, it never does; once it runs, the cancel below (or the
+        // driver, if the exec request is still on its way) ends it.
+        running.cancelled.set(true);
+        let internet = api::settings::computer(&self.db)?.internet;
+        let link = computer::Link::new(&self.env, agent, internet)?;
+        match computer::cancel(&link, &running.exec).await {
+            Err(computer::ComputerError::Refused {
+                code: stead_sync::ErrorCode::UnknownExec,
+                ..
+            }) => Ok(()),
+            other => Ok(other?),
         }
-        Ok(())
     }
 
     /// Makes sure the agent's schema is current. Returns whether this call

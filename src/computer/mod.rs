@@ -22,6 +22,7 @@ mod error;
 pub mod host;
 mod link;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use base64::Engine;
@@ -92,6 +93,7 @@ pub async fn run<'db, S: Sql>(
     vfs: impl Fn() -> Vfs<'db, S>,
     link: &Link,
     id: &str,
+    cancelled: &Cell<bool>,
     command: Command,
     sink: &dyn OutputSink,
 ) -> Result<Value, ApiError> {
@@ -107,7 +109,17 @@ pub async fn run<'db, S: Sql>(
         timeout_ms: command.timeout_ms,
     };
     let mut output = Output::default();
-    let exit = match stream_exec(link, &spec, sink, &mut output).await {
+    if cancelled.get() {
+        // Cancelled while the workspace was being pushed: never start it.
+        let mut result = output.into_json();
+        result["backend"] = json!("computer");
+        result["status"] = json!("cancelled");
+        result["exit_code"] = Value::Null;
+        result["revision"] = json!(vfs().revision()?);
+        result["sync"] = json!({ "sent": sent, "received": received });
+        return Ok(result);
+    }
+    let exit = match stream_exec(link, &spec, cancelled, sink, &mut output).await {
         Ok(exit) => exit,
         Err(reason) => {
             // The container (or the way to it) died mid-command. Nothing was
@@ -369,6 +381,7 @@ impl Output {
 async fn stream_exec(
     link: &Link,
     spec: &ExecSpec,
+    cancelled: &Cell<bool>,
     sink: &dyn OutputSink,
     output: &mut Output,
 ) -> Result<Exit, String> {
@@ -376,6 +389,11 @@ async fn stream_exec(
         .stream("exec", "/v1/exec", link::to_json(spec))
         .await
         .map_err(|e| e.to_string())?;
+    if cancelled.get() {
+        // Cancelled while the request was on its way: the command runs now,
+        // so it can be stopped (it reports `cancelled`).
+        let _ = cancel(link, &spec.id).await;
+    }
     let mut pending: Vec<u8> = Vec::new();
     let b64 = base64::engine::general_purpose::STANDARD;
     while let Some(piece) = stream.next().await {

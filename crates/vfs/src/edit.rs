@@ -176,17 +176,81 @@ pub fn apply(original: &str, edits: &[Replacement], path: &str) -> Result<Edited
         return Err(EditError::NoChange);
     }
 
-    let diff = TextDiff::from_lines(original, text.as_str())
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a{path}"), &format!("b{path}"))
-        .to_string();
+    let diff = if original.lines().count() + text.lines().count() > MAX_DIFF_LINES {
+        coarse_diff(original, &text, path)
+    } else {
+        TextDiff::from_lines(original, text.as_str())
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a{path}"), &format!("b{path}"))
+            .to_string()
+    };
 
     Ok(Edited {
         text,
         replacements: spans.len(),
         diff,
     })
+}
+
+/// Lines (old plus new) above which the diff is [`coarse_diff`]. A minimal
+/// diff costs O(lines x differences): `replace_all` of `\n` in a 128k-line
+/// file took minutes, far past a Worker's CPU limit, while 10,000 lines
+/// costs at most about 10^8 steps.
+const MAX_DIFF_LINES: usize = 10_000;
+
+/// A valid unified diff in linear time, for large edits: one hunk from the
+/// first changed line to the last (common leading and trailing lines are
+/// context), rather than the minimal set of hunks.
+fn coarse_diff(old: &str, new: &str, path: &str) -> String {
+    use std::fmt::Write;
+
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suffix = a[prefix..]
+        .iter()
+        .rev()
+        .zip(b[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let start = prefix.saturating_sub(3);
+    let a_end = (a.len() - suffix + 3).min(a.len());
+    let b_end = (b.len() - suffix + 3).min(b.len());
+    // GNU ranges: 1-based start, `,len` unless 1; an empty range names the
+    // line before it.
+    let range = |from: usize, to: usize| match to - from {
+        0 => format!("{from},0"),
+        1 => format!("{}", from + 1),
+        n => format!("{},{n}", from + 1),
+    };
+    let mut out = format!("--- a{path}\n+++ b{path}\n");
+    let _ = writeln!(
+        out,
+        "@@ -{} +{} @@",
+        range(start, a_end),
+        range(start, b_end)
+    );
+    let mut line = |mark: char, text: &str| {
+        out.push(mark);
+        out.push_str(text);
+        if !text.ends_with('\n') {
+            out.push_str("\n\\ No newline at end of file\n");
+        }
+    };
+    for text in &a[start..prefix] {
+        line(' ', text);
+    }
+    for text in &a[prefix..a.len() - suffix] {
+        line('-', text);
+    }
+    for text in &b[prefix..b.len() - suffix] {
+        line('+', text);
+    }
+    for text in &a[a.len() - suffix..a_end] {
+        line(' ', text);
+    }
+    out
 }
 
 /// A file counts as CRLF when `\r\n` endings are at least as common as bare
@@ -215,6 +279,52 @@ fn lf_to_crlf(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The linear-time diff used for large edits agrees with the minimal
+    /// one whenever the change is one contiguous run of lines.
+    #[test]
+    fn coarse_diff_matches_the_minimal_diff_for_one_change() {
+        let minimal = |a: &str, b: &str| {
+            TextDiff::from_lines(a, b)
+                .unified_diff()
+                .context_radius(3)
+                .header("a/f", "b/f")
+                .to_string()
+        };
+        let cases = [
+            (
+                "1\n2\n3\n4\n5\n6\n7\n8\n9\n",
+                "1\n2\n3\n4\nfive\n6\n7\n8\n9\n",
+            ),
+            ("1\n2\n3\n", "0\n1\n2\n3\n"),
+            ("1\n2\n3", "1\n2\nthree"),
+            ("a\nb\nc\nd\n", "a\nd\n"),
+            ("x", "y\nz\n"),
+        ];
+        for (a, b) in cases {
+            assert_eq!(coarse_diff(a, b, "/f"), minimal(a, b), "{a:?} -> {b:?}");
+        }
+    }
+
+    /// `replace_all` of every newline of a 128k-line file: the minimal diff
+    /// of that took minutes; the edit must stay fast and still report it.
+    #[test]
+    fn large_edits_get_a_linear_diff() {
+        let original = "big\n".repeat(1 << 17);
+        let started = std::time::Instant::now();
+        let edits = [Replacement {
+            old: "\n".into(),
+            new: "a a".into(),
+            replace_all: true,
+        }];
+        let out = apply(&original, &edits, "/big").unwrap();
+        assert_eq!(out.replacements, 1 << 17);
+        assert!(out
+            .diff
+            .starts_with("--- a/big\n+++ b/big\n@@ -1,131072 +1 @@\n-big\n"));
+        assert!(out.diff.ends_with("a a\n\\ No newline at end of file\n"));
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    }
 
     fn rep(old: &str, new: &str) -> Replacement {
         Replacement {

@@ -2969,3 +2969,30 @@ fn grep_start_anchor_does_not_depend_on_other_lines() {
         "the same line \"foo\" after \"bar\" matched in one file but not the other: {got:?}"
     );
 }
+
+/// Found by the model test (`tests/model.rs`): `replace_all` of `\n` in a
+/// file of about a chunk of short lines spent minutes computing a minimal
+/// diff (every line changed); large edits now get a linear-time diff.
+#[test]
+fn edit_replacing_every_line_of_a_large_file_is_fast() {
+    let db = db();
+    let vfs = vfs(&db);
+    let mut data = b"big\n".repeat(C / 4);
+    data.truncate(C - 3);
+    put(&vfs, "/big", &data);
+    let started = std::time::Instant::now();
+    let edits = [Replacement {
+        old: "\n".into(),
+        new: "a a".into(),
+        replace_all: true,
+    }];
+    let out = vfs.edit(&p("/big"), &edits, false).unwrap();
+    assert_eq!(out.replacements, C / 4 - 1);
+    assert!(
+        out.diff.starts_with("--- a/big\n+++ b/big\n@@ -1,"),
+        "{}",
+        &out.diff[..80]
+    );
+    assert_eq!(get(&vfs, "/big").len() as u64, out.size);
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+}
