@@ -207,7 +207,11 @@ pub fn percent_decode(text: &str) -> Result<String, ApiError> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3).ok_or_else(invalid)?;
+            // from_str_radix alone would take a sign (`%+1`).
+            let hex = text
+                .get(i + 1..i + 3)
+                .filter(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+                .ok_or_else(invalid)?;
             out.push(u8::from_str_radix(hex, 16).map_err(|_| invalid())?);
             i += 3;
         } else {

@@ -57,6 +57,8 @@ fn routes() {
     let too_long = format!("/agents/{}", "a".repeat(65));
     assert_eq!(code("PUT", &too_long), "INVALID_AGENT_ID");
     assert_eq!(code("GET", "/agents/a/files/%zz"), "INVALID_REQUEST");
+    assert_eq!(code("GET", "/agents/a/files/%+1"), "INVALID_REQUEST");
+    assert_eq!(percent_decode("%41%2f").unwrap(), "A/");
     assert_eq!(code("GET", "/agents/a/files/%ff"), "INVALID_REQUEST");
 }
 

@@ -226,16 +226,24 @@ impl<'a> Shell<'a> {
     }
 
     /// Closes a slot, writing file-backed output to its file.
+    ///
+    /// Closed slots are popped once nothing above them is open, so a slot
+    /// may be gone by the time it is closed again (`finish` closes from the
+    /// top down); callers that took a slot's output themselves mark it
+    /// closed before calling this, and it must still be popped, or closed
+    /// slots pile up under an open one.
     pub fn close_slot(&mut self, index: usize) -> R<()> {
-        let slot = &mut self.slots[index];
-        if !slot.open {
+        let Some(slot) = self.slots.get_mut(index) else {
             return Ok(());
-        }
-        slot.open = false;
+        };
+        let was_open = std::mem::replace(&mut slot.open, false);
         let bytes = std::mem::take(&mut slot.out).into_bytes();
         let file = slot.file.take();
         while self.slots.last().is_some_and(|s| !s.open) && self.slots.len() > 2 {
             self.slots.pop();
+        }
+        if !was_open {
+            return Ok(());
         }
         if let Some(path) = file {
             if !bytes.is_empty() {

@@ -90,10 +90,12 @@ impl Parser {
                     .take_while(|c| !c.is_whitespace())
                     .take(if is_meta(self.src[self.pos]) { 2 } else { 40 })
                     .collect();
-                let tok = if tok.len() == 2
+                // Counted in characters: one multi-byte character is not
+                // a two-character operator, and must not be cut in half.
+                let tok = if tok.chars().count() == 2
                     && !matches!(tok.as_str(), ";;" | "&&" | "||" | ">>" | "<<")
                 {
-                    tok[..1].to_string()
+                    tok.chars().take(1).collect()
                 } else {
                     tok
                 };

@@ -142,6 +142,13 @@ pub struct Formatted {
     pub stop: bool,
 }
 
+/// Largest field width or precision `printf` accepts. Padding is built in
+/// memory before the output cap applies, so `printf '%9999999999d'` would
+/// otherwise allocate gigabytes (bash refuses widths past `INT_MAX` with
+/// "Numerical result out of range"; in a 128 MB isolate the bound must be
+/// far lower).
+pub const MAX_FIELD: usize = 1 << 20;
+
 /// Formats `args` with `fmt`, reusing the format while arguments remain.
 pub fn format(fmt: &str, args: &[String]) -> Formatted {
     let mut f = Formatted {
@@ -233,7 +240,7 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
             if w < 0 {
                 flags.push('-');
             }
-            width = Some(w.abs());
+            width = Some(w.saturating_abs());
         } else {
             let mut w = String::new();
             while let Some(&d) = chars.get(i).filter(|c| c.is_ascii_digit()) {
@@ -241,7 +248,8 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
                 i += 1;
             }
             if !w.is_empty() {
-                width = w.parse().ok();
+                // Digits past i64 are out of range, not "no width".
+                width = Some(w.parse().unwrap_or(i64::MAX));
             }
         }
         let mut precision: Option<usize> = None;
@@ -260,8 +268,23 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
                     p.push(d);
                     i += 1;
                 }
-                precision = Some(p.parse().unwrap_or(0));
+                precision = Some(if p.is_empty() {
+                    0
+                } else {
+                    p.parse().unwrap_or(usize::MAX)
+                });
             }
+        }
+        let too_large = |n: usize| n > MAX_FIELD;
+        if let Some(n) = width.filter(|w| too_large(w.unsigned_abs() as usize)) {
+            f.errors.push(format!("{n}: Numerical result out of range"));
+            f.stop = true;
+            return true;
+        }
+        if let Some(n) = precision.filter(|p| too_large(*p)) {
+            f.errors.push(format!("{n}: Numerical result out of range"));
+            f.stop = true;
+            return true;
         }
         while matches!(chars.get(i), Some('l' | 'h' | 'L' | 'j' | 'z')) {
             i += 1;
@@ -402,8 +425,8 @@ fn convert(
                 s = "9223372036854775808".into();
             }
             if let Some(p) = precision {
-                while s.len() < p {
-                    s.insert(0, '0');
+                if s.len() < p {
+                    s = format!("{s:0>p$}");
                 }
             }
             let sign = if v < 0 {
@@ -426,8 +449,8 @@ fn convert(
                 _ => v.to_string(),
             };
             if let Some(p) = precision {
-                while s.len() < p {
-                    s.insert(0, '0');
+                if s.len() < p {
+                    s = format!("{s:0>p$}");
                 }
             }
             if flags.contains('#') && v != 0 {

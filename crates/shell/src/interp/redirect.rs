@@ -10,6 +10,12 @@ use super::ast::{Redir, RedirOp};
 use super::{Fd, Input, Shell, R};
 use crate::utils::strerror;
 
+/// Highest descriptor a redirection may name (a soft `ulimit -n` of 1024).
+/// Descriptors live in a vector indexed by number, so without a bound
+/// `echo 999999999>&1` would allocate gigabytes; bash too refuses
+/// descriptors past its limit ("Bad file descriptor").
+pub const MAX_FD: usize = 1023;
+
 impl Shell<'_> {
     /// Applies redirections; returns the descriptors to restore, or `None`
     /// after printing the error when one fails.
@@ -85,7 +91,11 @@ impl Shell<'_> {
                 | RedirOp::HereDoc
                 | RedirOp::HereString
         );
-        let mut fd = r.fd.unwrap_or(if input { 0 } else { 1 }) as usize;
+        let fd = r.fd.unwrap_or(if input { 0 } else { 1 });
+        let mut fd = match usize::try_from(fd) {
+            Ok(fd) if fd <= MAX_FD => fd,
+            _ => return self.redir_error(&fd.to_string(), "Bad file descriptor"),
+        };
         if let Some(name) = &r.var_fd {
             fd = (10..)
                 .find(|&i| self.fds.get(i).is_none_or(|f| f.is_none()))

@@ -221,9 +221,16 @@ fn parse_set(text: &[u8]) -> Result<Vec<Piece>, String> {
     Ok(pieces)
 }
 
+/// Largest `n` of `[c*n]` taken as written (1 MiB of set).
+const MAX_REPEAT: usize = 1 << 20;
+
 /// `[:class:]`, `[=c=]`, `[c*n]` or `[c*]` at `at`; `None` if `[` is literal.
 fn bracket(text: &[u8], at: usize) -> Result<Option<(Piece, usize)>, String> {
     let rest = &text[at + 1..];
+    if rest.is_empty() {
+        // A `[` at the end of the set is literal.
+        return Ok(None);
+    }
     if let Some(inner) = rest.strip_prefix(b":") {
         if let Some(end) = inner.windows(2).position(|w| w == b":]") {
             let name = String::from_utf8_lossy(&inner[..end]).into_owned();
@@ -252,7 +259,10 @@ fn bracket(text: &[u8], at: usize) -> Result<Option<(Piece, usize)>, String> {
     if count == 0 {
         return Ok(Some((Piece::Fill(byte), end)));
     }
-    Ok(Some((Piece::Bytes(vec![byte; count]), end)))
+    // Only as many bytes of a set as the other set has can matter, and
+    // sets come from the command line, so a count past that bound is cut:
+    // `[x*99999999999]` must not allocate 100 GB.
+    Ok(Some((Piece::Bytes(vec![byte; count.min(MAX_REPEAT)]), end)))
 }
 
 /// The bytes of a character class, in order.
