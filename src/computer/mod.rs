@@ -111,13 +111,8 @@ pub async fn run<'db, S: Sql>(
     let mut output = Output::default();
     if cancelled.get() {
         // Cancelled while the workspace was being pushed: never start it.
-        let mut result = output.into_json();
-        result["backend"] = json!("computer");
-        result["status"] = json!("cancelled");
-        result["exit_code"] = Value::Null;
-        result["revision"] = json!(vfs().revision()?);
-        result["sync"] = json!({ "sent": sent, "received": received });
-        return Ok(result);
+        let revision = vfs().revision()?;
+        return Ok(output.into_result("cancelled", None, revision, [sent, received]));
     }
     let exit = match stream_exec(link, &spec, cancelled, sink, &mut output).await {
         Ok(exit) => exit,
@@ -126,15 +121,11 @@ pub async fn run<'db, S: Sql>(
             // applied; forget the instance so the next command starts over,
             // and never replay this one.
             forget(db)?;
-            let mut result = output.into_json();
-            result["backend"] = json!("computer");
-            result["status"] = json!("lost");
-            result["exit_code"] = Value::Null;
+            let revision = vfs().revision()?;
+            let mut result = output.into_result("lost", None, revision, [sent, received]);
             result["message"] = json!(format!(
                 "the computer was lost during the command; the workspace is unchanged: {reason}"
             ));
-            result["revision"] = json!(vfs().revision()?);
-            result["sync"] = json!({ "sent": sent, "received": received });
             return Ok(result);
         }
     };
@@ -158,20 +149,18 @@ pub async fn run<'db, S: Sql>(
         )
         .await;
 
-    let mut result = output.into_json();
-    result["backend"] = json!("computer");
-    result["status"] = json!(if exit.timed_out {
+    let status = if exit.timed_out {
         "timed_out"
     } else if exit.cancelled {
         "cancelled"
     } else {
         "exited"
-    });
-    result["exit_code"] = json!(exit.code.unwrap_or_else(|| 128 + exit.signal.unwrap_or(0)));
+    };
+    let code = exit.code.unwrap_or_else(|| 128 + exit.signal.unwrap_or(0));
+    let mut result = output.into_result(status, Some(code), outcome.revision, [sent, received]);
     if let Some(signal) = exit.signal {
         result["signal"] = json!(signal);
     }
-    result["revision"] = json!(outcome.revision);
     result["changed"] = json!(outcome.applied);
     result["conflicts"] = json!(outcome.conflicts);
     if !outcome.rejected.is_empty() {
@@ -180,7 +169,6 @@ pub async fn run<'db, S: Sql>(
     if !exit.skipped.is_empty() {
         result["skipped"] = json!(exit.skipped);
     }
-    result["sync"] = json!({ "sent": sent, "received": received });
     Ok(result)
 }
 
@@ -364,10 +352,23 @@ impl Output {
         buffer.extend_from_slice(&data[..data.len().min(room)]);
     }
 
-    fn into_json(self) -> Value {
+    /// The exec result: output, how the command ended (`exit_code` null
+    /// when it never finished), the workspace revision and what was synced.
+    fn into_result(
+        self,
+        status: &str,
+        exit_code: Option<i32>,
+        revision: i64,
+        [sent, received]: [Transfer; 2],
+    ) -> Value {
         let mut out = json!({
+            "backend": "computer",
+            "status": status,
+            "exit_code": exit_code,
             "stdout": String::from_utf8_lossy(&self.stdout),
             "stderr": String::from_utf8_lossy(&self.stderr),
+            "revision": revision,
+            "sync": { "sent": sent, "received": received },
         });
         if self.truncated {
             out["truncated"] = json!(true);

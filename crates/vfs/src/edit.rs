@@ -263,7 +263,7 @@ fn is_crlf(text: &str) -> bool {
 
 /// Turns every bare `\n` into `\r\n`, leaving existing `\r\n` alone so a
 /// `new` that already mixes in CRLF doesn't gain `\r\r\n`.
-fn lf_to_crlf(s: &str) -> String {
+pub fn lf_to_crlf(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 16);
     let mut prev = '\0';
     for c in s.chars() {

@@ -97,23 +97,13 @@ fn is_crlf(text: &str) -> bool {
 /// bare `\n`s turned into `\r\n`, and so does its `new`.
 fn translate(crlf: bool, e: &Replacement) -> (String, String) {
     if crlf && !e.old.contains('\r') {
-        (to_crlf(&e.old), to_crlf(&e.new))
+        (
+            stead_vfs::edit::lf_to_crlf(&e.old),
+            stead_vfs::edit::lf_to_crlf(&e.new),
+        )
     } else {
         (e.old.clone(), e.new.clone())
     }
-}
-
-fn to_crlf(s: &str) -> String {
-    let mut out = String::new();
-    let mut prev = '\0';
-    for c in s.chars() {
-        if c == '\n' && prev != '\r' {
-            out.push('\r');
-        }
-        out.push(c);
-        prev = c;
-    }
-    out
 }
 
 fn seeds() -> Vec<Vec<u8>> {
