@@ -319,6 +319,54 @@ fn quotas_refuse_with_the_limit_named_and_change_nothing() {
 }
 
 #[test]
+fn kept_job_output_is_bounded_by_its_quota() {
+    let agent = Agent::new("sec-job-output");
+    expect_ok(
+        &agent.send(
+            "PUT",
+            "/settings",
+            json!({ "quotas": { "max_job_output_bytes": 1000 } })
+                .to_string()
+                .as_bytes(),
+        ),
+    );
+    let mut jobs = Vec::new();
+    for _ in 0..3 {
+        let reply = agent.call(
+            "exec",
+            json!({ "command": "yes x | head -c 600", "backend": "shell", "detach": true }),
+        );
+        expect_status(&reply, 202);
+        let id = reply.json()["job"]["id"].as_i64().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""));
+            if job["state"] == "succeeded" {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{job}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        jobs.push(id);
+    }
+    // 1,800 bytes of output against a quota of 1,000: the oldest finished
+    // jobs went, the newest is whole.
+    expect_error(
+        &agent.send("GET", &format!("/jobs/{}", jobs[0]), b""),
+        404,
+        "JOB_NOT_FOUND",
+    );
+    let last = expect_ok(&agent.send("GET", &format!("/jobs/{}/output", jobs[2]), b""));
+    let text: String = last["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|piece| piece["data"].as_str().unwrap())
+        .collect();
+    assert_eq!(text.len(), 600, "{last}");
+}
+
+#[test]
 fn token_settings_and_audit_requests_are_validated() {
     let agent = Agent::new("sec-validate");
     let before = agent.snapshot();
