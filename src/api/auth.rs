@@ -131,28 +131,14 @@ pub fn authenticate(
 impl Principal {
     /// Checks the caller may do something needing `scope` on `agent`.
     pub fn require(&self, agent: &str, scope: Scope) -> Result<(), ApiError> {
-        let Principal::Token(claims) = self else {
-            return Ok(());
-        };
-        if claims.agent != agent {
-            return Err(ApiError::Forbidden {
-                reason: format!("the token is for agent {:?}", claims.agent),
-            });
+        if let Principal::Token(claims) = self {
+            if claims.agent != agent {
+                return Err(ApiError::Forbidden {
+                    reason: format!("the token is for agent {:?}", claims.agent),
+                });
+            }
         }
-        if !claims.scopes.contains(&scope) {
-            return Err(ApiError::Forbidden {
-                reason: format!("the token lacks the {:?} scope", scope.name()),
-            });
-        }
-        Ok(())
-    }
-
-    /// Who, for the audit log: `admin` or `token:<id>`.
-    pub fn actor(&self) -> String {
-        match self {
-            Principal::Admin => "admin".into(),
-            Principal::Token(claims) => format!("token:{}", claims.id),
-        }
+        Caller::of(Some(self)).require(scope)
     }
 }
 
@@ -465,7 +451,7 @@ mod tests {
             Err(ApiError::Forbidden { .. })
         ));
         Principal::Admin.require("bob", Scope::Admin).unwrap();
-        assert_eq!(reader.actor(), "token:t1");
+        assert_eq!(Caller::of(Some(&reader)).actor, "token:t1");
     }
 
     #[test]
