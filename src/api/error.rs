@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 use stead_scheduler::SchedError;
-use stead_vfs::VfsError;
+use stead_vfs::{Errno, VfsError};
 
 use crate::computer::ComputerError;
 
@@ -69,7 +69,7 @@ impl ApiError {
     /// The machine-readable code.
     pub fn code(&self) -> &str {
         match self {
-            ApiError::Fs(error) => error.code(),
+            ApiError::Fs(error) => error.code().as_str(),
             ApiError::MalformedJson(_) => "MALFORMED_JSON",
             ApiError::InvalidRequest(_) => "INVALID_REQUEST",
             ApiError::BodyTooLarge { .. } => "BODY_TOO_LARGE",
@@ -96,14 +96,21 @@ impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
             ApiError::Fs(error) => match error.code() {
-                "ENOENT" => 404,
-                "EEXIST" | "ENOTEMPTY" | "EISDIR" | "ENOTDIR" | "EBUSY" => 409,
-                "EACCES" => 403,
-                "EFBIG" => 413,
-                "ENOSPC" => 507,
-                "EIO" => 500,
-                code if code.starts_with("EDIT_") => 422,
-                _ => 400,
+                Errno::Enoent => 404,
+                Errno::Eexist
+                | Errno::Enotempty
+                | Errno::Eisdir
+                | Errno::Enotdir
+                | Errno::Ebusy => 409,
+                Errno::Eacces => 403,
+                Errno::Efbig => 413,
+                Errno::Enospc => 507,
+                Errno::Eio => 500,
+                Errno::EditNoMatch
+                | Errno::EditAmbiguous
+                | Errno::EditOverlap
+                | Errno::EditNoChange => 422,
+                Errno::Einval | Errno::Eloop | Errno::Enametoolong | Errno::Eilseq => 400,
             },
             ApiError::MalformedJson(_)
             | ApiError::InvalidRequest(_)

@@ -1,5 +1,7 @@
 //! Filesystem errors, each carrying the POSIX code an agent already knows.
 
+use std::fmt;
+
 use stead_sql::SqlError;
 
 use crate::edit::EditError;
@@ -66,27 +68,89 @@ pub enum VfsError {
     Corrupt(String),
 }
 
+/// The code of a filesystem error: a POSIX errno where one fits, or the
+/// edit rule an edit broke. Callers match on it exhaustively (an HTTP status,
+/// a shell message), so a new code cannot be left unhandled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Errno {
+    Enoent,
+    Eexist,
+    Enotdir,
+    Eisdir,
+    Enotempty,
+    Einval,
+    Eloop,
+    Eacces,
+    Enametoolong,
+    Enospc,
+    Ebusy,
+    Efbig,
+    Eio,
+    /// Not valid UTF-8 where text is required.
+    Eilseq,
+    /// An edit's `old` text is not in the file.
+    EditNoMatch,
+    /// An edit's `old` text is in the file more than once.
+    EditAmbiguous,
+    /// Two edits of one request overlap.
+    EditOverlap,
+    /// The edits leave the file as it was.
+    EditNoChange,
+}
+
+impl Errno {
+    /// The code as the API and the logs spell it (`ENOENT`, `EDIT_NO_MATCH`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Errno::Enoent => "ENOENT",
+            Errno::Eexist => "EEXIST",
+            Errno::Enotdir => "ENOTDIR",
+            Errno::Eisdir => "EISDIR",
+            Errno::Enotempty => "ENOTEMPTY",
+            Errno::Einval => "EINVAL",
+            Errno::Eloop => "ELOOP",
+            Errno::Eacces => "EACCES",
+            Errno::Enametoolong => "ENAMETOOLONG",
+            Errno::Enospc => "ENOSPC",
+            Errno::Ebusy => "EBUSY",
+            Errno::Efbig => "EFBIG",
+            Errno::Eio => "EIO",
+            Errno::Eilseq => "EILSEQ",
+            Errno::EditNoMatch => "EDIT_NO_MATCH",
+            Errno::EditAmbiguous => "EDIT_AMBIGUOUS",
+            Errno::EditOverlap => "EDIT_OVERLAP",
+            Errno::EditNoChange => "EDIT_NO_CHANGE",
+        }
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl VfsError {
     /// The POSIX-style code (`ENOENT`, `EEXIST`, ...) for this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Errno {
         match self {
-            VfsError::NotFound { .. } => "ENOENT",
-            VfsError::AlreadyExists { .. } => "EEXIST",
-            VfsError::NotADirectory { .. } => "ENOTDIR",
-            VfsError::IsADirectory { .. } => "EISDIR",
-            VfsError::NotEmpty { .. } => "ENOTEMPTY",
-            VfsError::NotASymlink { .. } | VfsError::IntoItself { .. } => "EINVAL",
+            VfsError::NotFound { .. } => Errno::Enoent,
+            VfsError::AlreadyExists { .. } => Errno::Eexist,
+            VfsError::NotADirectory { .. } => Errno::Enotdir,
+            VfsError::IsADirectory { .. } => Errno::Eisdir,
+            VfsError::NotEmpty { .. } => Errno::Enotempty,
+            VfsError::NotASymlink { .. } | VfsError::IntoItself { .. } => Errno::Einval,
             VfsError::InvalidPath { .. }
             | VfsError::InvalidPattern { .. }
-            | VfsError::BadUpload { .. } => "EINVAL",
-            VfsError::SymlinkLoop { .. } => "ELOOP",
-            VfsError::EscapesRoot { .. } => "EACCES",
-            VfsError::NameTooLong { .. } | VfsError::TooDeep { .. } => "ENAMETOOLONG",
-            VfsError::NoSpace { .. } => "ENOSPC",
-            VfsError::RootBusy { .. } => "EBUSY",
-            VfsError::FileTooLarge { .. } => "EFBIG",
+            | VfsError::BadUpload { .. } => Errno::Einval,
+            VfsError::SymlinkLoop { .. } => Errno::Eloop,
+            VfsError::EscapesRoot { .. } => Errno::Eacces,
+            VfsError::NameTooLong { .. } | VfsError::TooDeep { .. } => Errno::Enametoolong,
+            VfsError::NoSpace { .. } => Errno::Enospc,
+            VfsError::RootBusy { .. } => Errno::Ebusy,
+            VfsError::FileTooLarge { .. } => Errno::Efbig,
             VfsError::Edit { source, .. } => source.code(),
-            VfsError::Storage(_) | VfsError::Corrupt(_) => "EIO",
+            VfsError::Storage(_) | VfsError::Corrupt(_) => Errno::Eio,
         }
     }
 
@@ -117,14 +181,14 @@ pub type Result<T, E = VfsError> = std::result::Result<T, E>;
 impl EditError {
     /// The code for an edit that cannot be applied. Not POSIX but for
     /// `EILSEQ` (the file is not text): the others name the edit rule broken.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Errno {
         match self {
-            EditError::EmptyOld { .. } => "EINVAL",
-            EditError::NotFound { .. } => "EDIT_NO_MATCH",
-            EditError::Ambiguous { .. } => "EDIT_AMBIGUOUS",
-            EditError::Overlap { .. } => "EDIT_OVERLAP",
-            EditError::NoChange => "EDIT_NO_CHANGE",
-            EditError::NotText => "EILSEQ",
+            EditError::EmptyOld { .. } => Errno::Einval,
+            EditError::NotFound { .. } => Errno::EditNoMatch,
+            EditError::Ambiguous { .. } => Errno::EditAmbiguous,
+            EditError::Overlap { .. } => Errno::EditOverlap,
+            EditError::NoChange => Errno::EditNoChange,
+            EditError::NotText => Errno::Eilseq,
         }
     }
 

@@ -38,7 +38,7 @@ use std::cell::Cell;
 use stead_sql::{params, Sql};
 
 pub use content::CHUNK_SIZE;
-pub use error::{Result, VfsError};
+pub use error::{Errno, Result, VfsError};
 pub use node::{DirEntry, Kind, Node};
 pub use ops::{Change, ChangeKind, EditOutcome, Usage, WriteOptions, Written};
 pub use path::{VPath, MAX_NAME_LEN, MAX_PATH_LEN};

@@ -225,7 +225,7 @@ mod tests {
     fn p(s: &str) -> String {
         VPath::parse(s)
             .map(|p| p.0)
-            .unwrap_or_else(|e| e.code().to_string())
+            .unwrap_or_else(|e| e.code().as_str().to_string())
     }
 
     #[test]

@@ -1004,7 +1004,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
     for (step, op) in ops.iter().enumerate() {
         let before = state(&db);
         let revision = vfs.revision().unwrap();
-        let real = run(&vfs, op).map_err(|e| e.code());
+        let real = run(&vfs, op).map_err(|e| e.code().as_str());
         let mut next = model.clone();
         let expected = next.apply(op);
         prop_assert_eq!(&real, &expected, "step {}: {:?}", step, op);

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use stead_sql::SqliteDb;
-use stead_vfs::{Limits, Vfs, VfsError, WriteOptions, CHUNK_SIZE};
+use stead_vfs::{Errno, Limits, Vfs, VfsError, WriteOptions, CHUNK_SIZE};
 
 fn limited(db: &SqliteDb, limits: Limits) -> Vfs<'_, SqliteDb> {
     Vfs::new(db, NOW).with_limits(limits)
@@ -28,7 +28,7 @@ fn stored_bytes_count_distinct_content_and_refuse_overflow() {
     let error = vfs
         .write(&p("/b"), &noise(2 * CHUNK_SIZE, 2), WriteOptions::default())
         .unwrap_err();
-    assert_eq!(error.code(), "ENOSPC");
+    assert_eq!(error.code(), Errno::Enospc);
     assert!(error.to_string().contains("max_stored_bytes"), "{error}");
     assert_eq!(dump(&db), before, "the refused write left nothing behind");
     // Freeing space makes room again.
@@ -76,7 +76,7 @@ fn node_count_is_bounded() {
     put(&vfs, "/f", "y");
     let before = dump(&db);
     let error = vfs.mkdir(&p("/g"), false, None).unwrap_err();
-    assert_eq!(error.code(), "ENOSPC");
+    assert_eq!(error.code(), Errno::Enospc);
     assert!(error.to_string().contains("max_nodes"), "{error}");
     assert_eq!(dump(&db), before);
     // Overwriting an existing file adds no node.
@@ -97,7 +97,7 @@ fn path_depth_is_bounded() {
     let error = vfs
         .write(&p("/a/b/c2/d"), b"too deep", WriteOptions::default())
         .unwrap_err();
-    assert_eq!(error.code(), "ENAMETOOLONG");
+    assert_eq!(error.code(), Errno::Enametoolong);
     assert!(error.to_string().contains("max_path_depth"), "{error}");
     assert!(matches!(
         vfs.stat(&p("/a/b/c2"), false),

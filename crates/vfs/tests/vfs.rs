@@ -12,7 +12,7 @@ use stead_vfs::edit::{self, Replacement};
 use stead_vfs::glob::{GlobPage, GlobRequest};
 use stead_vfs::grep::{GrepCursor, GrepMode, GrepPage, GrepRequest};
 use stead_vfs::read::LineRequest;
-use stead_vfs::{Change, ChangeKind, Kind, Limits, VPath, Vfs, WriteOptions, CHUNK_SIZE};
+use stead_vfs::{Change, ChangeKind, Errno, Kind, Limits, VPath, Vfs, WriteOptions, CHUNK_SIZE};
 
 const C: usize = CHUNK_SIZE;
 
@@ -1024,7 +1024,7 @@ fn symlink_targets_stay_inside_the_root() {
     // A caller's own `..` above the root is refused, not clamped.
     assert_eq!(
         VPath::parse("/a/../../secret").unwrap_err().code(),
-        "EACCES"
+        Errno::Eacces
     );
 }
 
@@ -2749,8 +2749,8 @@ fn edit_apply_round_trips_through_the_vfs() {
         replace_all: false,
     }];
     let error = edit::apply(&edited.text, &ambiguous, "/src/lib.rs").unwrap_err();
-    assert_eq!(error.code(), "EDIT_AMBIGUOUS");
-    assert_eq!(edit::as_text(b"\xff").unwrap_err().code(), "EILSEQ");
+    assert_eq!(error.code(), Errno::EditAmbiguous);
+    assert_eq!(edit::as_text(b"\xff").unwrap_err().code(), Errno::Eilseq);
 }
 
 // ---------------------------------------------------------------------------

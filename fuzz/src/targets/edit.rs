@@ -53,7 +53,7 @@ pub fn run(data: &[u8]) {
                 assert!(other < index);
             }
             assert!(!matches!(error, EditError::NotText));
-            assert!(!error.code().is_empty());
+            assert!(!error.code().as_str().is_empty());
         }
     }
 }
@@ -145,7 +145,7 @@ mod tests {
             };
             let code = match edit::apply(&original, &edits, "/f") {
                 Ok(_) => "ok",
-                Err(e) => e.code(),
+                Err(e) => e.code().as_str(),
             };
             *codes.entry(code).or_insert(0) += 1;
         }

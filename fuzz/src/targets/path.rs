@@ -33,7 +33,9 @@ pub fn run(data: &[u8]) {
     let expected = reference(path, &cwd);
     match (&parsed, &expected) {
         (Ok(got), Ok(want)) => assert_eq!(got.as_str(), want, "parse_from({path:?}, {cwd:?})"),
-        (Err(got), Err(want)) => assert_eq!(got.code(), *want, "parse_from({path:?}, {cwd:?})"),
+        (Err(got), Err(want)) => {
+            assert_eq!(got.code().as_str(), *want, "parse_from({path:?}, {cwd:?})")
+        }
         _ => panic!("parse_from({path:?}, {cwd:?}) = {parsed:?}, reference {expected:?}"),
     }
     if let Ok(p) = &parsed {

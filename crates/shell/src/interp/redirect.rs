@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use stead_vfs::VPath;
+use stead_vfs::{Errno, VPath};
 
 use super::ast::{Redir, RedirOp};
 use super::{Fd, Input, Shell, R};
@@ -205,7 +205,7 @@ impl Shell<'_> {
                 self.set_fd(fd, Some(input_fd(data)));
                 Ok(true)
             }
-            Err(e) if create && e.code() == "ENOENT" => {
+            Err(e) if create && e.code() == Errno::Enoent => {
                 if let Err(e) = self.fs.write(&path, b"") {
                     return self.redir_error(target, strerror(&e));
                 }

@@ -20,7 +20,7 @@ mod text;
 
 use std::collections::BTreeMap;
 
-use stead_vfs::{VPath, VfsError};
+use stead_vfs::{Errno, VPath, VfsError};
 
 use crate::fs::Fs;
 use crate::io::Output;
@@ -91,19 +91,24 @@ pub fn names() -> Vec<&'static str> {
 /// The `strerror` text for a filesystem error, as GNU tools print it.
 pub fn strerror(error: &VfsError) -> &'static str {
     match error.code() {
-        "ENOENT" => "No such file or directory",
-        "EEXIST" => "File exists",
-        "ENOTDIR" => "Not a directory",
-        "EISDIR" => "Is a directory",
-        "ENOTEMPTY" => "Directory not empty",
-        "ELOOP" => "Too many levels of symbolic links",
-        "EACCES" => "Permission denied",
-        "ENAMETOOLONG" => "File name too long",
-        "EBUSY" => "Device or resource busy",
-        "EFBIG" => "File too large",
-        "ENOSPC" => "No space left on device",
-        "EINVAL" => "Invalid argument",
-        _ => "Input/output error",
+        Errno::Enoent => "No such file or directory",
+        Errno::Eexist => "File exists",
+        Errno::Enotdir => "Not a directory",
+        Errno::Eisdir => "Is a directory",
+        Errno::Enotempty => "Directory not empty",
+        Errno::Eloop => "Too many levels of symbolic links",
+        Errno::Eacces => "Permission denied",
+        Errno::Enametoolong => "File name too long",
+        Errno::Ebusy => "Device or resource busy",
+        Errno::Efbig => "File too large",
+        Errno::Enospc => "No space left on device",
+        Errno::Eilseq => "Invalid or incomplete multibyte or wide character",
+        Errno::Einval
+        | Errno::EditNoMatch
+        | Errno::EditAmbiguous
+        | Errno::EditOverlap
+        | Errno::EditNoChange => "Invalid argument",
+        Errno::Eio => "Input/output error",
     }
 }
 

@@ -82,7 +82,7 @@ pub fn code<T: Debug>(result: stead_vfs::Result<T>) -> &'static str {
                 &text[..text.len().min(200)]
             )
         }
-        Err(error) => error.code(),
+        Err(error) => error.code().as_str(),
     }
 }
 

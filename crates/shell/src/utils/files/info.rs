@@ -1,6 +1,6 @@
 //! Reading about nodes: `stat`, `realpath`, `readlink`, `file`.
 
-use stead_vfs::{Kind, Node, VPath, VfsError};
+use stead_vfs::{Errno, Kind, Node, VPath, VfsError};
 
 use super::time::full;
 use super::{mode_string, options, shown_size, usage_kib, OWNER, OWNER_ID};
@@ -162,7 +162,7 @@ fn canonical(ctx: &Ctx<'_>, path: &VPath, need: Need) -> Result<VPath, VfsError>
         Ok(real) => return Ok(real),
         Err(error) => error,
     };
-    if need == Need::All || error.code() != "ENOENT" {
+    if need == Need::All || error.code() != Errno::Enoent {
         return Err(error);
     }
     let (Some(parent), Some(name)) = (path.parent(), path.name()) else {

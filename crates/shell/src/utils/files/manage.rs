@@ -2,7 +2,7 @@
 //! `chmod`. Each operand is one or a few VFS operations (each atomic);
 //! messages and exit statuses follow GNU coreutils.
 
-use stead_vfs::{Kind, Node, VPath, VfsError};
+use stead_vfs::{Errno, Kind, Node, VPath, VfsError};
 
 use super::time::{parse_date, parse_stamp};
 use super::{base_name, join_operand, options, Opts};
@@ -251,7 +251,7 @@ pub(super) fn rmdir(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
         loop {
             ctx.budget.charge_cpu(NODE_COST)?;
             if let Err(error) = remove_empty_dir(ctx, &current) {
-                if !(opts.has('I') && error.code() == "ENOTEMPTY") {
+                if !(opts.has('I') && error.code() == Errno::Enotempty) {
                     failed(ctx, "rmdir", "failed to remove", &current, &error)?;
                     status = 1;
                 }

@@ -15,6 +15,7 @@ use super::{Ctx, Table};
 use crate::limits::Abort;
 use exec::{Engine, Settings, Stream};
 use parse::Dialect;
+use stead_vfs::Errno;
 
 pub(crate) const UTILITIES: Table = &[("sed", sed)];
 
@@ -218,15 +219,15 @@ fn read_operand(
         }
         Err(error) => {
             let text = super::strerror(&error);
-            let message = if error.code() == "EISDIR" && in_place {
+            let message = if error.code() == Errno::Eisdir && in_place {
                 format!("couldn't edit {operand}: not a regular file")
-            } else if error.code() == "EISDIR" {
+            } else if error.code() == Errno::Eisdir {
                 format!("read error on {operand}: {text}")
             } else {
                 format!("can't read {operand}: {text}")
             };
             ctx.error("sed", &message)?;
-            Ok(Err(if error.code() == "EISDIR" { 4 } else { 2 }))
+            Ok(Err(if error.code() == Errno::Eisdir { 4 } else { 2 }))
         }
     }
 }
