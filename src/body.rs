@@ -1,4 +1,5 @@
-//! Reading a request body in large pieces.
+//! A request body as the agent reads it ([`stead_agent::Body`]), in large
+//! pieces.
 //!
 //! The default reader of a request body hands over 4 KiB at a time in the
 //! local runtime: a 64 MiB upload was 16,384 awaits and copies. A BYOB
@@ -7,15 +8,67 @@
 //! the body is not a byte stream, the default reader is used.
 
 use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
+use stead_agent::ApiError;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::Request;
 
 /// Reads a request body, appending to a caller's buffer.
-pub struct BodyReader {
+struct BodyReader {
     reader: JsValue,
     read: Function,
     byob: bool,
+}
+
+/// The body of a request to the agent.
+pub(crate) struct RequestBody {
+    /// The length the client declared, if it did.
+    declared: Option<usize>,
+    /// The request, until its body is first read.
+    request: Option<Request>,
+    reader: Option<BodyReader>,
+}
+
+fn platform(error: impl std::fmt::Debug) -> ApiError {
+    ApiError::Internal(format!("reading the request body: {error:?}"))
+}
+
+impl RequestBody {
+    pub(crate) fn new(request: Request) -> Result<Self, ApiError> {
+        let declared = request
+            .headers()
+            .get("content-length")
+            .map_err(platform)?
+            .and_then(|v| v.parse::<usize>().ok());
+        Ok(RequestBody {
+            declared,
+            request: Some(request),
+            reader: None,
+        })
+    }
+}
+
+impl stead_agent::Body for RequestBody {
+    fn declared_len(&self) -> Option<usize> {
+        self.declared
+    }
+
+    async fn read_into(&mut self, buffer: &mut Vec<u8>, max: usize) -> Result<usize, ApiError> {
+        if let Some(mut request) = self.request.take() {
+            if self.declared.is_some_and(|len| len <= max) {
+                // A declared length that fits: read it in one go, which
+                // costs one await instead of one per piece.
+                let bytes = request.bytes().await.map_err(platform)?;
+                buffer.extend_from_slice(&bytes);
+                return Ok(bytes.len());
+            }
+            self.reader = BodyReader::new(&request).map_err(platform)?;
+        }
+        match &mut self.reader {
+            Some(reader) => reader.read_into(buffer, max).await.map_err(platform),
+            None => Ok(0),
+        }
+    }
 }
 
 fn get(target: &JsValue, key: &str) -> Result<JsValue, JsValue> {
@@ -24,7 +77,7 @@ fn get(target: &JsValue, key: &str) -> Result<JsValue, JsValue> {
 
 impl BodyReader {
     /// A reader of `req`'s body, or `None` when it has none.
-    pub fn new(req: &Request) -> Result<Option<Self>, JsValue> {
+    fn new(req: &Request) -> Result<Option<Self>, JsValue> {
         let Some(body) = req.inner().body() else {
             return Ok(None);
         };
@@ -42,7 +95,7 @@ impl BodyReader {
     /// Appends up to `max` bytes to `buffer`; returns how many, 0 at the end.
     /// (The default reader may return a piece larger than `max`; it is
     /// appended whole.)
-    pub async fn read_into(&mut self, buffer: &mut Vec<u8>, max: usize) -> Result<usize, JsValue> {
+    async fn read_into(&mut self, buffer: &mut Vec<u8>, max: usize) -> Result<usize, JsValue> {
         let pending = if self.byob {
             let view = Uint8Array::new_with_length(max as u32);
             self.read.call1(&self.reader, &view)?

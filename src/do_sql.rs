@@ -14,13 +14,13 @@ use worker::{SqlStorage, SqlStorageValue, State};
 
 /// The Durable Object's SQLite database.
 #[derive(Clone)]
-pub struct DoSql {
+pub(crate) struct DoSql {
     sql: SqlStorage,
     storage: JsValue,
 }
 
 impl DoSql {
-    pub fn new(state: &State) -> worker::Result<Self> {
+    pub(crate) fn new(state: &State) -> worker::Result<Self> {
         let storage: JsValue = state.as_raw().storage()?.into();
         Ok(DoSql {
             sql: state.storage().sql(),
@@ -29,7 +29,7 @@ impl DoSql {
     }
 
     /// Bytes the database occupies on disk.
-    pub fn database_size(&self) -> usize {
+    pub(crate) fn database_size(&self) -> usize {
         self.sql.database_size()
     }
 }

@@ -1,41 +1,43 @@
 //! stead: a durable workspace for AI agents on Cloudflare Workers.
 //!
-//! The Worker authenticates each request and routes `/agents/{id}/...` to
-//! that agent's Durable Object ([`workspace::Workspace`]), whose SQLite
-//! database holds the agent's whole filesystem. The layout follows the
-//! architecture:
+//! This crate is the platform glue; the agent's behaviour is plain Rust in
+//! `crates/agent` ([`stead_agent`]), which knows nothing of Workers. Here:
 //!
-//! - `crates/sql`: the synchronous SQL interface and the schema migrations;
-//! - `crates/vfs`: the filesystem (paths, nodes, chunks, tools);
-//! - `src/api`: the HTTP API as plain Rust (routes, auth, tools, errors);
-//! - `crates/sync`: the computer sync protocol, shared with `container/`;
-//! - `src/computer`: the computer backend (driver, link, container owner);
-//! - `crates/scheduler`: jobs, schedules, cron, the run ledger, hooks;
-//! - `src/jobs.rs`, `src/socket.rs`: the alarm, jobs and hooks glue, and
-//!   the hibernatable WebSocket;
-//! - `src/workspace.rs`, `src/do_sql.rs`: the Durable Object glue.
+//! - the Worker's fetch handler (below): routes, authenticates the bearer
+//!   credential and refuses what the caller may not do before any Durable
+//!   Object wakes, then forwards `/agents/{id}/...` to that agent's Durable
+//!   Object with the caller in headers only the Worker sets;
+//! - [`workspace`]: the per-agent Durable Object, one call on the agent per
+//!   event;
+//! - [`platform`]: the agent's host (`stead_agent::Host`, `Socket`,
+//!   `Transport`) over `worker` types;
+//! - [`computer`]: the `Computer` Durable Object that owns the agent's
+//!   container;
+//! - `do_sql`, `body`, `random`: SQLite, request bodies and randomness from
+//!   the runtime.
 
-pub mod api;
+#![deny(unreachable_pub)]
+
 mod body;
+#[path = "computer/host.rs"]
 pub mod computer;
 mod do_sql;
-mod jobs;
+mod platform;
 mod random;
-mod socket;
 mod workspace;
 
 use serde_json::json;
+use stead_agent::auth::{self, Caller, Principal};
+use stead_agent::{ApiError, Route, MAX_JSON_BODY};
 use worker::{event, Context, Env, Headers, Request, RequestInit, Response, Result};
 
-use api::auth::{self, Caller, Principal};
-use api::{ApiError, Route, MAX_JSON_BODY};
 use workspace::{error_response, json_response};
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     console_error_panic_hook::set_once();
     let url = req.url()?;
-    let route = api::route(req.method().as_ref(), url.path());
+    let route = stead_agent::route(req.method().as_ref(), url.path());
     if let Ok(Route::Health) = route {
         return json_response(200, &json!({ "ok": true }));
     }
@@ -58,7 +60,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         },
         Ok(Route::Agent { id, action }) => {
             if let Some(principal) = &principal {
-                if let Err(error) = principal.require(&id, auth::required_scope(&action)) {
+                if let Err(error) = principal.admit(&id, action.policy().access) {
                     return error_response(&error);
                 }
             }
@@ -92,7 +94,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
 fn with_caller(req: Request, caller: &Caller) -> Result<Request> {
     let headers = Headers::new();
     for (name, value) in req.headers().entries() {
-        if !name.starts_with("x-stead-actor") && !name.starts_with("x-stead-scopes") {
+        if name != auth::ACTOR_HEADER && name != auth::SCOPES_HEADER {
             headers.append(&name, &value)?;
         }
     }
@@ -114,25 +116,27 @@ async fn mint_token(
     admin_token: Option<String>,
     now_s: i64,
 ) -> std::result::Result<Response, ApiError> {
+    let platform = |e: worker::Error| ApiError::Internal(e.to_string());
     if principal != Some(Principal::Admin) {
         return Err(ApiError::Forbidden {
             reason: "only the admin token mints tokens".into(),
         });
     }
     let key = admin_token.ok_or(ApiError::NotConfigured)?;
-    let body = req.bytes().await?;
+    let body = req.bytes().await.map_err(platform)?;
     if body.len() > MAX_JSON_BODY {
         return Err(ApiError::BodyTooLarge {
             limit: MAX_JSON_BODY,
         });
     }
-    let request: auth::MintRequest = api::tools::decode(&body)?;
-    let id = random::random_hex(32)?;
+    let request: auth::MintRequest = stead_agent::tools::decode(&body)?;
+    let id = random::random_hex(32).map_err(|e| ApiError::Internal(format!("{e:?}")))?;
     let claims = request.claims(id, now_s)?;
     let token = auth::mint(&key, &claims);
-    Ok(json_response(
+    json_response(
         201,
         &json!({ "token": token, "id": claims.id, "agent": claims.agent,
                  "scopes": claims.scopes, "expires_at": claims.exp }),
-    )?)
+    )
+    .map_err(platform)
 }

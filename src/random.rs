@@ -5,7 +5,7 @@ use js_sys::{Function, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 
 /// `chars` random lowercase hex digits (4 bits of entropy each).
-pub fn random_hex(chars: usize) -> Result<String, JsValue> {
+pub(crate) fn random_hex(chars: usize) -> Result<String, JsValue> {
     let crypto = Reflect::get(&js_sys::global(), &JsValue::from_str("crypto"))?;
     let fill: Function =
         Reflect::get(&crypto, &JsValue::from_str("getRandomValues"))?.dyn_into()?;

@@ -66,7 +66,7 @@ impl DurableObject for Computer {
             Some(container) => {
                 let internet = req
                     .headers()
-                    .get(super::link::INTERNET_HEADER)?
+                    .get(crate::platform::INTERNET_HEADER)?
                     .is_some_and(|v| v == "true");
                 let secret = self.start(&container, internet).await?;
                 let port = container.get_tcp_port(PORT)?;

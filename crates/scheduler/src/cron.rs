@@ -166,9 +166,18 @@ fn next_in(set: u64, from: u32) -> Option<u32> {
     (masked != 0).then(|| masked.trailing_zeros())
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Expressions parsed on this thread, so a test can see that work done
+    /// per due time does not parse again.
+    pub(crate) static PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 impl Cron {
     /// Parses an expression.
     pub fn parse(expr: &str) -> Result<Cron, CronError> {
+        #[cfg(test)]
+        PARSES.with(|parses| parses.set(parses.get() + 1));
         Self::parse_fields(expr).map_err(|reason| CronError {
             expr: expr.to_string(),
             reason,

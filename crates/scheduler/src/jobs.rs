@@ -125,6 +125,31 @@ impl Default for JobLimits {
     }
 }
 
+/// Where a command runs: the light shell in the isolate, or the computer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Shell,
+    Computer,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Shell => "shell",
+            Backend::Computer => "computer",
+        }
+    }
+
+    fn parse(text: &str) -> Result<Self> {
+        match text {
+            "shell" => Ok(Backend::Shell),
+            "computer" => Ok(Backend::Computer),
+            other => Err(SchedError::Corrupt(format!("job backend {other:?}"))),
+        }
+    }
+}
+
 /// A job record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Job {
@@ -132,7 +157,7 @@ pub struct Job {
     /// Who started it: `api`, `socket`, `schedule:<id>` or `hook:<name>`.
     pub source: String,
     pub command: String,
-    pub backend: String,
+    pub backend: Backend,
     pub state: JobState,
     pub exit_code: Option<i64>,
     /// Why it failed, when not a plain exit code.
@@ -154,7 +179,7 @@ pub struct Job {
 #[derive(Debug, Clone)]
 pub struct NewJob {
     pub source: String,
-    pub backend: String,
+    pub backend: Backend,
     /// The exec request body; its `command` is copied into the record.
     pub request: Value,
 }
@@ -197,7 +222,7 @@ pub struct Outcome {
     /// It could not run or was cut off (the job fails with this reason).
     pub error: Option<String>,
     /// The backend that ran it, when the exec chose one itself.
-    pub backend: Option<String>,
+    pub backend: Option<Backend>,
 }
 
 const COLUMNS: &str = "id, source, command, backend, request, state, exit_code, error, \
@@ -210,7 +235,7 @@ fn job_from_row(row: &Row) -> Result<Job> {
         id: row.int(0)?,
         source: row.text(1)?.to_string(),
         command: row.text(2)?.to_string(),
-        backend: row.text(3)?.to_string(),
+        backend: Backend::parse(row.text(3)?)?,
         request,
         state: JobState::parse(row.text(5)?)?,
         exit_code: row.opt_int(6)?,
@@ -289,7 +314,13 @@ impl<'a, S: Sql> Jobs<'a, S> {
                 "INSERT INTO jobs (source, command, backend, request, state, created_ms) \
                  VALUES (?, ?, ?, ?, 'queued', ?) RETURNING {COLUMNS}"
             ),
-            params![&new.source, &command, &new.backend, &request, now_ms],
+            params![
+                &new.source,
+                &command,
+                new.backend.as_str(),
+                &request,
+                now_ms
+            ],
         )?;
         job_from_row(&row.ok_or_else(|| SchedError::Corrupt("insert returned no row".into()))?)
     }
@@ -436,7 +467,7 @@ impl<'a, S: Sql> Jobs<'a, S> {
                 outcome.error.as_deref(),
                 now_ms,
                 now_ms,
-                outcome.backend.as_deref(),
+                outcome.backend.map(Backend::as_str),
                 id
             ],
         )?;
@@ -589,7 +620,7 @@ mod tests {
     fn new_job(command: &str) -> NewJob {
         NewJob {
             source: "api".into(),
-            backend: "shell".into(),
+            backend: Backend::Shell,
             request: json!({ "command": command }),
         }
     }
@@ -651,12 +682,12 @@ mod tests {
                 exit_code,
                 timed_out,
                 error: error.clone(),
-                backend: Some("computer".into()),
+                backend: Some(Backend::Computer),
             };
             let job = jobs.finish(id, &outcome, 3).unwrap();
             assert_eq!(job.state, want);
             assert_eq!(job.error, error);
-            assert_eq!(job.backend, "computer");
+            assert_eq!(job.backend, Backend::Computer);
         }
     }
 

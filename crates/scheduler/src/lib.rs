@@ -30,8 +30,11 @@ use stead_sql::SqlError;
 
 pub use cron::{Cron, CronError};
 pub use hooks::{Hook, Hooks};
-pub use jobs::{Job, JobLimits, JobState, Jobs, NewJob, OutputPage, Piece, Stream};
-pub use schedules::{CatchUp, RunOutcome, RunTicket, Schedule, ScheduleRequest, Schedules};
+pub use jobs::{Backend, Job, JobLimits, JobState, Jobs, NewJob, OutputPage, Piece, Stream};
+pub use schedules::{
+    CatchUp, Run, RunOutcome, RunState, RunTicket, Schedule, ScheduleAction, ScheduleKind,
+    ScheduleRequest, Schedules,
+};
 
 /// Why a scheduler operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -111,13 +114,9 @@ impl SchedError {
 
 pub type Result<T, E = SchedError> = std::result::Result<T, E>;
 
-/// Compares without an early exit, so timing does not reveal how much of a
-/// guess was right.
+/// Compares secrets in constant time (the length is not secret).
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    subtle::ConstantTimeEq::ct_eq(a, b).into()
 }
 
 #[cfg(test)]

@@ -68,24 +68,70 @@ pub enum CatchUp {
     Skip,
 }
 
-impl CatchUp {
-    fn as_str(self) -> &'static str {
-        match self {
-            CatchUp::Latest => "latest",
-            CatchUp::All => "all",
-            CatchUp::Skip => "skip",
-        }
-    }
-
-    fn parse(text: &str) -> Result<Self> {
-        Ok(match text {
-            "latest" => CatchUp::Latest,
-            "all" => CatchUp::All,
-            "skip" => CatchUp::Skip,
-            other => return Err(SchedError::Corrupt(format!("catch_up {other:?}"))),
-        })
-    }
+/// Whether a schedule runs once or recurs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleKind {
+    /// At one time (`at`, `at_ms` or `delay_ms`).
+    Once,
+    /// At every time a cron expression names.
+    Cron,
 }
+
+/// What a schedule does when it comes due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleAction {
+    /// Runs its exec request as a job.
+    Exec,
+    /// Calls its webhook with a signed body.
+    Webhook,
+}
+
+/// Where one ledger row's attempt stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Running,
+    Succeeded,
+    Failed,
+    /// A restart cut it off.
+    Interrupted,
+    /// Missed while asleep and not run (`catch_up: skip`).
+    Skipped,
+}
+
+/// An enum stored as its lowercase name.
+macro_rules! stored_names {
+    ($type:ident, $what:literal, $($variant:ident => $name:literal),+ $(,)?) => {
+        impl $type {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($type::$variant => $name,)+
+                }
+            }
+
+            fn parse(text: &str) -> Result<Self> {
+                match text {
+                    $($name => Ok($type::$variant),)+
+                    other => Err(SchedError::Corrupt(format!(concat!($what, " {:?}"), other))),
+                }
+            }
+        }
+    };
+}
+
+stored_names!(ScheduleKind, "schedule kind", Once => "once", Cron => "cron");
+stored_names!(ScheduleAction, "schedule action", Exec => "exec", Webhook => "webhook");
+stored_names!(
+    RunState, "run state",
+    Running => "running",
+    Succeeded => "succeeded",
+    Failed => "failed",
+    Interrupted => "interrupted",
+    Skipped => "skipped",
+);
+stored_names!(CatchUp, "catch_up", Latest => "latest", All => "all", Skip => "skip");
 
 /// The webhook part of a schedule request.
 #[derive(Debug, Clone, Deserialize)]
@@ -122,13 +168,11 @@ pub struct ScheduleRequest {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Schedule {
     pub id: String,
-    /// `once` or `cron`.
-    pub kind: String,
+    pub kind: ScheduleKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cron: Option<String>,
     pub tz: String,
-    /// `exec` or `webhook`.
-    pub action: String,
+    pub action: ScheduleAction,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exec: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -151,8 +195,7 @@ pub struct Run {
     pub schedule_id: String,
     pub due_ms: i64,
     pub attempt: i64,
-    /// `running`, `succeeded`, `failed`, `interrupted` or `skipped`.
-    pub state: String,
+    pub state: RunState,
     /// Missed due times skipped in favour of this one.
     pub skipped: i64,
     pub job_id: Option<i64>,
@@ -197,6 +240,17 @@ pub struct RunOutcome {
     pub error: Option<String>,
 }
 
+impl RunOutcome {
+    /// A failed run, for `reason`.
+    pub fn failed(reason: String) -> Self {
+        RunOutcome {
+            ok: false,
+            error: Some(reason),
+            ..RunOutcome::default()
+        }
+    }
+}
+
 const COLUMNS: &str = "id, kind, cron, tz, action, exec, url, secret, payload, catch_up, \
     max_attempts, retry_delay_ms, next_due_ms, created_ms";
 
@@ -214,10 +268,10 @@ fn json_column(row: &Row, column: usize) -> Result<Option<Value>> {
 fn schedule_from_row(row: &Row) -> Result<Schedule> {
     Ok(Schedule {
         id: row.text(0)?.to_string(),
-        kind: row.text(1)?.to_string(),
+        kind: ScheduleKind::parse(row.text(1)?)?,
         cron: opt_text(row, 2)?,
         tz: row.text(3)?.to_string(),
-        action: row.text(4)?.to_string(),
+        action: ScheduleAction::parse(row.text(4)?)?,
         exec: json_column(row, 5)?,
         url: opt_text(row, 6)?,
         secret: opt_text(row, 7)?,
@@ -235,7 +289,7 @@ fn run_from_row(row: &Row) -> Result<Run> {
         schedule_id: row.text(0)?.to_string(),
         due_ms: row.int(1)?,
         attempt: row.int(2)?,
-        state: row.text(3)?.to_string(),
+        state: RunState::parse(row.text(3)?)?,
         skipped: row.int(4)?,
         job_id: row.opt_int(5)?,
         status: row.opt_int(6)?,
@@ -264,12 +318,23 @@ fn retry_delay(base_ms: i64, attempt: i64) -> i64 {
 }
 
 impl Schedule {
-    /// The due time after `after_ms`, or `None` for a one-shot schedule.
-    fn next_after(&self, after_ms: i64) -> Result<Option<i64>> {
-        match &self.cron {
-            Some(expr) => Ok(Cron::parse(expr)?.next_after(after_ms, time_zone(&self.tz)?)),
-            None => Ok(None),
-        }
+    /// When the schedule recurs, with its cron expression parsed once.
+    fn recurrence(&self) -> Result<Recurrence> {
+        Ok(Recurrence(match &self.cron {
+            Some(expr) => Some((Cron::parse(expr)?, time_zone(&self.tz)?)),
+            None => None,
+        }))
+    }
+}
+
+/// A schedule's due times after the first: none for a one-shot schedule.
+struct Recurrence(Option<(Cron, chrono_tz::Tz)>);
+
+impl Recurrence {
+    /// The due time after `after_ms`.
+    fn next_after(&self, after_ms: i64) -> Option<i64> {
+        let (cron, tz) = self.0.as_ref()?;
+        cron.next_after(after_ms, *tz)
     }
 }
 
@@ -344,19 +409,19 @@ impl<'a, S: Sql> Schedules<'a, S> {
             let next = cron
                 .next_after(now_ms, time_zone(&tz)?)
                 .ok_or_else(|| invalid(format!("cron {expr:?} never comes due")))?;
-            ("cron", next)
+            (ScheduleKind::Cron, next)
         } else if let Some(at) = &req.at {
             let at = chrono::DateTime::parse_from_rfc3339(at)
                 .map_err(|e| invalid(format!("at {at:?} is not an RFC 3339 time: {e}")))?;
-            ("once", at.timestamp_millis())
+            (ScheduleKind::Once, at.timestamp_millis())
         } else if let Some(at_ms) = req.at_ms {
-            ("once", at_ms)
+            (ScheduleKind::Once, at_ms)
         } else {
             let delay = req.delay_ms.unwrap_or(0);
             if delay < 0 {
                 return Err(invalid("delay_ms must not be negative"));
             }
-            ("once", now_ms.saturating_add(delay))
+            (ScheduleKind::Once, now_ms.saturating_add(delay))
         };
         if req.cron.is_none() && req.tz.is_some() {
             return Err(invalid("tz applies to cron schedules only"));
@@ -366,7 +431,13 @@ impl<'a, S: Sql> Schedules<'a, S> {
                 if !exec.get("command").is_some_and(Value::is_string) {
                     return Err(invalid("exec must be an exec request with a command"));
                 }
-                ("exec", Some(exec.to_string()), None, None, None)
+                (
+                    ScheduleAction::Exec,
+                    Some(exec.to_string()),
+                    None,
+                    None,
+                    None,
+                )
             }
             (None, Some(hook)) => {
                 if !(hook.url.starts_with("https://") || hook.url.starts_with("http://")) {
@@ -383,7 +454,7 @@ impl<'a, S: Sql> Schedules<'a, S> {
                     )));
                 }
                 (
-                    "webhook",
+                    ScheduleAction::Webhook,
                     None,
                     Some(hook.url.clone()),
                     Some(secret),
@@ -414,10 +485,10 @@ impl<'a, S: Sql> Schedules<'a, S> {
                 ),
                 params![
                     id,
-                    kind,
+                    kind.as_str(),
                     req.cron.as_deref(),
                     &tz,
-                    action,
+                    action.as_str(),
                     exec.as_deref(),
                     url.as_deref(),
                     secret.as_deref(),
@@ -528,8 +599,16 @@ impl<'a, S: Sql> Schedules<'a, S> {
                      WHERE schedule_id = ? AND due_ms = ? AND attempt = ?",
                     params![&id, due_ms, attempt],
                 )?;
-                let Ok(schedule) = self.get(&id) else {
-                    continue;
+                let schedule = match self.get(&id) {
+                    Ok(schedule) => schedule,
+                    // Deleted since: its retries went with it.
+                    Err(SchedError::ScheduleNotFound { .. }) => continue,
+                    // Unreadable: the retry fails, on the record.
+                    Err(SchedError::Corrupt(reason)) => {
+                        self.record_corrupt(&id, due_ms, attempt + 1, skipped, &reason, now_ms)?;
+                        continue;
+                    }
+                    Err(error) => return Err(error),
                 };
                 if self.record(&id, due_ms, attempt + 1, skipped, now_ms)? {
                     return Ok(Some(RunTicket {
@@ -541,7 +620,23 @@ impl<'a, S: Sql> Schedules<'a, S> {
                 }
                 continue;
             }
-            let schedule = schedule_from_row(&due.expect("due exists"))?;
+            let due = due.expect("due exists");
+            let schedule = match schedule_from_row(&due).and_then(|s| Ok((s.recurrence()?, s))) {
+                Ok(schedule) => schedule,
+                // Unreadable: it stops, and its due time fails on the
+                // record, rather than blocking every other schedule.
+                Err(SchedError::Corrupt(reason)) => {
+                    let id = due.text(0)?.to_string();
+                    let due_ms = due.int(12)?;
+                    self.db.execute(
+                        "UPDATE schedules SET next_due_ms = NULL WHERE id = ?",
+                        params![&id],
+                    )?;
+                    self.record_corrupt(&id, due_ms, 1, 0, &reason, now_ms)?;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             if let Some(ticket) = self.advance(schedule, now_ms)? {
                 return Ok(Some(ticket));
             }
@@ -550,7 +645,11 @@ impl<'a, S: Sql> Schedules<'a, S> {
 
     /// Applies the catch-up policy to a due schedule, advances it, and
     /// records the run to start (if any).
-    fn advance(&self, schedule: Schedule, now_ms: i64) -> Result<Option<RunTicket>> {
+    fn advance(
+        &self,
+        (recurrence, schedule): (Recurrence, Schedule),
+        now_ms: i64,
+    ) -> Result<Option<RunTicket>> {
         let first = schedule.next_due_ms.expect("due schedules have a due time");
         let keep = match schedule.catch_up {
             CatchUp::All => MAX_CATCH_UP,
@@ -560,7 +659,7 @@ impl<'a, S: Sql> Schedules<'a, S> {
         let mut recent = VecDeque::from([first]);
         let mut count = 1usize;
         let mut last = first;
-        let mut next = schedule.next_after(first)?;
+        let mut next = recurrence.next_after(first);
         while let Some(due) = next.filter(|due| *due <= now_ms) {
             if count >= MAX_ENUMERATED {
                 break;
@@ -571,7 +670,7 @@ impl<'a, S: Sql> Schedules<'a, S> {
             if recent.len() > keep {
                 recent.pop_front();
             }
-            next = schedule.next_after(due)?;
+            next = recurrence.next_after(due);
         }
         let (run, skipped) = match schedule.catch_up {
             CatchUp::All if count <= MAX_CATCH_UP => (Some(first), 0),
@@ -583,11 +682,11 @@ impl<'a, S: Sql> Schedules<'a, S> {
         let skipped = skipped as i64;
         let resume_after = run.unwrap_or(last);
         let next_due = if run == Some(first) && schedule.catch_up == CatchUp::All {
-            schedule.next_after(first)?
+            recurrence.next_after(first)
         } else if resume_after == last {
             next
         } else {
-            schedule.next_after(resume_after)?
+            recurrence.next_after(resume_after)
         };
         self.db.execute(
             "UPDATE schedules SET next_due_ms = ? WHERE id = ?",
@@ -617,6 +716,27 @@ impl<'a, S: Sql> Schedules<'a, S> {
             attempt: 1,
             skipped,
         }))
+    }
+
+    /// Records an attempt that could not start because its schedule's row
+    /// is unreadable.
+    fn record_corrupt(
+        &self,
+        id: &str,
+        due_ms: i64,
+        attempt: i64,
+        skipped: i64,
+        reason: &str,
+        now_ms: i64,
+    ) -> Result<()> {
+        let error = format!("the schedule is unreadable: {reason}");
+        self.db.execute(
+            "INSERT OR IGNORE INTO schedule_runs \
+             (schedule_id, due_ms, attempt, state, skipped, started_ms, finished_ms, error) \
+             VALUES (?, ?, ?, 'failed', ?, ?, ?, ?)",
+            params![id, due_ms, attempt, skipped, now_ms, now_ms, error.as_str()],
+        )?;
+        Ok(())
     }
 
     /// Writes a `running` ledger row; false if that attempt exists already.
@@ -656,7 +776,11 @@ impl<'a, S: Sql> Schedules<'a, S> {
                  WHERE schedule_id = ? AND due_ms = ? AND attempt = ? RETURNING {RUN_COLUMNS}"
             ),
             params![
-                if outcome.ok { "succeeded" } else { "failed" },
+                if outcome.ok {
+                    RunState::Succeeded.as_str()
+                } else {
+                    RunState::Failed.as_str()
+                },
                 outcome.job_id,
                 outcome.status,
                 outcome.error.as_deref(),
@@ -908,7 +1032,7 @@ mod tests {
         let r3 = s.finish_run(&t3, &failed("exit 3"), 2_001).unwrap();
         assert_eq!(r3.retry_at_ms, None, "retried past max_attempts");
         assert_eq!(s.next_wake().unwrap(), None);
-        let states: Vec<(i64, String)> = s
+        let states: Vec<(i64, RunState)> = s
             .runs("flaky", 10)
             .unwrap()
             .into_iter()
@@ -917,9 +1041,9 @@ mod tests {
         assert_eq!(
             states,
             vec![
-                (3, "failed".into()),
-                (2, "failed".into()),
-                (1, "failed".into())
+                (3, RunState::Failed),
+                (2, RunState::Failed),
+                (1, RunState::Failed)
             ]
         );
     }
@@ -1015,5 +1139,80 @@ mod tests {
             Err(SchedError::ScheduleNotFound { .. })
         ));
         assert_eq!(s.next_wake().unwrap(), None);
+    }
+
+    #[test]
+    fn catching_up_parses_the_cron_expression_once() {
+        let db = test_db();
+        let s = Schedules::new(&db);
+        let req = request(json!({
+            "cron": "* * * * * *", "exec": { "command": "echo" }, "catch_up": "latest",
+        }));
+        s.put("often", &req, "secret-secret-secret", 0).unwrap();
+        let before = crate::cron::PARSES.with(|p| p.get());
+        // Asleep for 10,000 due times, caught up in one take.
+        let ticket = s.take_due(10_000_000).unwrap().unwrap();
+        assert_eq!(ticket.skipped, 9_999);
+        let parses = crate::cron::PARSES.with(|p| p.get()) - before;
+        assert!(parses <= 2, "parsed {parses} times while catching up");
+    }
+
+    #[test]
+    fn an_unreadable_schedule_fails_on_the_record_instead_of_running() {
+        let db = test_db();
+        let s = Schedules::new(&db);
+        let req = request(json!({ "at_ms": 1_000, "exec": { "command": "echo" } }));
+        s.put("broken", &req, "secret-secret-secret", 0).unwrap();
+        s.put("fine", &req, "secret-secret-secret", 0).unwrap();
+        db.execute(
+            "UPDATE schedules SET action = 'bogus' WHERE id = 'broken'",
+            params![],
+        )
+        .unwrap();
+        // The broken one is not run (as an exec or anything), and does not
+        // block the other.
+        let ticket = s.take_due(2_000).unwrap().unwrap();
+        assert_eq!(ticket.schedule.id, "fine");
+        assert!(s.take_due(2_000).unwrap().is_none());
+        let row = db
+            .query_row(
+                "SELECT state, error, (SELECT next_due_ms FROM schedules WHERE id = 'broken') \
+                 FROM schedule_runs WHERE schedule_id = 'broken'",
+                params![],
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.text(0).unwrap(), "failed");
+        assert!(row.text(1).unwrap().contains("bogus"), "{:?}", row.text(1));
+        assert_eq!(row.opt_int(2).unwrap(), None, "a broken schedule stops");
+    }
+
+    #[test]
+    fn a_retry_of_an_unreadable_schedule_is_recorded_not_dropped() {
+        let db = test_db();
+        let s = Schedules::new(&db);
+        let req = request(json!({
+            "at_ms": 1_000, "exec": { "command": "echo" }, "max_attempts": 3, "retry_delay_ms": 10,
+        }));
+        s.put("flaky", &req, "secret-secret-secret", 0).unwrap();
+        let ticket = s.take_due(1_000).unwrap().unwrap();
+        s.finish_run(&ticket, &failed("exit 1"), 1_001).unwrap();
+        db.execute("UPDATE schedules SET catch_up = 'sometimes'", params![])
+            .unwrap();
+        assert!(s.take_due(5_000).unwrap().is_none());
+        let attempts: Vec<(i64, String)> = db
+            .query(
+                "SELECT attempt, state FROM schedule_runs ORDER BY attempt",
+                params![],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.int(0).unwrap(), r.text(1).unwrap().to_string()))
+            .collect();
+        assert_eq!(
+            attempts,
+            vec![(1, "failed".to_string()), (2, "failed".to_string())],
+            "the second attempt is on the record"
+        );
     }
 }

@@ -60,6 +60,8 @@ pub enum VfsError {
     },
     #[error("invalid pattern {pattern:?}: {reason}")]
     InvalidPattern { pattern: String, reason: String },
+    #[error("invalid cursor {cursor:?}: pass back a cursor a previous page returned")]
+    InvalidCursor { cursor: String },
     #[error("inconsistent upload: {reason}")]
     BadUpload { reason: String },
     #[error("storage failure: {0}")]
@@ -142,6 +144,7 @@ impl VfsError {
             VfsError::NotASymlink { .. } | VfsError::IntoItself { .. } => Errno::Einval,
             VfsError::InvalidPath { .. }
             | VfsError::InvalidPattern { .. }
+            | VfsError::InvalidCursor { .. }
             | VfsError::BadUpload { .. } => Errno::Einval,
             VfsError::SymlinkLoop { .. } => Errno::Eloop,
             VfsError::EscapesRoot { .. } => Errno::Eacces,

@@ -40,7 +40,9 @@ use stead_sql::{params, Sql};
 pub use content::CHUNK_SIZE;
 pub use error::{Errno, Result, VfsError};
 pub use node::{DirEntry, Kind, Node};
-pub use ops::{Change, ChangeKind, EditOutcome, Usage, WriteOptions, Written};
+pub use ops::{
+    Change, ChangeCursor, ChangeKind, ChangePage, EditOutcome, Usage, WriteOptions, Written,
+};
 pub use path::{VPath, MAX_NAME_LEN, MAX_PATH_LEN};
 pub use sync::{Conflict, Rejected, SyncOutcome};
 pub use tree::Visit;

@@ -77,6 +77,37 @@ pub struct Change {
     pub kind: ChangeKind,
 }
 
+/// Where a page of the change log ended (see [`Vfs::changes_page`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeCursor(i64);
+
+impl ChangeCursor {
+    /// Reads a cursor as [`ChangeCursor::to_string`] wrote it.
+    pub fn parse(text: &str) -> Result<Self> {
+        text.parse::<i64>()
+            .ok()
+            .filter(|seq| *seq >= 0)
+            .map(ChangeCursor)
+            .ok_or_else(|| VfsError::InvalidCursor {
+                cursor: text.to_string(),
+            })
+    }
+}
+
+impl std::fmt::Display for ChangeCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A page of the change log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangePage {
+    pub changes: Vec<Change>,
+    /// Where the next page starts, when there is more.
+    pub next: Option<ChangeCursor>,
+}
+
 pub(crate) fn mode_bits(mode: u32) -> u32 {
     mode & 0o7777
 }
@@ -651,6 +682,50 @@ impl<S: Sql> Vfs<'_, S> {
     pub fn list(&self, path: &VPath, after: Option<&str>, limit: usize) -> Result<Vec<DirEntry>> {
         let (_, dir) = self.existing_dir(path)?;
         self.entries(dir.ino, after, Some(limit))
+    }
+
+    /// A page of change log entries after revision `since`, oldest first:
+    /// at most `limit`, starting after `after` (a cursor from the previous
+    /// page). One revision may log many paths (a sync applies a whole
+    /// command's changes at one revision), so a page can end inside a
+    /// revision; the cursor resumes exactly there. `None` when entries
+    /// after `since` have been pruned.
+    pub fn changes_page(
+        &self,
+        since: i64,
+        after: Option<ChangeCursor>,
+        limit: usize,
+    ) -> Result<Option<ChangePage>> {
+        if since < self.meta("changes_pruned")? {
+            return Ok(None);
+        }
+        let after = after.map_or(0, |cursor| cursor.0);
+        let mut rows = self.db.query(
+            "SELECT seq, rev, path, kind FROM changes WHERE rev > ? AND seq > ? \
+             ORDER BY seq LIMIT ?",
+            params![
+                since,
+                after,
+                limit.saturating_add(1).min(i64::MAX as usize) as i64
+            ],
+        )?;
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let next = match rows.last() {
+            Some(row) if more => Some(ChangeCursor(row.int(0)?)),
+            _ => None,
+        };
+        let changes = rows
+            .iter()
+            .map(|row| {
+                Ok(Change {
+                    revision: row.int(1)?,
+                    path: row.text(2)?.to_string(),
+                    kind: ChangeKind::parse(row.text(3)?)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(ChangePage { changes, next }))
     }
 
     /// Change log entries after revision `since`, oldest first, at most `limit`.

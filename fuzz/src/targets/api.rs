@@ -8,14 +8,15 @@
 //! as it was (one transaction per operation); the router only hands out
 //! agent ids that are valid.
 
-use stead::api::{self, exec::Plan, tools::TOOLS, ApiError, Route};
+use stead_agent::exec::{self, Run};
+use stead_agent::{route::valid_agent_id, tools, ApiError, Route, Tool};
 use stead_vfs::{VPath, Vfs, WriteOptions};
 
 use crate::Target;
 
 pub const TARGET: Target = Target {
     name: "api",
-    about: "api::route, api::tools::call for every tool, api::exec::plan: no panic, structured 4xx errors, failed or read-only calls change no table",
+    about: "route, tools::call for every tool, exec::plan: no panic, structured 4xx errors, failed or read-only calls change no table",
     run,
     seeds,
     tokens: &[
@@ -29,22 +30,19 @@ pub const TARGET: Target = Target {
     ],
 };
 
-/// Tools that must never change the database.
-const READ_ONLY: &[&str] = &["read", "stat", "ls", "readlink", "glob", "grep", "changes"];
-
-/// Byte 0 picks what to call: a tool of [`TOOLS`], then `exec::plan`, then
+/// Byte 0 picks what to call: a tool of [`Tool::ALL`], then `exec::plan`, then
 /// `route` (method and path split at the first `\n`). The rest is the body.
 pub fn run(data: &[u8]) {
     let Some((&pick, body)) = data.split_first() else {
         return;
     };
-    let pick = pick as usize % (TOOLS.len() + 2);
-    if pick == TOOLS.len() {
+    let pick = pick as usize % (Tool::ALL.len() + 2);
+    if pick == Tool::ALL.len() {
         plan(body);
-    } else if pick == TOOLS.len() + 1 {
+    } else if pick == Tool::ALL.len() + 1 {
         route(body);
     } else {
-        tool(TOOLS[pick], body);
+        tool(Tool::ALL[pick], body);
     }
 }
 
@@ -61,18 +59,19 @@ fn check_error(error: &ApiError, what: &str) {
     assert!(body["error"]["message"].is_string(), "{what}: {body}");
 }
 
-fn tool(name: &str, body: &[u8]) {
+fn tool(tool: Tool, body: &[u8]) {
+    let name = tool.name();
     let db = super::fresh_db();
     let vfs = Vfs::new(&db, 1_700_000_000_000);
     fixture(&vfs);
     let before = super::dump(&db);
-    let result = api::tools::call(&vfs, name, body);
+    let result = tools::call(&vfs, tool, body);
     let changed = super::dump(&db) != before;
     match &result {
         Ok(value) => {
             assert!(value.is_object(), "{name}: answer {value}");
             assert!(
-                !(changed && READ_ONLY.contains(&name)),
+                !changed || tool.mutates(),
                 "read-only tool {name} changed the database"
             );
         }
@@ -88,14 +87,14 @@ fn tool(name: &str, body: &[u8]) {
 }
 
 fn plan(body: &[u8]) {
-    match api::exec::plan(body) {
-        Ok(Plan::Shell(request)) => {
+    match exec::plan(body).map(|plan| plan.run) {
+        Ok(Run::Shell(request)) => {
             let cwd = request.cwd.as_str();
             assert_eq!(VPath::parse(cwd).ok().as_ref(), Some(&request.cwd));
             assert!(!request.command.trim().is_empty());
             assert!(request.limits.max_wall_ms >= 1);
         }
-        Ok(Plan::Computer(_)) => {}
+        Ok(Run::Computer(_)) => {}
         Err(error) => check_error(&error, "exec"),
     }
 }
@@ -103,12 +102,9 @@ fn plan(body: &[u8]) {
 fn route(input: &[u8]) {
     let input = super::text(input);
     let (method, path) = input.split_once('\n').unwrap_or(("POST", &input));
-    match api::route(method, path) {
+    match stead_agent::route(method, path) {
         Ok(Route::Agent { id, .. }) => {
-            assert!(
-                api::valid_agent_id(&id),
-                "routed to invalid agent id {id:?}"
-            );
+            assert!(valid_agent_id(&id), "routed to invalid agent id {id:?}");
         }
         Ok(_) => {}
         Err(error) => check_error(&error, "route"),
@@ -143,7 +139,12 @@ fn p(path: &str) -> VPath {
 }
 
 fn seeds() -> Vec<Vec<u8>> {
-    let index = |name: &str| TOOLS.iter().position(|t| *t == name).expect("a tool") as u8;
+    let index = |name: &str| {
+        Tool::ALL
+            .iter()
+            .position(|t| t.name() == name)
+            .expect("a tool") as u8
+    };
     let mut seeds = Vec::new();
     let mut add = |pick: u8, body: &str| {
         let mut seed = vec![pick];
@@ -203,7 +204,7 @@ fn seeds() -> Vec<Vec<u8>> {
     for (name, body) in bodies {
         add(index(name), body);
     }
-    let plan = TOOLS.len() as u8;
+    let plan = Tool::ALL.len() as u8;
     add(
         plan,
         r#"{"command":"echo hi | wc -c","cwd":"/dir","env":{"A":"1"},"stdin":"x","timeout_ms":5}"#,

@@ -1,18 +1,12 @@
-//! The HTTP API, as plain Rust: routing, authentication, tool dispatch and
-//! errors. Nothing here touches JavaScript, so all of it is tested on the
-//! host; `crate::workspace` and `crate::lib` only move bytes between these
-//! functions and the platform.
+//! What a request asks for: URL routing into [`Route`] and [`Action`].
+//!
+//! The router is plain string matching over the percent-encoded path, so
+//! the Worker can answer a wrong route before any Durable Object wakes, and
+//! the agent can route the same request again without trusting the Worker's
+//! reading. What each action needs and how it is recorded is
+//! [`crate::policy`].
 
-pub mod audit;
-pub mod auth;
-mod error;
-pub mod exec;
-pub mod jobs;
-pub mod settings;
-pub mod socket;
-pub mod tools;
-
-pub use error::ApiError;
+use crate::ApiError;
 
 /// Largest JSON request body. Bigger files go through the streamed upload
 /// route (`PUT /agents/{id}/files/{path}`).
@@ -29,6 +23,98 @@ pub enum Route {
     Agent { id: String, action: Action },
 }
 
+/// A file tool: `POST /agents/{id}/{tool}` with a JSON body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tool {
+    Read,
+    Write,
+    Append,
+    Edit,
+    Stat,
+    Ls,
+    Mkdir,
+    Rm,
+    Mv,
+    Cp,
+    Symlink,
+    Readlink,
+    Chmod,
+    Glob,
+    Grep,
+    Changes,
+}
+
+impl Tool {
+    /// Every tool, in the order the docs list them.
+    pub const ALL: [Tool; 16] = [
+        Tool::Read,
+        Tool::Write,
+        Tool::Append,
+        Tool::Edit,
+        Tool::Stat,
+        Tool::Ls,
+        Tool::Mkdir,
+        Tool::Rm,
+        Tool::Mv,
+        Tool::Cp,
+        Tool::Symlink,
+        Tool::Readlink,
+        Tool::Chmod,
+        Tool::Glob,
+        Tool::Grep,
+        Tool::Changes,
+    ];
+
+    /// The route and audit name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Read => "read",
+            Tool::Write => "write",
+            Tool::Append => "append",
+            Tool::Edit => "edit",
+            Tool::Stat => "stat",
+            Tool::Ls => "ls",
+            Tool::Mkdir => "mkdir",
+            Tool::Rm => "rm",
+            Tool::Mv => "mv",
+            Tool::Cp => "cp",
+            Tool::Symlink => "symlink",
+            Tool::Readlink => "readlink",
+            Tool::Chmod => "chmod",
+            Tool::Glob => "glob",
+            Tool::Grep => "grep",
+            Tool::Changes => "changes",
+        }
+    }
+
+    /// The tool called `name`.
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+
+    /// Whether the tool can change the workspace.
+    pub fn mutates(self) -> bool {
+        match self {
+            Tool::Read
+            | Tool::Stat
+            | Tool::Ls
+            | Tool::Readlink
+            | Tool::Glob
+            | Tool::Grep
+            | Tool::Changes => false,
+            Tool::Write
+            | Tool::Append
+            | Tool::Edit
+            | Tool::Mkdir
+            | Tool::Rm
+            | Tool::Mv
+            | Tool::Cp
+            | Tool::Symlink
+            | Tool::Chmod => true,
+        }
+    }
+}
+
 /// What a request asks of an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -41,8 +127,9 @@ pub enum Action {
     /// `POST /agents/{id}/ping`: reaches the agent and does nothing.
     Ping,
     /// `POST /agents/{id}/{tool}`: a file tool with a JSON body.
-    Tool(&'static str),
-    /// `POST /agents/{id}/exec`: a command line in the light shell.
+    Tool(Tool),
+    /// `POST /agents/{id}/exec`: a command line, in the light shell or on
+    /// the computer.
     Exec,
     /// `GET /agents/{id}/files/{path}`: stream a file out.
     Download(String),
@@ -68,22 +155,22 @@ pub enum Action {
     ScheduleDelete(String),
     /// `GET /agents/{id}/hooks`.
     Hooks,
-    /// `PUT /agents/{id}/hooks/{name}`: create or replace (API token).
+    /// `PUT /agents/{id}/hooks/{name}`: create or replace.
     HookPut(String),
     /// `GET /agents/{id}/hooks/{name}`.
     Hook(String),
     /// `DELETE /agents/{id}/hooks/{name}`.
     HookDelete(String),
     /// `POST /agents/{id}/hooks/{name}`: a third party calls the hook; it
-    /// authenticates with the hook's secret, not the API token.
+    /// authenticates with the hook's secret, not a bearer token.
     HookCall(String),
     /// `GET /agents/{id}/ws`: a WebSocket (hibernatable).
     Socket,
     /// `GET /agents/{id}/audit?after=<id>&limit=<n>`: the audit log.
     Audit,
-    /// `GET /agents/{id}/settings`: the quotas.
+    /// `GET /agents/{id}/settings`: quotas and computer settings.
     Settings,
-    /// `PUT /agents/{id}/settings`: set the quotas.
+    /// `PUT /agents/{id}/settings`: change them.
     SettingsPut,
     /// `POST /agents/{id}/tokens/revoke`: revoke a token before it expires.
     RevokeToken,
@@ -103,12 +190,6 @@ impl Action {
                 | Action::SettingsPut
                 | Action::RevokeToken
         )
-    }
-
-    /// Whether the Worker lets the request through without the API token:
-    /// a hook call carries the hook's own secret, which the agent checks.
-    pub fn public(&self) -> bool {
-        matches!(self, Action::HookCall(_))
     }
 
     /// Whether the action works on an agent that does not exist yet.
@@ -161,15 +242,14 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("PUT", "settings") => Action::SettingsPut,
         ("POST", "tokens/revoke") => Action::RevokeToken,
         (_, "ws" | "audit" | "settings" | "tokens/revoke") => return Err(not_allowed()),
-        (method, rest) if rest == "jobs" || rest.starts_with("jobs/") => {
-            jobs::route_jobs(method, rest).ok_or_else(|| {
-                if jobs::known_jobs_path(rest) {
-                    not_allowed()
-                } else {
-                    no_route()
-                }
-            })?
-        }
+        (method, rest) if rest == "jobs" || rest.starts_with("jobs/") => route_jobs(method, rest)
+            .ok_or_else(|| {
+            if known_jobs_path(rest) {
+                not_allowed()
+            } else {
+                no_route()
+            }
+        })?,
         (method, rest)
             if ["schedules", "hooks"]
                 .iter()
@@ -177,7 +257,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         {
             let (collection, name) = rest.split_once('/').unwrap_or((rest, ""));
             let name = percent_decode(name)?;
-            jobs::route_named(method, collection, name).ok_or_else(not_allowed)?
+            route_named(method, collection, name).ok_or_else(not_allowed)?
         }
         (method, file) if file == "files" || file.starts_with("files/") => {
             let file = format!(
@@ -190,13 +270,57 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
                 _ => return Err(not_allowed()),
             }
         }
-        (method, tool) => match tools::TOOLS.iter().find(|t| **t == tool) {
+        (method, tool) => match Tool::from_name(tool) {
             Some(tool) if method == "POST" => Action::Tool(tool),
             Some(_) => return Err(not_allowed()),
             None => return Err(no_route()),
         },
     };
     Ok(Route::Agent { id, action })
+}
+
+/// Routes `method` on `jobs`, `jobs/{id}`, `jobs/{id}/output` and
+/// `jobs/{id}/cancel`; `None` when the method or path does not fit.
+fn route_jobs(method: &str, rest: &str) -> Option<Action> {
+    let parts: Vec<&str> = rest.split('/').collect();
+    let id = || parts.get(1).and_then(|id| id.parse::<i64>().ok());
+    match (method, parts.as_slice()) {
+        ("GET", ["jobs"]) => Some(Action::Jobs),
+        ("GET", ["jobs", _]) => id().map(Action::Job),
+        ("GET", ["jobs", _, "output"]) => id().map(Action::JobOutput),
+        ("POST", ["jobs", _, "cancel"]) => id().map(Action::JobCancel),
+        _ => None,
+    }
+}
+
+/// Whether `rest` is a jobs path some other method would take.
+fn known_jobs_path(rest: &str) -> bool {
+    let parts: Vec<&str> = rest.split('/').collect();
+    let numeric = parts.get(1).is_some_and(|id| id.parse::<i64>().is_ok());
+    match parts.as_slice() {
+        ["jobs"] => true,
+        ["jobs", _] => numeric,
+        ["jobs", _, "output" | "cancel"] => numeric,
+        _ => false,
+    }
+}
+
+/// Routes `method` on `schedules[/name]` and `hooks[/name]`.
+fn route_named(method: &str, collection: &str, name: String) -> Option<Action> {
+    let whole = name.is_empty();
+    Some(match (collection, method, whole) {
+        ("schedules", "GET", true) => Action::Schedules,
+        ("schedules", "POST", true) => Action::ScheduleCreate,
+        ("schedules", "GET", false) => Action::Schedule(name),
+        ("schedules", "PUT", false) => Action::SchedulePut(name),
+        ("schedules", "DELETE", false) => Action::ScheduleDelete(name),
+        ("hooks", "GET", true) => Action::Hooks,
+        ("hooks", "GET", false) => Action::Hook(name),
+        ("hooks", "PUT", false) => Action::HookPut(name),
+        ("hooks", "DELETE", false) => Action::HookDelete(name),
+        ("hooks", "POST", false) => Action::HookCall(name),
+        _ => return None,
+    })
 }
 
 /// Decodes `%XX` escapes; the result must be UTF-8.
@@ -223,4 +347,5 @@ pub fn percent_decode(text: &str) -> Result<String, ApiError> {
 }
 
 #[cfg(test)]
+#[path = "route_tests.rs"]
 mod tests;

@@ -1,17 +1,16 @@
-//! The jobs, schedules and hooks API as plain Rust: routes, request
-//! decoding and the JSON answers. The Durable Object glue (`crate::jobs`,
-//! `crate::workspace`) runs jobs and the alarm; everything here is tested on
-//! the host against real SQLite.
+//! Jobs, schedules and hooks as the API shows them: request decoding, the
+//! JSON answers, and the checks a stored request must pass. The records
+//! themselves are `stead_scheduler`'s; running them is `crate::runner`'s.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 use stead_scheduler::{
-    jobs::Outcome, Hook, Hooks, Job, JobState, Jobs, NewJob, OutputPage, Piece, ScheduleRequest,
-    Schedules,
+    jobs::Outcome, Hook, Hooks, Job, Jobs, NewJob, OutputPage, Piece, ScheduleRequest, Schedules,
 };
 use stead_sql::Sql;
 
-use super::{Action, ApiError};
+use crate::exec::{Backend, ExecOutcome};
+use crate::ApiError;
 
 /// Most jobs one list answer holds.
 const MAX_LIST: usize = 200;
@@ -19,50 +18,6 @@ const MAX_LIST: usize = 200;
 const OUTPUT_PAGE: usize = 1 << 20;
 /// Ledger rows shown with a schedule.
 const RUNS_SHOWN: usize = 50;
-
-/// Routes `method` on `jobs`, `jobs/{id}`, `jobs/{id}/output` and
-/// `jobs/{id}/cancel`; `None` when the method or path does not fit.
-pub fn route_jobs(method: &str, rest: &str) -> Option<Action> {
-    let parts: Vec<&str> = rest.split('/').collect();
-    let id = || parts.get(1).and_then(|id| id.parse::<i64>().ok());
-    match (method, parts.as_slice()) {
-        ("GET", ["jobs"]) => Some(Action::Jobs),
-        ("GET", ["jobs", _]) => id().map(Action::Job),
-        ("GET", ["jobs", _, "output"]) => id().map(Action::JobOutput),
-        ("POST", ["jobs", _, "cancel"]) => id().map(Action::JobCancel),
-        _ => None,
-    }
-}
-
-/// Whether `rest` is a jobs path some other method would take.
-pub fn known_jobs_path(rest: &str) -> bool {
-    let parts: Vec<&str> = rest.split('/').collect();
-    let numeric = parts.get(1).is_some_and(|id| id.parse::<i64>().is_ok());
-    match parts.as_slice() {
-        ["jobs"] => true,
-        ["jobs", _] => numeric,
-        ["jobs", _, "output" | "cancel"] => numeric,
-        _ => false,
-    }
-}
-
-/// Routes `method` on `schedules[/name]` and `hooks[/name]`.
-pub fn route_named(method: &str, collection: &str, name: String) -> Option<Action> {
-    let whole = name.is_empty();
-    Some(match (collection, method, whole) {
-        ("schedules", "GET", true) => Action::Schedules,
-        ("schedules", "POST", true) => Action::ScheduleCreate,
-        ("schedules", "GET", false) => Action::Schedule(name),
-        ("schedules", "PUT", false) => Action::SchedulePut(name),
-        ("schedules", "DELETE", false) => Action::ScheduleDelete(name),
-        ("hooks", "GET", true) => Action::Hooks,
-        ("hooks", "GET", false) => Action::Hook(name),
-        ("hooks", "PUT", false) => Action::HookPut(name),
-        ("hooks", "DELETE", false) => Action::HookDelete(name),
-        ("hooks", "POST", false) => Action::HookCall(name),
-        _ => return None,
-    })
-}
 
 /// Takes the `detach` flag out of an exec body, since the exec decoder
 /// refuses fields it does not know. `None` when the body has no `detach`
@@ -87,12 +42,9 @@ pub fn split_detach(body: &[u8]) -> Result<Option<(bool, Value)>, ApiError> {
 
 /// Where an exec request will run, as the exec route decides it (`auto`
 /// resolved); an error if the exec route would refuse the request.
-pub fn backend_of(request: &Value) -> Result<&'static str, ApiError> {
+pub fn backend_of(request: &Value) -> Result<Backend, ApiError> {
     let body = serde_json::to_vec(request).map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(match super::exec::plan(&body)? {
-        super::exec::Plan::Shell(_) => "shell",
-        super::exec::Plan::Computer(_) => "computer",
-    })
+    Ok(crate::exec::plan(&body)?.ran())
 }
 
 /// Queues a job that runs `request`.
@@ -104,38 +56,16 @@ pub fn create_job<S: Sql>(
 ) -> Result<Job, ApiError> {
     let new = NewJob {
         source: source.to_string(),
-        backend: backend_of(&request)?.to_string(),
+        backend: backend_of(&request)?,
         request,
     };
     Ok(Jobs::new(db).create(&new, now_ms)?)
 }
 
-/// How an exec answer or failure ends a job. The light shell names a
-/// `limit` that ended it (`max_wall_ms` is a timeout); the computer reports
-/// a `status` (`exited`, `timed_out`, `cancelled`, or `lost` with a
-/// `message` when the computer died mid-command).
-pub fn outcome_of(result: &Result<Value, ApiError>) -> Outcome {
+/// How an exec's outcome, or its failure to run, ends a job.
+pub fn outcome_of(result: &Result<ExecOutcome, ApiError>) -> Outcome {
     match result {
-        Ok(answer) => {
-            let text = |key: &str| answer.get(key).and_then(Value::as_str);
-            let limit = text("limit");
-            let status = text("status");
-            let error = match (status, limit) {
-                (Some("lost"), _) => Some(
-                    text("message")
-                        .unwrap_or("the computer was lost during the command")
-                        .to_string(),
-                ),
-                (_, Some(limit)) => Some(format!("limit reached: {limit}")),
-                _ => None,
-            };
-            Outcome {
-                exit_code: answer.get("exit_code").and_then(Value::as_i64),
-                timed_out: limit == Some("max_wall_ms") || status == Some("timed_out"),
-                error,
-                backend: text("backend").map(str::to_string),
-            }
-        }
+        Ok(outcome) => outcome.job_outcome(),
         Err(error) => Outcome {
             exit_code: None,
             timed_out: false,
@@ -255,11 +185,6 @@ pub fn cancel_job<S: Sql>(db: &S, id: i64, now_ms: i64) -> Result<Job, ApiError>
     Ok(Jobs::new(db).cancel(id, now_ms)?)
 }
 
-/// Whether a job has reached a final state.
-pub fn is_final(state: JobState) -> bool {
-    state.is_final()
-}
-
 /// `PUT .../schedules/{id}` and `POST .../schedules`: `id` from the path,
 /// else from the body, else `generated_id`. The answer shows the webhook
 /// secret, the only time it is shown.
@@ -272,7 +197,7 @@ pub fn put_schedule<S: Sql>(
     now_ms: i64,
     max_schedules: i64,
 ) -> Result<Value, ApiError> {
-    let req: ScheduleRequest = super::tools::decode(body)?;
+    let req: ScheduleRequest = crate::tools::decode(body)?;
     let id = match (path_id, req.id.as_deref()) {
         (Some(path), Some(body)) if path != body => {
             return Err(ApiError::InvalidRequest(format!(
@@ -333,7 +258,7 @@ pub fn put_hook<S: Sql>(
     generated_secret: &str,
     now_ms: i64,
 ) -> Result<Value, ApiError> {
-    let req: HookReq = super::tools::decode(body)?;
+    let req: HookReq = crate::tools::decode(body)?;
     check_exec_request(&req.exec)?;
     let secret = req.secret.unwrap_or_else(|| generated_secret.to_string());
     let hook = Hooks::new(db).put(name, &secret, &req.exec, now_ms)?;
@@ -351,7 +276,9 @@ pub fn hook_request(hook: &Hook, body: &[u8]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::{Captured, ExecStatus, OutputEncoding};
     use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
+    use stead_shell::LimitKind;
     use stead_sql::{migrate, SqliteDb, MIGRATIONS};
 
     fn db() -> SqliteDb {
@@ -387,23 +314,47 @@ mod tests {
         assert_eq!(error.code(), "INVALID_REQUEST");
     }
 
+    fn outcome(backend: Backend, status: ExecStatus, exit_code: Option<i32>) -> ExecOutcome {
+        ExecOutcome {
+            backend,
+            status,
+            exit_code,
+            signal: None,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            output_encoding: OutputEncoding::Utf8,
+            truncated: false,
+            limit: None,
+            revision: 0,
+            message: None,
+            computer: None,
+        }
+    }
+
     #[test]
     fn outcomes_follow_the_exec_answer() {
-        let ok = outcome_of(&Ok(json!({ "exit_code": 0 })));
+        let ok = outcome_of(&Ok(outcome(Backend::Shell, ExecStatus::Exited, Some(0))));
         assert_eq!(
             (ok.exit_code, ok.timed_out, ok.error),
             (Some(0), false, None)
         );
-        let slow = outcome_of(&Ok(json!({ "exit_code": 124, "limit": "max_wall_ms" })));
+        let slow = outcome_of(&Ok(ExecOutcome {
+            limit: Some(LimitKind::WallTime),
+            ..outcome(Backend::Shell, ExecStatus::TimedOut, Some(124))
+        }));
         assert!(slow.timed_out);
-        let slow = outcome_of(&Ok(
-            json!({ "exit_code": 137, "status": "timed_out", "backend": "computer" }),
-        ));
+        assert_eq!(slow.error.as_deref(), Some("limit reached: max_wall_ms"));
+        let slow = outcome_of(&Ok(outcome(
+            Backend::Computer,
+            ExecStatus::TimedOut,
+            Some(137),
+        )));
         assert!(slow.timed_out);
-        assert_eq!(slow.backend.as_deref(), Some("computer"));
-        let lost = outcome_of(&Ok(
-            json!({ "exit_code": null, "status": "lost", "message": "gone" }),
-        ));
+        assert_eq!(slow.backend, Some(Backend::Computer));
+        let lost = outcome_of(&Ok(ExecOutcome {
+            message: Some("gone".into()),
+            ..outcome(Backend::Computer, ExecStatus::Lost, None)
+        }));
         assert_eq!(
             (lost.exit_code, lost.error.as_deref()),
             (None, Some("gone"))
@@ -417,7 +368,7 @@ mod tests {
     fn jobs_list_output_and_cancel() {
         let db = db();
         let job = create_job(&db, "api", json!({ "command": "echo hi" }), 10).unwrap();
-        assert_eq!(job.backend, "shell");
+        assert_eq!(job.backend, Backend::Shell);
         let jobs = Jobs::new(&db);
         jobs.claim(job.id, 11).unwrap();
         jobs.append(job.id, stead_scheduler::Stream::Stdout, b"hi\n", 12)

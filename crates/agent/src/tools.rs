@@ -13,44 +13,40 @@ use stead_vfs::{
     glob::{self, GlobRequest},
     grep::{self, GrepCursor, GrepMode, GrepRequest},
     read::{LineRequest, DEFAULT_BYTE_LIMIT, DEFAULT_LINE_LIMIT},
-    VPath, Vfs, VfsError, WriteOptions,
+    ChangeCursor, VPath, Vfs, VfsError, WriteOptions,
 };
 
-use super::ApiError;
-
-/// The tools, by route name.
-pub const TOOLS: &[&str] = &[
-    "read", "write", "append", "edit", "stat", "ls", "mkdir", "rm", "mv", "cp", "symlink",
-    "readlink", "chmod", "glob", "grep", "changes",
-];
+use crate::route::Tool;
+use crate::ApiError;
 
 /// Largest page of `ls` entries.
 const MAX_LS_LIMIT: usize = 10_000;
 
-/// Runs tool `name` with JSON request `body`.
-pub fn call<S: Sql>(vfs: &Vfs<'_, S>, name: &str, body: &[u8]) -> Result<Value, ApiError> {
-    match name {
-        "read" => read(vfs, decode(body)?),
-        "write" => write(vfs, decode(body)?, false),
-        "append" => write(vfs, decode(body)?, true),
-        "edit" => edit(vfs, decode(body)?),
-        "stat" => stat(vfs, decode(body)?),
-        "ls" => ls(vfs, decode(body)?),
-        "mkdir" => mkdir(vfs, decode(body)?),
-        "rm" => rm(vfs, decode(body)?),
-        "mv" => mv(vfs, decode(body)?),
-        "cp" => cp(vfs, decode(body)?),
-        "symlink" => symlink(vfs, decode(body)?),
-        "readlink" => readlink(vfs, decode(body)?),
-        "chmod" => chmod(vfs, decode(body)?),
-        "glob" => glob(vfs, decode(body)?),
-        "grep" => grep(vfs, decode(body)?),
-        "changes" => changes(vfs, decode(body)?),
-        other => Err(ApiError::InvalidRequest(format!("unknown tool {other:?}"))),
+/// Runs `tool` with JSON request `body`.
+pub fn call<S: Sql>(vfs: &Vfs<'_, S>, tool: Tool, body: &[u8]) -> Result<Value, ApiError> {
+    match tool {
+        Tool::Read => read(vfs, decode(body)?),
+        Tool::Write => write(vfs, decode(body)?, false),
+        Tool::Append => write(vfs, decode(body)?, true),
+        Tool::Edit => edit(vfs, decode(body)?),
+        Tool::Stat => stat(vfs, decode(body)?),
+        Tool::Ls => ls(vfs, decode(body)?),
+        Tool::Mkdir => mkdir(vfs, decode(body)?),
+        Tool::Rm => rm(vfs, decode(body)?),
+        Tool::Mv => mv(vfs, decode(body)?),
+        Tool::Cp => cp(vfs, decode(body)?),
+        Tool::Symlink => symlink(vfs, decode(body)?),
+        Tool::Readlink => readlink(vfs, decode(body)?),
+        Tool::Chmod => chmod(vfs, decode(body)?),
+        Tool::Glob => glob(vfs, decode(body)?),
+        Tool::Grep => grep(vfs, decode(body)?),
+        Tool::Changes => changes(vfs, decode(body)?),
     }
 }
 
-pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+/// Decodes a JSON request body; an empty body is a missing object, not
+/// malformed JSON.
+pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::InvalidRequest(
             "the request body must be a JSON object".into(),
@@ -475,14 +471,24 @@ fn grep<S: Sql>(vfs: &Vfs<'_, S>, req: GrepReq) -> Result<Value, ApiError> {
 struct ChangesReq {
     #[serde(default)]
     since: i64,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
     limit: Option<usize>,
 }
 
+/// Most changes one page holds.
+const MAX_CHANGES_LIMIT: usize = 10_000;
+
 fn changes<S: Sql>(vfs: &Vfs<'_, S>, req: ChangesReq) -> Result<Value, ApiError> {
-    let limit = req.limit.unwrap_or(1000).clamp(1, 10_000);
+    let limit = req.limit.unwrap_or(1000).clamp(1, MAX_CHANGES_LIMIT);
     let revision = vfs.revision()?;
-    let changes = vfs
-        .changes_since(req.since, limit)?
+    let after = req.cursor.as_deref().map(ChangeCursor::parse).transpose()?;
+    let page = vfs
+        .changes_page(req.since, after, limit)?
         .ok_or(ApiError::ChangesPruned { since: req.since })?;
-    Ok(json!({ "revision": revision, "changes": changes }))
+    Ok(json!({
+        "revision": revision,
+        "changes": page.changes,
+        "next_cursor": page.next.map(|cursor| cursor.to_string()),
+    }))
 }

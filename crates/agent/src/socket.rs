@@ -1,4 +1,4 @@
-//! The WebSocket message schema, as plain Rust.
+//! The WebSocket protocol: its messages, and how the agent answers them.
 //!
 //! `GET /agents/{id}/ws` opens a hibernatable WebSocket: while nothing is
 //! sent the agent may be evicted from memory and the socket costs nothing,
@@ -32,10 +32,20 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use stead_vfs::Change;
+use stead_scheduler::Jobs;
+use stead_vfs::{Change, Vfs};
 
-use super::auth::Caller;
-use super::ApiError;
+use crate::auth::Caller;
+use crate::dispatch::{Bytes, Entry, Reply, Request};
+use crate::host::{Host, Socket};
+use crate::route::{Action, Tool};
+use crate::subscriptions::{send_backlog, send_changes};
+use crate::{Agent, ApiError};
+
+/// The keepalive the platform may answer on the agent's behalf (exactly
+/// this text; a ping with an `id` reaches the agent and is answered there).
+pub const PING: &str = r#"{"type":"ping"}"#;
+pub const PONG: &str = r#"{"type":"pong"}"#;
 
 /// Largest message accepted.
 pub const MAX_MESSAGE: usize = 1 << 20;
@@ -168,6 +178,163 @@ pub fn change_json(change: &Change) -> Value {
         "path": change.path,
         "kind": change.kind,
     })
+}
+
+/// A message as the platform delivers it.
+pub enum Incoming {
+    Text(String),
+    Binary,
+}
+
+impl<H: Host> Agent<H> {
+    /// A message from a client: answered on the socket, never failing the
+    /// socket itself.
+    pub async fn socket_message(&self, socket: &H::Socket, message: Incoming) {
+        let text = match message {
+            Incoming::Text(text) => text,
+            Incoming::Binary => {
+                let error = ApiError::InvalidRequest("send JSON text messages, not binary".into());
+                return send(socket, &error_json(&Value::Null, &error));
+            }
+        };
+        let request = match parse(&text) {
+            Ok(request) => request,
+            Err((id, error)) => return send(socket, &error_json(&id, &error)),
+        };
+        let id = request.id().clone();
+        let state = socket.state().unwrap_or_default();
+        if let Err(error) = self.open(Some(&state.agent), false) {
+            send(socket, &error_json(&id, &error));
+            socket.close(4404, "agent not found");
+            return;
+        }
+        if let Err(error) = self.serve_socket(socket, state, request).await {
+            send(socket, &error_json(&id, &error));
+        }
+    }
+
+    /// The client closed: close our side too (with a code we may send).
+    pub fn socket_closed(&self, socket: &H::Socket, code: u16) {
+        let code = match code {
+            1000 | 1001 | 3000..=4999 => code,
+            _ => 1000,
+        };
+        socket.close(code, "closed");
+    }
+
+    async fn serve_socket(
+        &self,
+        socket: &H::Socket,
+        mut state: SocketState,
+        request: ClientMessage,
+    ) -> Result<(), ApiError> {
+        let id = request.id().clone();
+        match request {
+            ClientMessage::Ping { .. } => send(socket, &reply_json(&id, "pong", json!({}))),
+            ClientMessage::SubscribeJob { job, from, .. } => {
+                let jobs = Jobs::new(self.db());
+                let from = match from {
+                    Some(from) => from,
+                    None => jobs.get(job)?.kept_from,
+                };
+                // Check the offset before answering, so a bad one is an error.
+                jobs.output(job, from, 0)?;
+                let fields = json!({ "job": job, "from": from });
+                send(socket, &reply_json(&id, "subscribed", fields));
+                send_backlog(self, socket, &mut state, job, from)?;
+            }
+            ClientMessage::UnsubscribeJob { job, .. } => {
+                state.jobs.retain(|j| *j != job);
+                socket.save(&state);
+                send(
+                    socket,
+                    &reply_json(&id, "unsubscribed", json!({ "job": job })),
+                );
+            }
+            ClientMessage::SubscribeJobs { .. } => {
+                state.all_jobs = true;
+                socket.save(&state);
+                send(
+                    socket,
+                    &reply_json(&id, "subscribed", json!({ "jobs": "all" })),
+                );
+            }
+            ClientMessage::SubscribeChanges { since, .. } => {
+                let vfs = Vfs::new(self.db(), self.now_ms());
+                let since = match since {
+                    Some(since) => since,
+                    None => vfs.revision()?,
+                };
+                if vfs.changes_since(since, 0)?.is_none() {
+                    return Err(ApiError::ChangesPruned { since });
+                }
+                send(
+                    socket,
+                    &reply_json(&id, "subscribed", json!({ "changes": since })),
+                );
+                state.changes = send_changes(socket, &vfs, since, &id);
+                socket.save(&state);
+            }
+            ClientMessage::UnsubscribeChanges { .. } => {
+                state.changes = None;
+                socket.save(&state);
+                send(
+                    socket,
+                    &reply_json(&id, "unsubscribed", json!({ "changes": true })),
+                );
+            }
+            ClientMessage::Call { tool, args, .. } => {
+                let result = self.socket_call(&state, &tool, args).await?;
+                send(
+                    socket,
+                    &reply_json(&id, "result", json!({ "result": result })),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// A tool call over the socket: a file tool, or `exec` (`detach`
+    /// allowed), dispatched like the same call over HTTP with the scopes of
+    /// whoever opened the socket.
+    async fn socket_call(
+        &self,
+        state: &SocketState,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ApiError> {
+        let action = match tool {
+            "exec" => Action::Exec,
+            name => Action::Tool(Tool::from_name(name).ok_or_else(|| {
+                let names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+                ApiError::InvalidRequest(format!(
+                    "unknown tool {name:?}; use exec or one of {}",
+                    names.join(", ")
+                ))
+            })?),
+        };
+        let body = serde_json::to_vec(&args).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let request = Request {
+            entry: Entry::Socket,
+            agent: state.agent.clone(),
+            action,
+            caller: state.caller.clone(),
+            query: Vec::new(),
+            hook_secret: None,
+            upgrade: false,
+            body: Bytes(body),
+        };
+        match self.dispatch(request).await? {
+            Reply::Json { body, .. } => Ok(body),
+            Reply::File { .. } | Reply::Socket(_) => Err(ApiError::Internal(format!(
+                "{tool} does not answer in JSON"
+            ))),
+        }
+    }
+}
+
+fn send(socket: &impl Socket, message: &Value) {
+    socket.send(&message.to_string());
 }
 
 #[cfg(test)]

@@ -20,7 +20,9 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use stead_sql::{params, Sql, SqlError};
 
-use super::{Action, ApiError};
+use crate::exec::Backend;
+use crate::policy::Access;
+use crate::ApiError;
 
 /// What a token allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -46,6 +48,20 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The scope called `name` (as tokens and headers spell it).
+    pub fn from_name(name: &str) -> Option<Scope> {
+        [
+            Scope::Read,
+            Scope::Write,
+            Scope::ExecShell,
+            Scope::ExecComputer,
+            Scope::Schedule,
+            Scope::Admin,
+        ]
+        .into_iter()
+        .find(|scope| scope.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Scope::Read => "read",
@@ -129,8 +145,10 @@ pub fn authenticate(
 }
 
 impl Principal {
-    /// Checks the caller may do something needing `scope` on `agent`.
-    pub fn require(&self, agent: &str, scope: Scope) -> Result<(), ApiError> {
+    /// Checks the caller may act on `agent` with `access`: the token is for
+    /// that agent and holds the scope. An exec is let in with either exec
+    /// scope; the agent checks the one its backend needs once it knows it.
+    pub fn admit(&self, agent: &str, access: Access) -> Result<(), ApiError> {
         if let Principal::Token(claims) = self {
             if claims.agent != agent {
                 return Err(ApiError::Forbidden {
@@ -138,7 +156,7 @@ impl Principal {
                 });
             }
         }
-        Caller::of(Some(self)).require(scope)
+        Caller::of(Some(self)).admit(access)
     }
 }
 
@@ -148,56 +166,98 @@ impl Principal {
 pub const ACTOR_HEADER: &str = "x-stead-actor";
 pub const SCOPES_HEADER: &str = "x-stead-scopes";
 
-/// The caller as the agent's Durable Object sees it (and as a WebSocket
-/// remembers it in its attachment).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Caller {
-    /// `admin`, `token:<id>`, or `anonymous` (a hook call, whose secret the
-    /// agent checks).
-    pub actor: String,
-    /// `None`: every scope (the admin token).
-    pub scopes: Option<Vec<Scope>>,
+/// The caller as the agent sees it (and as a WebSocket remembers it in its
+/// attachment).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "CallerWire", into = "CallerWire")]
+pub enum Caller {
+    /// The admin token: every scope.
+    Admin,
+    /// An agent token, by id, with its scopes.
+    Token { id: String, scopes: Vec<Scope> },
+    /// No bearer credential (a hook call, whose secret the agent checks).
+    #[default]
+    Anonymous,
+}
+
+/// How a caller travels: `actor` is `admin`, `token:<id>` or `anonymous`;
+/// `scopes` is `None` for every scope.
+#[derive(Serialize, Deserialize)]
+struct CallerWire {
+    actor: String,
+    scopes: Option<Vec<Scope>>,
+}
+
+impl From<Caller> for CallerWire {
+    fn from(caller: Caller) -> Self {
+        let actor = caller.actor();
+        let scopes = match caller {
+            Caller::Admin => None,
+            Caller::Token { scopes, .. } => Some(scopes),
+            Caller::Anonymous => Some(Vec::new()),
+        };
+        CallerWire { actor, scopes }
+    }
+}
+
+impl TryFrom<CallerWire> for Caller {
+    type Error = String;
+
+    fn try_from(wire: CallerWire) -> Result<Self, String> {
+        match (wire.actor.as_str(), wire.scopes) {
+            ("admin", None) => Ok(Caller::Admin),
+            ("anonymous", _) => Ok(Caller::Anonymous),
+            (actor, Some(scopes)) => match actor.strip_prefix("token:") {
+                Some(id) if !id.is_empty() => Ok(Caller::Token {
+                    id: id.to_string(),
+                    scopes,
+                }),
+                _ => Err(format!("unknown actor {actor:?}")),
+            },
+            (actor, None) => Err(format!("actor {actor:?} cannot hold every scope")),
+        }
+    }
 }
 
 impl Caller {
     pub fn of(principal: Option<&Principal>) -> Caller {
         match principal {
-            Some(Principal::Admin) => Caller {
-                actor: "admin".into(),
-                scopes: None,
+            Some(Principal::Admin) => Caller::Admin,
+            Some(Principal::Token(claims)) => Caller::Token {
+                id: claims.id.clone(),
+                scopes: claims.scopes.clone(),
             },
-            Some(Principal::Token(claims)) => Caller {
-                actor: format!("token:{}", claims.id),
-                scopes: Some(claims.scopes.clone()),
-            },
-            None => Caller::anonymous(),
+            None => Caller::Anonymous,
         }
     }
 
-    pub fn anonymous() -> Caller {
-        Caller {
-            actor: "anonymous".into(),
-            scopes: Some(Vec::new()),
+    /// The name the audit log records: `admin`, `token:<id>`, `anonymous`.
+    pub fn actor(&self) -> String {
+        match self {
+            Caller::Admin => "admin".into(),
+            Caller::Token { id, .. } => format!("token:{id}"),
+            Caller::Anonymous => "anonymous".into(),
         }
     }
 
     /// The header values to forward.
     pub fn headers(&self) -> [(&'static str, String); 2] {
-        let scopes = match &self.scopes {
-            None => "*".to_string(),
-            Some(scopes) => scopes
+        let scopes = match self {
+            Caller::Admin => "*".to_string(),
+            Caller::Token { scopes, .. } => scopes
                 .iter()
                 .map(|s| s.name())
                 .collect::<Vec<_>>()
                 .join(","),
+            Caller::Anonymous => String::new(),
         };
-        [(ACTOR_HEADER, self.actor.clone()), (SCOPES_HEADER, scopes)]
+        [(ACTOR_HEADER, self.actor()), (SCOPES_HEADER, scopes)]
     }
 
     /// Reads forwarded headers; anything malformed is an anonymous caller.
     pub fn from_headers(actor: Option<&str>, scopes: Option<&str>) -> Caller {
         let (Some(actor), Some(scopes)) = (actor, scopes) else {
-            return Caller::anonymous();
+            return Caller::Anonymous;
         };
         let scopes = if scopes == "*" {
             None
@@ -205,95 +265,74 @@ impl Caller {
             let parsed: Option<Vec<Scope>> = scopes
                 .split(',')
                 .filter(|s| !s.is_empty())
-                .map(|name| serde_json::from_value(serde_json::Value::String(name.into())).ok())
+                .map(Scope::from_name)
                 .collect();
             match parsed {
                 Some(list) => Some(list),
-                None => return Caller::anonymous(),
+                None => return Caller::Anonymous,
             }
         };
-        Caller {
+        Caller::try_from(CallerWire {
             actor: actor.to_string(),
             scopes,
-        }
+        })
+        .unwrap_or(Caller::Anonymous)
     }
 
     /// The id of the caller's token, if it used one.
     pub fn token_id(&self) -> Option<&str> {
-        self.actor.strip_prefix("token:")
+        match self {
+            Caller::Token { id, .. } => Some(id),
+            Caller::Admin | Caller::Anonymous => None,
+        }
     }
 
     /// Checks the caller holds `scope`.
     pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
-        match &self.scopes {
-            None => Ok(()),
-            Some(scopes) if scopes.contains(&scope) => Ok(()),
-            Some(_) if self.actor == "anonymous" => Err(ApiError::Unauthorized),
-            Some(_) => Err(ApiError::Forbidden {
+        match self {
+            Caller::Admin => Ok(()),
+            Caller::Token { scopes, .. } if scopes.contains(&scope) => Ok(()),
+            Caller::Token { .. } => Err(ApiError::Forbidden {
                 reason: format!("the token lacks the {:?} scope", scope.name()),
             }),
+            Caller::Anonymous => Err(ApiError::Unauthorized),
+        }
+    }
+
+    /// Checks the caller may be let in for an action needing `access`.
+    pub fn admit(&self, access: Access) -> Result<(), ApiError> {
+        match access {
+            Access::Scope(scope) => self.require(scope),
+            Access::Exec => self
+                .require(Scope::ExecShell)
+                .or_else(|_| self.require(Scope::ExecComputer)),
+            // The hook's own secret is checked by the agent.
+            Access::HookSecret => Ok(()),
         }
     }
 }
 
-impl Default for Caller {
-    fn default() -> Self {
-        Caller::anonymous()
-    }
+/// Checks `caller` may run a command in `destination`.
+pub fn require_exec(caller: &Caller, destination: Backend) -> Result<(), ApiError> {
+    caller.require(match destination {
+        Backend::Shell => Scope::ExecShell,
+        Backend::Computer => Scope::ExecComputer,
+    })
 }
 
 /// Checks `caller` may set up the command in a schedule or hook body (its
-/// `exec` object): binding a command to run later needs the scopes running
+/// `exec` object): binding a command to run later needs the scope running
 /// it now would, or `schedule` would be a way round `exec:computer`.
 pub fn require_exec_of(caller: &Caller, body: &[u8]) -> Result<(), ApiError> {
     let exec = serde_json::from_slice::<serde_json::Value>(body)
         .ok()
         .and_then(|value| value.get("exec").cloned());
     if let Some(exec) = exec {
-        caller.require(Scope::ExecShell)?;
-        if super::exec::needs_computer(exec.to_string().as_bytes()) {
-            caller.require(Scope::ExecComputer)?;
-        }
+        let destination =
+            crate::exec::destination(exec.to_string().as_bytes()).unwrap_or(Backend::Shell);
+        require_exec(caller, destination)?;
     }
     Ok(())
-}
-
-/// The scope an action needs. An exec needs `exec:shell` to be let in; the
-/// agent then checks `exec:computer` if the command goes there.
-pub fn required_scope(action: &Action) -> Scope {
-    match action {
-        Action::Info | Action::Ping | Action::Download(_) => Scope::Read,
-        Action::Create | Action::Delete => Scope::Admin,
-        Action::Upload(_) => Scope::Write,
-        Action::Exec => Scope::ExecShell,
-        Action::Tool(tool) => tool_scope(tool),
-        Action::Jobs
-        | Action::Job(_)
-        | Action::JobOutput(_)
-        | Action::Schedules
-        | Action::Schedule(_)
-        | Action::Hooks
-        | Action::Hook(_)
-        | Action::Socket => Scope::Read,
-        Action::JobCancel(_) => Scope::ExecShell,
-        Action::ScheduleCreate
-        | Action::SchedulePut(_)
-        | Action::ScheduleDelete(_)
-        | Action::HookPut(_)
-        | Action::HookDelete(_) => Scope::Schedule,
-        // Authenticated by the hook's own secret, not by a bearer token.
-        Action::HookCall(_) => Scope::Read,
-        Action::Settings => Scope::Read,
-        Action::SettingsPut | Action::Audit | Action::RevokeToken => Scope::Admin,
-    }
-}
-
-/// The scope a file tool needs.
-pub fn tool_scope(tool: &str) -> Scope {
-    match tool {
-        "read" | "stat" | "ls" | "glob" | "grep" | "readlink" | "changes" => Scope::Read,
-        _ => Scope::Write,
-    }
 }
 
 /// `POST /tokens`: what to mint.
@@ -312,7 +351,7 @@ pub const MAX_TTL_SECONDS: i64 = 90 * 24 * 3600;
 impl MintRequest {
     /// The claims of the token to mint, with id `id`, at `now_s`.
     pub fn claims(self, id: String, now_s: i64) -> Result<Claims, ApiError> {
-        if !super::valid_agent_id(&self.agent) {
+        if !crate::route::valid_agent_id(&self.agent) {
             return Err(ApiError::InvalidAgentId { id: self.agent });
         }
         if self.scopes.is_empty() {
@@ -362,13 +401,9 @@ pub struct RevokeRequest {
     pub id: String,
 }
 
-/// Compares without an early exit, so timing does not reveal how much of a
-/// guess was right. (The length is not secret.)
+/// Compares secrets in constant time (the length is not secret).
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    subtle::ConstantTimeEq::ct_eq(a, b).into()
 }
 
 #[cfg(test)]
@@ -434,7 +469,7 @@ mod tests {
     #[test]
     fn scopes_and_agents_are_enforced() {
         let reader = Principal::Token(claims(&[Scope::Read], 100));
-        reader.require("alice", Scope::Read).unwrap();
+        reader.admit("alice", Access::Scope(Scope::Read)).unwrap();
         for scope in [
             Scope::Write,
             Scope::ExecShell,
@@ -442,27 +477,46 @@ mod tests {
             Scope::Admin,
         ] {
             assert!(matches!(
-                reader.require("alice", scope),
+                reader.admit("alice", Access::Scope(scope)),
                 Err(ApiError::Forbidden { .. })
             ));
         }
         assert!(matches!(
-            reader.require("bob", Scope::Read),
+            reader.admit("alice", Access::Exec),
             Err(ApiError::Forbidden { .. })
         ));
-        Principal::Admin.require("bob", Scope::Admin).unwrap();
-        assert_eq!(Caller::of(Some(&reader)).actor, "token:t1");
+        assert!(matches!(
+            reader.admit("bob", Access::Scope(Scope::Read)),
+            Err(ApiError::Forbidden { .. })
+        ));
+        Principal::Admin
+            .admit("bob", Access::Scope(Scope::Admin))
+            .unwrap();
+        assert_eq!(Caller::of(Some(&reader)).actor(), "token:t1");
     }
 
     #[test]
-    fn every_route_needs_a_fitting_scope() {
-        assert_eq!(required_scope(&Action::Tool("read")), Scope::Read);
-        assert_eq!(required_scope(&Action::Tool("grep")), Scope::Read);
-        assert_eq!(required_scope(&Action::Tool("write")), Scope::Write);
-        assert_eq!(required_scope(&Action::Tool("rm")), Scope::Write);
-        assert_eq!(required_scope(&Action::Upload("/x".into())), Scope::Write);
-        assert_eq!(required_scope(&Action::Exec), Scope::ExecShell);
-        assert_eq!(required_scope(&Action::Delete), Scope::Admin);
+    fn either_exec_scope_lets_a_command_in_and_the_backend_decides() {
+        // A token with only exec:computer may run on the computer (it was
+        // refused as lacking exec:shell), and not in the light shell.
+        let computer_only = Caller::Token {
+            id: "c".into(),
+            scopes: vec![Scope::ExecComputer],
+        };
+        computer_only.admit(Access::Exec).unwrap();
+        require_exec(&computer_only, Backend::Computer).unwrap();
+        assert!(matches!(
+            require_exec(&computer_only, Backend::Shell),
+            Err(ApiError::Forbidden { .. })
+        ));
+        let body = br#"{"exec":{"command":"python3 -V","backend":"computer"}}"#;
+        require_exec_of(&computer_only, body).unwrap();
+        let shell_only = Caller::Token {
+            id: "s".into(),
+            scopes: vec![Scope::ExecShell],
+        };
+        assert!(require_exec_of(&shell_only, body).is_err());
+        require_exec_of(&shell_only, br#"{"exec":{"command":"ls"}}"#).unwrap();
     }
 
     #[test]
@@ -492,7 +546,50 @@ mod tests {
             Err(ApiError::Unauthorized)
         ));
         let garbled = Caller::from_headers(Some("admin"), Some("read,root"));
-        assert_eq!(garbled.actor, "anonymous");
+        assert_eq!(garbled, Caller::Anonymous);
+        // Only the admin may hold every scope.
+        assert_eq!(
+            Caller::from_headers(Some("token:t1"), Some("*")),
+            Caller::Anonymous
+        );
+        let stored = serde_json::to_value(&reader).unwrap();
+        assert_eq!(
+            stored,
+            serde_json::json!({ "actor": "token:t1", "scopes": ["read"] })
+        );
+        assert_eq!(serde_json::from_value::<Caller>(stored).unwrap(), reader);
+    }
+
+    #[test]
+    fn authorization_headers_are_checked() {
+        let token = Some("s3cret");
+        let authorize = |header, token| authenticate(header, token, 0);
+        assert_eq!(
+            authorize(Some("Bearer s3cret"), token).unwrap(),
+            Principal::Admin
+        );
+        for header in [
+            None,
+            Some("Bearer s3cre"),
+            Some("bearer s3cret"),
+            Some("s3cret"),
+            Some("Bearer "),
+        ] {
+            assert_eq!(
+                authorize(header, token).unwrap_err().status(),
+                401,
+                "{header:?}"
+            );
+        }
+        // No configured token: refuse everything rather than run open.
+        assert_eq!(
+            authorize(Some("Bearer "), None).unwrap_err().code(),
+            "NOT_CONFIGURED"
+        );
+        assert_eq!(
+            authorize(Some("Bearer x"), Some("")).unwrap_err().code(),
+            "NOT_CONFIGURED"
+        );
     }
 
     #[test]

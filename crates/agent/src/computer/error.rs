@@ -1,6 +1,7 @@
 //! Why a command on the computer could not run or finish.
 
 use stead_sync::ErrorCode;
+use stead_vfs::VfsError;
 
 /// A failure talking to the computer. None of these leaves the workspace
 /// changed: a command's changes are applied only after it has finished and
@@ -24,6 +25,16 @@ pub enum ComputerError {
     Malformed { step: &'static str, reason: String },
     #[error("the computer speaks protocol {found}, this Worker speaks {expected}")]
     Protocol { found: u32, expected: u32 },
+    /// The workspace side failed (storage, or content the workspace
+    /// refused) while syncing.
+    #[error(transparent)]
+    Workspace(#[from] VfsError),
+}
+
+impl From<stead_sql::SqlError> for ComputerError {
+    fn from(error: stead_sql::SqlError) -> Self {
+        ComputerError::Workspace(VfsError::Storage(error))
+    }
 }
 
 impl ComputerError {

@@ -1,5 +1,4 @@
-//! Host tests of the API layer: routing, authentication and the tools, on
-//! real SQLite.
+//! Host tests of the file tools on real SQLite.
 
 use serde_json::{json, Value};
 use stead_sql::{migrate, SqliteDb, MIGRATIONS};
@@ -14,7 +13,8 @@ fn db() -> SqliteDb {
 }
 
 fn call(db: &SqliteDb, tool: &str, body: &str) -> Result<Value, ApiError> {
-    tools::call(&Vfs::new(db, 1_000), tool, body.as_bytes())
+    let tool = Tool::from_name(tool).expect("a tool");
+    super::call(&Vfs::new(db, 1_000), tool, body.as_bytes())
 }
 
 fn ok(db: &SqliteDb, tool: &str, body: Value) -> Value {
@@ -28,146 +28,6 @@ fn fails(db: &SqliteDb, tool: &str, body: &str) -> (u16, String) {
 
 fn revision(db: &SqliteDb) -> i64 {
     Vfs::new(db, 0).revision().unwrap()
-}
-
-#[test]
-fn routes() {
-    let agent = |action| {
-        Ok(Route::Agent {
-            id: "a-1".into(),
-            action,
-        })
-    };
-    assert_eq!(route("GET", "/health"), Ok(Route::Health));
-    assert_eq!(route("PUT", "/agents/a-1"), agent(Action::Create));
-    assert_eq!(
-        route("POST", "/agents/a-1/read"),
-        agent(Action::Tool("read"))
-    );
-    assert_eq!(
-        route("GET", "/agents/a-1/files/dir/my%20file.txt"),
-        agent(Action::Download("/dir/my file.txt".into()))
-    );
-    let code = |method, path| route(method, path).unwrap_err().code().to_string();
-    assert_eq!(code("GET", "/agents/a-1/read"), "METHOD_NOT_ALLOWED");
-    assert_eq!(code("POST", "/agents/a-1/nope"), "NO_ROUTE");
-    assert_eq!(code("POST", "/health"), "METHOD_NOT_ALLOWED");
-    assert_eq!(code("GET", "/elsewhere"), "NO_ROUTE");
-    assert_eq!(code("PUT", "/agents/bad%20id"), "INVALID_AGENT_ID");
-    let too_long = format!("/agents/{}", "a".repeat(65));
-    assert_eq!(code("PUT", &too_long), "INVALID_AGENT_ID");
-    assert_eq!(code("GET", "/agents/a/files/%zz"), "INVALID_REQUEST");
-    assert_eq!(code("GET", "/agents/a/files/%+1"), "INVALID_REQUEST");
-    assert_eq!(percent_decode("%41%2f").unwrap(), "A/");
-    assert_eq!(code("GET", "/agents/a/files/%ff"), "INVALID_REQUEST");
-}
-
-impl PartialEq for ApiError {
-    fn eq(&self, other: &Self) -> bool {
-        self.code() == other.code() && self.to_string() == other.to_string()
-    }
-}
-
-#[test]
-fn agent_ids() {
-    assert!(valid_agent_id("Agent_1.x-y"));
-    assert!(!valid_agent_id(""));
-    assert!(!valid_agent_id("a/b"));
-    assert!(!valid_agent_id("é"));
-}
-
-#[test]
-fn job_schedule_hook_and_socket_routes() {
-    let action = |method, path| match route(method, path) {
-        Ok(Route::Agent { action, .. }) => Ok(action),
-        Ok(other) => panic!("{other:?}"),
-        Err(error) => Err(error.code().to_string()),
-    };
-    assert_eq!(action("GET", "/agents/a/jobs"), Ok(Action::Jobs));
-    assert_eq!(action("GET", "/agents/a/jobs/7"), Ok(Action::Job(7)));
-    assert_eq!(
-        action("GET", "/agents/a/jobs/7/output"),
-        Ok(Action::JobOutput(7))
-    );
-    assert_eq!(
-        action("POST", "/agents/a/jobs/7/cancel"),
-        Ok(Action::JobCancel(7))
-    );
-    assert_eq!(
-        action("POST", "/agents/a/jobs/7"),
-        Err("METHOD_NOT_ALLOWED".into())
-    );
-    assert_eq!(action("GET", "/agents/a/jobs/x"), Err("NO_ROUTE".into()));
-    assert_eq!(
-        action("GET", "/agents/a/jobs/7/nope"),
-        Err("NO_ROUTE".into())
-    );
-    assert_eq!(action("GET", "/agents/a/schedules"), Ok(Action::Schedules));
-    assert_eq!(
-        action("POST", "/agents/a/schedules"),
-        Ok(Action::ScheduleCreate)
-    );
-    assert_eq!(
-        action("PUT", "/agents/a/schedules/night%20ly"),
-        Ok(Action::SchedulePut("night ly".into()))
-    );
-    assert_eq!(
-        action("DELETE", "/agents/a/schedules/n"),
-        Ok(Action::ScheduleDelete("n".into()))
-    );
-    assert_eq!(
-        action("DELETE", "/agents/a/schedules"),
-        Err("METHOD_NOT_ALLOWED".into())
-    );
-    assert_eq!(
-        action("POST", "/agents/a/hooks/gh"),
-        Ok(Action::HookCall("gh".into()))
-    );
-    assert_eq!(
-        action("PUT", "/agents/a/hooks/gh"),
-        Ok(Action::HookPut("gh".into()))
-    );
-    assert_eq!(action("GET", "/agents/a/ws"), Ok(Action::Socket));
-    assert_eq!(
-        action("POST", "/agents/a/ws"),
-        Err("METHOD_NOT_ALLOWED".into())
-    );
-    // Only a hook call goes without the API token.
-    assert!(Action::HookCall("gh".into()).public());
-    assert!(!Action::HookPut("gh".into()).public());
-    assert!(!Action::Jobs.public() && !Action::Socket.public());
-}
-
-#[test]
-fn authorization() {
-    let token = Some("s3cret");
-    let authorize = |header, token| auth::authenticate(header, token, 0);
-    assert_eq!(
-        authorize(Some("Bearer s3cret"), token).unwrap(),
-        auth::Principal::Admin
-    );
-    for header in [
-        None,
-        Some("Bearer s3cre"),
-        Some("bearer s3cret"),
-        Some("s3cret"),
-        Some("Bearer "),
-    ] {
-        assert_eq!(
-            authorize(header, token).unwrap_err().status(),
-            401,
-            "{header:?}"
-        );
-    }
-    // No configured token: refuse everything rather than run open.
-    assert_eq!(
-        authorize(Some("Bearer "), None).unwrap_err().code(),
-        "NOT_CONFIGURED"
-    );
-    assert_eq!(
-        authorize(Some("Bearer x"), Some("")).unwrap_err().code(),
-        "NOT_CONFIGURED"
-    );
 }
 
 #[test]

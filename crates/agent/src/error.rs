@@ -1,11 +1,18 @@
-//! API errors: every failure answers `{"error":{"code","message"}}` with a
-//! fitting HTTP status.
+//! The one error type of the agent: every failure answers
+//! `{"error":{"code","message"}}` with a fitting HTTP status, whichever
+//! entry point it came through.
+//!
+//! Failures of the agent's own machinery (storage, the platform, a bug)
+//! answer with a message that says what failed but not how: an SQL
+//! statement or a platform message is for the logs (the glue logs
+//! [`ApiError::to_string`] for every 5xx), not for callers.
 
 use serde_json::{json, Value};
 use stead_scheduler::SchedError;
 use stead_vfs::{Errno, VfsError};
 
 use crate::computer::ComputerError;
+use crate::host::HostError;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,13 +46,25 @@ pub enum ApiError {
     #[error("changes after revision {since} have been pruned; resynchronise in full")]
     ChangesPruned { since: i64 },
     #[error(transparent)]
-    Computer(#[from] ComputerError),
+    Computer(ComputerError),
+    #[error(transparent)]
+    Host(#[from] HostError),
     #[error(transparent)]
     Sched(#[from] SchedError),
     #[error("this route takes a WebSocket upgrade (Upgrade: websocket)")]
     UpgradeRequired,
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<ComputerError> for ApiError {
+    fn from(error: ComputerError) -> Self {
+        match error {
+            // The workspace's own failure while syncing is a workspace error.
+            ComputerError::Workspace(error) => ApiError::Fs(error),
+            other => ApiError::Computer(other),
+        }
+    }
 }
 
 impl From<stead_sql::SqlError> for ApiError {
@@ -88,7 +107,7 @@ impl ApiError {
             ApiError::Computer(_) => "COMPUTER_FAILED",
             ApiError::Sched(error) => error.code(),
             ApiError::UpgradeRequired => "UPGRADE_REQUIRED",
-            ApiError::Internal(_) => "INTERNAL",
+            ApiError::Host(_) | ApiError::Internal(_) => "INTERNAL",
         }
     }
 
@@ -127,13 +146,29 @@ impl ApiError {
             ApiError::Computer(_) => 502,
             ApiError::Sched(error) => error.status(),
             ApiError::UpgradeRequired => 426,
-            ApiError::Internal(_) => 500,
+            ApiError::Host(_) | ApiError::Internal(_) => 500,
+        }
+    }
+
+    /// The message a caller sees: the error itself, or for a failure of the
+    /// agent's own machinery, what failed without its internals.
+    pub fn public_message(&self) -> String {
+        match self {
+            ApiError::Fs(VfsError::Storage(_)) | ApiError::Sched(SchedError::Sql(_)) => {
+                "the workspace's storage failed; the operation was rolled back".into()
+            }
+            ApiError::Fs(VfsError::Corrupt(_)) | ApiError::Sched(SchedError::Corrupt(_)) => {
+                "the workspace holds a record it cannot read".into()
+            }
+            ApiError::Host(error) => format!("the platform failed to {}", error.operation),
+            ApiError::Internal(_) => "internal error".into(),
+            other => other.to_string(),
         }
     }
 
     /// The JSON body.
     pub fn body(&self) -> Value {
-        let mut error = json!({ "code": self.code(), "message": self.to_string() });
+        let mut error = json!({ "code": self.code(), "message": self.public_message() });
         if let ApiError::Fs(fs) = self {
             if let Some(path) = fs.path() {
                 error["path"] = json!(path);

@@ -10,8 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use stead_sql::{params, Sql, SqlError};
 
-use super::auth::{self, Scope};
-use super::Action;
+use crate::route::Action;
 
 /// How long entries are kept.
 pub const KEEP_MS: i64 = 30 * 24 * 3600 * 1000;
@@ -83,27 +82,6 @@ pub fn list(db: &impl Sql, after: i64, limit: i64) -> Result<Vec<Entry>, SqlErro
     .collect()
 }
 
-/// The name an action is recorded under, or `None` for one that changes
-/// nothing (reads are not audited).
-pub fn action_name(action: &Action) -> Option<&'static str> {
-    Some(match action {
-        Action::Create => "agent.create",
-        Action::Delete => "agent.delete",
-        Action::Tool(tool) if auth::tool_scope(tool) == Scope::Write => tool,
-        Action::Exec => "exec",
-        Action::Upload(_) => "upload",
-        Action::JobCancel(_) => "job.cancel",
-        Action::ScheduleCreate | Action::SchedulePut(_) => "schedule.put",
-        Action::ScheduleDelete(_) => "schedule.delete",
-        Action::HookPut(_) => "hook.put",
-        Action::HookDelete(_) => "hook.delete",
-        Action::HookCall(_) => "hook.call",
-        Action::SettingsPut => "settings.put",
-        Action::RevokeToken => "token.revoke",
-        _ => return None,
-    })
-}
-
 /// The target named by the route itself (a path or a name), if any.
 pub fn route_target(action: &Action) -> Option<String> {
     match action {
@@ -155,11 +133,7 @@ mod tests {
     }
 
     #[test]
-    fn only_changes_are_audited() {
-        assert_eq!(action_name(&Action::Tool("write")), Some("write"));
-        assert_eq!(action_name(&Action::Tool("read")), None);
-        assert_eq!(action_name(&Action::Exec), Some("exec"));
-        assert_eq!(action_name(&Action::Download("/a".into())), None);
+    fn targets_come_from_the_route() {
         assert_eq!(
             route_target(&Action::Upload("/a".into())).as_deref(),
             Some("/a")

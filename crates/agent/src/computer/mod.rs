@@ -14,13 +14,13 @@
 //! lock); the agent's other requests go on meanwhile, which is how a
 //! conflict can arise at all.
 //!
-//! - [`link`]: HTTP to the agent's `Computer` Durable Object;
-//! - [`host`]: that object, which owns the container and its secret;
+//! - [`link`]: the protocol's calls and error rules over the host's
+//!   [`Transport`] (on Workers: HTTP to the agent's `Computer` Durable
+//!   Object, which owns the container and its secret);
 //! - protocol types: `stead_sync`.
 
 mod error;
-pub mod host;
-mod link;
+pub mod link;
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -28,19 +28,18 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use futures::StreamExt;
 use serde::Serialize;
-use serde_json::{json, Value};
 use stead_sql::{params, Sql};
 use stead_sync::{
     frame, Ack, ApplyReply, Change, ChunkRequest, ErrorCode, ExecEvent, ExecSpec, Exit,
     IgnoreRules, Push, Status, PROTOCOL,
 };
 use stead_vfs::{VPath, Vfs, VfsError};
-use worker::Method;
 
 pub use error::ComputerError;
 pub use link::Link;
 
-use crate::api::ApiError;
+use crate::exec::{Backend, Captured, ComputerReport, ExecOutcome, ExecStatus, OutputEncoding};
+use crate::host::{Method, Transport};
 
 /// Chunk bytes per request, each way: bounded memory in the Durable Object.
 const BATCH_BYTES: usize = 8 << 20;
@@ -87,34 +86,44 @@ pub struct Transfer {
     pub manifest_bytes: u64,
 }
 
-/// Runs `command` on the agent's computer; see the module docs.
-pub async fn run<'db, S: Sql>(
+/// An exec on the computer, as the driver runs it.
+pub struct Exec<'a> {
+    /// The exec id: the container runs each id at most once.
+    pub id: &'a str,
+    pub command: Command,
+    pub encoding: OutputEncoding,
+    /// Set when the exec's job is cancelled, at any stage.
+    pub cancelled: &'a Cell<bool>,
+}
+
+/// Runs an exec on the agent's computer; see the module docs. `vfs` gives a
+/// view of the workspace at the current time (the run spans many awaits).
+pub async fn run<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: impl Fn() -> Vfs<'db, S>,
-    link: &Link,
-    id: &str,
-    cancelled: &Cell<bool>,
-    command: Command,
+    transport: &T,
+    exec: Exec<'_>,
     sink: &dyn OutputSink,
-) -> Result<Value, ApiError> {
-    let (mut sent, mut received) = (Transfer::default(), Transfer::default());
-    let base = connect_and_push(db, &vfs, link, &mut sent).await?;
+) -> Result<ExecOutcome, ComputerError> {
+    let link = Link::new(transport);
+    let mut report = ComputerReport::default();
+    let base = connect_and_push(db, &vfs, &link, &mut report.sync.sent).await?;
 
     let spec = ExecSpec {
-        id: id.to_string(),
-        command: command.command,
-        cwd: command.cwd.to_string(),
-        env: command.env,
-        stdin: base64::engine::general_purpose::STANDARD.encode(&command.stdin),
-        timeout_ms: command.timeout_ms,
+        id: exec.id.to_string(),
+        command: exec.command.command,
+        cwd: exec.command.cwd.to_string(),
+        env: exec.command.env,
+        stdin: base64::engine::general_purpose::STANDARD.encode(&exec.command.stdin),
+        timeout_ms: exec.command.timeout_ms,
     };
-    let mut output = Output::default();
-    if cancelled.get() {
+    let mut output = Output::new(exec.encoding);
+    if exec.cancelled.get() {
         // Cancelled while the workspace was being pushed: never start it.
         let revision = vfs().revision()?;
-        return Ok(output.into_result("cancelled", None, revision, [sent, received]));
+        return Ok(output.into_outcome(ExecStatus::Cancelled, None, None, revision, report));
     }
-    let exit = match stream_exec(link, &spec, cancelled, sink, &mut output).await {
+    let exit = match stream_exec(&link, &spec, exec.cancelled, sink, &mut output).await {
         Ok(exit) => exit,
         Err(reason) => {
             // The container (or the way to it) died mid-command. Nothing was
@@ -122,80 +131,67 @@ pub async fn run<'db, S: Sql>(
             // and never replay this one.
             forget(db)?;
             let revision = vfs().revision()?;
-            let mut result = output.into_result("lost", None, revision, [sent, received]);
-            result["message"] = json!(format!(
+            let mut outcome = output.into_outcome(ExecStatus::Lost, None, None, revision, report);
+            outcome.message = Some(format!(
                 "the computer was lost during the command; the workspace is unchanged: {reason}"
             ));
-            return Ok(result);
+            return Ok(outcome);
         }
     };
 
+    let received = &mut report.sync.received;
     received.files = exit.changes.len() as u64;
     received.manifest_bytes = serde_json::to_vec(&exit.changes).map_or(0, |v| v.len() as u64);
-    let outcome = pull_and_apply(db, &vfs, link, id, base, &exit.changes, &mut received).await?;
+    let applied = pull_and_apply(db, &vfs, &link, exec.id, base, &exit.changes, received).await?;
     // Until acknowledged, the container keeps reporting these changes; a
     // failed acknowledgement only costs a harmless repeat next time.
+    let ack = Ack {
+        exec: exec.id.to_string(),
+    };
     let _ = link
-        .bytes(
-            "ack",
-            Method::Post,
-            "/v1/sync/ack",
-            Some((
-                link::to_json(&Ack {
-                    exec: id.to_string(),
-                }),
-                "application/json",
-            )),
-        )
+        .bytes("ack", Method::Post, "/v1/sync/ack", Some(link::json(&ack)))
         .await;
 
     let status = if exit.timed_out {
-        "timed_out"
+        ExecStatus::TimedOut
     } else if exit.cancelled {
-        "cancelled"
+        ExecStatus::Cancelled
     } else {
-        "exited"
+        ExecStatus::Exited
     };
     let code = exit.code.unwrap_or_else(|| 128 + exit.signal.unwrap_or(0));
-    let mut result = output.into_result(status, Some(code), outcome.revision, [sent, received]);
-    if let Some(signal) = exit.signal {
-        result["signal"] = json!(signal);
-    }
-    result["changed"] = json!(outcome.applied);
-    result["conflicts"] = json!(outcome.conflicts);
-    if !outcome.rejected.is_empty() {
-        result["rejected"] = json!(outcome.rejected);
-    }
-    if !exit.skipped.is_empty() {
-        result["skipped"] = json!(exit.skipped);
-    }
-    Ok(result)
+    report.changed = applied.applied;
+    report.conflicts = applied.conflicts;
+    report.rejected = applied.rejected;
+    report.skipped = exit.skipped;
+    Ok(output.into_outcome(status, Some(code), exit.signal, applied.revision, report))
 }
 
 /// Finds which container instance answers and brings its copy in step. A
 /// container that restarted between the two (its push is refused as stale)
 /// is asked again once.
-async fn connect_and_push<'db, S: Sql>(
+async fn connect_and_push<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
-    link: &Link,
+    link: &Link<'_, T>,
     sent: &mut Transfer,
-) -> Result<i64, ApiError> {
+) -> Result<i64, ComputerError> {
     let mut attempts = 0;
     loop {
-        let status: Status = link.json("status", Method::Get, "/v1/status", None).await?;
+        let status: Status = link
+            .json("status", Method::Get, "/v1/status", None::<&()>)
+            .await?;
         if status.protocol != PROTOCOL {
             return Err(ComputerError::Protocol {
                 found: status.protocol,
                 expected: PROTOCOL,
-            }
-            .into());
+            });
         }
         match push(db, vfs, link, &status.instance, sent).await {
-            Err(ApiError::Computer(ComputerError::Refused {
+            Err(ComputerError::Refused {
                 code: ErrorCode::StaleInstance,
                 ..
-            })) if attempts == 0 => attempts += 1,
+            }) if attempts == 0 => attempts += 1,
             other => return other,
         }
     }
@@ -203,7 +199,11 @@ async fn connect_and_push<'db, S: Sql>(
 
 /// Asks the computer to stop exec `id` (its whole process group); the
 /// command then ends `cancelled` and its changes come back as usual.
-pub async fn cancel(link: &Link, id: &str) -> Result<(), ComputerError> {
+pub async fn cancel<T: Transport>(transport: &T, id: &str) -> Result<(), ComputerError> {
+    cancel_exec(&Link::new(transport), id).await
+}
+
+async fn cancel_exec<T: Transport>(link: &Link<'_, T>, id: &str) -> Result<(), ComputerError> {
     link.bytes(
         "cancel",
         Method::Post,
@@ -220,21 +220,23 @@ struct Synced {
     acked: i64,
 }
 
-fn load(db: &impl Sql) -> Result<Option<Synced>, ApiError> {
+fn load(db: &impl Sql) -> Result<Option<Synced>, VfsError> {
     let row = db.query_row(
         "SELECT instance, acked FROM computer WHERE id = 1",
         params![],
     )?;
-    row.map(|row| {
-        Ok(Synced {
-            instance: row.text(0)?.to_string(),
-            acked: row.int(1)?,
+    let synced = row
+        .map(|row| {
+            Ok::<_, stead_sql::SqlError>(Synced {
+                instance: row.text(0)?.to_string(),
+                acked: row.int(1)?,
+            })
         })
-    })
-    .transpose()
+        .transpose()?;
+    Ok(synced)
 }
 
-fn save(db: &impl Sql, instance: &str, acked: i64) -> Result<(), ApiError> {
+fn save(db: &impl Sql, instance: &str, acked: i64) -> Result<(), VfsError> {
     db.execute(
         "INSERT INTO computer (id, instance, acked) VALUES (1, ?, ?) \
          ON CONFLICT (id) DO UPDATE SET instance = excluded.instance, acked = excluded.acked",
@@ -243,29 +245,29 @@ fn save(db: &impl Sql, instance: &str, acked: i64) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn forget(db: &impl Sql) -> Result<(), ApiError> {
+fn forget(db: &impl Sql) -> Result<(), VfsError> {
     db.execute("DELETE FROM computer", params![])?;
     Ok(())
 }
 
 /// The workspace's ignore rules: `/.steadignore`, or the defaults.
-fn ignore_rules<S: Sql>(vfs: &Vfs<'_, S>) -> Result<String, ApiError> {
+fn ignore_rules<S: Sql>(vfs: &Vfs<'_, S>) -> Result<String, VfsError> {
     match vfs.read_file(&VPath::parse(stead_sync::ignore::IGNORE_FILE)?) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
         Err(VfsError::NotFound { .. }) => Ok(stead_sync::ignore::DEFAULT_RULES.to_string()),
-        Err(error) => Err(error.into()),
+        Err(error) => Err(error),
     }
 }
 
 /// Brings the container's copy in step with the workspace; returns the
 /// revision it now holds.
-async fn push<'db, S: Sql>(
+async fn push<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
-    link: &Link,
+    link: &Link<'_, T>,
     instance: &str,
     sent: &mut Transfer,
-) -> Result<i64, ApiError> {
+) -> Result<i64, ComputerError> {
     let view = vfs();
     let ignore = ignore_rules(&view)?;
     let rules = IgnoreRules::parse(&ignore);
@@ -283,17 +285,22 @@ async fn push<'db, S: Sql>(
         return Ok(base);
     }
     sent.files += changes.len() as u64;
-    let body = link::to_json(&Push {
+    let body = link::json(&Push {
         instance: instance.to_string(),
         full,
         changes,
         ignore,
     });
     for _ in 0..2 {
-        sent.manifest_bytes += body.len() as u64;
-        let reply: ApplyReply = link
-            .json("push", Method::Post, "/v1/sync/apply", Some(body.clone()))
+        sent.manifest_bytes += body.bytes.len() as u64;
+        let reply = link
+            .bytes("push", Method::Post, "/v1/sync/apply", Some(body.clone()))
             .await?;
+        let reply: ApplyReply =
+            serde_json::from_slice(&reply).map_err(|e| ComputerError::Malformed {
+                step: "push",
+                reason: e.to_string(),
+            })?;
         let needed = match reply {
             ApplyReply::Applied { .. } => {
                 save(db, instance, base)?;
@@ -322,83 +329,96 @@ async fn push<'db, S: Sql>(
     Err(ComputerError::Malformed {
         step: "push",
         reason: "still missing content after it was sent".into(),
-    }
-    .into())
+    })
 }
 
-async fn send_chunks(link: &Link, frames: Vec<u8>) -> Result<(), ComputerError> {
+async fn send_chunks<T: Transport>(
+    link: &Link<'_, T>,
+    frames: Vec<u8>,
+) -> Result<(), ComputerError> {
     link.bytes(
         "push",
         Method::Post,
         "/v1/sync/chunks",
-        Some((frames, "application/octet-stream")),
+        Some(link::frames(frames)),
     )
     .await
     .map(drop)
 }
 
-/// Output collected for the result, up to [`MAX_OUTPUT`] per stream.
-#[derive(Default)]
+/// Output collected for the outcome, up to [`MAX_OUTPUT`] per stream.
 struct Output {
     stdout: Vec<u8>,
     stderr: Vec<u8>,
     truncated: bool,
+    encoding: OutputEncoding,
 }
 
 impl Output {
+    fn new(encoding: OutputEncoding) -> Self {
+        Output {
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            truncated: false,
+            encoding,
+        }
+    }
+
     fn keep(buffer: &mut Vec<u8>, data: &[u8], truncated: &mut bool) {
         let room = MAX_OUTPUT.saturating_sub(buffer.len());
         *truncated |= data.len() > room;
         buffer.extend_from_slice(&data[..data.len().min(room)]);
     }
 
-    /// The exec result: output, how the command ended (`exit_code` null
-    /// when it never finished), the workspace revision and what was synced.
-    fn into_result(
+    /// The exec outcome: output, how the command ended (`exit_code` `None`
+    /// when it never finished), the workspace revision and what moved.
+    fn into_outcome(
         self,
-        status: &str,
+        status: ExecStatus,
         exit_code: Option<i32>,
+        signal: Option<i32>,
         revision: i64,
-        [sent, received]: [Transfer; 2],
-    ) -> Value {
-        let mut out = json!({
-            "backend": "computer",
-            "status": status,
-            "exit_code": exit_code,
-            "stdout": String::from_utf8_lossy(&self.stdout),
-            "stderr": String::from_utf8_lossy(&self.stderr),
-            "revision": revision,
-            "sync": { "sent": sent, "received": received },
-        });
-        if self.truncated {
-            out["truncated"] = json!(true);
+        report: ComputerReport,
+    ) -> ExecOutcome {
+        ExecOutcome {
+            backend: Backend::Computer,
+            status,
+            exit_code,
+            signal,
+            stdout: Captured::new(self.stdout, self.encoding),
+            stderr: Captured::new(self.stderr, self.encoding),
+            output_encoding: self.encoding,
+            truncated: self.truncated,
+            limit: None,
+            revision,
+            message: None,
+            computer: Some(report),
         }
-        out
     }
 }
 
 /// Runs the command, passing output on; `Err` (a reason) when the stream
 /// broke before the exit event.
-async fn stream_exec(
-    link: &Link,
+async fn stream_exec<T: Transport>(
+    link: &Link<'_, T>,
     spec: &ExecSpec,
     cancelled: &Cell<bool>,
     sink: &dyn OutputSink,
     output: &mut Output,
 ) -> Result<Exit, String> {
     let mut stream = link
-        .stream("exec", "/v1/exec", link::to_json(spec))
+        .stream("exec", "/v1/exec", spec)
         .await
         .map_err(|e| e.to_string())?;
     if cancelled.get() {
         // Cancelled while the request was on its way: the command runs now,
         // so it can be stopped (it reports `cancelled`).
-        let _ = cancel(link, &spec.id).await;
+        let _ = cancel_exec(link, &spec.id).await;
     }
     let mut pending: Vec<u8> = Vec::new();
     let b64 = base64::engine::general_purpose::STANDARD;
     while let Some(piece) = stream.next().await {
-        pending.extend_from_slice(&piece.map_err(|e| e.to_string())?);
+        pending.extend_from_slice(&piece?);
         while let Some(end) = pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
             let event: ExecEvent = serde_json::from_slice(&line)
@@ -423,15 +443,15 @@ async fn stream_exec(
 
 /// Fetches the content the workspace lacks, then applies every change in
 /// one transaction.
-async fn pull_and_apply<'db, S: Sql>(
+async fn pull_and_apply<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
-    link: &Link,
+    link: &Link<'_, T>,
     exec: &str,
     base: i64,
     changes: &[Change],
     received: &mut Transfer,
-) -> Result<stead_vfs::SyncOutcome, ApiError> {
+) -> Result<stead_vfs::SyncOutcome, ComputerError> {
     let hashes: Vec<_> = stead_sync::chunk_hashes(changes).collect();
     let view = vfs();
     let missing = view.missing_chunks(&hashes)?;
@@ -448,7 +468,7 @@ async fn pull_and_apply<'db, S: Sql>(
                     "pull",
                     Method::Post,
                     "/v1/chunks",
-                    Some((link::to_json(&request), "application/json")),
+                    Some(link::json(&request)),
                 )
                 .await?;
             let view = vfs();
@@ -466,7 +486,7 @@ async fn pull_and_apply<'db, S: Sql>(
         let view = vfs();
         let before = view.revision()?;
         let outcome = view.apply_sync(base, changes)?;
-        Ok::<_, ApiError>((before, outcome))
+        Ok::<_, ComputerError>((before, outcome))
     }
     .await;
     vfs().abort_upload(staging)?;

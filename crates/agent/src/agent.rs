@@ -1,0 +1,250 @@
+//! [`Agent`]: one agent's state in memory, over its database and its host.
+//!
+//! A Durable Object instance holds one `Agent`. Almost everything lives in
+//! the database; what lives here is only what one instance may forget:
+//! whether it has checked the schema and set the alarm since it started,
+//! the cached quotas, and the command running on the computer (so that
+//! cancelling its job can reach it). An instance that restarts loses these
+//! and rebuilds them on its first event.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use stead_scheduler::{Jobs, SchedError};
+use stead_sql::{migrate, params, Sql, MIGRATIONS};
+use stead_vfs::Vfs;
+
+use crate::computer::{self, OutputSink};
+use crate::exec::{self, ExecOutcome, Run};
+use crate::host::Host;
+use crate::settings::{self, Quotas};
+use crate::ApiError;
+
+/// One agent, on its host.
+pub struct Agent<H: Host> {
+    pub(crate) host: H,
+    /// Whether this instance has checked the schema (and migrated it).
+    ready: Cell<bool>,
+    /// Whether this instance has set the alarm since it started.
+    pub(crate) armed: Cell<bool>,
+    /// Held while a command runs on the computer: one at a time.
+    computer_turn: futures::lock::Mutex<()>,
+    /// The command running on the computer, so cancelling its job can stop
+    /// it.
+    running: RefCell<Option<RunningExec>>,
+    /// The workspace's quotas, read once per instance (and after a change).
+    quotas: Cell<Option<Quotas>>,
+}
+
+/// A command running on the computer.
+#[derive(Clone)]
+struct RunningExec {
+    /// Its job, if it runs as one.
+    job: Option<i64>,
+    exec: String,
+    /// Set when its job is cancelled.
+    cancelled: Rc<Cell<bool>>,
+}
+
+/// The isolate's clock, for the light shell. Workers advance it only across
+/// I/O, so within one synchronous exec the shell's CPU and count limits,
+/// not wall time, are what stop a runaway script.
+struct HostClock<'h, H: Host>(&'h H);
+
+impl<H: Host> stead_shell::Clock for HostClock<'_, H> {
+    fn now_ms(&self) -> u64 {
+        self.0.now_ms().max(0) as u64
+    }
+}
+
+impl<H: Host> Agent<H> {
+    pub fn new(host: H) -> Self {
+        Agent {
+            host,
+            ready: Cell::new(false),
+            armed: Cell::new(false),
+            computer_turn: futures::lock::Mutex::new(()),
+            running: RefCell::new(None),
+            quotas: Cell::new(None),
+        }
+    }
+
+    /// The platform the agent runs on.
+    pub fn host(&self) -> &H {
+        &self.host
+    }
+
+    pub(crate) fn db(&self) -> &H::Db {
+        self.host.db()
+    }
+
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.host.now_ms()
+    }
+
+    /// The workspace's quotas (read once per instance and after a change).
+    pub(crate) fn quotas(&self) -> Quotas {
+        if let Some(quotas) = self.quotas.get() {
+            return quotas;
+        }
+        let quotas = settings::quotas(self.db()).unwrap_or_default();
+        self.quotas.set(Some(quotas));
+        quotas
+    }
+
+    /// Forgets the cached quotas (they changed).
+    pub(crate) fn quotas_changed(&self) {
+        self.quotas.set(None);
+    }
+
+    /// A view of the workspace with its quotas, at the current time.
+    pub fn vfs(&self) -> Vfs<'_, H::Db> {
+        Vfs::new(self.db(), self.now_ms()).with_limits(self.quotas().limits())
+    }
+
+    /// The agent's jobs, with the workspace's bound on kept output.
+    pub(crate) fn jobs(&self) -> Jobs<'_, H::Db> {
+        Jobs::with_limits(self.db(), self.quotas().job_limits())
+    }
+
+    /// Whether the agent's schema has been checked by this instance.
+    pub(crate) fn is_open(&self) -> bool {
+        self.ready.get()
+    }
+
+    /// Makes sure the agent's schema is current and, given its `name`,
+    /// records it for the alarm (which carries no request). Returns whether
+    /// this call created the agent; fails for an unknown agent unless
+    /// `create`.
+    pub(crate) fn open(&self, name: Option<&str>, create: bool) -> Result<bool, ApiError> {
+        if self.ready.get() {
+            return Ok(false);
+        }
+        let exists = self
+            .db()
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+                params![],
+            )?
+            .is_some();
+        if !exists && !create {
+            return Err(ApiError::AgentNotFound {
+                id: name.unwrap_or_default().to_string(),
+            });
+        }
+        migrate(self.db(), MIGRATIONS).map_err(|e| ApiError::Internal(e.to_string()))?;
+        if let Some(name) = name {
+            remember_name(self.db(), name)?;
+        }
+        // No upload survives a restart of this object: drop what they staged.
+        self.vfs().abort_stale_uploads()?;
+        // Nor does a job or schedule run: record them as cut off.
+        crate::runner::recover(self.db(), self.now_ms())?;
+        self.ready.set(true);
+        Ok(!exists)
+    }
+
+    /// Forgets everything this instance knew (the agent was deleted).
+    pub(crate) fn closed(&self) {
+        self.ready.set(false);
+        self.armed.set(false);
+        self.quotas.set(None);
+    }
+
+    /// The agent's name, as recorded when it was first opened.
+    pub(crate) fn name(&self) -> Result<String, ApiError> {
+        let row = self
+            .db()
+            .query_row("SELECT name FROM agent_name WHERE one = 1", params![])
+            .map_err(SchedError::from)?;
+        match row {
+            Some(row) => Ok(row.text(0)?.to_string()),
+            None => Err(ApiError::Internal(
+                "the agent's name was never recorded".into(),
+            )),
+        }
+    }
+
+    /// Runs an exec request on the backend it asks for, passing output to
+    /// `sink` as it comes (the light shell's all at once, at the end).
+    pub(crate) async fn exec(
+        &self,
+        body: &[u8],
+        sink: &dyn OutputSink,
+    ) -> Result<ExecOutcome, ApiError> {
+        let plan = exec::plan(body)?;
+        match plan.run {
+            Run::Shell(request) => {
+                let outcome =
+                    exec::run_shell(&self.vfs(), &HostClock(&self.host), request, plan.encoding)?;
+                for (stream, write) in [
+                    (
+                        &outcome.stdout,
+                        &(|d: &[u8]| sink.stdout(d)) as &dyn Fn(&[u8]),
+                    ),
+                    (&outcome.stderr, &|d: &[u8]| sink.stderr(d)),
+                ] {
+                    if !stream.bytes.is_empty() {
+                        write(&stream.bytes);
+                    }
+                }
+                Ok(outcome)
+            }
+            Run::Computer(command) => {
+                exec::check_cwd(&self.vfs(), &command.cwd)?;
+                let internet = settings::computer(self.db())?.internet;
+                let transport = self.host.computer(&self.name()?, internet)?;
+                let _turn = self.computer_turn.lock().await;
+                let running = RunningExec {
+                    job: sink.job(),
+                    exec: self.host.random_hex(32)?,
+                    cancelled: Rc::new(Cell::new(false)),
+                };
+                let (id, cancelled) = (running.exec.clone(), running.cancelled.clone());
+                self.running.replace(Some(running));
+                let exec = computer::Exec {
+                    id: &id,
+                    command,
+                    encoding: plan.encoding,
+                    cancelled: &cancelled,
+                };
+                let outcome = computer::run(self.db(), || self.vfs(), &transport, exec, sink).await;
+                self.running.replace(None);
+                Ok(outcome?)
+            }
+        }
+    }
+
+    /// Stops job `job`'s command if it is running on the computer.
+    pub(crate) async fn cancel_computer_job(&self, job: i64) -> Result<(), ApiError> {
+        let running = self.running.borrow().clone();
+        let Some(running) = running.filter(|r| r.job == Some(job)) else {
+            return Ok(());
+        };
+        // Whatever stage the command is at, the flag stops it: before it
+        // starts, it never does; once it runs, the cancel below (or the
+        // driver, if the exec request is still on its way) ends it.
+        running.cancelled.set(true);
+        let internet = settings::computer(self.db())?.internet;
+        let transport = self.host.computer(&self.name()?, internet)?;
+        match computer::cancel(&transport, &running.exec).await {
+            Err(computer::ComputerError::Refused {
+                code: stead_sync::ErrorCode::UnknownExec,
+                ..
+            }) => Ok(()),
+            other => Ok(other?),
+        }
+    }
+}
+
+/// Records the agent's name so the alarm, which carries no request, knows
+/// it.
+fn remember_name<S: Sql>(db: &S, name: &str) -> Result<(), ApiError> {
+    db.execute(
+        "INSERT INTO agent_name (one, name) VALUES (1, ?) \
+         ON CONFLICT (one) DO UPDATE SET name = excluded.name",
+        params![name],
+    )
+    .map_err(SchedError::from)?;
+    Ok(())
+}

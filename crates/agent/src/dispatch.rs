@@ -1,0 +1,498 @@
+//! Where a request is authorized, carried out and audited: the one entry
+//! for every way in.
+//!
+//! An HTTP request, a tool call over a WebSocket and a hook call all become
+//! a [`Request`] and go through [`Agent::dispatch`]: the caller is checked
+//! against the action's [`Policy`] (and, for a token, against the agent's
+//! revocations), the action runs, and if its policy says it can change
+//! something, the outcome is recorded in the audit log. Nothing else in the
+//! crate authorizes or audits, so an entry point added later cannot forget
+//! to.
+
+use serde_json::{json, Value};
+use stead_scheduler::{Hooks, Jobs, SchedError, Schedules};
+use stead_vfs::{Node, VPath, WriteOptions, CHUNK_SIZE};
+
+use crate::auth::{self, Caller};
+use crate::computer::Discard;
+use crate::policy::{Audit, Policy};
+use crate::route::{Action, MAX_JSON_BODY};
+use crate::scheduling;
+use crate::socket::SocketState;
+use crate::{audit, host::Host, settings, tools, Agent, ApiError};
+
+/// The header a hook caller puts its secret in.
+pub const HOOK_SECRET_HEADER: &str = "x-hook-secret";
+
+/// A request body, read in pieces (HTTP bodies stream; a socket call's
+/// arguments are already in memory).
+#[allow(async_fn_in_trait)]
+pub trait Body {
+    /// The length the sender declared, if it did.
+    fn declared_len(&self) -> Option<usize>;
+    /// Appends up to about `max` bytes to `buffer`; returns how many were
+    /// appended, 0 at the end.
+    async fn read_into(&mut self, buffer: &mut Vec<u8>, max: usize) -> Result<usize, ApiError>;
+}
+
+/// A body held in memory.
+pub struct Bytes(pub Vec<u8>);
+
+impl Body for Bytes {
+    fn declared_len(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+
+    async fn read_into(&mut self, buffer: &mut Vec<u8>, max: usize) -> Result<usize, ApiError> {
+        let take = self.0.len().min(max);
+        buffer.extend(self.0.drain(..take));
+        Ok(take)
+    }
+}
+
+/// Reads a whole body of at most `limit` bytes.
+pub async fn read_body(body: &mut impl Body, limit: usize) -> Result<Vec<u8>, ApiError> {
+    if body.declared_len().is_some_and(|len| len > limit) {
+        return Err(ApiError::BodyTooLarge { limit });
+    }
+    let mut out = Vec::new();
+    loop {
+        let room = (limit + 1).saturating_sub(out.len()).max(1);
+        let read = body.read_into(&mut out, room).await?;
+        if out.len() > limit {
+            return Err(ApiError::BodyTooLarge { limit });
+        }
+        if read == 0 {
+            return Ok(out);
+        }
+    }
+}
+
+/// Where a request came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// An HTTP request.
+    Http,
+    /// A `call` message on a WebSocket.
+    Socket,
+}
+
+impl Entry {
+    /// The source a job queued from here records.
+    fn job_source(self) -> &'static str {
+        match self {
+            Entry::Http => "api",
+            Entry::Socket => "socket",
+        }
+    }
+}
+
+/// A request to the agent, from any entry point.
+pub struct Request<B> {
+    pub entry: Entry,
+    /// The agent's id, as the route named it.
+    pub agent: String,
+    pub action: Action,
+    pub caller: Caller,
+    /// Decoded query parameters, in order.
+    pub query: Vec<(String, String)>,
+    /// The `x-hook-secret` header of a hook call.
+    pub hook_secret: Option<String>,
+    /// Whether the request asks for a WebSocket upgrade.
+    pub upgrade: bool,
+    pub body: B,
+}
+
+/// What the agent answers.
+#[derive(Debug)]
+pub enum Reply {
+    /// A JSON answer.
+    Json { status: u16, body: Value },
+    /// A file to stream out, one chunk at a time
+    /// (`Vfs::chunk(id, &path)` for each of `chunks`).
+    File {
+        path: VPath,
+        node: Node,
+        chunks: Vec<i64>,
+    },
+    /// Accept the WebSocket, with this attachment.
+    Socket(SocketState),
+}
+
+impl Reply {
+    fn ok(body: Value) -> Reply {
+        Reply::Json { status: 200, body }
+    }
+
+    /// The answer for a failure.
+    pub fn error(error: &ApiError) -> Reply {
+        Reply::Json {
+            status: error.status(),
+            body: error.body(),
+        }
+    }
+}
+
+impl<H: Host> Agent<H> {
+    /// Serves a request from any entry point: authorize, carry out, audit.
+    pub async fn dispatch<B: Body>(&self, mut request: Request<B>) -> Result<Reply, ApiError> {
+        let policy: Policy = request.action.policy();
+        let mut target = audit::route_target(&request.action);
+        // A refusal is recorded like any other outcome: who tried what.
+        let outcome = match self.authorize(&request, policy) {
+            Ok(()) => self.perform(&mut request, &mut target).await,
+            Err(refused) => Err(refused),
+        };
+        if let Audit::Record(name) = policy.audit {
+            self.audit(&request.caller, name, target.as_deref(), &outcome);
+        }
+        if outcome.is_ok() {
+            crate::subscriptions::notify_changes(self);
+        }
+        outcome
+    }
+
+    /// Checks the caller may perform the action: it holds the access the
+    /// policy asks for, and its token (if any) is not revoked.
+    fn authorize<B>(&self, request: &Request<B>, policy: Policy) -> Result<(), ApiError> {
+        request.caller.admit(policy.access)?;
+        let Some(token) = request.caller.token_id() else {
+            return Ok(());
+        };
+        match self.open(Some(&request.agent), false) {
+            Ok(_) => {}
+            // An agent not created yet has no revocations to check (and the
+            // action then fails as it must, unless it creates the agent).
+            Err(ApiError::AgentNotFound { .. }) => return Ok(()),
+            Err(error) => return Err(error),
+        }
+        if auth::is_revoked(self.db(), token)? {
+            return Err(ApiError::TokenRevoked);
+        }
+        Ok(())
+    }
+
+    /// Records a call that could change something in the audit log (unless
+    /// the agent is gone). The call has happened: failing to record it must
+    /// not fail it.
+    fn audit<T>(
+        &self,
+        caller: &Caller,
+        action: &str,
+        target: Option<&str>,
+        outcome: &Result<T, ApiError>,
+    ) {
+        if !self.is_open() {
+            return;
+        }
+        let result = match outcome {
+            Ok(_) => "ok",
+            Err(error) => error.code(),
+        };
+        let revision = self.vfs().revision().ok();
+        let _ = audit::record(
+            self.db(),
+            self.now_ms(),
+            &caller.actor(),
+            action,
+            target,
+            result,
+            revision,
+        );
+    }
+
+    /// Carries out an authorized request.
+    async fn perform<B: Body>(
+        &self,
+        request: &mut Request<B>,
+        target: &mut Option<String>,
+    ) -> Result<Reply, ApiError> {
+        let agent = request.agent.clone();
+        let created = match self.open(Some(&agent), request.action.creates()) {
+            // A hook caller learns nothing about which agents exist.
+            Err(ApiError::AgentNotFound { .. }) if request.action.public() => {
+                return Err(SchedError::HookRefused.into())
+            }
+            opened => opened?,
+        };
+        if !self.armed.replace(true) {
+            self.arm().await?;
+        }
+        // A hook caller proves itself before its body is read.
+        let hook = match &request.action {
+            Action::HookCall(name) => {
+                let presented = request.hook_secret.as_deref().unwrap_or_default();
+                Some(Hooks::new(self.db()).authenticate(name, presented, self.now_ms())?)
+            }
+            _ => None,
+        };
+        let json_body = if request.action.takes_json() {
+            let body = read_body(&mut request.body, MAX_JSON_BODY).await?;
+            *target = target.take().or_else(|| audit::target_of(&body));
+            body
+        } else {
+            Vec::new()
+        };
+        let db = self.db();
+        let answer = match &request.action {
+            Action::Create => {
+                return Ok(Reply::Json {
+                    status: if created { 201 } else { 200 },
+                    body: json!({
+                        "agent": agent, "created": created, "revision": self.vfs().revision()?,
+                    }),
+                })
+            }
+            Action::Info => json!({
+                "agent": agent,
+                "usage": self.vfs().usage()?,
+                "database_bytes": self.host.database_size(),
+            }),
+            Action::Delete => {
+                crate::subscriptions::close_all(self);
+                self.host.wipe().await?;
+                self.host.set_alarm(None).await?;
+                self.closed();
+                json!({ "agent": agent, "deleted": true })
+            }
+            Action::Ping => json!({ "agent": agent }),
+            Action::Tool(tool) => tools::call(&self.vfs(), *tool, &json_body)?,
+            Action::Exec => {
+                let source = request.entry.job_source();
+                return self.exec_request(&request.caller, source, json_body).await;
+            }
+            Action::Socket => {
+                if !request.upgrade {
+                    return Err(ApiError::UpgradeRequired);
+                }
+                return Ok(Reply::Socket(SocketState {
+                    agent,
+                    caller: request.caller.clone(),
+                    ..SocketState::default()
+                }));
+            }
+            Action::Audit => {
+                let (after, limit) = audit_page(&request.query)?;
+                json!({ "entries": audit::list(db, after, limit)? })
+            }
+            Action::Settings => settings::get(db)?,
+            Action::SettingsPut => {
+                let settings = settings::put(db, &json_body)?;
+                self.quotas_changed();
+                settings
+            }
+            Action::RevokeToken => {
+                let revoke: auth::RevokeRequest = tools::decode(&json_body)?;
+                *target = Some(revoke.id.clone());
+                let now_s = self.now_ms() / 1000;
+                // Kept for the longest lifetime a token can have.
+                auth::revoke(db, &revoke.id, now_s + auth::MAX_TTL_SECONDS, now_s)?;
+                json!({ "revoked": revoke.id })
+            }
+            Action::Jobs => scheduling::list_jobs(db, &request.query)?,
+            Action::Job(id) => scheduling::job_json(&Jobs::new(db).get(*id)?),
+            Action::JobOutput(id) => scheduling::job_output(db, *id, &request.query)?,
+            Action::JobCancel(id) => {
+                let job = scheduling::cancel_job(db, *id, self.now_ms())?;
+                if job.state.is_final() {
+                    crate::subscriptions::broadcast_job_end(self, &job);
+                } else {
+                    // Running: on the computer, stop the command itself.
+                    self.cancel_computer_job(*id).await?;
+                }
+                scheduling::job_json(&job)
+            }
+            Action::Schedules => scheduling::list_schedules(db)?,
+            Action::Schedule(id) => scheduling::get_schedule(db, id)?,
+            Action::ScheduleCreate | Action::SchedulePut(_) => {
+                auth::require_exec_of(&request.caller, &json_body)?;
+                let path_id = match &request.action {
+                    Action::SchedulePut(id) => Some(id.as_str()),
+                    _ => None,
+                };
+                let generated_id = format!("s-{}", self.host.random_hex(12)?);
+                let answer = scheduling::put_schedule(
+                    db,
+                    path_id,
+                    &json_body,
+                    &generated_id,
+                    &self.host.random_hex(48)?,
+                    self.now_ms(),
+                    self.quotas().max_schedules as i64,
+                )?;
+                self.arm().await?;
+                let status = if path_id.is_some() { 200 } else { 201 };
+                return Ok(Reply::Json {
+                    status,
+                    body: answer,
+                });
+            }
+            Action::ScheduleDelete(id) => {
+                Schedules::new(db).delete(id)?;
+                self.arm().await?;
+                json!({ "deleted": id })
+            }
+            Action::Hooks => json!({ "hooks": Hooks::new(db).list()? }),
+            Action::Hook(name) => json!({ "hook": Hooks::new(db).get(name)? }),
+            Action::HookPut(name) => {
+                auth::require_exec_of(&request.caller, &json_body)?;
+                let secret = self.host.random_hex(48)?;
+                scheduling::put_hook(db, name, &json_body, &secret, self.now_ms())?
+            }
+            Action::HookDelete(name) => {
+                Hooks::new(db).delete(name)?;
+                json!({ "deleted": name })
+            }
+            Action::HookCall(name) => {
+                let hook = hook.expect("authenticated above");
+                let job_request = scheduling::hook_request(&hook, &json_body);
+                let job = self.start_job(&format!("hook:{name}"), job_request).await?;
+                return Ok(Reply::Json {
+                    status: 202,
+                    body: json!({ "job": scheduling::job_json(&job) }),
+                });
+            }
+            Action::Download(path) => {
+                let path = VPath::parse(path)?;
+                let (node, chunks) = self.vfs().file_chunks(&path)?;
+                return Ok(Reply::File { path, node, chunks });
+            }
+            Action::Upload(path) => {
+                let options = upload_options(&request.query)?;
+                self.upload(&VPath::parse(path)?, options, &mut request.body)
+                    .await?
+            }
+        };
+        Ok(Reply::ok(answer))
+    }
+
+    /// `exec`: checks the caller may run the command where it would run,
+    /// then runs it now, or queues it as a job with `detach`.
+    pub(crate) async fn exec_request(
+        &self,
+        caller: &Caller,
+        source: &str,
+        body: Vec<u8>,
+    ) -> Result<Reply, ApiError> {
+        if let Some(destination) = crate::exec::destination(&body) {
+            auth::require_exec(caller, destination)?;
+        }
+        let body = match scheduling::split_detach(&body)? {
+            Some((true, request)) => {
+                let job = self.start_job(source, request).await?;
+                return Ok(Reply::Json {
+                    status: 202,
+                    body: json!({ "job": scheduling::job_json(&job) }),
+                });
+            }
+            Some((false, request)) => request.to_string().into_bytes(),
+            None => body,
+        };
+        Ok(Reply::ok(self.exec(&body, &Discard).await?.to_json()))
+    }
+
+    /// Streams a request body into the file at `path`: chunks are staged as
+    /// they arrive and the file changes only when the last one is in.
+    async fn upload(
+        &self,
+        path: &VPath,
+        options: WriteOptions,
+        body: &mut impl Body,
+    ) -> Result<Value, ApiError> {
+        let vfs = self.vfs();
+        let limit = vfs.limits().max_file_bytes;
+        let upload = vfs.begin_upload(path, options)?;
+        let staged = async {
+            let mut buffer: Vec<u8> = Vec::with_capacity(CHUNK_SIZE);
+            let (mut idx, mut total) = (0i64, 0u64);
+            loop {
+                let room = CHUNK_SIZE - buffer.len();
+                let read = body.read_into(&mut buffer, room).await?;
+                if read == 0 {
+                    break;
+                }
+                total += read as u64;
+                if total > limit {
+                    return Err(stead_vfs::VfsError::FileTooLarge {
+                        path: path.to_string(),
+                        size: total,
+                        limit,
+                    }
+                    .into());
+                }
+                // A piece may overrun the chunk: split.
+                while buffer.len() >= CHUNK_SIZE {
+                    let rest = buffer.split_off(CHUNK_SIZE);
+                    self.vfs().stage_chunk(upload, idx, &buffer)?;
+                    buffer = rest;
+                    idx += 1;
+                }
+            }
+            if !buffer.is_empty() {
+                self.vfs().stage_chunk(upload, idx, &buffer)?;
+            }
+            Ok::<u64, ApiError>(total)
+        }
+        .await;
+        let committed =
+            staged.and_then(|total| Ok(self.vfs().commit_upload(upload, path, total, options)?));
+        match committed {
+            Ok(written) => {
+                serde_json::to_value(written).map_err(|e| ApiError::Internal(e.to_string()))
+            }
+            Err(error) => {
+                self.vfs().abort_upload(upload)?;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// `after` and `limit` of an audit page, from the query string.
+fn audit_page(query: &[(String, String)]) -> Result<(i64, i64), ApiError> {
+    let (mut after, mut limit) = (0, audit::PAGE);
+    for (key, value) in query {
+        let number = value
+            .parse::<i64>()
+            .map_err(|_| ApiError::InvalidRequest(format!("{key}={value:?} is not a number")))?;
+        match key.as_str() {
+            "after" => after = number,
+            "limit" => limit = number,
+            other => {
+                return Err(ApiError::InvalidRequest(format!(
+                    "unknown query parameter {other:?}"
+                )))
+            }
+        }
+    }
+    Ok((after, limit))
+}
+
+/// Upload options from the query string: `mode=755`, `parents=false`.
+fn upload_options(query: &[(String, String)]) -> Result<WriteOptions, ApiError> {
+    let mut options = WriteOptions::default();
+    for (key, value) in query {
+        match key.as_str() {
+            "mode" => {
+                let bits = u32::from_str_radix(value, 8)
+                    .ok()
+                    .filter(|bits| *bits <= 0o7777)
+                    .ok_or_else(|| {
+                        ApiError::InvalidRequest(format!("mode {value:?} is not octal"))
+                    })?;
+                options.mode = Some(bits);
+            }
+            "parents" => {
+                options.create_parents = value.parse().map_err(|_| {
+                    ApiError::InvalidRequest(format!("parents={value:?}: use true or false"))
+                })?
+            }
+            other => {
+                return Err(ApiError::InvalidRequest(format!(
+                    "unknown query parameter {other:?}"
+                )))
+            }
+        }
+    }
+    Ok(options)
+}

@@ -1,0 +1,125 @@
+//! The seam between the agent and the platform it runs on.
+//!
+//! Everything the agent needs from outside its database comes through these
+//! traits, and nothing else does: a clock and randomness, the one alarm,
+//! the WebSockets it holds, outbound webhook calls, a way to wipe its
+//! storage, and a [`Transport`] to its computer. On Workers the Durable
+//! Object implements them over `worker` types (the `stead` crate's glue);
+//! in host tests a fake host implements them over plain Rust, and the
+//! transport reaches a real `stead-computer` process. Keeping the seam this
+//! narrow is what lets every piece of behaviour be tested without
+//! `wrangler`.
+//!
+//! The futures are not `Send`: a Durable Object runs on one thread, and so
+//! does everything the agent awaits.
+#![allow(async_fn_in_trait)]
+
+use futures::stream::LocalBoxStream;
+use stead_sql::Sql;
+
+use crate::socket::SocketState;
+
+/// A failure of the platform itself (storage, the alarm API, randomness).
+#[derive(Debug, thiserror::Error)]
+#[error("the platform failed to {operation}: {message}")]
+pub struct HostError {
+    pub operation: &'static str,
+    pub message: String,
+}
+
+impl HostError {
+    pub fn new(operation: &'static str, message: impl std::fmt::Display) -> Self {
+        HostError {
+            operation,
+            message: message.to_string(),
+        }
+    }
+}
+
+/// What the agent needs from its platform.
+pub trait Host {
+    /// The agent's database.
+    type Db: Sql;
+    /// One of the agent's accepted WebSockets.
+    type Socket: Socket;
+    /// The way to the agent's computer.
+    type Computer: Transport;
+
+    fn db(&self) -> &Self::Db;
+
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> i64;
+
+    /// `chars` random lowercase hex digits from a CSPRNG.
+    fn random_hex(&self, chars: usize) -> Result<String, HostError>;
+
+    /// Sets the agent's one alarm to fire at `at_ms`, or clears it.
+    async fn set_alarm(&self, at_ms: Option<i64>) -> Result<(), HostError>;
+
+    /// Deletes all of the agent's storage (the agent is being deleted).
+    async fn wipe(&self) -> Result<(), HostError>;
+
+    /// Bytes the database occupies.
+    fn database_size(&self) -> u64;
+
+    /// The WebSockets the agent has accepted and that are still open.
+    fn sockets(&self) -> Vec<Self::Socket>;
+
+    /// Sends a webhook: a POST of `body` with `headers`. `Ok` carries the
+    /// answer's status; `Err` a reason the call could not be made.
+    async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: String,
+    ) -> Result<u16, String>;
+
+    /// The transport to agent `agent`'s computer, whose container (when it
+    /// starts) gets outbound network only if `internet`.
+    fn computer(&self, agent: &str, internet: bool)
+        -> Result<Self::Computer, crate::ComputerError>;
+}
+
+/// One accepted WebSocket. What it has subscribed to lives in its
+/// attachment ([`SocketState`]), which the platform keeps across
+/// hibernation, never in the agent's memory.
+pub trait Socket {
+    /// Sends a text message; a socket closing under us is not an error.
+    fn send(&self, text: &str);
+    /// The socket's attachment, if one was saved.
+    fn state(&self) -> Option<SocketState>;
+    /// Replaces the socket's attachment.
+    fn save(&self, state: &SocketState);
+    /// Closes the socket with `code` and `reason`.
+    fn close(&self, code: u16, reason: &str);
+}
+
+/// An HTTP method of the computer protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+}
+
+/// A request body of the computer protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payload {
+    pub bytes: Vec<u8>,
+    pub content_type: &'static str,
+}
+
+/// A body arriving in pieces.
+pub type ByteStream = LocalBoxStream<'static, Result<Vec<u8>, String>>;
+
+/// Requests to the agent's computer (see `crate::computer::link`, which
+/// turns statuses and error bodies into typed errors).
+pub trait Transport {
+    /// Sends `method path` with `body`; `Ok` carries the answer's status and
+    /// its body as it arrives, `Err` a reason it could not be delivered.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Payload>,
+    ) -> Result<(u16, ByteStream), String>;
+}

@@ -1,0 +1,52 @@
+//! The agent's behaviour, in plain Rust: what a stead agent does with each
+//! request, alarm and socket message, without knowing it runs on Workers.
+//!
+//! An [`Agent`] sits on a [`Host`]: the platform's clock, randomness, alarm,
+//! WebSockets, outbound calls and the [`Transport`] to its computer, plus
+//! its SQLite database. On Workers the `stead` crate's Durable Object
+//! implements `Host` over `worker` types and does nothing else; in host
+//! tests a fake host does, so every behaviour here is tested with
+//! `cargo test` alone.
+//!
+//! Where things happen:
+//! - [`route`]: a URL into an [`Action`]; [`policy`]: what each action needs
+//!   and what the audit log calls it (one exhaustive table);
+//! - [`dispatch`]: where a request is authorized, carried out and audited,
+//!   for every entry point (HTTP, WebSocket calls, hooks);
+//! - [`auth`]: tokens, scopes and callers; [`audit`]: the audit log;
+//!   [`settings`]: quotas and computer settings;
+//! - [`tools`]: the file tools; [`exec`]: planning a command and the one
+//!   [`ExecOutcome`] both backends answer;
+//! - [`computer`]: the driver that syncs the workspace with the computer and
+//!   runs commands there;
+//! - [`runner`]: where a job runs, the alarm loop; [`scheduling`]: jobs,
+//!   schedules and hooks as the API shows them;
+//! - [`socket`]: the WebSocket protocol; [`subscriptions`]: where job output
+//!   and change events are sent.
+
+#![deny(unreachable_pub)]
+
+mod agent;
+pub mod audit;
+pub mod auth;
+pub mod computer;
+pub mod dispatch;
+mod error;
+pub mod exec;
+pub mod host;
+pub mod policy;
+pub mod route;
+pub mod runner;
+pub mod scheduling;
+pub mod settings;
+pub mod socket;
+pub mod subscriptions;
+pub mod tools;
+
+pub use agent::Agent;
+pub use computer::ComputerError;
+pub use dispatch::{Body, Bytes, Entry, Reply, Request, HOOK_SECRET_HEADER};
+pub use error::ApiError;
+pub use exec::ExecOutcome;
+pub use host::{Host, HostError, Socket, Transport};
+pub use route::{route, Action, Route, Tool, MAX_JSON_BODY};

@@ -1,0 +1,107 @@
+//! Routing: every route, and the refusals of malformed ones.
+
+use super::*;
+
+impl PartialEq for ApiError {
+    fn eq(&self, other: &Self) -> bool {
+        self.code() == other.code() && self.to_string() == other.to_string()
+    }
+}
+
+#[test]
+fn routes() {
+    let agent = |action| {
+        Ok(Route::Agent {
+            id: "a-1".into(),
+            action,
+        })
+    };
+    assert_eq!(route("GET", "/health"), Ok(Route::Health));
+    assert_eq!(route("PUT", "/agents/a-1"), agent(Action::Create));
+    assert_eq!(
+        route("POST", "/agents/a-1/read"),
+        agent(Action::Tool(Tool::Read))
+    );
+    assert_eq!(
+        route("GET", "/agents/a-1/files/dir/my%20file.txt"),
+        agent(Action::Download("/dir/my file.txt".into()))
+    );
+    let code = |method, path| route(method, path).unwrap_err().code().to_string();
+    assert_eq!(code("GET", "/agents/a-1/read"), "METHOD_NOT_ALLOWED");
+    assert_eq!(code("POST", "/agents/a-1/nope"), "NO_ROUTE");
+    assert_eq!(code("POST", "/health"), "METHOD_NOT_ALLOWED");
+    assert_eq!(code("GET", "/elsewhere"), "NO_ROUTE");
+    assert_eq!(code("PUT", "/agents/bad%20id"), "INVALID_AGENT_ID");
+    let too_long = format!("/agents/{}", "a".repeat(65));
+    assert_eq!(code("PUT", &too_long), "INVALID_AGENT_ID");
+    assert_eq!(code("GET", "/agents/a/files/%zz"), "INVALID_REQUEST");
+    assert_eq!(code("GET", "/agents/a/files/%+1"), "INVALID_REQUEST");
+    assert_eq!(percent_decode("%41%2f").unwrap(), "A/");
+    assert_eq!(code("GET", "/agents/a/files/%ff"), "INVALID_REQUEST");
+}
+
+#[test]
+fn agent_ids() {
+    assert!(valid_agent_id("Agent_1.x-y"));
+    assert!(!valid_agent_id(""));
+    assert!(!valid_agent_id("a/b"));
+    assert!(!valid_agent_id("é"));
+}
+
+#[test]
+fn job_schedule_hook_and_socket_routes() {
+    let action = |method, path| match route(method, path) {
+        Ok(Route::Agent { action, .. }) => Ok(action),
+        Ok(other) => panic!("{other:?}"),
+        Err(error) => Err(error.code().to_string()),
+    };
+    assert_eq!(action("GET", "/agents/a/jobs"), Ok(Action::Jobs));
+    assert_eq!(action("GET", "/agents/a/jobs/7"), Ok(Action::Job(7)));
+    assert_eq!(
+        action("GET", "/agents/a/jobs/7/output"),
+        Ok(Action::JobOutput(7))
+    );
+    assert_eq!(
+        action("POST", "/agents/a/jobs/7/cancel"),
+        Ok(Action::JobCancel(7))
+    );
+    assert_eq!(
+        action("POST", "/agents/a/jobs/7"),
+        Err("METHOD_NOT_ALLOWED".into())
+    );
+    assert_eq!(action("GET", "/agents/a/jobs/x"), Err("NO_ROUTE".into()));
+    assert_eq!(
+        action("GET", "/agents/a/jobs/7/nope"),
+        Err("NO_ROUTE".into())
+    );
+    assert_eq!(action("GET", "/agents/a/schedules"), Ok(Action::Schedules));
+    assert_eq!(
+        action("POST", "/agents/a/schedules"),
+        Ok(Action::ScheduleCreate)
+    );
+    assert_eq!(
+        action("PUT", "/agents/a/schedules/night%20ly"),
+        Ok(Action::SchedulePut("night ly".into()))
+    );
+    assert_eq!(
+        action("DELETE", "/agents/a/schedules/n"),
+        Ok(Action::ScheduleDelete("n".into()))
+    );
+    assert_eq!(
+        action("DELETE", "/agents/a/schedules"),
+        Err("METHOD_NOT_ALLOWED".into())
+    );
+    assert_eq!(
+        action("POST", "/agents/a/hooks/gh"),
+        Ok(Action::HookCall("gh".into()))
+    );
+    assert_eq!(
+        action("PUT", "/agents/a/hooks/gh"),
+        Ok(Action::HookPut("gh".into()))
+    );
+    assert_eq!(action("GET", "/agents/a/ws"), Ok(Action::Socket));
+    assert_eq!(
+        action("POST", "/agents/a/ws"),
+        Err("METHOD_NOT_ALLOWED".into())
+    );
+}

@@ -1,0 +1,217 @@
+//! Where a job runs: the alarm loop and the job runner.
+//!
+//! **The alarm drives everything.** A detached exec, a hook call and a
+//! schedule's run all become a job row in state `queued`; the agent's one
+//! alarm is then set to the earliest moment anything is due (now, for a
+//! queued job) by [`Agent::arm`], after every change and on the first event
+//! of every instance (so a restart re-arms it). The alarm runs queued jobs
+//! and due schedule runs until none is left, then re-arms. Running jobs from
+//! the alarm rather than from the request that queued them means a job
+//! never depends on a connection, and a crash is recovered by the
+//! platform's own alarm retry: a job found `running` when an instance starts
+//! was cut off, so it is marked `failed` with that reason (never silently
+//! re-run: it may have half-applied its writes), and a schedule run cut off
+//! the same way is recorded `interrupted` and retried if its schedule
+//! allows.
+//!
+//! Every run that was taken is finished in the ledger, whatever happened to
+//! it: a run whose job could not even be recorded ends `failed` with the
+//! reason, never `running` until the next restart.
+//!
+//! Output reaches the job log through [`JobSink`], which appends each piece
+//! as the backend hands it over and pushes it to subscribed WebSockets in
+//! the same synchronous step, so a subscriber never misses or doubles a
+//! piece (see `crate::subscriptions`).
+
+use serde_json::Value;
+use stead_scheduler::{
+    jobs::Stream, signing, Job, JobState, Jobs, RunOutcome, RunTicket, SchedError, ScheduleAction,
+    Schedules,
+};
+use stead_sql::Sql;
+
+use crate::computer::OutputSink;
+use crate::host::Host;
+use crate::{scheduling, subscriptions, Agent, ApiError};
+
+/// Most runs one alarm carries out before re-arming for the rest.
+const MAX_RUNS_PER_ALARM: usize = 50;
+
+/// Appends a job's output to its log and pushes it to subscribers.
+pub struct JobSink<'a, H: Host> {
+    agent: &'a Agent<H>,
+    job: i64,
+}
+
+impl<H: Host> JobSink<'_, H> {
+    fn push(&self, stream: Stream, data: &[u8]) {
+        // An output piece that cannot be stored is lost to the log, but the
+        // job goes on; the outcome still carries the output.
+        if let Ok(pieces) = self
+            .agent
+            .jobs()
+            .append(self.job, stream, data, self.agent.now_ms())
+        {
+            subscriptions::broadcast_output(self.agent, self.job, &pieces);
+        }
+    }
+}
+
+impl<H: Host> OutputSink for JobSink<'_, H> {
+    fn stdout(&self, data: &[u8]) {
+        self.push(Stream::Stdout, data);
+    }
+
+    fn stderr(&self, data: &[u8]) {
+        self.push(Stream::Stderr, data);
+    }
+
+    fn job(&self) -> Option<i64> {
+        Some(self.job)
+    }
+}
+
+/// Work cut off by a restart: called once per instance, before anything
+/// runs. Running jobs fail with the reason; interrupted schedule runs are
+/// recorded and retried where allowed.
+pub fn recover<S: Sql>(db: &S, now_ms: i64) -> Result<(), ApiError> {
+    Jobs::new(db).fail_interrupted(now_ms)?;
+    Schedules::new(db).interrupt_running(now_ms)?;
+    Ok(())
+}
+
+impl<H: Host> Agent<H> {
+    /// Sets the alarm to the earliest due time (now if a job is queued), or
+    /// clears it when nothing is due.
+    pub(crate) async fn arm(&self) -> Result<(), ApiError> {
+        let queued = Jobs::new(self.db()).has_queued()?.then(|| self.now_ms());
+        let due = Schedules::new(self.db()).next_wake()?;
+        let at = [queued, due].into_iter().flatten().min();
+        self.host.set_alarm(at).await?;
+        Ok(())
+    }
+
+    /// Queues a job for `request` and arms the alarm to run it.
+    pub(crate) async fn start_job(&self, source: &str, request: Value) -> Result<Job, ApiError> {
+        let job = scheduling::create_job(self.db(), source, request, self.now_ms())?;
+        self.arm().await?;
+        Ok(job)
+    }
+
+    /// The alarm: run every queued job and every due schedule run, then
+    /// re-arm. An error makes the platform retry the alarm.
+    pub async fn alarm(&self) -> Result<(), ApiError> {
+        match self.open(None, false) {
+            Ok(_) => {}
+            // The agent was deleted: nothing to run, nothing to re-arm.
+            Err(ApiError::AgentNotFound { .. }) => return Ok(()),
+            Err(error) => return Err(error),
+        }
+        let outcome = self.drain().await;
+        // Re-arm whatever happened, so a failure is retried and nothing
+        // stalls.
+        let armed = self.arm().await;
+        outcome.and(armed)
+    }
+
+    async fn drain(&self) -> Result<(), ApiError> {
+        for _ in 0..MAX_RUNS_PER_ALARM {
+            if let Some(job) = Jobs::new(self.db()).claim_next(self.now_ms())? {
+                self.run_job(job).await?;
+                continue;
+            }
+            let Some(ticket) = Schedules::new(self.db()).take_due(self.now_ms())? else {
+                return Ok(());
+            };
+            let outcome = match ticket.schedule.action {
+                ScheduleAction::Webhook => self.call_webhook(&ticket).await,
+                ScheduleAction::Exec => self
+                    .run_scheduled_exec(&ticket)
+                    .await
+                    .unwrap_or_else(|error| RunOutcome::failed(error.to_string())),
+            };
+            match Schedules::new(self.db()).finish_run(&ticket, &outcome, self.now_ms()) {
+                // Deleted while it ran: nothing left to record.
+                Ok(_) | Err(SchedError::ScheduleNotFound { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the claimed job `job` to its end and tells subscribers.
+    async fn run_job(&self, job: Job) -> Result<Job, ApiError> {
+        let sink = JobSink {
+            agent: self,
+            job: job.id,
+        };
+        let body = job.request.to_string();
+        let result = self.exec(body.as_bytes(), &sink).await;
+        let outcome = scheduling::outcome_of(&result);
+        let job = self.jobs().finish(job.id, &outcome, self.now_ms())?;
+        subscriptions::broadcast_job_end(self, &job);
+        subscriptions::notify_changes(self);
+        Ok(job)
+    }
+
+    /// A schedule's exec run: a job, recorded in the ledger before it
+    /// starts.
+    async fn run_scheduled_exec(&self, ticket: &RunTicket) -> Result<RunOutcome, ApiError> {
+        let request = ticket.schedule.exec.clone().unwrap_or(Value::Null);
+        let source = format!("schedule:{}", ticket.schedule.id);
+        let job = match scheduling::create_job(self.db(), &source, request, self.now_ms()) {
+            Ok(job) => job,
+            Err(error) => return Ok(RunOutcome::failed(error.to_string())),
+        };
+        Schedules::new(self.db()).set_job(ticket, job.id)?;
+        let Some(job) = Jobs::new(self.db()).claim(job.id, self.now_ms())? else {
+            return Ok(RunOutcome {
+                job_id: Some(job.id),
+                ..RunOutcome::failed("the job was cancelled before it started".into())
+            });
+        };
+        let job = self.run_job(job).await?;
+        let error = match (job.state, &job.error, job.exit_code) {
+            (JobState::Succeeded, _, _) => None,
+            (_, Some(error), _) => Some(error.clone()),
+            (state, None, Some(code)) => Some(format!("job {state} with exit code {code}")),
+            (state, None, None) => Some(format!("job {state}")),
+        };
+        Ok(RunOutcome {
+            ok: job.state == JobState::Succeeded,
+            job_id: Some(job.id),
+            status: None,
+            error,
+        })
+    }
+
+    /// A schedule's webhook call: a signed POST; 2xx is success.
+    async fn call_webhook(&self, ticket: &RunTicket) -> RunOutcome {
+        let (Some(url), Some(secret)) = (&ticket.schedule.url, &ticket.schedule.secret) else {
+            return RunOutcome::failed("the schedule has no webhook url".into());
+        };
+        let body = ticket.webhook_body();
+        let timestamp = self.now_ms();
+        let headers = [
+            ("content-type", "application/json".to_string()),
+            ("x-stead-timestamp", timestamp.to_string()),
+            (
+                "x-stead-signature",
+                signing::signature(secret, timestamp, body.as_bytes()),
+            ),
+            ("x-stead-schedule", ticket.schedule.id.clone()),
+        ];
+        match self.host.post(url, &headers, body).await {
+            Ok(status) if (200..300).contains(&status) => RunOutcome {
+                ok: true,
+                status: Some(i64::from(status)),
+                ..RunOutcome::default()
+            },
+            Ok(status) => RunOutcome {
+                status: Some(i64::from(status)),
+                ..RunOutcome::failed(format!("the webhook answered {status}"))
+            },
+            Err(error) => RunOutcome::failed(format!("the webhook call failed: {error}")),
+        }
+    }
+}

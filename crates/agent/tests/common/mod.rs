@@ -1,0 +1,505 @@
+//! The agent on a host made for tests: real SQLite, a clock the test moves,
+//! sockets that record what they were sent, and a transport to a real
+//! `stead-computer` process.
+//!
+//! - [`FakeHost`] is the one fake: the platform's alarm, sockets and
+//!   outbound calls do not exist outside Workers, so it records them.
+//!   Its database is real SQLite ([`FaultySql`] passes every statement to
+//!   it, failing the ones a test names, to reach failure paths).
+//! - [`HttpTransport`] is real HTTP to a real `stead-computer`; wrapped in
+//!   [`FaultyTransport`] it breaks chosen steps of the protocol.
+#![allow(dead_code)] // Each test binary uses its own subset.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io::Read;
+use std::path::Path;
+use std::rc::Rc;
+
+use futures::StreamExt;
+use serde_json::Value;
+use stead_agent::auth::{Caller, Scope};
+use stead_agent::host::{ByteStream, HostError, Method, Payload};
+use stead_agent::socket::SocketState;
+use stead_agent::{
+    Action, Agent, ApiError, Bytes, ComputerError, Entry, Host, Reply, Request, Socket, Transport,
+};
+use stead_sql::{Param, Row, Sql, SqlError, SqliteDb};
+
+/// Runs a future to its end on this thread.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    futures::executor::block_on(future)
+}
+
+/// Real SQLite that fails every statement containing one of the given
+/// fragments, so a test can reach what happens when storage fails.
+#[derive(Clone)]
+pub struct FaultySql {
+    db: Rc<SqliteDb>,
+    failing: Rc<RefCell<Vec<Failing>>>,
+}
+
+/// A statement fragment to fail, and how many more statements it fails
+/// (`None`: every one).
+type Failing = (String, Option<usize>);
+
+impl FaultySql {
+    pub fn new() -> Self {
+        FaultySql {
+            db: Rc::new(SqliteDb::memory().expect("memory database")),
+            failing: Rc::default(),
+        }
+    }
+
+    /// Fails statements containing `fragment` from now on.
+    pub fn fail(&self, fragment: &str) {
+        self.failing.borrow_mut().push((fragment.to_string(), None));
+    }
+
+    /// Fails the next statement containing `fragment`, once.
+    pub fn fail_once(&self, fragment: &str) {
+        self.failing
+            .borrow_mut()
+            .push((fragment.to_string(), Some(1)));
+    }
+
+    /// Stops failing statements.
+    pub fn heal(&self) {
+        self.failing.borrow_mut().clear();
+    }
+}
+
+impl Sql for FaultySql {
+    fn query(&self, statement: &str, params: &[Param<'_>]) -> Result<Vec<Row>, SqlError> {
+        let mut failing = self.failing.borrow_mut();
+        if let Some(at) = failing
+            .iter()
+            .position(|(fragment, _)| statement.contains(fragment.as_str()))
+        {
+            if let Some(left) = &mut failing[at].1 {
+                *left -= 1;
+                if *left == 0 {
+                    failing.remove(at);
+                }
+            }
+            return Err(SqlError::engine(statement, "injected failure"));
+        }
+        drop(failing);
+        self.db.query(statement, params)
+    }
+
+    fn transaction<T, E>(&self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<SqlError>,
+    {
+        self.db.transaction(body)
+    }
+}
+
+/// A socket that records what it was sent.
+#[derive(Clone, Default)]
+pub struct FakeSocket(Rc<SocketInner>);
+
+#[derive(Default)]
+pub struct SocketInner {
+    sent: RefCell<Vec<Value>>,
+    state: RefCell<Option<SocketState>>,
+    closed: Cell<Option<u16>>,
+}
+
+impl FakeSocket {
+    /// Takes the messages sent so far.
+    pub fn take(&self) -> Vec<Value> {
+        std::mem::take(&mut self.0.sent.borrow_mut())
+    }
+
+    pub fn closed(&self) -> Option<u16> {
+        self.0.closed.get()
+    }
+}
+
+impl Socket for FakeSocket {
+    fn send(&self, text: &str) {
+        let value = serde_json::from_str(text).expect("sockets are sent JSON");
+        self.0.sent.borrow_mut().push(value);
+    }
+
+    fn state(&self) -> Option<SocketState> {
+        self.0.state.borrow().clone()
+    }
+
+    fn save(&self, state: &SocketState) {
+        // Stored as the platform would: serialized.
+        let text = serde_json::to_string(state).expect("attachments serialize");
+        *self.0.state.borrow_mut() = Some(serde_json::from_str(&text).expect("and read back"));
+    }
+
+    fn close(&self, code: u16, _reason: &str) {
+        self.0.closed.set(Some(code));
+    }
+}
+
+/// A webhook call the agent made.
+#[derive(Debug, Clone)]
+pub struct Posted {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// The platform, for tests: see the module docs.
+pub struct FakeHost {
+    pub db: FaultySql,
+    pub clock: Cell<i64>,
+    pub alarm: Cell<Option<i64>>,
+    pub sockets: RefCell<Vec<FakeSocket>>,
+    pub posted: RefCell<Vec<Posted>>,
+    /// Answers for the next webhook calls (default 200).
+    pub answers: RefCell<VecDeque<Result<u16, String>>>,
+    /// The agents whose computers were asked for.
+    pub computers_asked: RefCell<Vec<String>>,
+    pub computer: RefCell<Option<FaultyTransport>>,
+    random: Cell<u64>,
+}
+
+impl FakeHost {
+    pub fn new(db: FaultySql) -> Self {
+        FakeHost {
+            db,
+            clock: Cell::new(1_700_000_000_000),
+            alarm: Cell::new(None),
+            sockets: RefCell::default(),
+            posted: RefCell::default(),
+            answers: RefCell::default(),
+            computers_asked: RefCell::default(),
+            computer: RefCell::new(None),
+            random: Cell::new(0),
+        }
+    }
+
+    /// Moves the clock on.
+    pub fn advance(&self, ms: i64) {
+        self.clock.set(self.clock.get() + ms);
+    }
+
+    /// Accepts a socket with `state` as its attachment.
+    pub fn accept(&self, state: &SocketState) -> FakeSocket {
+        let socket = FakeSocket::default();
+        socket.save(state);
+        self.sockets.borrow_mut().push(socket.clone());
+        socket
+    }
+}
+
+impl Host for FakeHost {
+    type Db = FaultySql;
+    type Socket = FakeSocket;
+    type Computer = FaultyTransport;
+
+    fn db(&self) -> &FaultySql {
+        &self.db
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.clock.get()
+    }
+
+    fn random_hex(&self, chars: usize) -> Result<String, HostError> {
+        // Unique, not random: tests need ids, not secrecy.
+        self.random.set(self.random.get() + 1);
+        let text = format!("{:0width$x}", self.random.get(), width = chars);
+        Ok(text[text.len() - chars..].to_string())
+    }
+
+    async fn set_alarm(&self, at_ms: Option<i64>) -> Result<(), HostError> {
+        self.alarm.set(at_ms);
+        Ok(())
+    }
+
+    async fn wipe(&self) -> Result<(), HostError> {
+        let tables = self
+            .db
+            .query(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+                &[],
+            )
+            .map_err(|e| HostError::new("wipe", e))?;
+        for table in tables {
+            let name = table.text(0).expect("a name").to_string();
+            self.db
+                .execute(&format!("DROP TABLE \"{name}\""), &[])
+                .map_err(|e| HostError::new("wipe", e))?;
+        }
+        Ok(())
+    }
+
+    fn database_size(&self) -> u64 {
+        0
+    }
+
+    fn sockets(&self) -> Vec<FakeSocket> {
+        self.sockets
+            .borrow()
+            .iter()
+            .filter(|s| s.closed().is_none())
+            .cloned()
+            .collect()
+    }
+
+    async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: String,
+    ) -> Result<u16, String> {
+        self.posted.borrow_mut().push(Posted {
+            url: url.to_string(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.clone()))
+                .collect(),
+            body,
+        });
+        self.answers.borrow_mut().pop_front().unwrap_or(Ok(200))
+    }
+
+    fn computer(&self, agent: &str, _internet: bool) -> Result<FaultyTransport, ComputerError> {
+        self.computers_asked.borrow_mut().push(agent.to_string());
+        self.computer
+            .borrow()
+            .clone()
+            .ok_or(ComputerError::Unavailable)
+    }
+}
+
+/// An agent on a fresh fake host.
+pub fn agent() -> Agent<FakeHost> {
+    Agent::new(FakeHost::new(FaultySql::new()))
+}
+
+/// A request as the HTTP entry point builds it.
+pub fn request(agent: &str, action: Action, caller: Caller, body: &str) -> Request<Bytes> {
+    Request {
+        entry: Entry::Http,
+        agent: agent.to_string(),
+        action,
+        caller,
+        query: Vec::new(),
+        hook_secret: None,
+        upgrade: false,
+        body: Bytes(body.as_bytes().to_vec()),
+    }
+}
+
+/// The status and JSON body of a dispatched request, errors included.
+pub fn call(agent: &Agent<FakeHost>, request: Request<Bytes>) -> (u16, Value) {
+    let reply = block_on(agent.dispatch(request)).unwrap_or_else(|error| Reply::error(&error));
+    match reply {
+        Reply::Json { status, body } => (status, body),
+        other => panic!("not a JSON reply: {other:?}"),
+    }
+}
+
+/// Dispatches as the admin and expects success.
+#[track_caller]
+pub fn ok(agent: &Agent<FakeHost>, id: &str, action: Action, body: &str) -> Value {
+    let (status, body) = call(agent, request(id, action, Caller::Admin, body));
+    assert!((200..300).contains(&status), "status {status}: {body}");
+    body
+}
+
+/// Creates agent `id`.
+pub fn create(agent: &Agent<FakeHost>, id: &str) {
+    ok(agent, id, Action::Create, "");
+}
+
+/// A caller holding `scopes`.
+pub fn token(id: &str, scopes: &[Scope]) -> Caller {
+    Caller::Token {
+        id: id.to_string(),
+        scopes: scopes.to_vec(),
+    }
+}
+
+/// Real HTTP to a real `stead-computer`, on threads so its streams arrive
+/// as the executor polls (a cancel can go out while an exec streams).
+#[derive(Clone)]
+pub struct HttpTransport {
+    base: String,
+    agent: String,
+}
+
+impl HttpTransport {
+    pub fn new(base: &str, agent: &str) -> Self {
+        HttpTransport {
+            base: base.to_string(),
+            agent: agent.to_string(),
+        }
+    }
+}
+
+impl Transport for HttpTransport {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Payload>,
+    ) -> Result<(u16, ByteStream), String> {
+        let (head_tx, head_rx) = futures::channel::oneshot::channel();
+        let (body_tx, body_rx) = futures::channel::mpsc::unbounded();
+        let url = format!("{}{path}", self.base);
+        let agent = self.agent.clone();
+        std::thread::spawn(move || {
+            let config = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build();
+            let client: ureq::Agent = config.into();
+            let secret = format!("Bearer {}", stead_harness::DEV_COMPUTER_SECRET);
+            let response = match (method, body) {
+                (Method::Get, _) => client
+                    .get(&url)
+                    .header(stead_sync::AUTH_HEADER, &secret)
+                    .header(stead_sync::CONTAINER_HEADER, &agent)
+                    .call(),
+                (Method::Post, body) => {
+                    let body = body.unwrap_or(Payload {
+                        bytes: Vec::new(),
+                        content_type: "application/octet-stream",
+                    });
+                    client
+                        .post(&url)
+                        .header(stead_sync::AUTH_HEADER, &secret)
+                        .header(stead_sync::CONTAINER_HEADER, &agent)
+                        .header("content-type", body.content_type)
+                        .send(&body.bytes[..])
+                }
+            };
+            let mut response = match response {
+                Ok(response) => response,
+                Err(error) => {
+                    let _ = head_tx.send(Err(error.to_string()));
+                    return;
+                }
+            };
+            let _ = head_tx.send(Ok(response.status().as_u16()));
+            let mut reader = response.body_mut().as_reader();
+            let mut buffer = vec![0; 64 << 10];
+            loop {
+                match reader.read(&mut buffer) {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        if body_tx.unbounded_send(Ok(buffer[..n].to_vec())).is_err() {
+                            return;
+                        }
+                    }
+                    Err(error) => {
+                        let _ = body_tx.unbounded_send(Err(error.to_string()));
+                        return;
+                    }
+                }
+            }
+        });
+        let status = head_rx.await.map_err(|_| "the request thread died")??;
+        Ok((status, body_rx.boxed_local()))
+    }
+}
+
+/// A step of the protocol to break.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The request to `path` (a prefix) never arrives.
+    Refuse(&'static str),
+    /// The answer to `path` breaks off after `bytes`.
+    Cut(&'static str, usize),
+}
+
+/// [`HttpTransport`] with chosen steps broken, once each.
+#[derive(Clone)]
+pub struct FaultyTransport {
+    inner: HttpTransport,
+    faults: Rc<RefCell<Vec<Fault>>>,
+    /// Every request sent, as `METHOD path`.
+    pub sent: Rc<RefCell<Vec<String>>>,
+}
+
+impl FaultyTransport {
+    pub fn new(inner: HttpTransport) -> Self {
+        FaultyTransport {
+            inner,
+            faults: Rc::default(),
+            sent: Rc::default(),
+        }
+    }
+
+    /// Breaks the next request matching `fault`.
+    pub fn break_next(&self, fault: Fault) {
+        self.faults.borrow_mut().push(fault);
+    }
+
+    fn take_fault(&self, path: &str) -> Option<Fault> {
+        let mut faults = self.faults.borrow_mut();
+        let at = faults.iter().position(|fault| match fault {
+            Fault::Refuse(prefix) | Fault::Cut(prefix, _) => path.starts_with(prefix),
+        })?;
+        Some(faults.remove(at))
+    }
+}
+
+impl Transport for FaultyTransport {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Payload>,
+    ) -> Result<(u16, ByteStream), String> {
+        self.sent.borrow_mut().push(format!("{method:?} {path}"));
+        match self.take_fault(path) {
+            Some(Fault::Refuse(_)) => Err(format!("injected: {path} never arrived")),
+            Some(Fault::Cut(_, keep)) => {
+                let (status, stream) = self.inner.send(method, path, body).await?;
+                let mut left = keep;
+                let cut = stream
+                    .map(move |piece| {
+                        let piece = piece?;
+                        let take = piece.len().min(left);
+                        left -= take;
+                        Ok(piece[..take].to_vec())
+                    })
+                    .take_while(|piece: &Result<Vec<u8>, String>| {
+                        futures::future::ready(piece.as_ref().map_or(true, |p| !p.is_empty()))
+                    })
+                    .chain(futures::stream::once(async {
+                        Err("injected: the connection broke".to_string())
+                    }));
+                Ok((status, cut.boxed_local()))
+            }
+            None => self.inner.send(method, path, body).await,
+        }
+    }
+}
+
+/// A free local port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A real `stead-computer` for agent `id`, reachable through the host.
+pub fn with_computer(
+    agent: &Agent<FakeHost>,
+    id: &str,
+    dir: &Path,
+) -> stead_harness::ComputerProcess {
+    let process = stead_harness::ComputerProcess::start(dir, free_port());
+    let transport = FaultyTransport::new(HttpTransport::new(&process.url(), id));
+    *agent.host().computer.borrow_mut() = Some(transport);
+    process
+}
+
+/// Unwraps an error as its code.
+pub fn code<T: std::fmt::Debug>(result: Result<T, ApiError>) -> String {
+    result.expect_err("expected an error").code().to_string()
+}

@@ -1,0 +1,400 @@
+//! Authorization and audit, for each entry point: HTTP requests, tool calls
+//! over a WebSocket, and hook calls, all through the one dispatch.
+
+mod common;
+
+use base64::Engine;
+use common::*;
+use serde_json::{json, Value};
+use stead_agent::auth::{Caller, Scope};
+use stead_agent::socket::{Incoming, SocketState};
+use stead_agent::{Action, Tool};
+use stead_sql::Sql;
+
+fn audit_entries(agent: &stead_agent::Agent<FakeHost>) -> Vec<Value> {
+    ok(agent, "a", Action::Audit, "")["entries"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn each_action_needs_its_scope_over_http() {
+    let agent = agent();
+    create(&agent, "a");
+    let write = r#"{"path":"/f","content":"x"}"#;
+    let reader = token("r", &[Scope::Read]);
+    let writer = token("w", &[Scope::Write]);
+    let cases: Vec<(Action, &str, Caller, u16)> = vec![
+        (Action::Tool(Tool::Write), write, reader.clone(), 403),
+        (Action::Tool(Tool::Write), write, writer.clone(), 200),
+        (
+            Action::Tool(Tool::Read),
+            r#"{"path":"/f"}"#,
+            reader.clone(),
+            200,
+        ),
+        (
+            Action::Tool(Tool::Read),
+            r#"{"path":"/f"}"#,
+            writer.clone(),
+            403,
+        ),
+        (
+            Action::Exec,
+            r#"{"command":"echo hi"}"#,
+            reader.clone(),
+            403,
+        ),
+        (Action::Audit, "", writer.clone(), 403),
+        (Action::Delete, "", writer.clone(), 403),
+        (
+            Action::Tool(Tool::Read),
+            r#"{"path":"/f"}"#,
+            Caller::Anonymous,
+            401,
+        ),
+        (
+            Action::ScheduleCreate,
+            r#"{"delay_ms":1000,"exec":{"command":"true"}}"#,
+            token("s", &[Scope::Schedule]),
+            403, // binding a command needs the scope to run it
+        ),
+        (
+            Action::ScheduleCreate,
+            r#"{"delay_ms":1000,"exec":{"command":"true"}}"#,
+            token("s", &[Scope::Schedule, Scope::ExecShell]),
+            201,
+        ),
+    ];
+    for (action, body, caller, want) in cases {
+        let (status, answer) = call(&agent, request("a", action.clone(), caller.clone(), body));
+        assert_eq!(status, want, "{action:?} as {caller:?}: {answer}");
+    }
+}
+
+#[test]
+fn a_computer_only_token_may_run_on_the_computer_but_not_in_the_shell() {
+    let agent = agent();
+    create(&agent, "a");
+    let computer_only = token("c", &[Scope::ExecComputer]);
+    let (status, body) = call(
+        &agent,
+        request(
+            "a",
+            Action::Exec,
+            computer_only.clone(),
+            r#"{"command":"echo hi"}"#,
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("exec:shell"));
+    // On the computer it is let through: no computer is configured here,
+    // which is the error it meets instead of a refusal.
+    let (status, body) = call(
+        &agent,
+        request(
+            "a",
+            Action::Exec,
+            computer_only,
+            r#"{"command":"echo hi","backend":"computer"}"#,
+        ),
+    );
+    assert_eq!(body["error"]["code"], "COMPUTER_UNAVAILABLE", "{body}");
+    assert_eq!(status, 503);
+}
+
+#[test]
+fn revoked_tokens_are_refused_on_every_entry_point() {
+    let agent = agent();
+    create(&agent, "a");
+    ok(&agent, "a", Action::RevokeToken, r#"{"id":"gone"}"#);
+    let revoked = token("gone", &[Scope::Read, Scope::Write, Scope::ExecShell]);
+    let (status, body) = call(
+        &agent,
+        request(
+            "a",
+            Action::Tool(Tool::Read),
+            revoked.clone(),
+            r#"{"path":"/"}"#,
+        ),
+    );
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (401, json!("TOKEN_REVOKED"))
+    );
+    // A socket opened before the revocation cannot call tools after it.
+    let socket = agent.host().accept(&SocketState {
+        agent: "a".into(),
+        caller: revoked,
+        ..SocketState::default()
+    });
+    let message = json!({"type":"call","id":1,"tool":"write","args":{"path":"/x","content":"y"}});
+    block_on(agent.socket_message(&socket, Incoming::Text(message.to_string())));
+    let sent = socket.take();
+    assert_eq!(sent[0]["type"], "error", "{sent:?}");
+    assert_eq!(sent[0]["error"]["code"], "TOKEN_REVOKED");
+    assert_eq!(sent[0]["id"], 1);
+    let (_, stat) = call(
+        &agent,
+        request(
+            "a",
+            Action::Tool(Tool::Stat),
+            Caller::Admin,
+            r#"{"path":"/x"}"#,
+        ),
+    );
+    assert_eq!(stat["error"]["code"], "ENOENT", "the write never happened");
+}
+
+#[test]
+fn the_revocation_check_fails_closed_when_storage_fails() {
+    let agent = agent();
+    create(&agent, "a");
+    ok(&agent, "a", Action::RevokeToken, r#"{"id":"t"}"#);
+    // A new instance over the same database, whose first look at it fails
+    // (the next one would succeed): the revoked token must not get through.
+    let db = agent.host().db.clone();
+    let restarted = stead_agent::Agent::new(FakeHost::new(db.clone()));
+    db.fail_once("sqlite_master");
+    let read = || {
+        request(
+            "a",
+            Action::Tool(Tool::Read),
+            token("t", &[Scope::Read]),
+            r#"{"path":"/"}"#,
+        )
+    };
+    let (status, body) = call(&restarted, read());
+    assert_eq!(status, 500, "{body}");
+    let (status, body) = call(&restarted, read());
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (401, json!("TOKEN_REVOKED"))
+    );
+}
+
+#[test]
+fn socket_calls_are_authorized_and_audited_like_http() {
+    let agent = agent();
+    create(&agent, "a");
+    let socket = agent.host().accept(&SocketState {
+        agent: "a".into(),
+        caller: token("sock", &[Scope::Read]),
+        ..SocketState::default()
+    });
+    let write = json!({"type":"call","id":"w","tool":"write","args":{"path":"/x","content":"y"}});
+    block_on(agent.socket_message(&socket, Incoming::Text(write.to_string())));
+    let refused = socket.take();
+    assert_eq!(refused[0]["error"]["code"], "FORBIDDEN", "{refused:?}");
+    let writer = agent.host().accept(&SocketState {
+        agent: "a".into(),
+        caller: token("sock2", &[Scope::Write]),
+        ..SocketState::default()
+    });
+    block_on(agent.socket_message(&writer, Incoming::Text(write.to_string())));
+    let done = writer.take();
+    assert_eq!(done[0]["type"], "result", "{done:?}");
+    assert_eq!(done[0]["result"]["size"], 1);
+    let entries = audit_entries(&agent);
+    let recorded: Vec<(String, String, String)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap().to_string(),
+                e["action"].as_str().unwrap().to_string(),
+                e["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        recorded.contains(&("token:sock2".into(), "write".into(), "ok".into())),
+        "{recorded:?}"
+    );
+    assert!(
+        recorded.contains(&("token:sock".into(), "write".into(), "FORBIDDEN".into())),
+        "a refused call is audited too: {recorded:?}"
+    );
+    // Reads are not audited.
+    let read = json!({"type":"call","tool":"read","args":{"path":"/x"}});
+    block_on(agent.socket_message(&writer, Incoming::Text(read.to_string())));
+    assert_eq!(audit_entries(&agent).len(), entries.len());
+}
+
+#[test]
+fn hook_calls_need_the_hooks_secret() {
+    let agent = agent();
+    create(&agent, "a");
+    let hook = ok(
+        &agent,
+        "a",
+        Action::HookPut("gh".into()),
+        r#"{"exec":{"command":"cat"},"secret":"a-long-enough-secret"}"#,
+    );
+    assert_eq!(hook["secret"], "a-long-enough-secret");
+    let call_with = |secret: Option<&str>| {
+        let mut req = request(
+            "a",
+            Action::HookCall("gh".into()),
+            Caller::Anonymous,
+            "payload",
+        );
+        req.hook_secret = secret.map(str::to_string);
+        call(&agent, req)
+    };
+    let (status, body) = call_with(Some("wrong"));
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (401, json!("HOOK_REFUSED"))
+    );
+    let (status, _) = call_with(None);
+    assert_eq!(status, 401);
+    let (status, body) = call_with(Some("a-long-enough-secret"));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["job"]["state"], "queued");
+    // An unknown agent's hook says no more than a wrong secret.
+    let other = common::agent();
+    let mut req = request(
+        "nobody",
+        Action::HookCall("gh".into()),
+        Caller::Anonymous,
+        "",
+    );
+    req.hook_secret = Some("a-long-enough-secret".into());
+    let (status, body) = call(&other, req);
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (401, json!("HOOK_REFUSED"))
+    );
+}
+
+#[test]
+fn storage_failures_do_not_show_sql_to_callers() {
+    let agent = agent();
+    create(&agent, "a");
+    agent.host().db.fail("FROM dirents");
+    let (status, body) = call(
+        &agent,
+        request(
+            "a",
+            Action::Tool(Tool::Ls),
+            Caller::Admin,
+            r#"{"path":"/"}"#,
+        ),
+    );
+    assert_eq!(status, 500, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        !message.contains("SELECT") && !message.contains("dirents"),
+        "{message}"
+    );
+    assert_eq!(body["error"]["code"], "EIO");
+}
+
+#[test]
+fn unknown_agents_are_refused_and_leave_nothing() {
+    let agent = agent();
+    let (status, body) = call(
+        &agent,
+        request(
+            "ghost",
+            Action::Tool(Tool::Read),
+            Caller::Admin,
+            r#"{"path":"/"}"#,
+        ),
+    );
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (404, json!("AGENT_NOT_FOUND"))
+    );
+    let tables = agent
+        .host()
+        .db
+        .query("SELECT name FROM sqlite_master", &[])
+        .unwrap();
+    assert!(tables.is_empty(), "an unknown agent left storage behind");
+}
+
+#[test]
+fn exec_output_can_come_back_byte_exact() {
+    let agent = agent();
+    create(&agent, "a");
+    let body = r#"{"command":"printf hello | gzip -c","output_encoding":"base64"}"#;
+    let result = ok(&agent, "a", Action::Exec, body);
+    assert_eq!(result["output_encoding"], "base64");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(result["stdout"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        &bytes[..2],
+        [0x1f, 0x8b],
+        "gzip's magic, byte-exact: {result}"
+    );
+    let text = ok(
+        &agent,
+        "a",
+        Action::Exec,
+        r#"{"command":"printf hello | gzip -c"}"#,
+    );
+    assert!(
+        text["stdout"].as_str().unwrap().contains('\u{fffd}'),
+        "{text}"
+    );
+    assert_eq!(text["status"], "exited");
+    let (status, bad) = call(
+        &agent,
+        request(
+            "a",
+            Action::Exec,
+            Caller::Admin,
+            r#"{"command":"true","output_encoding":"hex"}"#,
+        ),
+    );
+    assert_eq!(
+        (status, bad["error"]["code"].clone()),
+        (400, json!("INVALID_REQUEST"))
+    );
+}
+
+#[test]
+fn the_change_feed_pages_inside_a_revision() {
+    let agent = agent();
+    create(&agent, "a");
+    let files: Vec<stead_sync::Change> = (0..25)
+        .map(|i| stead_sync::Change {
+            path: format!("/f{i:02}"),
+            entry: Some(stead_sync::Entry::Dir { mode: 0o755 }),
+        })
+        .collect();
+    agent.vfs().apply_sync(0, &files).unwrap();
+    let mut seen = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let body = json!({"since": 0, "limit": 10, "cursor": cursor}).to_string();
+        let page = ok(&agent, "a", Action::Tool(Tool::Changes), &body);
+        for change in page["changes"].as_array().unwrap() {
+            seen.push(change["path"].as_str().unwrap().to_string());
+        }
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 25, "{seen:?}");
+    let (status, body) = call(
+        &agent,
+        request(
+            "a",
+            Action::Tool(Tool::Changes),
+            Caller::Admin,
+            r#"{"cursor":"soon"}"#,
+        ),
+    );
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!("EINVAL"))
+    );
+}

@@ -1,0 +1,200 @@
+//! The agent's host on Workers: `stead_agent::Host`, `Socket` and
+//! `Transport` over `worker` types. Nothing here decides anything; each
+//! method is one platform call.
+
+use futures::StreamExt;
+use js_sys::Uint8Array;
+use stead_agent::host::{ByteStream, HostError, Method, Payload};
+use stead_agent::socket::SocketState;
+use stead_agent::{ComputerError, Host, Socket, Transport};
+use wasm_bindgen::JsValue;
+use worker::{Env, Fetch, Headers, Request, RequestInit, ScheduledTime, State, Stub, WebSocket};
+
+use crate::do_sql::DoSql;
+
+/// Binding of the container-enabled Durable Object class.
+const COMPUTER_BINDING: &str = "COMPUTER";
+
+/// Header telling the `Computer` object whether the agent's settings allow
+/// its container outbound network (applied when the container starts).
+pub(crate) const INTERNET_HEADER: &str = "x-stead-internet";
+
+/// The Workspace Durable Object's platform.
+pub(crate) struct WorkerHost {
+    pub(crate) state: State,
+    pub(crate) env: Env,
+    pub(crate) db: DoSql,
+}
+
+fn failed(operation: &'static str) -> impl Fn(worker::Error) -> HostError {
+    move |error| HostError::new(operation, error)
+}
+
+impl Host for WorkerHost {
+    type Db = DoSql;
+    type Socket = WorkerSocket;
+    type Computer = ComputerLink;
+
+    fn db(&self) -> &DoSql {
+        &self.db
+    }
+
+    fn now_ms(&self) -> i64 {
+        js_sys::Date::now() as i64
+    }
+
+    fn random_hex(&self, chars: usize) -> Result<String, HostError> {
+        crate::random::random_hex(chars)
+            .map_err(|e| HostError::new("draw random bytes", format!("{e:?}")))
+    }
+
+    async fn set_alarm(&self, at_ms: Option<i64>) -> Result<(), HostError> {
+        let storage = self.state.storage();
+        match at_ms {
+            Some(at) => {
+                let date = js_sys::Date::new(&JsValue::from_f64(at as f64));
+                storage
+                    .set_alarm(ScheduledTime::new(date))
+                    .await
+                    .map_err(failed("set the alarm"))
+            }
+            None => storage
+                .delete_alarm()
+                .await
+                .map_err(failed("clear the alarm")),
+        }
+    }
+
+    async fn wipe(&self) -> Result<(), HostError> {
+        self.state
+            .storage()
+            .delete_all()
+            .await
+            .map_err(failed("delete the agent's storage"))
+    }
+
+    fn database_size(&self) -> u64 {
+        self.db.database_size() as u64
+    }
+
+    fn sockets(&self) -> Vec<WorkerSocket> {
+        self.state
+            .get_websockets()
+            .into_iter()
+            .map(WorkerSocket)
+            .collect()
+    }
+
+    async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: String,
+    ) -> Result<u16, String> {
+        let sent = async {
+            let list = Headers::new();
+            for (name, value) in headers {
+                list.set(name, value)?;
+            }
+            let mut init = RequestInit::new();
+            init.with_method(worker::Method::Post)
+                .with_headers(list)
+                .with_body(Some(JsValue::from_str(&body)));
+            let request = Request::new_with_init(url, &init)?;
+            Fetch::Request(request).send().await
+        }
+        .await;
+        sent.map(|response| response.status_code())
+            .map_err(|e| e.to_string())
+    }
+
+    fn computer(&self, agent: &str, internet: bool) -> Result<ComputerLink, ComputerError> {
+        let namespace = self
+            .env
+            .durable_object(COMPUTER_BINDING)
+            .map_err(|_| ComputerError::Unavailable)?;
+        let stub = namespace
+            .id_from_name(agent)
+            .and_then(|id| id.get_stub())
+            .map_err(|e| ComputerError::Unreachable {
+                step: "connect",
+                reason: e.to_string(),
+            })?;
+        Ok(ComputerLink {
+            stub,
+            agent: agent.to_string(),
+            internet,
+        })
+    }
+}
+
+/// An accepted, hibernatable WebSocket.
+pub(crate) struct WorkerSocket(pub(crate) WebSocket);
+
+impl Socket for WorkerSocket {
+    fn send(&self, text: &str) {
+        // A socket closing under us is not an error of the agent's.
+        let _ = self.0.send_with_str(text);
+    }
+
+    fn state(&self) -> Option<SocketState> {
+        self.0.deserialize_attachment().ok().flatten()
+    }
+
+    fn save(&self, state: &SocketState) {
+        if let Err(error) = self.0.serialize_attachment(state) {
+            worker::console_error!("socket attachment not saved: {error}");
+        }
+    }
+
+    fn close(&self, code: u16, reason: &str) {
+        let _ = self.0.close(Some(code), Some(reason));
+    }
+}
+
+/// HTTP to the agent's `Computer` Durable Object, which starts the
+/// container and forwards each request to it (see `crate::computer`).
+pub(crate) struct ComputerLink {
+    stub: Stub,
+    agent: String,
+    internet: bool,
+}
+
+impl Transport for ComputerLink {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Payload>,
+    ) -> Result<(u16, ByteStream), String> {
+        let sent = async {
+            let headers = Headers::new();
+            headers.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
+            headers.set(INTERNET_HEADER, &self.internet.to_string())?;
+            let mut init = RequestInit::new();
+            init.with_method(match method {
+                Method::Get => worker::Method::Get,
+                Method::Post => worker::Method::Post,
+            });
+            if let Some(payload) = body {
+                headers.set("content-type", payload.content_type)?;
+                let array = Uint8Array::from(payload.bytes.as_slice());
+                init.with_body(Some(array.into()));
+            }
+            init.with_headers(headers);
+            let request = Request::new_with_init(&format!("http://computer{path}"), &init)?;
+            let mut response = self.stub.fetch_with_request(request).await?;
+            let status = response.status_code();
+            let stream: ByteStream = match response.stream() {
+                Ok(stream) => stream
+                    .map(|piece| piece.map_err(|e| e.to_string()))
+                    .boxed_local(),
+                // No body at all.
+                Err(_) => futures::stream::empty().boxed_local(),
+            };
+            Ok::<_, worker::Error>((status, stream))
+        }
+        .await;
+        sent.map_err(|e| e.to_string())
+    }
+}
