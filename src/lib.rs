@@ -129,7 +129,7 @@ async fn mint_token(
             limit: MAX_JSON_BODY,
         });
     }
-    let request: auth::MintRequest = stead_agent::tools::decode(&body)?;
+    let request: auth::MintRequest = stead_agent::decode::decode(&body)?;
     let id = random::random_hex(32).map_err(|e| ApiError::Internal(format!("{e:?}")))?;
     let claims = request.claims(id, now_s)?;
     let token = auth::mint(&key, &claims);

@@ -4,8 +4,9 @@
 
 use futures::StreamExt;
 use js_sys::Uint8Array;
-use stead_agent::host::{ByteStream, HostError, Method, Payload};
-use stead_agent::socket::SocketState;
+use stead_agent::host::{ByteStream, Method, Payload};
+use stead_agent::protocol::SocketState;
+use stead_agent::HostError;
 use stead_agent::{ComputerError, Host, Socket, Transport};
 use wasm_bindgen::JsValue;
 use worker::{Env, Fetch, Headers, Request, RequestInit, ScheduledTime, State, Stub, WebSocket};

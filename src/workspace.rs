@@ -8,7 +8,8 @@
 
 use futures::StreamExt;
 use stead_agent::auth::{self, Caller};
-use stead_agent::socket::{Incoming, PING, PONG};
+use stead_agent::protocol::{PING, PONG};
+use stead_agent::socket::Incoming;
 use stead_agent::{Agent, ApiError, Entry, Reply, Request as AgentRequest, Route};
 use stead_vfs::Vfs;
 use worker::{

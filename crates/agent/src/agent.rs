@@ -15,10 +15,11 @@ use stead_sql::{migrate, params, Sql, MIGRATIONS};
 use stead_vfs::Vfs;
 
 use crate::computer::{self, OutputSink};
-use crate::exec::{self, ExecOutcome, Run};
+use crate::error::ApiError;
+use crate::exec::{self, Run};
 use crate::host::Host;
+use crate::outcome::ExecOutcome;
 use crate::settings::{self, Quotas};
-use crate::ApiError;
 
 /// One agent, on its host.
 pub struct Agent<H: Host> {
@@ -139,7 +140,7 @@ impl<H: Host> Agent<H> {
         // No upload survives a restart of this object: drop what they staged.
         self.vfs().abort_stale_uploads()?;
         // Nor does a job or schedule run: record them as cut off.
-        crate::runner::recover(self.db(), self.now_ms())?;
+        crate::scheduling::recover(self.db(), self.now_ms())?;
         self.ready.set(true);
         Ok(!exists)
     }

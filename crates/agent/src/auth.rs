@@ -20,9 +20,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use stead_sql::{params, Sql, SqlError};
 
-use crate::exec::Backend;
-use crate::policy::Access;
-use crate::ApiError;
+use crate::error::ApiError;
 
 /// What a token allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -142,22 +140,6 @@ pub fn authenticate(
         return Err(ApiError::TokenExpired);
     }
     Ok(Principal::Token(claims))
-}
-
-impl Principal {
-    /// Checks the caller may act on `agent` with `access`: the token is for
-    /// that agent and holds the scope. An exec is let in with either exec
-    /// scope; the agent checks the one its backend needs once it knows it.
-    pub fn admit(&self, agent: &str, access: Access) -> Result<(), ApiError> {
-        if let Principal::Token(claims) = self {
-            if claims.agent != agent {
-                return Err(ApiError::Forbidden {
-                    reason: format!("the token is for agent {:?}", claims.agent),
-                });
-            }
-        }
-        Caller::of(Some(self)).admit(access)
-    }
 }
 
 /// Headers on which the Worker tells the agent who is calling. The Worker
@@ -298,41 +280,6 @@ impl Caller {
             Caller::Anonymous => Err(ApiError::Unauthorized),
         }
     }
-
-    /// Checks the caller may be let in for an action needing `access`.
-    pub fn admit(&self, access: Access) -> Result<(), ApiError> {
-        match access {
-            Access::Scope(scope) => self.require(scope),
-            Access::Exec => self
-                .require(Scope::ExecShell)
-                .or_else(|_| self.require(Scope::ExecComputer)),
-            // The hook's own secret is checked by the agent.
-            Access::HookSecret => Ok(()),
-        }
-    }
-}
-
-/// Checks `caller` may run a command in `destination`.
-pub fn require_exec(caller: &Caller, destination: Backend) -> Result<(), ApiError> {
-    caller.require(match destination {
-        Backend::Shell => Scope::ExecShell,
-        Backend::Computer => Scope::ExecComputer,
-    })
-}
-
-/// Checks `caller` may set up the command in a schedule or hook body (its
-/// `exec` object): binding a command to run later needs the scope running
-/// it now would, or `schedule` would be a way round `exec:computer`.
-pub fn require_exec_of(caller: &Caller, body: &[u8]) -> Result<(), ApiError> {
-    let exec = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|value| value.get("exec").cloned());
-    if let Some(exec) = exec {
-        let destination =
-            crate::exec::destination(exec.to_string().as_bytes()).unwrap_or(Backend::Shell);
-        require_exec(caller, destination)?;
-    }
-    Ok(())
 }
 
 /// `POST /tokens`: what to mint.
@@ -464,59 +411,6 @@ mod tests {
                 "{bad}"
             );
         }
-    }
-
-    #[test]
-    fn scopes_and_agents_are_enforced() {
-        let reader = Principal::Token(claims(&[Scope::Read], 100));
-        reader.admit("alice", Access::Scope(Scope::Read)).unwrap();
-        for scope in [
-            Scope::Write,
-            Scope::ExecShell,
-            Scope::Schedule,
-            Scope::Admin,
-        ] {
-            assert!(matches!(
-                reader.admit("alice", Access::Scope(scope)),
-                Err(ApiError::Forbidden { .. })
-            ));
-        }
-        assert!(matches!(
-            reader.admit("alice", Access::Exec),
-            Err(ApiError::Forbidden { .. })
-        ));
-        assert!(matches!(
-            reader.admit("bob", Access::Scope(Scope::Read)),
-            Err(ApiError::Forbidden { .. })
-        ));
-        Principal::Admin
-            .admit("bob", Access::Scope(Scope::Admin))
-            .unwrap();
-        assert_eq!(Caller::of(Some(&reader)).actor(), "token:t1");
-    }
-
-    #[test]
-    fn either_exec_scope_lets_a_command_in_and_the_backend_decides() {
-        // A token with only exec:computer may run on the computer (it was
-        // refused as lacking exec:shell), and not in the light shell.
-        let computer_only = Caller::Token {
-            id: "c".into(),
-            scopes: vec![Scope::ExecComputer],
-        };
-        computer_only.admit(Access::Exec).unwrap();
-        require_exec(&computer_only, Backend::Computer).unwrap();
-        assert!(matches!(
-            require_exec(&computer_only, Backend::Shell),
-            Err(ApiError::Forbidden { .. })
-        ));
-        let body = br#"{"exec":{"command":"python3 -V","backend":"computer"}}"#;
-        require_exec_of(&computer_only, body).unwrap();
-        let shell_only = Caller::Token {
-            id: "s".into(),
-            scopes: vec![Scope::ExecShell],
-        };
-        assert!(require_exec_of(&shell_only, body).is_err());
-        require_exec_of(&shell_only, br#"{"exec":{"command":"ls"}}"#).unwrap();
     }
 
     #[test]

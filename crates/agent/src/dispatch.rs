@@ -13,13 +13,17 @@ use serde_json::{json, Value};
 use stead_scheduler::{Hooks, Jobs, SchedError, Schedules};
 use stead_vfs::{Node, VPath, WriteOptions, CHUNK_SIZE};
 
+use crate::agent::Agent;
 use crate::auth::{self, Caller};
 use crate::computer::Discard;
-use crate::policy::{Audit, Policy};
+use crate::decode::decode;
+use crate::error::ApiError;
+use crate::host::Host;
+use crate::policy::{self, Audit, Policy};
+use crate::protocol::SocketState;
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::scheduling;
-use crate::socket::SocketState;
-use crate::{audit, host::Host, settings, tools, Agent, ApiError};
+use crate::{audit, settings, tools};
 
 /// The header a hook caller puts its secret in.
 pub const HOOK_SECRET_HEADER: &str = "x-hook-secret";
@@ -155,7 +159,7 @@ impl<H: Host> Agent<H> {
     /// Checks the caller may perform the action: it holds the access the
     /// policy asks for, and its token (if any) is not revoked.
     fn authorize<B>(&self, request: &Request<B>, policy: Policy) -> Result<(), ApiError> {
-        request.caller.admit(policy.access)?;
+        policy.access.admits(&request.caller)?;
         let Some(token) = request.caller.token_id() else {
             return Ok(());
         };
@@ -282,7 +286,7 @@ impl<H: Host> Agent<H> {
                 settings
             }
             Action::RevokeToken => {
-                let revoke: auth::RevokeRequest = tools::decode(&json_body)?;
+                let revoke: auth::RevokeRequest = decode(&json_body)?;
                 *target = Some(revoke.id.clone());
                 let now_s = self.now_ms() / 1000;
                 // Kept for the longest lifetime a token can have.
@@ -305,7 +309,7 @@ impl<H: Host> Agent<H> {
             Action::Schedules => scheduling::list_schedules(db)?,
             Action::Schedule(id) => scheduling::get_schedule(db, id)?,
             Action::ScheduleCreate | Action::SchedulePut(_) => {
-                auth::require_exec_of(&request.caller, &json_body)?;
+                policy::require_exec_of(&request.caller, &json_body)?;
                 let path_id = match &request.action {
                     Action::SchedulePut(id) => Some(id.as_str()),
                     _ => None,
@@ -335,7 +339,7 @@ impl<H: Host> Agent<H> {
             Action::Hooks => json!({ "hooks": Hooks::new(db).list()? }),
             Action::Hook(name) => json!({ "hook": Hooks::new(db).get(name)? }),
             Action::HookPut(name) => {
-                auth::require_exec_of(&request.caller, &json_body)?;
+                policy::require_exec_of(&request.caller, &json_body)?;
                 let secret = self.host.random_hex(48)?;
                 scheduling::put_hook(db, name, &json_body, &secret, self.now_ms())?
             }
@@ -375,7 +379,7 @@ impl<H: Host> Agent<H> {
         body: Vec<u8>,
     ) -> Result<Reply, ApiError> {
         if let Some(destination) = crate::exec::destination(&body) {
-            auth::require_exec(caller, destination)?;
+            policy::require_exec(caller, destination)?;
         }
         let body = match scheduling::split_detach(&body)? {
             Some((true, request)) => {

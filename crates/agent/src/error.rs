@@ -11,8 +11,24 @@ use serde_json::{json, Value};
 use stead_scheduler::SchedError;
 use stead_vfs::{Errno, VfsError};
 
-use crate::computer::ComputerError;
-use crate::host::HostError;
+use crate::computer::error::ComputerError;
+
+/// A failure of the platform itself (storage, the alarm API, randomness).
+#[derive(Debug, thiserror::Error)]
+#[error("the platform failed to {operation}: {message}")]
+pub struct HostError {
+    pub operation: &'static str,
+    pub message: String,
+}
+
+impl HostError {
+    pub fn new(operation: &'static str, message: impl std::fmt::Display) -> Self {
+        HostError {
+            operation,
+            message: message.to_string(),
+        }
+    }
+}
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]

@@ -16,14 +16,15 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::Deserialize;
 use stead_shell::{Clock, ExecRequest, LimitKind, Limits};
 use stead_sql::Sql;
-use stead_vfs::{Conflict, Rejected, VPath, Vfs};
+use stead_vfs::{VPath, Vfs};
 
-use crate::computer::{self, Transfer};
-use crate::ApiError;
+use crate::computer;
+use crate::decode::decode;
+use crate::error::ApiError;
+use crate::outcome::{Backend, Captured, ExecOutcome, ExecStatus, OutputEncoding};
 
 /// Longest wall time a caller may ask for in the light shell.
 pub const MAX_SHELL_TIMEOUT_MS: u64 = 30_000;
@@ -31,8 +32,6 @@ pub const MAX_SHELL_TIMEOUT_MS: u64 = 30_000;
 /// Default and longest time a command may run on the computer.
 pub const DEFAULT_COMPUTER_TIMEOUT_MS: u64 = 10 * 60_000;
 pub const MAX_COMPUTER_TIMEOUT_MS: u64 = 60 * 60_000;
-
-pub use stead_scheduler::Backend;
 
 /// Where a command may run, as the caller asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -62,17 +61,6 @@ impl BackendChoice {
             Backend::Shell
         }
     }
-}
-
-/// How the answer carries stdout and stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OutputEncoding {
-    /// Text, with invalid UTF-8 replaced (U+FFFD).
-    #[default]
-    Utf8,
-    /// Base64 of the exact bytes (binary output: `gzip -c`, `tar c`).
-    Base64,
 }
 
 #[derive(Deserialize)]
@@ -115,7 +103,7 @@ impl Plan {
 
 /// Decodes an exec request and decides where it runs.
 pub fn plan(body: &[u8]) -> Result<Plan, ApiError> {
-    let req: ExecReq = crate::tools::decode(body)?;
+    let req: ExecReq = decode(body)?;
     if req.command.trim().is_empty() {
         return Err(ApiError::InvalidRequest("command must not be empty".into()));
     }
@@ -206,133 +194,4 @@ pub fn run_shell<S: Sql>(
         message: None,
         computer: None,
     })
-}
-
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExecStatus {
-    /// It ran to its end (whatever its exit code).
-    Exited,
-    /// Stopped for running past its time.
-    TimedOut,
-    /// A light-shell limit other than time ended it (`limit` names it).
-    LimitReached,
-    /// Its job was cancelled.
-    Cancelled,
-    /// The computer vanished during it; the workspace is unchanged.
-    Lost,
-}
-
-/// What a command on the computer moved and changed.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ComputerReport {
-    pub sync: SyncReport,
-    /// Paths the command changed, applied to the workspace.
-    pub changed: Vec<String>,
-    /// Paths both sides changed (the workspace's version kept).
-    pub conflicts: Vec<Conflict>,
-    /// Changes the workspace refused, and why.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub rejected: Vec<Rejected>,
-    /// Paths the container did not report (device files, sockets, ...).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub skipped: Vec<stead_sync::Skipped>,
-}
-
-/// Files and bytes moved each way.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SyncReport {
-    pub sent: Transfer,
-    pub received: Transfer,
-}
-
-/// Output of one stream, as the answer carries it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Captured {
-    pub bytes: Vec<u8>,
-    pub encoding: OutputEncoding,
-}
-
-impl Captured {
-    pub fn new(bytes: Vec<u8>, encoding: OutputEncoding) -> Self {
-        Captured { bytes, encoding }
-    }
-}
-
-impl Serialize for Captured {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.encoding {
-            OutputEncoding::Utf8 => serializer.serialize_str(&String::from_utf8_lossy(&self.bytes)),
-            OutputEncoding::Base64 => serializer
-                .serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.bytes)),
-        }
-    }
-}
-
-/// The answer of an exec, from either backend.
-#[derive(Debug, Clone, Serialize)]
-pub struct ExecOutcome {
-    pub backend: Backend,
-    pub status: ExecStatus,
-    /// `null` when the command never finished (lost, cancelled unstarted).
-    pub exit_code: Option<i32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signal: Option<i32>,
-    pub stdout: Captured,
-    pub stderr: Captured,
-    /// Present when not the default (`base64`).
-    #[serde(skip_serializing_if = "is_utf8")]
-    pub output_encoding: OutputEncoding,
-    /// Output hit its cap.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub truncated: bool,
-    /// The light-shell limit that ended it.
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "limit_name")]
-    pub limit: Option<LimitKind>,
-    /// The workspace revision afterwards.
-    pub revision: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// What the computer moved and changed.
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub computer: Option<ComputerReport>,
-}
-
-impl ExecOutcome {
-    /// How the job that ran it ends: its exit code, whether it timed out,
-    /// and the error that explains a failure other than an exit code.
-    pub fn job_outcome(&self) -> stead_scheduler::jobs::Outcome {
-        let error = match (self.status, self.limit) {
-            (ExecStatus::Lost, _) => Some(
-                self.message
-                    .clone()
-                    .unwrap_or_else(|| "the computer was lost during the command".into()),
-            ),
-            (_, Some(limit)) => Some(format!("limit reached: {}", limit.name())),
-            _ => None,
-        };
-        stead_scheduler::jobs::Outcome {
-            exit_code: self.exit_code.map(i64::from),
-            timed_out: self.status == ExecStatus::TimedOut,
-            error,
-            backend: Some(self.backend),
-        }
-    }
-
-    /// The JSON answer.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("exec outcomes serialize")
-    }
-}
-
-fn is_utf8(encoding: &OutputEncoding) -> bool {
-    *encoding == OutputEncoding::Utf8
-}
-
-fn limit_name<S: Serializer>(limit: &Option<LimitKind>, serializer: S) -> Result<S::Ok, S::Error> {
-    match limit {
-        Some(limit) => serializer.serialize_str(limit.name()),
-        None => serializer.serialize_none(),
-    }
 }

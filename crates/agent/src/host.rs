@@ -17,24 +17,9 @@
 use futures::stream::LocalBoxStream;
 use stead_sql::Sql;
 
-use crate::socket::SocketState;
-
-/// A failure of the platform itself (storage, the alarm API, randomness).
-#[derive(Debug, thiserror::Error)]
-#[error("the platform failed to {operation}: {message}")]
-pub struct HostError {
-    pub operation: &'static str,
-    pub message: String,
-}
-
-impl HostError {
-    pub fn new(operation: &'static str, message: impl std::fmt::Display) -> Self {
-        HostError {
-            operation,
-            message: message.to_string(),
-        }
-    }
-}
+use crate::computer::error::ComputerError;
+use crate::error::HostError;
+use crate::protocol::SocketState;
 
 /// What the agent needs from its platform.
 pub trait Host {
@@ -76,8 +61,7 @@ pub trait Host {
 
     /// The transport to agent `agent`'s computer, whose container (when it
     /// starts) gets outbound network only if `internet`.
-    fn computer(&self, agent: &str, internet: bool)
-        -> Result<Self::Computer, crate::ComputerError>;
+    fn computer(&self, agent: &str, internet: bool) -> Result<Self::Computer, ComputerError>;
 }
 
 /// One accepted WebSocket. What it has subscribed to lives in its

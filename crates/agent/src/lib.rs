@@ -15,14 +15,20 @@
 //!   for every entry point (HTTP, WebSocket calls, hooks);
 //! - [`auth`]: tokens, scopes and callers; [`audit`]: the audit log;
 //!   [`settings`]: quotas and computer settings;
-//! - [`tools`]: the file tools; [`exec`]: planning a command and the one
-//!   [`ExecOutcome`] both backends answer;
+//! - [`tools`]: the file tools; [`exec`]: planning and running a command;
+//!   [`outcome`]: the one [`ExecOutcome`] both backends answer;
 //! - [`computer`]: the driver that syncs the workspace with the computer and
 //!   runs commands there;
 //! - [`runner`]: where a job runs, the alarm loop; [`scheduling`]: jobs,
 //!   schedules and hooks as the API shows them;
-//! - [`socket`]: the WebSocket protocol; [`subscriptions`]: where job output
-//!   and change events are sent.
+//! - [`protocol`]: the WebSocket messages; [`socket`]: where a socket
+//!   message is answered; [`subscriptions`]: where job output and change
+//!   events are sent;
+//! - [`decode`], [`host`], [`error`]: request decoding, the platform seam,
+//!   and the one error type.
+//!
+//! Modules import from the module that defines a name, never through this
+//! front door, and no module depends back on one that depends on it.
 
 #![deny(unreachable_pub)]
 
@@ -30,11 +36,14 @@ mod agent;
 pub mod audit;
 pub mod auth;
 pub mod computer;
+pub mod decode;
 pub mod dispatch;
 mod error;
 pub mod exec;
 pub mod host;
+pub mod outcome;
 pub mod policy;
+pub mod protocol;
 pub mod route;
 pub mod runner;
 pub mod scheduling;
@@ -44,9 +53,9 @@ pub mod subscriptions;
 pub mod tools;
 
 pub use agent::Agent;
-pub use computer::ComputerError;
+pub use computer::error::ComputerError;
 pub use dispatch::{Body, Bytes, Entry, Reply, Request, HOOK_SECRET_HEADER};
-pub use error::ApiError;
-pub use exec::ExecOutcome;
-pub use host::{Host, HostError, Socket, Transport};
+pub use error::{ApiError, HostError};
+pub use host::{Host, Socket, Transport};
+pub use outcome::ExecOutcome;
 pub use route::{route, Action, Route, Tool, MAX_JSON_BODY};

@@ -8,7 +8,10 @@
 //! where the checks that need storage (revocation) and the request (the
 //! exec's backend) happen.
 
-use crate::auth::Scope;
+use crate::auth::{Caller, Principal, Scope};
+use crate::error::ApiError;
+use crate::exec::destination;
+use crate::outcome::Backend;
 use crate::route::{Action, Tool};
 
 /// Who may perform an action.
@@ -106,9 +109,124 @@ impl Action {
     }
 }
 
+impl Access {
+    /// Checks `caller` may be let in for an action needing this access.
+    pub fn admits(self, caller: &Caller) -> Result<(), ApiError> {
+        match self {
+            Access::Scope(scope) => caller.require(scope),
+            Access::Exec => caller
+                .require(Scope::ExecShell)
+                .or_else(|_| caller.require(Scope::ExecComputer)),
+            // The hook's own secret is checked by the agent.
+            Access::HookSecret => Ok(()),
+        }
+    }
+}
+
+impl Principal {
+    /// Checks the caller may act on `agent` with `access`: the token is for
+    /// that agent and holds the scope. An exec is let in with either exec
+    /// scope; the agent checks the one its backend needs once it knows it.
+    pub fn admit(&self, agent: &str, access: Access) -> Result<(), ApiError> {
+        if let Principal::Token(claims) = self {
+            if claims.agent != agent {
+                return Err(ApiError::Forbidden {
+                    reason: format!("the token is for agent {:?}", claims.agent),
+                });
+            }
+        }
+        access.admits(&Caller::of(Some(self)))
+    }
+}
+
+/// Checks `caller` may run a command in `destination`.
+pub fn require_exec(caller: &Caller, destination: Backend) -> Result<(), ApiError> {
+    caller.require(match destination {
+        Backend::Shell => Scope::ExecShell,
+        Backend::Computer => Scope::ExecComputer,
+    })
+}
+
+/// Checks `caller` may set up the command in a schedule or hook body (its
+/// `exec` object): binding a command to run later needs the scope running
+/// it now would, or `schedule` would be a way round `exec:computer`.
+pub fn require_exec_of(caller: &Caller, body: &[u8]) -> Result<(), ApiError> {
+    let exec = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|value| value.get("exec").cloned());
+    if let Some(exec) = exec {
+        let destination = destination(exec.to_string().as_bytes()).unwrap_or(Backend::Shell);
+        require_exec(caller, destination)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::Claims;
+
+    fn claims(scopes: &[Scope], exp: i64) -> Claims {
+        Claims {
+            id: "t1".into(),
+            agent: "alice".into(),
+            scopes: scopes.to_vec(),
+            exp,
+        }
+    }
+
+    #[test]
+    fn scopes_and_agents_are_enforced() {
+        let reader = Principal::Token(claims(&[Scope::Read], 100));
+        reader.admit("alice", Access::Scope(Scope::Read)).unwrap();
+        for scope in [
+            Scope::Write,
+            Scope::ExecShell,
+            Scope::Schedule,
+            Scope::Admin,
+        ] {
+            assert!(matches!(
+                reader.admit("alice", Access::Scope(scope)),
+                Err(ApiError::Forbidden { .. })
+            ));
+        }
+        assert!(matches!(
+            reader.admit("alice", Access::Exec),
+            Err(ApiError::Forbidden { .. })
+        ));
+        assert!(matches!(
+            reader.admit("bob", Access::Scope(Scope::Read)),
+            Err(ApiError::Forbidden { .. })
+        ));
+        Principal::Admin
+            .admit("bob", Access::Scope(Scope::Admin))
+            .unwrap();
+        assert_eq!(Caller::of(Some(&reader)).actor(), "token:t1");
+    }
+
+    #[test]
+    fn either_exec_scope_lets_a_command_in_and_the_backend_decides() {
+        // A token with only exec:computer may run on the computer (it was
+        // refused as lacking exec:shell), and not in the light shell.
+        let computer_only = Caller::Token {
+            id: "c".into(),
+            scopes: vec![Scope::ExecComputer],
+        };
+        Access::Exec.admits(&computer_only).unwrap();
+        require_exec(&computer_only, Backend::Computer).unwrap();
+        assert!(matches!(
+            require_exec(&computer_only, Backend::Shell),
+            Err(ApiError::Forbidden { .. })
+        ));
+        let body = br#"{"exec":{"command":"python3 -V","backend":"computer"}}"#;
+        require_exec_of(&computer_only, body).unwrap();
+        let shell_only = Caller::Token {
+            id: "s".into(),
+            scopes: vec![Scope::ExecShell],
+        };
+        assert!(require_exec_of(&shell_only, body).is_err());
+        require_exec_of(&shell_only, br#"{"exec":{"command":"ls"}}"#).unwrap();
+    }
 
     #[test]
     fn reading_tools_need_read_and_are_not_audited() {

@@ -6,7 +6,7 @@
 //! reading. What each action needs and how it is recorded is
 //! [`crate::policy`].
 
-use crate::ApiError;
+use crate::error::ApiError;
 
 /// Largest JSON request body. Bigger files go through the streamed upload
 /// route (`PUT /agents/{id}/files/{path}`).

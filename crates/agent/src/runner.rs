@@ -28,11 +28,12 @@ use stead_scheduler::{
     jobs::Stream, signing, Job, JobState, Jobs, RunOutcome, RunTicket, SchedError, ScheduleAction,
     Schedules,
 };
-use stead_sql::Sql;
 
+use crate::agent::Agent;
 use crate::computer::OutputSink;
+use crate::error::ApiError;
 use crate::host::Host;
-use crate::{scheduling, subscriptions, Agent, ApiError};
+use crate::{scheduling, subscriptions};
 
 /// Most runs one alarm carries out before re-arming for the rest.
 const MAX_RUNS_PER_ALARM: usize = 50;
@@ -69,15 +70,6 @@ impl<H: Host> OutputSink for JobSink<'_, H> {
     fn job(&self) -> Option<i64> {
         Some(self.job)
     }
-}
-
-/// Work cut off by a restart: called once per instance, before anything
-/// runs. Running jobs fail with the reason; interrupted schedule runs are
-/// recorded and retried where allowed.
-pub fn recover<S: Sql>(db: &S, now_ms: i64) -> Result<(), ApiError> {
-    Jobs::new(db).fail_interrupted(now_ms)?;
-    Schedules::new(db).interrupt_running(now_ms)?;
-    Ok(())
 }
 
 impl<H: Host> Agent<H> {

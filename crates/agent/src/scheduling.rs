@@ -9,8 +9,8 @@ use stead_scheduler::{
 };
 use stead_sql::Sql;
 
-use crate::exec::{Backend, ExecOutcome};
-use crate::ApiError;
+use crate::error::ApiError;
+use crate::outcome::{Backend, ExecOutcome};
 
 /// Most jobs one list answer holds.
 const MAX_LIST: usize = 200;
@@ -197,7 +197,7 @@ pub fn put_schedule<S: Sql>(
     now_ms: i64,
     max_schedules: i64,
 ) -> Result<Value, ApiError> {
-    let req: ScheduleRequest = crate::tools::decode(body)?;
+    let req: ScheduleRequest = crate::decode::decode(body)?;
     let id = match (path_id, req.id.as_deref()) {
         (Some(path), Some(body)) if path != body => {
             return Err(ApiError::InvalidRequest(format!(
@@ -258,7 +258,7 @@ pub fn put_hook<S: Sql>(
     generated_secret: &str,
     now_ms: i64,
 ) -> Result<Value, ApiError> {
-    let req: HookReq = crate::tools::decode(body)?;
+    let req: HookReq = crate::decode::decode(body)?;
     check_exec_request(&req.exec)?;
     let secret = req.secret.unwrap_or_else(|| generated_secret.to_string());
     let hook = Hooks::new(db).put(name, &secret, &req.exec, now_ms)?;
@@ -273,10 +273,19 @@ pub fn hook_request(hook: &Hook, body: &[u8]) -> Value {
     request
 }
 
+/// Work cut off by a restart: called once per instance, before anything
+/// runs. Running jobs fail with the reason; interrupted schedule runs are
+/// recorded and retried where allowed.
+pub fn recover<S: Sql>(db: &S, now_ms: i64) -> Result<(), ApiError> {
+    Jobs::new(db).fail_interrupted(now_ms)?;
+    Schedules::new(db).interrupt_running(now_ms)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{Captured, ExecStatus, OutputEncoding};
+    use crate::outcome::{Captured, ExecStatus, OutputEncoding};
     use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
     use stead_shell::LimitKind;
     use stead_sql::{migrate, SqliteDb, MIGRATIONS};

@@ -11,7 +11,7 @@ use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
 use stead_sql::{params, Sql};
 use stead_vfs::Limits;
 
-use crate::ApiError;
+use crate::error::ApiError;
 
 /// The quotas of one workspace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,7 +124,7 @@ struct PutSettings {
 /// quota below current usage is allowed: the next operation that adds to it
 /// is refused.
 pub fn put(db: &impl Sql, body: &[u8]) -> Result<Value, ApiError> {
-    let request: PutSettings = crate::tools::decode(body)?;
+    let request: PutSettings = crate::decode::decode(body)?;
     if let Some(quotas) = &request.quotas {
         if quotas.max_path_depth == 0 || quotas.max_nodes == 0 {
             return Err(ApiError::InvalidRequest(

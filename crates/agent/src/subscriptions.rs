@@ -20,9 +20,11 @@ use stead_scheduler::{Job, Jobs, Piece};
 use stead_sql::Sql;
 use stead_vfs::Vfs;
 
+use crate::agent::Agent;
+use crate::error::ApiError;
 use crate::host::{Host, Socket};
-use crate::socket::{self as schema, SocketState};
-use crate::{scheduling, Agent, ApiError};
+use crate::protocol::{self as schema, SocketState};
+use crate::scheduling;
 
 /// Largest backlog page of job output read at once.
 const BACKLOG_PAGE: usize = 256 << 10;

@@ -5,7 +5,7 @@
 //! anything is touched.
 
 use base64::Engine;
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stead_sql::Sql;
 use stead_vfs::{
@@ -16,8 +16,9 @@ use stead_vfs::{
     ChangeCursor, VPath, Vfs, VfsError, WriteOptions,
 };
 
+use crate::decode::decode;
+use crate::error::ApiError;
 use crate::route::Tool;
-use crate::ApiError;
 
 /// Largest page of `ls` entries.
 const MAX_LS_LIMIT: usize = 10_000;
@@ -42,17 +43,6 @@ pub fn call<S: Sql>(vfs: &Vfs<'_, S>, tool: Tool, body: &[u8]) -> Result<Value, 
         Tool::Grep => grep(vfs, decode(body)?),
         Tool::Changes => changes(vfs, decode(body)?),
     }
-}
-
-/// Decodes a JSON request body; an empty body is a missing object, not
-/// malformed JSON.
-pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::InvalidRequest(
-            "the request body must be a JSON object".into(),
-        ));
-    }
-    Ok(serde_json::from_slice(body)?)
 }
 
 fn path(text: &str) -> Result<VPath, ApiError> {

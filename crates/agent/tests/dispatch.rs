@@ -7,7 +7,8 @@ use base64::Engine;
 use common::*;
 use serde_json::{json, Value};
 use stead_agent::auth::{Caller, Scope};
-use stead_agent::socket::{Incoming, SocketState};
+use stead_agent::protocol::SocketState;
+use stead_agent::socket::Incoming;
 use stead_agent::{Action, Tool};
 use stead_sql::Sql;
 

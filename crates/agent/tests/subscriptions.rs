@@ -6,7 +6,8 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use stead_agent::auth::Caller;
-use stead_agent::socket::{Incoming, SocketState};
+use stead_agent::protocol::SocketState;
+use stead_agent::socket::Incoming;
 use stead_agent::{Action, Agent, Tool};
 
 fn socket(agent: &Agent<FakeHost>) -> FakeSocket {

@@ -19,7 +19,7 @@
 //!   Object, which owns the container and its secret);
 //! - protocol types: `stead_sync`.
 
-mod error;
+pub mod error;
 pub mod link;
 
 use std::cell::Cell;
@@ -27,7 +27,6 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use futures::StreamExt;
-use serde::Serialize;
 use stead_sql::{params, Sql};
 use stead_sync::{
     frame, Ack, ApplyReply, Change, ChunkRequest, ErrorCode, ExecEvent, ExecSpec, Exit,
@@ -38,8 +37,10 @@ use stead_vfs::{VPath, Vfs, VfsError};
 pub use error::ComputerError;
 pub use link::Link;
 
-use crate::exec::{Backend, Captured, ComputerReport, ExecOutcome, ExecStatus, OutputEncoding};
 use crate::host::{Method, Transport};
+use crate::outcome::{
+    Backend, Captured, ComputerReport, ExecOutcome, ExecStatus, OutputEncoding, Transfer,
+};
 
 /// Chunk bytes per request, each way: bounded memory in the Durable Object.
 const BATCH_BYTES: usize = 8 << 20;
@@ -73,17 +74,6 @@ pub struct Command {
     pub env: BTreeMap<String, String>,
     pub stdin: Vec<u8>,
     pub timeout_ms: u64,
-}
-
-/// Files and bytes moved one way.
-#[derive(Debug, Default, Clone, Serialize)]
-pub struct Transfer {
-    /// Paths described (created, changed or deleted).
-    pub files: u64,
-    /// Content bytes (chunks) moved.
-    pub bytes: u64,
-    /// Bytes of path descriptions (JSON) moved.
-    pub manifest_bytes: u64,
 }
 
 /// An exec on the computer, as the driver runs it.

@@ -20,8 +20,9 @@ use std::rc::Rc;
 use futures::StreamExt;
 use serde_json::Value;
 use stead_agent::auth::{Caller, Scope};
-use stead_agent::host::{ByteStream, HostError, Method, Payload};
-use stead_agent::socket::SocketState;
+use stead_agent::host::{ByteStream, Method, Payload};
+use stead_agent::protocol::SocketState;
+use stead_agent::HostError;
 use stead_agent::{
     Action, Agent, ApiError, Bytes, ComputerError, Entry, Host, Reply, Request, Socket, Transport,
 };
