@@ -322,15 +322,11 @@ fn cancel_ends_a_queued_job_and_stops_a_running_one() {
         ),
         (json!("running"), json!(true))
     );
-    // The command itself is stopped on the computer, long before its end.
-    let asked = Instant::now();
+    // The command itself is stopped on the computer before its end: what
+    // it would have written after the sleep never comes back.
     let ended = wait_job(&agent, running);
     assert_eq!(ended["state"], "cancelled", "{ended}");
-    assert!(
-        asked.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        asked.elapsed()
-    );
+    assert!(ended["exit_code"].as_i64().unwrap_or(0) > 128, "killed: {ended}");
     expect_error(
         &agent.call("stat", json!({ "path": "/slept.txt" })),
         404,
