@@ -31,6 +31,12 @@ pub use io::Output;
 pub use limits::{Abort, Budget, Clock, LimitKind, Limits};
 pub mod interp;
 
+/// Finds the recorded corpus for the unit tests that read it (grep, sed and
+/// jq fixtures), the same way the integration tests do.
+#[cfg(test)]
+#[path = "../tests/common/corpus.rs"]
+mod test_corpus;
+
 use std::collections::BTreeMap;
 
 use stead_vfs::VPath;

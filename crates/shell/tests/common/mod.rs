@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod corpus;
+
 use std::collections::BTreeMap;
 
 use stead_shell::{exec_with_commands, Clock, ExecRequest, ExecResult, Limits, Utility};
