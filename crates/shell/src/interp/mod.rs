@@ -853,8 +853,9 @@ impl<'a> Shell<'a> {
         }
     }
 
+    /// `x=1 y=$(cmd)`: the words see the `$?` of the previous command (so
+    /// `rc=$?` works); the status is the last command substitution's, or 0.
     fn run_assign_only(&mut self, cmd: &Simple) -> R<()> {
-        self.status = 0;
         let mut last_sub = None;
         for a in &cmd.assigns {
             self.cmdsub_status = None;
