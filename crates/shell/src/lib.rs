@@ -115,39 +115,31 @@ pub fn exec_with_commands(
         );
     }
     let mut limit = None;
-    let status = match interp::parse::parse_script(&request.command) {
-        Err(message) => {
-            let _ = shell.err_line(&message);
-            2
-        }
-        Ok(prog) => {
-            let r = shell.run_program(&prog);
-            let r = match r {
-                Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
-                other => {
-                    let status = match other {
-                        Ok(s) => s,
-                        Err(interp::Flow::Abort(Abort::Exit(s))) | Err(interp::Flow::Error(s)) => s,
-                        Err(interp::Flow::Return(s)) => s,
-                        Err(_) => shell.status,
-                    };
-                    shell.status = status;
-                    match shell.run_exit_trap() {
-                        Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
-                        _ => Ok(shell.status),
-                    }
-                }
-            };
-            match r.and_then(|s| match shell.finish() {
-                Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
-                _ => Ok(s),
-            }) {
+    let r = shell.run_source(&request.command, None, interp::SourceKind::Script);
+    let r = match r {
+        Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+        other => {
+            let status = match other {
                 Ok(s) => s,
-                Err(k) => {
-                    limit = Some(k);
-                    LIMIT_EXIT_CODE
-                }
+                Err(interp::Flow::Abort(Abort::Exit(s))) | Err(interp::Flow::Error(s)) => s,
+                Err(interp::Flow::Return(s)) => s,
+                Err(_) => shell.status,
+            };
+            shell.status = status;
+            match shell.run_exit_trap() {
+                Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+                _ => Ok(shell.status),
             }
+        }
+    };
+    let status = match r.and_then(|s| match shell.finish() {
+        Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+        _ => Ok(s),
+    }) {
+        Ok(s) => s,
+        Err(k) => {
+            limit = Some(k);
+            LIMIT_EXIT_CODE
         }
     };
     let stdout = std::mem::take(&mut shell.slots[out].out);

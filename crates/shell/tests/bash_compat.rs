@@ -31,3 +31,23 @@ fn assignment_sees_and_sets_status() {
         "1\n3\n0\n1 1\n",
     );
 }
+
+/// bash reads a script a complete command at a time: lines before a syntax
+/// error run, the error ends the script with status 2; in `eval` it ends
+/// only the eval, with status 2.
+#[test]
+fn syntax_error_stops_only_what_follows() {
+    check_status("echo one\necho two; fi\necho three", "one\n", 2);
+    check("eval \"echo a\nfi\"; echo st=$?", "a\nst=2\n");
+}
+
+/// Aliases are expanded as the parser reads a command (from the line after
+/// their definition), in command position, after an alias ending in a
+/// blank, and into reserved words.
+#[test]
+fn aliases_expand_at_parse_time() {
+    check(
+        "shopt -s expand_aliases\nalias hi='echo hello '\nalias w=world\nhi w\nalias LEFT={\nLEFT echo in; }",
+        "hello world\nin\n",
+    );
+}

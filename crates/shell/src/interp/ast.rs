@@ -16,12 +16,16 @@ pub struct Item {
     pub first: Pipeline,
     /// `&&` (true) or `||` (false), then the next pipeline.
     pub rest: Vec<(bool, Pipeline)>,
+    /// Ended by `&`: runs as a background job.
+    pub background: bool,
 }
 
 #[derive(Debug, Clone)]
 pub struct Pipeline {
     pub negate: bool,
     pub cmds: Vec<Command>,
+    /// The line it starts on (1-based, within its source text).
+    pub line: usize,
 }
 
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use stead_vfs::{Kind, VPath};
 
 use super::expand::attr_letters;
 use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
-use super::{parse, printf, Fd, Flow, Shell, R};
+use super::{printf, Fd, Flow, Shell, R};
 use crate::limits::Abort;
 use crate::utils;
 
@@ -621,20 +621,17 @@ fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
         1
     };
     let text = args[skip..].join(" ");
-    run_text(sh, &text, "eval")
+    let base = sh.line;
+    run_text(sh, &text, "eval", base)
 }
 
-fn run_text(sh: &mut Shell, text: &str, what: &str) -> R<i32> {
-    let prog = match parse::parse_script(text) {
-        Ok(p) => p,
-        Err(m) => {
-            sh.err_line(&format!("{what}: {m}"))?;
-            return Ok(2);
-        }
-    };
+/// Runs `eval` or `source` text: its lines count from `line_base`.
+fn run_text(sh: &mut Shell, text: &str, what: &str, line_base: usize) -> R<i32> {
     sh.budget.enter()?;
     sh.status = 0;
-    let r = sh.run_program(&prog);
+    let saved = std::mem::replace(&mut sh.line_base, line_base);
+    let r = sh.run_source(text, Some(what), super::SourceKind::Eval);
+    sh.line_base = saved;
     sh.budget.leave();
     r
 }
@@ -663,7 +660,7 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     let text = String::from_utf8_lossy(&data).into_owned();
     let saved =
         (args.len() > 2).then(|| std::mem::replace(&mut sh.st.positional, args[2..].to_vec()));
-    let r = run_text(sh, &text, file);
+    let r = run_text(sh, &text, file, 0);
     if let Some(p) = saved {
         sh.st.positional = p;
     }
@@ -1359,7 +1356,8 @@ pub fn set_flag(sh: &mut Shell, c: char, on: bool) -> bool {
         'x' => o.xtrace = on,
         'f' => o.noglob = on,
         'C' => o.noclobber = on,
-        'h' | 'B' | 'H' | 'm' | 'v' | 'b' | 'n' | 'T' | 'E' | 'P' | 'k' | 't' => {}
+        'n' => o.noexec = on,
+        'h' | 'B' | 'H' | 'm' | 'v' | 'b' | 'T' | 'E' | 'P' | 'k' | 't' => {}
         _ => return false,
     }
     true
@@ -1373,6 +1371,7 @@ fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
         "xtrace" => 'x',
         "noglob" => 'f',
         "noclobber" => 'C',
+        "noexec" => 'n',
         "pipefail" => {
             sh.st.opts.pipefail = on;
             return true;
@@ -1391,7 +1390,6 @@ fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
                     | "errtrace"
                     | "functrace"
                     | "verbose"
-                    | "noexec"
                     | "notify"
                     | "physical"
             )

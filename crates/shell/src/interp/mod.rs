@@ -42,6 +42,15 @@ use crate::utils::{self, Ctx, Runner, Utility};
 use ast::*;
 pub use vars::{Value, Var};
 
+/// What a syntax error in a source text ends (see [`Shell::run_source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A script or `-c` text: the shell exits.
+    Script,
+    /// `eval`, `source` or a trap: the text returns 2.
+    Eval,
+}
+
 /// How control leaves a command early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Flow {
@@ -81,6 +90,8 @@ pub struct Opts {
     pub nocasematch: bool,
     pub lastpipe: bool,
     pub expand_aliases: bool,
+    /// `set -n`: commands are read but not run.
+    pub noexec: bool,
 }
 
 /// Everything a subshell copies and discards.
@@ -132,7 +143,11 @@ pub struct Shell<'a> {
     pub fds: Vec<Option<Fd>>,
     pub pipestatus: Vec<i32>,
     pub arith_depth: u32,
+    /// `$LINENO`: the line of the command running, in its source text.
     pub line: usize,
+    /// Added to parsed line numbers: the line an `eval` or trap text
+    /// starts from.
+    pub line_base: usize,
     /// Nesting of conditions where `set -e` does not apply.
     pub no_errexit: u32,
     pub deferred: Vec<Rc<Assign>>,
@@ -150,7 +165,6 @@ pub struct Shell<'a> {
     /// `$_`: the last argument of the previous simple command.
     pub last_arg: String,
     in_err_trap: bool,
-    alias_depth: u32,
     errexit_exempt: bool,
 }
 
@@ -192,6 +206,7 @@ impl<'a> Shell<'a> {
             pipestatus: vec![0],
             arith_depth: 0,
             line: 1,
+            line_base: 0,
             no_errexit: 0,
             deferred: Vec::new(),
             extra,
@@ -204,7 +219,6 @@ impl<'a> Shell<'a> {
             created_dirs: Vec::new(),
             last_arg: String::new(),
             in_err_trap: false,
-            alias_depth: 0,
             errexit_exempt: false,
         }
     }
@@ -310,6 +324,42 @@ impl<'a> Shell<'a> {
 
     // ---- running ----
 
+    /// Runs a script text as bash reads one: a complete command (a line, or
+    /// the lines a compound command spans) at a time, so that a syntax error
+    /// further on stops nothing before it. A syntax error prints
+    /// `bash: [label: ]line N: message` and ends the text with status 2:
+    /// the shell itself for a script (`Flow::Error(2)`), or just the text
+    /// for `eval` and `source` (`Ok(2)`).
+    pub fn run_source(&mut self, text: &str, label: Option<&str>, kind: SourceKind) -> R<i32> {
+        let mut parser = parse::Parser::new(text);
+        loop {
+            if self.st.opts.expand_aliases {
+                parser.set_aliases(self.st.aliases.clone());
+            }
+            let prog = match parser.next_command_line() {
+                None => return Ok(self.status),
+                Some(Ok(prog)) => prog,
+                Some(Err(message)) => {
+                    let line = self.line_base + parser.line_number();
+                    let msg = match label {
+                        Some(l) => format!("{l}: line {line}: {message}"),
+                        None => format!("line {line}: {message}"),
+                    };
+                    self.err_line(&msg)?;
+                    self.status = 2;
+                    return match kind {
+                        SourceKind::Script => Err(Flow::Error(2)),
+                        SourceKind::Eval => Ok(2),
+                    };
+                }
+            };
+            if self.st.opts.noexec {
+                continue;
+            }
+            self.run_program(&prog)?;
+        }
+    }
+
     pub fn run_program(&mut self, prog: &[Item]) -> R<i32> {
         for item in prog {
             self.run_item(item)?;
@@ -373,6 +423,7 @@ impl<'a> Shell<'a> {
 
     fn run_pipeline(&mut self, pipe: &Pipeline) -> R<()> {
         self.errexit_exempt = false;
+        self.line = self.line_base + pipe.line;
         if pipe.negate {
             self.no_errexit += 1;
         }
@@ -730,7 +781,7 @@ impl<'a> Shell<'a> {
 
     fn run_simple(&mut self, cmd: &Simple) -> R<()> {
         self.tick()?;
-        self.line = cmd.line;
+        self.line = self.line_base + cmd.line;
         let argv = match self.expand_words(&cmd.words) {
             Ok(v) => v,
             Err(Flow::Error(s)) => {
@@ -741,11 +792,6 @@ impl<'a> Shell<'a> {
         };
         if argv.is_empty() {
             return self.run_assign_only(cmd);
-        }
-        if self.st.opts.expand_aliases && self.alias_depth < 16 {
-            if let Some(value) = self.st.aliases.get(&argv[0]).cloned() {
-                return self.run_alias(&value, &argv, cmd);
-            }
         }
         let deferred = std::mem::take(&mut self.deferred);
         if self.st.opts.xtrace {
@@ -796,43 +842,6 @@ impl<'a> Shell<'a> {
         let status = r?;
         self.status = status;
         Ok(())
-    }
-
-    /// Runs an aliased command: the alias text followed by the (already
-    /// expanded, re-quoted) arguments. Aliases are expanded when the command
-    /// runs rather than when it is parsed, which covers the common uses.
-    fn run_alias(&mut self, value: &str, argv: &[String], cmd: &Simple) -> R<()> {
-        let mut text = value.to_string();
-        for a in &argv[1..] {
-            text.push(' ');
-            text.push_str(&printf::quote(a));
-        }
-        let prog = match parse::parse_script(&text) {
-            Ok(p) => p,
-            Err(m) => {
-                self.err_line(&m)?;
-                self.status = 2;
-                return Ok(());
-            }
-        };
-        let saved = if cmd.redirs.is_empty() {
-            None
-        } else {
-            match self.apply_redirs(&cmd.redirs)? {
-                Some(s) => Some(s),
-                None => {
-                    self.status = 1;
-                    return Ok(());
-                }
-            }
-        };
-        self.alias_depth += 1;
-        let r = self.run_program(&prog);
-        self.alias_depth -= 1;
-        if let Some(s) = saved {
-            self.restore_fds(s)?;
-        }
-        r.map(drop)
     }
 
     fn restore_vars(&mut self, saved: Vec<(String, Option<Var>)>, cmd: &str) {
@@ -1027,15 +1036,9 @@ impl<'a> Shell<'a> {
         args: Vec<String>,
         opts: &[String],
     ) -> R<i32> {
-        let prog = match parse::parse_script(text) {
-            Ok(p) => p,
-            Err(m) => {
-                self.err_line(&m)?;
-                return Ok(2);
-            }
-        };
         let arg0 = arg0.to_string();
         let opts = opts.to_vec();
+        let label = arg0.clone();
         self.subshell(move |sh| {
             // A new bash process: only exported variables survive.
             sh.st.vars.retain(|_, v| v.attrs & vars::EXPORT != 0);
@@ -1048,7 +1051,8 @@ impl<'a> Shell<'a> {
             }
             sh.st.arg0 = arg0;
             sh.st.positional = args;
-            sh.run_program(&prog)
+            sh.line_base = 0;
+            sh.run_source(text, Some(&label), SourceKind::Script)
         })
     }
 
