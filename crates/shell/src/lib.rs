@@ -126,9 +126,18 @@ pub fn exec_with_commands(
                 Err(_) => shell.status,
             };
             shell.status = status;
-            match shell.run_exit_trap() {
+            // Background jobs not waited for finish before the shell exits.
+            let jobs = match shell.complete_all_jobs() {
                 Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
-                _ => Ok(shell.status),
+                _ => Ok(()),
+            };
+            shell.status = status;
+            match jobs.map(|()| shell.run_exit_trap()) {
+                Err(k) => Err(k),
+                Ok(r) => match r {
+                    Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+                    _ => Ok(shell.status),
+                },
             }
         }
     };

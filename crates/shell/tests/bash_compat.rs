@@ -51,3 +51,63 @@ fn aliases_expand_at_parse_time() {
         "hello world\nin\n",
     );
 }
+
+/// A background job runs in a subshell environment: its assignments and
+/// `exit` stay its own; `wait` gives its status (again on a second wait),
+/// 127 for an unknown pid; `$!` is its pid.
+#[test]
+fn background_jobs_run_in_a_subshell() {
+    check(
+        "x=1; { x=2; echo in job; exit 7; } & p=$!; wait $p; echo \"x=$x st=$?\"; \
+         (exit 3) & q=$!; wait $q; echo a=$?; wait $q; echo b=$?; wait 99999; echo c=$?; \
+         (exit 4) & wait -n; echo n=$?; wait -n; echo n=$?; [ \"$!\" -gt 0 ] && echo pid ok",
+        "in job\nx=1 st=7\na=3\nb=3\nc=127\nn=4\nn=127\npid ok\n",
+    );
+}
+
+/// `kill` of a job ends it with the signal (`wait` gives 128 + n); `kill -l`
+/// translates; `jobs` lists running jobs as bash does.
+#[test]
+fn kill_wait_and_jobs() {
+    check(
+        "sleep 5 & p=$!; kill $p; wait $p; echo term=$?; sleep 5 & kill -9 %1; wait %1; echo kill=$?; \
+         kill -l 143; kill -l USR1; sleep 1 & sleep 2 & jobs",
+        "term=143\nkill=137\nTERM\n10\n[1]-  Running                 sleep 1 &\n[2]+  Running                 sleep 2 &\n",
+    );
+}
+
+/// A signal sent to the shell runs its trap (with `$?` 0, kill's status);
+/// `trap -p` prints traps; `trap ''` ignores; without a trap, SIGTERM ends
+/// the shell with 143.
+#[test]
+fn signal_traps() {
+    check_status(
+        "trap \"echo usr1 \\$?\" USR1; false; kill -USR1 $$; echo after=$?; trap -p USR1; \
+         trap '' INT; trap -p; trap - USR1 INT; trap -p; kill -TERM $$; echo not",
+        "usr1 0\nafter=0\ntrap -- 'echo usr1 $?' SIGUSR1\ntrap -- '' SIGINT\ntrap -- 'echo usr1 $?' SIGUSR1\n",
+        143,
+    );
+}
+
+/// RETURN fires as functions return once set by the function or under
+/// `set -T`; DEBUG runs before each simple command with `$BASH_COMMAND`;
+/// ERR sees `LINENO` of the failing command, and reaches into functions and
+/// subshells only with `set -E`.
+#[test]
+fn return_debug_and_err_traps() {
+    check(
+        "trap \"echo ret \\$FUNCNAME\" RETURN; f() { echo in f; }; f; g() { trap \"echo gret\" RETURN; }; g; set -T; f\n\
+         trap \"echo dbg \\$BASH_COMMAND\" DEBUG; x=1; echo hi; trap - DEBUG\n\
+         trap \"echo err \\$LINENO\" ERR\n\
+         false\n\
+         h() { false; true; }; h; set -E; h; (false); echo end",
+        "in f\ngret\nin f\ngret\ndbg x=1\ndbg echo hi\nhi\ndbg trap - DEBUG\nerr 4\ngret\nerr 5\ngret\nerr 5\nerr 5\nend\n",
+    );
+}
+
+/// `return` outside a function or sourced file is an error (status 2) and
+/// the script goes on.
+#[test]
+fn top_level_return_is_an_error() {
+    check("return 3; echo st=$?", "st=2\n");
+}

@@ -286,6 +286,9 @@ fn parse_spec(text: &str, origin: &str) -> Vec<Case> {
                 _ => {}
             }
         }
+        // The Oils runner drops the blank lines between the `####` line and
+        // the code (recorded `$LINENO`s count from the first code line).
+        let script = script.trim_start_matches('\n').to_string();
         let expect = if groups.is_empty() {
             vec![default]
         } else {

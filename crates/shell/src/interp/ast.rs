@@ -18,6 +18,8 @@ pub struct Item {
     pub rest: Vec<(bool, Pipeline)>,
     /// Ended by `&`: runs as a background job.
     pub background: bool,
+    /// Its source text (for `jobs`).
+    pub text: Rc<str>,
 }
 
 #[derive(Debug, Clone)]
@@ -41,6 +43,8 @@ pub struct Simple {
     pub words: Vec<Word>,
     pub redirs: Vec<Redir>,
     pub line: usize,
+    /// Its source text (`$BASH_COMMAND`).
+    pub text: Rc<str>,
 }
 
 #[derive(Debug, Clone)]

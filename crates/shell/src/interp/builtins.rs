@@ -48,8 +48,13 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("unalias", unalias),
     ("mapfile", mapfile),
     ("readarray", mapfile),
-    ("trap", trap),
-    ("wait", |_, _| Ok(0)),
+    ("trap", super::traps::trap),
+    ("wait", super::jobs::wait),
+    ("jobs", super::jobs::jobs),
+    ("fg", super::jobs::fg),
+    ("bg", super::jobs::bg),
+    ("disown", super::jobs::disown),
+    ("kill", super::jobs::kill),
     ("hash", |_, _| Ok(0)),
     ("umask", |sh, args| {
         if args.len() == 1 {
@@ -660,14 +665,19 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     let text = String::from_utf8_lossy(&data).into_owned();
     let saved =
         (args.len() > 2).then(|| std::mem::replace(&mut sh.st.positional, args[2..].to_vec()));
+    sh.sourcing += 1;
     let r = run_text(sh, &text, file, 0);
+    sh.sourcing -= 1;
     if let Some(p) = saved {
         sh.st.positional = p;
     }
-    match r {
+    let r = match r {
         Err(Flow::Return(s)) => Ok(s),
         other => other,
-    }
+    }?;
+    sh.status = r;
+    sh.fire_return_trap()?;
+    Ok(r)
 }
 
 /// Reads one record from fd 0 (up to `delim`, or `n` chars); `None` at EOF.
@@ -1192,17 +1202,11 @@ fn return_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let status = match status_arg(sh, args, "return")? {
         Ok(s) | Err(s) => s,
     };
-    if sh.in_function == 0 && !sh.sourcing() {
+    if sh.in_function == 0 && sh.sourcing == 0 {
         sh.err_line("return: can only `return' from a function or sourced script")?;
-        return Ok(1);
+        return Ok(2);
     }
     Err(Flow::Return(status))
-}
-
-impl Shell<'_> {
-    fn sourcing(&self) -> bool {
-        true
-    }
 }
 
 fn loop_level(sh: &mut Shell, args: &[String], name: &str) -> R<Result<u32, i32>> {
@@ -1357,7 +1361,9 @@ pub fn set_flag(sh: &mut Shell, c: char, on: bool) -> bool {
         'f' => o.noglob = on,
         'C' => o.noclobber = on,
         'n' => o.noexec = on,
-        'h' | 'B' | 'H' | 'm' | 'v' | 'b' | 'T' | 'E' | 'P' | 'k' | 't' => {}
+        'E' => o.errtrace = on,
+        'T' => o.functrace = on,
+        'h' | 'B' | 'H' | 'm' | 'v' | 'b' | 'P' | 'k' | 't' => {}
         _ => return false,
     }
     true
@@ -1372,6 +1378,8 @@ fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
         "noglob" => 'f',
         "noclobber" => 'C',
         "noexec" => 'n',
+        "errtrace" => 'E',
+        "functrace" => 'T',
         "pipefail" => {
             sh.st.opts.pipefail = on;
             return true;
@@ -1387,8 +1395,6 @@ fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
                     | "vi"
                     | "emacs"
                     | "history"
-                    | "errtrace"
-                    | "functrace"
                     | "verbose"
                     | "notify"
                     | "physical"
@@ -1566,131 +1572,6 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
         },
     );
     Ok(0)
-}
-
-const SIGNALS: &[(i32, &str)] = &[
-    (1, "HUP"),
-    (2, "INT"),
-    (3, "QUIT"),
-    (6, "ABRT"),
-    (9, "KILL"),
-    (10, "USR1"),
-    (12, "USR2"),
-    (13, "PIPE"),
-    (14, "ALRM"),
-    (15, "TERM"),
-    (17, "CHLD"),
-    (23, "URG"),
-];
-
-/// `EXIT`, `ERR`, `DEBUG`, `RETURN` or a signal's name without `SIG`.
-fn signal_name(spec: &str) -> Option<String> {
-    let upper = spec.to_ascii_uppercase();
-    let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
-    if matches!(bare, "EXIT" | "0") {
-        return Some("EXIT".into());
-    }
-    if matches!(bare, "ERR" | "DEBUG" | "RETURN") {
-        return Some(bare.to_string());
-    }
-    if let Ok(n) = bare.parse::<i32>() {
-        return SIGNALS
-            .iter()
-            .find(|(k, _)| *k == n)
-            .map(|(_, s)| s.to_string());
-    }
-    SIGNALS
-        .iter()
-        .find(|(_, s)| *s == bare)
-        .map(|(_, s)| s.to_string())
-}
-
-fn trap_order(name: &str) -> i32 {
-    match name {
-        "EXIT" => 0,
-        _ => SIGNALS
-            .iter()
-            .find(|(_, s)| *s == name)
-            .map_or(100, |(k, _)| *k),
-    }
-}
-
-fn print_traps(sh: &mut Shell, only: &[String]) -> R<i32> {
-    let mut list: Vec<(String, String)> = sh
-        .st
-        .traps
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    list.sort_by_key(|(k, _)| trap_order(k));
-    let mut text = String::new();
-    for (name, action) in list {
-        if !only.is_empty()
-            && !only
-                .iter()
-                .any(|o| signal_name(o).as_deref() == Some(name.as_str()))
-        {
-            continue;
-        }
-        let shown = if trap_order(&name) == 0 || trap_order(&name) == 100 {
-            name.clone()
-        } else {
-            format!("SIG{name}")
-        };
-        text.push_str(&format!(
-            "trap -- {} {shown}\n",
-            printf::single_quote(&action)
-        ));
-    }
-    sh.out(&text)?;
-    Ok(0)
-}
-
-fn trap(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut rest: Vec<String> = args[1..].to_vec();
-    if rest.first().map(String::as_str) == Some("-p") {
-        return print_traps(sh, &rest[1..]);
-    }
-    if rest.first().map(String::as_str) == Some("-l") {
-        return Ok(0);
-    }
-    if rest.first().map(String::as_str) == Some("--") {
-        rest.remove(0);
-    }
-    if rest.is_empty() {
-        return print_traps(sh, &[]);
-    }
-    // `trap SIG...` (first operand a signal or a number) resets.
-    let reset = rest.len() == 1 || rest[0] == "-" || rest[0].parse::<u32>().is_ok();
-    let (action, sigs) = if reset && rest[0] != "-" && rest.len() > 1 || rest.len() == 1 {
-        (None, &rest[..])
-    } else {
-        (
-            if rest[0] == "-" {
-                None
-            } else {
-                Some(rest[0].clone())
-            },
-            &rest[1..],
-        )
-    };
-    let mut status = 0;
-    for spec in sigs {
-        let Some(name) = signal_name(spec) else {
-            sh.err_line(&format!("trap: {spec}: invalid signal specification"))?;
-            status = 1;
-            continue;
-        };
-        match &action {
-            Some(a) => {
-                sh.st.traps.insert(name, a.clone());
-            }
-            None => {
-                sh.st.traps.remove(&name);
-            }
-        }
-    }
-    Ok(status)
 }
 
 fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {

@@ -24,10 +24,12 @@ pub mod ast;
 pub(crate) mod builtins;
 mod cond;
 mod expand;
+mod jobs;
 pub mod parse;
 mod pattern;
 pub mod printf;
 mod redirect;
+mod traps;
 mod vars;
 
 use std::collections::{BTreeMap, HashMap};
@@ -92,6 +94,10 @@ pub struct Opts {
     pub expand_aliases: bool,
     /// `set -n`: commands are read but not run.
     pub noexec: bool,
+    /// `set -E`: functions, subshells and command substitutions see `ERR`.
+    pub errtrace: bool,
+    /// `set -T`: functions see `DEBUG` and `RETURN`.
+    pub functrace: bool,
 }
 
 /// Everything a subshell copies and discards.
@@ -106,6 +112,12 @@ pub struct State {
     pub cwd: VPath,
     pub opts: Opts,
     pub traps: BTreeMap<String, String>,
+    /// A subshell's parent's traps, which `trap` shows until it sets its own.
+    pub inherited_traps: BTreeMap<String, String>,
+    /// `$!`
+    pub last_bg_pid: Option<u32>,
+    /// `$BASHPID`: this (sub)shell's process id.
+    pub bashpid: u32,
     pub aliases: BTreeMap<String, String>,
     pub func_names: Vec<String>,
 }
@@ -156,6 +168,8 @@ pub struct Shell<'a> {
     random: u64,
     ticks: u32,
     pub(crate) in_function: u32,
+    /// Nesting of `source` / `.` (where `return` is allowed).
+    pub(crate) sourcing: u32,
     /// Status of the last command substitution (for `x=$(false)`).
     pub cmdsub_status: Option<i32>,
     /// Descriptors from `{var}>file`, which outlive their command.
@@ -165,7 +179,19 @@ pub struct Shell<'a> {
     /// `$_`: the last argument of the previous simple command.
     pub last_arg: String,
     in_err_trap: bool,
-    errexit_exempt: bool,
+    in_debug_trap: bool,
+    /// `$BASH_COMMAND`: the command the `DEBUG` trap runs before.
+    pub bash_command: String,
+    /// Background jobs of this shell and of the subshells running now.
+    jobs: Vec<jobs::Job>,
+    /// Where the current (sub)shell's jobs start in `jobs`.
+    job_floor: usize,
+    /// The last process id given out (jobs and subshells).
+    next_pid: u32,
+    /// The process ids of the shells enclosing the current subshell.
+    pid_stack: Vec<u32>,
+    /// Signals sent to an enclosing shell, delivered when it resumes.
+    pending_signals: Vec<(u32, i32)>,
 }
 
 /// The status of a pipeline stage stopped by a full pipe (128 + SIGPIPE).
@@ -197,6 +223,9 @@ impl<'a> Shell<'a> {
                 cwd,
                 opts: Opts::default(),
                 traps: BTreeMap::new(),
+                inherited_traps: BTreeMap::new(),
+                last_bg_pid: None,
+                bashpid: jobs::SHELL_PID,
                 aliases: BTreeMap::new(),
                 func_names: Vec::new(),
             },
@@ -214,12 +243,19 @@ impl<'a> Shell<'a> {
             random: 0x2545_F491_4F6C_DD1D,
             ticks: 0,
             in_function: 0,
+            sourcing: 0,
             cmdsub_status: None,
             persist_fds: Vec::new(),
             created_dirs: Vec::new(),
             last_arg: String::new(),
             in_err_trap: false,
-            errexit_exempt: false,
+            in_debug_trap: false,
+            bash_command: String::new(),
+            jobs: Vec::new(),
+            job_floor: 0,
+            next_pid: jobs::SHELL_PID,
+            pid_stack: Vec::new(),
+            pending_signals: Vec::new(),
         }
     }
 
@@ -247,6 +283,11 @@ impl<'a> Shell<'a> {
     /// closed before calling this, and it must still be popped, or closed
     /// slots pile up under an open one.
     pub fn close_slot(&mut self, index: usize) -> R<()> {
+        // Background jobs writing here run first (they would have written
+        // before it closed).
+        if self.slots.get(index).is_some_and(|s| s.open) {
+            self.complete_jobs_writing_to(index)?;
+        }
         let Some(slot) = self.slots.get_mut(index) else {
             return Ok(());
         };
@@ -368,6 +409,9 @@ impl<'a> Shell<'a> {
     }
 
     fn run_item(&mut self, item: &Item) -> R<()> {
+        if item.background {
+            return self.start_job(item);
+        }
         let guarded = !item.rest.is_empty();
         if guarded {
             self.no_errexit += 1;
@@ -377,12 +421,10 @@ impl<'a> Shell<'a> {
             self.no_errexit -= 1;
         }
         first?;
-        let mut ran_last = item.rest.is_empty();
         for (i, (and, pipe)) in item.rest.iter().enumerate() {
             if (self.status == 0) != *and {
                 continue;
             }
-            ran_last = i + 1 == item.rest.len();
             let last = i + 1 == item.rest.len();
             if !last {
                 self.no_errexit += 1;
@@ -393,36 +435,23 @@ impl<'a> Shell<'a> {
             }
             r?;
         }
-        // A list that stopped early (`false && x`) does not trigger `set -e`
-        // in the enclosing command either.
-        self.errexit_exempt = !ran_last;
         Ok(())
     }
 
+    /// After a command that failed where `set -e` applies: the `ERR` trap,
+    /// then `set -e` itself.
     fn check_errexit(&mut self) -> R<()> {
-        if self.status != 0 && self.no_errexit == 0 && !self.in_err_trap {
-            if let Some(script) = self.st.traps.get("ERR").cloned() {
-                if let Ok(prog) = parse::parse_script(&script) {
-                    let status = self.status;
-                    self.in_err_trap = true;
-                    let r = self.run_program(&prog);
-                    self.in_err_trap = false;
-                    r?;
-                    self.status = status;
-                }
-            }
-        }
-        if std::mem::take(&mut self.errexit_exempt) {
+        if self.status == 0 || self.no_errexit > 0 {
             return Ok(());
         }
-        if self.st.opts.errexit && self.status != 0 && self.no_errexit == 0 {
+        self.fire_err_trap()?;
+        if self.st.opts.errexit {
             return Err(Flow::Abort(Abort::Exit(self.status)));
         }
         Ok(())
     }
 
     fn run_pipeline(&mut self, pipe: &Pipeline) -> R<()> {
-        self.errexit_exempt = false;
         self.line = self.line_base + pipe.line;
         if pipe.negate {
             self.no_errexit += 1;
@@ -441,7 +470,22 @@ impl<'a> Shell<'a> {
             return Ok(());
         }
         r?;
-        self.check_errexit()
+        // `ERR` and `set -e` look at simple commands, `(( ))`, `[[ ]]`,
+        // subshells and whole pipelines; a compound command's status is
+        // that of a command inside it, already looked at.
+        let atomic = pipe.cmds.len() > 1
+            || match &pipe.cmds[0] {
+                Command::Simple(_) => true,
+                Command::Compound(c, _) => matches!(
+                    c.as_ref(),
+                    Compound::Arith(_) | Compound::Cond(_) | Compound::Subshell(_)
+                ),
+                Command::Function(_) => false,
+            };
+        if atomic {
+            self.check_errexit()?;
+        }
+        Ok(())
     }
 
     fn run_stages(&mut self, cmds: &[Command]) -> R<()> {
@@ -506,21 +550,56 @@ impl<'a> Shell<'a> {
     }
 
     /// Runs `f` with state changes discarded; `exit` ends only the subshell.
+    /// The subshell gets its own process id, starts with traps reset (see
+    /// `traps.rs`), runs an `EXIT` trap it set, and completes the
+    /// background jobs it started before it ends.
     pub fn subshell(&mut self, f: impl FnOnce(&mut Self) -> R<i32>) -> R<i32> {
         self.budget.enter()?;
         let saved = self.st.clone();
         let saved_fds = self.fds.clone();
+        let saved_floor = std::mem::replace(&mut self.job_floor, self.jobs.len());
+        self.pid_stack.push(self.st.bashpid);
+        self.st.bashpid = self.new_pid();
+        self.reset_traps_for_subshell();
         let r = f(self);
+        let r = self.end_subshell(r);
+        self.jobs.truncate(self.job_floor);
+        self.job_floor = saved_floor;
         self.st = saved;
+        self.pid_stack.pop();
         self.restore_fds(saved_fds)?;
         self.budget.leave();
-        match r {
-            Ok(s) => Ok(s),
+        let status = r?;
+        let pid = self.st.bashpid;
+        let mine: Vec<i32> = self
+            .pending_signals
+            .iter()
+            .filter(|(p, _)| *p == pid)
+            .map(|(_, s)| *s)
+            .collect();
+        self.pending_signals.retain(|(p, _)| *p != pid);
+        for signal in mine {
+            self.deliver_signal(signal)?;
+        }
+        Ok(status)
+    }
+
+    /// The status a subshell ends with: its `EXIT` trap and pending jobs run.
+    fn end_subshell(&mut self, r: R<i32>) -> R<i32> {
+        let status = match r {
+            Ok(s) => s,
             Err(Flow::Abort(Abort::Exit(s)))
             | Err(Flow::Error(s))
             | Err(Flow::Return(s))
-            | Err(Flow::Fail(s)) => Ok(s),
-            Err(Flow::Break(_)) | Err(Flow::Continue(_)) => Ok(self.status),
+            | Err(Flow::Fail(s)) => s,
+            Err(Flow::Break(_)) | Err(Flow::Continue(_)) => self.status,
+            Err(e) => return Err(e),
+        };
+        self.status = status;
+        self.complete_all_jobs()?;
+        match self.run_exit_trap() {
+            Ok(()) => Ok(self.status),
+            Err(Flow::Abort(Abort::Exit(s))) => Ok(s),
             Err(e) => Err(e),
         }
     }
@@ -546,7 +625,7 @@ impl<'a> Shell<'a> {
                     Some(saved) => saved,
                     None => {
                         self.status = 1;
-                        return Ok(());
+                        return self.check_errexit();
                     }
                 };
                 let r = self.run_compound(c);
@@ -782,6 +861,9 @@ impl<'a> Shell<'a> {
     fn run_simple(&mut self, cmd: &Simple) -> R<()> {
         self.tick()?;
         self.line = self.line_base + cmd.line;
+        if self.st.traps.contains_key("DEBUG") {
+            self.fire_debug_trap(&cmd.text)?;
+        }
         let argv = match self.expand_words(&cmd.words) {
             Ok(v) => v,
             Err(Flow::Error(s)) => {
@@ -1062,7 +1144,20 @@ impl<'a> Shell<'a> {
         self.st.frames.push(Vec::new());
         self.st.func_names.push(f.name.clone());
         self.in_function += 1;
+        let hidden = self.hide_traps_for_function();
         let r = self.run_command(&f.body);
+        let r = match r {
+            Ok(()) | Err(Flow::Return(_)) => {
+                let status = match r {
+                    Err(Flow::Return(s)) => s,
+                    _ => self.status,
+                };
+                self.status = status;
+                self.fire_return_trap().map(|()| status)
+            }
+            Err(e) => Err(e),
+        };
+        self.restore_function_traps(hidden);
         self.in_function -= 1;
         self.st.func_names.pop();
         if let Some(frame) = self.st.frames.pop() {
@@ -1079,11 +1174,7 @@ impl<'a> Shell<'a> {
         }
         self.st.positional = saved_pos;
         self.budget.leave();
-        match r {
-            Ok(()) => Ok(self.status),
-            Err(Flow::Return(s)) => Ok(s),
-            Err(e) => Err(e),
-        }
+        r
     }
 
     /// Takes all remaining input from fd 0.

@@ -359,7 +359,16 @@ impl Parser {
         }
     }
 
+    /// The source text from `start` to the current position, blanks trimmed.
+    fn text_from(&self, start: usize) -> Rc<str> {
+        let end = self.pos.min(self.src.len());
+        let text: String = self.src[start.min(end)..end].iter().collect();
+        Rc::from(text.trim())
+    }
+
     fn and_or(&mut self) -> PResult<Item> {
+        self.skip_space();
+        let start = self.pos;
         let first = self.pipeline()?;
         let mut rest = Vec::new();
         loop {
@@ -379,6 +388,7 @@ impl Parser {
             first,
             rest,
             background: false,
+            text: self.text_from(start),
         })
     }
 
@@ -911,11 +921,13 @@ impl Parser {
 
     fn simple(&mut self) -> PResult<Command> {
         let line = self.line();
+        let start = self.pos;
         let mut cmd = Simple {
             assigns: Vec::new(),
             words: Vec::new(),
             redirs: Vec::new(),
             line,
+            text: Rc::from(""),
         };
         loop {
             self.skip_space();
@@ -976,6 +988,7 @@ impl Parser {
         if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
             return Err(self.unexpected());
         }
+        cmd.text = self.text_from(start);
         Ok(Command::Simple(cmd))
     }
 

@@ -127,7 +127,8 @@ impl Shell<'_> {
             "RANDOM" => Some((self.next_random() % 32768).to_string()),
             "LINENO" => Some(self.line.to_string()),
             "SECONDS" => Some("0".into()),
-            "BASHPID" => Some("4242".into()),
+            "BASHPID" => Some(self.st.bashpid.to_string()),
+            "BASH_COMMAND" => Some(self.bash_command.clone()),
             "PPID" => Some("4241".into()),
             "UID" | "EUID" => Some("1000".into()),
             "SHLVL" => Some("1".into()),
@@ -142,8 +143,8 @@ impl Shell<'_> {
         Some(match name {
             "?" => self.status.to_string(),
             "#" => self.st.positional.len().to_string(),
-            "$" => "4242".into(),
-            "!" => return None,
+            "$" => super::jobs::SHELL_PID.to_string(),
+            "!" => return self.st.last_bg_pid.map(|p| p.to_string()),
             "-" => {
                 let mut f = String::new();
                 if self.st.opts.allexport {
