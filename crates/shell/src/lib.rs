@@ -114,6 +114,15 @@ pub fn exec_with_commands(
             },
         );
     }
+    // Set by bash itself, not exported.
+    for (k, v) in [("OPTIND", "1"), ("PS4", "+ ")] {
+        if !shell.st.vars.contains_key(k) {
+            shell
+                .st
+                .vars
+                .insert(k.to_string(), interp::Var::new(v.to_string()));
+        }
+    }
     let mut limit = None;
     let r = shell.run_source(&request.command, None, interp::SourceKind::Script);
     let r = match r {

@@ -111,3 +111,41 @@ fn return_debug_and_err_traps() {
 fn top_level_return_is_an_error() {
     check("return 3; echo st=$?", "st=2\n");
 }
+
+/// `compgen` generates matches (actions, word lists split on IFS) and
+/// `complete -p` prints specs as bash does.
+#[test]
+fn compgen_and_complete() {
+    check(
+        "f1() { :; }; f2() { :; }; alias fa=x; compgen -A function f; compgen -W \"one two three\" t; \
+         compgen -k el; compgen -A alias -A function f; complete -W \"a b\" -F g cmd; complete -p; \
+         compgen -v __nope; echo st=$?; IFS=\":\"; compgen -W \"x:y\"",
+        "f1\nf2\ntwo\nthree\nelse\nelif\nfa\nf1\nf2\ncomplete -W 'a b' -F g cmd\nst=1\nx\ny\n",
+    );
+}
+
+/// `shopt` and `set -o` list and print options in bash's formats; `$-`
+/// lists flags in bash's order (recorded from a script file, so without
+/// the `c` of `bash -c`); unknown names are errors.
+#[test]
+fn option_listings() {
+    check(
+        "shopt -p extglob; shopt -s extglob; shopt extglob; shopt -q nullglob; echo q=$?; \
+         set -o errexit; set -o | grep errexit; set +o | grep -E \"errexit|xtrace\"; set +e; \
+         shopt -s nosuch; echo st=$?; set -o nosuch; echo st=$?; set -eu; echo $-",
+        "shopt -u extglob\nextglob        \ton\nq=1\nerrexit        \ton\nset -o errexit\nset +o xtrace\nst=1\nst=2\nehuB\n",
+    );
+}
+
+/// An expansion error abandons the rest of its line and the script goes
+/// on; `failglob` does the same; `${x?}` ends the script with status 1
+/// (recorded from a script file).
+#[test]
+fn expansion_errors_abandon_the_line() {
+    check_status(
+        "echo $((1/0)); echo same line\necho next; shopt -s failglob; echo *.nomatch; echo same\n\
+         echo after; echo ${x?unset here}; echo not reached",
+        "next\nafter\n",
+        1,
+    );
+}

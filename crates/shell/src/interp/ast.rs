@@ -177,6 +177,8 @@ pub enum Part {
     ProcSub(Rc<Program>, bool),
     /// `declare a=(...)`: expands to the name; assigned after the builtin.
     ArrayAssign(Rc<Assign>),
+    /// A `${...}` that does not parse: an error when expanded.
+    BadSubst(Rc<str>),
 }
 
 /// Arithmetic: parsed once when it has no `$`, else expanded then parsed.

@@ -42,7 +42,7 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("break", break_builtin),
     ("continue", continue_builtin),
     ("let", let_builtin),
-    ("shopt", shopt),
+    ("shopt", super::options::shopt),
     ("set", set),
     ("alias", alias),
     ("unalias", unalias),
@@ -55,6 +55,9 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("bg", super::jobs::bg),
     ("disown", super::jobs::disown),
     ("kill", super::jobs::kill),
+    ("complete", super::complete::complete),
+    ("compgen", super::complete::compgen),
+    ("compopt", super::complete::compopt),
     ("hash", |_, _| Ok(0)),
     ("umask", |sh, args| {
         if args.len() == 1 {
@@ -68,6 +71,15 @@ const BUILTINS: &[(&str, Builtin)] = &[
         Ok(0)
     }),
 ];
+
+pub use super::options::{set_option_names, shopt_names};
+
+/// Every builtin's name, sorted.
+pub fn names() -> Vec<String> {
+    let mut v: Vec<String> = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    v.sort();
+    v
+}
 
 pub fn lookup(name: &str) -> Option<Builtin> {
     BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
@@ -84,7 +96,7 @@ fn usage(sh: &mut Shell, name: &str, msg: &str, status: i32) -> R<i32> {
 
 fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut newline = true;
-    let mut escapes = false;
+    let mut escapes = sh.st.opts.xpg_echo;
     let mut i = 1;
     while i < args.len() {
         let a = &args[i];
@@ -1258,178 +1270,35 @@ fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok((last == 0) as i32)
 }
 
-fn shopt_slot<'o>(o: &'o mut super::Opts, name: &str) -> Option<&'o mut bool> {
-    Some(match name {
-        "globstar" => &mut o.globstar,
-        "nullglob" => &mut o.nullglob,
-        "failglob" => &mut o.failglob,
-        "dotglob" => &mut o.dotglob,
-        "extglob" => &mut o.extglob,
-        "nocaseglob" => &mut o.nocaseglob,
-        "nocasematch" => &mut o.nocasematch,
-        "lastpipe" => &mut o.lastpipe,
-        "expand_aliases" => &mut o.expand_aliases,
-        _ => return None,
-    })
-}
-
-const SHOPT_NAMES: &[&str] = &[
-    "dotglob",
-    "expand_aliases",
-    "extglob",
-    "failglob",
-    "globstar",
-    "lastpipe",
-    "nocaseglob",
-    "nocasematch",
-    "nullglob",
-];
-
-fn shopt(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut mode = None;
-    let mut quiet = false;
-    let mut set_o = false;
-    let mut names = Vec::new();
-    for a in &args[1..] {
-        match a.as_str() {
-            "-s" => mode = Some(true),
-            "-u" => mode = Some(false),
-            "-q" => quiet = true,
-            "-o" => set_o = true,
-            "-p" => {}
-            _ => names.push(a.clone()),
-        }
-    }
-    let mut status = 0;
-    if set_o {
-        for n in &names {
-            if let Some(m) = mode {
-                set_option(sh, n, m);
-            }
-        }
-        return Ok(0);
-    }
-    if names.is_empty() {
-        names = SHOPT_NAMES.iter().map(|s| s.to_string()).collect();
-    }
-    let mut text = String::new();
-    for n in &names {
-        let Some(slot) = shopt_slot(&mut sh.st.opts, n) else {
-            if !matches!(
-                n.as_str(),
-                "inherit_errexit"
-                    | "checkwinsize"
-                    | "histappend"
-                    | "cmdhist"
-                    | "progcomp"
-                    | "sourcepath"
-                    | "xpg_echo"
-                    | "globasciiranges"
-                    | "compat"
-                    | "direxpand"
-                    | "promptvars"
-            ) {
-                sh.err_line(&format!("shopt: {n}: invalid shell option name"))?;
-                status = 1;
-            }
-            continue;
-        };
-        match mode {
-            Some(m) => *slot = m,
-            None => {
-                let on = *slot;
-                if !on {
-                    status = 1;
-                }
-                if !quiet {
-                    text.push_str(&format!("{n:<15}\t{}\n", if on { "on" } else { "off" }));
-                }
-            }
-        }
-    }
-    sh.out(&text)?;
-    Ok(status)
-}
-
-pub fn set_flag(sh: &mut Shell, c: char, on: bool) -> bool {
-    let o = &mut sh.st.opts;
-    match c {
-        'e' => o.errexit = on,
-        'a' => o.allexport = on,
-        'u' => o.nounset = on,
-        'x' => o.xtrace = on,
-        'f' => o.noglob = on,
-        'C' => o.noclobber = on,
-        'n' => o.noexec = on,
-        'E' => o.errtrace = on,
-        'T' => o.functrace = on,
-        'h' | 'B' | 'H' | 'm' | 'v' | 'b' | 'P' | 'k' | 't' => {}
-        _ => return false,
-    }
-    true
-}
-
-fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
-    let flag = match name {
-        "errexit" => 'e',
-        "allexport" => 'a',
-        "nounset" => 'u',
-        "xtrace" => 'x',
-        "noglob" => 'f',
-        "noclobber" => 'C',
-        "noexec" => 'n',
-        "errtrace" => 'E',
-        "functrace" => 'T',
-        "pipefail" => {
-            sh.st.opts.pipefail = on;
-            return true;
-        }
-        _ => {
-            return matches!(
-                name,
-                "posix"
-                    | "braceexpand"
-                    | "hashall"
-                    | "interactive-comments"
-                    | "monitor"
-                    | "vi"
-                    | "emacs"
-                    | "history"
-                    | "verbose"
-                    | "notify"
-                    | "physical"
-            )
-        }
-    };
-    set_flag(sh, flag, on)
-}
-
 fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() == 1 {
-        let mut names: Vec<&String> = sh.st.vars.keys().collect();
-        names.sort();
-        let mut text = String::new();
-        for n in names {
-            if let Some(s) = sh.st.vars[n].scalar() {
-                text.push_str(&format!("{n}={}\n", printf::single_quote(&s)));
-            }
-        }
-        sh.out(&text)?;
-        return Ok(0);
+        return print_variables(sh);
     }
     let mut i = 1;
     while i < args.len() {
         let a = &args[i];
-        if a == "--" {
-            sh.st.positional = args[i + 1..].to_vec();
-            return Ok(0);
-        }
-        if a == "-" {
-            sh.st.positional = args[i + 1..].to_vec();
-            return Ok(0);
+        match a.as_str() {
+            "--" => {
+                sh.st.positional = args[i + 1..].to_vec();
+                return Ok(0);
+            }
+            // `set -`: the end of options, and -x and -v off.
+            "-" => {
+                sh.st.opts.xtrace = false;
+                sh.st.opts.verbose = false;
+                if i + 1 < args.len() {
+                    sh.st.positional = args[i + 1..].to_vec();
+                }
+                return Ok(0);
+            }
+            "+" => {
+                i += 1;
+                continue;
+            }
+            _ => {}
         }
         let on = a.starts_with('-');
-        if !(on || a.starts_with('+')) || a.len() < 2 {
+        if !(on || a.starts_with('+')) {
             sh.st.positional = args[i..].to_vec();
             return Ok(0);
         }
@@ -1438,35 +1307,53 @@ fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
                 i += 1;
                 match args.get(i) {
                     Some(name) => {
-                        if !set_option(sh, name, on) {
+                        if !sh.st.opts.set(name, super::options::Table::Set, on) {
                             sh.err_line(&format!("set: {name}: invalid option name"))?;
-                            return Ok(1);
+                            return Ok(2);
                         }
                     }
-                    None => {
-                        let o = sh.st.opts.clone();
-                        let mut text = String::new();
-                        for (n, v) in [
-                            ("allexport", o.allexport),
-                            ("errexit", o.errexit),
-                            ("noclobber", o.noclobber),
-                            ("noglob", o.noglob),
-                            ("nounset", o.nounset),
-                            ("pipefail", o.pipefail),
-                            ("xtrace", o.xtrace),
-                        ] {
-                            text.push_str(&format!("{n:<15}\t{}\n", if v { "on" } else { "off" }));
-                        }
-                        sh.out(&text)?;
-                    }
+                    None => super::options::print_set_options(sh, !on)?,
                 }
-            } else if !set_flag(sh, c, on) {
-                sh.err_line(&format!("set: -{c}: invalid option"))?;
+            } else if !sh.st.opts.set_flag(c, on) {
+                sh.err_line(&format!("set: {}{c}: invalid option", &a[..1]))?;
+                sh.err_line(
+                    "set: usage: set [-abefhkmnptuvxBCEHPT] [-o option-name] [--] [-] [arg ...]",
+                )?;
                 return Ok(2);
             }
         }
         i += 1;
     }
+    Ok(0)
+}
+
+/// `set` without arguments: every variable, as bash prints them.
+fn print_variables(sh: &mut Shell) -> R<i32> {
+    let mut names: Vec<&String> = sh.st.vars.keys().collect();
+    names.sort();
+    let mut text = String::new();
+    for n in names {
+        let var = &sh.st.vars[n];
+        match &var.value {
+            Value::Unset => {}
+            Value::Str(s) => text.push_str(&format!("{n}={}\n", printf::quote(s))),
+            Value::Indexed(m) => {
+                let items: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
+                    .collect();
+                text.push_str(&format!("{n}=({})\n", items.join(" ")));
+            }
+            Value::Assoc(m) => {
+                let items: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
+                    .collect();
+                text.push_str(&format!("{n}=({} )\n", items.join(" ")));
+            }
+        }
+    }
+    sh.out(&text)?;
     Ok(0)
 }
 

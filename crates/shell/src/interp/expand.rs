@@ -211,6 +211,9 @@ impl Shell<'_> {
                     f.push(&a.name, true);
                     self.deferred.push(a.clone());
                 }
+                Part::BadSubst(text) => {
+                    return Err(self.fatal(&format!("{text}: bad substitution")));
+                }
             }
         }
         Ok(())
@@ -344,7 +347,7 @@ impl Shell<'_> {
         };
         let Some(target) = target else {
             if self.st.opts.nounset {
-                return Err(self.fatal(&format!("{}: unbound variable", p.name)));
+                return Err(self.fatal_exit(&format!("{}: unbound variable", p.name)));
             }
             return Ok((String::new(), None));
         };
@@ -406,7 +409,7 @@ impl Shell<'_> {
             && !matches!(op, ParamOp::Test { .. })
             && !matches!(name, "@" | "*")
         {
-            return Err(self.fatal(&format!("{name}: unbound variable")));
+            return Err(self.fatal_exit(&format!("{name}: unbound variable")));
         }
         Ok(match op {
             ParamOp::None | ParamOp::Names(_) | ParamOp::Keys => val,
@@ -456,7 +459,7 @@ impl Shell<'_> {
                         } else {
                             msg
                         };
-                        return Err(self.fatal(&format!("{name}: {msg}")));
+                        return Err(self.fatal_exit(&format!("{name}: {msg}")));
                     }
                     _ => val,
                 }

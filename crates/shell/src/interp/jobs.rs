@@ -155,6 +155,15 @@ impl Shell<'_> {
         Ok(())
     }
 
+    /// The command texts of this shell's unreported jobs (`compgen -j`).
+    pub(super) fn job_texts(&self) -> Vec<String> {
+        self.jobs[self.job_floor..]
+            .iter()
+            .filter(|j| !j.reported)
+            .map(|j| j.text.to_string())
+            .collect()
+    }
+
     /// The job a `%spec` or pid names, among this shell's jobs.
     fn find_job(&self, spec: &str) -> Option<usize> {
         let mine = self.job_floor..self.jobs.len();

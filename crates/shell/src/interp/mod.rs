@@ -22,9 +22,11 @@
 pub mod arith;
 pub mod ast;
 pub(crate) mod builtins;
+mod complete;
 mod cond;
 mod expand;
 mod jobs;
+mod options;
 pub mod parse;
 mod pattern;
 pub mod printf;
@@ -60,7 +62,9 @@ pub enum Flow {
     Break(u32),
     Continue(u32),
     Return(i32),
-    /// A fatal expansion error: ends the (sub)shell with this status.
+    /// An expansion error (bad substitution, arithmetic, `failglob`):
+    /// abandons the complete command being run; the script goes on with the
+    /// next one, as bash does. A subshell it reaches ends with this status.
     Error(i32),
     /// The current command failed (e.g. assigning a readonly variable).
     Fail(i32),
@@ -74,7 +78,7 @@ impl From<Abort> for Flow {
 
 pub type R<T> = Result<T, Flow>;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Opts {
     pub errexit: bool,
     pub allexport: bool,
@@ -98,6 +102,48 @@ pub struct Opts {
     pub errtrace: bool,
     /// `set -T`: functions see `DEBUG` and `RETURN`.
     pub functrace: bool,
+    /// `set -o posix`: special builtins keep prefix assignments, and their
+    /// errors end the shell.
+    pub posix: bool,
+    /// `set -v`
+    pub verbose: bool,
+    /// `shopt -s inherit_errexit`
+    pub inherit_errexit: bool,
+    /// `shopt -s xpg_echo`: `echo` interprets escapes.
+    pub xpg_echo: bool,
+    /// The options the light shell does not act on that are on.
+    pub others: std::collections::BTreeSet<&'static str>,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            errexit: false,
+            allexport: false,
+            nounset: false,
+            xtrace: false,
+            pipefail: false,
+            noglob: false,
+            noclobber: false,
+            globstar: false,
+            nullglob: false,
+            failglob: false,
+            dotglob: false,
+            extglob: false,
+            nocaseglob: false,
+            nocasematch: false,
+            lastpipe: false,
+            expand_aliases: false,
+            noexec: false,
+            errtrace: false,
+            functrace: false,
+            posix: false,
+            verbose: false,
+            inherit_errexit: false,
+            xpg_echo: false,
+            others: options::default_others(),
+        }
+    }
 }
 
 /// Everything a subshell copies and discards.
@@ -119,6 +165,8 @@ pub struct State {
     /// `$BASHPID`: this (sub)shell's process id.
     pub bashpid: u32,
     pub aliases: BTreeMap<String, String>,
+    /// `complete` specs, in the order defined.
+    pub completions: Vec<complete::Spec>,
     pub func_names: Vec<String>,
 }
 
@@ -227,6 +275,7 @@ impl<'a> Shell<'a> {
                 last_bg_pid: None,
                 bashpid: jobs::SHELL_PID,
                 aliases: BTreeMap::new(),
+                completions: Vec::new(),
                 func_names: Vec::new(),
             },
             status: 0,
@@ -339,11 +388,21 @@ impl<'a> Shell<'a> {
         self.write_fd(2, line.as_bytes())
     }
 
-    /// Prints a fatal error and returns the flow that ends the shell.
+    /// Prints an expansion error and returns the flow that abandons the
+    /// current complete command ([`Flow::Error`]).
     pub fn fatal(&mut self, message: &str) -> Flow {
         match self.err_line(message) {
             Err(f) => f,
             Ok(()) => Flow::Error(1),
+        }
+    }
+
+    /// Prints an error that ends the shell (`${x?}`, `set -u`), as a
+    /// non-interactive bash does.
+    pub fn fatal_exit(&mut self, message: &str) -> Flow {
+        match self.err_line(message) {
+            Err(f) => f,
+            Ok(()) => Flow::Abort(Abort::Exit(1)),
         }
     }
 
@@ -397,7 +456,11 @@ impl<'a> Shell<'a> {
             if self.st.opts.noexec {
                 continue;
             }
-            self.run_program(&prog)?;
+            match self.run_program(&prog) {
+                Ok(_) => {}
+                Err(Flow::Error(s)) => self.status = s,
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -1128,7 +1191,7 @@ impl<'a> Shell<'a> {
             sh.st.opts = Opts::default();
             for o in &opts {
                 for c in o.chars().skip(1) {
-                    builtins::set_flag(sh, c, true);
+                    sh.st.opts.set_flag(c, true);
                 }
             }
             sh.st.arg0 = arg0;
@@ -1305,6 +1368,19 @@ impl<'a> Shell<'a> {
             | Err(Flow::Fail(s)) => Ok(s),
             other => other,
         }
+    }
+
+    /// Runs `argv` with its stdout captured (stderr passes through).
+    pub fn capture(&mut self, argv: &[String]) -> R<(String, i32)> {
+        let slot = self.open_slot(None);
+        let saved = self.fds[1].replace(Fd::Out(slot));
+        let r = self.dispatch(argv, Vec::new());
+        self.fds[1] = saved;
+        let bytes = std::mem::take(&mut self.slots[slot].out).into_bytes();
+        self.slots[slot].open = false;
+        self.close_slot(slot)?;
+        let status = r?;
+        Ok((String::from_utf8_lossy(&bytes).into_owned(), status))
     }
 
     /// Runs the `EXIT` trap, if any.

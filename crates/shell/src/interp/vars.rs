@@ -135,6 +135,10 @@ impl Shell<'_> {
             "FUNCNAME" => self.st.func_names.last().cloned(),
             "PIPESTATUS" => self.pipestatus.first().map(|s| s.to_string()),
             "BASH_VERSION" => Some("5.2.21(1)-release".into()),
+            "SHELLOPTS" => Some(self.st.opts.on_list(super::options::Table::Set)),
+            "BASHOPTS" => Some(self.st.opts.on_list(super::options::Table::Shopt)),
+            "OSTYPE" => Some("linux-gnu".into()),
+            "HOSTTYPE" | "MACHTYPE" => Some("x86_64".into()),
             _ => None,
         }
     }
@@ -145,24 +149,7 @@ impl Shell<'_> {
             "#" => self.st.positional.len().to_string(),
             "$" => super::jobs::SHELL_PID.to_string(),
             "!" => return self.st.last_bg_pid.map(|p| p.to_string()),
-            "-" => {
-                let mut f = String::new();
-                if self.st.opts.allexport {
-                    f.push('a');
-                }
-                f.push('h');
-                if self.st.opts.errexit {
-                    f.push('e');
-                }
-                if self.st.opts.nounset {
-                    f.push('u');
-                }
-                if self.st.opts.xtrace {
-                    f.push('x');
-                }
-                f.push('B');
-                f
-            }
+            "-" => self.st.opts.flags(),
             "0" => self.st.arg0.clone(),
             "@" | "*" => {
                 let sep = self.ifs_first();
@@ -401,6 +388,25 @@ impl Shell<'_> {
         let name = &self.target(name);
         self.check_writable(name)?;
         Ok(self.st.vars.remove(name).is_some())
+    }
+
+    /// Sets `name` to an indexed array of `values`.
+    pub fn assign_array_values(&mut self, name: &str, values: Vec<String>) -> R<()> {
+        self.check_writable(name)?;
+        let map = values
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (i as i64, v))
+            .collect();
+        let attrs = self.st.vars.get(name).map_or(0, |v| v.attrs);
+        self.st.vars.insert(
+            name.to_string(),
+            Var {
+                value: Value::Indexed(map),
+                attrs,
+            },
+        );
+        Ok(())
     }
 
     /// Makes `name` local to the current function call.

@@ -252,10 +252,16 @@ impl Parser {
             }
             '{' => {
                 self.pos += 1;
+                let start = self.pos;
                 let saved = std::mem::replace(&mut self.in_dq, in_dq);
                 let r = self.braced_param();
                 self.in_dq = saved;
-                r
+                match r {
+                    // bash reports a bad substitution when it expands it,
+                    // so code that never runs may hold one.
+                    Err(m) if m == "bad substitution" => self.bad_substitution(start),
+                    other => other,
+                }
             }
             '\'' if !in_dq => {
                 self.pos += 1;
@@ -282,6 +288,25 @@ impl Parser {
             }
             _ => Ok(Part::Lit("$".into())),
         }
+    }
+
+    /// `${...}` that does not parse, from `start` (after `${`) to its `}`.
+    fn bad_substitution(&mut self, start: usize) -> PResult<Part> {
+        self.pos = start;
+        let mut depth = 0;
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    let text: String = self.src[start - 2..self.pos].iter().collect();
+                    return Ok(Part::BadSubst(Rc::from(text)));
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        Err("unexpected EOF while looking for matching `}'".into())
     }
 
     fn ansi_c(&mut self) -> PResult<String> {
