@@ -21,6 +21,7 @@
 //! `cat` with no file operand) consumes the rest of it, one given files does
 //! not; aliases are expanded when the command runs, not when it is parsed.
 
+pub(crate) mod bytes;
 pub mod fs;
 pub mod io;
 pub mod limits;

@@ -149,3 +149,18 @@ fn expansion_errors_abandon_the_line() {
         1,
     );
 }
+
+/// `$'\xNN'` and printf escapes hold the byte itself; bytes that are not
+/// UTF-8 count as one character and come out unchanged; `%q` quotes them;
+/// out-of-range integers clamp as bash's do; `%c` prints the first byte;
+/// `%(fmt)T` formats seconds; NUL bytes cannot be in a value.
+#[test]
+fn bytes_and_printf() {
+    check(
+        "x=$'\\xff'; echo ${#x}; printf %s \"$x\" | od -An -tx1; printf '\\351\\n' | od -An -tx1; \
+         printf '%q\\n' \"$x\" 'a b' $'t\\tx'; printf '%u %d\\n' -18446744073709551615 99999999999999999999; \
+         printf '%(%Y-%m-%d)T\\n' 86400; printf '%c' $'\\u03bc' | od -An -tx1; y=$(printf 'a\\0b'); echo ${#y}; \
+         z=$'a\\0b'; echo ${#z}",
+        "1\n ff\n e9 0a\n$'\\377'\na\\ b\n$'t\\tx'\n1 9223372036854775807\n1970-01-02\n ce\n2\n1\n",
+    );
+}

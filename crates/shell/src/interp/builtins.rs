@@ -142,7 +142,18 @@ fn printf_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let Some(fmt) = args.get(i) else {
         return usage(sh, "printf", "usage: printf [-v var] format [arguments]", 2);
     };
-    let f = printf::format(fmt, &args[i + 1..]);
+    if let Some(v) = &var {
+        let ok = match v.split_once('[') {
+            Some((base, rest)) => super::parse::valid_name(base) && rest.ends_with(']'),
+            None => super::parse::valid_name(v),
+        };
+        if !ok {
+            sh.err_line(&format!("printf: `{v}': not a valid identifier"))?;
+            return Ok(2);
+        }
+    }
+    let now = (sh.clock.now_ms() / 1000) as i64;
+    let f = printf::format(fmt, &args[i + 1..], now);
     for e in &f.errors {
         sh.err_line(&format!("printf: {e}"))?;
     }
@@ -674,7 +685,7 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
         Ok(d) => d,
         Err(e) => return usage(sh, file, utils::strerror(&e), 1),
     };
-    let text = String::from_utf8_lossy(&data).into_owned();
+    let text = crate::bytes::decode(&data);
     let saved =
         (args.len() > 2).then(|| std::mem::replace(&mut sh.st.positional, args[2..].to_vec()));
     sh.sourcing += 1;
@@ -817,7 +828,8 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
         }
         return Ok(1);
     };
-    let mut text = String::from_utf8_lossy(&record).into_owned();
+    let record: Vec<u8> = record.into_iter().filter(|&b| b != 0).collect();
+    let mut text = crate::bytes::decode(&record);
     if !raw {
         text = remove_backslashes(&text);
     }
@@ -1443,7 +1455,8 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
             k += 1;
             continue;
         }
-        let mut s = String::from_utf8_lossy(&rec).into_owned();
+        let rec: Vec<u8> = rec.into_iter().filter(|&b| b != 0).collect();
+        let mut s = crate::bytes::decode(&rec);
         if found && !strip {
             s.push(delim as char);
         }

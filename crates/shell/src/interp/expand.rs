@@ -241,7 +241,10 @@ impl Shell<'_> {
         let status = r?;
         self.status = status;
         self.cmdsub_status = Some(status);
-        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        // bash drops NUL bytes from command output (they cannot be in a
+        // value); other bytes that are not UTF-8 are kept as raw bytes.
+        let bytes: Vec<u8> = bytes.into_iter().filter(|&b| b != 0).collect();
+        let mut text = crate::bytes::decode(&bytes);
         while text.ends_with('\n') {
             text.pop();
         }

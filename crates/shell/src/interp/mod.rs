@@ -361,11 +361,12 @@ impl<'a> Shell<'a> {
         Ok(())
     }
 
-    /// Writes to a descriptor.
+    /// Writes the shell's own output to a descriptor (raw-byte characters
+    /// become their bytes, see `crate::bytes`).
     pub fn write_fd(&mut self, fd: usize, data: &[u8]) -> R<()> {
         match self.fds.get(fd).cloned().flatten() {
             Some(Fd::Out(i)) => {
-                self.slots[i].out.write(data)?;
+                self.slots[i].out.write(&crate::bytes::encode_bytes(data))?;
                 Ok(())
             }
             Some(Fd::Null) => Ok(()),
@@ -1126,7 +1127,7 @@ impl<'a> Shell<'a> {
         };
         match self.fs.read(&path) {
             Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let text = crate::bytes::decode(&bytes);
                 let args = argv[1..].to_vec();
                 self.run_script_text(&text, &argv[0], args)
             }
@@ -1164,7 +1165,7 @@ impl<'a> Shell<'a> {
             }
             None => {
                 let input = self.take_stdin();
-                let text = String::from_utf8_lossy(&input).into_owned();
+                let text = crate::bytes::decode(&input);
                 self.run_script_text_opts(&text, "bash", Vec::new(), &opts)
             }
         }
@@ -1380,7 +1381,7 @@ impl<'a> Shell<'a> {
         self.slots[slot].open = false;
         self.close_slot(slot)?;
         let status = r?;
-        Ok((String::from_utf8_lossy(&bytes).into_owned(), status))
+        Ok((crate::bytes::decode(&bytes), status))
     }
 
     /// Runs the `EXIT` trap, if any.

@@ -327,7 +327,12 @@ impl Parser {
             self.pos += 1;
         }
         self.pos += 1;
-        Ok(crate::interp::printf::unescape(&raw, false).0)
+        let mut text = crate::interp::printf::unescape(&raw, false).0;
+        // A value cannot hold NUL: `$'a\0b'` is `a`.
+        if let Some(nul) = text.find('\0') {
+            text.truncate(nul);
+        }
+        Ok(text)
     }
 
     fn braced_param(&mut self) -> PResult<Part> {

@@ -18,6 +18,9 @@ mod search;
 mod sed;
 mod text;
 
+/// `strftime` in UTC (for the shell's `printf %(fmt)T`).
+pub(crate) use text::format_utc as strftime_utc;
+
 use std::collections::BTreeMap;
 
 use stead_vfs::{VPath, VfsError};

@@ -42,7 +42,10 @@ pub fn write_files(db: &SqliteDb, files: &[(&str, &[u8])]) {
     }
 }
 
-/// `argv.py`: prints its arguments like Python's repr of a list of str.
+/// `argv.py`: prints its arguments like Python 2's repr of a list of
+/// (byte) strings, as the Oils spec tests' `argv.py` does: bytes above 0x7f
+/// as `\xNN` (the shell hands raw bytes over as private-use characters,
+/// U+10FF80 + byte - 0x80).
 pub fn argv_py(
     ctx: &mut stead_shell::utils::Ctx<'_>,
     argv: &[String],
@@ -72,6 +75,15 @@ fn py_repr(s: &str) -> String {
             }
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
                 out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if (0x10_FF80..=0x10_FFFF).contains(&(c as u32)) => {
+                out.push_str(&format!("\\x{:02x}", c as u32 - 0x10_FF00))
+            }
+            c if !c.is_ascii() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
             }
             c => out.push(c),
         }

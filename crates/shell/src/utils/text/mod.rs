@@ -28,6 +28,8 @@ mod split;
 mod tr;
 mod view;
 
+pub(crate) use date::format_utc;
+
 use stead_vfs::VfsError;
 
 use super::{Ctx, Table};
