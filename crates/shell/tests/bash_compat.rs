@@ -164,3 +164,47 @@ fn bytes_and_printf() {
         "1\n ff\n e9 0a\n$'\\377'\na\\ b\n$'t\\tx'\n1 9223372036854775807\n1970-01-02\n ce\n2\n1\n",
     );
 }
+
+/// `pushd`, `popd` and `dirs` keep bash's directory stack.
+#[test]
+fn directory_stack() {
+    check(
+        "mkdir -p /w/t /w/u; cd /w/t; pushd ../u >/dev/null; dirs -l -v; popd >/dev/null; pwd; popd; echo st=$?",
+        " 0  /w/u\n 1  /w/t\n/w/t\nst=1\n",
+    );
+}
+
+/// `read` without -r joins backslash-newline continuations and keeps
+/// backslash-quoted separators inside a field; `-t 0`, `-d ''`, `-N`.
+#[test]
+fn read_options() {
+    check(
+        "printf \"a\\\\\\\\\\nb c\\n\" | { read x y; echo \"[$x][$y]\"; }; \
+         printf \"a\\\\\\\\ b c\\n\" | { read -a arr; echo \"${#arr[@]} [${arr[0]}]\"; }; \
+         read -t 0; echo t=$?; printf \"x y\\0z\\0\" | { read -d \"\" v; echo \"[$v]\"; }; \
+         printf \"abcdef\" | { read -N 4 w; echo \"[$w]\"; }",
+        "[ab][c]\n2 [a b]\nt=0\n[x y]\n[abcd]\n",
+    );
+}
+
+/// `${x@Q}`, `${x@A}`, `${a@a}`, `${a[@]@A}`, `${x@E}`, `${p@P}`.
+#[test]
+fn parameter_transformations() {
+    check(
+        "x=\"a b\"; echo ${x@Q} ${x@A}; declare -ai n=(1 2); echo ${n@a} ${n[@]@A}; \
+         e=$'a\\\\tb'; echo \"${e@E}\"; p='[\\$] \\\\'; echo \"${p@P}\"",
+        "'a b' x='a b'\nai declare -ai n=([0]=\"1\" [1]=\"2\")\na\tb\n[$] \\\n",
+    );
+}
+
+/// `select` reads a choice; `break` outside a loop is an error that changes
+/// nothing; `break 2` in a loop condition leaves both loops; backquotes in
+/// double quotes unescape `\"`; `~` expands in an unquoted `${x:-~}`.
+#[test]
+fn select_break_backquotes_and_tilde() {
+    check(
+        "printf \"2\\n\" | select x in one two; do echo \"got $x $REPLY\"; done 2>/dev/null; break; echo a; \
+         for i in 1 2; do while break 2; do :; done; done; echo \"a`echo \\\"b\\\"`c\"; HOME=/h; x=; echo ${x:-~} \"${x:-~}\"",
+        "got two 2\n\na\nabc\n/h ~\n",
+    );
+}

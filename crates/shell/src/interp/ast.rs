@@ -86,6 +86,12 @@ pub enum Compound {
         words: Option<Vec<Word>>,
         body: Program,
     },
+    /// `select var in words; do body; done`
+    Select {
+        var: String,
+        words: Option<Vec<Word>>,
+        body: Program,
+    },
     ArithFor {
         init: Option<Arith>,
         cond: Option<Arith>,

@@ -56,6 +56,9 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("disown", super::jobs::disown),
     ("kill", super::jobs::kill),
     ("complete", super::complete::complete),
+    ("pushd", super::dirs::pushd),
+    ("popd", super::dirs::popd),
+    ("dirs", super::dirs::dirs),
     ("compgen", super::complete::compgen),
     ("compopt", super::complete::compopt),
     ("hash", |_, _| Ok(0)),
@@ -601,30 +604,35 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
         if flags.is_empty() {
             flags.push('-');
         }
-        let body = match &var.value {
-            Value::Unset => String::new(),
-            Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
-            Value::Indexed(m) => format!(
-                "=({})",
-                m.iter()
-                    .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-            Value::Assoc(m) if m.is_empty() => "=()".to_string(),
-            Value::Assoc(m) => format!(
-                "=({} )",
-                m.iter()
-                    .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-        };
+        let body = declare_body(&var.value);
         let flags = if flags == "-" { "-".to_string() } else { flags };
         text.push_str(&format!("declare -{flags} {n}{body}\n"));
     }
     sh.out(&text)?;
     Ok(status)
+}
+
+/// What `declare -p` prints after the name: `="v"`, `=([0]="a" ...)`.
+pub(super) fn declare_body(value: &Value) -> String {
+    match value {
+        Value::Unset => String::new(),
+        Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
+        Value::Indexed(m) => format!(
+            "=({})",
+            m.iter()
+                .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Value::Assoc(m) if m.is_empty() => "=()".to_string(),
+        Value::Assoc(m) => format!(
+            "=({} )",
+            m.iter()
+                .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    }
 }
 
 fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
@@ -753,6 +761,9 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut array = None;
     let mut prompt = None;
     let mut fd = 0;
+    // `-t 0`: only whether input is available (it always is here: data or
+    // end of input), nothing is read.
+    let mut poll = false;
     let mut names = Vec::new();
     let mut i = 1;
     while i < args.len() {
@@ -793,7 +804,7 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
                         break;
                     }
                     't' => {
-                        value();
+                        poll = value().is_some_and(|v| v.trim().parse::<f64>() == Ok(0.0));
                         break;
                     }
                     'u' => {
@@ -809,7 +820,10 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
         i += 1;
     }
     let _ = prompt;
-    let Some((record, complete)) = read_record(sh, delim, nchars, fd) else {
+    if poll {
+        return Ok(0);
+    }
+    let Some((mut record, mut complete)) = read_record(sh, delim, nchars, fd) else {
         for n in names.iter().chain(array.iter()) {
             if array.as_ref() == Some(n) {
                 sh.st.vars.insert(
@@ -828,39 +842,67 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
         }
         return Ok(1);
     };
-    let record: Vec<u8> = record.into_iter().filter(|&b| b != 0).collect();
-    let mut text = crate::bytes::decode(&record);
-    if !raw {
-        text = remove_backslashes(&text);
+    // Without -r, a backslash before the delimiter continues the record.
+    while !raw && complete && nchars.is_none() && ends_in_escape(&record) {
+        record.pop();
+        match read_record(sh, delim, nchars, fd) {
+            Some((more, found)) => {
+                record.extend(more);
+                complete = found;
+            }
+            None => complete = false,
+        }
     }
+    let record: Vec<u8> = record.into_iter().filter(|&b| b != 0).collect();
+    let text = crate::bytes::decode(&record);
+    // Each character, and whether a backslash quoted it (quoted ones are
+    // never separators).
+    let chars: Vec<(char, bool)> = if raw {
+        text.chars().map(|c| (c, false)).collect()
+    } else {
+        unescape_read(&text)
+    };
     let ifs = sh.ifs();
+    let status = if complete { 0 } else { 1 };
     if let Some(arr) = array {
-        let fields = split_fields(&text, &ifs, usize::MAX);
-        let map = fields
-            .into_iter()
-            .enumerate()
-            .map(|(i, f)| (i as i64, f))
-            .collect();
+        let fields = split_fields(&chars, &ifs, usize::MAX);
         sh.check_not_readonly(&arr)?;
-        sh.st.vars.insert(
-            arr,
-            Var {
-                value: Value::Indexed(map),
-                attrs: 0,
-            },
-        );
-        return Ok(if complete { 0 } else { 1 });
+        sh.assign_array_values(&arr, fields)?;
+        return Ok(status);
     }
     if names.is_empty() {
+        let text: String = chars.iter().map(|(c, _)| c).collect();
         sh.set_scalar("REPLY", text)?;
-        return Ok(if complete { 0 } else { 1 });
+        return Ok(status);
     }
-    let fields = split_fields(&text, &ifs, names.len());
+    let fields = split_fields(&chars, &ifs, names.len());
     for (k, n) in names.iter().enumerate() {
         let v = fields.get(k).cloned().unwrap_or_default();
         sh.set_var_path(n, v)?;
     }
-    Ok(if complete { 0 } else { 1 })
+    Ok(status)
+}
+
+/// Whether a record ends in an unquoted backslash.
+fn ends_in_escape(record: &[u8]) -> bool {
+    record.iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+}
+
+/// `read` without -r: a backslash quotes the next character (and is removed).
+fn unescape_read(s: &str) -> Vec<(char, bool)> {
+    let mut out = Vec::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') | None => {}
+                Some(n) => out.push((n, true)),
+            }
+        } else {
+            out.push((c, false));
+        }
+    }
+    out
 }
 
 impl Shell<'_> {
@@ -878,61 +920,49 @@ impl Shell<'_> {
     }
 }
 
-fn remove_backslashes(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('\n') | None => {}
-                Some(n) => out.push(n),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Splits for `read`: at most `max` fields, the last one keeps the rest.
-fn split_fields(text: &str, ifs: &str, max: usize) -> Vec<String> {
-    let is_ws = |c: char| ifs.contains(c) && matches!(c, ' ' | '\t' | '\n');
-    let is_sep = |c: char| ifs.contains(c);
-    let chars: Vec<char> = text.chars().collect();
+/// Splits for `read`: at most `max` fields, the last one keeps the rest
+/// (as bash: leading and trailing IFS whitespace trimmed, one trailing
+/// non-whitespace separator dropped). Quoted characters never split.
+fn split_fields(chars: &[(char, bool)], ifs: &str, max: usize) -> Vec<String> {
+    let is_ws = |&(c, q): &(char, bool)| !q && ifs.contains(c) && matches!(c, ' ' | '\t' | '\n');
+    let is_sep = |&(c, q): &(char, bool)| !q && ifs.contains(c);
+    let text = |cs: &[(char, bool)]| cs.iter().map(|(c, _)| c).collect::<String>();
     let mut i = 0;
-    while i < chars.len() && is_ws(chars[i]) {
+    while i < chars.len() && is_ws(&chars[i]) {
         i += 1;
     }
     let mut fields = Vec::new();
     while i < chars.len() {
         if fields.len() + 1 == max {
-            let mut rest: String = chars[i..].iter().collect();
-            // trailing IFS whitespace is trimmed
-            while rest.chars().last().is_some_and(is_ws) {
-                rest.pop();
+            let mut end = chars.len();
+            while end > i && is_ws(&chars[end - 1]) {
+                end -= 1;
             }
+            let rest = &chars[i..end];
             // a single trailing non-whitespace separator is dropped too
-            if rest.chars().last().is_some_and(|c| is_sep(c) && !is_ws(c)) {
-                let without: String = rest[..rest.len() - 1].to_string();
-                if !without.chars().any(is_sep) {
-                    rest = without;
+            let rest = match rest.split_last() {
+                Some((last, before))
+                    if is_sep(last) && !is_ws(last) && !before.iter().any(is_sep) =>
+                {
+                    before
                 }
-            }
-            fields.push(rest);
+                _ => rest,
+            };
+            fields.push(text(rest));
             return fields;
         }
         let start = i;
-        while i < chars.len() && !is_sep(chars[i]) {
+        while i < chars.len() && !is_sep(&chars[i]) {
             i += 1;
         }
-        fields.push(chars[start..i].iter().collect());
+        fields.push(text(&chars[start..i]));
         // skip whitespace, one non-whitespace separator, whitespace
-        while i < chars.len() && is_ws(chars[i]) {
+        while i < chars.len() && is_ws(&chars[i]) {
             i += 1;
         }
-        if i < chars.len() && is_sep(chars[i]) && !is_ws(chars[i]) {
+        if i < chars.len() && is_sep(&chars[i]) && !is_ws(&chars[i]) {
             i += 1;
-            while i < chars.len() && is_ws(chars[i]) {
+            while i < chars.len() && is_ws(&chars[i]) {
                 i += 1;
             }
         }
@@ -1246,7 +1276,22 @@ fn loop_level(sh: &mut Shell, args: &[String], name: &str) -> R<Result<u32, i32>
     }
 }
 
+/// `break`/`continue` outside a loop (of the current function): an error
+/// message, status 0, nothing else happens, as in bash.
+fn outside_loop(sh: &mut Shell, name: &str) -> R<Option<i32>> {
+    if sh.loop_depth > 0 {
+        return Ok(None);
+    }
+    sh.err_line(&format!(
+        "{name}: only meaningful in a `for', `while', or `until' loop"
+    ))?;
+    Ok(Some(0))
+}
+
 fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if let Some(s) = outside_loop(sh, "break")? {
+        return Ok(s);
+    }
     match loop_level(sh, args, "break")? {
         Ok(n) => Err(Flow::Break(n)),
         Err(s) => Ok(s),
@@ -1254,6 +1299,9 @@ fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 fn continue_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if let Some(s) = outside_loop(sh, "continue")? {
+        return Ok(s);
+    }
     match loop_level(sh, args, "continue")? {
         Ok(n) => Err(Flow::Continue(n)),
         Err(s) => Ok(s),

@@ -24,6 +24,7 @@ pub mod ast;
 pub(crate) mod builtins;
 mod complete;
 mod cond;
+mod dirs;
 mod expand;
 mod jobs;
 mod options;
@@ -167,6 +168,8 @@ pub struct State {
     pub aliases: BTreeMap<String, String>,
     /// `complete` specs, in the order defined.
     pub completions: Vec<complete::Spec>,
+    /// `pushd`'s saved directories, nearest first.
+    pub dir_stack: Vec<String>,
     pub func_names: Vec<String>,
 }
 
@@ -216,6 +219,9 @@ pub struct Shell<'a> {
     random: u64,
     ticks: u32,
     pub(crate) in_function: u32,
+    /// Loops running in the current function (or at top level), for
+    /// `break` and `continue`.
+    pub(crate) loop_depth: u32,
     /// Nesting of `source` / `.` (where `return` is allowed).
     pub(crate) sourcing: u32,
     /// Status of the last command substitution (for `x=$(false)`).
@@ -276,6 +282,7 @@ impl<'a> Shell<'a> {
                 bashpid: jobs::SHELL_PID,
                 aliases: BTreeMap::new(),
                 completions: Vec::new(),
+                dir_stack: Vec::new(),
                 func_names: Vec::new(),
             },
             status: 0,
@@ -292,6 +299,7 @@ impl<'a> Shell<'a> {
             random: 0x2545_F491_4F6C_DD1D,
             ticks: 0,
             in_function: 0,
+            loop_depth: 0,
             sourcing: 0,
             cmdsub_status: None,
             persist_fds: Vec::new(),
@@ -731,6 +739,7 @@ impl<'a> Shell<'a> {
             }
             Compound::While { until, cond, body } => self.run_while(*until, cond, body),
             Compound::For { var, words, body } => self.run_for(var, words.as_deref(), body),
+            Compound::Select { var, words, body } => self.run_select(var, words.as_deref(), body),
             Compound::ArithFor {
                 init,
                 cond,
@@ -788,12 +797,92 @@ impl<'a> Shell<'a> {
         }
     }
 
+    /// `select`: prints the numbered menu and `$PS3` to stderr, reads a
+    /// line (`$REPLY`), sets the variable to the chosen word (empty for
+    /// anything else) and runs the body, until end of input or `break`.
+    fn run_select(&mut self, var: &str, words: Option<&[Word]>, body: &[Item]) -> R<()> {
+        let items = match words {
+            Some(w) => self.expand_words(w)?,
+            None => self.st.positional.clone(),
+        };
+        self.loop_depth += 1;
+        let r = self.select_loop(var, &items, body);
+        self.loop_depth -= 1;
+        r
+    }
+
+    fn select_loop(&mut self, var: &str, items: &[String], body: &[Item]) -> R<()> {
+        let mut status = 0;
+        let mut show_menu = true;
+        loop {
+            self.budget.charge_iteration()?;
+            if show_menu {
+                let width = items.len().to_string().len();
+                let menu: String = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| format!("{:>width$}) {w}\n", i + 1))
+                    .collect();
+                self.write_fd(2, menu.as_bytes())?;
+            }
+            let prompt = self.get_scalar("PS3").unwrap_or_else(|| "#? ".into());
+            self.write_fd(2, prompt.as_bytes())?;
+            let (_, code) =
+                self.capture(&["read".to_string(), "-r".to_string(), "REPLY".to_string()])?;
+            if code != 0 {
+                // bash ends the menu line on stdout at end of input.
+                self.write_fd(1, b"\n")?;
+                break;
+            }
+            let reply = self.get_scalar("REPLY").unwrap_or_default();
+            if reply.trim().is_empty() {
+                show_menu = true;
+                continue;
+            }
+            show_menu = false;
+            let chosen = reply
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|n| items.get(n))
+                .cloned()
+                .unwrap_or_default();
+            self.set_scalar(var, chosen)?;
+            let r = self.run_program(body);
+            status = self.status;
+            if self.loop_flow(r)? {
+                break;
+            }
+        }
+        self.status = status;
+        Ok(())
+    }
+
     fn run_while(&mut self, until: bool, cond: &[Item], body: &[Item]) -> R<()> {
+        self.loop_depth += 1;
+        let r = self.run_while_loop(until, cond, body);
+        self.loop_depth -= 1;
+        r
+    }
+
+    fn run_while_loop(&mut self, until: bool, cond: &[Item], body: &[Item]) -> R<()> {
         let mut status = 0;
         loop {
             self.budget.charge_iteration()?;
             self.tick_time()?;
-            if self.condition(cond)? == until {
+            let test = match self.condition(cond) {
+                Ok(test) => test,
+                // `break` / `continue` in the condition act on this loop too.
+                Err(e @ (Flow::Break(_) | Flow::Continue(_))) => {
+                    if self.loop_flow(Err(e))? {
+                        break;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if test == until {
                 break;
             }
             let r = self.run_program(body);
@@ -819,6 +908,13 @@ impl<'a> Shell<'a> {
             Some(w) => self.expand_words(w)?,
             None => self.st.positional.clone(),
         };
+        self.loop_depth += 1;
+        let r = self.run_for_items(var, items, body);
+        self.loop_depth -= 1;
+        r
+    }
+
+    fn run_for_items(&mut self, var: &str, items: Vec<String>, body: &[Item]) -> R<()> {
         self.status = 0;
         let mut status = 0;
         for item in items {
@@ -836,6 +932,19 @@ impl<'a> Shell<'a> {
     }
 
     fn run_arith_for(
+        &mut self,
+        init: Option<&Arith>,
+        cond: Option<&Arith>,
+        step: Option<&Arith>,
+        body: &[Item],
+    ) -> R<()> {
+        self.loop_depth += 1;
+        let r = self.run_arith_loop(init, cond, step, body);
+        self.loop_depth -= 1;
+        r
+    }
+
+    fn run_arith_loop(
         &mut self,
         init: Option<&Arith>,
         cond: Option<&Arith>,
@@ -1208,6 +1317,7 @@ impl<'a> Shell<'a> {
         self.st.frames.push(Vec::new());
         self.st.func_names.push(f.name.clone());
         self.in_function += 1;
+        let saved_loops = std::mem::replace(&mut self.loop_depth, 0);
         let hidden = self.hide_traps_for_function();
         let r = self.run_command(&f.body);
         let r = match r {
@@ -1222,6 +1332,7 @@ impl<'a> Shell<'a> {
             Err(e) => Err(e),
         };
         self.restore_function_traps(hidden);
+        self.loop_depth = saved_loops;
         self.in_function -= 1;
         self.st.func_names.pop();
         if let Some(frame) = self.st.frames.pop() {
@@ -1586,6 +1697,10 @@ fn collect_command(cmd: &Command, names: &mut CommandNames) {
                 collect_commands(body, names)
             }
             Compound::ArithFor { body, .. } => collect_commands(body, names),
+            Compound::Select { body, words, .. } => {
+                collect_words(words.as_deref().unwrap_or(&[]), names);
+                collect_commands(body, names)
+            }
             Compound::While { cond, body, .. } => {
                 collect_commands(cond, names);
                 collect_commands(body, names);

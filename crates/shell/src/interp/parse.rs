@@ -571,7 +571,13 @@ impl Parser {
                 self.pos += 3;
                 self.for_rest()?
             }
-            "select" => return Err("select: not supported in the light shell".into()),
+            "select" => {
+                self.pos += 6;
+                match self.for_rest()? {
+                    Compound::For { var, words, body } => Compound::Select { var, words, body },
+                    _ => return Err("syntax error near unexpected token `(('".into()),
+                }
+            }
             "case" => {
                 self.pos += 4;
                 self.case_rest()?

@@ -72,7 +72,7 @@ impl Parser {
         let mut i = self.pos + 1;
         let mut name = String::new();
         while let Some(&c) = self.src.get(i) {
-            if c == '/' || c == ':' || is_meta(c) {
+            if c == '/' || c == ':' || c == '}' || is_meta(c) {
                 break;
             }
             if !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' || c == '+') {
@@ -150,7 +150,7 @@ impl Parser {
                 let inner = self.dq_parts(Some('"'))?;
                 parts.push(Part::Double(inner));
             }
-            '`' => parts.push(self.backquote()?),
+            '`' => parts.push(self.backquote(in_dq)?),
             _ => parts.push(self.dollar(in_dq)?),
         }
         Ok(())
@@ -206,14 +206,19 @@ impl Parser {
         Ok(parts)
     }
 
-    fn backquote(&mut self) -> PResult<Part> {
+    /// `` `cmd` ``: inside it `\``, `\\` and `\$` (and `\"` within double
+    /// quotes) stand for the character itself.
+    fn backquote(&mut self, in_dq: bool) -> PResult<Part> {
         self.pos += 1;
         let mut text = String::new();
         loop {
             match self.peek() {
                 None => return Err("unexpected EOF while looking for matching ``'".into()),
                 Some('`') => break,
-                Some('\\') if matches!(self.peek_at(1), Some('`' | '\\' | '$')) => {
+                Some('\\')
+                    if matches!(self.peek_at(1), Some('`' | '\\' | '$'))
+                        || (in_dq && self.peek_at(1) == Some('"')) =>
+                {
                     text.push(self.peek_at(1).unwrap());
                     self.pos += 2;
                     continue;
@@ -532,6 +537,10 @@ impl Parser {
         let mut parts = Vec::new();
         let mut lit = String::new();
         let mut depth = 0;
+        // `${x:-~}` outside double quotes: the word's tilde expands.
+        if !self.in_dq && self.peek() == Some('~') && stops == ['}'] {
+            self.tilde(&mut parts, &mut lit);
+        }
         loop {
             let Some(c) = self.peek() else {
                 return Err("bad substitution".into());
