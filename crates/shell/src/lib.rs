@@ -8,29 +8,39 @@
 //! moment the command returns. Runaway scripts end with a named limit
 //! ([`LimitKind`]) instead of exhausting the platform's CPU budget.
 //!
-//! [`exec`] is the entry point: the interpreter lives in [`interp`] (parser,
-//! expansion, builtins, redirections); commands are looked up as function,
-//! then builtin, then utility ([`utils::lookup`]; `/bin/cat` and
-//! `/usr/bin/env` map to the utility by basename), then a script file on
-//! `$PATH` in the workspace. Utilities run other commands through the
-//! interpreter's [`utils::Runner`].
+//! [`exec`] is the entry point: the interpreter lives in `interp` (parser,
+//! expansion, builtins, redirections, jobs, traps, options); commands are
+//! looked up as function, then builtin, then utility (`utils::lookup`;
+//! `/bin/cat` and `/usr/bin/env` map to the utility by basename), then a
+//! script file on `$PATH` in the workspace. Utilities run other commands
+//! through the interpreter's [`Runner`].
+//!
+//! The public API is deliberately small: [`exec`] / [`exec_with_commands`]
+//! and their request and result types, the limits, [`commands_used`] and
+//! [`unsupported_commands`] (how `auto` routes a script), and [`Ctx`],
+//! [`Utility`], [`Runner`] and [`Output`] for commands a host adds (the tests'
+//! `argv.py`). Everything else is private so the compiler finds dead code.
+//!
+//! [`ExecResult`] holds stdout and stderr as raw bytes, exactly as written
+//! (binary output such as `gzip -c` or `tar c` included); a host decides
+//! how to encode them (the HTTP layer offers base64).
 //!
 //! Known approximations: a utility's stdout and stderr are separate buffers,
 //! so with `2>&1` its stderr follows its stdout instead of interleaving;
 //! inside `while read` loops a filter utility reading standard input (e.g.
 //! `cat` with no file operand) consumes the rest of it, one given files does
-//! not; aliases are expanded when the command runs, not when it is parsed.
+//! not. Background jobs run when waited for (see `interp/jobs.rs`).
 
-pub(crate) mod bytes;
-pub mod fs;
-pub mod io;
-pub mod limits;
-pub mod utils;
+mod bytes;
+mod fs;
+mod interp;
+mod io;
+mod limits;
+mod utils;
 
 pub use fs::Fs;
 pub use io::Output;
 pub use limits::{Abort, Budget, Clock, LimitKind, Limits};
-pub mod interp;
 
 /// Finds the recorded corpus for the unit tests that read it (grep, sed and
 /// jq fixtures), the same way the integration tests do.
@@ -42,7 +52,7 @@ use std::collections::BTreeMap;
 
 use stead_vfs::VPath;
 
-pub use utils::Utility;
+pub use utils::{Ctx, Runner, Utility};
 
 /// One command line to run.
 #[derive(Debug, Clone)]

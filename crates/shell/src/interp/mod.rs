@@ -316,10 +316,6 @@ impl<'a> Shell<'a> {
         }
     }
 
-    pub fn opts(&self) -> &Opts {
-        &self.st.opts
-    }
-
     /// Opens a capture slot and returns its index.
     pub fn open_slot(&mut self, file: Option<VPath>) -> usize {
         let cap = self.budget.limits().max_output_bytes;
@@ -797,6 +793,14 @@ impl<'a> Shell<'a> {
         }
     }
 
+    /// Runs a loop: `break` and `continue` are meaningful inside it.
+    fn in_loop(&mut self, f: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
+        self.loop_depth += 1;
+        let r = f(self);
+        self.loop_depth -= 1;
+        r
+    }
+
     /// `select`: prints the numbered menu and `$PS3` to stderr, reads a
     /// line (`$REPLY`), sets the variable to the chosen word (empty for
     /// anything else) and runs the body, until end of input or `break`.
@@ -805,10 +809,7 @@ impl<'a> Shell<'a> {
             Some(w) => self.expand_words(w)?,
             None => self.st.positional.clone(),
         };
-        self.loop_depth += 1;
-        let r = self.select_loop(var, &items, body);
-        self.loop_depth -= 1;
-        r
+        self.in_loop(|sh| sh.select_loop(var, &items, body))
     }
 
     fn select_loop(&mut self, var: &str, items: &[String], body: &[Item]) -> R<()> {
@@ -860,10 +861,7 @@ impl<'a> Shell<'a> {
     }
 
     fn run_while(&mut self, until: bool, cond: &[Item], body: &[Item]) -> R<()> {
-        self.loop_depth += 1;
-        let r = self.run_while_loop(until, cond, body);
-        self.loop_depth -= 1;
-        r
+        self.in_loop(|sh| sh.run_while_loop(until, cond, body))
     }
 
     fn run_while_loop(&mut self, until: bool, cond: &[Item], body: &[Item]) -> R<()> {
@@ -908,10 +906,7 @@ impl<'a> Shell<'a> {
             Some(w) => self.expand_words(w)?,
             None => self.st.positional.clone(),
         };
-        self.loop_depth += 1;
-        let r = self.run_for_items(var, items, body);
-        self.loop_depth -= 1;
-        r
+        self.in_loop(|sh| sh.run_for_items(var, items, body))
     }
 
     fn run_for_items(&mut self, var: &str, items: Vec<String>, body: &[Item]) -> R<()> {
@@ -938,10 +933,7 @@ impl<'a> Shell<'a> {
         step: Option<&Arith>,
         body: &[Item],
     ) -> R<()> {
-        self.loop_depth += 1;
-        let r = self.run_arith_loop(init, cond, step, body);
-        self.loop_depth -= 1;
-        r
+        self.in_loop(|sh| sh.run_arith_loop(init, cond, step, body))
     }
 
     fn run_arith_loop(

@@ -13,6 +13,7 @@
 mod awk;
 mod civil;
 mod files;
+mod getopt;
 mod jq;
 mod search;
 mod sed;

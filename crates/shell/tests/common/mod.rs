@@ -46,10 +46,7 @@ pub fn write_files(db: &SqliteDb, files: &[(&str, &[u8])]) {
 /// (byte) strings, as the Oils spec tests' `argv.py` does: bytes above 0x7f
 /// as `\xNN` (the shell hands raw bytes over as private-use characters,
 /// U+10FF80 + byte - 0x80).
-pub fn argv_py(
-    ctx: &mut stead_shell::utils::Ctx<'_>,
-    argv: &[String],
-) -> Result<i32, stead_shell::Abort> {
+pub fn argv_py(ctx: &mut stead_shell::Ctx<'_>, argv: &[String]) -> Result<i32, stead_shell::Abort> {
     let items: Vec<String> = argv[1..].iter().map(|a| py_repr(a)).collect();
     ctx.stdout.write_str(&format!("[{}]\n", items.join(", ")))?;
     Ok(0)
@@ -94,7 +91,7 @@ fn py_repr(s: &str) -> String {
 
 /// `stdout_stderr.py`: one line to each stream.
 pub fn stdout_stderr_py(
-    ctx: &mut stead_shell::utils::Ctx<'_>,
+    ctx: &mut stead_shell::Ctx<'_>,
     _argv: &[String],
 ) -> Result<i32, stead_shell::Abort> {
     ctx.stdout.write_str("STDOUT\n")?;
@@ -104,7 +101,7 @@ pub fn stdout_stderr_py(
 
 /// `printenv.py NAME...`: each variable's value, or `None`.
 pub fn printenv_py(
-    ctx: &mut stead_shell::utils::Ctx<'_>,
+    ctx: &mut stead_shell::Ctx<'_>,
     argv: &[String],
 ) -> Result<i32, stead_shell::Abort> {
     for name in &argv[1..] {
