@@ -268,10 +268,6 @@ pub(super) fn parse_count(text: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
-    fn strings(args: &[&str]) -> Vec<String> {
-        args.iter().map(|s| s.to_string()).collect()
-    }
-
     #[test]
     fn device_operands_are_not_workspace_files() {
         use crate::utils::testing::{db, run};
