@@ -178,6 +178,9 @@ pub struct Slot {
     pub out: Output,
     /// Flushed to this file (append) when the slot closes.
     pub file: Option<VPath>,
+    /// `>`: the first flush replaces the file's content (one write instead
+    /// of a truncation at open and an append at close).
+    pub replace: bool,
     pub open: bool,
     /// Opened by `exec`: written to the file after every command.
     pub direct: bool,
@@ -322,6 +325,7 @@ impl<'a> Shell<'a> {
         self.slots.push(Slot {
             out: Output::with_cap(cap),
             file,
+            replace: false,
             open: true,
             direct: false,
         });
@@ -347,6 +351,7 @@ impl<'a> Shell<'a> {
         let was_open = std::mem::replace(&mut slot.open, false);
         let bytes = std::mem::take(&mut slot.out).into_bytes();
         let file = slot.file.take();
+        let replace = std::mem::replace(&mut slot.replace, false);
         while self.slots.last().is_some_and(|s| !s.open) && self.slots.len() > 2 {
             self.slots.pop();
         }
@@ -354,9 +359,14 @@ impl<'a> Shell<'a> {
             return Ok(());
         }
         if let Some(path) = file {
-            if !bytes.is_empty() {
+            if !bytes.is_empty() || replace {
                 self.budget.charge_write(bytes.len() as u64)?;
-                if let Err(e) = self.fs.append(&path, &bytes) {
+                let written = if replace {
+                    self.fs.write(&path, &bytes)
+                } else {
+                    self.fs.append(&path, &bytes)
+                };
+                if let Err(e) = written {
                     let msg = format!("{}: {}", path.as_str(), utils::strerror(&e));
                     self.err_line(&msg)?;
                 }
