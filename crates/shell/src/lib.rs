@@ -8,34 +8,51 @@
 //! moment the command returns. Runaway scripts end with a named limit
 //! ([`LimitKind`]) instead of exhausting the platform's CPU budget.
 //!
-//! [`exec`] is the entry point: the interpreter lives in [`interp`] (parser,
-//! expansion, builtins, redirections); commands are looked up as function,
-//! then builtin, then utility ([`utils::lookup`]; `/bin/cat` and
-//! `/usr/bin/env` map to the utility by basename), then a script file on
-//! `$PATH` in the workspace. Utilities run other commands through the
-//! interpreter's [`utils::Runner`].
+//! [`exec`] is the entry point: the interpreter lives in `interp` (parser,
+//! expansion, builtins, redirections, jobs, traps, options); commands are
+//! looked up as function, then builtin, then utility (`utils::lookup`;
+//! `/bin/cat` and `/usr/bin/env` map to the utility by basename), then a
+//! script file on `$PATH` in the workspace. Utilities run other commands
+//! through the interpreter's [`Runner`].
+//!
+//! The public API is deliberately small: [`exec`] / [`exec_with_commands`]
+//! and their request and result types, the limits, [`commands_used`] and
+//! [`unsupported_commands`] (how `auto` routes a script), and [`Ctx`],
+//! [`Utility`], [`Runner`] and [`Output`] for commands a host adds (the tests'
+//! `argv.py`). Everything else is private so the compiler finds dead code.
+//!
+//! [`ExecResult`] holds stdout and stderr as raw bytes, exactly as written
+//! (binary output such as `gzip -c` or `tar c` included); a host decides
+//! how to encode them (the HTTP layer offers base64).
 //!
 //! Known approximations: a utility's stdout and stderr are separate buffers,
 //! so with `2>&1` its stderr follows its stdout instead of interleaving;
 //! inside `while read` loops a filter utility reading standard input (e.g.
 //! `cat` with no file operand) consumes the rest of it, one given files does
-//! not; aliases are expanded when the command runs, not when it is parsed.
+//! not. Background jobs run when waited for (see `interp/jobs.rs`).
 
-pub mod fs;
-pub mod io;
-pub mod limits;
-pub mod utils;
+mod bytes;
+mod fs;
+mod interp;
+mod io;
+mod limits;
+mod utils;
 
 pub use fs::Fs;
 pub use io::Output;
 pub use limits::{Abort, Budget, Clock, LimitKind, Limits};
-pub mod interp;
+
+/// Finds the recorded corpus for the unit tests that read it (grep, sed and
+/// jq fixtures), the same way the integration tests do.
+#[cfg(test)]
+#[path = "../tests/common/corpus.rs"]
+mod test_corpus;
 
 use std::collections::BTreeMap;
 
 use stead_vfs::VPath;
 
-pub use utils::Utility;
+pub use utils::{Ctx, Runner, Utility};
 
 /// One command line to run.
 #[derive(Debug, Clone)]
@@ -108,40 +125,50 @@ pub fn exec_with_commands(
             },
         );
     }
-    let mut limit = None;
-    let status = match interp::parse::parse_script(&request.command) {
-        Err(message) => {
-            let _ = shell.err_line(&message);
-            2
+    // Set by bash itself, not exported.
+    for (k, v) in [("OPTIND", "1"), ("PS4", "+ ")] {
+        if !shell.st.vars.contains_key(k) {
+            shell
+                .st
+                .vars
+                .insert(k.to_string(), interp::Var::new(v.to_string()));
         }
-        Ok(prog) => {
-            let r = shell.run_program(&prog);
-            let r = match r {
-                Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
-                other => {
-                    let status = match other {
-                        Ok(s) => s,
-                        Err(interp::Flow::Abort(Abort::Exit(s))) | Err(interp::Flow::Error(s)) => s,
-                        Err(interp::Flow::Return(s)) => s,
-                        Err(_) => shell.status,
-                    };
-                    shell.status = status;
-                    match shell.run_exit_trap() {
-                        Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
-                        _ => Ok(shell.status),
-                    }
-                }
-            };
-            match r.and_then(|s| match shell.finish() {
-                Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
-                _ => Ok(s),
-            }) {
+    }
+    let mut limit = None;
+    let r = shell.run_source(&request.command, None, interp::SourceKind::Script);
+    let r = match r {
+        Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+        other => {
+            let status = match other {
                 Ok(s) => s,
-                Err(k) => {
-                    limit = Some(k);
-                    LIMIT_EXIT_CODE
-                }
+                Err(interp::Flow::Abort(Abort::Exit(s))) | Err(interp::Flow::Error(s)) => s,
+                Err(interp::Flow::Return(s)) => s,
+                Err(_) => shell.status,
+            };
+            shell.status = status;
+            // Background jobs not waited for finish before the shell exits.
+            let jobs = match shell.complete_all_jobs() {
+                Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+                _ => Ok(()),
+            };
+            shell.status = status;
+            match jobs.map(|()| shell.run_exit_trap()) {
+                Err(k) => Err(k),
+                Ok(r) => match r {
+                    Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+                    _ => Ok(shell.status),
+                },
             }
+        }
+    };
+    let status = match r.and_then(|s| match shell.finish() {
+        Err(interp::Flow::Abort(Abort::Limit(k))) => Err(k),
+        _ => Ok(s),
+    }) {
+        Ok(s) => s,
+        Err(k) => {
+            limit = Some(k);
+            LIMIT_EXIT_CODE
         }
     };
     let stdout = std::mem::take(&mut shell.slots[out].out);

@@ -11,10 +11,10 @@ fn text(bytes: &[u8]) -> String {
 
 /// A redirection naming a huge descriptor (`echo hi 379697012>&1`) used to
 /// grow the descriptor table to that size: gigabytes and seconds of work
-/// from one short script. It now fails like bash past its descriptor limit.
+/// from one short script. It now fails like bash past its descriptor limit
+/// (the error is the proof: no table is grown; speed is not asserted here).
 #[test]
 fn huge_descriptor_numbers_are_refused() {
-    let started = std::time::Instant::now();
     let result = run(
         &db(),
         "echo hi 379697012>&1; echo status $?; echo ok 1023>&1",
@@ -25,11 +25,7 @@ fn huge_descriptor_numbers_are_refused() {
         stderr.contains("379697012: Bad file descriptor"),
         "{stderr}"
     );
-    assert!(
-        started.elapsed().as_secs() < 2,
-        "took {:?}",
-        started.elapsed()
-    );
+    assert_eq!(result.limit, None);
 }
 
 /// `tail` / `head` looked for the obsolete `-5` form by slicing the first
@@ -58,7 +54,8 @@ fn command_substitution_in_a_redirection_target() {
 
 /// `printf` built its padding in memory before any cap applied:
 /// `printf '%99999999999d'` asked for 77 GB and aborted the process, and a
-/// large precision padded one character at a time (quadratic).
+/// large precision padded one character at a time (quadratic). The bound
+/// now refuses them up front, with the error GNU printf gives.
 #[test]
 fn printf_refuses_huge_widths_and_precisions() {
     let db = db();
@@ -70,7 +67,6 @@ fn printf_refuses_huge_widths_and_precisions() {
         "printf '%.99999999999999999999999f' 1",
         "printf '%.9999999x' 1",
     ] {
-        let started = std::time::Instant::now();
         let result = run(&db, &format!("{script}; echo \" status $?\""));
         let stdout = text(&result.stdout);
         assert!(stdout.ends_with(" status 1\n"), "{script}: {stdout}");
@@ -78,11 +74,7 @@ fn printf_refuses_huge_widths_and_precisions() {
             text(&result.stderr).contains("Numerical result out of range"),
             "{script}"
         );
-        assert!(
-            started.elapsed().as_secs() < 2,
-            "{script}: {:?}",
-            started.elapsed()
-        );
+        assert_eq!(result.limit, None, "{script}");
     }
     // Within the bound, padding still works.
     let result = run(&db, "printf '%5d|%-4s|%.3d|%08.3f\\n' 42 ab 7 3.14159");
@@ -90,16 +82,16 @@ fn printf_refuses_huge_widths_and_precisions() {
 }
 
 /// `tr` read past the end of a set ending in `[`, and built `[c*n]` repeats
-/// in memory whatever `n` said.
+/// in memory whatever `n` said (a repeat count past the set's use is now
+/// clamped: the output shows it, no output limit is hit).
 #[test]
 fn tr_sets_ending_in_a_bracket_or_with_huge_repeats() {
     let db = db();
     let result = run(&db, "echo 'a[b' | tr [ x; echo 'a[b' | tr 'a[' 'b['");
     assert_eq!(text(&result.stdout), "axb\nb[b\n");
-    let started = std::time::Instant::now();
     let result = run(&db, "echo abc | tr abc '[x*99999999999]'");
     assert_eq!(text(&result.stdout), "xxx\n");
-    assert!(started.elapsed().as_secs() < 2, "{:?}", started.elapsed());
+    assert_eq!(result.limit, None);
 }
 
 /// The syntax error message cut the unexpected token at byte 1 when it was

@@ -16,12 +16,18 @@ pub struct Item {
     pub first: Pipeline,
     /// `&&` (true) or `||` (false), then the next pipeline.
     pub rest: Vec<(bool, Pipeline)>,
+    /// Ended by `&`: runs as a background job.
+    pub background: bool,
+    /// Its source text (for `jobs`).
+    pub text: Rc<str>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Pipeline {
     pub negate: bool,
     pub cmds: Vec<Command>,
+    /// The line it starts on (1-based, within its source text).
+    pub line: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -37,6 +43,8 @@ pub struct Simple {
     pub words: Vec<Word>,
     pub redirs: Vec<Redir>,
     pub line: usize,
+    /// Its source text (`$BASH_COMMAND`).
+    pub text: Rc<str>,
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +82,12 @@ pub enum Compound {
         otherwise: Option<Program>,
     },
     For {
+        var: String,
+        words: Option<Vec<Word>>,
+        body: Program,
+    },
+    /// `select var in words; do body; done`
+    Select {
         var: String,
         words: Option<Vec<Word>>,
         body: Program,
@@ -169,6 +183,8 @@ pub enum Part {
     ProcSub(Rc<Program>, bool),
     /// `declare a=(...)`: expands to the name; assigned after the builtin.
     ArrayAssign(Rc<Assign>),
+    /// A `${...}` that does not parse: an error when expanded.
+    BadSubst(Rc<str>),
 }
 
 /// Arithmetic: parsed once when it has no `$`, else expanded then parsed.

@@ -6,7 +6,7 @@ use stead_vfs::{Kind, VPath};
 
 use super::expand::attr_letters;
 use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
-use super::{parse, printf, Fd, Flow, Shell, R};
+use super::{printf, Fd, Flow, Shell, R};
 use crate::limits::Abort;
 use crate::utils;
 
@@ -42,14 +42,25 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("break", break_builtin),
     ("continue", continue_builtin),
     ("let", let_builtin),
-    ("shopt", shopt),
+    ("shopt", super::options::shopt),
     ("set", set),
     ("alias", alias),
     ("unalias", unalias),
     ("mapfile", mapfile),
     ("readarray", mapfile),
-    ("trap", trap),
-    ("wait", |_, _| Ok(0)),
+    ("trap", super::traps::trap),
+    ("wait", super::jobs::wait),
+    ("jobs", super::jobs::jobs),
+    ("fg", super::jobs::fg),
+    ("bg", super::jobs::bg),
+    ("disown", super::jobs::disown),
+    ("kill", super::jobs::kill),
+    ("complete", super::complete::complete),
+    ("pushd", super::dirs::pushd),
+    ("popd", super::dirs::popd),
+    ("dirs", super::dirs::dirs),
+    ("compgen", super::complete::compgen),
+    ("compopt", super::complete::compopt),
     ("hash", |_, _| Ok(0)),
     ("umask", |sh, args| {
         if args.len() == 1 {
@@ -63,6 +74,15 @@ const BUILTINS: &[(&str, Builtin)] = &[
         Ok(0)
     }),
 ];
+
+pub use super::options::{set_option_names, shopt_names};
+
+/// Every builtin's name, sorted.
+pub fn names() -> Vec<String> {
+    let mut v: Vec<String> = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    v.sort();
+    v
+}
 
 pub fn lookup(name: &str) -> Option<Builtin> {
     BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
@@ -79,7 +99,7 @@ fn usage(sh: &mut Shell, name: &str, msg: &str, status: i32) -> R<i32> {
 
 fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut newline = true;
-    let mut escapes = false;
+    let mut escapes = sh.st.opts.xpg_echo;
     let mut i = 1;
     while i < args.len() {
         let a = &args[i];
@@ -125,7 +145,18 @@ fn printf_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let Some(fmt) = args.get(i) else {
         return usage(sh, "printf", "usage: printf [-v var] format [arguments]", 2);
     };
-    let f = printf::format(fmt, &args[i + 1..]);
+    if let Some(v) = &var {
+        let ok = match v.split_once('[') {
+            Some((base, rest)) => super::parse::valid_name(base) && rest.ends_with(']'),
+            None => super::parse::valid_name(v),
+        };
+        if !ok {
+            sh.err_line(&format!("printf: `{v}': not a valid identifier"))?;
+            return Ok(2);
+        }
+    }
+    let now = (sh.clock.now_ms() / 1000) as i64;
+    let f = printf::format(fmt, &args[i + 1..], now);
     for e in &f.errors {
         sh.err_line(&format!("printf: {e}"))?;
     }
@@ -573,30 +604,35 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
         if flags.is_empty() {
             flags.push('-');
         }
-        let body = match &var.value {
-            Value::Unset => String::new(),
-            Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
-            Value::Indexed(m) => format!(
-                "=({})",
-                m.iter()
-                    .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-            Value::Assoc(m) if m.is_empty() => "=()".to_string(),
-            Value::Assoc(m) => format!(
-                "=({} )",
-                m.iter()
-                    .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-        };
+        let body = declare_body(&var.value);
         let flags = if flags == "-" { "-".to_string() } else { flags };
         text.push_str(&format!("declare -{flags} {n}{body}\n"));
     }
     sh.out(&text)?;
     Ok(status)
+}
+
+/// What `declare -p` prints after the name: `="v"`, `=([0]="a" ...)`.
+pub(super) fn declare_body(value: &Value) -> String {
+    match value {
+        Value::Unset => String::new(),
+        Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
+        Value::Indexed(m) => format!(
+            "=({})",
+            m.iter()
+                .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Value::Assoc(m) if m.is_empty() => "=()".to_string(),
+        Value::Assoc(m) => format!(
+            "=({} )",
+            m.iter()
+                .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    }
 }
 
 fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
@@ -621,20 +657,17 @@ fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
         1
     };
     let text = args[skip..].join(" ");
-    run_text(sh, &text, "eval")
+    let base = sh.line;
+    run_text(sh, &text, "eval", base)
 }
 
-fn run_text(sh: &mut Shell, text: &str, what: &str) -> R<i32> {
-    let prog = match parse::parse_script(text) {
-        Ok(p) => p,
-        Err(m) => {
-            sh.err_line(&format!("{what}: {m}"))?;
-            return Ok(2);
-        }
-    };
+/// Runs `eval` or `source` text: its lines count from `line_base`.
+fn run_text(sh: &mut Shell, text: &str, what: &str, line_base: usize) -> R<i32> {
     sh.budget.enter()?;
     sh.status = 0;
-    let r = sh.run_program(&prog);
+    let saved = std::mem::replace(&mut sh.line_base, line_base);
+    let r = sh.run_source(text, Some(what), super::SourceKind::Eval);
+    sh.line_base = saved;
     sh.budget.leave();
     r
 }
@@ -660,17 +693,22 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
         Ok(d) => d,
         Err(e) => return usage(sh, file, utils::strerror(&e), 1),
     };
-    let text = String::from_utf8_lossy(&data).into_owned();
+    let text = crate::bytes::decode(&data);
     let saved =
         (args.len() > 2).then(|| std::mem::replace(&mut sh.st.positional, args[2..].to_vec()));
-    let r = run_text(sh, &text, file);
+    sh.sourcing += 1;
+    let r = run_text(sh, &text, file, 0);
+    sh.sourcing -= 1;
     if let Some(p) = saved {
         sh.st.positional = p;
     }
-    match r {
+    let r = match r {
         Err(Flow::Return(s)) => Ok(s),
         other => other,
-    }
+    }?;
+    sh.status = r;
+    sh.fire_return_trap()?;
+    Ok(r)
 }
 
 /// Reads one record from fd 0 (up to `delim`, or `n` chars); `None` at EOF.
@@ -723,6 +761,9 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut array = None;
     let mut prompt = None;
     let mut fd = 0;
+    // `-t 0`: only whether input is available (it always is here: data or
+    // end of input), nothing is read.
+    let mut poll = false;
     let mut names = Vec::new();
     let mut i = 1;
     while i < args.len() {
@@ -763,7 +804,7 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
                         break;
                     }
                     't' => {
-                        value();
+                        poll = value().is_some_and(|v| v.trim().parse::<f64>() == Ok(0.0));
                         break;
                     }
                     'u' => {
@@ -779,7 +820,10 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
         i += 1;
     }
     let _ = prompt;
-    let Some((record, complete)) = read_record(sh, delim, nchars, fd) else {
+    if poll {
+        return Ok(0);
+    }
+    let Some((mut record, mut complete)) = read_record(sh, delim, nchars, fd) else {
         for n in names.iter().chain(array.iter()) {
             if array.as_ref() == Some(n) {
                 sh.st.vars.insert(
@@ -798,38 +842,67 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
         }
         return Ok(1);
     };
-    let mut text = String::from_utf8_lossy(&record).into_owned();
-    if !raw {
-        text = remove_backslashes(&text);
+    // Without -r, a backslash before the delimiter continues the record.
+    while !raw && complete && nchars.is_none() && ends_in_escape(&record) {
+        record.pop();
+        match read_record(sh, delim, nchars, fd) {
+            Some((more, found)) => {
+                record.extend(more);
+                complete = found;
+            }
+            None => complete = false,
+        }
     }
+    let record: Vec<u8> = record.into_iter().filter(|&b| b != 0).collect();
+    let text = crate::bytes::decode(&record);
+    // Each character, and whether a backslash quoted it (quoted ones are
+    // never separators).
+    let chars: Vec<(char, bool)> = if raw {
+        text.chars().map(|c| (c, false)).collect()
+    } else {
+        unescape_read(&text)
+    };
     let ifs = sh.ifs();
+    let status = if complete { 0 } else { 1 };
     if let Some(arr) = array {
-        let fields = split_fields(&text, &ifs, usize::MAX);
-        let map = fields
-            .into_iter()
-            .enumerate()
-            .map(|(i, f)| (i as i64, f))
-            .collect();
+        let fields = split_fields(&chars, &ifs, usize::MAX);
         sh.check_not_readonly(&arr)?;
-        sh.st.vars.insert(
-            arr,
-            Var {
-                value: Value::Indexed(map),
-                attrs: 0,
-            },
-        );
-        return Ok(if complete { 0 } else { 1 });
+        sh.assign_array_values(&arr, fields)?;
+        return Ok(status);
     }
     if names.is_empty() {
+        let text: String = chars.iter().map(|(c, _)| c).collect();
         sh.set_scalar("REPLY", text)?;
-        return Ok(if complete { 0 } else { 1 });
+        return Ok(status);
     }
-    let fields = split_fields(&text, &ifs, names.len());
+    let fields = split_fields(&chars, &ifs, names.len());
     for (k, n) in names.iter().enumerate() {
         let v = fields.get(k).cloned().unwrap_or_default();
         sh.set_var_path(n, v)?;
     }
-    Ok(if complete { 0 } else { 1 })
+    Ok(status)
+}
+
+/// Whether a record ends in an unquoted backslash.
+fn ends_in_escape(record: &[u8]) -> bool {
+    record.iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+}
+
+/// `read` without -r: a backslash quotes the next character (and is removed).
+fn unescape_read(s: &str) -> Vec<(char, bool)> {
+    let mut out = Vec::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') | None => {}
+                Some(n) => out.push((n, true)),
+            }
+        } else {
+            out.push((c, false));
+        }
+    }
+    out
 }
 
 impl Shell<'_> {
@@ -847,61 +920,49 @@ impl Shell<'_> {
     }
 }
 
-fn remove_backslashes(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('\n') | None => {}
-                Some(n) => out.push(n),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Splits for `read`: at most `max` fields, the last one keeps the rest.
-fn split_fields(text: &str, ifs: &str, max: usize) -> Vec<String> {
-    let is_ws = |c: char| ifs.contains(c) && matches!(c, ' ' | '\t' | '\n');
-    let is_sep = |c: char| ifs.contains(c);
-    let chars: Vec<char> = text.chars().collect();
+/// Splits for `read`: at most `max` fields, the last one keeps the rest
+/// (as bash: leading and trailing IFS whitespace trimmed, one trailing
+/// non-whitespace separator dropped). Quoted characters never split.
+fn split_fields(chars: &[(char, bool)], ifs: &str, max: usize) -> Vec<String> {
+    let is_ws = |&(c, q): &(char, bool)| !q && ifs.contains(c) && matches!(c, ' ' | '\t' | '\n');
+    let is_sep = |&(c, q): &(char, bool)| !q && ifs.contains(c);
+    let text = |cs: &[(char, bool)]| cs.iter().map(|(c, _)| c).collect::<String>();
     let mut i = 0;
-    while i < chars.len() && is_ws(chars[i]) {
+    while i < chars.len() && is_ws(&chars[i]) {
         i += 1;
     }
     let mut fields = Vec::new();
     while i < chars.len() {
         if fields.len() + 1 == max {
-            let mut rest: String = chars[i..].iter().collect();
-            // trailing IFS whitespace is trimmed
-            while rest.chars().last().is_some_and(is_ws) {
-                rest.pop();
+            let mut end = chars.len();
+            while end > i && is_ws(&chars[end - 1]) {
+                end -= 1;
             }
+            let rest = &chars[i..end];
             // a single trailing non-whitespace separator is dropped too
-            if rest.chars().last().is_some_and(|c| is_sep(c) && !is_ws(c)) {
-                let without: String = rest[..rest.len() - 1].to_string();
-                if !without.chars().any(is_sep) {
-                    rest = without;
+            let rest = match rest.split_last() {
+                Some((last, before))
+                    if is_sep(last) && !is_ws(last) && !before.iter().any(is_sep) =>
+                {
+                    before
                 }
-            }
-            fields.push(rest);
+                _ => rest,
+            };
+            fields.push(text(rest));
             return fields;
         }
         let start = i;
-        while i < chars.len() && !is_sep(chars[i]) {
+        while i < chars.len() && !is_sep(&chars[i]) {
             i += 1;
         }
-        fields.push(chars[start..i].iter().collect());
+        fields.push(text(&chars[start..i]));
         // skip whitespace, one non-whitespace separator, whitespace
-        while i < chars.len() && is_ws(chars[i]) {
+        while i < chars.len() && is_ws(&chars[i]) {
             i += 1;
         }
-        if i < chars.len() && is_sep(chars[i]) && !is_ws(chars[i]) {
+        if i < chars.len() && is_sep(&chars[i]) && !is_ws(&chars[i]) {
             i += 1;
-            while i < chars.len() && is_ws(chars[i]) {
+            while i < chars.len() && is_ws(&chars[i]) {
                 i += 1;
             }
         }
@@ -1195,17 +1256,11 @@ fn return_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let status = match status_arg(sh, args, "return")? {
         Ok(s) | Err(s) => s,
     };
-    if sh.in_function == 0 && !sh.sourcing() {
+    if sh.in_function == 0 && sh.sourcing == 0 {
         sh.err_line("return: can only `return' from a function or sourced script")?;
-        return Ok(1);
+        return Ok(2);
     }
     Err(Flow::Return(status))
-}
-
-impl Shell<'_> {
-    fn sourcing(&self) -> bool {
-        true
-    }
 }
 
 fn loop_level(sh: &mut Shell, args: &[String], name: &str) -> R<Result<u32, i32>> {
@@ -1221,7 +1276,22 @@ fn loop_level(sh: &mut Shell, args: &[String], name: &str) -> R<Result<u32, i32>
     }
 }
 
+/// `break`/`continue` outside a loop (of the current function): an error
+/// message, status 0, nothing else happens, as in bash.
+fn outside_loop(sh: &mut Shell, name: &str) -> R<Option<i32>> {
+    if sh.loop_depth > 0 {
+        return Ok(None);
+    }
+    sh.err_line(&format!(
+        "{name}: only meaningful in a `for', `while', or `until' loop"
+    ))?;
+    Ok(Some(0))
+}
+
 fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if let Some(s) = outside_loop(sh, "break")? {
+        return Ok(s);
+    }
     match loop_level(sh, args, "break")? {
         Ok(n) => Err(Flow::Break(n)),
         Err(s) => Ok(s),
@@ -1229,6 +1299,9 @@ fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 fn continue_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if let Some(s) = outside_loop(sh, "continue")? {
+        return Ok(s);
+    }
     match loop_level(sh, args, "continue")? {
         Ok(n) => Err(Flow::Continue(n)),
         Err(s) => Ok(s),
@@ -1257,175 +1330,35 @@ fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok((last == 0) as i32)
 }
 
-fn shopt_slot<'o>(o: &'o mut super::Opts, name: &str) -> Option<&'o mut bool> {
-    Some(match name {
-        "globstar" => &mut o.globstar,
-        "nullglob" => &mut o.nullglob,
-        "failglob" => &mut o.failglob,
-        "dotglob" => &mut o.dotglob,
-        "extglob" => &mut o.extglob,
-        "nocaseglob" => &mut o.nocaseglob,
-        "nocasematch" => &mut o.nocasematch,
-        "lastpipe" => &mut o.lastpipe,
-        "expand_aliases" => &mut o.expand_aliases,
-        _ => return None,
-    })
-}
-
-const SHOPT_NAMES: &[&str] = &[
-    "dotglob",
-    "expand_aliases",
-    "extglob",
-    "failglob",
-    "globstar",
-    "lastpipe",
-    "nocaseglob",
-    "nocasematch",
-    "nullglob",
-];
-
-fn shopt(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut mode = None;
-    let mut quiet = false;
-    let mut set_o = false;
-    let mut names = Vec::new();
-    for a in &args[1..] {
-        match a.as_str() {
-            "-s" => mode = Some(true),
-            "-u" => mode = Some(false),
-            "-q" => quiet = true,
-            "-o" => set_o = true,
-            "-p" => {}
-            _ => names.push(a.clone()),
-        }
-    }
-    let mut status = 0;
-    if set_o {
-        for n in &names {
-            if let Some(m) = mode {
-                set_option(sh, n, m);
-            }
-        }
-        return Ok(0);
-    }
-    if names.is_empty() {
-        names = SHOPT_NAMES.iter().map(|s| s.to_string()).collect();
-    }
-    let mut text = String::new();
-    for n in &names {
-        let Some(slot) = shopt_slot(&mut sh.st.opts, n) else {
-            if !matches!(
-                n.as_str(),
-                "inherit_errexit"
-                    | "checkwinsize"
-                    | "histappend"
-                    | "cmdhist"
-                    | "progcomp"
-                    | "sourcepath"
-                    | "xpg_echo"
-                    | "globasciiranges"
-                    | "compat"
-                    | "direxpand"
-                    | "promptvars"
-            ) {
-                sh.err_line(&format!("shopt: {n}: invalid shell option name"))?;
-                status = 1;
-            }
-            continue;
-        };
-        match mode {
-            Some(m) => *slot = m,
-            None => {
-                let on = *slot;
-                if !on {
-                    status = 1;
-                }
-                if !quiet {
-                    text.push_str(&format!("{n:<15}\t{}\n", if on { "on" } else { "off" }));
-                }
-            }
-        }
-    }
-    sh.out(&text)?;
-    Ok(status)
-}
-
-pub fn set_flag(sh: &mut Shell, c: char, on: bool) -> bool {
-    let o = &mut sh.st.opts;
-    match c {
-        'e' => o.errexit = on,
-        'a' => o.allexport = on,
-        'u' => o.nounset = on,
-        'x' => o.xtrace = on,
-        'f' => o.noglob = on,
-        'C' => o.noclobber = on,
-        'h' | 'B' | 'H' | 'm' | 'v' | 'b' | 'n' | 'T' | 'E' | 'P' | 'k' | 't' => {}
-        _ => return false,
-    }
-    true
-}
-
-fn set_option(sh: &mut Shell, name: &str, on: bool) -> bool {
-    let flag = match name {
-        "errexit" => 'e',
-        "allexport" => 'a',
-        "nounset" => 'u',
-        "xtrace" => 'x',
-        "noglob" => 'f',
-        "noclobber" => 'C',
-        "pipefail" => {
-            sh.st.opts.pipefail = on;
-            return true;
-        }
-        _ => {
-            return matches!(
-                name,
-                "posix"
-                    | "braceexpand"
-                    | "hashall"
-                    | "interactive-comments"
-                    | "monitor"
-                    | "vi"
-                    | "emacs"
-                    | "history"
-                    | "errtrace"
-                    | "functrace"
-                    | "verbose"
-                    | "noexec"
-                    | "notify"
-                    | "physical"
-            )
-        }
-    };
-    set_flag(sh, flag, on)
-}
-
 fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() == 1 {
-        let mut names: Vec<&String> = sh.st.vars.keys().collect();
-        names.sort();
-        let mut text = String::new();
-        for n in names {
-            if let Some(s) = sh.st.vars[n].scalar() {
-                text.push_str(&format!("{n}={}\n", printf::single_quote(&s)));
-            }
-        }
-        sh.out(&text)?;
-        return Ok(0);
+        return print_variables(sh);
     }
     let mut i = 1;
     while i < args.len() {
         let a = &args[i];
-        if a == "--" {
-            sh.st.positional = args[i + 1..].to_vec();
-            return Ok(0);
-        }
-        if a == "-" {
-            sh.st.positional = args[i + 1..].to_vec();
-            return Ok(0);
+        match a.as_str() {
+            "--" => {
+                sh.st.positional = args[i + 1..].to_vec();
+                return Ok(0);
+            }
+            // `set -`: the end of options, and -x and -v off.
+            "-" => {
+                sh.st.opts.xtrace = false;
+                sh.st.opts.verbose = false;
+                if i + 1 < args.len() {
+                    sh.st.positional = args[i + 1..].to_vec();
+                }
+                return Ok(0);
+            }
+            "+" => {
+                i += 1;
+                continue;
+            }
+            _ => {}
         }
         let on = a.starts_with('-');
-        if !(on || a.starts_with('+')) || a.len() < 2 {
+        if !(on || a.starts_with('+')) {
             sh.st.positional = args[i..].to_vec();
             return Ok(0);
         }
@@ -1434,35 +1367,53 @@ fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
                 i += 1;
                 match args.get(i) {
                     Some(name) => {
-                        if !set_option(sh, name, on) {
+                        if !sh.st.opts.set(name, super::options::Table::Set, on) {
                             sh.err_line(&format!("set: {name}: invalid option name"))?;
-                            return Ok(1);
+                            return Ok(2);
                         }
                     }
-                    None => {
-                        let o = sh.st.opts.clone();
-                        let mut text = String::new();
-                        for (n, v) in [
-                            ("allexport", o.allexport),
-                            ("errexit", o.errexit),
-                            ("noclobber", o.noclobber),
-                            ("noglob", o.noglob),
-                            ("nounset", o.nounset),
-                            ("pipefail", o.pipefail),
-                            ("xtrace", o.xtrace),
-                        ] {
-                            text.push_str(&format!("{n:<15}\t{}\n", if v { "on" } else { "off" }));
-                        }
-                        sh.out(&text)?;
-                    }
+                    None => super::options::print_set_options(sh, !on)?,
                 }
-            } else if !set_flag(sh, c, on) {
-                sh.err_line(&format!("set: -{c}: invalid option"))?;
+            } else if !sh.st.opts.set_flag(c, on) {
+                sh.err_line(&format!("set: {}{c}: invalid option", &a[..1]))?;
+                sh.err_line(
+                    "set: usage: set [-abefhkmnptuvxBCEHPT] [-o option-name] [--] [-] [arg ...]",
+                )?;
                 return Ok(2);
             }
         }
         i += 1;
     }
+    Ok(0)
+}
+
+/// `set` without arguments: every variable, as bash prints them.
+fn print_variables(sh: &mut Shell) -> R<i32> {
+    let mut names: Vec<&String> = sh.st.vars.keys().collect();
+    names.sort();
+    let mut text = String::new();
+    for n in names {
+        let var = &sh.st.vars[n];
+        match &var.value {
+            Value::Unset => {}
+            Value::Str(s) => text.push_str(&format!("{n}={}\n", printf::quote(s))),
+            Value::Indexed(m) => {
+                let items: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
+                    .collect();
+                text.push_str(&format!("{n}=({})\n", items.join(" ")));
+            }
+            Value::Assoc(m) => {
+                let items: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
+                    .collect();
+                text.push_str(&format!("{n}=({} )\n", items.join(" ")));
+            }
+        }
+    }
+    sh.out(&text)?;
     Ok(0)
 }
 
@@ -1552,7 +1503,8 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
             k += 1;
             continue;
         }
-        let mut s = String::from_utf8_lossy(&rec).into_owned();
+        let rec: Vec<u8> = rec.into_iter().filter(|&b| b != 0).collect();
+        let mut s = crate::bytes::decode(&rec);
         if found && !strip {
             s.push(delim as char);
         }
@@ -1568,131 +1520,6 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
         },
     );
     Ok(0)
-}
-
-const SIGNALS: &[(i32, &str)] = &[
-    (1, "HUP"),
-    (2, "INT"),
-    (3, "QUIT"),
-    (6, "ABRT"),
-    (9, "KILL"),
-    (10, "USR1"),
-    (12, "USR2"),
-    (13, "PIPE"),
-    (14, "ALRM"),
-    (15, "TERM"),
-    (17, "CHLD"),
-    (23, "URG"),
-];
-
-/// `EXIT`, `ERR`, `DEBUG`, `RETURN` or a signal's name without `SIG`.
-fn signal_name(spec: &str) -> Option<String> {
-    let upper = spec.to_ascii_uppercase();
-    let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
-    if matches!(bare, "EXIT" | "0") {
-        return Some("EXIT".into());
-    }
-    if matches!(bare, "ERR" | "DEBUG" | "RETURN") {
-        return Some(bare.to_string());
-    }
-    if let Ok(n) = bare.parse::<i32>() {
-        return SIGNALS
-            .iter()
-            .find(|(k, _)| *k == n)
-            .map(|(_, s)| s.to_string());
-    }
-    SIGNALS
-        .iter()
-        .find(|(_, s)| *s == bare)
-        .map(|(_, s)| s.to_string())
-}
-
-fn trap_order(name: &str) -> i32 {
-    match name {
-        "EXIT" => 0,
-        _ => SIGNALS
-            .iter()
-            .find(|(_, s)| *s == name)
-            .map_or(100, |(k, _)| *k),
-    }
-}
-
-fn print_traps(sh: &mut Shell, only: &[String]) -> R<i32> {
-    let mut list: Vec<(String, String)> = sh
-        .st
-        .traps
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    list.sort_by_key(|(k, _)| trap_order(k));
-    let mut text = String::new();
-    for (name, action) in list {
-        if !only.is_empty()
-            && !only
-                .iter()
-                .any(|o| signal_name(o).as_deref() == Some(name.as_str()))
-        {
-            continue;
-        }
-        let shown = if trap_order(&name) == 0 || trap_order(&name) == 100 {
-            name.clone()
-        } else {
-            format!("SIG{name}")
-        };
-        text.push_str(&format!(
-            "trap -- {} {shown}\n",
-            printf::single_quote(&action)
-        ));
-    }
-    sh.out(&text)?;
-    Ok(0)
-}
-
-fn trap(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut rest: Vec<String> = args[1..].to_vec();
-    if rest.first().map(String::as_str) == Some("-p") {
-        return print_traps(sh, &rest[1..]);
-    }
-    if rest.first().map(String::as_str) == Some("-l") {
-        return Ok(0);
-    }
-    if rest.first().map(String::as_str) == Some("--") {
-        rest.remove(0);
-    }
-    if rest.is_empty() {
-        return print_traps(sh, &[]);
-    }
-    // `trap SIG...` (first operand a signal or a number) resets.
-    let reset = rest.len() == 1 || rest[0] == "-" || rest[0].parse::<u32>().is_ok();
-    let (action, sigs) = if reset && rest[0] != "-" && rest.len() > 1 || rest.len() == 1 {
-        (None, &rest[..])
-    } else {
-        (
-            if rest[0] == "-" {
-                None
-            } else {
-                Some(rest[0].clone())
-            },
-            &rest[1..],
-        )
-    };
-    let mut status = 0;
-    for spec in sigs {
-        let Some(name) = signal_name(spec) else {
-            sh.err_line(&format!("trap: {spec}: invalid signal specification"))?;
-            status = 1;
-            continue;
-        };
-        match &action {
-            Some(a) => {
-                sh.st.traps.insert(name, a.clone());
-            }
-            None => {
-                sh.st.traps.remove(&name);
-            }
-        }
-    }
-    Ok(status)
 }
 
 fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {

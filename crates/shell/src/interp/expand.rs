@@ -211,6 +211,9 @@ impl Shell<'_> {
                     f.push(&a.name, true);
                     self.deferred.push(a.clone());
                 }
+                Part::BadSubst(text) => {
+                    return Err(self.fatal(&format!("{text}: bad substitution")));
+                }
             }
         }
         Ok(())
@@ -238,7 +241,10 @@ impl Shell<'_> {
         let status = r?;
         self.status = status;
         self.cmdsub_status = Some(status);
-        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        // bash drops NUL bytes from command output (they cannot be in a
+        // value); other bytes that are not UTF-8 are kept as raw bytes.
+        let bytes: Vec<u8> = bytes.into_iter().filter(|&b| b != 0).collect();
+        let mut text = crate::bytes::decode(&bytes);
         while text.ends_with('\n') {
             text.pop();
         }
@@ -344,7 +350,7 @@ impl Shell<'_> {
         };
         let Some(target) = target else {
             if self.st.opts.nounset {
-                return Err(self.fatal(&format!("{}: unbound variable", p.name)));
+                return Err(self.fatal_exit(&format!("{}: unbound variable", p.name)));
             }
             return Ok((String::new(), None));
         };
@@ -406,7 +412,7 @@ impl Shell<'_> {
             && !matches!(op, ParamOp::Test { .. })
             && !matches!(name, "@" | "*")
         {
-            return Err(self.fatal(&format!("{name}: unbound variable")));
+            return Err(self.fatal_exit(&format!("{name}: unbound variable")));
         }
         Ok(match op {
             ParamOp::None | ParamOp::Names(_) | ParamOp::Keys => val,
@@ -456,7 +462,7 @@ impl Shell<'_> {
                         } else {
                             msg
                         };
-                        return Err(self.fatal(&format!("{name}: {msg}")));
+                        return Err(self.fatal_exit(&format!("{name}: {msg}")));
                     }
                     _ => val,
                 }
@@ -535,18 +541,123 @@ impl Shell<'_> {
         Ok(match t {
             'Q' => self.map_val(val, printf::single_quote),
             'E' => self.map_val(val, |s| printf::unescape(s, false).0),
-            'P' => val,
+            'P' => match val {
+                Val::One(Some(s)) => Val::One(Some(self.expand_prompt(&s)?)),
+                Val::One(None) => Val::One(None),
+                Val::Many(items, star) => {
+                    let mut out = Vec::with_capacity(items.len());
+                    for item in items {
+                        out.push(self.expand_prompt(&item)?);
+                    }
+                    Val::Many(out, star)
+                }
+            },
             'U' => self.map_val(val, |s| s.to_uppercase()),
             'L' => self.map_val(val, |s| s.to_lowercase()),
             'u' => self.map_val(val, |s| change_case(s, "", true, false, false)),
             'a' => Val::One(Some(attr_letters(attrs.as_ref()))),
             'A' => match (attrs, val) {
-                (_, Val::One(Some(s))) => Val::One(Some(format!("{name}={}", printf::quote(&s)))),
+                (Some(var), Val::Many(..))
+                    if matches!(var.value, Value::Indexed(_) | Value::Assoc(_)) =>
+                {
+                    let flags = attr_letters(Some(&var));
+                    let body = super::builtins::declare_body(&var.value);
+                    Val::One(Some(format!("declare -{flags} {name}{body}")))
+                }
+                (attrs, Val::One(Some(s))) => {
+                    let flags = attr_letters(attrs.as_ref());
+                    let assign = format!("{name}={}", printf::single_quote(&s));
+                    Val::One(Some(if flags.is_empty() {
+                        assign
+                    } else {
+                        format!("declare -{flags} {assign}")
+                    }))
+                }
                 _ => Val::One(None),
             },
             'K' | 'k' => val,
             _ => return Err(self.fatal(&format!("{name}: bad substitution"))),
         })
+    }
+}
+
+impl Shell<'_> {
+    /// Expands prompt escapes (`\u`, `\w`, `\$`, ...) as bash does for `PS1`,
+    /// then parameters and command substitutions in the result.
+    pub fn expand_prompt(&mut self, text: &str) -> R<String> {
+        let mut out = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            let Some(e) = chars.next() else {
+                out.push('\\');
+                break;
+            };
+            match e {
+                'u' => out.push_str(&self.get_scalar("USER").unwrap_or_else(|| "agent".into())),
+                'h' | 'H' => out.push_str("localhost"),
+                'w' | 'W' => {
+                    let cwd = self.st.cwd.as_str().to_string();
+                    let home = self.get_scalar("HOME").unwrap_or_default();
+                    let shown = if !home.is_empty() && home != "/" && cwd == home {
+                        "~".to_string()
+                    } else if e == 'W' {
+                        cwd.rsplit('/')
+                            .next()
+                            .filter(|n| !n.is_empty())
+                            .unwrap_or("/")
+                            .to_string()
+                    } else if !home.is_empty()
+                        && home != "/"
+                        && cwd.starts_with(&format!("{home}/"))
+                    {
+                        format!("~{}", &cwd[home.len()..])
+                    } else {
+                        cwd
+                    };
+                    out.push_str(&shown);
+                }
+                '$' => out.push(if self.get_scalar("EUID").as_deref() == Some("0") {
+                    '#'
+                } else {
+                    '$'
+                }),
+                'n' => out.push('\n'),
+                'r' => out.push('\r'),
+                'a' => out.push('\x07'),
+                'e' => out.push('\x1b'),
+                's' => out.push_str("bash"),
+                'v' => out.push_str("5.2"),
+                'V' => out.push_str("5.2.21"),
+                'j' => out.push_str(&self.job_texts().len().to_string()),
+                '[' | ']' => {}
+                '\\' => out.push('\\'),
+                d if d.is_digit(8) => {
+                    let mut v = d.to_digit(8).unwrap_or(0);
+                    for _ in 0..2 {
+                        match chars.peek().and_then(|c| c.to_digit(8)) {
+                            Some(n) => {
+                                v = v * 8 + n;
+                                chars.next();
+                            }
+                            None => break,
+                        }
+                    }
+                    out.push(char::from_u32(v).unwrap_or('?'));
+                }
+                other => {
+                    out.push('\\');
+                    out.push(other);
+                }
+            }
+        }
+        let parts = super::parse::Parser::new(&out)
+            .dq_parts(None)
+            .map_err(|m| self.fatal(&m))?;
+        self.expand_single(&Word(parts))
     }
 }
 

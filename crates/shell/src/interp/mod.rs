@@ -22,12 +22,17 @@
 pub mod arith;
 pub mod ast;
 pub(crate) mod builtins;
+mod complete;
 mod cond;
+mod dirs;
 mod expand;
+mod jobs;
+mod options;
 pub mod parse;
 mod pattern;
 pub mod printf;
 mod redirect;
+mod traps;
 mod vars;
 
 use std::collections::{BTreeMap, HashMap};
@@ -42,6 +47,15 @@ use crate::utils::{self, Ctx, Runner, Utility};
 use ast::*;
 pub use vars::{Value, Var};
 
+/// What a syntax error in a source text ends (see [`Shell::run_source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A script or `-c` text: the shell exits.
+    Script,
+    /// `eval`, `source` or a trap: the text returns 2.
+    Eval,
+}
+
 /// How control leaves a command early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Flow {
@@ -49,7 +63,9 @@ pub enum Flow {
     Break(u32),
     Continue(u32),
     Return(i32),
-    /// A fatal expansion error: ends the (sub)shell with this status.
+    /// An expansion error (bad substitution, arithmetic, `failglob`):
+    /// abandons the complete command being run; the script goes on with the
+    /// next one, as bash does. A subshell it reaches ends with this status.
     Error(i32),
     /// The current command failed (e.g. assigning a readonly variable).
     Fail(i32),
@@ -63,7 +79,7 @@ impl From<Abort> for Flow {
 
 pub type R<T> = Result<T, Flow>;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Opts {
     pub errexit: bool,
     pub allexport: bool,
@@ -81,6 +97,54 @@ pub struct Opts {
     pub nocasematch: bool,
     pub lastpipe: bool,
     pub expand_aliases: bool,
+    /// `set -n`: commands are read but not run.
+    pub noexec: bool,
+    /// `set -E`: functions, subshells and command substitutions see `ERR`.
+    pub errtrace: bool,
+    /// `set -T`: functions see `DEBUG` and `RETURN`.
+    pub functrace: bool,
+    /// `set -o posix`: special builtins keep prefix assignments, and their
+    /// errors end the shell.
+    pub posix: bool,
+    /// `set -v`
+    pub verbose: bool,
+    /// `shopt -s inherit_errexit`
+    pub inherit_errexit: bool,
+    /// `shopt -s xpg_echo`: `echo` interprets escapes.
+    pub xpg_echo: bool,
+    /// The options the light shell does not act on that are on.
+    pub others: std::collections::BTreeSet<&'static str>,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            errexit: false,
+            allexport: false,
+            nounset: false,
+            xtrace: false,
+            pipefail: false,
+            noglob: false,
+            noclobber: false,
+            globstar: false,
+            nullglob: false,
+            failglob: false,
+            dotglob: false,
+            extglob: false,
+            nocaseglob: false,
+            nocasematch: false,
+            lastpipe: false,
+            expand_aliases: false,
+            noexec: false,
+            errtrace: false,
+            functrace: false,
+            posix: false,
+            verbose: false,
+            inherit_errexit: false,
+            xpg_echo: false,
+            others: options::default_others(),
+        }
+    }
 }
 
 /// Everything a subshell copies and discards.
@@ -95,7 +159,17 @@ pub struct State {
     pub cwd: VPath,
     pub opts: Opts,
     pub traps: BTreeMap<String, String>,
+    /// A subshell's parent's traps, which `trap` shows until it sets its own.
+    pub inherited_traps: BTreeMap<String, String>,
+    /// `$!`
+    pub last_bg_pid: Option<u32>,
+    /// `$BASHPID`: this (sub)shell's process id.
+    pub bashpid: u32,
     pub aliases: BTreeMap<String, String>,
+    /// `complete` specs, in the order defined.
+    pub completions: Vec<complete::Spec>,
+    /// `pushd`'s saved directories, nearest first.
+    pub dir_stack: Vec<String>,
     pub func_names: Vec<String>,
 }
 
@@ -104,6 +178,9 @@ pub struct Slot {
     pub out: Output,
     /// Flushed to this file (append) when the slot closes.
     pub file: Option<VPath>,
+    /// `>`: the first flush replaces the file's content (one write instead
+    /// of a truncation at open and an append at close).
+    pub replace: bool,
     pub open: bool,
     /// Opened by `exec`: written to the file after every command.
     pub direct: bool,
@@ -132,7 +209,11 @@ pub struct Shell<'a> {
     pub fds: Vec<Option<Fd>>,
     pub pipestatus: Vec<i32>,
     pub arith_depth: u32,
+    /// `$LINENO`: the line of the command running, in its source text.
     pub line: usize,
+    /// Added to parsed line numbers: the line an `eval` or trap text
+    /// starts from.
+    pub line_base: usize,
     /// Nesting of conditions where `set -e` does not apply.
     pub no_errexit: u32,
     pub deferred: Vec<Rc<Assign>>,
@@ -141,6 +222,11 @@ pub struct Shell<'a> {
     random: u64,
     ticks: u32,
     pub(crate) in_function: u32,
+    /// Loops running in the current function (or at top level), for
+    /// `break` and `continue`.
+    pub(crate) loop_depth: u32,
+    /// Nesting of `source` / `.` (where `return` is allowed).
+    pub(crate) sourcing: u32,
     /// Status of the last command substitution (for `x=$(false)`).
     pub cmdsub_status: Option<i32>,
     /// Descriptors from `{var}>file`, which outlive their command.
@@ -150,8 +236,19 @@ pub struct Shell<'a> {
     /// `$_`: the last argument of the previous simple command.
     pub last_arg: String,
     in_err_trap: bool,
-    alias_depth: u32,
-    errexit_exempt: bool,
+    in_debug_trap: bool,
+    /// `$BASH_COMMAND`: the command the `DEBUG` trap runs before.
+    pub bash_command: String,
+    /// Background jobs of this shell and of the subshells running now.
+    jobs: Vec<jobs::Job>,
+    /// Where the current (sub)shell's jobs start in `jobs`.
+    job_floor: usize,
+    /// The last process id given out (jobs and subshells).
+    next_pid: u32,
+    /// The process ids of the shells enclosing the current subshell.
+    pid_stack: Vec<u32>,
+    /// Signals sent to an enclosing shell, delivered when it resumes.
+    pending_signals: Vec<(u32, i32)>,
 }
 
 /// The status of a pipeline stage stopped by a full pipe (128 + SIGPIPE).
@@ -183,7 +280,12 @@ impl<'a> Shell<'a> {
                 cwd,
                 opts: Opts::default(),
                 traps: BTreeMap::new(),
+                inherited_traps: BTreeMap::new(),
+                last_bg_pid: None,
+                bashpid: jobs::SHELL_PID,
                 aliases: BTreeMap::new(),
+                completions: Vec::new(),
+                dir_stack: Vec::new(),
                 func_names: Vec::new(),
             },
             status: 0,
@@ -192,6 +294,7 @@ impl<'a> Shell<'a> {
             pipestatus: vec![0],
             arith_depth: 0,
             line: 1,
+            line_base: 0,
             no_errexit: 0,
             deferred: Vec::new(),
             extra,
@@ -199,18 +302,21 @@ impl<'a> Shell<'a> {
             random: 0x2545_F491_4F6C_DD1D,
             ticks: 0,
             in_function: 0,
+            loop_depth: 0,
+            sourcing: 0,
             cmdsub_status: None,
             persist_fds: Vec::new(),
             created_dirs: Vec::new(),
             last_arg: String::new(),
             in_err_trap: false,
-            alias_depth: 0,
-            errexit_exempt: false,
+            in_debug_trap: false,
+            bash_command: String::new(),
+            jobs: Vec::new(),
+            job_floor: 0,
+            next_pid: jobs::SHELL_PID,
+            pid_stack: Vec::new(),
+            pending_signals: Vec::new(),
         }
-    }
-
-    pub fn opts(&self) -> &Opts {
-        &self.st.opts
     }
 
     /// Opens a capture slot and returns its index.
@@ -219,6 +325,7 @@ impl<'a> Shell<'a> {
         self.slots.push(Slot {
             out: Output::with_cap(cap),
             file,
+            replace: false,
             open: true,
             direct: false,
         });
@@ -233,12 +340,18 @@ impl<'a> Shell<'a> {
     /// closed before calling this, and it must still be popped, or closed
     /// slots pile up under an open one.
     pub fn close_slot(&mut self, index: usize) -> R<()> {
+        // Background jobs writing here run first (they would have written
+        // before it closed).
+        if self.slots.get(index).is_some_and(|s| s.open) {
+            self.complete_jobs_writing_to(index)?;
+        }
         let Some(slot) = self.slots.get_mut(index) else {
             return Ok(());
         };
         let was_open = std::mem::replace(&mut slot.open, false);
         let bytes = std::mem::take(&mut slot.out).into_bytes();
         let file = slot.file.take();
+        let replace = std::mem::replace(&mut slot.replace, false);
         while self.slots.last().is_some_and(|s| !s.open) && self.slots.len() > 2 {
             self.slots.pop();
         }
@@ -246,9 +359,14 @@ impl<'a> Shell<'a> {
             return Ok(());
         }
         if let Some(path) = file {
-            if !bytes.is_empty() {
+            if !bytes.is_empty() || replace {
                 self.budget.charge_write(bytes.len() as u64)?;
-                if let Err(e) = self.fs.append(&path, &bytes) {
+                let written = if replace {
+                    self.fs.write(&path, &bytes)
+                } else {
+                    self.fs.append(&path, &bytes)
+                };
+                if let Err(e) = written {
                     let msg = format!("{}: {}", path.as_str(), utils::strerror(&e));
                     self.err_line(&msg)?;
                 }
@@ -257,11 +375,12 @@ impl<'a> Shell<'a> {
         Ok(())
     }
 
-    /// Writes to a descriptor.
+    /// Writes the shell's own output to a descriptor (raw-byte characters
+    /// become their bytes, see `crate::bytes`).
     pub fn write_fd(&mut self, fd: usize, data: &[u8]) -> R<()> {
         match self.fds.get(fd).cloned().flatten() {
             Some(Fd::Out(i)) => {
-                self.slots[i].out.write(data)?;
+                self.slots[i].out.write(&crate::bytes::encode_bytes(data))?;
                 Ok(())
             }
             Some(Fd::Null) => Ok(()),
@@ -284,11 +403,21 @@ impl<'a> Shell<'a> {
         self.write_fd(2, line.as_bytes())
     }
 
-    /// Prints a fatal error and returns the flow that ends the shell.
+    /// Prints an expansion error and returns the flow that abandons the
+    /// current complete command ([`Flow::Error`]).
     pub fn fatal(&mut self, message: &str) -> Flow {
         match self.err_line(message) {
             Err(f) => f,
             Ok(()) => Flow::Error(1),
+        }
+    }
+
+    /// Prints an error that ends the shell (`${x?}`, `set -u`), as a
+    /// non-interactive bash does.
+    pub fn fatal_exit(&mut self, message: &str) -> Flow {
+        match self.err_line(message) {
+            Err(f) => f,
+            Ok(()) => Flow::Abort(Abort::Exit(1)),
         }
     }
 
@@ -310,6 +439,46 @@ impl<'a> Shell<'a> {
 
     // ---- running ----
 
+    /// Runs a script text as bash reads one: a complete command (a line, or
+    /// the lines a compound command spans) at a time, so that a syntax error
+    /// further on stops nothing before it. A syntax error prints
+    /// `bash: [label: ]line N: message` and ends the text with status 2:
+    /// the shell itself for a script (`Flow::Error(2)`), or just the text
+    /// for `eval` and `source` (`Ok(2)`).
+    pub fn run_source(&mut self, text: &str, label: Option<&str>, kind: SourceKind) -> R<i32> {
+        let mut parser = parse::Parser::new(text);
+        loop {
+            if self.st.opts.expand_aliases {
+                parser.set_aliases(self.st.aliases.clone());
+            }
+            let prog = match parser.next_command_line() {
+                None => return Ok(self.status),
+                Some(Ok(prog)) => prog,
+                Some(Err(message)) => {
+                    let line = self.line_base + parser.line_number();
+                    let msg = match label {
+                        Some(l) => format!("{l}: line {line}: {message}"),
+                        None => format!("line {line}: {message}"),
+                    };
+                    self.err_line(&msg)?;
+                    self.status = 2;
+                    return match kind {
+                        SourceKind::Script => Err(Flow::Error(2)),
+                        SourceKind::Eval => Ok(2),
+                    };
+                }
+            };
+            if self.st.opts.noexec {
+                continue;
+            }
+            match self.run_program(&prog) {
+                Ok(_) => {}
+                Err(Flow::Error(s)) => self.status = s,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     pub fn run_program(&mut self, prog: &[Item]) -> R<i32> {
         for item in prog {
             self.run_item(item)?;
@@ -318,6 +487,9 @@ impl<'a> Shell<'a> {
     }
 
     fn run_item(&mut self, item: &Item) -> R<()> {
+        if item.background {
+            return self.start_job(item);
+        }
         let guarded = !item.rest.is_empty();
         if guarded {
             self.no_errexit += 1;
@@ -327,12 +499,10 @@ impl<'a> Shell<'a> {
             self.no_errexit -= 1;
         }
         first?;
-        let mut ran_last = item.rest.is_empty();
         for (i, (and, pipe)) in item.rest.iter().enumerate() {
             if (self.status == 0) != *and {
                 continue;
             }
-            ran_last = i + 1 == item.rest.len();
             let last = i + 1 == item.rest.len();
             if !last {
                 self.no_errexit += 1;
@@ -343,36 +513,24 @@ impl<'a> Shell<'a> {
             }
             r?;
         }
-        // A list that stopped early (`false && x`) does not trigger `set -e`
-        // in the enclosing command either.
-        self.errexit_exempt = !ran_last;
         Ok(())
     }
 
+    /// After a command that failed where `set -e` applies: the `ERR` trap,
+    /// then `set -e` itself.
     fn check_errexit(&mut self) -> R<()> {
-        if self.status != 0 && self.no_errexit == 0 && !self.in_err_trap {
-            if let Some(script) = self.st.traps.get("ERR").cloned() {
-                if let Ok(prog) = parse::parse_script(&script) {
-                    let status = self.status;
-                    self.in_err_trap = true;
-                    let r = self.run_program(&prog);
-                    self.in_err_trap = false;
-                    r?;
-                    self.status = status;
-                }
-            }
-        }
-        if std::mem::take(&mut self.errexit_exempt) {
+        if self.status == 0 || self.no_errexit > 0 {
             return Ok(());
         }
-        if self.st.opts.errexit && self.status != 0 && self.no_errexit == 0 {
+        self.fire_err_trap()?;
+        if self.st.opts.errexit {
             return Err(Flow::Abort(Abort::Exit(self.status)));
         }
         Ok(())
     }
 
     fn run_pipeline(&mut self, pipe: &Pipeline) -> R<()> {
-        self.errexit_exempt = false;
+        self.line = self.line_base + pipe.line;
         if pipe.negate {
             self.no_errexit += 1;
         }
@@ -390,7 +548,22 @@ impl<'a> Shell<'a> {
             return Ok(());
         }
         r?;
-        self.check_errexit()
+        // `ERR` and `set -e` look at simple commands, `(( ))`, `[[ ]]`,
+        // subshells and whole pipelines; a compound command's status is
+        // that of a command inside it, already looked at.
+        let atomic = pipe.cmds.len() > 1
+            || match &pipe.cmds[0] {
+                Command::Simple(_) => true,
+                Command::Compound(c, _) => matches!(
+                    c.as_ref(),
+                    Compound::Arith(_) | Compound::Cond(_) | Compound::Subshell(_)
+                ),
+                Command::Function(_) => false,
+            };
+        if atomic {
+            self.check_errexit()?;
+        }
+        Ok(())
     }
 
     fn run_stages(&mut self, cmds: &[Command]) -> R<()> {
@@ -455,21 +628,56 @@ impl<'a> Shell<'a> {
     }
 
     /// Runs `f` with state changes discarded; `exit` ends only the subshell.
+    /// The subshell gets its own process id, starts with traps reset (see
+    /// `traps.rs`), runs an `EXIT` trap it set, and completes the
+    /// background jobs it started before it ends.
     pub fn subshell(&mut self, f: impl FnOnce(&mut Self) -> R<i32>) -> R<i32> {
         self.budget.enter()?;
         let saved = self.st.clone();
         let saved_fds = self.fds.clone();
+        let saved_floor = std::mem::replace(&mut self.job_floor, self.jobs.len());
+        self.pid_stack.push(self.st.bashpid);
+        self.st.bashpid = self.new_pid();
+        self.reset_traps_for_subshell();
         let r = f(self);
+        let r = self.end_subshell(r);
+        self.jobs.truncate(self.job_floor);
+        self.job_floor = saved_floor;
         self.st = saved;
+        self.pid_stack.pop();
         self.restore_fds(saved_fds)?;
         self.budget.leave();
-        match r {
-            Ok(s) => Ok(s),
+        let status = r?;
+        let pid = self.st.bashpid;
+        let mine: Vec<i32> = self
+            .pending_signals
+            .iter()
+            .filter(|(p, _)| *p == pid)
+            .map(|(_, s)| *s)
+            .collect();
+        self.pending_signals.retain(|(p, _)| *p != pid);
+        for signal in mine {
+            self.deliver_signal(signal)?;
+        }
+        Ok(status)
+    }
+
+    /// The status a subshell ends with: its `EXIT` trap and pending jobs run.
+    fn end_subshell(&mut self, r: R<i32>) -> R<i32> {
+        let status = match r {
+            Ok(s) => s,
             Err(Flow::Abort(Abort::Exit(s)))
             | Err(Flow::Error(s))
             | Err(Flow::Return(s))
-            | Err(Flow::Fail(s)) => Ok(s),
-            Err(Flow::Break(_)) | Err(Flow::Continue(_)) => Ok(self.status),
+            | Err(Flow::Fail(s)) => s,
+            Err(Flow::Break(_)) | Err(Flow::Continue(_)) => self.status,
+            Err(e) => return Err(e),
+        };
+        self.status = status;
+        self.complete_all_jobs()?;
+        match self.run_exit_trap() {
+            Ok(()) => Ok(self.status),
+            Err(Flow::Abort(Abort::Exit(s))) => Ok(s),
             Err(e) => Err(e),
         }
     }
@@ -495,7 +703,7 @@ impl<'a> Shell<'a> {
                     Some(saved) => saved,
                     None => {
                         self.status = 1;
-                        return Ok(());
+                        return self.check_errexit();
                     }
                 };
                 let r = self.run_compound(c);
@@ -537,6 +745,7 @@ impl<'a> Shell<'a> {
             }
             Compound::While { until, cond, body } => self.run_while(*until, cond, body),
             Compound::For { var, words, body } => self.run_for(var, words.as_deref(), body),
+            Compound::Select { var, words, body } => self.run_select(var, words.as_deref(), body),
             Compound::ArithFor {
                 init,
                 cond,
@@ -594,12 +803,94 @@ impl<'a> Shell<'a> {
         }
     }
 
+    /// Runs a loop: `break` and `continue` are meaningful inside it.
+    fn in_loop(&mut self, f: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
+        self.loop_depth += 1;
+        let r = f(self);
+        self.loop_depth -= 1;
+        r
+    }
+
+    /// `select`: prints the numbered menu and `$PS3` to stderr, reads a
+    /// line (`$REPLY`), sets the variable to the chosen word (empty for
+    /// anything else) and runs the body, until end of input or `break`.
+    fn run_select(&mut self, var: &str, words: Option<&[Word]>, body: &[Item]) -> R<()> {
+        let items = match words {
+            Some(w) => self.expand_words(w)?,
+            None => self.st.positional.clone(),
+        };
+        self.in_loop(|sh| sh.select_loop(var, &items, body))
+    }
+
+    fn select_loop(&mut self, var: &str, items: &[String], body: &[Item]) -> R<()> {
+        let mut status = 0;
+        let mut show_menu = true;
+        loop {
+            self.budget.charge_iteration()?;
+            if show_menu {
+                let width = items.len().to_string().len();
+                let menu: String = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| format!("{:>width$}) {w}\n", i + 1))
+                    .collect();
+                self.write_fd(2, menu.as_bytes())?;
+            }
+            let prompt = self.get_scalar("PS3").unwrap_or_else(|| "#? ".into());
+            self.write_fd(2, prompt.as_bytes())?;
+            let (_, code) =
+                self.capture(&["read".to_string(), "-r".to_string(), "REPLY".to_string()])?;
+            if code != 0 {
+                // bash ends the menu line on stdout at end of input.
+                self.write_fd(1, b"\n")?;
+                break;
+            }
+            let reply = self.get_scalar("REPLY").unwrap_or_default();
+            if reply.trim().is_empty() {
+                show_menu = true;
+                continue;
+            }
+            show_menu = false;
+            let chosen = reply
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|n| items.get(n))
+                .cloned()
+                .unwrap_or_default();
+            self.set_scalar(var, chosen)?;
+            let r = self.run_program(body);
+            status = self.status;
+            if self.loop_flow(r)? {
+                break;
+            }
+        }
+        self.status = status;
+        Ok(())
+    }
+
     fn run_while(&mut self, until: bool, cond: &[Item], body: &[Item]) -> R<()> {
+        self.in_loop(|sh| sh.run_while_loop(until, cond, body))
+    }
+
+    fn run_while_loop(&mut self, until: bool, cond: &[Item], body: &[Item]) -> R<()> {
         let mut status = 0;
         loop {
             self.budget.charge_iteration()?;
             self.tick_time()?;
-            if self.condition(cond)? == until {
+            let test = match self.condition(cond) {
+                Ok(test) => test,
+                // `break` / `continue` in the condition act on this loop too.
+                Err(e @ (Flow::Break(_) | Flow::Continue(_))) => {
+                    if self.loop_flow(Err(e))? {
+                        break;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if test == until {
                 break;
             }
             let r = self.run_program(body);
@@ -625,6 +916,10 @@ impl<'a> Shell<'a> {
             Some(w) => self.expand_words(w)?,
             None => self.st.positional.clone(),
         };
+        self.in_loop(|sh| sh.run_for_items(var, items, body))
+    }
+
+    fn run_for_items(&mut self, var: &str, items: Vec<String>, body: &[Item]) -> R<()> {
         self.status = 0;
         let mut status = 0;
         for item in items {
@@ -642,6 +937,16 @@ impl<'a> Shell<'a> {
     }
 
     fn run_arith_for(
+        &mut self,
+        init: Option<&Arith>,
+        cond: Option<&Arith>,
+        step: Option<&Arith>,
+        body: &[Item],
+    ) -> R<()> {
+        self.in_loop(|sh| sh.run_arith_loop(init, cond, step, body))
+    }
+
+    fn run_arith_loop(
         &mut self,
         init: Option<&Arith>,
         cond: Option<&Arith>,
@@ -730,7 +1035,10 @@ impl<'a> Shell<'a> {
 
     fn run_simple(&mut self, cmd: &Simple) -> R<()> {
         self.tick()?;
-        self.line = cmd.line;
+        self.line = self.line_base + cmd.line;
+        if self.st.traps.contains_key("DEBUG") {
+            self.fire_debug_trap(&cmd.text)?;
+        }
         let argv = match self.expand_words(&cmd.words) {
             Ok(v) => v,
             Err(Flow::Error(s)) => {
@@ -741,11 +1049,6 @@ impl<'a> Shell<'a> {
         };
         if argv.is_empty() {
             return self.run_assign_only(cmd);
-        }
-        if self.st.opts.expand_aliases && self.alias_depth < 16 {
-            if let Some(value) = self.st.aliases.get(&argv[0]).cloned() {
-                return self.run_alias(&value, &argv, cmd);
-            }
         }
         let deferred = std::mem::take(&mut self.deferred);
         if self.st.opts.xtrace {
@@ -798,43 +1101,6 @@ impl<'a> Shell<'a> {
         Ok(())
     }
 
-    /// Runs an aliased command: the alias text followed by the (already
-    /// expanded, re-quoted) arguments. Aliases are expanded when the command
-    /// runs rather than when it is parsed, which covers the common uses.
-    fn run_alias(&mut self, value: &str, argv: &[String], cmd: &Simple) -> R<()> {
-        let mut text = value.to_string();
-        for a in &argv[1..] {
-            text.push(' ');
-            text.push_str(&printf::quote(a));
-        }
-        let prog = match parse::parse_script(&text) {
-            Ok(p) => p,
-            Err(m) => {
-                self.err_line(&m)?;
-                self.status = 2;
-                return Ok(());
-            }
-        };
-        let saved = if cmd.redirs.is_empty() {
-            None
-        } else {
-            match self.apply_redirs(&cmd.redirs)? {
-                Some(s) => Some(s),
-                None => {
-                    self.status = 1;
-                    return Ok(());
-                }
-            }
-        };
-        self.alias_depth += 1;
-        let r = self.run_program(&prog);
-        self.alias_depth -= 1;
-        if let Some(s) = saved {
-            self.restore_fds(s)?;
-        }
-        r.map(drop)
-    }
-
     fn restore_vars(&mut self, saved: Vec<(String, Option<Var>)>, cmd: &str) {
         // Special builtins keep prefix assignments, as in POSIX mode; bash
         // keeps them only for functions' duration: restore for all but these.
@@ -853,8 +1119,9 @@ impl<'a> Shell<'a> {
         }
     }
 
+    /// `x=1 y=$(cmd)`: the words see the `$?` of the previous command (so
+    /// `rc=$?` works); the status is the last command substitution's, or 0.
     fn run_assign_only(&mut self, cmd: &Simple) -> R<()> {
-        self.status = 0;
         let mut last_sub = None;
         for a in &cmd.assigns {
             self.cmdsub_status = None;
@@ -971,7 +1238,7 @@ impl<'a> Shell<'a> {
         };
         match self.fs.read(&path) {
             Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let text = crate::bytes::decode(&bytes);
                 let args = argv[1..].to_vec();
                 self.run_script_text(&text, &argv[0], args)
             }
@@ -1009,7 +1276,7 @@ impl<'a> Shell<'a> {
             }
             None => {
                 let input = self.take_stdin();
-                let text = String::from_utf8_lossy(&input).into_owned();
+                let text = crate::bytes::decode(&input);
                 self.run_script_text_opts(&text, "bash", Vec::new(), &opts)
             }
         }
@@ -1026,15 +1293,9 @@ impl<'a> Shell<'a> {
         args: Vec<String>,
         opts: &[String],
     ) -> R<i32> {
-        let prog = match parse::parse_script(text) {
-            Ok(p) => p,
-            Err(m) => {
-                self.err_line(&m)?;
-                return Ok(2);
-            }
-        };
         let arg0 = arg0.to_string();
         let opts = opts.to_vec();
+        let label = arg0.clone();
         self.subshell(move |sh| {
             // A new bash process: only exported variables survive.
             sh.st.vars.retain(|_, v| v.attrs & vars::EXPORT != 0);
@@ -1042,12 +1303,13 @@ impl<'a> Shell<'a> {
             sh.st.opts = Opts::default();
             for o in &opts {
                 for c in o.chars().skip(1) {
-                    builtins::set_flag(sh, c, true);
+                    sh.st.opts.set_flag(c, true);
                 }
             }
             sh.st.arg0 = arg0;
             sh.st.positional = args;
-            sh.run_program(&prog)
+            sh.line_base = 0;
+            sh.run_source(text, Some(&label), SourceKind::Script)
         })
     }
 
@@ -1057,7 +1319,22 @@ impl<'a> Shell<'a> {
         self.st.frames.push(Vec::new());
         self.st.func_names.push(f.name.clone());
         self.in_function += 1;
+        let saved_loops = std::mem::replace(&mut self.loop_depth, 0);
+        let hidden = self.hide_traps_for_function();
         let r = self.run_command(&f.body);
+        let r = match r {
+            Ok(()) | Err(Flow::Return(_)) => {
+                let status = match r {
+                    Err(Flow::Return(s)) => s,
+                    _ => self.status,
+                };
+                self.status = status;
+                self.fire_return_trap().map(|()| status)
+            }
+            Err(e) => Err(e),
+        };
+        self.restore_function_traps(hidden);
+        self.loop_depth = saved_loops;
         self.in_function -= 1;
         self.st.func_names.pop();
         if let Some(frame) = self.st.frames.pop() {
@@ -1074,11 +1351,7 @@ impl<'a> Shell<'a> {
         }
         self.st.positional = saved_pos;
         self.budget.leave();
-        match r {
-            Ok(()) => Ok(self.status),
-            Err(Flow::Return(s)) => Ok(s),
-            Err(e) => Err(e),
-        }
+        r
     }
 
     /// Takes all remaining input from fd 0.
@@ -1209,6 +1482,19 @@ impl<'a> Shell<'a> {
             | Err(Flow::Fail(s)) => Ok(s),
             other => other,
         }
+    }
+
+    /// Runs `argv` with its stdout captured (stderr passes through).
+    pub fn capture(&mut self, argv: &[String]) -> R<(String, i32)> {
+        let slot = self.open_slot(None);
+        let saved = self.fds[1].replace(Fd::Out(slot));
+        let r = self.dispatch(argv, Vec::new());
+        self.fds[1] = saved;
+        let bytes = std::mem::take(&mut self.slots[slot].out).into_bytes();
+        self.slots[slot].open = false;
+        self.close_slot(slot)?;
+        let status = r?;
+        Ok((crate::bytes::decode(&bytes), status))
     }
 
     /// Runs the `EXIT` trap, if any.
@@ -1413,6 +1699,10 @@ fn collect_command(cmd: &Command, names: &mut CommandNames) {
                 collect_commands(body, names)
             }
             Compound::ArithFor { body, .. } => collect_commands(body, names),
+            Compound::Select { body, words, .. } => {
+                collect_words(words.as_deref().unwrap_or(&[]), names);
+                collect_commands(body, names)
+            }
             Compound::While { cond, body, .. } => {
                 collect_commands(cond, names);
                 collect_commands(body, names);

@@ -5,6 +5,7 @@
 //! reads characters directly rather than a token stream. Brace expansion is
 //! done here, since it is purely syntactic.
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use super::arith;
@@ -15,6 +16,17 @@ pub type PResult<T> = Result<T, String>;
 pub struct Parser {
     src: Vec<char>,
     pos: usize,
+    /// Positions of the newlines in `src`, for line numbers.
+    newlines: Vec<usize>,
+    /// Aliases to expand in command position (bash expands them as it
+    /// parses, so a definition applies from the next line on).
+    aliases: BTreeMap<String, String>,
+    /// Aliases being expanded, with where their text ends in `src`: an
+    /// alias is not expanded again inside its own text.
+    expanding: Vec<(String, usize)>,
+    /// Where the text of an alias ending in a blank ends: the next word
+    /// from there is checked for an alias too.
+    alias_blank_at: Option<usize>,
     /// Bodies already read: (position of the newline, where parsing resumes).
     skip_at: Option<(usize, usize)>,
     /// Inside `"${...}"` (single quotes are literal in `:-` words).
@@ -51,12 +63,127 @@ fn is_meta(c: char) -> bool {
 
 impl Parser {
     pub fn new(src: &str) -> Self {
+        let src: Vec<char> = src.chars().collect();
         Parser {
-            src: src.chars().collect(),
+            newlines: newline_positions(&src),
+            src,
             pos: 0,
+            aliases: BTreeMap::new(),
+            expanding: Vec::new(),
+            alias_blank_at: None,
             skip_at: None,
             in_dq: false,
         }
+    }
+
+    /// Sets the aliases expanded from now on.
+    pub fn set_aliases(&mut self, aliases: BTreeMap<String, String>) {
+        self.aliases = aliases;
+    }
+
+    /// The next complete command of a script: the commands up to the end of
+    /// a line (more lines when a compound command or quote spans them), as
+    /// bash reads a script, so that a syntax error further on stops nothing
+    /// before it. `None` at the end of the text.
+    pub fn next_command_line(&mut self) -> Option<PResult<Program>> {
+        if let Err(e) = self.skip_space_nl() {
+            return Some(Err(e));
+        }
+        if self.pos >= self.src.len() {
+            return None;
+        }
+        Some(self.command_line())
+    }
+
+    fn command_line(&mut self) -> PResult<Program> {
+        let mut items = Vec::new();
+        loop {
+            if self.at_end_of_list() {
+                return Err(self.unexpected());
+            }
+            let mut item = self.and_or()?;
+            self.skip_space();
+            match self.peek() {
+                Some(';') if !matches!(self.peek_at(1), Some(';' | '&')) => self.pos += 1,
+                Some('&') if !matches!(self.peek_at(1), Some('&' | '>')) => {
+                    self.pos += 1;
+                    item.background = true;
+                }
+                Some('\n') => {
+                    items.push(item);
+                    self.newline()?;
+                    return Ok(items);
+                }
+                None => {
+                    items.push(item);
+                    return Ok(items);
+                }
+                _ => return Err(self.unexpected()),
+            }
+            items.push(item);
+            self.skip_space();
+            match self.peek() {
+                Some('\n') => {
+                    self.newline()?;
+                    return Ok(items);
+                }
+                None => return Ok(items),
+                _ => {}
+            }
+        }
+    }
+
+    /// Replaces the word at the current position by its alias, when it is
+    /// an unquoted word naming one not already being expanded.
+    fn expand_alias(&mut self) -> bool {
+        if self.aliases.is_empty() {
+            return false;
+        }
+        let pos = self.pos;
+        self.expanding.retain(|(_, end)| *end > pos);
+        let Some(word) = self.peek_word() else {
+            return false;
+        };
+        let n = word.chars().count();
+        if !self.word_ends_after(n) || self.expanding.iter().any(|(w, _)| *w == word) {
+            return false;
+        }
+        let Some(value) = self.aliases.get(&word) else {
+            return false;
+        };
+        let value: Vec<char> = value.chars().collect();
+        let blank = matches!(value.last(), Some(' ' | '\t'));
+        let len = value.len();
+        let shift = |at: usize| if at > pos { at + len - n } else { at };
+        self.src.splice(pos..pos + n, value);
+        for (_, end) in &mut self.expanding {
+            *end = shift(*end);
+        }
+        self.alias_blank_at = self.alias_blank_at.map(shift);
+        self.skip_at = self.skip_at.map(|(nl, resume)| (shift(nl), shift(resume)));
+        self.newlines = newline_positions(&self.src);
+        self.expanding.push((word, pos + len));
+        if blank {
+            self.alias_blank_at = Some(pos + len);
+        }
+        true
+    }
+
+    /// Whether the word at the current position follows an alias that
+    /// ended in a blank (and so is checked for an alias itself).
+    fn after_blank_alias(&mut self) -> bool {
+        match self.alias_blank_at {
+            Some(at) if self.pos >= at => {
+                self.alias_blank_at = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The 1-based line of the current position.
+    pub fn line_number(&self) -> usize {
+        1 + self.newlines.partition_point(|&n| n < self.pos)
     }
 
     fn peek(&self) -> Option<char> {
@@ -74,10 +201,7 @@ impl Parser {
     }
 
     fn line(&self) -> usize {
-        1 + self.src[..self.pos.min(self.src.len())]
-            .iter()
-            .filter(|&&c| c == '\n')
-            .count()
+        self.line_number()
     }
 
     fn unexpected(&self) -> String {
@@ -195,19 +319,23 @@ impl Parser {
             if self.at_end_of_list() {
                 return Ok(items);
             }
-            let item = self.and_or()?;
-            items.push(item);
+            let mut item = self.and_or()?;
             self.skip_space();
             match self.peek() {
                 Some(';') if self.peek_at(1) != Some(';') && self.peek_at(1) != Some('&') => {
                     self.pos += 1
                 }
                 Some('&') if self.peek_at(1) != Some('&') && self.peek_at(1) != Some('>') => {
-                    self.pos += 1
+                    self.pos += 1;
+                    item.background = true;
                 }
                 Some('\n') => self.newline()?,
-                _ => return Ok(items),
+                _ => {
+                    items.push(item);
+                    return Ok(items);
+                }
             }
+            items.push(item);
         }
     }
 
@@ -231,7 +359,16 @@ impl Parser {
         }
     }
 
+    /// The source text from `start` to the current position, blanks trimmed.
+    fn text_from(&self, start: usize) -> Rc<str> {
+        let end = self.pos.min(self.src.len());
+        let text: String = self.src[start.min(end)..end].iter().collect();
+        Rc::from(text.trim())
+    }
+
     fn and_or(&mut self) -> PResult<Item> {
+        self.skip_space();
+        let start = self.pos;
         let first = self.pipeline()?;
         let mut rest = Vec::new();
         loop {
@@ -247,11 +384,17 @@ impl Parser {
             self.skip_space_nl()?;
             rest.push((and, self.pipeline()?));
         }
-        Ok(Item { first, rest })
+        Ok(Item {
+            first,
+            rest,
+            background: false,
+            text: self.text_from(start),
+        })
     }
 
     fn pipeline(&mut self) -> PResult<Pipeline> {
         self.skip_space();
+        let line = self.line();
         let mut negate = false;
         loop {
             if self.at_reserved("time") && self.word_ends_after(4) {
@@ -291,11 +434,14 @@ impl Parser {
                 break;
             }
         }
-        Ok(Pipeline { negate, cmds })
+        Ok(Pipeline { negate, cmds, line })
     }
 
     fn command(&mut self) -> PResult<Command> {
         self.skip_space();
+        if self.expand_alias() {
+            return self.command();
+        }
         let compound = match self.peek() {
             Some('(') if self.peek_at(1) == Some('(') => {
                 if let Some(a) = self.try_arith_command()? {
@@ -425,7 +571,13 @@ impl Parser {
                 self.pos += 3;
                 self.for_rest()?
             }
-            "select" => return Err("select: not supported in the light shell".into()),
+            "select" => {
+                self.pos += 6;
+                match self.for_rest()? {
+                    Compound::For { var, words, body } => Compound::Select { var, words, body },
+                    _ => return Err("syntax error near unexpected token `(('".into()),
+                }
+            }
             "case" => {
                 self.pos += 4;
                 self.case_rest()?
@@ -775,11 +927,13 @@ impl Parser {
 
     fn simple(&mut self) -> PResult<Command> {
         let line = self.line();
+        let start = self.pos;
         let mut cmd = Simple {
             assigns: Vec::new(),
             words: Vec::new(),
             redirs: Vec::new(),
             line,
+            text: Rc::from(""),
         };
         loop {
             self.skip_space();
@@ -820,6 +974,10 @@ impl Parser {
                     continue;
                 }
             }
+            let blank_alias = self.after_blank_alias();
+            if (cmd.words.is_empty() || blank_alias) && self.expand_alias() {
+                continue;
+            }
             let w = self.word()?;
             if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
                 if let Some(l) = w.as_lit() {
@@ -836,6 +994,7 @@ impl Parser {
         if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
             return Err(self.unexpected());
         }
+        cmd.text = self.text_from(start);
         Ok(Command::Simple(cmd))
     }
 
@@ -1053,6 +1212,14 @@ impl Parser {
             target,
         }))
     }
+}
+
+fn newline_positions(src: &[char]) -> Vec<usize> {
+    src.iter()
+        .enumerate()
+        .filter(|(_, &c)| c == '\n')
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Splits at `sep` outside parentheses.

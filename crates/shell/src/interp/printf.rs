@@ -87,10 +87,14 @@ pub fn unescape(s: &str, echo: bool) -> (String, bool) {
     (out, false)
 }
 
+/// A byte from an escape: ASCII as is, above 0x7f as the raw byte (see
+/// `crate::bytes`), so `$'\xff'` and `printf '\351'` write that byte.
 fn push_byte(out: &mut String, v: u32) {
-    // Bytes above 0x7f are kept as the Latin-1 char of that value; text
-    // output is UTF-8, so such bytes are approximated.
-    out.push(char::from_u32(v).unwrap_or('?'));
+    match u8::try_from(v) {
+        Ok(b) if b >= 0x80 => out.push(crate::bytes::byte_char(b)),
+        Ok(b) => out.push(b as char),
+        Err(_) => out.push('?'),
+    }
 }
 
 /// Quotes a string for reuse as shell input, as bash's `%q` does.
@@ -103,9 +107,14 @@ pub fn quote(s: &str) -> String {
     {
         return s.to_string();
     }
-    if s.chars().any(|c| c.is_control()) {
+    let raw = |c: char| crate::bytes::char_byte(c).is_some();
+    if s.chars().any(|c| c.is_control() || raw(c)) {
         let mut out = String::from("$'");
         for c in s.chars() {
+            if let Some(b) = crate::bytes::char_byte(c) {
+                out.push_str(&format!("\\{b:03o}"));
+                continue;
+            }
             match c {
                 '\n' => out.push_str("\\n"),
                 '\t' => out.push_str("\\t"),
@@ -140,6 +149,7 @@ pub struct Formatted {
     pub text: String,
     pub errors: Vec<String>,
     pub stop: bool,
+    now: i64,
 }
 
 /// Largest field width or precision `printf` accepts. Padding is built in
@@ -150,11 +160,14 @@ pub struct Formatted {
 pub const MAX_FIELD: usize = 1 << 20;
 
 /// Formats `args` with `fmt`, reusing the format while arguments remain.
-pub fn format(fmt: &str, args: &[String]) -> Formatted {
+/// Formats like bash's `printf`; `now` (Unix seconds) is what `%(fmt)T`
+/// shows for `-1` or a missing argument.
+pub fn format(fmt: &str, args: &[String], now: i64) -> Formatted {
     let mut f = Formatted {
         text: String::new(),
         errors: Vec::new(),
         stop: false,
+        now,
     };
     let chars: Vec<char> = fmt.chars().collect();
     let mut next = 0;
@@ -289,6 +302,43 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
         while matches!(chars.get(i), Some('l' | 'h' | 'L' | 'j' | 'z')) {
             i += 1;
         }
+        if chars.get(i) == Some(&'(') {
+            // `%(strftime)T`: the argument is Unix seconds (-1 or none: now).
+            let Some(close) = chars[i..].iter().position(|&c| c == ')') else {
+                f.errors
+                    .push("`(': invalid time format specification".into());
+                f.stop = true;
+                return true;
+            };
+            let spec: String = chars[i + 1..i + close].iter().collect();
+            i += close + 1;
+            if chars.get(i) != Some(&'T') {
+                f.errors
+                    .push("`(': invalid time format specification".into());
+                f.stop = true;
+                return true;
+            }
+            i += 1;
+            let secs = match take(next).filter(|a| !a.trim().is_empty()) {
+                None => f.now,
+                Some(a) => match int_arg(&a, f, IntKind::Signed) as i64 {
+                    -1 | -2 => f.now,
+                    s => s,
+                },
+            };
+            // bash formats into a 128-byte buffer.
+            let mut body = crate::utils::strftime_utc(&spec, secs);
+            if body.len() > 127 {
+                body.clear();
+            }
+            let body = match precision {
+                Some(p) => body.chars().take(p).collect(),
+                None => body,
+            };
+            f.text
+                .push_str(&pad(&body, width.unwrap_or(0) as usize, &flags, 's'));
+            continue;
+        }
         let Some(&conv) = chars.get(i) else {
             f.errors.push(format!("%{flags}: invalid directive"));
             f.stop = true;
@@ -331,11 +381,27 @@ fn pad(body: &str, width: usize, flags: &str, conv: char) -> String {
     format!("{}{body}", " ".repeat(fill))
 }
 
-/// The numeric value of a printf argument (`'c` is the char code).
-fn int_arg(arg: &str, f: &mut Formatted) -> i64 {
+/// How an integer argument out of range is brought in: `%d` clamps to the
+/// signed range, `%u`/`%x`/`%o` read it as `strtoumax` does (saturating,
+/// negative values wrapping), as bash does.
+#[derive(Clone, Copy)]
+enum IntKind {
+    Signed,
+    Unsigned,
+}
+
+/// The numeric value of a printf argument (`'c` is the char code, or the
+/// byte for a byte that is not UTF-8).
+fn int_arg(arg: &str, f: &mut Formatted, kind: IntKind) -> i128 {
     let t = arg.trim_start();
     if let Some(rest) = t.strip_prefix('\'').or_else(|| t.strip_prefix('"')) {
-        return rest.chars().next().map_or(0, |c| c as i64);
+        return rest
+            .chars()
+            .next()
+            .map_or(0, |c| match crate::bytes::char_byte(c) {
+                Some(b) => i128::from(b),
+                None => c as i128,
+            });
     }
     if t.is_empty() {
         return 0;
@@ -344,31 +410,41 @@ fn int_arg(arg: &str, f: &mut Formatted) -> i64 {
         Some(b) => (true, b),
         None => (false, t.strip_prefix('+').unwrap_or(t)),
     };
-    let parsed = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        i64::from_str_radix(h, 16).ok()
-    } else if body.len() > 1 && body.starts_with('0') {
-        i64::from_str_radix(&body[1..], 8).ok()
-    } else {
-        body.parse::<i64>().ok()
-    };
-    match parsed {
-        Some(v) => {
+    let (radix, digits) =
+        if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            (16, h)
+        } else if body.len() > 1 && body.starts_with('0') {
+            (8, &body[1..])
+        } else {
+            (10, body)
+        };
+    let valid: String = digits.chars().take_while(|c| c.is_digit(radix)).collect();
+    if valid.len() != digits.len() || digits.is_empty() {
+        f.errors.push(format!("{arg}: invalid number"));
+    }
+    // Saturate just past u64::MAX: enough to tell every overflow apart.
+    let limit = u128::from(u64::MAX) + 1;
+    let mut magnitude: u128 = 0;
+    for c in valid.chars() {
+        magnitude =
+            (magnitude * u128::from(radix) + u128::from(c.to_digit(radix).unwrap_or(0))).min(limit);
+    }
+    match kind {
+        IntKind::Signed => {
+            let m = magnitude as i128;
             if neg {
-                -v
+                (-m).max(i128::from(i64::MIN))
             } else {
-                v
+                m.min(i128::from(i64::MAX))
             }
         }
-        None => {
-            // leading digits count, the rest is an error
-            let digits: String = body.chars().take_while(|c| c.is_ascii_digit()).collect();
-            f.errors.push(format!("{arg}: invalid number"));
-            let v = digits.parse::<i64>().unwrap_or(0);
-            if neg {
-                -v
+        IntKind::Unsigned => {
+            let m = if magnitude >= limit {
+                u64::MAX
             } else {
-                v
-            }
+                magnitude as u64
+            };
+            i128::from(if neg { m.wrapping_neg() } else { m })
         }
     }
 }
@@ -417,9 +493,18 @@ fn convert(
                 quote(&arg)
             }
         }
-        'c' => arg.chars().next().map(String::from).unwrap_or_default(),
+        // The first byte, even of a multi-byte character, as bash does.
+        'c' => match arg.chars().next() {
+            Some(c) if c.len_utf8() > 1 && crate::bytes::char_byte(c).is_none() => {
+                let mut buf = [0u8; 4];
+                let first = c.encode_utf8(&mut buf).as_bytes()[0];
+                crate::bytes::byte_char(first).to_string()
+            }
+            Some(c) => c.to_string(),
+            None => String::new(),
+        },
         'd' | 'i' => {
-            let v = int_arg(&arg, f);
+            let v = int_arg(&arg, f, IntKind::Signed) as i64;
             let mut s = v.abs().to_string();
             if v == i64::MIN {
                 s = "9223372036854775808".into();
@@ -441,7 +526,7 @@ fn convert(
             format!("{sign}{s}")
         }
         'u' | 'x' | 'X' | 'o' => {
-            let v = int_arg(&arg, f) as u64;
+            let v = int_arg(&arg, f, IntKind::Unsigned) as u64;
             let mut s = match conv {
                 'x' => format!("{v:x}"),
                 'X' => format!("{v:X}"),
@@ -467,6 +552,7 @@ fn convert(
             let v = float_arg(&arg, f);
             let p = precision.unwrap_or(6);
             let mut s = match conv {
+                'f' | 'F' if p == 0 && flags.contains('#') => format!("{v:.0}."),
                 'f' | 'F' => format!("{v:.p$}"),
                 'e' | 'E' => exp_format(v, p, conv == 'E'),
                 _ => g_format(v, p, conv == 'G', flags.contains('#')),

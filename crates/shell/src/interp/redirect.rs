@@ -21,10 +21,22 @@ impl Shell<'_> {
     /// after printing the error when one fails.
     pub fn apply_redirs(&mut self, redirs: &[Redir]) -> R<Option<Vec<Option<Fd>>>> {
         let saved = self.fds.clone();
+        let first_new = self.slots.len();
         for r in redirs {
             if !self.apply_redir(r)? {
                 self.restore_fds(saved)?;
                 return Ok(None);
+            }
+        }
+        // A file opened here that a later redirection displaced (`>a >b`)
+        // is done with: close it now, so that it exists (empty) as in bash.
+        for i in first_new..self.slots.len() {
+            let referenced = self
+                .fds
+                .iter()
+                .any(|f| matches!(f, Some(Fd::Out(s)) if *s == i));
+            if !referenced && self.slots[i].open && self.slots[i].file.is_some() {
+                self.close_slot(i)?;
             }
         }
         Ok(Some(saved))
@@ -236,16 +248,47 @@ impl Shell<'_> {
             self.redir_error(target, "cannot overwrite existing file")?;
             return Ok(None);
         }
-        let created = if append {
-            self.fs.append(&path, b"")
-        } else {
-            self.fs.write(&path, b"")
-        };
-        if let Err(e) = created {
-            self.redir_error(target, strerror(&e))?;
-            return Ok(None);
+        if append {
+            if let Err(e) = self.fs.append(&path, b"") {
+                self.redir_error(target, strerror(&e))?;
+                return Ok(None);
+            }
+            let slot = self.open_slot(Some(path));
+            return Ok(Some(Fd::Out(slot)));
+        }
+        // `>`: the file is truncated now only if it has content (what runs
+        // meanwhile must see it empty); the output replaces it in one write
+        // when the descriptor closes. Checking that it can be created costs
+        // reads, not writes.
+        match self.fs.stat(&path, true) {
+            Ok(node) if node.kind == stead_vfs::Kind::Dir => {
+                self.redir_error(target, "Is a directory")?;
+                return Ok(None);
+            }
+            Ok(node) if node.size > 0 => {
+                if let Err(e) = self.fs.write(&path, b"") {
+                    self.redir_error(target, strerror(&e))?;
+                    return Ok(None);
+                }
+            }
+            Ok(_) => {}
+            Err(_) => {
+                let parent = path.parent().unwrap_or_else(VPath::root);
+                match self.fs.stat(&parent, true) {
+                    Ok(node) if node.kind == stead_vfs::Kind::Dir => {}
+                    Ok(_) => {
+                        self.redir_error(target, "Not a directory")?;
+                        return Ok(None);
+                    }
+                    Err(e) => {
+                        self.redir_error(target, strerror(&e))?;
+                        return Ok(None);
+                    }
+                }
+            }
         }
         let slot = self.open_slot(Some(path));
+        self.slots[slot].replace = true;
         Ok(Some(Fd::Out(slot)))
     }
 }
@@ -285,9 +328,14 @@ impl Shell<'_> {
             let cap = slot.out.cap();
             let bytes =
                 std::mem::replace(&mut slot.out, crate::io::Output::with_cap(cap)).into_bytes();
+            let replace = std::mem::replace(&mut slot.replace, false);
             if let Some(path) = slot.file.clone() {
                 self.budget.charge_write(bytes.len() as u64)?;
-                let _ = self.fs.append(&path, &bytes);
+                let _ = if replace {
+                    self.fs.write(&path, &bytes)
+                } else {
+                    self.fs.append(&path, &bytes)
+                };
             }
         }
         Ok(())

@@ -127,13 +127,18 @@ impl Shell<'_> {
             "RANDOM" => Some((self.next_random() % 32768).to_string()),
             "LINENO" => Some(self.line.to_string()),
             "SECONDS" => Some("0".into()),
-            "BASHPID" => Some("4242".into()),
+            "BASHPID" => Some(self.st.bashpid.to_string()),
+            "BASH_COMMAND" => Some(self.bash_command.clone()),
             "PPID" => Some("4241".into()),
             "UID" | "EUID" => Some("1000".into()),
             "SHLVL" => Some("1".into()),
             "FUNCNAME" => self.st.func_names.last().cloned(),
             "PIPESTATUS" => self.pipestatus.first().map(|s| s.to_string()),
             "BASH_VERSION" => Some("5.2.21(1)-release".into()),
+            "SHELLOPTS" => Some(self.st.opts.on_list(super::options::Table::Set)),
+            "BASHOPTS" => Some(self.st.opts.on_list(super::options::Table::Shopt)),
+            "OSTYPE" => Some("linux-gnu".into()),
+            "HOSTTYPE" | "MACHTYPE" => Some("x86_64".into()),
             _ => None,
         }
     }
@@ -142,26 +147,9 @@ impl Shell<'_> {
         Some(match name {
             "?" => self.status.to_string(),
             "#" => self.st.positional.len().to_string(),
-            "$" => "4242".into(),
-            "!" => return None,
-            "-" => {
-                let mut f = String::new();
-                if self.st.opts.allexport {
-                    f.push('a');
-                }
-                f.push('h');
-                if self.st.opts.errexit {
-                    f.push('e');
-                }
-                if self.st.opts.nounset {
-                    f.push('u');
-                }
-                if self.st.opts.xtrace {
-                    f.push('x');
-                }
-                f.push('B');
-                f
-            }
+            "$" => super::jobs::SHELL_PID.to_string(),
+            "!" => return self.st.last_bg_pid.map(|p| p.to_string()),
+            "-" => self.st.opts.flags(),
             "0" => self.st.arg0.clone(),
             "@" | "*" => {
                 let sep = self.ifs_first();
@@ -400,6 +388,25 @@ impl Shell<'_> {
         let name = &self.target(name);
         self.check_writable(name)?;
         Ok(self.st.vars.remove(name).is_some())
+    }
+
+    /// Sets `name` to an indexed array of `values`.
+    pub fn assign_array_values(&mut self, name: &str, values: Vec<String>) -> R<()> {
+        self.check_writable(name)?;
+        let map = values
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (i as i64, v))
+            .collect();
+        let attrs = self.st.vars.get(name).map_or(0, |v| v.attrs);
+        self.st.vars.insert(
+            name.to_string(),
+            Var {
+                value: Value::Indexed(map),
+                attrs,
+            },
+        );
+        Ok(())
     }
 
     /// Makes `name` local to the current function call.

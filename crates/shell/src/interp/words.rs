@@ -72,7 +72,7 @@ impl Parser {
         let mut i = self.pos + 1;
         let mut name = String::new();
         while let Some(&c) = self.src.get(i) {
-            if c == '/' || c == ':' || is_meta(c) {
+            if c == '/' || c == ':' || c == '}' || is_meta(c) {
                 break;
             }
             if !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' || c == '+') {
@@ -150,7 +150,7 @@ impl Parser {
                 let inner = self.dq_parts(Some('"'))?;
                 parts.push(Part::Double(inner));
             }
-            '`' => parts.push(self.backquote()?),
+            '`' => parts.push(self.backquote(in_dq)?),
             _ => parts.push(self.dollar(in_dq)?),
         }
         Ok(())
@@ -206,14 +206,19 @@ impl Parser {
         Ok(parts)
     }
 
-    fn backquote(&mut self) -> PResult<Part> {
+    /// `` `cmd` ``: inside it `\``, `\\` and `\$` (and `\"` within double
+    /// quotes) stand for the character itself.
+    fn backquote(&mut self, in_dq: bool) -> PResult<Part> {
         self.pos += 1;
         let mut text = String::new();
         loop {
             match self.peek() {
                 None => return Err("unexpected EOF while looking for matching ``'".into()),
                 Some('`') => break,
-                Some('\\') if matches!(self.peek_at(1), Some('`' | '\\' | '$')) => {
+                Some('\\')
+                    if matches!(self.peek_at(1), Some('`' | '\\' | '$'))
+                        || (in_dq && self.peek_at(1) == Some('"')) =>
+                {
                     text.push(self.peek_at(1).unwrap());
                     self.pos += 2;
                     continue;
@@ -252,10 +257,16 @@ impl Parser {
             }
             '{' => {
                 self.pos += 1;
+                let start = self.pos;
                 let saved = std::mem::replace(&mut self.in_dq, in_dq);
                 let r = self.braced_param();
                 self.in_dq = saved;
-                r
+                match r {
+                    // bash reports a bad substitution when it expands it,
+                    // so code that never runs may hold one.
+                    Err(m) if m == "bad substitution" => self.bad_substitution(start),
+                    other => other,
+                }
             }
             '\'' if !in_dq => {
                 self.pos += 1;
@@ -284,6 +295,25 @@ impl Parser {
         }
     }
 
+    /// `${...}` that does not parse, from `start` (after `${`) to its `}`.
+    fn bad_substitution(&mut self, start: usize) -> PResult<Part> {
+        self.pos = start;
+        let mut depth = 0;
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    let text: String = self.src[start - 2..self.pos].iter().collect();
+                    return Ok(Part::BadSubst(Rc::from(text)));
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        Err("unexpected EOF while looking for matching `}'".into())
+    }
+
     fn ansi_c(&mut self) -> PResult<String> {
         let mut raw = String::new();
         loop {
@@ -302,7 +332,12 @@ impl Parser {
             self.pos += 1;
         }
         self.pos += 1;
-        Ok(crate::interp::printf::unescape(&raw, false).0)
+        let mut text = crate::interp::printf::unescape(&raw, false).0;
+        // A value cannot hold NUL: `$'a\0b'` is `a`.
+        if let Some(nul) = text.find('\0') {
+            text.truncate(nul);
+        }
+        Ok(text)
     }
 
     fn braced_param(&mut self) -> PResult<Part> {
@@ -502,6 +537,10 @@ impl Parser {
         let mut parts = Vec::new();
         let mut lit = String::new();
         let mut depth = 0;
+        // `${x:-~}` outside double quotes: the word's tilde expands.
+        if !self.in_dq && self.peek() == Some('~') && stops == ['}'] {
+            self.tilde(&mut parts, &mut lit);
+        }
         loop {
             let Some(c) = self.peek() else {
                 return Err("bad substitution".into());

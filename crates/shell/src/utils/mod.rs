@@ -13,10 +13,14 @@
 mod awk;
 mod civil;
 mod files;
+mod getopt;
 mod jq;
 mod search;
 mod sed;
 mod text;
+
+/// `strftime` in UTC (for the shell's `printf %(fmt)T`).
+pub(crate) use text::format_utc as strftime_utc;
 
 use std::collections::BTreeMap;
 

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod corpus;
+
 use std::collections::BTreeMap;
 
 use stead_shell::{exec_with_commands, Clock, ExecRequest, ExecResult, Limits, Utility};
@@ -40,11 +42,11 @@ pub fn write_files(db: &SqliteDb, files: &[(&str, &[u8])]) {
     }
 }
 
-/// `argv.py`: prints its arguments like Python's repr of a list of str.
-pub fn argv_py(
-    ctx: &mut stead_shell::utils::Ctx<'_>,
-    argv: &[String],
-) -> Result<i32, stead_shell::Abort> {
+/// `argv.py`: prints its arguments like Python 2's repr of a list of
+/// (byte) strings, as the Oils spec tests' `argv.py` does: bytes above 0x7f
+/// as `\xNN` (the shell hands raw bytes over as private-use characters,
+/// U+10FF80 + byte - 0x80).
+pub fn argv_py(ctx: &mut stead_shell::Ctx<'_>, argv: &[String]) -> Result<i32, stead_shell::Abort> {
     let items: Vec<String> = argv[1..].iter().map(|a| py_repr(a)).collect();
     ctx.stdout.write_str(&format!("[{}]\n", items.join(", ")))?;
     Ok(0)
@@ -71,6 +73,15 @@ fn py_repr(s: &str) -> String {
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
                 out.push_str(&format!("\\x{:02x}", c as u32))
             }
+            c if (0x10_FF80..=0x10_FFFF).contains(&(c as u32)) => {
+                out.push_str(&format!("\\x{:02x}", c as u32 - 0x10_FF00))
+            }
+            c if !c.is_ascii() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
+            }
             c => out.push(c),
         }
     }
@@ -80,7 +91,7 @@ fn py_repr(s: &str) -> String {
 
 /// `stdout_stderr.py`: one line to each stream.
 pub fn stdout_stderr_py(
-    ctx: &mut stead_shell::utils::Ctx<'_>,
+    ctx: &mut stead_shell::Ctx<'_>,
     _argv: &[String],
 ) -> Result<i32, stead_shell::Abort> {
     ctx.stdout.write_str("STDOUT\n")?;
@@ -90,7 +101,7 @@ pub fn stdout_stderr_py(
 
 /// `printenv.py NAME...`: each variable's value, or `None`.
 pub fn printenv_py(
-    ctx: &mut stead_shell::utils::Ctx<'_>,
+    ctx: &mut stead_shell::Ctx<'_>,
     argv: &[String],
 ) -> Result<i32, stead_shell::Abort> {
     for name in &argv[1..] {

@@ -20,6 +20,7 @@ mod time;
 
 use stead_vfs::{Kind, Node};
 
+use super::getopt::{getopt, Opt};
 use super::{Ctx, Table};
 use crate::limits::Abort;
 
@@ -81,77 +82,44 @@ impl Opts {
     }
 }
 
-/// Parses GNU-style options, permuted with operands as GNU does. `short`
+/// Parses options with the utilities' one parser (`utils::getopt`). `short`
 /// lists the short flags, a `:` after one meaning it takes a value; `long`
 /// maps long names to the flag they stand for (the flag must be in `short`
-/// when it takes a value). `--` ends options.
-fn parse_opts(args: &[String], short: &str, long: &[(&str, char)]) -> Result<Opts, String> {
+/// when it takes a value).
+fn parse_opts(args: &[String], short: &str, long: &[(&'static str, char)]) -> Result<Opts, String> {
     let takes_value = |c: char| {
         short
             .find(c)
             .is_some_and(|i| short[i + c.len_utf8()..].starts_with(':'))
     };
-    let mut opts = Opts::default();
-    let mut rest = args.iter().skip(1);
-    while let Some(arg) = rest.next() {
-        if arg == "--" {
-            opts.operands.extend(rest.cloned());
-            break;
-        }
-        if let Some(name) = arg.strip_prefix("--") {
-            let (name, inline) = match name.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (name, None),
-            };
-            let matches: Vec<_> = long.iter().filter(|(l, _)| l.starts_with(name)).collect();
-            let found = matches
-                .iter()
-                .find(|(l, _)| *l == name)
-                .or(if matches.len() == 1 {
-                    matches.first()
-                } else {
-                    None
-                });
-            let Some((_, flag)) = found else {
-                return Err(format!("unrecognized option '{arg}'"));
-            };
-            let value = if takes_value(*flag) {
-                match inline.or_else(|| rest.next().cloned()) {
-                    Some(v) => Some(v),
-                    None => return Err(format!("option '{arg}' requires an argument")),
-                }
-            } else {
-                None
-            };
-            opts.flags.push((*flag, value));
-            continue;
-        }
-        if arg.len() < 2 || !arg.starts_with('-') {
-            opts.operands.push(arg.clone());
-            continue;
-        }
-        let cluster = &arg[1..];
-        for (i, c) in cluster.char_indices() {
-            if c == ':' || !short.contains(c) {
-                return Err(format!("invalid option -- '{c}'"));
-            }
-            if takes_value(c) {
-                let tail = &cluster[i + c.len_utf8()..];
-                let value = if tail.is_empty() {
-                    match rest.next() {
-                        Some(v) => v.clone(),
-                        None => return Err(format!("option requires an argument -- '{c}'")),
-                    }
-                } else {
-                    tail.to_string()
-                };
-                opts.flags.push((c, Some(value)));
-                break;
-            }
-            opts.flags.push((c, None));
-        }
+    let mut spec: Vec<Opt> = short
+        .chars()
+        .filter(|&c| c != ':')
+        .map(|c| Opt {
+            key: c,
+            long: "",
+            arg: takes_value(c),
+        })
+        .collect();
+    for &(name, key) in long {
+        spec.push(Opt {
+            key,
+            long: name,
+            arg: takes_value(key),
+        });
     }
-    Ok(opts)
+    let parsed = getopt(&args[1..], &spec)?;
+    Ok(Opts {
+        flags: parsed
+            .opts
+            .into_iter()
+            .map(|(k, v)| {
+                let value = takes_value(k).then_some(v);
+                (k, value)
+            })
+            .collect(),
+        operands: parsed.operands,
+    })
 }
 
 /// Parses options, or prints GNU's usage error and returns the status to exit with.
@@ -159,7 +127,7 @@ fn options(
     ctx: &mut Ctx<'_>,
     args: &[String],
     short: &str,
-    long: &[(&str, char)],
+    long: &[(&'static str, char)],
     usage_status: i32,
 ) -> Result<Result<Opts, i32>, Abort> {
     match parse_opts(args, short, long) {

@@ -267,19 +267,14 @@ pub(in crate::utils) mod fixtures {
     /// Runs the single-utility fixtures in files named `<prefix>*`; returns
     /// (passed, run, failures).
     pub fn run_fixtures(prefix: &str, util: &str) -> (usize, usize, Vec<String>) {
-        let dir = std::path::Path::new("/work/shared/corpus/comparison");
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return (0, 0, Vec::new());
-        };
-        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
+        let paths = crate::test_corpus::files("comparison", ".json");
         let (mut passed, mut total, mut failures) = (0, 0, Vec::new());
         for path in paths {
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             if !name.starts_with(prefix) {
                 continue;
             }
-            let text = std::fs::read_to_string(&path).unwrap();
+            let text = crate::test_corpus::read(&path);
             let cases: serde_json::Value = serde_json::from_str(&text).unwrap();
             for case in cases.as_object().unwrap().values() {
                 let command = case["command"].as_str().unwrap();
@@ -326,6 +321,7 @@ pub(in crate::utils) mod fixtures {
 fn comparison_fixtures() {
     let (passed, total, failures) = fixtures::run_fixtures("grep", "grep");
     println!("grep fixtures: {passed}/{total}");
+    assert!(total >= 72, "only {total} grep fixtures ran");
     assert_eq!(failures, Vec::<String>::new());
 }
 

@@ -373,7 +373,7 @@ fn render(format: &str, t: &Civil) -> String {
 }
 
 /// Formats Unix `seconds` in UTC with a `strftime` format (for other utilities).
-pub(super) fn format_utc(format: &str, seconds: i64) -> String {
+pub(crate) fn format_utc(format: &str, seconds: i64) -> String {
     render(format, &Civil::from_unix(seconds, 0))
 }
 

@@ -9,9 +9,8 @@
 //! by stage anyway), charges [`crate::limits::Budget::charge_cpu`] for the
 //! bytes it processes and writes through the capped [`crate::io::Output`].
 //!
-//! Shared plumbing lives here: a GNU-style option parser ([`getopt`]) that
-//! permutes operands and accepts clustered short options and abbreviated
-//! long ones, the reading of operands, and line splitting.
+//! Shared plumbing lives here: the reading of operands and line splitting;
+//! options are parsed by the utilities' one parser, `utils::getopt`.
 
 mod arith;
 mod comm;
@@ -27,6 +26,8 @@ mod sort;
 mod split;
 mod tr;
 mod view;
+
+pub(crate) use date::format_utc;
 
 use stead_vfs::VfsError;
 
@@ -80,161 +81,7 @@ pub(crate) const UTILITIES: Table = &[
     ("numfmt", numfmt::numfmt),
 ];
 
-/// One option a utility accepts: its short letter (or a private key for
-/// long-only options), its long name (empty if none), and whether it takes
-/// an argument.
-#[derive(Clone, Copy)]
-pub(super) struct Opt {
-    pub key: char,
-    pub long: &'static str,
-    pub arg: bool,
-}
-
-/// A short option (with a long name, or "" for none).
-pub(super) const fn flag(key: char, long: &'static str) -> Opt {
-    Opt {
-        key,
-        long,
-        arg: false,
-    }
-}
-
-/// A short option taking an argument.
-pub(super) const fn with_arg(key: char, long: &'static str) -> Opt {
-    Opt {
-        key,
-        long,
-        arg: true,
-    }
-}
-
-/// Keys for long-only options are not letters, so they cannot be typed as `-x`.
-pub(super) fn is_short_key(key: char) -> bool {
-    key.is_ascii_graphic()
-}
-
-/// The options (in order) and the operands of a command line.
-#[derive(Debug, Default)]
-pub(super) struct Parsed {
-    pub opts: Vec<(char, String)>,
-    pub operands: Vec<String>,
-}
-
-impl Parsed {
-    pub fn has(&self, key: char) -> bool {
-        self.opts.iter().any(|(k, _)| *k == key)
-    }
-
-    /// The last value given for `key`.
-    pub fn value(&self, key: char) -> Option<&str> {
-        self.opts
-            .iter()
-            .rev()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Parses `args` (without argv[0]) GNU-style. Operands and options may be
-/// mixed; `--` ends the options; `-` alone is an operand. The error is the
-/// message to print before the `Try ... --help` line.
-pub(super) fn getopt(args: &[String], spec: &[Opt]) -> Result<Parsed, String> {
-    getopt_until(args, spec, false)
-}
-
-/// Like [`getopt`]; with `stop_at_operand`, the first operand ends the
-/// options (for commands that run other commands: `xargs`, `env`, `timeout`).
-pub(super) fn getopt_until(
-    args: &[String],
-    spec: &[Opt],
-    stop_at_operand: bool,
-) -> Result<Parsed, String> {
-    let mut parsed = Parsed::default();
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        if arg == "--" {
-            parsed.operands.extend(args[i..].iter().cloned());
-            break;
-        }
-        if let Some(long) = arg.strip_prefix("--") {
-            let (opt, value) = long_option(long, spec)?;
-            let value = match (opt.arg, value) {
-                (true, Some(v)) => v,
-                (true, None) => {
-                    let v = args
-                        .get(i)
-                        .cloned()
-                        .ok_or_else(|| format!("option '--{}' requires an argument", opt.long))?;
-                    i += 1;
-                    v
-                }
-                (false, Some(_)) => {
-                    return Err(format!("option '--{}' doesn't allow an argument", opt.long))
-                }
-                (false, None) => String::new(),
-            };
-            parsed.opts.push((opt.key, value));
-        } else if arg.len() > 1 && arg.starts_with('-') {
-            i += short_options(&arg[1..], args.get(i), spec, &mut parsed)?;
-        } else {
-            parsed.operands.push(arg.clone());
-            if stop_at_operand {
-                parsed.operands.extend(args[i..].iter().cloned());
-                break;
-            }
-        }
-    }
-    Ok(parsed)
-}
-
-/// Finds `--name[=value]` by exact name or unique prefix.
-fn long_option(text: &str, spec: &[Opt]) -> Result<(Opt, Option<String>), String> {
-    let (name, value) = match text.split_once('=') {
-        Some((n, v)) => (n, Some(v.to_string())),
-        None => (text, None),
-    };
-    let named = || spec.iter().filter(|o| !o.long.is_empty());
-    if let Some(opt) = named().find(|o| o.long == name) {
-        return Ok((*opt, value));
-    }
-    let mut matches = named().filter(|o| o.long.starts_with(name));
-    match (matches.next(), matches.next()) {
-        (Some(opt), None) if !name.is_empty() => Ok((*opt, value)),
-        (Some(_), Some(_)) => Err(format!("option '--{name}' is ambiguous")),
-        _ => Err(format!("unrecognized option '--{name}'")),
-    }
-}
-
-/// Parses one cluster of short options (`-nrk2`); returns how many of the
-/// following arguments it consumed (1 when the last option took the next one).
-fn short_options(
-    cluster: &str,
-    next: Option<&String>,
-    spec: &[Opt],
-    parsed: &mut Parsed,
-) -> Result<usize, String> {
-    for (at, c) in cluster.char_indices() {
-        let opt = spec
-            .iter()
-            .find(|o| o.key == c && is_short_key(o.key))
-            .ok_or_else(|| format!("invalid option -- '{c}'"))?;
-        if !opt.arg {
-            parsed.opts.push((c, String::new()));
-            continue;
-        }
-        let rest = &cluster[at + c.len_utf8()..];
-        if !rest.is_empty() {
-            parsed.opts.push((c, rest.to_string()));
-            return Ok(0);
-        }
-        let value = next.ok_or_else(|| format!("option requires an argument -- '{c}'"))?;
-        parsed.opts.push((c, value.clone()));
-        return Ok(1);
-    }
-    Ok(0)
-}
+pub(super) use super::getopt::{flag, getopt, getopt_until, with_arg, Opt, Parsed};
 
 /// Prints `util: message` and the `Try` line; returns `status`.
 pub(super) fn usage(
@@ -420,49 +267,6 @@ pub(super) fn parse_count(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn strings(args: &[&str]) -> Vec<String> {
-        args.iter().map(|s| s.to_string()).collect()
-    }
-
-    const SPEC: &[Opt] = &[
-        flag('n', "number"),
-        with_arg('k', "key"),
-        flag('r', "reverse"),
-    ];
-
-    #[test]
-    fn getopt_clusters_permutes_and_takes_arguments() {
-        let p = getopt(
-            &strings(&["a", "-nk2,2", "b", "--rev", "-k", "3", "--", "-r"]),
-            SPEC,
-        )
-        .unwrap();
-        assert_eq!(p.operands, strings(&["a", "b", "-r"]));
-        assert!(p.has('n') && p.has('r'));
-        assert_eq!(p.value('k'), Some("3"));
-        assert_eq!(p.opts.iter().filter(|(k, _)| *k == 'k').count(), 2);
-    }
-
-    #[test]
-    fn getopt_reports_errors_like_gnu() {
-        assert_eq!(
-            getopt(&strings(&["-z"]), SPEC).unwrap_err(),
-            "invalid option -- 'z'"
-        );
-        assert_eq!(
-            getopt(&strings(&["-k"]), SPEC).unwrap_err(),
-            "option requires an argument -- 'k'"
-        );
-        assert_eq!(
-            getopt(&strings(&["--foo"]), SPEC).unwrap_err(),
-            "unrecognized option '--foo'"
-        );
-        assert_eq!(
-            getopt(&strings(&["--key=1"]), SPEC).unwrap().value('k'),
-            Some("1")
-        );
-    }
 
     #[test]
     fn device_operands_are_not_workspace_files() {

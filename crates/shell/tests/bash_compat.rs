@@ -1,0 +1,210 @@
+//! Behaviours of GNU bash, one test per feature: every expected output here
+//! was recorded by running the same script with GNU bash 5.2 (5.2.15, the
+//! machine's `/bin/bash`) in an empty folder, not written by hand.
+
+mod common;
+
+use common::{db, run};
+
+/// Runs `script` on a fresh workspace; returns stdout and the exit status.
+fn sh(script: &str) -> (String, i32) {
+    let r = run(&db(), script);
+    (String::from_utf8_lossy(&r.stdout).into_owned(), r.exit_code)
+}
+
+/// Asserts stdout (recorded from bash 5.2) and an exit status of 0.
+fn check(script: &str, want: &str) {
+    assert_eq!(sh(script), (want.to_string(), 0), "script: {script}");
+}
+
+/// Asserts stdout and exit status (both recorded from bash 5.2).
+fn check_status(script: &str, want: &str, status: i32) {
+    assert_eq!(sh(script), (want.to_string(), status), "script: {script}");
+}
+
+/// `$?` in an assignment-only command is the previous command's status;
+/// the assignment's own status is that of its last command substitution.
+#[test]
+fn assignment_sees_and_sets_status() {
+    check(
+        "false; rc=$?; echo $rc; x=$(exit 3); echo $?; x=1; echo $?; false; y=$? z=$?; echo $y $z",
+        "1\n3\n0\n1 1\n",
+    );
+}
+
+/// bash reads a script a complete command at a time: lines before a syntax
+/// error run, the error ends the script with status 2; in `eval` it ends
+/// only the eval, with status 2.
+#[test]
+fn syntax_error_stops_only_what_follows() {
+    check_status("echo one\necho two; fi\necho three", "one\n", 2);
+    check("eval \"echo a\nfi\"; echo st=$?", "a\nst=2\n");
+}
+
+/// Aliases are expanded as the parser reads a command (from the line after
+/// their definition), in command position, after an alias ending in a
+/// blank, and into reserved words.
+#[test]
+fn aliases_expand_at_parse_time() {
+    check(
+        "shopt -s expand_aliases\nalias hi='echo hello '\nalias w=world\nhi w\nalias LEFT={\nLEFT echo in; }",
+        "hello world\nin\n",
+    );
+}
+
+/// A background job runs in a subshell environment: its assignments and
+/// `exit` stay its own; `wait` gives its status (again on a second wait),
+/// 127 for an unknown pid; `$!` is its pid.
+#[test]
+fn background_jobs_run_in_a_subshell() {
+    check(
+        "x=1; { x=2; echo in job; exit 7; } & p=$!; wait $p; echo \"x=$x st=$?\"; \
+         (exit 3) & q=$!; wait $q; echo a=$?; wait $q; echo b=$?; wait 99999; echo c=$?; \
+         (exit 4) & wait -n; echo n=$?; wait -n; echo n=$?; [ \"$!\" -gt 0 ] && echo pid ok",
+        "in job\nx=1 st=7\na=3\nb=3\nc=127\nn=4\nn=127\npid ok\n",
+    );
+}
+
+/// `kill` of a job ends it with the signal (`wait` gives 128 + n); `kill -l`
+/// translates; `jobs` lists running jobs as bash does.
+#[test]
+fn kill_wait_and_jobs() {
+    check(
+        "sleep 5 & p=$!; kill $p; wait $p; echo term=$?; sleep 5 & kill -9 %1; wait %1; echo kill=$?; \
+         kill -l 143; kill -l USR1; sleep 1 & sleep 2 & jobs",
+        "term=143\nkill=137\nTERM\n10\n[1]-  Running                 sleep 1 &\n[2]+  Running                 sleep 2 &\n",
+    );
+}
+
+/// A signal sent to the shell runs its trap (with `$?` 0, kill's status);
+/// `trap -p` prints traps; `trap ''` ignores; without a trap, SIGTERM ends
+/// the shell with 143.
+#[test]
+fn signal_traps() {
+    check_status(
+        "trap \"echo usr1 \\$?\" USR1; false; kill -USR1 $$; echo after=$?; trap -p USR1; \
+         trap '' INT; trap -p; trap - USR1 INT; trap -p; kill -TERM $$; echo not",
+        "usr1 0\nafter=0\ntrap -- 'echo usr1 $?' SIGUSR1\ntrap -- '' SIGINT\ntrap -- 'echo usr1 $?' SIGUSR1\n",
+        143,
+    );
+}
+
+/// RETURN fires as functions return once set by the function or under
+/// `set -T`; DEBUG runs before each simple command with `$BASH_COMMAND`;
+/// ERR sees `LINENO` of the failing command, and reaches into functions and
+/// subshells only with `set -E`.
+#[test]
+fn return_debug_and_err_traps() {
+    check(
+        "trap \"echo ret \\$FUNCNAME\" RETURN; f() { echo in f; }; f; g() { trap \"echo gret\" RETURN; }; g; set -T; f\n\
+         trap \"echo dbg \\$BASH_COMMAND\" DEBUG; x=1; echo hi; trap - DEBUG\n\
+         trap \"echo err \\$LINENO\" ERR\n\
+         false\n\
+         h() { false; true; }; h; set -E; h; (false); echo end",
+        "in f\ngret\nin f\ngret\ndbg x=1\ndbg echo hi\nhi\ndbg trap - DEBUG\nerr 4\ngret\nerr 5\ngret\nerr 5\nerr 5\nend\n",
+    );
+}
+
+/// `return` outside a function or sourced file is an error (status 2) and
+/// the script goes on.
+#[test]
+fn top_level_return_is_an_error() {
+    check("return 3; echo st=$?", "st=2\n");
+}
+
+/// `compgen` generates matches (actions, word lists split on IFS) and
+/// `complete -p` prints specs as bash does.
+#[test]
+fn compgen_and_complete() {
+    check(
+        "f1() { :; }; f2() { :; }; alias fa=x; compgen -A function f; compgen -W \"one two three\" t; \
+         compgen -k el; compgen -A alias -A function f; complete -W \"a b\" -F g cmd; complete -p; \
+         compgen -v __nope; echo st=$?; IFS=\":\"; compgen -W \"x:y\"",
+        "f1\nf2\ntwo\nthree\nelse\nelif\nfa\nf1\nf2\ncomplete -W 'a b' -F g cmd\nst=1\nx\ny\n",
+    );
+}
+
+/// `shopt` and `set -o` list and print options in bash's formats; `$-`
+/// lists flags in bash's order (recorded from a script file, so without
+/// the `c` of `bash -c`); unknown names are errors.
+#[test]
+fn option_listings() {
+    check(
+        "shopt -p extglob; shopt -s extglob; shopt extglob; shopt -q nullglob; echo q=$?; \
+         set -o errexit; set -o | grep errexit; set +o | grep -E \"errexit|xtrace\"; set +e; \
+         shopt -s nosuch; echo st=$?; set -o nosuch; echo st=$?; set -eu; echo $-",
+        "shopt -u extglob\nextglob        \ton\nq=1\nerrexit        \ton\nset -o errexit\nset +o xtrace\nst=1\nst=2\nehuB\n",
+    );
+}
+
+/// An expansion error abandons the rest of its line and the script goes
+/// on; `failglob` does the same; `${x?}` ends the script with status 1
+/// (recorded from a script file).
+#[test]
+fn expansion_errors_abandon_the_line() {
+    check_status(
+        "echo $((1/0)); echo same line\necho next; shopt -s failglob; echo *.nomatch; echo same\n\
+         echo after; echo ${x?unset here}; echo not reached",
+        "next\nafter\n",
+        1,
+    );
+}
+
+/// `$'\xNN'` and printf escapes hold the byte itself; bytes that are not
+/// UTF-8 count as one character and come out unchanged; `%q` quotes them;
+/// out-of-range integers clamp as bash's do; `%c` prints the first byte;
+/// `%(fmt)T` formats seconds; NUL bytes cannot be in a value.
+#[test]
+fn bytes_and_printf() {
+    check(
+        "x=$'\\xff'; echo ${#x}; printf %s \"$x\" | od -An -tx1; printf '\\351\\n' | od -An -tx1; \
+         printf '%q\\n' \"$x\" 'a b' $'t\\tx'; printf '%u %d\\n' -18446744073709551615 99999999999999999999; \
+         printf '%(%Y-%m-%d)T\\n' 86400; printf '%c' $'\\u03bc' | od -An -tx1; y=$(printf 'a\\0b'); echo ${#y}; \
+         z=$'a\\0b'; echo ${#z}",
+        "1\n ff\n e9 0a\n$'\\377'\na\\ b\n$'t\\tx'\n1 9223372036854775807\n1970-01-02\n ce\n2\n1\n",
+    );
+}
+
+/// `pushd`, `popd` and `dirs` keep bash's directory stack.
+#[test]
+fn directory_stack() {
+    check(
+        "mkdir -p /w/t /w/u; cd /w/t; pushd ../u >/dev/null; dirs -l -v; popd >/dev/null; pwd; popd; echo st=$?",
+        " 0  /w/u\n 1  /w/t\n/w/t\nst=1\n",
+    );
+}
+
+/// `read` without -r joins backslash-newline continuations and keeps
+/// backslash-quoted separators inside a field; `-t 0`, `-d ''`, `-N`.
+#[test]
+fn read_options() {
+    check(
+        "printf \"a\\\\\\\\\\nb c\\n\" | { read x y; echo \"[$x][$y]\"; }; \
+         printf \"a\\\\\\\\ b c\\n\" | { read -a arr; echo \"${#arr[@]} [${arr[0]}]\"; }; \
+         read -t 0; echo t=$?; printf \"x y\\0z\\0\" | { read -d \"\" v; echo \"[$v]\"; }; \
+         printf \"abcdef\" | { read -N 4 w; echo \"[$w]\"; }",
+        "[ab][c]\n2 [a b]\nt=0\n[x y]\n[abcd]\n",
+    );
+}
+
+/// `${x@Q}`, `${x@A}`, `${a@a}`, `${a[@]@A}`, `${x@E}`, `${p@P}`.
+#[test]
+fn parameter_transformations() {
+    check(
+        "x=\"a b\"; echo ${x@Q} ${x@A}; declare -ai n=(1 2); echo ${n@a} ${n[@]@A}; \
+         e=$'a\\\\tb'; echo \"${e@E}\"; p='[\\$] \\\\'; echo \"${p@P}\"",
+        "'a b' x='a b'\nai declare -ai n=([0]=\"1\" [1]=\"2\")\na\tb\n[$] \\\n",
+    );
+}
+
+/// `select` reads a choice; `break` outside a loop is an error that changes
+/// nothing; `break 2` in a loop condition leaves both loops; backquotes in
+/// double quotes unescape `\"`; `~` expands in an unquoted `${x:-~}`.
+#[test]
+fn select_break_backquotes_and_tilde() {
+    check(
+        "printf \"2\\n\" | select x in one two; do echo \"got $x $REPLY\"; done 2>/dev/null; break; echo a; \
+         for i in 1 2; do while break 2; do :; done; done; echo \"a`echo \\\"b\\\"`c\"; HOME=/h; x=; echo ${x:-~} \"${x:-~}\"",
+        "got two 2\n\na\nabc\n/h ~\n",
+    );
+}
