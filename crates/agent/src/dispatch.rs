@@ -16,7 +16,7 @@ use stead_vfs::{Node, VPath, WriteOptions, CHUNK_SIZE};
 use crate::agent::Agent;
 use crate::auth::{self, Caller};
 use crate::computer::Discard;
-use crate::decode::decode;
+use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::host::Host;
 use crate::policy::{self, Audit, Policy};
@@ -460,8 +460,8 @@ fn audit_page(query: &[(String, String)]) -> Result<(i64, i64), ApiError> {
             .parse::<i64>()
             .map_err(|_| ApiError::InvalidRequest(format!("{key}={value:?} is not a number")))?;
         match key.as_str() {
-            "after" => after = number,
-            "limit" => limit = number,
+            "after" => after = within("after", number, 0, i64::MAX)?,
+            "limit" => limit = within("limit", number, 1, audit::PAGE)?,
             other => {
                 return Err(ApiError::InvalidRequest(format!(
                     "unknown query parameter {other:?}"

@@ -22,7 +22,7 @@ use stead_sql::Sql;
 use stead_vfs::{VPath, Vfs};
 
 use crate::computer;
-use crate::decode::decode;
+use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::outcome::{Backend, Captured, ExecOutcome, ExecStatus, OutputEncoding};
 
@@ -114,15 +114,22 @@ pub fn plan(body: &[u8]) -> Result<Plan, ApiError> {
             cwd,
             env: req.env,
             stdin: req.stdin.into_bytes(),
-            timeout_ms: req
-                .timeout_ms
-                .unwrap_or(DEFAULT_COMPUTER_TIMEOUT_MS)
-                .clamp(1, MAX_COMPUTER_TIMEOUT_MS),
+            timeout_ms: within(
+                "timeout_ms (on the computer)",
+                req.timeout_ms.unwrap_or(DEFAULT_COMPUTER_TIMEOUT_MS),
+                1,
+                MAX_COMPUTER_TIMEOUT_MS,
+            )?,
         }),
         Backend::Shell => {
             let mut limits = Limits::default();
             if let Some(timeout) = req.timeout_ms {
-                limits.max_wall_ms = timeout.clamp(1, MAX_SHELL_TIMEOUT_MS);
+                limits.max_wall_ms = within(
+                    "timeout_ms (in the light shell)",
+                    timeout,
+                    1,
+                    MAX_SHELL_TIMEOUT_MS,
+                )?;
             }
             Run::Shell(ExecRequest {
                 command: req.command,

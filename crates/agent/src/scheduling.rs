@@ -9,6 +9,7 @@ use stead_scheduler::{
 };
 use stead_sql::Sql;
 
+use crate::decode::within;
 use crate::error::ApiError;
 use crate::outcome::{Backend, ExecOutcome};
 
@@ -155,9 +156,12 @@ fn only_keys(query: &[(String, String)], allowed: &[&str]) -> Result<(), ApiErro
 /// `GET .../jobs?before=<id>&limit=<n>`.
 pub fn list_jobs<S: Sql>(db: &S, query: &[(String, String)]) -> Result<Value, ApiError> {
     only_keys(query, &["before", "limit"])?;
-    let limit = query_int(query, "limit")?
-        .unwrap_or(50)
-        .clamp(1, MAX_LIST as i64) as usize;
+    let limit = within(
+        "limit",
+        query_int(query, "limit")?.unwrap_or(50),
+        1,
+        MAX_LIST as i64,
+    )? as usize;
     let jobs = Jobs::new(db).list(query_int(query, "before")?, limit)?;
     let next = (jobs.len() == limit).then(|| jobs.last().map(|j| j.id));
     Ok(json!({
@@ -169,9 +173,12 @@ pub fn list_jobs<S: Sql>(db: &S, query: &[(String, String)]) -> Result<Value, Ap
 /// `GET .../jobs/{id}/output?from=<offset>&limit=<bytes>`.
 pub fn job_output<S: Sql>(db: &S, id: i64, query: &[(String, String)]) -> Result<Value, ApiError> {
     only_keys(query, &["from", "limit"])?;
-    let limit = query_int(query, "limit")?
-        .unwrap_or(OUTPUT_PAGE as i64)
-        .clamp(1, OUTPUT_PAGE as i64) as usize;
+    let limit = within(
+        "limit",
+        query_int(query, "limit")?.unwrap_or(OUTPUT_PAGE as i64),
+        1,
+        OUTPUT_PAGE as i64,
+    )? as usize;
     let jobs = Jobs::new(db);
     let from = match query_int(query, "from")? {
         Some(from) => from,

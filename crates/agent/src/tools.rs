@@ -16,12 +16,16 @@ use stead_vfs::{
     ChangeCursor, VPath, Vfs, VfsError, WriteOptions,
 };
 
-use crate::decode::decode;
+use crate::decode::{decode, within, Cursor};
 use crate::error::ApiError;
 use crate::route::Tool;
 
 /// Largest page of `ls` entries.
 const MAX_LS_LIMIT: usize = 10_000;
+
+/// Cursor kinds of the listings that page.
+const LS_CURSOR: &str = "ls1";
+const GLOB_CURSOR: &str = "glob1";
 
 /// Runs `tool` with JSON request `body`.
 pub fn call<S: Sql>(vfs: &Vfs<'_, S>, tool: Tool, body: &[u8]) -> Result<Value, ApiError> {
@@ -123,10 +127,12 @@ fn read<S: Sql>(vfs: &Vfs<'_, S>, req: ReadReq) -> Result<Value, ApiError> {
             ));
         }
         let offset = req.byte_offset.unwrap_or(0);
-        let length = req
-            .byte_length
-            .unwrap_or(DEFAULT_BYTE_LIMIT as u64)
-            .min(DEFAULT_BYTE_LIMIT as u64);
+        let length = within(
+            "byte_length",
+            req.byte_length.unwrap_or(DEFAULT_BYTE_LIMIT as u64),
+            1,
+            DEFAULT_BYTE_LIMIT as u64,
+        )?;
         let (node, bytes) = vfs.read_range(&p, offset, length)?;
         let end = offset + bytes.len() as u64;
         let (content, encoding) = match (req.encoding, std::str::from_utf8(&bytes)) {
@@ -160,11 +166,13 @@ fn read<S: Sql>(vfs: &Vfs<'_, S>, req: ReadReq) -> Result<Value, ApiError> {
     let lines = vfs.read_lines(
         &p,
         LineRequest {
-            offset: req.offset.unwrap_or(1),
-            limit: req
-                .limit
-                .unwrap_or(DEFAULT_LINE_LIMIT)
-                .clamp(1, DEFAULT_LINE_LIMIT),
+            offset: within("offset", req.offset.unwrap_or(1), 1, u64::MAX)?,
+            limit: within(
+                "limit",
+                req.limit.unwrap_or(DEFAULT_LINE_LIMIT),
+                1,
+                DEFAULT_LINE_LIMIT,
+            )?,
             max_bytes: DEFAULT_BYTE_LIMIT,
             line_numbers: req.line_numbers,
         },
@@ -252,12 +260,17 @@ fn root() -> String {
 
 fn ls<S: Sql>(vfs: &Vfs<'_, S>, req: LsReq) -> Result<Value, ApiError> {
     let p = path(&req.path)?;
-    let limit = req.limit.unwrap_or(1000).clamp(1, MAX_LS_LIMIT);
-    let mut entries = vfs.list(&p, req.cursor.as_deref(), limit + 1)?;
+    let limit = within("limit", req.limit.unwrap_or(1000), 1, MAX_LS_LIMIT)?;
+    let after = req
+        .cursor
+        .as_deref()
+        .map(|cursor| Cursor::decode(LS_CURSOR, cursor))
+        .transpose()?;
+    let mut entries = vfs.list(&p, after.as_deref(), limit + 1)?;
     let truncated = entries.len() > limit;
     entries.truncate(limit);
     let next_cursor = truncated
-        .then(|| entries.last().map(|e| e.name.clone()))
+        .then(|| entries.last().map(|e| Cursor::encode(LS_CURSOR, &e.name)))
         .flatten();
     Ok(json!({
         "path": p.as_str(), "entries": entries, "truncated": truncated, "next_cursor": next_cursor,
@@ -373,13 +386,26 @@ struct GlobReq {
 }
 
 fn glob<S: Sql>(vfs: &Vfs<'_, S>, req: GlobReq) -> Result<Value, ApiError> {
-    let page = vfs.glob(&GlobRequest {
+    let after = req
+        .cursor
+        .as_deref()
+        .map(|cursor| Cursor::decode(GLOB_CURSOR, cursor).and_then(|p| path(&p)))
+        .transpose()?;
+    let mut page = vfs.glob(&GlobRequest {
         pattern: req.pattern,
         base: path(&req.path)?,
         exclude: req.exclude,
-        after: req.cursor.as_deref().map(path).transpose()?,
-        limit: req.limit.unwrap_or(glob::DEFAULT_LIMIT),
+        after,
+        limit: within(
+            "limit",
+            req.limit.unwrap_or(glob::DEFAULT_LIMIT),
+            1,
+            glob::MAX_LIMIT,
+        )?,
     })?;
+    page.next_cursor = page
+        .next_cursor
+        .map(|position| Cursor::encode(GLOB_CURSOR, &position));
     to_json(page)
 }
 
@@ -435,7 +461,12 @@ fn grep<S: Sql>(vfs: &Vfs<'_, S>, req: GrepReq) -> Result<Value, ApiError> {
     if req.pattern.is_empty() {
         return Err(ApiError::InvalidRequest("pattern must not be empty".into()));
     }
-    let context = req.context.unwrap_or(0);
+    let lines = |field: &str, value: Option<usize>| {
+        value
+            .map(|n| within(field, n, 0, grep::MAX_CONTEXT))
+            .transpose()
+    };
+    let context = lines("context", req.context)?.unwrap_or(0);
     let page = vfs.grep(&GrepRequest {
         pattern: req.pattern,
         regex: req.regex,
@@ -443,15 +474,20 @@ fn grep<S: Sql>(vfs: &Vfs<'_, S>, req: GrepReq) -> Result<Value, ApiError> {
         base: path(&req.path)?,
         include: req.include.map(OneOrMany::into_vec).unwrap_or_default(),
         exclude: req.exclude.map(OneOrMany::into_vec).unwrap_or_default(),
-        before: req.before.unwrap_or(context),
-        after: req.after.unwrap_or(context),
+        before: lines("before", req.before)?.unwrap_or(context),
+        after: lines("after", req.after)?.unwrap_or(context),
         mode: match req.output {
             GrepOutput::Content => GrepMode::Content,
             GrepOutput::Files => GrepMode::Files,
             GrepOutput::Count => GrepMode::Count,
         },
         cursor: req.cursor.as_deref().map(GrepCursor::parse).transpose()?,
-        limit: req.limit.unwrap_or(grep::DEFAULT_LIMIT),
+        limit: within(
+            "limit",
+            req.limit.unwrap_or(grep::DEFAULT_LIMIT),
+            1,
+            grep::MAX_LIMIT,
+        )?,
     })?;
     to_json(page)
 }
@@ -470,7 +506,7 @@ struct ChangesReq {
 const MAX_CHANGES_LIMIT: usize = 10_000;
 
 fn changes<S: Sql>(vfs: &Vfs<'_, S>, req: ChangesReq) -> Result<Value, ApiError> {
-    let limit = req.limit.unwrap_or(1000).clamp(1, MAX_CHANGES_LIMIT);
+    let limit = within("limit", req.limit.unwrap_or(1000), 1, MAX_CHANGES_LIMIT)?;
     let revision = vfs.revision()?;
     let after = req.cursor.as_deref().map(ChangeCursor::parse).transpose()?;
     let page = vfs
@@ -482,3 +518,7 @@ fn changes<S: Sql>(vfs: &Vfs<'_, S>, req: ChangesReq) -> Result<Value, ApiError>
         "next_cursor": page.next.map(|cursor| cursor.to_string()),
     }))
 }
+
+#[cfg(test)]
+#[path = "tools_tests.rs"]
+mod tests;

@@ -399,3 +399,31 @@ fn the_change_feed_pages_inside_a_revision() {
         (400, json!("EINVAL"))
     );
 }
+
+#[test]
+fn out_of_range_queries_and_timeouts_are_refused() {
+    let agent = agent();
+    create(&agent, "a");
+    let mut audit = request("a", Action::Audit, Caller::Admin, "");
+    audit.query = vec![("limit".into(), "-1".into())];
+    let (status, body) = call(&agent, audit);
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!("INVALID_REQUEST"))
+    );
+    for body in [
+        r#"{"command":"true","timeout_ms":1000000000000000000}"#,
+        r#"{"command":"true","timeout_ms":0}"#,
+        r#"{"command":"true","backend":"computer","timeout_ms":3600001}"#,
+    ] {
+        let (status, answer) = call(&agent, request("a", Action::Exec, Caller::Admin, body));
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("timeout_ms"));
+    }
+    let mut jobs = request("a", Action::Jobs, Caller::Admin, "");
+    jobs.query = vec![("limit".into(), "201".into())];
+    assert_eq!(call(&agent, jobs).0, 400);
+}
