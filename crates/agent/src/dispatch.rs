@@ -10,7 +10,8 @@
 //! to.
 
 use serde_json::{json, Value};
-use stead_scheduler::{Hooks, Jobs, SchedError, Schedules};
+use stead_scheduler::{Credential, Hook, Hooks, Jobs, SchedError, Schedules};
+use stead_sql::Sql;
 use stead_vfs::{Node, VPath, WriteOptions, CHUNK_SIZE};
 
 use crate::agent::Agent;
@@ -23,10 +24,13 @@ use crate::policy::{self, Audit, Policy};
 use crate::protocol::SocketState;
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::scheduling;
-use crate::{audit, settings, tools};
+use crate::{audit, outbound, settings, tools};
 
-/// The header a hook caller puts its secret in.
+/// The headers of a hook call.
 pub const HOOK_SECRET_HEADER: &str = "x-hook-secret";
+pub const HOOK_TIMESTAMP_HEADER: &str = "x-stead-timestamp";
+pub const HOOK_SIGNATURE_HEADER: &str = "x-stead-signature";
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 
 /// A request body, read in pieces (HTTP bodies stream; a socket call's
 /// arguments are already in memory).
@@ -91,6 +95,19 @@ impl Entry {
     }
 }
 
+/// The headers a hook call authenticates with (see
+/// `stead_scheduler::hooks`).
+#[derive(Debug, Clone, Default)]
+pub struct HookHeaders {
+    /// `x-hook-secret`.
+    pub secret: Option<String>,
+    /// `x-stead-timestamp` and `x-stead-signature`, of a signed call.
+    pub timestamp: Option<String>,
+    pub signature: Option<String>,
+    /// `Idempotency-Key`.
+    pub idempotency_key: Option<String>,
+}
+
 /// A request to the agent, from any entry point.
 pub struct Request<B> {
     pub entry: Entry,
@@ -100,8 +117,8 @@ pub struct Request<B> {
     pub caller: Caller,
     /// Decoded query parameters, in order.
     pub query: Vec<(String, String)>,
-    /// The `x-hook-secret` header of a hook call.
-    pub hook_secret: Option<String>,
+    /// What a hook call presents.
+    pub hook: HookHeaders,
     /// Whether the request asks for a WebSocket upgrade.
     pub upgrade: bool,
     pub body: B,
@@ -222,12 +239,14 @@ impl<H: Host> Agent<H> {
         if !self.armed.replace(true) {
             self.arm().await?;
         }
-        // A hook caller proves itself before its body is read.
-        let hook = match &request.action {
-            Action::HookCall(name) => {
-                let presented = request.hook_secret.as_deref().unwrap_or_default();
-                Some(Hooks::new(self.db()).authenticate(name, presented, self.now_ms())?)
-            }
+        // A hook caller with the secret proves itself before its body is
+        // read; a signed call is checked with its body.
+        let hook = match (&request.action, &request.hook.secret) {
+            (Action::HookCall(name), Some(secret)) => Some(Hooks::new(self.db()).authenticate(
+                name,
+                Credential::Secret(secret),
+                self.now_ms(),
+            )?),
             _ => None,
         };
         let json_body = if request.action.takes_json() {
@@ -281,7 +300,7 @@ impl<H: Host> Agent<H> {
             }
             Action::Settings => settings::get(db)?,
             Action::SettingsPut => {
-                let settings = settings::put(db, &json_body)?;
+                let settings = settings::put(db, &json_body, self.host.local_development())?;
                 self.quotas_changed();
                 settings
             }
@@ -310,6 +329,12 @@ impl<H: Host> Agent<H> {
             Action::Schedule(id) => scheduling::get_schedule(db, id)?,
             Action::ScheduleCreate | Action::SchedulePut(_) => {
                 policy::require_exec_of(&request.caller, &json_body)?;
+                if let Some(url) = scheduling::webhook_url(&json_body) {
+                    let allow_private = settings::webhooks(db)?.allow_private_targets;
+                    outbound::check(&self.host, &url, allow_private)
+                        .await
+                        .map_err(ApiError::WebhookRefused)?;
+                }
                 let path_id = match &request.action {
                     Action::SchedulePut(id) => Some(id.as_str()),
                     _ => None,
@@ -348,13 +373,24 @@ impl<H: Host> Agent<H> {
                 json!({ "deleted": name })
             }
             Action::HookCall(name) => {
-                let hook = hook.expect("authenticated above");
-                let job_request = scheduling::hook_request(&hook, &json_body);
-                let job = self.start_job(&format!("hook:{name}"), job_request).await?;
-                return Ok(Reply::Json {
-                    status: 202,
-                    body: json!({ "job": scheduling::job_json(&job) }),
-                });
+                let hooks = Hooks::new(db);
+                let hook = match hook {
+                    Some(hook) => hook,
+                    None => {
+                        let credential = match (&request.hook.timestamp, &request.hook.signature) {
+                            (Some(timestamp), Some(signature)) => Credential::Signed {
+                                timestamp,
+                                signature,
+                                body: &json_body,
+                            },
+                            _ => Credential::None,
+                        };
+                        hooks.authenticate(name, credential, self.now_ms())?
+                    }
+                };
+                return self
+                    .run_hook(&hook, request.hook.idempotency_key.as_deref(), &json_body)
+                    .await;
             }
             Action::Download(path) => {
                 let path = VPath::parse(path)?;
@@ -393,6 +429,44 @@ impl<H: Host> Agent<H> {
             None => body,
         };
         Ok(Reply::ok(self.exec(&body, &Discard).await?.to_json()))
+    }
+
+    /// Starts an authenticated hook call's job, unless a call with the
+    /// same idempotency key did within the hook's window: then it answers
+    /// with that call's job and runs nothing.
+    async fn run_hook(
+        &self,
+        hook: &Hook,
+        idempotency_key: Option<&str>,
+        body: &[u8],
+    ) -> Result<Reply, ApiError> {
+        let hooks = Hooks::new(self.db());
+        let key = idempotency_key.map(|key| format!("key:{key}"));
+        if let Some(key) = &key {
+            if let Some(job) = hooks.delivered(&hook.name, key, self.now_ms())? {
+                let job = job.map(|id| Jobs::new(self.db()).get(id)).transpose()?;
+                return Ok(Reply::Json {
+                    status: 200,
+                    body: json!({ "job": job.as_ref().map(scheduling::job_json), "replayed": true }),
+                });
+            }
+        }
+        let request = scheduling::hook_request(hook, body);
+        let source = format!("hook:{}", hook.name);
+        // Queued and remembered in one step, so a second call with the same
+        // key meets the record.
+        let job = self.db().transaction(|| {
+            let job = scheduling::create_job(self.db(), &source, request, self.now_ms())?;
+            if let Some(key) = &key {
+                hooks.remember(&hook.name, key, Some(job.id), self.now_ms())?;
+            }
+            Ok::<_, ApiError>(job)
+        })?;
+        self.arm().await?;
+        Ok(Reply::Json {
+            status: 202,
+            body: json!({ "job": scheduling::job_json(&job) }),
+        })
     }
 
     /// Streams a request body into the file at `path`: chunks are staged as

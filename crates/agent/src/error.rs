@@ -67,6 +67,8 @@ pub enum ApiError {
     Host(#[from] HostError),
     #[error(transparent)]
     Sched(#[from] SchedError),
+    #[error("webhook target refused: {0}")]
+    WebhookRefused(crate::outbound::Refused),
     #[error("this route takes a WebSocket upgrade (Upgrade: websocket)")]
     UpgradeRequired,
     #[error("internal error: {0}")]
@@ -122,6 +124,7 @@ impl ApiError {
             ApiError::Computer(error) if error.is_busy() => "COMPUTER_BUSY",
             ApiError::Computer(_) => "COMPUTER_FAILED",
             ApiError::Sched(error) => error.code(),
+            ApiError::WebhookRefused(_) => "WEBHOOK_TARGET_REFUSED",
             ApiError::UpgradeRequired => "UPGRADE_REQUIRED",
             ApiError::Host(_) | ApiError::Internal(_) => "INTERNAL",
         }
@@ -161,6 +164,7 @@ impl ApiError {
             ApiError::Computer(error) if error.is_busy() => 409,
             ApiError::Computer(_) => 502,
             ApiError::Sched(error) => error.status(),
+            ApiError::WebhookRefused(_) => 400,
             ApiError::UpgradeRequired => 426,
             ApiError::Host(_) | ApiError::Internal(_) => 500,
         }

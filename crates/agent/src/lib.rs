@@ -41,6 +41,7 @@ pub mod dispatch;
 mod error;
 pub mod exec;
 pub mod host;
+pub mod outbound;
 pub mod outcome;
 pub mod policy;
 pub mod protocol;
@@ -54,7 +55,7 @@ pub mod tools;
 
 pub use agent::Agent;
 pub use computer::error::ComputerError;
-pub use dispatch::{Body, Bytes, Entry, Reply, Request, HOOK_SECRET_HEADER};
+pub use dispatch::{Body, Bytes, Entry, HookHeaders, Reply, Request};
 pub use error::{ApiError, HostError};
 pub use host::{Host, Socket, Transport};
 pub use outcome::ExecOutcome;

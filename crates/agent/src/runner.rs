@@ -33,7 +33,7 @@ use crate::agent::Agent;
 use crate::computer::OutputSink;
 use crate::error::ApiError;
 use crate::host::Host;
-use crate::{scheduling, subscriptions};
+use crate::{outbound, scheduling, settings, subscriptions};
 
 /// Most runs one alarm carries out before re-arming for the rest.
 const MAX_RUNS_PER_ALARM: usize = 50;
@@ -182,6 +182,13 @@ impl<H: Host> Agent<H> {
         let (Some(url), Some(secret)) = (&ticket.schedule.url, &ticket.schedule.secret) else {
             return RunOutcome::failed("the schedule has no webhook url".into());
         };
+        let allow_private = match settings::webhooks(self.db()) {
+            Ok(webhooks) => webhooks.allow_private_targets,
+            Err(error) => return RunOutcome::failed(error.to_string()),
+        };
+        if let Err(refused) = outbound::check(&self.host, url, allow_private).await {
+            return RunOutcome::failed(format!("the webhook target was refused: {refused}"));
+        }
         let body = ticket.webhook_body();
         let timestamp = self.now_ms();
         let headers = [
@@ -198,6 +205,12 @@ impl<H: Host> Agent<H> {
                 ok: true,
                 status: Some(i64::from(status)),
                 ..RunOutcome::default()
+            },
+            Ok(status) if (300..400).contains(&status) => RunOutcome {
+                status: Some(i64::from(status)),
+                ..RunOutcome::failed(format!(
+                    "the webhook answered {status}: redirects are not followed"
+                ))
             },
             Ok(status) => RunOutcome {
                 status: Some(i64::from(status)),

@@ -24,7 +24,8 @@ use stead_agent::host::{ByteStream, Method, Payload};
 use stead_agent::protocol::SocketState;
 use stead_agent::HostError;
 use stead_agent::{
-    Action, Agent, ApiError, Bytes, ComputerError, Entry, Host, Reply, Request, Socket, Transport,
+    Action, Agent, ApiError, Bytes, ComputerError, Entry, HookHeaders, Host, Reply, Request,
+    Socket, Transport,
 };
 use stead_sql::{Param, Row, Sql, SqlError, SqliteDb};
 
@@ -161,6 +162,10 @@ pub struct FakeHost {
     /// The agents whose computers were asked for.
     pub computers_asked: RefCell<Vec<String>>,
     pub computer: RefCell<Option<FaultyTransport>>,
+    /// What host names resolve to (a name not here does not resolve).
+    pub names: RefCell<Vec<(String, Vec<std::net::IpAddr>)>>,
+    /// Whether this is a local development runtime.
+    pub local: Cell<bool>,
     random: Cell<u64>,
 }
 
@@ -175,6 +180,8 @@ impl FakeHost {
             answers: RefCell::default(),
             computers_asked: RefCell::default(),
             computer: RefCell::new(None),
+            names: RefCell::default(),
+            local: Cell::new(false),
             random: Cell::new(0),
         }
     }
@@ -265,6 +272,19 @@ impl Host for FakeHost {
         self.answers.borrow_mut().pop_front().unwrap_or(Ok(200))
     }
 
+    async fn resolve(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String> {
+        self.names
+            .borrow()
+            .iter()
+            .find(|(known, _)| known == name)
+            .map(|(_, addresses)| addresses.clone())
+            .ok_or_else(|| format!("{name}: no such name"))
+    }
+
+    fn local_development(&self) -> bool {
+        self.local.get()
+    }
+
     fn computer(&self, agent: &str, _internet: bool) -> Result<FaultyTransport, ComputerError> {
         self.computers_asked.borrow_mut().push(agent.to_string());
         self.computer
@@ -287,7 +307,7 @@ pub fn request(agent: &str, action: Action, caller: Caller, body: &str) -> Reque
         action,
         caller,
         query: Vec::new(),
-        hook_secret: None,
+        hook: HookHeaders::default(),
         upgrade: false,
         body: Bytes(body.as_bytes().to_vec()),
     }
