@@ -27,13 +27,15 @@ fn put(agent: &Agent, id: &str, body: Value) -> Value {
 /// Lets the agent's webhooks call this machine (a local development
 /// setting: the receivers below listen on loopback).
 fn allow_local_webhooks(agent: &Agent) {
-    expect_ok(&agent.send(
-        "PUT",
-        "/settings",
-        json!({ "webhooks": { "allow_private_targets": true } })
-            .to_string()
-            .as_bytes(),
-    ));
+    expect_ok(
+        &agent.send(
+            "PUT",
+            "/settings",
+            json!({ "webhooks": { "allow_private_targets": true } })
+                .to_string()
+                .as_bytes(),
+        ),
+    );
 }
 
 fn get(agent: &Agent, id: &str) -> Value {

@@ -584,7 +584,11 @@ fn webhooks_may_not_reach_the_agents_own_network() {
         let reply = agent.send("PUT", "/schedules/probe", body.to_string().as_bytes());
         expect_error(&reply, 400, "WEBHOOK_TARGET_REFUSED");
     }
-    expect_error(&agent.send("GET", "/schedules/probe", b""), 404, "SCHEDULE_NOT_FOUND");
+    expect_error(
+        &agent.send("GET", "/schedules/probe", b""),
+        404,
+        "SCHEDULE_NOT_FOUND",
+    );
 }
 
 #[test]

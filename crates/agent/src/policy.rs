@@ -286,4 +286,45 @@ mod tests {
             Audit::ReadOnly
         );
     }
+
+    /// The README's scope table names exactly the tools that exist, each in
+    /// the row its policy puts it.
+    #[test]
+    fn the_scope_table_in_the_readme_matches_the_routes() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+                .expect("the README");
+        let table: Vec<&str> = readme
+            .lines()
+            .skip_while(|l| !l.starts_with("| scope | allows |"))
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        let row = |scope: &str| -> Vec<String> {
+            let line = table
+                .iter()
+                .find(|l| l.starts_with(&format!("| `{scope}` |")))
+                .unwrap_or_else(|| panic!("no row for {scope} in the scope table"));
+            let allows = line.split('|').nth(2).expect("an allows column");
+            allows
+                .split(',')
+                .map(|name| name.trim().to_string())
+                .collect()
+        };
+        let (read, write) = (row("read"), row("write"));
+        for tool in Tool::ALL {
+            let listed_in = if tool.mutates() { &write } else { &read };
+            assert!(
+                listed_in.iter().any(|name| name == tool.name()),
+                "{} is missing from its row: {listed_in:?}",
+                tool.name()
+            );
+        }
+        for name in &write {
+            let known = name == "upload" || Tool::from_name(name).is_some_and(Tool::mutates);
+            assert!(
+                known,
+                "the write row lists {name:?}, which is no writing route"
+            );
+        }
+    }
 }
