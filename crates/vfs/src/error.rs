@@ -185,7 +185,7 @@ impl EditError {
         match self {
             EditError::EmptyOld { .. } => Errno::Einval,
             EditError::NotFound { .. } => Errno::EditNoMatch,
-            EditError::Ambiguous { .. } => Errno::EditAmbiguous,
+            EditError::Ambiguous { .. } | EditError::FuzzyAmbiguous { .. } => Errno::EditAmbiguous,
             EditError::Overlap { .. } => Errno::EditOverlap,
             EditError::NoChange => Errno::EditNoChange,
             EditError::NotText => Errno::Eilseq,
@@ -198,6 +198,7 @@ impl EditError {
             EditError::EmptyOld { index }
             | EditError::NotFound { index }
             | EditError::Ambiguous { index, .. }
+            | EditError::FuzzyAmbiguous { index, .. }
             | EditError::Overlap { index, .. } => Some(*index),
             EditError::NoChange | EditError::NotText => None,
         }
