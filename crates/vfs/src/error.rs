@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use stead_patch::PatchError;
 use stead_sql::SqlError;
 
 use crate::edit::EditError;
@@ -58,6 +59,9 @@ pub enum VfsError {
         #[source]
         source: EditError,
     },
+    /// A patch that is malformed or does not apply (see [`crate::patch`]).
+    #[error("{0}")]
+    Patch(#[from] PatchError),
     #[error("invalid pattern {pattern:?}: {reason}")]
     InvalidPattern { pattern: String, reason: String },
     #[error("inconsistent upload: {reason}")]
@@ -150,6 +154,10 @@ impl VfsError {
             VfsError::RootBusy { .. } => Errno::Ebusy,
             VfsError::FileTooLarge { .. } => Errno::Efbig,
             VfsError::Edit { source, .. } => source.code(),
+            VfsError::Patch(error) => match error {
+                PatchError::Malformed { .. } => Errno::Einval,
+                PatchError::HunkFailed(_) | PatchError::DeleteMismatch { .. } => Errno::EditNoMatch,
+            },
             VfsError::Storage(_) | VfsError::Corrupt(_) => Errno::Eio,
         }
     }
@@ -171,6 +179,7 @@ impl VfsError {
             | VfsError::FileTooLarge { path, .. }
             | VfsError::Edit { path, .. } => Some(path),
             VfsError::IntoItself { from, .. } => Some(from),
+            VfsError::Patch(error) => error.path(),
             _ => None,
         }
     }
