@@ -96,13 +96,20 @@ impl FileAction {
 impl PatchOutcome {
     /// The summary codex's `apply_patch` prints on success:
     /// `Success. Updated the following files:` and a line per file
-    /// (`A path`, `M path`, `D path`).
-    pub fn summary(&self) -> String {
+    /// (`A path`, `M path`, `D path`). Paths below `relative_to` are
+    /// printed relative to it (as the patch named them); others, and all
+    /// without it, are workspace paths.
+    pub fn summary(&self, relative_to: Option<&VPath>) -> String {
         let mut out = String::from("Success. Updated the following files:\n");
         for file in &self.files {
+            let below = relative_to.and_then(|base| {
+                let path = VPath::parse(&file.path).ok()?;
+                let rest = path.strip_prefix(base)?;
+                (!rest.is_empty()).then(|| rest.to_string())
+            });
             out.push(file.action.letter());
             out.push(' ');
-            out.push_str(&file.path);
+            out.push_str(below.as_deref().unwrap_or(&file.path));
             out.push('\n');
         }
         out

@@ -120,8 +120,12 @@ fn a_multi_file_v4a_patch_is_one_change() {
         ]
     );
     assert_eq!(
-        out.summary(),
+        out.summary(None),
         "Success. Updated the following files:\nA /proj/docs/guide.md\nM /proj/src/main.py\nD /proj/obsolete.txt\nM /proj/README.md\n"
+    );
+    assert_eq!(
+        out.summary(Some(&p("/proj/src"))),
+        "Success. Updated the following files:\nA /proj/docs/guide.md\nM main.py\nD /proj/obsolete.txt\nM /proj/README.md\n"
     );
     assert!(out.files.iter().all(|f| f.fuzzy.is_empty()));
 
