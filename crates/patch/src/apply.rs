@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use crate::error::{HunkFailed, Missing, PatchError};
 use crate::nearest::nearest;
 use crate::rules::{normalize_line, MatchRule};
-use crate::text::{render, Lines};
+use crate::text::{Lines, Piece};
 use crate::{Hunk, HunkLine};
 
 /// A file's new text, and how its hunks were placed.
@@ -53,6 +53,19 @@ const LADDER: [MatchRule; 5] = [
 /// that is not in the file, with the nearest text there is.
 pub fn apply_hunks(original: &str, hunks: &[Hunk], path: &str) -> Result<Applied, PatchError> {
     let file = Lines::split(original);
+    // A CRLF file's lines are matched without their `\r`; a diff of it may
+    // have kept them, and then says per added line which ending it has.
+    let literal = hunks.iter().any(|hunk| {
+        hunk.lines.iter().any(|line| match line {
+            HunkLine::Context(text) | HunkLine::Remove(text) | HunkLine::Add(text) => {
+                text.ends_with('\r')
+            }
+        })
+    });
+    let hunks = match file.crlf {
+        true => Cow::Owned(hunks.iter().map(without_cr).collect()),
+        false => Cow::Borrowed(hunks),
+    };
     let mut views = Views::new(&file.lines);
     let mut placed: Vec<Placed<'_>> = Vec::with_capacity(hunks.len());
     let mut fuzzy = Vec::new();
@@ -94,32 +107,51 @@ pub fn apply_hunks(original: &str, hunks: &[Hunk], path: &str) -> Result<Applied
     // later hunks may sit before them.
     placed.sort_by_key(|p| p.start);
 
-    let mut out: Vec<&str> = Vec::with_capacity(file.lines.len());
+    let mut out: Vec<Piece<'_>> = Vec::with_capacity(file.lines.len());
     let mut at = 0;
     let mut ends_with_newline = file.ends_with_newline;
     for hunk in &placed {
-        out.extend_from_slice(&file.lines[at..hunk.start]);
+        out.extend((at..hunk.start).map(Piece::Kept));
         at = hunk.start;
         for line in hunk.lines {
             match line {
                 // Kept lines keep the file's text, whatever rule matched.
                 HunkLine::Context(_) => {
-                    out.push(file.lines[at]);
+                    out.push(Piece::Kept(at));
                     at += 1;
                 }
                 HunkLine::Remove(_) => at += 1,
-                HunkLine::Add(text) => out.push(text),
+                HunkLine::Add(text) => out.push(Piece::Added(text)),
             }
         }
         if at == file.lines.len() {
             ends_with_newline = !hunk.missing_newline;
         }
     }
-    out.extend_from_slice(&file.lines[at..]);
+    out.extend((at..file.lines.len()).map(Piece::Kept));
     Ok(Applied {
-        text: render(out, ends_with_newline, file.crlf),
+        text: file.render(&out, ends_with_newline, literal),
         fuzzy,
     })
+}
+
+/// `hunk` with one `\r` taken off the end of each line it matches (its
+/// added lines keep theirs, to say which ending they want).
+fn without_cr(hunk: &Hunk) -> Hunk {
+    let strip = |text: &String| text.strip_suffix('\r').unwrap_or(text).to_string();
+    Hunk {
+        anchors: hunk.anchors.iter().map(strip).collect(),
+        lines: hunk
+            .lines
+            .iter()
+            .map(|line| match line {
+                HunkLine::Context(text) => HunkLine::Context(strip(text)),
+                HunkLine::Remove(text) => HunkLine::Remove(strip(text)),
+                HunkLine::Add(text) => HunkLine::Add(text.clone()),
+            })
+            .collect(),
+        ..hunk.clone()
+    }
 }
 
 /// A hunk placed in the original lines.

@@ -69,10 +69,16 @@
 //! - A V4A hunk ending in empty context lines that are not in the file is
 //!   retried without them (a model's separator line, not file content).
 //! - Line endings: a CRLF file (see [`is_crlf`]) is matched without its
-//!   `\r`s and written back with CRLF; the patch's own line endings do not
-//!   matter. The result ends with a newline unless a hunk at the end of the
-//!   file says otherwise (`\ No newline at end of file`); a file without a
-//!   final newline keeps it that way unless a hunk touches its end.
+//!   `\r`s. Lines the file keeps keep their own endings, even in a file
+//!   with mixed ones; added lines get the file's usual ending, unless the
+//!   hunks spell `\r` out (a diff of a file with mixed endings), and then
+//!   exactly what they spell. A patch that is CRLF throughout (sent through
+//!   a Windows clipboard) is read as LF; in a mostly-LF patch a `\r` is
+//!   content.
+//! - Final newline: the result ends with one unless a hunk at the end of
+//!   the file says otherwise (`\ No newline at end of file`); a file
+//!   without one keeps it that way unless a hunk touches its end. (A V4A
+//!   hunk at the end always ends the file with a newline, as codex does.)
 //!
 //! # Errors
 //!
@@ -192,7 +198,13 @@ impl Hunk {
 ///
 /// [`PatchError::Malformed`], naming the line and the problem.
 pub fn parse(text: &str) -> Result<Patch, PatchError> {
-    let normalized = text.replace("\r\n", "\n");
+    // A patch sent with CRLF line endings (through a Windows clipboard, an
+    // HTTP client) means LF ones. In a patch that is mostly LF, a `\r` is
+    // file content (a diff of a file with some CRLF lines), and stays.
+    let normalized = match is_crlf(text) {
+        true => text.replace("\r\n", "\n"),
+        false => text.to_string(),
+    };
     let mut lines: Vec<&str> = normalized.split('\n').collect();
     if lines.last() == Some(&"") {
         lines.pop();

@@ -65,10 +65,15 @@ fn mutate(rng: &mut Rng, lines: &[String], case: usize) -> Vec<String> {
     out
 }
 
-fn join(lines: &[String], ending: &str, final_newline: bool) -> String {
-    let mut text = lines.join(ending);
-    if final_newline && !lines.is_empty() {
-        text.push_str(ending);
+/// `lines` joined, line i ending with `ending(i)` (the last only when
+/// `final_newline`).
+fn join(lines: &[String], ending: impl Fn(&str) -> &'static str, final_newline: bool) -> String {
+    let mut text = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        text.push_str(line);
+        if i + 1 < lines.len() || final_newline {
+            text.push_str(ending(line));
+        }
     }
     text
 }
@@ -80,7 +85,19 @@ fn cases() -> Vec<(String, String, String)> {
     for case in 0..16 {
         let old = base(case, 20 + rng.below(60));
         let new = mutate(&mut rng, &old, case);
-        let ending = if case == 3 { "\r\n" } else { "\n" };
+        // Line endings: CRLF, mostly CRLF with some bare LF lines, mostly
+        // LF with some CRLF lines (chosen by line content, so a line keeps
+        // its ending in both versions and inserted lines get either).
+        let ending = move |line: &str| -> &'static str {
+            let odd = line.bytes().map(u32::from).sum::<u32>() % 3 == 0;
+            match case {
+                3 => "\r\n",
+                9 if odd => "\n",
+                9 => "\r\n",
+                10 if odd => "\r\n",
+                _ => "\n",
+            }
+        };
         let (old_final, new_final) = match case {
             4 => (false, true),
             5 => (true, false),
@@ -93,16 +110,19 @@ fn cases() -> Vec<(String, String, String)> {
             join(&new, ending, new_final),
         ));
     }
-    let emptied = base(99, 7);
+    let emptied = join(&base(99, 7), |_| "\n", true);
+    cases.push(("emptied.txt".into(), emptied.clone(), String::new()));
+    cases.push(("filled.txt".into(), String::new(), emptied));
+    // Mixed line endings, with added lines of either kind.
     cases.push((
-        "emptied.txt".into(),
-        join(&emptied, "\n", true),
-        String::new(),
+        "mixed_crlf.txt".into(),
+        "a\r\nb\r\nc\r\nd\n".into(),
+        "a\r\nb\r\nnew lf\nc\r\nnew crlf\r\nd\n".into(),
     ));
     cases.push((
-        "filled.txt".into(),
-        String::new(),
-        join(&emptied, "\n", true),
+        "mixed_lf.txt".into(),
+        "a\nb\r\nc\nd\n".into(),
+        "a\nb\r\nx crlf\r\nc\ny lf\nd\n".into(),
     ));
     cases
 }
