@@ -200,137 +200,30 @@ impl<S: Sql> Vfs<'_, S> {
     }
 
     fn plan(&self, patch: &stead_patch::Patch, base: &VPath) -> Result<Plan> {
-        let mut overlay = Overlay::new();
-        let mut plan = Plan {
-            format: patch.format,
-            files: Vec::with_capacity(patch.files.len()),
-            diff: String::new(),
-            steps: Vec::with_capacity(patch.files.len()),
+        let mut planner = Planner {
+            vfs: self,
+            base,
+            overlay: Overlay::new(),
+            plan: Plan {
+                format: patch.format,
+                files: Vec::with_capacity(patch.files.len()),
+                diff: String::new(),
+                steps: Vec::with_capacity(patch.files.len()),
+            },
         };
         for file in &patch.files {
             match file {
-                FilePatch::Add { path, text, mode } => {
-                    let path = VPath::parse_from(path, base)?;
-                    if !matches!(self.current(&overlay, &path, false)?, Current::Absent) {
-                        return Err(VfsError::AlreadyExists {
-                            path: path.to_string(),
-                        });
-                    }
-                    self.check_size(&path, text.len() as u64)?;
-                    let mode = mode.unwrap_or(FILE_MODE);
-                    let data = text.clone().into_bytes();
-                    let staged = Staged { data, mode };
-                    plan.diff += &file_diff(None, Some(Side::of(&path, &staged)));
-                    plan.files.push(PatchedFile {
-                        action: FileAction::Added,
-                        path: path.to_string(),
-                        from: None,
-                        size: Some(text.len() as u64),
-                        fuzzy: Vec::new(),
-                    });
-                    plan.steps.push(Step::Create {
-                        path: path.clone(),
-                        data: staged.data.clone(),
-                        mode,
-                    });
-                    overlay.insert(path, Some(staged));
-                }
-                FilePatch::Delete { path, hunks } => {
-                    let path = VPath::parse_from(path, base)?;
-                    let (real, old) = self.file_at(&overlay, &path, false)?;
-                    if !hunks.is_empty() {
-                        let text = text_of(&real, &old.data)?;
-                        let left = apply_hunks(text, hunks, real.as_str())?;
-                        if !left.text.is_empty() {
-                            return Err(PatchError::DeleteMismatch {
-                                path: real.to_string(),
-                                remaining: left.text.lines().count().max(1),
-                            }
-                            .into());
-                        }
-                    }
-                    plan.diff += &file_diff(Some(Side::of(&real, &old)), None);
-                    plan.files.push(PatchedFile {
-                        action: FileAction::Deleted,
-                        path: real.to_string(),
-                        from: None,
-                        size: None,
-                        fuzzy: Vec::new(),
-                    });
-                    overlay.insert(real.clone(), None);
-                    plan.steps.push(Step::Remove { path: real });
-                }
+                FilePatch::Add { path, text, mode } => planner.add(path, text, *mode)?,
+                FilePatch::Delete { path, hunks } => planner.delete(path, hunks)?,
                 FilePatch::Update {
                     path,
                     move_to,
                     hunks,
                     mode,
-                } => {
-                    let path = VPath::parse_from(path, base)?;
-                    let (real, old) = self.file_at(&overlay, &path, true)?;
-                    let (data, fuzzy) = if hunks.is_empty() {
-                        (old.data.clone(), Vec::new())
-                    } else {
-                        let text = text_of(&real, &old.data)?;
-                        let applied = apply_hunks(text, hunks, real.as_str())?;
-                        (applied.text.into_bytes(), applied.fuzzy)
-                    };
-                    self.check_size(&real, data.len() as u64)?;
-                    let new = Staged {
-                        data,
-                        mode: mode.unwrap_or(old.mode),
-                    };
-                    let to = match move_to {
-                        Some(to) => Some(VPath::parse_from(to, base)?).filter(|to| *to != real),
-                        None => None,
-                    };
-                    if let Some(to) = &to {
-                        if !matches!(self.current(&overlay, to, false)?, Current::Absent) {
-                            return Err(VfsError::AlreadyExists {
-                                path: to.to_string(),
-                            });
-                        }
-                    }
-                    let target = to.as_ref().unwrap_or(&real);
-                    plan.diff +=
-                        &file_diff(Some(Side::of(&real, &old)), Some(Side::of(target, &new)));
-                    plan.files.push(PatchedFile {
-                        action: match to {
-                            Some(_) => FileAction::Moved,
-                            None => FileAction::Updated,
-                        },
-                        path: target.to_string(),
-                        from: to.as_ref().map(|_| real.to_string()),
-                        size: Some(new.data.len() as u64),
-                        fuzzy,
-                    });
-                    let unchanged = new.data == old.data && new.mode == old.mode;
-                    let (data, mode) = (new.data.clone(), new.mode);
-                    match to {
-                        Some(to) => {
-                            overlay.insert(real.clone(), None);
-                            overlay.insert(to.clone(), Some(new));
-                            plan.steps.push(Step::Move {
-                                from: real,
-                                to,
-                                data,
-                                mode,
-                            });
-                        }
-                        None if unchanged => {}
-                        None => {
-                            overlay.insert(real.clone(), Some(new));
-                            plan.steps.push(Step::Replace {
-                                path: real,
-                                data,
-                                mode,
-                            });
-                        }
-                    }
-                }
+                } => planner.update(path, move_to.as_deref(), hunks, *mode)?,
             }
         }
-        Ok(plan)
+        Ok(planner.plan)
     }
 
     /// What is at `path` once the patch's earlier operations are counted.
@@ -426,6 +319,152 @@ impl<S: Sql> Vfs<'_, S> {
         let (real, node, parent) = self.existing_in(path, false)?;
         self.unlink(&real, &node, parent, rev)?;
         self.log_change(rev, &real, ChangeKind::Deleted)
+    }
+}
+
+/// Works out a patch file by file, against the workspace as the patch's
+/// earlier operations leave it.
+struct Planner<'p, 'db, S: Sql> {
+    vfs: &'p Vfs<'db, S>,
+    base: &'p VPath,
+    overlay: Overlay,
+    plan: Plan,
+}
+
+impl<S: Sql> Planner<'_, '_, S> {
+    fn path(&self, path: &str) -> Result<VPath> {
+        VPath::parse_from(path, self.base)
+    }
+
+    /// Fails with `EEXIST` when anything (a file, a directory, a symlink)
+    /// stands at `path`.
+    fn ensure_absent(&self, path: &VPath) -> Result<()> {
+        match self.vfs.current(&self.overlay, path, false)? {
+            Current::Absent => Ok(()),
+            Current::Staged(_) | Current::Stored { .. } => Err(VfsError::AlreadyExists {
+                path: path.to_string(),
+            }),
+        }
+    }
+
+    fn record(
+        &mut self,
+        action: FileAction,
+        path: &VPath,
+        from: Option<&VPath>,
+        size: Option<u64>,
+        fuzzy: Vec<HunkMatch>,
+    ) {
+        self.plan.files.push(PatchedFile {
+            action,
+            path: path.to_string(),
+            from: from.map(VPath::to_string),
+            size,
+            fuzzy,
+        });
+    }
+
+    fn add(&mut self, path: &str, text: &str, mode: Option<u32>) -> Result<()> {
+        let path = self.path(path)?;
+        self.ensure_absent(&path)?;
+        self.vfs.check_size(&path, text.len() as u64)?;
+        let new = Staged {
+            data: text.as_bytes().to_vec(),
+            mode: mode.unwrap_or(FILE_MODE),
+        };
+        self.plan.diff += &file_diff(None, Some(Side::of(&path, &new)));
+        self.record(
+            FileAction::Added,
+            &path,
+            None,
+            Some(text.len() as u64),
+            Vec::new(),
+        );
+        self.plan.steps.push(Step::Create {
+            path: path.clone(),
+            data: new.data.clone(),
+            mode: new.mode,
+        });
+        self.overlay.insert(path, Some(new));
+        Ok(())
+    }
+
+    fn delete(&mut self, path: &str, hunks: &[stead_patch::Hunk]) -> Result<()> {
+        let path = self.path(path)?;
+        let (real, old) = self.vfs.file_at(&self.overlay, &path, false)?;
+        if !hunks.is_empty() {
+            let left = apply_hunks(text_of(&real, &old.data)?, hunks, real.as_str())?;
+            if !left.text.is_empty() {
+                return Err(PatchError::DeleteMismatch {
+                    path: real.to_string(),
+                    remaining: left.text.lines().count().max(1),
+                }
+                .into());
+            }
+        }
+        self.plan.diff += &file_diff(Some(Side::of(&real, &old)), None);
+        self.record(FileAction::Deleted, &real, None, None, Vec::new());
+        self.overlay.insert(real.clone(), None);
+        self.plan.steps.push(Step::Remove { path: real });
+        Ok(())
+    }
+
+    fn update(
+        &mut self,
+        path: &str,
+        move_to: Option<&str>,
+        hunks: &[stead_patch::Hunk],
+        mode: Option<u32>,
+    ) -> Result<()> {
+        let path = self.path(path)?;
+        let (real, old) = self.vfs.file_at(&self.overlay, &path, true)?;
+        let (data, fuzzy) = match hunks {
+            [] => (old.data.clone(), Vec::new()),
+            _ => {
+                let applied = apply_hunks(text_of(&real, &old.data)?, hunks, real.as_str())?;
+                (applied.text.into_bytes(), applied.fuzzy)
+            }
+        };
+        self.vfs.check_size(&real, data.len() as u64)?;
+        let new = Staged {
+            data,
+            mode: mode.unwrap_or(old.mode),
+        };
+        let to = match move_to {
+            Some(to) => Some(self.path(to)?).filter(|to| *to != real),
+            None => None,
+        };
+        let size = Some(new.data.len() as u64);
+        match to {
+            Some(to) => {
+                self.ensure_absent(&to)?;
+                self.plan.diff +=
+                    &file_diff(Some(Side::of(&real, &old)), Some(Side::of(&to, &new)));
+                self.record(FileAction::Moved, &to, Some(&real), size, fuzzy);
+                self.plan.steps.push(Step::Move {
+                    from: real.clone(),
+                    to: to.clone(),
+                    data: new.data.clone(),
+                    mode: new.mode,
+                });
+                self.overlay.insert(real, None);
+                self.overlay.insert(to, Some(new));
+            }
+            None => {
+                self.plan.diff +=
+                    &file_diff(Some(Side::of(&real, &old)), Some(Side::of(&real, &new)));
+                self.record(FileAction::Updated, &real, None, size, fuzzy);
+                if new.data != old.data || new.mode != old.mode {
+                    self.plan.steps.push(Step::Replace {
+                        path: real.clone(),
+                        data: new.data.clone(),
+                        mode: new.mode,
+                    });
+                    self.overlay.insert(real, Some(new));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
