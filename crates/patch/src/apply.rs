@@ -214,32 +214,40 @@ fn variants(hunk: &Hunk) -> Vec<&[HunkLine]> {
     variants
 }
 
-/// The file's lines as each rule sees them, computed when first needed.
+/// The file's lines as each rule sees them. Exact matching reads the lines
+/// themselves; a fallback rule's normalised copy is made when first needed
+/// and only the latest one is kept, so a large file costs one copy at most.
 struct Views<'a> {
     lines: &'a [&'a str],
-    by_rule: [Option<Vec<Cow<'a, str>>>; LADDER.len()],
+    fallback: Option<(MatchRule, Vec<Cow<'a, str>>)>,
 }
 
 impl<'a> Views<'a> {
     fn new(lines: &'a [&'a str]) -> Self {
         Views {
             lines,
-            by_rule: Default::default(),
+            fallback: None,
         }
     }
 
-    fn view(&mut self, rung: usize) -> &[Cow<'a, str>] {
-        let lines = self.lines;
-        self.by_rule[rung].get_or_insert_with(|| {
-            lines
-                .iter()
-                .map(|line| normalize_line(line, LADDER[rung]))
-                .collect()
-        })
+    /// The lines under `rule`, or `None` for the lines as they are.
+    fn view(&mut self, rule: MatchRule) -> Option<&[Cow<'a, str>]> {
+        if rule == MatchRule::Exact {
+            return None;
+        }
+        if self
+            .fallback
+            .as_ref()
+            .is_none_or(|(cached, _)| *cached != rule)
+        {
+            let lines = self.lines.iter().map(|line| normalize_line(line, rule));
+            self.fallback = Some((rule, lines.collect()));
+        }
+        self.fallback.as_ref().map(|(_, view)| &view[..])
     }
 
-    /// The first position at or after `from` (trying `first` before that)
-    /// where `pattern` matches, under the strictest rule that finds one.
+    /// Where `pattern` matches at or after `from`, in `order`, under the
+    /// strictest rule that finds it anywhere.
     fn seek(&mut self, pattern: &[&str], from: usize, order: Order) -> Option<(usize, MatchRule)> {
         let len = self.lines.len();
         if pattern.len() > len {
@@ -249,13 +257,20 @@ impl<'a> Views<'a> {
         if from > last {
             return None;
         }
-        for (rung, rule) in LADDER.iter().enumerate() {
+        for rule in LADDER {
             let wanted: Vec<Cow<'_, str>> = pattern
                 .iter()
-                .map(|line| normalize_line(line, *rule))
+                .map(|line| normalize_line(line, rule))
                 .collect();
-            let view = self.view(rung);
-            let at = |start: usize| view[start..start + wanted.len()] == wanted[..];
+            let lines = self.lines;
+            let view = self.view(rule);
+            let line = |i: usize| -> &str { view.map_or(lines[i], |view| &view[i]) };
+            let at = |start: usize| {
+                wanted
+                    .iter()
+                    .enumerate()
+                    .all(|(j, want)| line(start + j) == want.as_ref())
+            };
             let found = match order {
                 Order::Forward => (from..=last).find(|&start| at(start)),
                 Order::EndFirst => Some(last)
@@ -274,7 +289,7 @@ impl<'a> Views<'a> {
                 }
             };
             if let Some(start) = found {
-                return Some((start, *rule));
+                return Some((start, rule));
             }
         }
         None

@@ -32,7 +32,9 @@
 //!   like the file and given its line endings) and reported in
 //!   [`Edited::fuzzy`] with the exact text it replaced; several matches are
 //!   [`EditError::FuzzyAmbiguous`]. Only the exact text is ever counted for
-//!   `replace_all`: a fuzzy match is always a single one.
+//!   `replace_all`: a fuzzy match is always a single one. Files over 4 MiB
+//!   are only searched exactly (the normalised copy would not fit a
+//!   Worker's memory).
 //!
 //! The module is pure: text in, text out. Reading and writing the file is the
 //! caller's job.

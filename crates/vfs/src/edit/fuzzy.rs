@@ -56,11 +56,15 @@ pub(super) struct Found {
     pub new: String,
 }
 
+/// Largest file searched fuzzily, in bytes. The normalised copy costs about
+/// twelve bytes per character, and a Worker has 128 MB: past this only the
+/// exact text is looked for.
+pub(super) const MAX_FUZZY_BYTES: usize = 4 << 20;
+
 /// Searches `text` for `old` under each rule in turn. `crlf` says whether
 /// the file uses CRLF line endings.
 pub(super) fn search(text: &str, old: &str, new: &str, crlf: bool) -> Search {
-    // Offsets are kept as u32; a text edit of a 4 GiB file is not a thing.
-    if text.len() > u32::MAX as usize {
+    if text.len() > MAX_FUZZY_BYTES {
         return Search::NotFound;
     }
     for rule in RULES {
@@ -437,6 +441,15 @@ mod tests {
         let (rule, _, edited) = found("a \r\nb\r\n", "a\r\nb", "x\ny");
         assert_eq!(rule, MatchRule::TrailingWhitespace);
         assert_eq!(edited, "x\r\ny\r\n");
+    }
+
+    #[test]
+    fn large_files_are_only_searched_exactly() {
+        let mut text = "x".repeat(MAX_FUZZY_BYTES);
+        text.push_str("\nlast line   \n");
+        assert_eq!(search(&text, "last line\n", "y", false), Search::NotFound);
+        let (rule, ..) = found(&text[MAX_FUZZY_BYTES - 8..], "last line\n", "y");
+        assert_eq!(rule, MatchRule::TrailingWhitespace);
     }
 
     #[test]
