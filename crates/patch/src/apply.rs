@@ -36,15 +36,6 @@ pub struct HunkMatch {
     pub offset: isize,
 }
 
-/// The rules a hunk may use, strictest first.
-const LADDER: [MatchRule; 5] = [
-    MatchRule::Exact,
-    MatchRule::Unicode,
-    MatchRule::TrailingWhitespace,
-    MatchRule::Indentation,
-    MatchRule::Typography,
-];
-
 /// Applies `hunks` to `original` in order. `path` names the file in errors.
 ///
 /// # Errors
@@ -257,7 +248,7 @@ impl<'a> Views<'a> {
         if from > last {
             return None;
         }
-        for rule in LADDER {
+        for rule in MatchRule::LINE_LADDER {
             let wanted: Vec<Cow<'_, str>> = pattern
                 .iter()
                 .map(|line| normalize_line(line, rule))

@@ -42,8 +42,20 @@ pub enum MatchRule {
 }
 
 impl MatchRule {
-    /// The rules hunks fall back to, in order, after [`MatchRule::Exact`].
-    pub const LINE_FALLBACKS: [MatchRule; 4] = [
+    /// The ladder hunks climb, strictest first. (A file's line endings are
+    /// taken off before hunks are matched, so `LineEndings` is not on it.)
+    pub const LINE_LADDER: [MatchRule; 5] = [
+        MatchRule::Exact,
+        MatchRule::Unicode,
+        MatchRule::TrailingWhitespace,
+        MatchRule::Indentation,
+        MatchRule::Typography,
+    ];
+
+    /// The rules an `edit` whose `old` is not in the file exactly falls
+    /// back to, in order.
+    pub const TEXT_FALLBACKS: [MatchRule; 5] = [
+        MatchRule::LineEndings,
         MatchRule::Unicode,
         MatchRule::TrailingWhitespace,
         MatchRule::Indentation,
@@ -144,10 +156,10 @@ mod tests {
             ),
             ("a b", "a\u{a0}b", MatchRule::Typography),
         ];
-        let ladder = [MatchRule::Exact, MatchRule::LineEndings]
+        for rule in MatchRule::LINE_LADDER
             .into_iter()
-            .chain(MatchRule::LINE_FALLBACKS);
-        for rule in ladder {
+            .chain([MatchRule::LineEndings])
+        {
             for (a, b, needs) in cases {
                 let same = normalize_line(a, rule) == normalize_line(b, rule);
                 assert_eq!(same, rule >= needs, "{a:?} vs {b:?} under {rule}");
@@ -172,10 +184,10 @@ mod tests {
 
     #[test]
     fn names_are_the_serialized_names() {
-        let all = [MatchRule::Exact, MatchRule::LineEndings]
+        for rule in MatchRule::LINE_LADDER
             .into_iter()
-            .chain(MatchRule::LINE_FALLBACKS);
-        for rule in all {
+            .chain(MatchRule::TEXT_FALLBACKS)
+        {
             assert!(!rule.forgives().is_empty());
             assert_eq!(rule.to_string(), rule.as_str());
             let json = serde_json::to_string(&rule).unwrap();

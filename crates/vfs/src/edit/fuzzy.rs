@@ -25,15 +25,6 @@ use stead_patch::MatchRule;
 
 use super::lf_to_crlf;
 
-/// The rules an edit falls back to, in order. Each includes the ones before.
-const RULES: [MatchRule; 5] = [
-    MatchRule::LineEndings,
-    MatchRule::Unicode,
-    MatchRule::TrailingWhitespace,
-    MatchRule::Indentation,
-    MatchRule::Typography,
-];
-
 /// What the fuzzy search found for one edit.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Search {
@@ -67,7 +58,7 @@ pub(super) fn search(text: &str, old: &str, new: &str, crlf: bool) -> Search {
     if text.len() > MAX_FUZZY_BYTES {
         return Search::NotFound;
     }
-    for rule in RULES {
+    for rule in MatchRule::TEXT_FALLBACKS {
         let haystack = Normalized::of(text, rule);
         let needle = Normalized::of(old, rule).text;
         if needle.is_empty() {
