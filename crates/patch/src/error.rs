@@ -97,8 +97,10 @@ impl Malformed {
     }
 }
 
-/// A hunk that does not apply to its file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A hunk that does not apply to its file. Serializes as the fields of an
+/// API error: `{"path", "hunk", "header", "missing": {"lines"|"anchor"},
+/// "nearest": {"line", "text", "matching_lines", "of"} | null}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HunkFailed {
     /// The file as the patch names it.
     pub path: String,
@@ -114,7 +116,8 @@ pub struct HunkFailed {
 }
 
 /// What a failed hunk looked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Missing {
     /// A V4A `@@ <line>` context line (a class or function heading).
     Anchor(String),
@@ -123,7 +126,7 @@ pub enum Missing {
 }
 
 /// The best-matching region of a file for a hunk that did not apply.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Nearest {
     /// Where the region starts, counting lines from 1.
     pub line: usize,
@@ -186,4 +189,41 @@ fn quote(text: &str) -> String {
         end -= 1;
     }
     format!("{}\n[... {} more bytes]", &text[..end], text.len() - end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_hunk_serializes_as_api_error_fields() {
+        let failed = HunkFailed {
+            path: "/f".into(),
+            hunk: 2,
+            header: "@@ def f():".into(),
+            missing: Missing::Anchor("def f():".into()),
+            nearest: Some(Nearest {
+                line: 3,
+                text: "def g():".into(),
+                matching_lines: 0,
+                of: 1,
+            }),
+        };
+        assert_eq!(
+            serde_json::to_value(&failed).unwrap(),
+            serde_json::json!({
+                "path": "/f", "hunk": 2, "header": "@@ def f():",
+                "missing": {"anchor": "def f():"},
+                "nearest": {"line": 3, "text": "def g():", "matching_lines": 0, "of": 1}
+            })
+        );
+    }
+
+    #[test]
+    fn long_quotes_are_cut_on_a_character_boundary() {
+        let text = "é".repeat(QUOTE_LIMIT);
+        let quoted = quote(&text);
+        assert!(quoted.len() < text.len());
+        assert!(quoted.ends_with(&format!("[... {} more bytes]", text.len() - QUOTE_LIMIT)));
+    }
 }
