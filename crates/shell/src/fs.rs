@@ -5,7 +5,7 @@
 //! operation, hence one SQL transaction.
 
 use stead_sql::Sql;
-use stead_vfs::{DirEntry, Node, VPath, Vfs, VfsError, WriteOptions};
+use stead_vfs::{DirEntry, Node, PatchOutcome, VPath, Vfs, VfsError, WriteOptions};
 
 pub type Result<T> = std::result::Result<T, VfsError>;
 
@@ -37,6 +37,9 @@ pub trait Fs {
     fn touch(&self, path: &VPath, mtime_ms: Option<i64>) -> Result<()>;
     /// The real path of `path`, every symlink resolved.
     fn realpath(&self, path: &VPath) -> Result<VPath>;
+    /// Applies a patch (V4A or unified diff) in one transaction, relative
+    /// paths taken from `base` (see `stead_vfs::patch`).
+    fn apply_patch(&self, patch: &str, base: &VPath) -> Result<PatchOutcome>;
 }
 
 const NO_PARENTS: WriteOptions = WriteOptions {
@@ -89,5 +92,8 @@ impl<S: Sql> Fs for Vfs<'_, S> {
     }
     fn realpath(&self, path: &VPath) -> Result<VPath> {
         Vfs::stat(self, path, true).map(|(real, _)| real)
+    }
+    fn apply_patch(&self, patch: &str, base: &VPath) -> Result<PatchOutcome> {
+        Vfs::apply_patch(self, patch, base, false)
     }
 }

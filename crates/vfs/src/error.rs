@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use stead_patch::PatchError;
 use stead_sql::SqlError;
 
 use crate::edit::EditError;
@@ -58,6 +59,9 @@ pub enum VfsError {
         #[source]
         source: EditError,
     },
+    /// A patch that is malformed or does not apply (see [`crate::patch`]).
+    #[error("{0}")]
+    Patch(#[from] PatchError),
     #[error("invalid pattern {pattern:?}: {reason}")]
     InvalidPattern { pattern: String, reason: String },
     #[error("invalid cursor {cursor:?}: pass back a cursor a previous page returned")]
@@ -153,6 +157,10 @@ impl VfsError {
             VfsError::RootBusy { .. } => Errno::Ebusy,
             VfsError::FileTooLarge { .. } => Errno::Efbig,
             VfsError::Edit { source, .. } => source.code(),
+            VfsError::Patch(error) => match error {
+                PatchError::Malformed { .. } => Errno::Einval,
+                PatchError::HunkFailed(_) | PatchError::DeleteMismatch { .. } => Errno::EditNoMatch,
+            },
             VfsError::Storage(_) | VfsError::Corrupt(_) => Errno::Eio,
         }
     }
@@ -174,6 +182,7 @@ impl VfsError {
             | VfsError::FileTooLarge { path, .. }
             | VfsError::Edit { path, .. } => Some(path),
             VfsError::IntoItself { from, .. } => Some(from),
+            VfsError::Patch(error) => error.path(),
             _ => None,
         }
     }
@@ -188,7 +197,7 @@ impl EditError {
         match self {
             EditError::EmptyOld { .. } => Errno::Einval,
             EditError::NotFound { .. } => Errno::EditNoMatch,
-            EditError::Ambiguous { .. } => Errno::EditAmbiguous,
+            EditError::Ambiguous { .. } | EditError::FuzzyAmbiguous { .. } => Errno::EditAmbiguous,
             EditError::Overlap { .. } => Errno::EditOverlap,
             EditError::NoChange => Errno::EditNoChange,
             EditError::NotText => Errno::Eilseq,
@@ -201,6 +210,7 @@ impl EditError {
             EditError::EmptyOld { index }
             | EditError::NotFound { index }
             | EditError::Ambiguous { index, .. }
+            | EditError::FuzzyAmbiguous { index, .. }
             | EditError::Overlap { index, .. } => Some(*index),
             EditError::NoChange | EditError::NotText => None,
         }

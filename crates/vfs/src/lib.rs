@@ -26,6 +26,7 @@ pub mod glob;
 pub mod grep;
 mod node;
 mod ops;
+pub mod patch;
 mod path;
 pub mod read;
 mod resolve;
@@ -43,6 +44,7 @@ pub use node::{DirEntry, Kind, Node};
 pub use ops::{
     Change, ChangeCursor, ChangeKind, ChangePage, EditOutcome, Usage, WriteOptions, Written,
 };
+pub use patch::{FileAction, PatchOutcome, PatchedFile};
 pub use path::{VPath, MAX_NAME_LEN, MAX_PATH_LEN};
 pub use sync::{Conflict, Rejected, SyncOutcome};
 pub use tree::Visit;

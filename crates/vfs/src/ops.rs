@@ -761,6 +761,11 @@ pub struct EditOutcome {
     pub diff: String,
     /// Size afterwards.
     pub size: u64,
+    /// Edits applied by a fuzzy match (see [`crate::edit`]): which rule
+    /// found each and the exact text it replaced. Absent when all matched
+    /// exactly.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fuzzy: Vec<crate::edit::FuzzyMatch>,
     /// Revision of the change; absent for a dry run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
@@ -806,6 +811,7 @@ impl<S: Sql> Vfs<'_, S> {
             replacements: edited.replacements,
             size: edited.text.len() as u64,
             diff: edited.diff,
+            fuzzy: edited.fuzzy,
             revision,
         };
         if dry_run {

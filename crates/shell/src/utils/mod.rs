@@ -10,6 +10,7 @@
 //! Each family lives in its own module and lists its utilities in a
 //! `UTILITIES` table; [`lookup`] searches them all.
 
+mod apply_patch;
 mod awk;
 mod civil;
 mod files;
@@ -71,6 +72,7 @@ const TABLES: &[Table] = &[
     sed::UTILITIES,
     awk::UTILITIES,
     jq::UTILITIES,
+    apply_patch::UTILITIES,
 ];
 
 /// The utility called `name`, if the light shell has it.
