@@ -1,8 +1,9 @@
 //! File content as content-addressed chunks.
 //!
-//! A chunk row is shared by every file (and staged upload) that holds the
-//! same bytes; there is no reference count to keep in step, because
-//! references are the `file_chunks` and `upload_chunks` rows themselves.
+//! A chunk row is shared by every file, staged upload, checkpoint and staged
+//! import that holds the same bytes; there is no reference count to keep in
+//! step, because references are the `file_chunks`, `upload_chunks`,
+//! `checkpoint_chunks` and `import_chunks` rows themselves.
 //! Whoever drops references passes the chunk ids to [`Vfs::collect`], which
 //! deletes those no longer referenced anywhere.
 
@@ -30,8 +31,13 @@ pub(crate) struct ChunkRef {
 impl<S: Sql> Vfs<'_, S> {
     /// Stores `data` as a chunk (or finds the identical one) and returns its id.
     pub(crate) fn put_chunk(&self, data: &[u8]) -> Result<i64> {
-        let hash = blake3::hash(data);
-        let hash = hash.as_bytes().as_slice();
+        self.put_hashed_chunk(blake3::hash(data).as_bytes(), data)
+    }
+
+    /// As [`Vfs::put_chunk`], for `data` whose BLAKE3 `hash` the caller has
+    /// just checked.
+    pub(crate) fn put_hashed_chunk(&self, hash: &[u8; 32], data: &[u8]) -> Result<i64> {
+        let hash = hash.as_slice();
         // New content is the common case: one statement; a duplicate then
         // costs a second to find the existing row.
         let inserted = self.db.query_row(
@@ -291,7 +297,9 @@ impl<S: Sql> Vfs<'_, S> {
         self.db.execute(
             "DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?)) \
              AND NOT EXISTS (SELECT 1 FROM file_chunks f WHERE f.chunk = chunks.id) \
-             AND NOT EXISTS (SELECT 1 FROM upload_chunks u WHERE u.chunk = chunks.id)",
+             AND NOT EXISTS (SELECT 1 FROM upload_chunks u WHERE u.chunk = chunks.id) \
+             AND NOT EXISTS (SELECT 1 FROM checkpoint_chunks k WHERE k.chunk = chunks.id) \
+             AND NOT EXISTS (SELECT 1 FROM import_chunks i WHERE i.chunk = chunks.id)",
             params![set.as_str()],
         )?;
         Ok(())

@@ -176,15 +176,7 @@ pub fn apply(original: &str, edits: &[Replacement], path: &str) -> Result<Edited
         return Err(EditError::NoChange);
     }
 
-    let diff = if original.lines().count() + text.lines().count() > MAX_DIFF_LINES {
-        coarse_diff(original, &text, path)
-    } else {
-        TextDiff::from_lines(original, text.as_str())
-            .unified_diff()
-            .context_radius(3)
-            .header(&format!("a{path}"), &format!("b{path}"))
-            .to_string()
-    };
+    let diff = unified_diff(original, &text, &format!("a{path}"), &format!("b{path}"));
 
     Ok(Edited {
         text,
@@ -199,10 +191,25 @@ pub fn apply(original: &str, edits: &[Replacement], path: &str) -> Result<Edited
 /// costs at most about 10^8 steps.
 const MAX_DIFF_LINES: usize = 10_000;
 
+/// The unified diff of `old` to `new` (3 lines of context) under the
+/// headers `old_name` and `new_name`: minimal up to [`MAX_DIFF_LINES`]
+/// lines, [`coarse_diff`] beyond.
+pub(crate) fn unified_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
+    if old.lines().count() + new.lines().count() > MAX_DIFF_LINES {
+        coarse_diff(old, new, old_name, new_name)
+    } else {
+        TextDiff::from_lines(old, new)
+            .unified_diff()
+            .context_radius(3)
+            .header(old_name, new_name)
+            .to_string()
+    }
+}
+
 /// A valid unified diff in linear time, for large edits: one hunk from the
 /// first changed line to the last (common leading and trailing lines are
 /// context), rather than the minimal set of hunks.
-fn coarse_diff(old: &str, new: &str, path: &str) -> String {
+fn coarse_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
     use std::fmt::Write;
 
     let a: Vec<&str> = old.split_inclusive('\n').collect();
@@ -224,7 +231,7 @@ fn coarse_diff(old: &str, new: &str, path: &str) -> String {
         1 => format!("{}", from + 1),
         n => format!("{},{n}", from + 1),
     };
-    let mut out = format!("--- a{path}\n+++ b{path}\n");
+    let mut out = format!("--- {old_name}\n+++ {new_name}\n");
     let _ = writeln!(
         out,
         "@@ -{} +{} @@",
@@ -302,7 +309,11 @@ mod tests {
             ("x", "y\nz\n"),
         ];
         for (a, b) in cases {
-            assert_eq!(coarse_diff(a, b, "/f"), minimal(a, b), "{a:?} -> {b:?}");
+            assert_eq!(
+                coarse_diff(a, b, "a/f", "b/f"),
+                minimal(a, b),
+                "{a:?} -> {b:?}"
+            );
         }
     }
 

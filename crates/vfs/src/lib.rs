@@ -17,8 +17,12 @@
 //!   but the last is full, a byte offset maps straight to a chunk index and an
 //!   append rewrites at most one chunk;
 //! - streamed uploads stage their chunks in `upload_chunks` and become visible
-//!   in one transaction at the end, so a broken upload changes nothing.
+//!   in one transaction at the end, so a broken upload changes nothing;
+//! - checkpoints pin the tree as it is by copying its metadata, never its
+//!   content, and can be compared, restored, undone and streamed into a new
+//!   workspace (see [`checkpoint`](crate::Checkpoint) and `CHECKPOINTS.md`).
 
+mod checkpoint;
 mod content;
 pub mod edit;
 mod error;
@@ -37,6 +41,12 @@ use std::cell::Cell;
 
 use stead_sql::{params, Sql};
 
+pub use checkpoint::{
+    AutoCheckpoint, Before, Checkpoint, CheckpointId, CheckpointKind, Diff, DiffEntry, DiffMethod,
+    DiffOptions, EntryInfo, ExportCursor, ExportPage, ImportProgress, ImportStatus, NewCheckpoint,
+    Operation, PathChange, Point, PointInfo, Restored, Retention, Scope, Snapshot, TextDiff,
+    TextOptions, Undone, MAX_CHECKPOINT_NAME, MAX_CHECKPOINT_NOTE,
+};
 pub use content::CHUNK_SIZE;
 pub use error::{Errno, Result, VfsError};
 pub use node::{DirEntry, Kind, Node};

@@ -6,7 +6,7 @@
 use std::fmt::Debug;
 
 use stead_sql::{migrate, params, Row, Sql, SqliteDb, MIGRATIONS};
-use stead_vfs::{Kind, VPath, Vfs, WriteOptions, Written};
+use stead_vfs::{CheckpointId, Kind, NewCheckpoint, Snapshot, VPath, Vfs, WriteOptions, Written};
 
 /// The clock every test view uses.
 pub const NOW: i64 = 1_700_000_000_000;
@@ -65,6 +65,14 @@ pub fn dump(db: &SqliteDb) -> Vec<Vec<Row>> {
         "SELECT ino, idx, chunk FROM file_chunks ORDER BY ino, idx",
         "SELECT upload, idx, chunk FROM upload_chunks ORDER BY upload, idx",
         "SELECT seq, rev, path, kind FROM changes ORDER BY seq",
+        "SELECT * FROM checkpoints ORDER BY id",
+        "SELECT * FROM checkpoint_roots ORDER BY checkpoint, path",
+        "SELECT * FROM checkpoint_entries ORDER BY checkpoint, parent, name",
+        "SELECT * FROM checkpoint_chunks ORDER BY checkpoint, ino, idx",
+        "SELECT * FROM import",
+        "SELECT * FROM import_entries ORDER BY ino",
+        "SELECT * FROM import_file_chunks ORDER BY ino, idx",
+        "SELECT * FROM import_chunks ORDER BY chunk",
     ]
     .iter()
     .map(|q| db.query(q, params![]).unwrap())
@@ -155,6 +163,51 @@ fn walk(vfs: &Vfs<'_, SqliteDb>, base: &VPath, dir: &VPath, out: &mut Vec<Entry>
         });
         if entry.node.kind == Kind::Dir {
             walk(vfs, base, &path, out);
+        }
+    }
+}
+
+/// Takes a manual checkpoint as `test`.
+#[track_caller]
+pub fn checkpoint(vfs: &Vfs<'_, SqliteDb>) -> CheckpointId {
+    vfs.create_checkpoint(NewCheckpoint {
+        actor: "test",
+        name: None,
+        note: None,
+    })
+    .unwrap()
+    .id
+}
+
+/// Everything below `dir` in a checkpoint, as [`tree`] lists the live one.
+pub fn snapshot_tree(snapshot: &Snapshot<'_, '_, SqliteDb>, dir: &str) -> Vec<Entry> {
+    let base = p(dir);
+    let mut out = Vec::new();
+    snapshot_walk(snapshot, &base, &base, &mut out);
+    out
+}
+
+fn snapshot_walk(
+    snapshot: &Snapshot<'_, '_, SqliteDb>,
+    base: &VPath,
+    dir: &VPath,
+    out: &mut Vec<Entry>,
+) {
+    for entry in snapshot.list(dir, None, 100_000).unwrap() {
+        let path = dir.join(&entry.name);
+        let relative = path.strip_prefix(base).unwrap().to_string();
+        let data = match entry.node.kind {
+            Kind::File => snapshot.read_file(&path).unwrap(),
+            Kind::Symlink => entry.node.target.clone().unwrap().into_bytes(),
+            Kind::Dir => Vec::new(),
+        };
+        out.push(Entry {
+            path: relative,
+            kind: entry.node.kind,
+            data,
+        });
+        if entry.node.kind == Kind::Dir {
+            snapshot_walk(snapshot, base, &path, out);
         }
     }
 }
