@@ -247,14 +247,15 @@ fn automatic_checkpoints_are_reused_while_nothing_changes() {
         .unwrap();
     assert!(again.reused);
     assert_eq!(again.checkpoint.id, first.checkpoint.id);
-    // A partial one is covered too.
+    assert_eq!(vfs.checkpoints(None, 10).unwrap().len(), 1);
+    // A partial one is always taken: it names its own operation.
     let write = Operation::Tool("write".into());
     let paths = [p("/f")];
     let partial = vfs
         .auto_checkpoint(before(&write, Scope::Paths(&paths)), &retention)
         .unwrap();
-    assert!(partial.reused);
-    assert_eq!(vfs.checkpoints(None, 10).unwrap().len(), 1);
+    assert!(!partial.reused);
+    assert_eq!(vfs.checkpoints(None, 10).unwrap().len(), 2);
 
     put(&vfs, "/f", "y");
     let next = vfs

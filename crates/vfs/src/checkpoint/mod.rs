@@ -21,7 +21,8 @@
 //! ones are taken before an [`Operation`] and pruned by the [`Retention`]
 //! policy each time one is added. An automatic whole-workspace checkpoint is
 //! not taken again when one already pins the current revision: the newest
-//! such checkpoint is reused, so read-only commands cost nothing.
+//! such checkpoint is reused, so read-only commands cost nothing. (A partial
+//! one is always taken: it is cheap, and it names its operation for undo.)
 //!
 //! The rest of the feature lives in the submodules: reading a point in time
 //! (`side`), [`diff`](Vfs::diff), [`restore`](Vfs::restore) and
@@ -255,9 +256,10 @@ impl<S: Sql> Vfs<'_, S> {
     }
 
     /// Takes an automatic checkpoint before `before.operation`, then applies
-    /// `retention`. A whole-workspace one reuses the newest checkpoint of the
-    /// current revision when there is one; so does a partial one, since that
-    /// already pins everything it would.
+    /// `retention`. A whole-workspace one reuses the newest whole-workspace
+    /// checkpoint of the current revision when there is one (not undone). A
+    /// partial one is always taken: it costs what its paths hold, and it
+    /// names the operation an undo would take back.
     pub fn auto_checkpoint(
         &self,
         before: Before<'_>,
@@ -265,13 +267,15 @@ impl<S: Sql> Vfs<'_, S> {
     ) -> Result<AutoCheckpoint> {
         check_note(before.note)?;
         let (id, reused, pruned) = self.db.transaction(|| -> Result<_> {
-            if let Some(id) = self.current_whole()? {
-                return Ok((id, true, Vec::new()));
-            }
             let roots = match before.scope {
                 Scope::Whole => None,
                 Scope::Paths(paths) => self.scope_roots(paths)?,
             };
+            if roots.is_none() {
+                if let Some(id) = self.current_whole()? {
+                    return Ok((id, true, Vec::new()));
+                }
+            }
             let new = NewCheckpoint {
                 actor: before.actor,
                 name: None,
