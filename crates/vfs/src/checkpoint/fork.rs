@@ -14,7 +14,7 @@
 //! a resume frame naming where the next starts. A frame is
 //! `[tag: u8][length: u32 LE][payload]`; headers, entries and the rest are
 //! JSON, a chunk frame is the 32-byte BLAKE3 hash then the bytes, checked
-//! against the hash before it is kept. No frame exceeds [`MAX_FRAME`], no
+//! against the hash before it is kept. No frame exceeds [`MAX_FORK_FRAME`], no
 //! page much more than the size asked, and a file is never whole in memory.
 //!
 //! The import is **resumable**: what it staged lives in tables
@@ -47,7 +47,7 @@ pub const FORK_FORMAT: u32 = 1;
 /// an entries frame at most [`ENTRIES_PER_FRAME`] entries and about
 /// [`HASHES_PER_FRAME`] chunk hashes (~270 KiB), or one entry alone, and one
 /// file's hashes fit up to a 32 GiB file.
-pub const MAX_FRAME: usize = 4 << 20;
+pub const MAX_FORK_FRAME: usize = 4 << 20;
 /// Most entries per entries frame.
 const ENTRIES_PER_FRAME: i64 = 256;
 /// Chunk hashes after which an entries frame is closed.
@@ -826,8 +826,10 @@ fn split_frame(bytes: &[u8]) -> Result<(u8, &[u8], &[u8])> {
     }
     let tag = bytes[0];
     let len = u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
-    if len > MAX_FRAME {
-        return Err(bad(format!("a frame of {len} bytes (limit {MAX_FRAME})")));
+    if len > MAX_FORK_FRAME {
+        return Err(bad(format!(
+            "a frame of {len} bytes (limit {MAX_FORK_FRAME})"
+        )));
     }
     let rest = &bytes[5..];
     if rest.len() < len {

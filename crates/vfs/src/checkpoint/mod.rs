@@ -51,7 +51,9 @@ pub use diff::{
     Diff, DiffEntry, DiffMethod, DiffOptions, EntryInfo, PathChange, Point, PointInfo, TextDiff,
     TextOptions,
 };
-pub use fork::{ExportCursor, ExportPage, ImportProgress, ImportStatus};
+pub use fork::{
+    ExportCursor, ExportPage, ImportProgress, ImportStatus, FORK_FORMAT, MAX_FORK_FRAME,
+};
 pub use restore::{Restored, Undone};
 pub use retention::Retention;
 pub use side::Snapshot;
