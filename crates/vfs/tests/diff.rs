@@ -444,3 +444,39 @@ fn a_diff_costs_what_changed_not_the_workspace() {
     let large = statements_for_ten_changes(2000);
     assert_eq!(small, large, "statements at 200 and 2,000 files");
 }
+
+#[test]
+fn a_move_pairs_the_same_name_first_then_the_first_path() {
+    let db = db();
+    let vfs = vfs(&db);
+    put(&vfs, "/a/x", "same");
+    put(&vfs, "/b/y", "same");
+    put(&vfs, "/empty1", "");
+    let a = checkpoint(&vfs);
+    vfs.remove(&p("/a"), true).unwrap();
+    vfs.remove(&p("/b"), true).unwrap();
+    put(&vfs, "/c/y", "same");
+    put(&vfs, "/d/z", "same");
+    // Empty files are not told apart: no move.
+    vfs.rename(&p("/empty1"), &p("/empty2")).unwrap();
+    let got = diff(&vfs, Point::Checkpoint(a), Point::Now);
+    let moves: Vec<(String, PathChange, Option<String>)> = got
+        .entries
+        .iter()
+        .map(|e| (e.path.clone(), e.change, e.from.clone()))
+        .collect();
+    assert_eq!(
+        moves,
+        vec![
+            ("/a".into(), PathChange::Deleted, None),
+            ("/b".into(), PathChange::Deleted, None),
+            ("/c".into(), PathChange::Added, None),
+            // /a/x comes first by path, but /b/y has the same name.
+            ("/c/y".into(), PathChange::Moved, Some("/b/y".into())),
+            ("/d".into(), PathChange::Added, None),
+            ("/d/z".into(), PathChange::Moved, Some("/a/x".into())),
+            ("/empty1".into(), PathChange::Deleted, None),
+            ("/empty2".into(), PathChange::Added, None),
+        ]
+    );
+}
