@@ -53,7 +53,7 @@ pub use node::{DirEntry, Kind, Node};
 pub use ops::{Change, ChangeKind, EditOutcome, Usage, WriteOptions, Written};
 pub use path::{VPath, MAX_NAME_LEN, MAX_PATH_LEN};
 pub use sync::{Conflict, Rejected, SyncOutcome};
-pub use tree::Visit;
+pub use tree::{Flow, Visit};
 pub use upload::UploadId;
 
 /// Default permission bits of new files, directories and symlinks.
