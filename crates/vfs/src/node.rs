@@ -90,3 +90,13 @@ pub struct DirEntry {
     #[serde(flatten)]
     pub node: Node,
 }
+
+impl DirEntry {
+    /// Reads an entry from `row`: its name, then the node columns.
+    pub(crate) fn from_row(row: &Row) -> Result<Self> {
+        Ok(DirEntry {
+            name: row.text(0)?.to_string(),
+            node: Node::from_row(row, 1)?,
+        })
+    }
+}

@@ -638,12 +638,7 @@ impl<S: Sql> Vfs<'_, S> {
                 params![ino, name, limit],
             )?
             .iter()
-            .map(|row| {
-                Ok(DirEntry {
-                    name: row.text(0)?.to_string(),
-                    node: Node::from_row(row, 1)?,
-                })
-            })
+            .map(DirEntry::from_row)
             .collect()
     }
 

@@ -7,9 +7,10 @@ mod common;
 use std::cell::Cell;
 
 use common::*;
-use stead_sql::{params, Param, Row, Sql, SqlError, SqliteDb};
+use stead_sql::{Param, Row, Sql, SqlError, SqliteDb};
 use stead_vfs::{
-    Diff, DiffMethod, DiffOptions, PathChange, Point, TextDiff, TextOptions, Vfs, CHUNK_SIZE,
+    Diff, DiffMethod, DiffOptions, Operation, PathChange, Point, Scope, TextDiff, TextOptions, Vfs,
+    CHUNK_SIZE,
 };
 
 fn diff(vfs: &Vfs<'_, impl Sql>, from: Point, to: Point) -> Diff {
@@ -28,17 +29,6 @@ fn text_options() -> DiffOptions {
         text: Some(TextOptions::default()),
         ..DiffOptions::default()
     }
-}
-
-/// Forgets the change log, as pruning does once it is old enough.
-fn prune_log(db: &SqliteDb) {
-    db.execute("DELETE FROM changes", params![]).unwrap();
-    db.execute(
-        "UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'revision') \
-         WHERE key = 'changes_pruned'",
-        params![],
-    )
-    .unwrap();
 }
 
 #[test]
@@ -186,19 +176,11 @@ fn now_and_kept_revisions_are_points_too() {
     );
     // A partial checkpoint pins no revision as a whole.
     put(&vfs, "/h", "4");
-    let write = stead_vfs::Operation::Tool("write".into());
-    let partial = vfs
-        .auto_checkpoint(
-            stead_vfs::Before {
-                actor: "a",
-                operation: &write,
-                note: None,
-                scope: stead_vfs::Scope::Paths(&[p("/h")]),
-            },
-            &stead_vfs::Retention::default(),
-        )
-        .unwrap()
-        .checkpoint;
+    let partial = auto(
+        &vfs,
+        Operation::Tool("write".into()),
+        Scope::Paths(&[p("/h")]),
+    );
     put(&vfs, "/h", "5");
     assert_eq!(
         code(vfs.diff(Point::Revision(partial.revision), Point::Now, &options)),
@@ -212,19 +194,11 @@ fn a_partial_checkpoint_compares_only_what_it_pinned() {
     let vfs = vfs(&db);
     put(&vfs, "/scope/a", "1");
     put(&vfs, "/outside", "x");
-    let write = stead_vfs::Operation::Tool("write".into());
-    let partial = vfs
-        .auto_checkpoint(
-            stead_vfs::Before {
-                actor: "a",
-                operation: &write,
-                note: None,
-                scope: stead_vfs::Scope::Paths(&[p("/scope"), p("/not-yet")]),
-            },
-            &stead_vfs::Retention::default(),
-        )
-        .unwrap()
-        .checkpoint;
+    let partial = auto(
+        &vfs,
+        Operation::Tool("write".into()),
+        Scope::Paths(&[p("/scope"), p("/not-yet")]),
+    );
     put(&vfs, "/scope/a", "2");
     put(&vfs, "/not-yet/b", "b");
     put(&vfs, "/outside", "y");
@@ -402,30 +376,16 @@ fn statements_for_ten_changes(files: usize) -> usize {
         )
         .unwrap();
     }
-    let a = vfs
-        .create_checkpoint(stead_vfs::NewCheckpoint {
-            actor: "t",
-            name: None,
-            note: None,
-        })
-        .unwrap()
-        .id;
+    let a = checkpoint(&vfs);
     for i in 0..10 {
         vfs.write(
-            &p(&format!("/tree/d{}/f{}", i % 20, i * 7)),
+            &p(&format!("/tree/d{}/f{}", i * 7 % 20, i * 7)),
             b"changed",
             Default::default(),
         )
         .unwrap();
     }
-    let b = vfs
-        .create_checkpoint(stead_vfs::NewCheckpoint {
-            actor: "t",
-            name: None,
-            note: None,
-        })
-        .unwrap()
-        .id;
+    let b = checkpoint(&vfs);
     counting.statements.set(0);
     let got = vfs
         .diff(
@@ -435,6 +395,7 @@ fn statements_for_ten_changes(files: usize) -> usize {
         )
         .unwrap();
     assert_eq!(got.entries.len(), 10);
+    assert!(got.entries.iter().all(|e| e.change == PathChange::Modified));
     counting.statements.get()
 }
 

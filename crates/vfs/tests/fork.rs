@@ -8,8 +8,7 @@ use common::*;
 use serde_json::json;
 use stead_sql::SqliteDb;
 use stead_vfs::{
-    CheckpointId, ExportCursor, ImportProgress, Limits, Operation, Retention, Scope, Vfs,
-    CHUNK_SIZE,
+    CheckpointId, ExportCursor, ImportProgress, Limits, Operation, Scope, Vfs, CHUNK_SIZE,
 };
 
 /// The stream's frame layout, as the module documents it.
@@ -83,13 +82,6 @@ fn fork(
             (next, progress) => panic!("export at {next:?} but import {progress:?}"),
         }
     }
-}
-
-fn modes(vfs: &Vfs<'_, SqliteDb>, paths: &[&str]) -> Vec<u32> {
-    paths
-        .iter()
-        .map(|path| vfs.stat(&p(path), false).unwrap().1.mode)
-        .collect()
 }
 
 #[test]
@@ -314,19 +306,11 @@ fn bad_streams_and_targets_are_refused_and_change_nothing() {
     to.abort_import().unwrap();
 
     // Exporting what cannot be forked.
-    let write = Operation::Tool("write".into());
-    let partial = from
-        .auto_checkpoint(
-            stead_vfs::Before {
-                actor: "t",
-                operation: &write,
-                note: None,
-                scope: Scope::Paths(&[p("/empty")]),
-            },
-            &Retention::default(),
-        )
-        .unwrap()
-        .checkpoint;
+    let partial = auto(
+        &from,
+        Operation::Tool("write".into()),
+        Scope::Paths(&[p("/empty")]),
+    );
     assert_eq!(
         code(from.export_page(partial.id, &ExportCursor::Start, 1024)),
         "EINVAL"

@@ -443,7 +443,7 @@ impl<S: Sql> Vfs<'_, S> {
         let same_size: Vec<(&Node, &Node)> = old
             .iter()
             .filter_map(|(name, a)| new.get(name).map(|b| (a, b)))
-            .filter(|(a, b)| a.kind == Kind::File && b.kind == Kind::File && a.size == b.size)
+            .filter(|(a, b)| same_size_files(a, b))
             .collect();
         let old_chunks = self.chunk_lists(from, same_size.iter().map(|(a, _)| a.ino))?;
         let new_chunks = self.chunk_lists(to, same_size.iter().map(|(_, b)| b.ino))?;
@@ -454,15 +454,10 @@ impl<S: Sql> Vfs<'_, S> {
             let a = old.remove(&name);
             let b = new.remove(&name);
             let child = path.join(&name);
-            let pair = (a.as_ref(), b.as_ref());
-            if let (Some(a), Some(b)) = pair {
-                if a.kind == Kind::File && b.kind == Kind::File && a.size == b.size {
-                    if a.mode != b.mode || old_chunks.get(&a.ino) != new_chunks.get(&b.ino) {
-                        let change = if old_chunks.get(&a.ino) != new_chunks.get(&b.ino) {
-                            PathChange::Modified
-                        } else {
-                            PathChange::ModeChanged
-                        };
+            if let (Some(a), Some(b)) = (&a, &b) {
+                if same_size_files(a, b) {
+                    let differs = old_chunks.get(&a.ino) != new_chunks.get(&b.ino);
+                    if let Some(change) = classify(a, b, differs) {
                         out.push(Raw {
                             path: child,
                             change,
@@ -522,23 +517,16 @@ impl<S: Sql> Vfs<'_, S> {
             (Some(_), None) => return Ok(Some(PathChange::Deleted)),
             (Some(old), Some(new)) => (old, new),
         };
-        if old.kind != new.kind {
-            return Ok(Some(PathChange::TypeChanged));
-        }
-        let content_differs = match old.kind {
-            Kind::File => {
-                old.size != new.size || self.side_chunks(from, old)? != self.side_chunks(to, new)?
-            }
-            Kind::Symlink => old.target != new.target,
-            Kind::Dir => false,
-        };
-        Ok(if content_differs {
-            Some(PathChange::Modified)
-        } else if old.mode != new.mode {
-            Some(PathChange::ModeChanged)
-        } else {
-            None
-        })
+        let content_differs = old.kind == new.kind
+            && match old.kind {
+                Kind::File => {
+                    old.size != new.size
+                        || self.side_chunks(from, old)? != self.side_chunks(to, new)?
+                }
+                Kind::Symlink => old.target != new.target,
+                Kind::Dir => false,
+            };
+        Ok(classify(old, new, content_differs))
     }
 
     /// Pairs deletions with additions of the same content as moves (see the
@@ -693,6 +681,25 @@ impl<S: Sql> Vfs<'_, S> {
         }
         Ok(Some(TextDiff::Unified { patch }))
     }
+}
+
+/// How two nodes at one path differ, given whether their content (a file's
+/// bytes, a symlink's target) does.
+fn classify(old: &Node, new: &Node, content_differs: bool) -> Option<PathChange> {
+    if old.kind != new.kind {
+        Some(PathChange::TypeChanged)
+    } else if content_differs {
+        Some(PathChange::Modified)
+    } else if old.mode != new.mode {
+        Some(PathChange::ModeChanged)
+    } else {
+        None
+    }
+}
+
+/// Two files of one size: they differ in content only if their chunks do.
+fn same_size_files(a: &Node, b: &Node) -> bool {
+    a.kind == Kind::File && b.kind == Kind::File && a.size == b.size
 }
 
 /// What makes a deleted and an added path the same thing moved.

@@ -81,7 +81,7 @@ pub enum ExportCursor {
 impl ExportCursor {
     /// The cursor as text, to send or store.
     pub fn token(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+        serde_json::to_string(self).expect("a cursor is plain data")
     }
 
     /// A cursor from [`ExportCursor::token`].
@@ -179,7 +179,7 @@ fn put_frame(out: &mut Vec<u8>, tag: u8, payload: &[u8]) {
 }
 
 fn put_json(out: &mut Vec<u8>, tag: u8, value: &impl Serialize) {
-    let payload = serde_json::to_vec(value).unwrap_or_default();
+    let payload = serde_json::to_vec(value).expect("frames are plain data");
     put_frame(out, tag, &payload);
 }
 

@@ -330,15 +330,7 @@ impl<S: Sql> Vfs<'_, S> {
         if roots.iter().any(VPath::is_root) {
             return Ok(None);
         }
-        roots.sort();
-        roots.dedup();
-        let mut outermost: Vec<VPath> = Vec::with_capacity(roots.len());
-        for root in roots {
-            if !outermost.iter().any(|outer| root.starts_with(outer)) {
-                outermost.push(root);
-            }
-        }
-        Ok(Some(outermost))
+        Ok(Some(diff::outermost(roots)))
     }
 
     /// Resolves `path`, or `None` when no operation could pass through it.

@@ -146,12 +146,7 @@ impl<S: Sql> Vfs<'_, S> {
                 ],
             )?
             .iter()
-            .map(|row| {
-                Ok(DirEntry {
-                    name: row.text(0)?.to_string(),
-                    node: Node::from_row(row, 1)?,
-                })
-            })
+            .map(DirEntry::from_row)
             .collect()
     }
 

@@ -6,7 +6,10 @@
 use std::fmt::Debug;
 
 use stead_sql::{migrate, params, Row, Sql, SqliteDb, MIGRATIONS};
-use stead_vfs::{CheckpointId, Kind, NewCheckpoint, Snapshot, VPath, Vfs, WriteOptions, Written};
+use stead_vfs::{
+    Before, Checkpoint, CheckpointId, DirEntry, Kind, NewCheckpoint, Operation, Retention, Scope,
+    Snapshot, VPath, Vfs, WriteOptions, Written,
+};
 
 /// The clock every test view uses.
 pub const NOW: i64 = 1_700_000_000_000;
@@ -139,20 +142,46 @@ pub struct Entry {
     pub data: Vec<u8>,
 }
 
+/// A tree that can be listed and read: the live workspace or a checkpoint.
+pub trait Readable {
+    fn list_dir(&self, dir: &VPath) -> Vec<DirEntry>;
+    fn read(&self, path: &VPath) -> Vec<u8>;
+}
+
+impl<S: Sql> Readable for Vfs<'_, S> {
+    fn list_dir(&self, dir: &VPath) -> Vec<DirEntry> {
+        self.list(dir, None, 100_000).unwrap()
+    }
+
+    fn read(&self, path: &VPath) -> Vec<u8> {
+        self.read_file(path).unwrap()
+    }
+}
+
+impl<S: Sql> Readable for Snapshot<'_, '_, S> {
+    fn list_dir(&self, dir: &VPath) -> Vec<DirEntry> {
+        self.list(dir, None, 100_000).unwrap()
+    }
+
+    fn read(&self, path: &VPath) -> Vec<u8> {
+        self.read_file(path).unwrap()
+    }
+}
+
 /// Everything below `dir`, depth-first in name order, paths relative to `dir`.
-pub fn tree(vfs: &Vfs<'_, SqliteDb>, dir: &str) -> Vec<Entry> {
+pub fn tree(source: &impl Readable, dir: &str) -> Vec<Entry> {
     let base = p(dir);
     let mut out = Vec::new();
-    walk(vfs, &base, &base, &mut out);
+    walk(source, &base, &base, &mut out);
     out
 }
 
-fn walk(vfs: &Vfs<'_, SqliteDb>, base: &VPath, dir: &VPath, out: &mut Vec<Entry>) {
-    for entry in vfs.list(dir, None, 100_000).unwrap() {
+fn walk(source: &impl Readable, base: &VPath, dir: &VPath, out: &mut Vec<Entry>) {
+    for entry in source.list_dir(dir) {
         let path = dir.join(&entry.name);
         let relative = path.strip_prefix(base).unwrap().to_string();
         let data = match entry.node.kind {
-            Kind::File => vfs.read_file(&path).unwrap(),
+            Kind::File => source.read(&path),
             Kind::Symlink => entry.node.target.clone().unwrap().into_bytes(),
             Kind::Dir => Vec::new(),
         };
@@ -162,14 +191,14 @@ fn walk(vfs: &Vfs<'_, SqliteDb>, base: &VPath, dir: &VPath, out: &mut Vec<Entry>
             data,
         });
         if entry.node.kind == Kind::Dir {
-            walk(vfs, base, &path, out);
+            walk(source, base, &path, out);
         }
     }
 }
 
 /// Takes a manual checkpoint as `test`.
 #[track_caller]
-pub fn checkpoint(vfs: &Vfs<'_, SqliteDb>) -> CheckpointId {
+pub fn checkpoint<S: Sql>(vfs: &Vfs<'_, S>) -> CheckpointId {
     vfs.create_checkpoint(NewCheckpoint {
         actor: "test",
         name: None,
@@ -179,35 +208,42 @@ pub fn checkpoint(vfs: &Vfs<'_, SqliteDb>) -> CheckpointId {
     .id
 }
 
-/// Everything below `dir` in a checkpoint, as [`tree`] lists the live one.
-pub fn snapshot_tree(snapshot: &Snapshot<'_, '_, SqliteDb>, dir: &str) -> Vec<Entry> {
-    let base = p(dir);
-    let mut out = Vec::new();
-    snapshot_walk(snapshot, &base, &base, &mut out);
-    out
+/// An automatic checkpoint before `operation`, under the default retention.
+#[track_caller]
+pub fn auto(vfs: &Vfs<'_, SqliteDb>, operation: Operation, scope: Scope<'_>) -> Checkpoint {
+    vfs.auto_checkpoint(
+        Before {
+            actor: "test",
+            operation: &operation,
+            note: None,
+            scope,
+        },
+        &Retention::default(),
+    )
+    .unwrap()
+    .checkpoint
 }
 
-fn snapshot_walk(
-    snapshot: &Snapshot<'_, '_, SqliteDb>,
-    base: &VPath,
-    dir: &VPath,
-    out: &mut Vec<Entry>,
-) {
-    for entry in snapshot.list(dir, None, 100_000).unwrap() {
-        let path = dir.join(&entry.name);
-        let relative = path.strip_prefix(base).unwrap().to_string();
-        let data = match entry.node.kind {
-            Kind::File => snapshot.read_file(&path).unwrap(),
-            Kind::Symlink => entry.node.target.clone().unwrap().into_bytes(),
-            Kind::Dir => Vec::new(),
-        };
-        out.push(Entry {
-            path: relative,
-            kind: entry.node.kind,
-            data,
-        });
-        if entry.node.kind == Kind::Dir {
-            snapshot_walk(snapshot, base, &path, out);
-        }
-    }
+/// Everything below `dir` in a checkpoint, as [`tree`] lists the live one.
+pub fn snapshot_tree(snapshot: &Snapshot<'_, '_, SqliteDb>, dir: &str) -> Vec<Entry> {
+    tree(snapshot, dir)
+}
+
+/// Forgets the change log, as pruning does once it is old enough.
+pub fn prune_log(db: &SqliteDb) {
+    db.execute("DELETE FROM changes", params![]).unwrap();
+    db.execute(
+        "UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'revision') \
+         WHERE key = 'changes_pruned'",
+        params![],
+    )
+    .unwrap();
+}
+
+/// The permission bits of each of `paths` (not following symlinks).
+pub fn modes(vfs: &Vfs<'_, SqliteDb>, paths: &[&str]) -> Vec<u32> {
+    paths
+        .iter()
+        .map(|path| vfs.stat(&p(path), false).unwrap().1.mode)
+        .collect()
 }
