@@ -387,6 +387,25 @@ fn retention_keeps_the_newest_and_the_recent_and_all_manual_ones() {
         burst.checkpoint(manual).is_ok(),
         "manual ones are never pruned"
     );
+    // Partial checkpoints count apart: a burst of them pushes out none of
+    // the whole-workspace ones.
+    let edits = Vfs::new(&db, NOW + 10 * 60_000 + 30_000);
+    let write = Operation::Tool("write".into());
+    for i in 0..5 {
+        put(&edits, "/g", format!("edit {i}"));
+        let paths = [p("/g")];
+        edits
+            .auto_checkpoint(before(&write, Scope::Paths(&paths)), &policy)
+            .unwrap();
+    }
+    let kinds: Vec<bool> = edits
+        .checkpoints(None, 20)
+        .unwrap()
+        .iter()
+        .filter(|c| c.kind == CheckpointKind::Automatic)
+        .map(|c| c.whole)
+        .collect();
+    assert_eq!(kinds, [false, false, false, true, true, true]);
     // A stricter policy applies on demand.
     let pruned = burst
         .prune_checkpoints(&Retention {
@@ -395,5 +414,5 @@ fn retention_keeps_the_newest_and_the_recent_and_all_manual_ones() {
             max_automatic: 1,
         })
         .unwrap();
-    assert_eq!(pruned.len(), 2);
+    assert_eq!(pruned.len(), 4, "two of each kind");
 }

@@ -66,8 +66,9 @@ pub struct Undone {
 const UNDO_BATCH: i64 = 16;
 
 impl<S: Sql> Vfs<'_, S> {
-    /// Makes the workspace match checkpoint `id`, wholly or at `paths` (real
-    /// paths, each with its subtree), in one transaction.
+    /// Makes the workspace match checkpoint `id`, wholly (`None`) or at
+    /// `paths` (real paths, each with its subtree; an empty list restores
+    /// nothing), in one transaction.
     pub fn restore(&self, id: CheckpointId, paths: Option<&[VPath]>) -> Result<Restored> {
         let changes = self.change(|rev| self.restore_at(id, paths, rev))?;
         Ok(Restored {

@@ -6,9 +6,12 @@
 //! user's and are kept until deleted. The policy keeps the newest few
 //! whatever their age (so the last operations can always be undone), all
 //! of the recent ones (so yesterday's workspace can be had back), and never
-//! more than a ceiling (so a busy agent's metadata stays bounded). It is
-//! applied each time an automatic checkpoint is added, inside the same
-//! transaction, so there is no background job to forget.
+//! more than a ceiling (so a busy agent's metadata stays bounded). It counts
+//! whole-workspace and partial checkpoints apart, each against the same
+//! numbers: an agent making hundreds of small edits must not push out the
+//! checkpoint taken before its last command. It is applied each time an
+//! automatic checkpoint is added, inside the same transaction, so there is
+//! no background job to forget; the checkpoint just added is always kept.
 
 use serde::{Deserialize, Serialize};
 use stead_sql::{params, Sql};
@@ -18,7 +21,8 @@ use crate::error::Result;
 use crate::Vfs;
 
 /// The retention policy for automatic checkpoints, as the workspace settings
-/// hold it (JSON, every field optional).
+/// hold it (JSON, every field optional). Whole-workspace and partial
+/// checkpoints are counted apart, each against these numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Retention {
@@ -45,8 +49,9 @@ impl Retention {
     /// Whether the automatic checkpoint at `index` (0 = newest), taken
     /// `age_ms` ago, is kept.
     fn keeps(&self, index: usize, age_ms: i64) -> bool {
-        index < self.max_automatic as usize
-            && (index < self.keep_last as usize || age_ms < self.keep_within_ms)
+        index == 0
+            || (index < self.max_automatic as usize
+                && (index < self.keep_last as usize || age_ms < self.keep_within_ms))
     }
 }
 
@@ -56,19 +61,22 @@ impl<S: Sql> Vfs<'_, S> {
     /// calls it; call it too when the policy changes.
     pub fn prune_checkpoints(&self, retention: &Retention) -> Result<Vec<CheckpointId>> {
         self.db.transaction(|| {
-            let rows = self.db.query(
-                "SELECT id, created_ms FROM checkpoints WHERE kind = 'automatic' ORDER BY id DESC",
-                params![],
-            )?;
             let mut pruned = Vec::new();
-            for (index, row) in rows.iter().enumerate() {
-                let (id, created) = (CheckpointId(row.int(0)?), row.int(1)?);
-                if !retention.keeps(index, self.now_ms - created) {
-                    self.drop_checkpoint(id)?;
-                    pruned.push(id);
+            for whole in [true, false] {
+                let rows = self.db.query(
+                    "SELECT id, created_ms FROM checkpoints WHERE kind = 'automatic' AND whole = ? \
+                     ORDER BY id DESC",
+                    params![whole],
+                )?;
+                for (index, row) in rows.iter().enumerate() {
+                    let (id, created) = (CheckpointId(row.int(0)?), row.int(1)?);
+                    if !retention.keeps(index, self.now_ms - created) {
+                        self.drop_checkpoint(id)?;
+                        pruned.push(id);
+                    }
                 }
             }
-            pruned.reverse();
+            pruned.sort();
             Ok(pruned)
         })
     }
@@ -90,6 +98,13 @@ mod tests {
         assert!(!policy.keeps(2, 1_000_000), "old and beyond keep_last");
         assert!(policy.keeps(3, 999), "recent");
         assert!(!policy.keeps(4, 0), "recent but beyond the ceiling");
+        let nothing = Retention {
+            keep_last: 0,
+            keep_within_ms: 0,
+            max_automatic: 0,
+        };
+        assert!(nothing.keeps(0, 1_000_000), "the one just taken stays");
+        assert!(!nothing.keeps(1, 0));
     }
 
     #[test]
