@@ -17,6 +17,9 @@ use crate::{json_ids, Kind, Node, Vfs};
 /// Bytes per chunk: every chunk of a file is this size but the last.
 pub use stead_sync::CHUNK_SIZE;
 
+/// Chunk ids checked per collecting statement (~170 KB of JSON at most).
+const COLLECT_BATCH: usize = 8192;
+
 /// Small files fetched per statement, by count and by bytes.
 pub(crate) const BATCH_FILES: usize = 256;
 pub(crate) const BATCH_BYTES: u64 = 8 << 20;
@@ -285,23 +288,24 @@ impl<S: Sql> Vfs<'_, S> {
         Ok(())
     }
 
-    /// Deletes those of `chunk_ids` that nothing references any more.
+    /// Deletes those of `chunk_ids` that nothing references any more. The
+    /// ids go to SQL in batches, each bound as one JSON text well under the
+    /// 2 MB a Durable Object accepts (dropping a large checkpoint releases
+    /// one id per pinned chunk).
     pub(crate) fn collect(&self, chunk_ids: &[i64]) -> Result<()> {
-        if chunk_ids.is_empty() {
-            return Ok(());
-        }
         let mut ids = chunk_ids.to_vec();
         ids.sort_unstable();
         ids.dedup();
-        let set = json_ids(&ids);
-        self.db.execute(
-            "DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?)) \
-             AND NOT EXISTS (SELECT 1 FROM file_chunks f WHERE f.chunk = chunks.id) \
-             AND NOT EXISTS (SELECT 1 FROM upload_chunks u WHERE u.chunk = chunks.id) \
-             AND NOT EXISTS (SELECT 1 FROM checkpoint_chunks k WHERE k.chunk = chunks.id) \
-             AND NOT EXISTS (SELECT 1 FROM import_chunks i WHERE i.chunk = chunks.id)",
-            params![set.as_str()],
-        )?;
+        for batch in ids.chunks(COLLECT_BATCH) {
+            self.db.execute(
+                "DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?)) \
+                 AND NOT EXISTS (SELECT 1 FROM file_chunks f WHERE f.chunk = chunks.id) \
+                 AND NOT EXISTS (SELECT 1 FROM upload_chunks u WHERE u.chunk = chunks.id) \
+                 AND NOT EXISTS (SELECT 1 FROM checkpoint_chunks k WHERE k.chunk = chunks.id) \
+                 AND NOT EXISTS (SELECT 1 FROM import_chunks i WHERE i.chunk = chunks.id)",
+                params![json_ids(batch).as_str()],
+            )?;
+        }
         Ok(())
     }
 }

@@ -1,4 +1,10 @@
 //! Filesystem errors, each carrying the POSIX code an agent already knows.
+//!
+//! The checkpoint errors (unknown checkpoint or revision, a revision no
+//! longer kept, a fork stream that does not add up, ...) map onto the
+//! existing codes, so every caller's exhaustive match on [`Errno`] (the
+//! HTTP status, the shell's messages) covers them unchanged; the variant
+//! and its message say which case it is (`CHECKPOINTS.md` has the table).
 
 use std::fmt;
 

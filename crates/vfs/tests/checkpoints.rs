@@ -416,3 +416,23 @@ fn retention_keeps_the_newest_and_the_recent_and_all_manual_ones() {
         .unwrap();
     assert_eq!(pruned.len(), 4, "two of each kind");
 }
+
+#[test]
+fn deleting_a_large_checkpoint_frees_every_chunk_only_it_held() {
+    let db = db();
+    let vfs = vfs(&db);
+    // More chunks than one collecting statement takes.
+    for i in 0..9_000 {
+        put(&vfs, &format!("/many/d{}/f{i}", i % 30), format!("{i}"));
+    }
+    let held = checkpoint(&vfs);
+    vfs.remove(&p("/many"), true).unwrap();
+    assert_eq!(chunks(&db), 9_000);
+    assert_eq!(
+        vfs.usage().unwrap().checkpoint_only_bytes,
+        vfs.usage().unwrap().stored_bytes
+    );
+    vfs.delete_checkpoint(held).unwrap();
+    assert_eq!(chunks(&db), 0);
+    assert_eq!(vfs.usage().unwrap().stored_bytes, 0);
+}

@@ -1023,6 +1023,9 @@ enum CkOp {
     Delete {
         which: usize,
     },
+    /// Undo: restore the newest checkpoint not undone whose restore changes
+    /// something; mark it and every newer one undone.
+    Undo,
     /// Diff between two kept checkpoints (`None`: now).
     Diff {
         from: Option<usize>,
@@ -1036,6 +1039,7 @@ struct MPinned {
     id: CheckpointId,
     roots: Vec<String>,
     nodes: BTreeMap<String, MNode>,
+    undone: bool,
 }
 
 /// A policy that never prunes, so the model need not.
@@ -1098,7 +1102,12 @@ impl Model {
             .filter(|(path, _)| covers(&roots, path))
             .map(|(path, node)| (path.clone(), node.clone()))
             .collect();
-        MPinned { id, roots, nodes }
+        MPinned {
+            id,
+            roots,
+            nodes,
+            undone: false,
+        }
     }
 
     /// Restore as documented: each root becomes what the checkpoint holds
@@ -1403,6 +1412,28 @@ impl Checkpoints {
                 }
                 return Ok(());
             }
+            CkOp::Undo => {
+                let real = vfs.undo().map_err(|e| e.code().as_str());
+                let expected = self.undo(model);
+                match (&real, &expected) {
+                    (Ok(undone), Ok(id)) if undone.checkpoint.id == *id => {}
+                    (Err(code), Err(expected_code)) if code == expected_code => {
+                        if state(db) != before {
+                            return Err(format!("a failed undo ({code}) changed the database"));
+                        }
+                    }
+                    _ => {
+                        return Err(format!(
+                            "undo: real {:?}, model {expected:?}",
+                            real.map(|u| (u.checkpoint.id, u.restored.changes))
+                        ))
+                    }
+                }
+                if snapshot(vfs) != model.nodes {
+                    return Err("tree after undo differs from the model".into());
+                }
+                return Ok(());
+            }
             CkOp::Delete { which } => {
                 let Some(target) = self.pick(*which).cloned() else {
                     return Ok(());
@@ -1452,6 +1483,27 @@ impl Checkpoints {
         Ok(())
     }
 
+    /// The model's undo: the checkpoint it restores, or its error code.
+    fn undo(&mut self, model: &mut Model) -> Result<CheckpointId, Code> {
+        for index in (0..self.kept.len()).rev() {
+            if self.kept[index].undone {
+                continue;
+            }
+            let mut next = model.clone();
+            next.restore(&self.kept[index], None)?;
+            if next.nodes == model.nodes {
+                continue;
+            }
+            let id = self.kept[index].id;
+            for kept in &mut self.kept {
+                kept.undone |= kept.id >= id;
+            }
+            *model = next;
+            return Ok(id);
+        }
+        Err("ENOENT")
+    }
+
     /// Every kept checkpoint reads back exactly as it was taken.
     fn read_back(&self, vfs: &Vfs<'_, SqliteDb>) -> Result<(), String> {
         for kept in &self.kept {
@@ -1477,6 +1529,7 @@ fn checkpoint_step() -> impl Strategy<Value = Step> {
         4 => (any::<usize>(), prop::option::weighted(0.5, paths()))
             .prop_map(|(which, paths)| CkOp::Restore { which, paths }),
         1 => any::<usize>().prop_map(|which| CkOp::Delete { which }),
+        2 => Just(CkOp::Undo),
         // Mostly a checkpoint against now, where the differences are.
         3 => (prop::option::weighted(0.9, any::<usize>()), prop::option::weighted(0.3, any::<usize>()))
             .prop_map(|(from, to)| CkOp::Diff { from, to }),

@@ -44,9 +44,8 @@ use crate::{json_ids, CHUNK_SIZE};
 /// Version of the stream; an importer refuses another.
 pub const FORK_FORMAT: u32 = 1;
 /// Largest frame payload. A chunk frame holds at most a chunk and its hash;
-/// an entries frame at most [`ENTRIES_PER_FRAME`] entries and about
-/// [`HASHES_PER_FRAME`] chunk hashes (~270 KiB), or one entry alone, and one
-/// file's hashes fit up to a 32 GiB file.
+/// an entries frame at most 256 entries and about 4,096 chunk hashes
+/// (~270 KiB), or one entry alone: one file's hashes fit up to a 32 GiB file.
 pub const MAX_FORK_FRAME: usize = 4 << 20;
 /// Most entries per entries frame.
 const ENTRIES_PER_FRAME: i64 = 256;
@@ -705,7 +704,7 @@ impl<S: Sql> Vfs<'_, S> {
     /// the depth and length limits.
     fn check_staged_tree(&self, entries: u64) -> Result<()> {
         let orphan = self.db.query_row(
-            "SELECT e.ino FROM import_entries e WHERE e.parent != ?1 AND NOT EXISTS \
+            "SELECT e.ino FROM import_entries e WHERE e.parent != ? AND NOT EXISTS \
              (SELECT 1 FROM import_entries p WHERE p.ino = e.parent AND p.kind = 2) LIMIT 1",
             params![ROOT_INO],
         )?;
@@ -720,7 +719,7 @@ impl<S: Sql> Vfs<'_, S> {
         let row = self
             .db
             .query_row(
-                "WITH RECURSIVE reach(ino, depth, len) AS (SELECT ?1, 0, 0 UNION ALL \
+                "WITH RECURSIVE reach(ino, depth, len) AS (SELECT ?, 0, 0 UNION ALL \
                  SELECT e.ino, r.depth + 1, r.len + 1 + length(CAST(e.name AS BLOB)) \
                  FROM import_entries e JOIN reach r ON e.parent = r.ino) \
                  SELECT COUNT(*) - 1, MAX(depth), MAX(len) FROM reach",

@@ -440,20 +440,20 @@ impl<S: Sql> Vfs<'_, S> {
         }
         self.db.execute(
             "INSERT INTO checkpoint_chunks (checkpoint, ino, idx, chunk) \
-             SELECT ?1, f.ino, f.idx, f.chunk FROM checkpoint_entries e \
-             JOIN file_chunks f ON f.ino = e.ino WHERE e.checkpoint = ?1 AND e.kind = 1 \
-             UNION ALL SELECT ?1, f.ino, f.idx, f.chunk FROM checkpoint_roots r \
-             JOIN file_chunks f ON f.ino = r.ino WHERE r.checkpoint = ?1 AND r.kind = 1",
-            params![id],
+             SELECT ?, f.ino, f.idx, f.chunk FROM checkpoint_entries e \
+             JOIN file_chunks f ON f.ino = e.ino WHERE e.checkpoint = ? AND e.kind = 1 \
+             UNION ALL SELECT ?, f.ino, f.idx, f.chunk FROM checkpoint_roots r \
+             JOIN file_chunks f ON f.ino = r.ino WHERE r.checkpoint = ? AND r.kind = 1",
+            params![id, id, id, id],
         )?;
         self.db.execute(
             "UPDATE checkpoints SET (files, directories, symlinks, bytes) = \
              (SELECT COALESCE(SUM(kind = 1), 0), COALESCE(SUM(kind = 2), 0), \
               COALESCE(SUM(kind = 3), 0), COALESCE(SUM(CASE WHEN kind = 1 THEN size END), 0) \
-              FROM (SELECT kind, size FROM checkpoint_entries WHERE checkpoint = ?1 \
+              FROM (SELECT kind, size FROM checkpoint_entries WHERE checkpoint = ? \
                     UNION ALL SELECT kind, size FROM checkpoint_roots \
-                    WHERE checkpoint = ?1 AND kind IS NOT NULL)) WHERE id = ?1",
-            params![id],
+                    WHERE checkpoint = ? AND kind IS NOT NULL)) WHERE id = ?",
+            params![id, id, id],
         )?;
         Ok(())
     }
