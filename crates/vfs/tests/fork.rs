@@ -394,3 +394,27 @@ fn a_stream_that_is_not_a_tree_is_refused() {
     ));
     assert_eq!(get(&vfs(&target), "/d/a"), b"abc");
 }
+
+#[test]
+fn content_past_the_quota_is_refused_as_it_arrives() {
+    // The header understates the content; the chunks themselves are counted.
+    let big = noise(CHUNK_SIZE, 3);
+    let stream = hand_made(
+        json!([{"ino": 2, "parent": 1, "name": "big", "type": "file", "mode": 0o644,
+                "size": CHUNK_SIZE, "mtime": 0,
+                "chunks": [blake3::hash(&big).to_hex().to_string()]}]),
+        &[&big],
+    );
+    let target = db();
+    let before = dump(&target);
+    let small = Vfs::new(&target, NOW).with_limits(Limits {
+        max_stored_bytes: CHUNK_SIZE as u64 - 1,
+        ..Limits::default()
+    });
+    let error = small.import_page(&stream).unwrap_err();
+    assert_eq!(error.code().as_str(), "ENOSPC", "{error}");
+    assert_eq!(dump(&target), before);
+    // With room, the same stream is a workspace.
+    vfs(&target).import_page(&stream).unwrap();
+    assert_eq!(get(&vfs(&target), "/big"), big);
+}

@@ -38,6 +38,9 @@ use crate::path::VPath;
 use crate::read::looks_binary;
 use crate::{json_ids, Vfs};
 
+/// Files whose chunk lists one statement fetches (a bounded JSON parameter).
+const INOS_PER_STATEMENT: usize = 4096;
+
 /// A point in time to compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Point {
@@ -473,7 +476,8 @@ impl<S: Sql> Vfs<'_, S> {
         Ok(())
     }
 
-    /// The chunk lists of files `inos` on `side`, in one statement.
+    /// The chunk lists of files `inos` on `side`, a statement per
+    /// [`INOS_PER_STATEMENT`] files.
     fn chunk_lists(
         &self,
         side: &Side,
@@ -481,24 +485,23 @@ impl<S: Sql> Vfs<'_, S> {
     ) -> Result<HashMap<i64, Vec<i64>>> {
         let inos: Vec<i64> = inos.collect();
         let mut out: HashMap<i64, Vec<i64>> = HashMap::with_capacity(inos.len());
-        if inos.is_empty() {
-            return Ok(out);
-        }
-        let set = json_ids(&inos);
-        let rows = match side {
-            Side::Live => self.db.query(
-                "SELECT ino, chunk FROM file_chunks \
-                 WHERE ino IN (SELECT value FROM json_each(?)) ORDER BY ino, idx",
-                params![set.as_str()],
-            )?,
-            Side::Pinned(pinned) => self.db.query(
-                "SELECT ino, chunk FROM checkpoint_chunks WHERE checkpoint = ? \
-                 AND ino IN (SELECT value FROM json_each(?)) ORDER BY ino, idx",
-                params![pinned.id, set.as_str()],
-            )?,
-        };
-        for row in rows {
-            out.entry(row.int(0)?).or_default().push(row.int(1)?);
+        for batch in inos.chunks(INOS_PER_STATEMENT) {
+            let set = json_ids(batch);
+            let rows = match side {
+                Side::Live => self.db.query(
+                    "SELECT ino, chunk FROM file_chunks \
+                     WHERE ino IN (SELECT value FROM json_each(?)) ORDER BY ino, idx",
+                    params![set.as_str()],
+                )?,
+                Side::Pinned(pinned) => self.db.query(
+                    "SELECT ino, chunk FROM checkpoint_chunks WHERE checkpoint = ? \
+                     AND ino IN (SELECT value FROM json_each(?)) ORDER BY ino, idx",
+                    params![pinned.id, set.as_str()],
+                )?,
+            };
+            for row in rows {
+                out.entry(row.int(0)?).or_default().push(row.int(1)?);
+            }
         }
         Ok(out)
     }
