@@ -28,7 +28,10 @@ use crate::gen::{Noise, Rng};
 use crate::report::{Aim, Report, Row, Unit};
 use crate::stats::{best_of, mib_per_sec, millis, timed, MIB};
 
-const RUNS: usize = 5;
+/// Runs of each metadata measure (cheap, and noisy on a shared machine).
+const RUNS: usize = 10;
+/// Runs of each measure that moves the whole content.
+const CONTENT_RUNS: usize = 2;
 /// One file in a hundred is large (several chunks).
 const LARGE_EVERY: usize = 100;
 const LARGE_BYTES: usize = 1 << 20;
@@ -319,7 +322,7 @@ pub fn run(sizes: Sizes, report: &mut Report) {
     );
     let small_diff = diff_time(&small, report);
     let large_diff = diff_time(&space, report);
-    let diff_section = "diff of two checkpoints 10 files apart (and restoring them), best of 5";
+    let diff_section = "diff of two checkpoints 10 files apart (and restoring them), best of 10";
     compare(
         report,
         diff_section,
@@ -360,15 +363,18 @@ pub fn run(sizes: Sizes, report: &mut Report) {
     eprintln!("checkpoint: fork of {} MiB", space.bytes / MIB);
     let id = take(&vfs);
     let source_nodes = nodes(&vfs, &space.files);
-    let (read, read_bytes) = best_of(3, |_| timed(|| read_all(&vfs, &source_nodes)));
-    let (forked, sent, target_dir) = fork(&vfs, id);
+    let (read, read_bytes) = best_of(CONTENT_RUNS, |_| timed(|| read_all(&vfs, &source_nodes)));
+    let (forked, (sent, target_dir)) = best_of(CONTENT_RUNS, |_| {
+        let (elapsed, sent, target_dir) = fork(&vfs, id);
+        (elapsed, (sent, target_dir))
+    });
     let target = SqliteDb::open(&target_dir.path().join("workspace.sqlite")).expect("reopen");
     if !same_content(&vfs, &Vfs::new(&target, NOW), &space.files) {
         report.warn("the fork reads back other bytes than the source".into());
     }
-    let (written, written_bytes) = write_floor(&vfs, &space.files);
+    let (written, written_bytes) = best_of(CONTENT_RUNS, |_| write_floor(&vfs, &space.files));
     let fork_section = format!(
-        "fork: export + import of {:.0} MiB of distinct content, {} MiB pages",
+        "fork: export + import of {:.0} MiB of distinct content, {} MiB pages, best of 2",
         sent as f64 / MIB as f64,
         PAGE_BYTES / (1 << 20)
     );
@@ -395,6 +401,7 @@ pub fn run(sizes: Sizes, report: &mut Report) {
         "bytes": space.bytes,
         "small_files": sizes.small_files,
         "runs": RUNS,
+        "content_runs": CONTENT_RUNS,
         "page_bytes": PAGE_BYTES,
         "sqlite": "file, journal_mode=WAL, synchronous=NORMAL",
         "listing_ms": millis(listing),
