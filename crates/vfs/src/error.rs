@@ -1,4 +1,10 @@
 //! Filesystem errors, each carrying the POSIX code an agent already knows.
+//!
+//! The checkpoint errors (unknown checkpoint or revision, a revision no
+//! longer kept, a fork stream that does not add up, ...) map onto the
+//! existing codes, so every caller's exhaustive match on [`Errno`] (the
+//! HTTP status, the shell's messages) covers them unchanged; the variant
+//! and its message say which case it is (`CHECKPOINTS.md` has the table).
 
 use std::fmt;
 
@@ -68,6 +74,54 @@ pub enum VfsError {
     InvalidCursor { cursor: String },
     #[error("inconsistent upload: {reason}")]
     BadUpload { reason: String },
+    /// `ENOENT`: no checkpoint has this id or name (or it was deleted or
+    /// pruned by the retention policy).
+    #[error("no such checkpoint: {checkpoint}")]
+    UnknownCheckpoint { checkpoint: String },
+    /// `EEXIST`: another checkpoint already has this name.
+    #[error("a checkpoint named {name:?} already exists")]
+    CheckpointExists { name: String },
+    /// `EINVAL`: a checkpoint name or note that cannot be stored.
+    #[error("invalid checkpoint {field}: {reason}")]
+    InvalidCheckpoint {
+        field: &'static str,
+        reason: &'static str,
+    },
+    /// `ENOENT`: a revision the workspace never reached (negative, or past
+    /// the current one).
+    #[error("no such revision: {revision} (the workspace is at {current})")]
+    UnknownRevision { revision: i64, current: i64 },
+    /// `ENOENT`: a past revision no whole-workspace checkpoint pins, so its
+    /// content is gone.
+    #[error("revision {revision} is not kept: no whole-workspace checkpoint pins it")]
+    RevisionNotKept { revision: i64 },
+    /// `ENOENT`: a path outside what a partial checkpoint pinned.
+    #[error("checkpoint {checkpoint} does not cover {path}: it pinned only {roots}")]
+    NotInCheckpoint {
+        checkpoint: i64,
+        path: String,
+        roots: String,
+    },
+    /// `EINVAL`: an operation that needs the whole workspace (a fork) given a
+    /// checkpoint that pinned only some paths.
+    #[error(
+        "checkpoint {checkpoint} pinned only some paths; a fork needs a whole-workspace checkpoint"
+    )]
+    PartialCheckpoint { checkpoint: i64 },
+    /// `ENOENT`: no checkpoint left whose restore would change anything.
+    #[error("nothing to undo")]
+    NothingToUndo,
+    /// `EEXIST`: a fork cannot be imported here: the workspace holds files,
+    /// checkpoints or another import.
+    #[error("cannot import a fork: {reason}")]
+    ImportTargetInUse { reason: &'static str },
+    /// `ENOENT`: import frames (or an abort) without an import begun.
+    #[error("no import in progress")]
+    NoImport,
+    /// `EINVAL`: a fork's stream is malformed or does not add up (a frame cut
+    /// short, a chunk that does not match its hash, a tree that is not one).
+    #[error("bad fork stream: {reason}")]
+    BadImport { reason: String },
     #[error("storage failure: {0}")]
     Storage(#[from] SqlError),
     #[error("corrupt workspace: {0}")]
@@ -149,7 +203,17 @@ impl VfsError {
             VfsError::InvalidPath { .. }
             | VfsError::InvalidPattern { .. }
             | VfsError::InvalidCursor { .. }
-            | VfsError::BadUpload { .. } => Errno::Einval,
+            | VfsError::BadUpload { .. }
+            | VfsError::InvalidCheckpoint { .. }
+            | VfsError::PartialCheckpoint { .. }
+            | VfsError::BadImport { .. } => Errno::Einval,
+            VfsError::UnknownCheckpoint { .. }
+            | VfsError::UnknownRevision { .. }
+            | VfsError::RevisionNotKept { .. }
+            | VfsError::NotInCheckpoint { .. }
+            | VfsError::NothingToUndo
+            | VfsError::NoImport => Errno::Enoent,
+            VfsError::CheckpointExists { .. } | VfsError::ImportTargetInUse { .. } => Errno::Eexist,
             VfsError::SymlinkLoop { .. } => Errno::Eloop,
             VfsError::EscapesRoot { .. } => Errno::Eacces,
             VfsError::NameTooLong { .. } | VfsError::TooDeep { .. } => Errno::Enametoolong,
@@ -180,7 +244,8 @@ impl VfsError {
             | VfsError::TooDeep { path, .. }
             | VfsError::InvalidPath { path, .. }
             | VfsError::FileTooLarge { path, .. }
-            | VfsError::Edit { path, .. } => Some(path),
+            | VfsError::Edit { path, .. }
+            | VfsError::NotInCheckpoint { path, .. } => Some(path),
             VfsError::IntoItself { from, .. } => Some(from),
             VfsError::Patch(error) => error.path(),
             _ => None,
