@@ -5,6 +5,7 @@
 use futures::StreamExt;
 use js_sys::Uint8Array;
 use std::net::IpAddr;
+use stead_agent::auth::Caller;
 use stead_agent::host::{ByteStream, Method, Payload};
 use stead_agent::protocol::SocketState;
 use stead_agent::HostError;
@@ -17,6 +18,9 @@ use worker::{
 };
 
 use crate::do_sql::DoSql;
+
+/// Binding of the agents' Durable Object class.
+pub(crate) const WORKSPACE_BINDING: &str = "WORKSPACE";
 
 /// Binding of the container-enabled Durable Object class.
 const COMPUTER_BINDING: &str = "COMPUTER";
@@ -135,6 +139,39 @@ impl Host for WorkerHost {
         .await;
         sent.map(|response| response.status_code())
             .map_err(|e| e.to_string())
+    }
+
+    async fn call_agent(
+        &self,
+        agent: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, serde_json::Value), String> {
+        let sent = async {
+            let stub = self
+                .env
+                .durable_object(WORKSPACE_BINDING)?
+                .id_from_name(agent)?
+                .get_stub()?;
+            let headers = Headers::new();
+            for (name, value) in Caller::Admin.headers() {
+                headers.set(name, &value)?;
+            }
+            headers.set("content-type", "application/octet-stream")?;
+            let mut init = RequestInit::new();
+            init.with_method(worker::Method::Post)
+                .with_headers(headers)
+                .with_body(Some(Uint8Array::from(body.as_slice()).into()));
+            let url = format!("http://agent/agents/{agent}{path}");
+            let mut response = stub
+                .fetch_with_request(Request::new_with_init(&url, &init)?)
+                .await?;
+            let status = response.status_code();
+            let answer: serde_json::Value = response.json().await?;
+            Ok::<_, worker::Error>((status, answer))
+        }
+        .await;
+        sent.map_err(|e| e.to_string())
     }
 
     async fn resolve(&self, name: &str) -> Result<Vec<IpAddr>, String> {

@@ -60,6 +60,16 @@ pub trait Host {
         body: String,
     ) -> Result<u16, String>;
 
+    /// Sends `body` to `path` under another agent of this deployment
+    /// (`/agents/{agent}{path}`), as the admin: how a fork's pages reach
+    /// the new agent. `Ok` carries the answer's status and JSON body.
+    async fn call_agent(
+        &self,
+        agent: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, serde_json::Value), String>;
+
     /// The addresses host name `name` resolves to (A and AAAA records).
     async fn resolve(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String>;
 

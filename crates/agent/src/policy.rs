@@ -99,6 +99,14 @@ impl Action {
             Action::SettingsPut => records(Scope::Admin, "settings.put"),
             Action::Audit => reads(Scope::Admin),
             Action::RevokeToken => records(Scope::Admin, "token.revoke"),
+            Action::Checkpoints | Action::Checkpoint(_) | Action::Diff => reads(Scope::Read),
+            Action::CheckpointCreate => records(Scope::Write, "checkpoint.create"),
+            Action::CheckpointDelete(_) => records(Scope::Write, "checkpoint.delete"),
+            Action::Restore => records(Scope::Write, "restore"),
+            Action::Undo => records(Scope::Write, "undo"),
+            // A fork makes another agent, which only the admin may.
+            Action::Fork => records(Scope::Admin, "fork"),
+            Action::ForkImport => records(Scope::Admin, "fork.import"),
         }
     }
 

@@ -33,7 +33,7 @@ use crate::agent::Agent;
 use crate::computer::OutputSink;
 use crate::error::ApiError;
 use crate::host::Host;
-use crate::{outbound, scheduling, settings, subscriptions};
+use crate::{checkpoints, outbound, scheduling, settings, subscriptions};
 
 /// Most runs one alarm carries out before re-arming for the rest.
 const MAX_RUNS_PER_ALARM: usize = 50;
@@ -78,7 +78,8 @@ impl<H: Host> Agent<H> {
     pub(crate) async fn arm(&self) -> Result<(), ApiError> {
         let queued = Jobs::new(self.db()).has_queued()?.then(|| self.now_ms());
         let due = Schedules::new(self.db()).next_wake()?;
-        let at = [queued, due].into_iter().flatten().min();
+        let fork = checkpoints::import_deadline(self.db(), &self.vfs())?;
+        let at = [queued, due, fork].into_iter().flatten().min();
         self.host.set_alarm(at).await?;
         Ok(())
     }
@@ -98,6 +99,9 @@ impl<H: Host> Agent<H> {
             // The agent was deleted: nothing to run, nothing to re-arm.
             Err(ApiError::AgentNotFound { .. }) => return Ok(()),
             Err(error) => return Err(error),
+        }
+        if self.drop_stalled_fork().await? {
+            return Ok(());
         }
         let outcome = self.drain().await;
         // Re-arm whatever happened, so a failure is retried and nothing
@@ -138,7 +142,8 @@ impl<H: Host> Agent<H> {
             job: job.id,
         };
         let body = job.request.to_string();
-        let result = self.exec(body.as_bytes(), &sink).await;
+        let actor = format!("job:{}", job.id);
+        let result = self.exec(&actor, body.as_bytes(), &sink).await;
         let outcome = scheduling::outcome_of(&result);
         let job = self.jobs().finish(job.id, &outcome, self.now_ms())?;
         subscriptions::broadcast_job_end(self, &job);

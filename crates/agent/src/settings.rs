@@ -11,6 +11,7 @@ use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
 use stead_sql::{params, Sql};
 use stead_vfs::Limits;
 
+use crate::checkpoints::CheckpointSettings;
 use crate::error::ApiError;
 
 /// The quotas of one workspace.
@@ -99,7 +100,10 @@ pub fn webhooks(db: &impl Sql) -> Result<WebhookSettings, ApiError> {
     load(db, "webhooks")
 }
 
-fn load<T: Default + serde::de::DeserializeOwned>(db: &impl Sql, key: &str) -> Result<T, ApiError> {
+pub(crate) fn load<T: Default + serde::de::DeserializeOwned>(
+    db: &impl Sql,
+    key: &str,
+) -> Result<T, ApiError> {
     let row = db.query_row("SELECT value FROM settings WHERE key = ?", params![key])?;
     match row {
         Some(row) => {
@@ -127,6 +131,7 @@ pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
         "quotas": quotas(db)?,
         "computer": computer(db)?,
         "webhooks": webhooks(db)?,
+        "checkpoints": crate::checkpoints::settings(db)?,
     }))
 }
 
@@ -136,6 +141,7 @@ struct PutSettings {
     quotas: Option<Quotas>,
     computer: Option<ComputerSettings>,
     webhooks: Option<WebhookSettings>,
+    checkpoints: Option<CheckpointSettings>,
 }
 
 /// `PUT /agents/{id}/settings`: replaces the sections given (`quotas`,
@@ -171,6 +177,9 @@ pub fn put(db: &impl Sql, body: &[u8], local_development: bool) -> Result<Value,
         }
         if let Some(webhooks) = &request.webhooks {
             store(db, "webhooks", webhooks)?;
+        }
+        if let Some(checkpoints) = &request.checkpoints {
+            store(db, "checkpoints", checkpoints)?;
         }
         Ok::<_, ApiError>(())
     })?;
