@@ -12,12 +12,12 @@
 //! staged copy away (its alarm does), so a fork that breaks off leaves
 //! nothing behind; the source's own workspace is only read.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use stead_sql::{params, Sql};
 use stead_vfs::{
     Before, Checkpoint, CheckpointId, DiffOptions, ExportCursor, ImportProgress, NewCheckpoint,
-    Operation, Point, Retention, Scope, TextOptions, VPath, Vfs, VfsError,
+    Operation, Point, Scope, TextOptions, VPath, Vfs, VfsError,
 };
 
 use crate::decode::{decode, within, Cursor};
@@ -40,25 +40,6 @@ const MAX_LIST: usize = 200;
 const MAX_DIFF_PAGE: usize = 10_000;
 
 const DIFF_CURSOR: &str = "diff1";
-
-/// The workspace's checkpoint settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CheckpointSettings {
-    /// Take automatic checkpoints before operations that change files.
-    pub automatic: bool,
-    /// Which automatic checkpoints are kept.
-    pub retention: Retention,
-}
-
-impl Default for CheckpointSettings {
-    fn default() -> Self {
-        CheckpointSettings {
-            automatic: true,
-            retention: Retention::default(),
-        }
-    }
-}
 
 /// A checkpoint named by id (digits) or name.
 fn find<S: Sql>(vfs: &Vfs<'_, S>, key: &str) -> Result<Checkpoint, ApiError> {
@@ -290,11 +271,6 @@ pub fn fork_request<S: Sql>(
     })
 }
 
-/// The workspace's checkpoint settings (defaults where none were set).
-pub fn settings<S: Sql>(db: &S) -> Result<CheckpointSettings, ApiError> {
-    crate::settings::load(db, "checkpoints")
-}
-
 /// The paths a file tool's request names, which its automatic checkpoint
 /// pins (both ends of a move or copy).
 pub fn tool_paths(body: &[u8]) -> Vec<VPath> {
@@ -318,7 +294,7 @@ pub fn before<S: Sql>(
     scope: Scope<'_>,
     note: Option<&str>,
 ) -> Result<Option<CheckpointId>, VfsError> {
-    let settings = match settings(db) {
+    let settings = match crate::settings::checkpoints(db) {
         Ok(settings) => settings,
         Err(ApiError::Fs(error)) => return Err(error),
         Err(other) => return Err(VfsError::Corrupt(other.to_string())),

@@ -24,7 +24,7 @@ use crate::policy::{self, Audit, Policy};
 use crate::protocol::SocketState;
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::scheduling;
-use crate::{audit, checkpoints, outbound, settings, tools};
+use crate::{audit, checkpoints, settings, tools};
 
 /// The headers of a hook call.
 pub const HOOK_SECRET_HEADER: &str = "x-hook-secret";
@@ -348,10 +348,7 @@ impl<H: Host> Agent<H> {
             Action::ScheduleCreate | Action::SchedulePut(_) => {
                 policy::require_exec_of(&request.caller, &json_body)?;
                 if let Some(url) = scheduling::webhook_url(&json_body) {
-                    let allow_private = settings::webhooks(db)?.allow_private_targets;
-                    outbound::check(&self.host, &url, allow_private)
-                        .await
-                        .map_err(ApiError::WebhookRefused)?;
+                    self.check_webhook_target(&url).await?;
                 }
                 let path_id = match &request.action {
                     Action::SchedulePut(id) => Some(id.as_str()),

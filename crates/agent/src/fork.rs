@@ -82,7 +82,7 @@ impl<H: Host> Agent<H> {
     /// it is now (an existing whole checkpoint of this revision, or a new
     /// automatic one, taken whatever the workspace's automatic setting).
     fn fork_checkpoint(&self, actor: &str) -> Result<CheckpointId, ApiError> {
-        let retention = checkpoints::settings(self.db())?.retention;
+        let retention = crate::settings::checkpoints(self.db())?.retention;
         let taken = self.vfs().auto_checkpoint(
             stead_vfs::Before {
                 actor,

@@ -182,16 +182,23 @@ impl<H: Host> Agent<H> {
         })
     }
 
+    /// Checks that a webhook target may be called (see `crate::outbound`).
+    pub(crate) async fn check_webhook_target(&self, url: &str) -> Result<(), ApiError> {
+        let allow_private = settings::webhooks(self.db())?.allow_private_targets;
+        let pending = outbound::check_url(url, allow_private).map_err(ApiError::WebhookRefused)?;
+        if let outbound::Pending::Resolve(name) = pending {
+            let resolved = self.host.resolve(&name).await;
+            outbound::check_resolved(&name, resolved).map_err(ApiError::WebhookRefused)?;
+        }
+        Ok(())
+    }
+
     /// A schedule's webhook call: a signed POST; 2xx is success.
     async fn call_webhook(&self, ticket: &RunTicket) -> RunOutcome {
         let (Some(url), Some(secret)) = (&ticket.schedule.url, &ticket.schedule.secret) else {
             return RunOutcome::failed("the schedule has no webhook url".into());
         };
-        let allow_private = match settings::webhooks(self.db()) {
-            Ok(webhooks) => webhooks.allow_private_targets,
-            Err(error) => return RunOutcome::failed(error.to_string()),
-        };
-        if let Err(refused) = outbound::check(&self.host, url, allow_private).await {
+        if let Err(refused) = self.check_webhook_target(url).await {
             return RunOutcome::failed(format!("the webhook target was refused: {refused}"));
         }
         let body = ticket.webhook_body();

@@ -9,9 +9,8 @@ use serde_json::{json, Value};
 use stead_scheduler::jobs::JobLimits;
 use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
 use stead_sql::{params, Sql};
-use stead_vfs::Limits;
+use stead_vfs::{Limits, Retention};
 
-use crate::checkpoints::CheckpointSettings;
 use crate::error::ApiError;
 
 /// The quotas of one workspace.
@@ -86,6 +85,30 @@ pub fn computer(db: &impl Sql) -> Result<ComputerSettings, ApiError> {
     load(db, "computer")
 }
 
+/// The workspace's checkpoint settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointSettings {
+    /// Take automatic checkpoints before operations that change files.
+    pub automatic: bool,
+    /// Which automatic checkpoints are kept.
+    pub retention: Retention,
+}
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        CheckpointSettings {
+            automatic: true,
+            retention: Retention::default(),
+        }
+    }
+}
+
+/// The workspace's checkpoint settings (defaults where none were set).
+pub fn checkpoints(db: &impl Sql) -> Result<CheckpointSettings, ApiError> {
+    load(db, "checkpoints")
+}
+
 /// Where the workspace's webhooks may go (see `crate::outbound`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -100,10 +123,7 @@ pub fn webhooks(db: &impl Sql) -> Result<WebhookSettings, ApiError> {
     load(db, "webhooks")
 }
 
-pub(crate) fn load<T: Default + serde::de::DeserializeOwned>(
-    db: &impl Sql,
-    key: &str,
-) -> Result<T, ApiError> {
+fn load<T: Default + serde::de::DeserializeOwned>(db: &impl Sql, key: &str) -> Result<T, ApiError> {
     let row = db.query_row("SELECT value FROM settings WHERE key = ?", params![key])?;
     match row {
         Some(row) => {
@@ -131,7 +151,7 @@ pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
         "quotas": quotas(db)?,
         "computer": computer(db)?,
         "webhooks": webhooks(db)?,
-        "checkpoints": crate::checkpoints::settings(db)?,
+        "checkpoints": checkpoints(db)?,
     }))
 }
 
