@@ -272,11 +272,32 @@ pub fn fork_request<S: Sql>(
 }
 
 /// The paths a file tool's request names, which its automatic checkpoint
-/// pins (both ends of a move or copy).
+/// pins (both ends of a move or copy; every file a patch touches).
 pub fn tool_paths(body: &[u8]) -> Vec<VPath> {
     let Ok(value) = serde_json::from_slice::<Value>(body) else {
         return Vec::new();
     };
+    if let Some(patch) = value.get("patch").and_then(Value::as_str) {
+        let base = value.get("base").and_then(Value::as_str).unwrap_or("/");
+        let Ok(base) = VPath::parse(base) else {
+            return Vec::new();
+        };
+        let Ok(parsed) = stead_patch::parse(patch) else {
+            return Vec::new();
+        };
+        return parsed
+            .files
+            .iter()
+            .flat_map(|file| {
+                let moved = match file {
+                    stead_patch::FilePatch::Update { move_to, .. } => move_to.as_deref(),
+                    _ => None,
+                };
+                std::iter::once(file.path()).chain(moved)
+            })
+            .filter_map(|path| VPath::parse_from(path, &base).ok())
+            .collect();
+    }
     ["path", "from", "to"]
         .iter()
         .filter_map(|key| value.get(*key)?.as_str())

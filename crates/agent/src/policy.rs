@@ -327,8 +327,20 @@ mod tests {
                 tool.name()
             );
         }
+        // Words of the write row that are routes rather than tools.
+        let routes = [
+            ("upload", Action::Upload("/f".into())),
+            ("checkpoints", Action::CheckpointCreate),
+            ("restore", Action::Restore),
+            ("undo", Action::Undo),
+        ];
         for name in &write {
-            let known = name == "upload" || Tool::from_name(name).is_some_and(Tool::mutates);
+            let known = match Tool::from_name(name) {
+                Some(tool) => tool.mutates(),
+                None => routes.iter().any(|(word, action)| {
+                    word == name && action.policy().access == Access::Scope(Scope::Write)
+                }),
+            };
             assert!(
                 known,
                 "the write row lists {name:?}, which is no writing route"

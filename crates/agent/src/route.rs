@@ -30,6 +30,7 @@ pub enum Tool {
     Write,
     Append,
     Edit,
+    ApplyPatch,
     Stat,
     Ls,
     Mkdir,
@@ -46,11 +47,12 @@ pub enum Tool {
 
 impl Tool {
     /// Every tool, in the order the docs list them.
-    pub const ALL: [Tool; 16] = [
+    pub const ALL: [Tool; 17] = [
         Tool::Read,
         Tool::Write,
         Tool::Append,
         Tool::Edit,
+        Tool::ApplyPatch,
         Tool::Stat,
         Tool::Ls,
         Tool::Mkdir,
@@ -72,6 +74,7 @@ impl Tool {
             Tool::Write => "write",
             Tool::Append => "append",
             Tool::Edit => "edit",
+            Tool::ApplyPatch => "apply_patch",
             Tool::Stat => "stat",
             Tool::Ls => "ls",
             Tool::Mkdir => "mkdir",
@@ -105,6 +108,7 @@ impl Tool {
             Tool::Write
             | Tool::Append
             | Tool::Edit
+            | Tool::ApplyPatch
             | Tool::Mkdir
             | Tool::Rm
             | Tool::Mv

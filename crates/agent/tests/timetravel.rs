@@ -383,3 +383,48 @@ fn a_stalled_fork_is_dropped_by_the_targets_alarm() {
     assert!(names.is_empty(), "the dropped fork left storage: {names:?}");
     assert_eq!(target.host().now_ms(), deadline);
 }
+
+#[test]
+fn a_patch_applies_in_one_step_and_is_undone_in_one_step() {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/proj/main.py", "def main():\n    print(\"hi\")\n");
+    write(&agent, "/proj/old.txt", "old\n");
+    let patch = "*** Begin Patch\n*** Add File: proj/new.md\n+# New\n*** Update File: proj/main.py\n@@ def main():\n-    print(\"hi\")\n+    print(\"hello\")\n*** Delete File: proj/old.txt\n*** End Patch\n";
+    let applied = ok(
+        &agent,
+        "a",
+        Action::Tool(Tool::ApplyPatch),
+        &json!({ "patch": patch }).to_string(),
+    );
+    assert_eq!(applied["files"].as_array().unwrap().len(), 3, "{applied}");
+    assert!(applied["summary"].as_str().unwrap().starts_with("Success."));
+    assert_eq!(read(&agent, "a", "/proj/new.md")["content"], "# New\n");
+    let undone = ok(&agent, "a", Action::Undo, "{}");
+    assert_eq!(
+        undone["undone"]["checkpoint"]["operation"],
+        "tool:apply_patch"
+    );
+    assert_eq!(read(&agent, "a", "/proj/new.md")["error"]["code"], "ENOENT");
+    assert_eq!(read(&agent, "a", "/proj/old.txt")["content"], "old\n");
+    assert_eq!(
+        read(&agent, "a", "/proj/main.py")["content"],
+        "def main():\n    print(\"hi\")\n"
+    );
+    // A hunk that does not apply changes nothing and says where it looked.
+    let bad = "*** Begin Patch\n*** Update File: proj/main.py\n@@\n-    print(\"nope\")\n+    print(\"x\")\n*** End Patch\n";
+    let (status, answer) = call(
+        &agent,
+        request(
+            "a",
+            Action::Tool(Tool::ApplyPatch),
+            Caller::Admin,
+            &json!({ "patch": bad }).to_string(),
+        ),
+    );
+    assert_eq!(
+        (status, answer["error"]["code"].clone()),
+        (422, json!("EDIT_NO_MATCH")),
+        "{answer}"
+    );
+}
