@@ -90,7 +90,10 @@ fn a_fork_cut_off_by_a_restart_leaves_no_usable_agent_and_resumes() {
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while target.send("GET", "", b"").error_code() != "AGENT_FORKING" {
-        assert!(std::time::Instant::now() < deadline, "the fork never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fork never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     first.stop();
@@ -108,7 +111,10 @@ fn a_fork_cut_off_by_a_restart_leaves_no_usable_agent_and_resumes() {
     // Half copied is never usable: it is still a fork in progress, or gone.
     let half = target.send("GET", "", b"");
     assert!(
-        matches!(half.error_code().as_str(), "AGENT_FORKING" | "AGENT_NOT_FOUND"),
+        matches!(
+            half.error_code().as_str(),
+            "AGENT_FORKING" | "AGENT_NOT_FOUND"
+        ),
         "a half-copied fork answered {}: {}",
         half.status,
         String::from_utf8_lossy(&half.body)

@@ -26,12 +26,22 @@ fn a_workspace_broken_by_a_command_is_undone() {
         "exec",
         json!({ "command": "rm -rf /src && echo oops > /README", "backend": "shell" }),
     );
-    let checkpoint = broke["checkpoint"].as_i64().expect("the exec names its checkpoint");
-    expect_error(&agent.call("stat", json!({ "path": "/src" })), 404, "ENOENT");
+    let checkpoint = broke["checkpoint"]
+        .as_i64()
+        .expect("the exec names its checkpoint");
+    expect_error(
+        &agent.call("stat", json!({ "path": "/src" })),
+        404,
+        "ENOENT",
+    );
     let undone = post(&agent, "undo", json!({}));
     assert_eq!(undone["undone"]["checkpoint"]["id"], checkpoint, "{undone}");
     assert_eq!(agent.read("/src/main.rs"), "fn main() {}\n");
-    expect_error(&agent.call("stat", json!({ "path": "/README" })), 404, "ENOENT");
+    expect_error(
+        &agent.call("stat", json!({ "path": "/README" })),
+        404,
+        "ENOENT",
+    );
 }
 
 #[test]
@@ -44,13 +54,19 @@ fn a_computer_commands_changes_are_rolled_back() {
                 "backend": "computer" }),
     );
     assert_eq!(ran["status"], "exited", "{ran}");
-    let checkpoint = ran["checkpoint"].as_i64().expect("a computer command names its checkpoint");
+    let checkpoint = ran["checkpoint"]
+        .as_i64()
+        .expect("a computer command names its checkpoint");
     assert_eq!(agent.read("/data/in.txt"), "changed\n");
     let undone = post(&agent, "undo", json!({}));
     assert_eq!(undone["undone"]["checkpoint"]["id"], checkpoint);
     assert_eq!(undone["undone"]["checkpoint"]["operation"], "computer");
     assert_eq!(agent.read("/data/in.txt"), "original\n");
-    expect_error(&agent.call("stat", json!({ "path": "/out" })), 404, "ENOENT");
+    expect_error(
+        &agent.call("stat", json!({ "path": "/out" })),
+        404,
+        "ENOENT",
+    );
 }
 
 /// Writes every file of the workspace under `dir`.
@@ -92,8 +108,15 @@ fn a_diff_names_what_diff_r_names() {
     agent.write("/dir/new.txt", "new\n");
     agent.write("/added.txt", "+\n");
     export(&agent, &dir.path().join("two"));
-    expect_status(&agent.send("POST", "/checkpoints", br#"{"name":"two"}"#), 201);
-    let diff = post(&agent, "diff", json!({ "from": "one", "to": "two", "text": true }));
+    expect_status(
+        &agent.send("POST", "/checkpoints", br#"{"name":"two"}"#),
+        201,
+    );
+    let diff = post(
+        &agent,
+        "diff",
+        json!({ "from": "one", "to": "two", "text": true }),
+    );
     let ours: BTreeSet<String> = diff["entries"]
         .as_array()
         .unwrap()
@@ -127,7 +150,10 @@ fn a_diff_names_what_diff_r_names() {
         .iter()
         .find(|e| e["path"] == "/edit.txt")
         .unwrap();
-    assert!(edit["text"]["patch"].as_str().unwrap().contains("-before\n+after\n"));
+    assert!(edit["text"]["patch"]
+        .as_str()
+        .unwrap()
+        .contains("-before\n+after\n"));
 }
 
 #[test]
@@ -159,8 +185,19 @@ fn a_large_fork_reads_back_byte_exact_while_the_source_serves_writes() {
     assert_eq!(assert_same_stream(body, Noise::new(7, SIZE)), SIZE);
     assert_eq!(target.read("/notes.md"), "at fork time\n");
     // The fork is the checkpoint: later writes are the source's alone.
-    assert_eq!(source.tree().iter().filter(|p| p.starts_with("/later/")).count(), 20);
-    expect_error(&target.call("stat", json!({ "path": "/later" })), 404, "ENOENT");
+    assert_eq!(
+        source
+            .tree()
+            .iter()
+            .filter(|p| p.starts_with("/later/"))
+            .count(),
+        20
+    );
+    expect_error(
+        &target.call("stat", json!({ "path": "/later" })),
+        404,
+        "ENOENT",
+    );
     // Forking onto an agent that exists is refused, and changes nothing.
     let again = source.send("POST", "/fork", br#"{"to":"tt-fork-target"}"#);
     expect_error(&again, 409, "AGENT_EXISTS");

@@ -172,16 +172,7 @@ pub fn require_exec_of(caller: &Caller, body: &[u8]) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Claims;
-
-    fn claims(scopes: &[Scope], exp: i64) -> Claims {
-        Claims {
-            id: "t1".into(),
-            agent: "alice".into(),
-            scopes: scopes.to_vec(),
-            exp,
-        }
-    }
+    use crate::auth::tests::claims;
 
     #[test]
     fn scopes_and_agents_are_enforced() {

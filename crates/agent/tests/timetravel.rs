@@ -110,10 +110,7 @@ fn named_checkpoints_diff_and_restore() {
             r#"{"name":"v1"}"#,
         ),
     );
-    assert_eq!(
-        (duplicate.0, duplicate.1["error"]["code"].clone()),
-        (409, json!("EEXIST"))
-    );
+    assert_eq!(failure(duplicate.0, &duplicate.1), (409, "EEXIST"));
     write(&agent, "/a.txt", "two\n");
     ok(&agent, "a", Action::Tool(Tool::Rm), r#"{"path":"/b.txt"}"#);
     write(&agent, "/c.txt", "sea\n");
@@ -162,10 +159,7 @@ fn named_checkpoints_diff_and_restore() {
         &agent,
         request("a", Action::Checkpoint("v1".into()), Caller::Admin, ""),
     );
-    assert_eq!(
-        (gone.0, gone.1["error"]["code"].clone()),
-        (404, json!("ENOENT"))
-    );
+    assert_eq!(failure(gone.0, &gone.1), (404, "ENOENT"));
 }
 
 #[test]
@@ -239,10 +233,7 @@ fn automatic_checkpoints_can_be_turned_off() {
         json!([])
     );
     let nothing = call(&agent, request("a", Action::Undo, Caller::Admin, "{}"));
-    assert_eq!(
-        (nothing.0, nothing.1["error"]["code"].clone()),
-        (404, json!("ENOENT"))
-    );
+    assert_eq!(failure(nothing.0, &nothing.1), (404, "ENOENT"));
 }
 
 /// `len` bytes of hex text from a seeded generator: content whose chunks
@@ -307,10 +298,7 @@ fn a_fork_is_a_new_agent_with_the_checkpointed_workspace() {
         &source,
         request("a", Action::Fork, Caller::Admin, r#"{"to":"b"}"#),
     );
-    assert_eq!(
-        (again.0, again.1["error"]["code"].clone()),
-        (409, json!("AGENT_EXISTS"))
-    );
+    assert_eq!(failure(again.0, &again.1), (409, "AGENT_EXISTS"));
 }
 
 #[test]
@@ -326,8 +314,8 @@ fn a_fork_that_breaks_off_leaves_nothing_usable_and_resumes() {
         request("a", Action::Fork, Caller::Admin, r#"{"to":"b"}"#),
     );
     assert_eq!(
-        (broken.0, broken.1["error"]["code"].clone()),
-        (502, json!("FORK_FAILED")),
+        failure(broken.0, &broken.1),
+        (502, "FORK_FAILED"),
         "{}",
         broken.1
     );
@@ -336,10 +324,7 @@ fn a_fork_that_breaks_off_leaves_nothing_usable_and_resumes() {
         &target,
         request("b", Action::Tool(Tool::Ls), Caller::Admin, "{}"),
     );
-    assert_eq!(
-        (status, answer["error"]["code"].clone()),
-        (409, json!("AGENT_FORKING"))
-    );
+    assert_eq!(failure(status, &answer), (409, "AGENT_FORKING"));
     // Asked again, it resumes and completes.
     let done = ok(&source, "a", Action::Fork, r#"{"to":"b"}"#);
     assert!(done["fork"]["pages"].as_u64().unwrap() >= 1, "{done}");
@@ -364,10 +349,7 @@ fn a_stalled_fork_is_dropped_by_the_targets_alarm() {
         &target,
         request("b", Action::Tool(Tool::Ls), Caller::Admin, "{}"),
     );
-    assert_eq!(
-        (status, answer["error"]["code"].clone()),
-        (404, json!("AGENT_NOT_FOUND"))
-    );
+    assert_eq!(failure(status, &answer), (404, "AGENT_NOT_FOUND"));
     let tables = target
         .host()
         .db
@@ -422,9 +404,5 @@ fn a_patch_applies_in_one_step_and_is_undone_in_one_step() {
             &json!({ "patch": bad }).to_string(),
         ),
     );
-    assert_eq!(
-        (status, answer["error"]["code"].clone()),
-        (422, json!("EDIT_NO_MATCH")),
-        "{answer}"
-    );
+    assert_eq!(failure(status, &answer), (422, "EDIT_NO_MATCH"), "{answer}");
 }

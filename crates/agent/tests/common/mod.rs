@@ -380,6 +380,21 @@ pub fn ok(agent: &Agent<FakeHost>, id: &str, action: Action, body: &str) -> Valu
     body
 }
 
+/// The status and error code of an answer, for asserting a refusal.
+pub fn failure(status: u16, body: &Value) -> (u16, &str) {
+    (status, body["error"]["code"].as_str().unwrap_or(""))
+}
+
+/// The text of job `id`'s kept output, both streams in order.
+pub fn job_text(agent: &Agent<FakeHost>, id: i64) -> String {
+    ok(agent, "a", Action::JobOutput(id), "")["output"]
+        .as_array()
+        .expect("output pieces")
+        .iter()
+        .map(|p| p["data"].as_str().expect("text data").to_string())
+        .collect()
+}
+
 /// Creates agent `id`.
 pub fn create(agent: &Agent<FakeHost>, id: &str) {
     ok(agent, id, Action::Create, "");
