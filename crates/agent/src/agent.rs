@@ -181,21 +181,24 @@ impl<H: Host> Agent<H> {
         match plan.run {
             Run::Shell(request) => {
                 exec::check_cwd(&self.vfs(), &request.cwd)?;
-                let checkpoint = checkpoints::before(
+                let vfs = self.vfs();
+                let pending = checkpoints::before(
                     self.db(),
-                    &self.vfs(),
+                    &vfs,
                     actor,
                     Operation::Exec,
                     Scope::Whole,
                     Some(&request.command),
                 )?;
-                let outcome = exec::run_shell(
-                    &self.vfs(),
+                let checkpoint = pending.as_ref().map(checkpoints::Pending::id);
+                let ran = exec::run_shell(
+                    &vfs,
                     &HostClock(&self.host),
                     request,
                     plan.encoding,
-                    checkpoint.map(|id| id.0),
-                )?;
+                    checkpoint,
+                );
+                let outcome = checkpoints::settle(pending, &vfs, ran)?;
                 for (stream, write) in [
                     (
                         &outcome.stdout,
@@ -222,17 +225,15 @@ impl<H: Host> Agent<H> {
                 let (id, cancelled) = (running.exec.clone(), running.cancelled.clone());
                 self.running.replace(Some(running));
                 let note = command.command.clone();
+                // The command's changes follow in the same synchronous step,
+                // so the checkpoint is settled as it is taken.
                 let before_apply = || {
-                    let scope = Scope::Whole;
-                    checkpoints::before(
-                        self.db(),
-                        &self.vfs(),
-                        actor,
-                        Operation::Computer,
-                        scope,
-                        Some(&note),
-                    )
-                    .map(|id| id.map(|id| id.0))
+                    let vfs = self.vfs();
+                    let (scope, operation) = (Scope::Whole, Operation::Computer);
+                    let pending =
+                        checkpoints::before(self.db(), &vfs, actor, operation, scope, Some(&note))?;
+                    let id = pending.as_ref().map(checkpoints::Pending::id);
+                    checkpoints::settle(pending, &vfs, Ok::<_, stead_vfs::VfsError>(id))
                 };
                 let exec = computer::Exec {
                     id: &id,

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use stead_sql::{params, Sql};
 use stead_vfs::{
     Before, Checkpoint, CheckpointId, DiffOptions, ExportCursor, ImportProgress, NewCheckpoint,
-    Operation, Point, Scope, TextOptions, VPath, Vfs, VfsError,
+    Operation, Point, Retention, Scope, TextOptions, VPath, Vfs, VfsError,
 };
 
 use crate::decode::{decode, within, Cursor};
@@ -305,8 +305,65 @@ pub fn tool_paths(body: &[u8]) -> Vec<VPath> {
         .collect()
 }
 
+/// An automatic checkpoint taken before an operation, settled by how the
+/// operation went: kept (and the retention policy applied) when it
+/// succeeded, dropped when it failed, so a failed call changes nothing,
+/// checkpoints included.
+#[must_use = "settle the checkpoint with the operation's outcome"]
+pub struct Pending {
+    id: CheckpointId,
+    /// Taken for this operation, not an existing one reused.
+    fresh: bool,
+    retention: Retention,
+}
+
+impl Pending {
+    pub fn id(&self) -> i64 {
+        self.id.0
+    }
+
+    /// Keeps the checkpoint if `outcome` is a success, else drops it (when
+    /// it was taken for this operation); passes `outcome` on.
+    pub fn settle<S: Sql, T, E: From<VfsError>>(
+        self,
+        vfs: &Vfs<'_, S>,
+        outcome: Result<T, E>,
+    ) -> Result<T, E> {
+        match &outcome {
+            Ok(_) => {
+                vfs.prune_checkpoints(&self.retention)?;
+            }
+            Err(_) if self.fresh => {
+                vfs.delete_checkpoint(self.id)?;
+            }
+            Err(_) => {}
+        }
+        outcome
+    }
+}
+
+/// Settles an optional pending checkpoint (see [`Pending::settle`]).
+pub fn settle<S: Sql, T, E: From<VfsError>>(
+    pending: Option<Pending>,
+    vfs: &Vfs<'_, S>,
+    outcome: Result<T, E>,
+) -> Result<T, E> {
+    match pending {
+        Some(pending) => pending.settle(vfs, outcome),
+        None => outcome,
+    }
+}
+
+/// Keeps every automatic checkpoint: the policy applies once the operation
+/// has succeeded.
+const KEEP_ALL: Retention = Retention {
+    keep_last: u32::MAX,
+    keep_within_ms: i64::MAX,
+    max_automatic: u32::MAX,
+};
+
 /// Takes the automatic checkpoint before `operation` on `scope`, if the
-/// workspace takes them; returns its id.
+/// workspace takes them.
 pub fn before<S: Sql>(
     db: &S,
     vfs: &Vfs<'_, S>,
@@ -314,7 +371,7 @@ pub fn before<S: Sql>(
     operation: Operation,
     scope: Scope<'_>,
     note: Option<&str>,
-) -> Result<Option<CheckpointId>, VfsError> {
+) -> Result<Option<Pending>, VfsError> {
     let settings = match crate::settings::checkpoints(db) {
         Ok(settings) => settings,
         Err(ApiError::Fs(error)) => return Err(error),
@@ -338,9 +395,13 @@ pub fn before<S: Sql>(
             note,
             scope,
         },
-        &settings.retention,
+        &KEEP_ALL,
     )?;
-    Ok(Some(taken.checkpoint.id))
+    Ok(Some(Pending {
+        id: taken.checkpoint.id,
+        fresh: !taken.reused,
+        retention: settings.retention,
+    }))
 }
 
 /// A fork target's record of when its last page arrived.

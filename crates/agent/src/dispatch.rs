@@ -285,18 +285,19 @@ impl<H: Host> Agent<H> {
             }
             Action::Ping => json!({ "agent": agent }),
             Action::Tool(tool) => {
-                if tool.mutates() {
-                    let paths = checkpoints::tool_paths(&json_body);
-                    checkpoints::before(
+                let vfs = self.vfs();
+                let pending = match tool.mutates() {
+                    true => checkpoints::before(
                         db,
-                        &self.vfs(),
+                        &vfs,
                         &request.caller.actor(),
                         Operation::Tool(tool.name().to_string()),
-                        Scope::Paths(&paths),
+                        Scope::Paths(&checkpoints::tool_paths(&json_body)),
                         None,
-                    )?;
-                }
-                tools::call(&self.vfs(), *tool, &json_body)?
+                    )?,
+                    false => None,
+                };
+                checkpoints::settle(pending, &vfs, tools::call(&vfs, *tool, &json_body))?
             }
             Action::Exec => {
                 let source = request.entry.job_source();
@@ -426,7 +427,7 @@ impl<H: Host> Agent<H> {
                     Some(paths) => Scope::Paths(paths),
                     None => Scope::Whole,
                 };
-                let before = checkpoints::before(
+                let pending = checkpoints::before(
                     db,
                     &vfs,
                     &request.caller.actor(),
@@ -434,15 +435,19 @@ impl<H: Host> Agent<H> {
                     scope,
                     None,
                 )?;
-                let restored = vfs.restore(restore.checkpoint, restore.paths.as_deref())?;
+                let before = pending.as_ref().map(checkpoints::Pending::id);
+                let restored = vfs.restore(restore.checkpoint, restore.paths.as_deref());
+                let restored = checkpoints::settle(pending, &vfs, restored)?;
                 json!({ "restored": restored, "checkpoint": before })
             }
             Action::Undo => {
                 let vfs = self.vfs();
                 let actor = request.caller.actor();
-                let before =
+                let pending =
                     checkpoints::before(db, &vfs, &actor, Operation::Undo, Scope::Whole, None)?;
-                json!({ "undone": vfs.undo()?, "checkpoint": before })
+                let before = pending.as_ref().map(checkpoints::Pending::id);
+                let undone = checkpoints::settle(pending, &vfs, vfs.undo())?;
+                json!({ "undone": undone, "checkpoint": before })
             }
             Action::Fork => {
                 let fork = checkpoints::fork_request(&self.vfs(), &agent, &json_body)?;

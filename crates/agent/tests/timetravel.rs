@@ -406,3 +406,37 @@ fn a_patch_applies_in_one_step_and_is_undone_in_one_step() {
     );
     assert_eq!(failure(status, &answer), (422, "EDIT_NO_MATCH"), "{answer}");
 }
+
+#[test]
+fn a_failed_call_leaves_no_checkpoint_behind() {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/a.txt", "x");
+    let count = || ok(&agent, "a", Action::Info, "")["usage"]["checkpoints"].clone();
+    let before = count();
+    for (tool, body) in [
+        (
+            Tool::Edit,
+            r#"{"path":"/a.txt","edits":[{"old":"zzz","new":"y"}]}"#,
+        ),
+        (Tool::Mkdir, r#"{"path":"/a.txt"}"#),
+        (Tool::Write, r#"{"path":"/a.txt/inner","content":"x"}"#),
+    ] {
+        let (status, _) = call(
+            &agent,
+            request("a", Action::Tool(tool), Caller::Admin, body),
+        );
+        assert!(status >= 400, "{tool:?} {body}");
+    }
+    let (status, _) = call(
+        &agent,
+        request(
+            "a",
+            Action::Restore,
+            Caller::Admin,
+            r#"{"checkpoint":1,"paths":["/a.txt/x"]}"#,
+        ),
+    );
+    assert!(status >= 400);
+    assert_eq!(count(), before, "a failed call kept a checkpoint");
+}
