@@ -16,12 +16,13 @@
 //! `x-stead-container` header.
 
 use serde_json::json;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::random::random_hex;
 use stead_sync::{ErrorCode, AUTH_HEADER};
 use worker::{
-    durable_object, Container, ContainerStartupOptions, Delay, DurableObject, Env, Fetch, Headers,
-    Request, RequestInit, Response, Result, State,
+    durable_object, Container, Delay, DurableObject, Env, Fetch, Headers, Request, RequestInit,
+    Response, Result, State,
 };
 
 /// The port the container program listens on.
@@ -115,13 +116,35 @@ impl Computer {
             container.destroy(Some("secret lost")).await?;
         }
         let secret = random_hex(64)?;
-        let mut options = ContainerStartupOptions::new();
-        options.add_env("STEAD_COMPUTER_SECRET", &secret);
-        options.enable_internet(internet);
-        container.start(Some(options))?;
+        start_container(container, &[("STEAD_COMPUTER_SECRET", &secret)], internet)?;
         storage.put("secret", &secret).await?;
         Ok(secret)
     }
+}
+
+/// Starts `container` with `env` in its environment and outbound network
+/// only if `internet`.
+///
+/// The options go to the runtime as a plain object, `{env: {...},
+/// enableInternet}`, the shape its `start` documents: `worker` 0.8.7's
+/// `ContainerStartupOptions` hands `env` over as a JS `Map`, which the
+/// runtime reads as an empty dictionary, so the container would start
+/// without its secret (and crash-loop refusing to run without one).
+fn start_container(container: &Container, env: &[(&str, &str)], internet: bool) -> Result<()> {
+    let vars = js_sys::Object::new();
+    for (key, value) in env {
+        js_sys::Reflect::set(&vars, &JsValue::from_str(key), &JsValue::from_str(value))?;
+    }
+    let options = js_sys::Object::new();
+    js_sys::Reflect::set(&options, &JsValue::from_str("env"), &vars)?;
+    js_sys::Reflect::set(
+        &options,
+        &JsValue::from_str("enableInternet"),
+        &JsValue::from_bool(internet),
+    )?;
+    let raw: &worker::worker_sys::Container = container.as_ref().unchecked_ref();
+    raw.start(&options)?;
+    Ok(())
 }
 
 fn unavailable() -> Result<Response> {
