@@ -202,6 +202,7 @@ fn a_computer_killed_mid_command_changes_nothing() {
     let runtime = Runtime::start(state.path());
     let agent = Agent::create_on(runtime.client(), "computer-killed");
     agent.write("/keep.txt", "kept\n");
+    let machine = runtime.machine(&agent.id);
     let before = agent.snapshot();
     let revision = agent.revision();
     let command = {
@@ -211,7 +212,7 @@ fn a_computer_killed_mid_command_changes_nothing() {
         })
     };
     std::thread::sleep(Duration::from_millis(1500));
-    runtime.computer().restart();
+    machine.kill();
     let out = command.join().unwrap();
     assert_eq!(out["status"], "lost", "{out}");
     assert!(out["exit_code"].is_null());
