@@ -130,12 +130,19 @@ impl ComputerProcess {
             .append(true)
             .open(dir.with_extension("log"))
             .expect("computer log");
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .args(["--listen", &format!("127.0.0.1:{port}"), "--per-container"])
             .arg("--root")
             .arg(dir.join("workspaces"))
             .arg("--state")
-            .arg(dir.join("state"))
+            .arg(dir.join("state"));
+        // SAFETY: getuid(2) cannot fail and touches no memory.
+        if unsafe { libc::getuid() } == 0 {
+            // The program never runs commands as root.
+            command.args(["--run-as", "nobody"]);
+        }
+        let child = command
             .env("STEAD_COMPUTER_SECRET", DEV_COMPUTER_SECRET)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
