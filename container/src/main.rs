@@ -80,6 +80,7 @@ async fn run(config: Config) -> std::io::Result<()> {
     let app = Arc::new(server::App {
         registry,
         expected_auth: format!("Bearer {}", config.secret).into_bytes(),
+        build: build_identity(),
     });
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     eprintln!(
@@ -116,6 +117,19 @@ async fn run(config: Config) -> std::io::Result<()> {
     tokio::select! {
         served = serve => served,
         _ = stop => Ok(()),
+    }
+}
+
+/// The program's version and the start of its executable's BLAKE3 hash:
+/// which build a container runs, whatever its image was tagged.
+fn build_identity() -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    match std::env::current_exe().and_then(std::fs::read) {
+        Ok(bytes) => {
+            let hash = stead_sync::hash_chunk(&bytes).to_string();
+            format!("stead-computer {version} ({})", &hash[..16])
+        }
+        Err(_) => format!("stead-computer {version}"),
     }
 }
 

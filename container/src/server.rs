@@ -36,6 +36,8 @@ pub struct App {
     pub registry: Registry,
     /// `Bearer <secret>`, as the header must read.
     pub expected_auth: Vec<u8>,
+    /// The program's build identity, for `Status::build`.
+    pub build: String,
 }
 
 pub fn router(app: Arc<App>) -> Router {
@@ -144,13 +146,15 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::io("a worker task failed", std::io::Error::other(e.to_string())))?
 }
 
-async fn status(Ctx(container): Ctx) -> Result<Response, ApiError> {
+async fn status(State(app): State<Arc<App>>, Ctx(container): Ctx) -> Result<Response, ApiError> {
+    let build = app.build.clone();
     let status = blocking(move || {
         let state = container.lock();
         Ok(Status {
             protocol: PROTOCOL,
             instance: state.instance.clone(),
             running: state.running.as_ref().map(|r| r.id.clone()),
+            build: Some(build),
         })
     })
     .await?;

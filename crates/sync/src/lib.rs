@@ -29,6 +29,7 @@
 //! an ambiguous disconnect cannot replay a command.
 
 pub mod frame;
+pub mod host;
 pub mod ignore;
 mod wire;
 

@@ -97,6 +97,10 @@ pub struct Status {
     pub instance: String,
     /// The exec id running now, if any.
     pub running: Option<String>,
+    /// What the program is: its version and a hash of its executable
+    /// (absent from peers that predate it).
+    #[serde(default)]
+    pub build: Option<String>,
 }
 
 /// `POST /v1/sync/apply`: bring the container's disk in step.
