@@ -31,6 +31,8 @@
 //! own directory, told apart by the `x-stead-container` header; it is never
 //! stopped from here.
 
+use std::cell::{Cell, RefCell};
+
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use wasm_bindgen::{JsCast, JsValue};
@@ -133,11 +135,22 @@ fn now_ms() -> i64 {
 pub struct Computer {
     state: State,
     env: Env,
+    /// The record as last loaded or saved: requests read storage once per
+    /// life of this object.
+    record: RefCell<Option<Record>>,
+    /// Whether this object has set its alarm (the alarm then keeps
+    /// re-setting itself while the container runs).
+    alarm_set: Cell<bool>,
 }
 
 impl DurableObject for Computer {
     fn new(state: State, env: Env) -> Self {
-        Computer { state, env }
+        Computer {
+            state,
+            env,
+            record: RefCell::new(None),
+            alarm_set: Cell::new(false),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -184,6 +197,7 @@ impl DurableObject for Computer {
             .get(super::link::INTERNET_HEADER)?
             .is_some_and(|v| v == "true");
         let mut record = self.load().await?;
+        let before = record.clone();
         if idle.is_some() {
             record.idle_ms = idle;
         }
@@ -191,8 +205,10 @@ impl DurableObject for Computer {
         let mut secret = self
             .ensure_started(&container, internet, &mut record)
             .await?;
-        self.save(&record).await?;
-        self.schedule(&record).await?;
+        self.keep(&before, &record).await?;
+        if !self.alarm_set.get() {
+            self.schedule(&record).await?;
+        }
         let port = container.get_tcp_port(PORT)?;
         let mut tries = 0;
         loop {
@@ -207,10 +223,11 @@ impl DurableObject for Computer {
                     if !container.running() {
                         // It died while starting (or was stopped): start a
                         // new one rather than wait for the old one.
+                        let before = record.clone();
                         secret = self
                             .ensure_started(&container, internet, &mut record)
                             .await?;
-                        self.save(&record).await?;
+                        self.keep(&before, &record).await?;
                     }
                 }
                 Err(error) => return Err(error),
@@ -222,6 +239,8 @@ impl DurableObject for Computer {
         let Some(container) = self.state.container() else {
             return Response::ok("no container");
         };
+        // This alarm has fired: the next one is set below, or none is.
+        self.alarm_set.set(false);
         let mut record = self.load().await?;
         if !container.running() {
             record.stopped();
@@ -264,23 +283,56 @@ impl Computer {
         Some((base.trim_end_matches('/').to_string(), secret))
     }
 
+    /// The record: from memory, else from storage.
     async fn load(&self) -> Result<Record> {
-        Ok(self
+        if let Some(record) = self.record.borrow().clone() {
+            return Ok(record);
+        }
+        let stored = self
             .state
             .storage()
             .get::<Record>(RECORD_KEY)
             .await?
-            .unwrap_or_default())
+            .unwrap_or_default();
+        *self.record.borrow_mut() = Some(stored.clone());
+        Ok(stored)
     }
 
+    /// Saves the record to memory and storage.
     async fn save(&self, record: &Record) -> Result<()> {
+        *self.record.borrow_mut() = Some(record.clone());
         self.state.storage().put(RECORD_KEY, record).await
+    }
+
+    /// Keeps `record`, changed from `before`: always in memory, in storage
+    /// only when more than the last-used time changed, or that moved by a
+    /// heartbeat or more. The memory copy is what counts while this object
+    /// lives (its container goes with it); the stored one only has to be
+    /// near enough for an object that starts while its container still
+    /// runs. So most requests cost no storage write.
+    async fn keep(&self, before: &Record, record: &Record) -> Result<()> {
+        let without_use = |r: &Record| Record {
+            last_used_ms: None,
+            ..r.clone()
+        };
+        let use_moved = match (before.last_used_ms, record.last_used_ms) {
+            (Some(then), Some(now)) => now - then >= HEARTBEAT_MS,
+            (then, now) => then != now,
+        };
+        if use_moved || without_use(before) != without_use(record) {
+            self.save(record).await
+        } else {
+            *self.record.borrow_mut() = Some(record.clone());
+            Ok(())
+        }
     }
 
     /// Sets the alarm to the next heartbeat (or the deadline).
     async fn schedule(&self, record: &Record) -> Result<()> {
         let offset = record.next_alarm_in(now_ms(), self.default_idle());
-        self.state.storage().set_alarm(offset).await
+        self.state.storage().set_alarm(offset).await?;
+        self.alarm_set.set(true);
+        Ok(())
     }
 
     /// Starts the container unless it runs, with outbound network only if
@@ -309,13 +361,10 @@ impl Computer {
     /// Notes that the program answered (and, from a status answer, which
     /// instance and build it is), then hands the answer on.
     async fn answered(&self, resp: Response, path: &str, record: &mut Record) -> Result<Response> {
-        let learn = path == "/v1/status" && resp.status_code() == 200;
-        if record.ready && !learn {
-            return Ok(resp);
-        }
+        let before = record.clone();
         record.ready = true;
-        if !learn {
-            self.save(record).await?;
+        if path != "/v1/status" || resp.status_code() != 200 {
+            self.keep(&before, record).await?;
             return Ok(resp);
         }
         let mut resp = resp;
@@ -324,7 +373,7 @@ impl Computer {
             record.instance = Some(status.instance);
             record.image = status.build.or(record.image.take());
         }
-        self.save(record).await?;
+        self.keep(&before, record).await?;
         let headers = Headers::new();
         headers.set("content-type", "application/json")?;
         Ok(Response::from_bytes(bytes)?.with_headers(headers))
@@ -358,6 +407,7 @@ impl Computer {
         let mut record = self.load().await?;
         record.stopped();
         self.save(&record).await?;
+        self.alarm_set.set(false);
         self.state.storage().delete_alarm().await
     }
 
