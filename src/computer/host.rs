@@ -16,7 +16,7 @@
 //! a container runs, this object's alarm fires every [`HEARTBEAT_MS`],
 //! which keeps it (and the container) alive, and at each alarm it checks
 //! the idle deadline: the last request plus the idle timeout that came with
-//! the requests ([`stead_sync::host::IDLE_HEADER`], default 10 minutes, or
+//! the requests ([`stead_sync::IDLE_HEADER`], default 10 minutes, or
 //! `COMPUTER_IDLE_MS` when set). A command still running on the container
 //! counts as activity. Past the deadline the container is destroyed and the
 //! alarm stops: a released computer costs nothing, and the next request
@@ -39,9 +39,9 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::random::random_hex;
 use stead_sync::host::{
-    ComputerState, Lifecycle, Provision, DEFAULT_IDLE_MS, IDLE_HEADER, STATE_PATH, STOP_PATH,
+    ComputerState, Lifecycle, Provision, DEFAULT_IDLE_MS, STATE_PATH, STOP_PATH,
 };
-use stead_sync::{ErrorCode, Status, AUTH_HEADER, CONTAINER_HEADER};
+use stead_sync::{ErrorCode, Status, AUTH_HEADER, CONTAINER_HEADER, IDLE_HEADER};
 use worker::{
     durable_object, Container, Date, Delay, DurableObject, Env, Fetch, Headers, Method, Request,
     RequestInit, Response, Result, State,

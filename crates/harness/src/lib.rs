@@ -163,7 +163,15 @@ impl Runtime {
             std::thread::sleep(Duration::from_millis(100));
         }
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        panic!("wrangler dev did not become ready; its log:\n{log}");
+        let hint = match self.mode {
+            ComputerMode::Container => {
+                "\n(real containers: where Docker Hub cannot be reached, run \
+                 ../shared/container-env/prepare and source the environment it prints, \
+                 or run scripts/test; STEAD_COMPUTER_MODE=local uses the local process)"
+            }
+            ComputerMode::LocalProcess => "",
+        };
+        panic!("wrangler dev did not become ready; its log:\n{log}{hint}");
     }
 
     /// The base URL, such as `http://127.0.0.1:8787`.

@@ -3,7 +3,7 @@
 //! container's owner beyond forwarding protocol requests.
 //!
 //! Every protocol request the workspace side sends carries
-//! [`IDLE_HEADER`]: the agent's idle setting, which the `Computer` object
+//! [`crate::IDLE_HEADER`]: the agent's idle setting, which the `Computer` object
 //! keeps and applies from then on. The container is stopped once it has
 //! been idle that long, measured from the last request (a command that is
 //! still running counts as activity); a released computer costs nothing,
@@ -17,9 +17,6 @@
 //!   vanishes; the workspace is unchanged).
 
 use serde::{Deserialize, Serialize};
-
-/// Header with the idle timeout in milliseconds (a decimal integer).
-pub const IDLE_HEADER: &str = "x-stead-idle-ms";
 
 /// The idle timeout when the workspace side sends none.
 pub const DEFAULT_IDLE_MS: u64 = 10 * 60 * 1000;

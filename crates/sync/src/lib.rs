@@ -52,6 +52,11 @@ pub const AUTH_HEADER: &str = "authorization";
 /// container in production and many (one directory each) in local runs.
 pub const CONTAINER_HEADER: &str = "x-stead-container";
 
+/// Header with the agent's idle timeout for its computer, in milliseconds,
+/// on every request the workspace side sends to the `Computer` object (see
+/// [`host`]).
+pub const IDLE_HEADER: &str = "x-stead-idle-ms";
+
 /// The hash of one chunk.
 pub fn hash_chunk(data: &[u8]) -> ChunkHash {
     ChunkHash(*blake3::hash(data).as_bytes())
