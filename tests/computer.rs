@@ -250,8 +250,8 @@ fn a_computer_stopped_mid_command_loses_nothing() {
         })
     };
     std::thread::sleep(Duration::from_millis(1500));
-    // As the platform stops a container: SIGTERM, then it must exit.
-    machine.terminate(Duration::from_secs(30));
+    // As the platform stops a container: SIGTERM.
+    machine.ask_to_stop(Duration::from_secs(30));
     let out = command.join().unwrap();
     // The command was stopped, but its output and its changes came back.
     assert_eq!(out["status"], "exited", "{out}");
@@ -263,7 +263,8 @@ fn a_computer_stopped_mid_command_loses_nothing() {
         "{out}"
     );
     assert_eq!(agent.read("/partial.txt"), "partial\n");
-    // The next command runs on a fresh computer holding the workspace.
+    // At once, while the stopped program may still be draining, the next
+    // command runs on a fresh computer holding the workspace.
     let out = on_computer(&agent, "ls");
     assert_eq!(out["stdout"], "partial.txt\n", "{out}");
     assert_eq!(sent(&out), (1, 8), "the full manifest: {out}");

@@ -150,6 +150,11 @@ async fn status(State(app): State<Arc<App>>, Ctx(container): Ctx) -> Result<Resp
     let build = app.build.clone();
     let status = blocking(move || {
         let state = container.lock();
+        // A stopping program takes no new work, so it tells whoever plans
+        // some (the next command's first request) at once.
+        if container.is_stopping() {
+            return Err(ApiError::ShuttingDown);
+        }
         Ok(Status {
             protocol: PROTOCOL,
             instance: state.instance.clone(),

@@ -428,7 +428,16 @@ fn sigterm_stops_commands_but_delivers_their_output_and_changes() {
         (refused.status, refused.code().as_str()),
         (503, "SHUTTING_DOWN")
     );
-    let refused = client.push(false, &[file("/n.txt", 0o644, b"n")]);
+    let refused = client.get("/v1/status");
+    assert_eq!(
+        (refused.status, refused.code().as_str()),
+        (503, "SHUTTING_DOWN"),
+        "whoever plans new work learns at once"
+    );
+    let refused = client.post(
+        "/v1/sync/apply",
+        &json!({ "instance": "any", "full": false, "changes": [], "ignore": "" }),
+    );
     assert_eq!(refused.code(), "SHUTTING_DOWN");
     let chunks = client.fetch_chunks("t", &hash_content(b"partial\n"));
     assert_eq!(chunks.status, 200);

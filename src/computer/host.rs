@@ -41,7 +41,7 @@ use crate::random::random_hex;
 use stead_sync::host::{
     ComputerState, Lifecycle, Provision, DEFAULT_IDLE_MS, STATE_PATH, STOP_PATH,
 };
-use stead_sync::{ErrorCode, Status, AUTH_HEADER, CONTAINER_HEADER, IDLE_HEADER};
+use stead_sync::{ErrorBody, ErrorCode, Status, AUTH_HEADER, CONTAINER_HEADER, IDLE_HEADER};
 use worker::{
     durable_object, Container, Date, Delay, DurableObject, Env, Fetch, Headers, Method, Request,
     RequestInit, Response, Result, State,
@@ -211,11 +211,36 @@ impl DurableObject for Computer {
         }
         let port = container.get_tcp_port(PORT)?;
         let mut tries = 0;
+        let mut replaced = false;
         loop {
             match port
                 .fetch_request(build("http://container", &secret)?)
                 .await
             {
+                Ok(resp) if resp.status_code() == 503 && path != "/v1/exec" && !replaced => {
+                    let (resp, stopping) = shutting_down(resp).await?;
+                    if !stopping {
+                        return Ok(resp);
+                    }
+                    // The program got SIGTERM and is draining a command it
+                    // stopped. This request plans new work (the previous
+                    // command, acknowledged or abandoned, is over: commands
+                    // run one at a time), so replace the container now and
+                    // ask the new one. A push planned for the old instance
+                    // is refused there as stale, and the workspace side
+                    // plans again. An exec is never moved: it would run on
+                    // a disk that was not pushed.
+                    replaced = true;
+                    container
+                        .destroy(Some("replacing a stopping container"))
+                        .await?;
+                    let before = record.clone();
+                    record.stopped();
+                    secret = self
+                        .ensure_started(&container, internet, &mut record)
+                        .await?;
+                    self.keep(&before, &record).await?;
+                }
                 Ok(resp) => return self.answered(resp, &path, &mut record).await,
                 Err(_) if tries < START_TRIES => {
                     tries += 1;
@@ -479,6 +504,20 @@ fn start_container(container: &Container, env: &[(&str, &str)], internet: bool) 
     let raw: &worker::worker_sys::Container = container.as_ref().unchecked_ref();
     raw.start(&options)?;
     Ok(())
+}
+
+/// Whether a 503 from the program is its `SHUTTING_DOWN`; the answer is
+/// rebuilt to be passed on otherwise.
+async fn shutting_down(mut resp: Response) -> Result<(Response, bool)> {
+    let bytes = resp.bytes().await?;
+    let stopping = serde_json::from_slice::<ErrorBody>(&bytes)
+        .is_ok_and(|body| body.error.code == ErrorCode::ShuttingDown);
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    let resp = Response::from_bytes(bytes)?
+        .with_status(503)
+        .with_headers(headers);
+    Ok((resp, stopping))
 }
 
 fn unavailable() -> Result<Response> {

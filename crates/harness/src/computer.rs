@@ -313,6 +313,20 @@ impl Machine<'_> {
         }
     }
 
+    /// Sends SIGTERM to the computer's program, as the platform does when
+    /// it stops a container, and returns at once: the program drains the
+    /// command it stopped while the `Computer` object replaces it for the
+    /// next one. (The local program has no owner to replace it, so there
+    /// this waits for it to exit, at most `patience`, and restarts it.)
+    pub fn ask_to_stop(&self, patience: Duration) {
+        match self {
+            Machine::Container { name } => {
+                docker(&["kill", "--signal", "TERM", name]).unwrap_or_else(|e| panic!("{e}"));
+            }
+            Machine::Local { .. } => self.terminate(patience),
+        }
+    }
+
     /// Whether the computer runs (the local program always counts as
     /// running: it serves every agent).
     pub fn is_running(&self) -> bool {
