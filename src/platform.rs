@@ -25,10 +25,6 @@ pub(crate) const WORKSPACE_BINDING: &str = "WORKSPACE";
 /// Binding of the container-enabled Durable Object class.
 const COMPUTER_BINDING: &str = "COMPUTER";
 
-/// Header telling the `Computer` object whether the agent's settings allow
-/// its container outbound network (applied when the container starts).
-pub(crate) const INTERNET_HEADER: &str = "x-stead-internet";
-
 /// Where host names are resolved (DNS over HTTPS, JSON API); a variable
 /// of that name overrides the default.
 const DOH_URL_VAR: &str = "DNS_OVER_HTTPS_URL";
@@ -275,7 +271,7 @@ impl Transport for ComputerLink {
         let sent = async {
             let headers = Headers::new();
             headers.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
-            headers.set(INTERNET_HEADER, &self.internet.to_string())?;
+            headers.set(stead_sync::INTERNET_HEADER, &self.internet.to_string())?;
             let mut init = RequestInit::new();
             init.with_method(match method {
                 Method::Get => worker::Method::Get,

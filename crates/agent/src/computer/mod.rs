@@ -442,6 +442,15 @@ async fn stream_exec<T: Transport>(
                     Output::keep(&mut output.stderr, &data, &mut output.truncated);
                 }
                 ExecEvent::Exit(exit) => return Ok(exit),
+                // The command ended but its changes could not be scanned:
+                // they stay on the container's disk, unreported, so this
+                // command's outcome is unknown, as when the stream breaks.
+                ExecEvent::Error(error) => {
+                    return Err(format!(
+                        "the computer could not report the command's changes ({:?}): {}",
+                        error.code, error.message
+                    ))
+                }
             }
         }
     }
