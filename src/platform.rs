@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use stead_agent::auth::Caller;
 use stead_agent::host::{ByteStream, Method, Payload};
 use stead_agent::protocol::SocketState;
+use stead_agent::settings::ComputerSettings;
 use stead_agent::HostError;
 use stead_agent::{ComputerError, Host, Socket, Transport};
 use wasm_bindgen::JsValue;
@@ -209,7 +210,11 @@ impl Host for WorkerHost {
             .is_ok_and(|v| v.to_string() == "true")
     }
 
-    fn computer(&self, agent: &str, internet: bool) -> Result<ComputerLink, ComputerError> {
+    fn computer(
+        &self,
+        agent: &str,
+        settings: ComputerSettings,
+    ) -> Result<ComputerLink, ComputerError> {
         let namespace = self
             .env
             .durable_object(COMPUTER_BINDING)
@@ -224,7 +229,7 @@ impl Host for WorkerHost {
         Ok(ComputerLink {
             stub,
             agent: agent.to_string(),
-            internet,
+            settings,
         })
     }
 }
@@ -258,7 +263,7 @@ impl Socket for WorkerSocket {
 pub(crate) struct ComputerLink {
     stub: Stub,
     agent: String,
-    internet: bool,
+    settings: ComputerSettings,
 }
 
 impl Transport for ComputerLink {
@@ -271,7 +276,13 @@ impl Transport for ComputerLink {
         let sent = async {
             let headers = Headers::new();
             headers.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
-            headers.set(stead_sync::INTERNET_HEADER, &self.internet.to_string())?;
+            headers.set(
+                stead_sync::INTERNET_HEADER,
+                &self.settings.internet.to_string(),
+            )?;
+            if let Some(idle) = self.settings.idle_ms {
+                headers.set(stead_sync::IDLE_HEADER, &idle.to_string())?;
+            }
             let mut init = RequestInit::new();
             init.with_method(match method {
                 Method::Get => worker::Method::Get,

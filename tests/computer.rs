@@ -254,7 +254,7 @@ fn a_computer_stopped_mid_command_loses_nothing() {
     machine.ask_to_stop(Duration::from_secs(30));
     let out = command.join().unwrap();
     // The command was stopped, but its output and its changes came back.
-    assert_eq!(out["status"], "exited", "{out}");
+    assert_eq!(out["status"], "stopped", "{out}");
     assert_eq!(out["signal"], 15, "{out}");
     assert_eq!(out["stdout"], "started\n", "{out}");
     assert_eq!(
@@ -422,19 +422,19 @@ fn internet_off_blocks_dns_and_tcp_and_on_allows_them_after_the_next_start() {
 #[test]
 fn an_idle_computer_is_released_and_the_next_command_gets_a_fresh_one() {
     let state = temp_state();
-    // A short idle timeout (the workspace sends none yet, so the Computer
-    // object's default applies), still longer than the ~10 s after which
-    // an idle Durable Object, and its container with it, would go.
+    // A short idle timeout from the workspace's settings, still longer than
+    // the ~10 s after which an idle Durable Object, and its container with
+    // it, would go.
     let idle = Duration::from_secs(14);
-    let runtime = Runtime::start_with(
-        state.path(),
-        ComputerMode::from_env(),
-        &[&format!("COMPUTER_IDLE_MS:{}", idle.as_millis())],
-    );
+    let runtime = Runtime::start(state.path());
     if !needs_containers(&runtime, "idle release") {
         return;
     }
     let agent = Agent::create_on(runtime.client(), "computer-idle");
+    let settings = json!({ "computer": { "idle_ms": idle.as_millis() as u64 } });
+    expect_ok(&agent.send("PUT", "/settings", settings.to_string().as_bytes()));
+    let computer = expect_ok(&agent.send("GET", "/computer", b""));
+    assert_eq!(computer["computer"]["state"], "stopped", "{computer}");
     agent.write("/a.txt", "a\n");
     on_computer(&agent, "true");
     let machine = runtime.machine(&agent.id);
@@ -448,6 +448,10 @@ fn an_idle_computer_is_released_and_the_next_command_gets_a_fresh_one() {
     assert_eq!(warm["stdout"], "a\n");
     assert_eq!(sent(&warm), (0, 0), "the same, warm container: {warm}");
     let last_used = Instant::now();
+    let running = expect_ok(&agent.send("GET", "/computer", b""))["computer"].clone();
+    assert_eq!(running["state"], "running", "{running}");
+    assert_eq!(running["idle_ms"], idle.as_millis() as u64, "{running}");
+    assert!(running["idle_deadline_ms"].as_i64().is_some(), "{running}");
 
     // Idle past the deadline (plus a heartbeat): released.
     let deadline = last_used + idle + Duration::from_secs(15);
@@ -467,4 +471,26 @@ fn an_idle_computer_is_released_and_the_next_command_gets_a_fresh_one() {
     let out = on_computer(&agent, "cat a.txt");
     assert_eq!(out["stdout"], "a\n");
     assert_eq!(sent(&out), (1, 2), "the full manifest: {out}");
+}
+
+#[test]
+fn the_computer_can_be_released_at_once() {
+    with_runtime(|runtime| {
+        let agent = Agent::create_on(runtime.client(), "computer-stop");
+        agent.write("/a.txt", "a\n");
+        on_computer(&agent, "true");
+        let stopped = expect_ok(&agent.send("POST", "/computer/stop", b""));
+        assert_eq!(stopped["computer"]["state"], "stopped", "{stopped}");
+        if runtime.mode() == ComputerMode::Container {
+            assert!(!runtime.machine(&agent.id).is_running(), "still running");
+            // The next command starts a fresh computer with everything.
+            let out = on_computer(&agent, "cat a.txt");
+            assert_eq!(out["stdout"], "a\n");
+            assert_eq!(sent(&out), (1, 2), "the full manifest: {out}");
+        }
+        // Stopping needs the computer's scope.
+        let reader = agent.client.with_token(None);
+        let refused = reader.send("POST", &agent.url("/computer/stop"), b"");
+        expect_error(&refused, 401, "UNAUTHORIZED");
+    });
 }

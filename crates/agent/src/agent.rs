@@ -214,12 +214,11 @@ impl<H: Host> Agent<H> {
             }
             Run::Computer(command) => {
                 exec::check_cwd(&self.vfs(), &command.cwd)?;
-                let internet = settings::computer(self.db())?.internet;
-                let transport = self.host.computer(&self.name()?, internet)?;
+                let transport = self.computer()?;
                 let _turn = self.computer_turn.lock().await;
                 let running = RunningExec {
                     job: sink.job(),
-                    exec: self.host.random_hex(32)?,
+                    exec: self.exec_id()?,
                     cancelled: Rc::new(Cell::new(false)),
                 };
                 let (id, cancelled) = (running.exec.clone(), running.cancelled.clone());
@@ -249,6 +248,22 @@ impl<H: Host> Agent<H> {
         }
     }
 
+    /// A new exec id: time-ordered (the container refuses ids at or below
+    /// the highest it has forgotten), then random.
+    fn exec_id(&self) -> Result<String, ApiError> {
+        Ok(format!(
+            "{:013}{}",
+            self.now_ms().max(0),
+            self.host.random_hex(19)?
+        ))
+    }
+
+    /// The transport to this agent's computer, with its settings.
+    pub(crate) fn computer(&self) -> Result<H::Computer, ApiError> {
+        let settings = settings::computer(self.db())?;
+        Ok(self.host.computer(&self.name()?, settings)?)
+    }
+
     /// Stops job `job`'s command if it is running on the computer.
     pub(crate) async fn cancel_computer_job(&self, job: i64) -> Result<(), ApiError> {
         let running = self.running.borrow().clone();
@@ -259,8 +274,7 @@ impl<H: Host> Agent<H> {
         // starts, it never does; once it runs, the cancel below (or the
         // driver, if the exec request is still on its way) ends it.
         running.cancelled.set(true);
-        let internet = settings::computer(self.db())?.internet;
-        let transport = self.host.computer(&self.name()?, internet)?;
+        let transport = self.computer()?;
         match computer::cancel(&transport, &running.exec).await {
             Err(computer::ComputerError::Refused {
                 code: stead_sync::ErrorCode::UnknownExec,

@@ -16,7 +16,7 @@ use stead_vfs::{Node, Operation, Scope, VPath, WriteOptions, CHUNK_SIZE};
 
 use crate::agent::Agent;
 use crate::auth::{self, Caller};
-use crate::computer::Discard;
+use crate::computer::{self, Discard};
 use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::host::Host;
@@ -277,6 +277,10 @@ impl<H: Host> Agent<H> {
                 "database_bytes": self.host.database_size(),
             }),
             Action::Delete => {
+                // The agent's computer goes with it (if it has one running).
+                if let Ok(transport) = self.computer() {
+                    let _ = computer::stop(&transport).await;
+                }
                 crate::subscriptions::close_all(self);
                 self.host.wipe().await?;
                 self.host.set_alarm(None).await?;
@@ -470,6 +474,12 @@ impl<H: Host> Agent<H> {
                     self.arm().await?;
                 }
                 imported?
+            }
+            Action::Computer => {
+                json!({ "computer": computer::state(&self.computer()?).await? })
+            }
+            Action::ComputerStop => {
+                json!({ "computer": computer::stop(&self.computer()?).await? })
             }
             Action::Download(path) => {
                 let path = VPath::parse(path)?;

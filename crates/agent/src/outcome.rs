@@ -42,6 +42,9 @@ pub enum ExecStatus {
     LimitReached,
     /// Its job was cancelled.
     Cancelled,
+    /// The computer was stopped (shut down) during it; its output and its
+    /// changes so far came back.
+    Stopped,
     /// The computer vanished during it; the workspace is unchanged.
     Lost,
 }

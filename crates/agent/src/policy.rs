@@ -107,6 +107,8 @@ impl Action {
             // A fork makes another agent, which only the admin may.
             Action::Fork => records(Scope::Admin, "fork"),
             Action::ForkImport => records(Scope::Admin, "fork.import"),
+            Action::Computer => reads(Scope::Read),
+            Action::ComputerStop => records(Scope::ExecComputer, "computer.stop"),
         }
     }
 

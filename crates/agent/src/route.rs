@@ -199,6 +199,10 @@ pub enum Action {
     /// `POST /agents/{id}/fork/import`: one page of a fork stream, sent by
     /// the agent forking into this one.
     ForkImport,
+    /// `GET /agents/{id}/computer`: the computer's state.
+    Computer,
+    /// `POST /agents/{id}/computer/stop`: release the computer now.
+    ComputerStop,
 }
 
 impl Action {
@@ -276,10 +280,12 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("POST", "undo") => Action::Undo,
         ("POST", "fork") => Action::Fork,
         ("POST", "fork/import") => Action::ForkImport,
+        ("GET", "computer") => Action::Computer,
+        ("POST", "computer/stop") => Action::ComputerStop,
         (
             _,
             "ws" | "audit" | "settings" | "tokens/revoke" | "diff" | "restore" | "undo" | "fork"
-            | "fork/import",
+            | "fork/import" | "computer" | "computer/stop",
         ) => return Err(not_allowed()),
         (method, rest) if rest == "jobs" || rest.starts_with("jobs/") => route_jobs(method, rest)
             .ok_or_else(|| {

@@ -78,7 +78,16 @@ pub struct ComputerSettings {
     /// Outbound network from commands (package installs, git clone). Off
     /// unless set; takes effect when the container next starts.
     pub internet: bool,
+    /// How long the computer stays up after its last use, milliseconds
+    /// (10 seconds to 24 hours). Unset: the deployment's default
+    /// (`COMPUTER_IDLE_MS`, else 10 minutes). A released computer costs
+    /// nothing: the next command starts a fresh one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_ms: Option<u64>,
 }
+
+/// Bounds of [`ComputerSettings::idle_ms`].
+const IDLE_MS: (u64, u64) = (10_000, 24 * 3_600_000);
 
 /// The workspace's computer settings (defaults where none were set).
 pub fn computer(db: &impl Sql) -> Result<ComputerSettings, ApiError> {
@@ -173,6 +182,9 @@ struct PutSettings {
 /// `webhooks.allow_private_targets` is accepted.
 pub fn put(db: &impl Sql, body: &[u8], local_development: bool) -> Result<Value, ApiError> {
     let request: PutSettings = crate::decode::decode(body)?;
+    if let Some(idle) = request.computer.and_then(|c| c.idle_ms) {
+        crate::decode::within("computer.idle_ms", idle, IDLE_MS.0, IDLE_MS.1)?;
+    }
     if request
         .webhooks
         .is_some_and(|w| w.allow_private_targets && !local_development)

@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use futures::StreamExt;
 use stead_sql::{params, Sql};
+use stead_sync::host::ComputerState;
 use stead_sync::{
     frame, Ack, ApplyReply, Change, ChunkRequest, ErrorCode, ExecEvent, ExecSpec, Exit,
     IgnoreRules, Push, Status, PROTOCOL,
@@ -118,15 +119,20 @@ pub async fn run<'db, S: Sql, T: Transport>(
     }
     let exit = match stream_exec(&link, &spec, exec.cancelled, sink, &mut output).await {
         Ok(exit) => exit,
-        Err(reason) => {
-            // The container (or the way to it) died mid-command. Nothing was
-            // applied; forget the instance so the next command starts over,
-            // and never replay this one.
-            forget(db)?;
+        Err(broken) => {
+            // Nothing was applied, and the command is never replayed. A
+            // container that died (or the way to it) is forgotten, so the
+            // next command starts over with the whole workspace; one that
+            // is alive but could not report keeps its copy, and its next
+            // scan reports what this command changed.
+            if broken.computer_lost {
+                forget(db)?;
+            }
             let revision = vfs().revision()?;
             let mut outcome = output.into_outcome(ExecStatus::Lost, None, None, revision, report);
             outcome.message = Some(format!(
-                "the computer was lost during the command; the workspace is unchanged: {reason}"
+                "the command's outcome is unknown; the workspace is unchanged: {}",
+                broken.reason
             ));
             return Ok(outcome);
         }
@@ -158,6 +164,8 @@ pub async fn run<'db, S: Sql, T: Transport>(
         ExecStatus::TimedOut
     } else if exit.cancelled {
         ExecStatus::Cancelled
+    } else if exit.shutdown {
+        ExecStatus::Stopped
     } else {
         ExecStatus::Exited
     };
@@ -218,6 +226,32 @@ async fn cancel_exec<T: Transport>(link: &Link<'_, T>, id: &str) -> Result<(), C
     )
     .await
     .map(drop)
+}
+
+/// The computer's state as its owner reports it (stopped, starting,
+/// running; its instance, times and idle deadline).
+pub async fn state<T: Transport>(transport: &T) -> Result<ComputerState, ComputerError> {
+    Link::new(transport)
+        .json(
+            "state",
+            Method::Get,
+            stead_sync::host::STATE_PATH,
+            None::<&()>,
+        )
+        .await
+}
+
+/// Releases the computer now (a command running on it is lost); its state
+/// afterwards.
+pub async fn stop<T: Transport>(transport: &T) -> Result<ComputerState, ComputerError> {
+    Link::new(transport)
+        .json(
+            "stop",
+            Method::Post,
+            stead_sync::host::STOP_PATH,
+            None::<&()>,
+        )
+        .await
 }
 
 /// What the container's copy was last known to hold.
@@ -404,19 +438,36 @@ impl Output {
     }
 }
 
-/// Runs the command, passing output on; `Err` (a reason) when the stream
-/// broke before the exit event.
+/// Why an exec stream ended without an exit event.
+struct Broken {
+    reason: String,
+    /// The container (or the way to it) is gone; otherwise it is alive
+    /// and said why it could not report.
+    computer_lost: bool,
+}
+
+impl Broken {
+    fn lost(reason: impl Into<String>) -> Self {
+        Broken {
+            reason: reason.into(),
+            computer_lost: true,
+        }
+    }
+}
+
+/// Runs the command, passing output on; `Err` when the stream ended before
+/// the exit event.
 async fn stream_exec<T: Transport>(
     link: &Link<'_, T>,
     spec: &ExecSpec,
     cancelled: &Cell<bool>,
     sink: &dyn OutputSink,
     output: &mut Output,
-) -> Result<Exit, String> {
+) -> Result<Exit, Broken> {
     let mut stream = link
         .stream("exec", "/v1/exec", spec)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Broken::lost(e.to_string()))?;
     if cancelled.get() {
         // Cancelled while the request was on its way: the command runs now,
         // so it can be stopped (it reports `cancelled`).
@@ -425,19 +476,19 @@ async fn stream_exec<T: Transport>(
     let mut pending: Vec<u8> = Vec::new();
     let b64 = base64::engine::general_purpose::STANDARD;
     while let Some(piece) = stream.next().await {
-        pending.extend_from_slice(&piece?);
+        pending.extend_from_slice(&piece.map_err(Broken::lost)?);
         while let Some(end) = pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
             let event: ExecEvent = serde_json::from_slice(&line)
-                .map_err(|e| format!("bad event from the computer: {e}"))?;
+                .map_err(|e| Broken::lost(format!("bad event from the computer: {e}")))?;
             match event {
                 ExecEvent::Stdout { data } => {
-                    let data = b64.decode(data).map_err(|e| e.to_string())?;
+                    let data = b64.decode(data).map_err(|e| Broken::lost(e.to_string()))?;
                     sink.stdout(&data);
                     Output::keep(&mut output.stdout, &data, &mut output.truncated);
                 }
                 ExecEvent::Stderr { data } => {
-                    let data = b64.decode(data).map_err(|e| e.to_string())?;
+                    let data = b64.decode(data).map_err(|e| Broken::lost(e.to_string()))?;
                     sink.stderr(&data);
                     Output::keep(&mut output.stderr, &data, &mut output.truncated);
                 }
@@ -446,15 +497,20 @@ async fn stream_exec<T: Transport>(
                 // they stay on the container's disk, unreported, so this
                 // command's outcome is unknown, as when the stream breaks.
                 ExecEvent::Error(error) => {
-                    return Err(format!(
-                        "the computer could not report the command's changes ({:?}): {}",
-                        error.code, error.message
-                    ))
+                    return Err(Broken {
+                        reason: format!(
+                            "the computer could not report the command's changes ({:?}): {}",
+                            error.code, error.message
+                        ),
+                        computer_lost: false,
+                    })
                 }
             }
         }
     }
-    Err("the output stream ended before the command did".into())
+    Err(Broken::lost(
+        "the output stream ended before the command did",
+    ))
 }
 
 /// Fetches the content the workspace lacks, then applies every change in

@@ -335,7 +335,11 @@ impl Host for FakeHost {
         self.local.get()
     }
 
-    fn computer(&self, agent: &str, _internet: bool) -> Result<FaultyTransport, ComputerError> {
+    fn computer(
+        &self,
+        agent: &str,
+        _settings: stead_agent::settings::ComputerSettings,
+    ) -> Result<FaultyTransport, ComputerError> {
         self.computers_asked.borrow_mut().push(agent.to_string());
         self.computer
             .borrow()
