@@ -18,7 +18,6 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,8 +32,8 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
-use crate::paths::{self, on_disk, PathError};
-use crate::scan::scan;
+use crate::paths;
+use crate::scan::{scan, Workspace};
 use crate::state::{Container, Running};
 
 /// Largest output piece per event.
@@ -97,7 +96,8 @@ impl StopSignal {
 pub struct Prepared {
     pub id: String,
     command: String,
-    cwd: PathBuf,
+    /// A workspace path (the command sees the workspace as `/`).
+    cwd: String,
     env: BTreeMap<String, String>,
     stdin: Vec<u8>,
     timeout: Duration,
@@ -111,14 +111,10 @@ pub fn prepare(container: &Container, spec: ExecSpec) -> Result<Prepared, ApiErr
         ));
     }
     paths::check(&spec.cwd)?;
-    let cwd = on_disk(&container.workspace, &spec.cwd);
-    let inside = match (cwd.canonicalize(), container.workspace.canonicalize()) {
-        (Ok(cwd), Ok(root)) => cwd.is_dir() && cwd.starts_with(&root),
-        _ => false,
-    };
-    if !inside {
-        return Err(PathError::NotADirectory(spec.cwd).into());
-    }
+    // A directory the command can enter: in the workspace, not the system's.
+    container
+        .layout
+        .resolve_dir(&container.workspace, &spec.cwd)?;
     for (key, value) in &spec.env {
         if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
             return Err(ApiError::InvalidRequest(format!(
@@ -132,7 +128,7 @@ pub fn prepare(container: &Container, spec: ExecSpec) -> Result<Prepared, ApiErr
     Ok(Prepared {
         id: spec.id,
         command: spec.command,
-        cwd,
+        cwd: spec.cwd,
         env: spec.env,
         stdin,
         timeout: Duration::from_millis(spec.timeout_ms),
@@ -168,22 +164,25 @@ pub fn start(
         id: prepared.id.clone(),
     };
 
-    let workspace = container.workspace.to_string_lossy().into_owned();
     let mut command = container
         .confinement
         .command(
             &container.workspace,
-            &container.sandbox,
+            &container.scratch,
             &prepared.cwd,
             &prepared.command,
         )
         .map_err(|e| ApiError::io("preparing the command", e))?;
+    // As in the light shell: home is the workspace's root, and `pwd` says
+    // the cwd as it was asked for (bash keeps an inherited PWD that names
+    // its directory, so a symlinked cwd is not resolved).
     command
         .env_clear()
         .env("PATH", PATH)
-        .env("HOME", &workspace)
+        .env("HOME", "/")
         .env("LANG", "C.UTF-8")
-        .env("WORKSPACE", &workspace)
+        .env("PWD", &prepared.cwd)
+        .env("WORKSPACE", "/")
         .envs(&prepared.env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -301,12 +300,17 @@ async fn drive(
         let mut locked = container.lock();
         let state = &mut *locked;
         // A command may have removed the workspace directory itself.
-        if std::fs::create_dir_all(&container.workspace).is_ok() {
+        if !container.workspace.exists() && std::fs::create_dir_all(&container.workspace).is_ok() {
             let _ = container.confinement.own(&container.workspace);
         }
         state.scans += 1;
+        let workspace = Workspace {
+            root: &container.workspace,
+            layout: &container.layout,
+            hidden: &state.hidden,
+        };
         let report = scan(
-            &container.workspace,
+            workspace,
             &mut state.baseline,
             &state.ignore,
             state.epoch,

@@ -9,17 +9,19 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use stead_sync::{ChunkHash, IgnoreRules};
 
-use crate::confine::Confinement;
+use crate::confine::{Confinement, Isolation};
 use crate::disk::{random_hex, Baseline, Stat};
 use crate::error::ApiError;
 use crate::exec::StopSignal;
 use crate::ids::ExecIds;
+use crate::layout::Layout;
 use crate::scan::Report;
 use crate::staged::Staged;
 
@@ -30,10 +32,12 @@ const MAX_PENDING: usize = 8;
 /// One container: its directories and its state.
 pub struct Container {
     pub workspace: PathBuf,
+    /// Which names at the workspace's root are the system's.
+    pub layout: Arc<Layout>,
     pub staged: Staged,
-    /// An empty directory outside the workspace where a confined command's
-    /// root filesystem is assembled (see [`crate::confine`]).
-    pub sandbox: PathBuf,
+    /// Outside the workspace: a confined command's `/tmp`, `/var/tmp` and
+    /// `/run/lock`, kept while the container lives (see [`crate::confine`]).
+    pub scratch: PathBuf,
     /// How commands are run, and who owns what the program writes.
     pub confinement: Arc<Confinement>,
     /// Shared with the registry: set when the program began to shut down.
@@ -54,6 +58,9 @@ pub struct ContainerState {
     /// Exec ids started (an id never runs twice), bounded.
     pub seen: ExecIds,
     pub running: Option<Running>,
+    /// Top-level workspace names the system's directories stand in for:
+    /// the last pushes had entries there, which commands cannot see.
+    pub hidden: std::collections::BTreeSet<String>,
     /// Reports not yet acknowledged, by exec id (at most [`MAX_PENDING`]).
     pub pending: HashMap<String, Report>,
     /// Reports acknowledged or superseded (a repeated ack is answered, not
@@ -77,19 +84,28 @@ impl Container {
     /// belongs to the user commands run as.
     pub fn create(
         workspace: PathBuf,
+        layout: Arc<Layout>,
         state_dir: &Path,
         confinement: Arc<Confinement>,
         stopping: Arc<AtomicBool>,
     ) -> io::Result<Container> {
-        fs::create_dir_all(&workspace)?;
-        confinement.own(&workspace)?;
         let staged = Staged::new(state_dir.join("chunks"))?;
-        let sandbox = state_dir.join("sandbox");
-        fs::create_dir_all(&sandbox)?;
+        let scratch = state_dir.join("scratch");
+        if confinement.isolation == Isolation::Namespaces {
+            fs::create_dir_all(&workspace)?;
+            confinement.own(&workspace)?;
+            // Like a machine's: anyone may write, only the owner removes.
+            for dir in ["tmp", "var/tmp", "run/lock"] {
+                let dir = scratch.join(dir);
+                fs::create_dir_all(&dir)?;
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777))?;
+            }
+        }
         Ok(Container {
             workspace,
+            layout,
             staged,
-            sandbox,
+            scratch,
             confinement,
             stopping,
             state: Mutex::new(ContainerState {
@@ -98,6 +114,7 @@ impl Container {
                 ignore: IgnoreRules::default(),
                 seen: ExecIds::new(),
                 running: None,
+                hidden: Default::default(),
                 pending: HashMap::new(),
                 acked: ExecIds::new(),
                 epoch: 0,
@@ -206,6 +223,7 @@ impl ContainerState {
 /// All containers this program serves.
 pub struct Registry {
     root: PathBuf,
+    layout: Arc<Layout>,
     state: PathBuf,
     per_container: bool,
     confinement: Arc<Confinement>,
@@ -218,19 +236,31 @@ const SINGLE: &str = "";
 
 impl Registry {
     /// Wipes the root's and the state directory's contents: a container is
-    /// fresh at each start, exactly as in production.
+    /// fresh at each start, exactly as in production. When the root is the
+    /// machine's own, nothing there is touched: all it holds now is the
+    /// system's (see [`Layout::machine`]).
     pub fn start(
         root: PathBuf,
         state: PathBuf,
         per_container: bool,
         confinement: Confinement,
     ) -> io::Result<Registry> {
-        for dir in [&root, &state] {
-            fs::create_dir_all(dir)?;
-            empty_dir(dir)?;
-        }
+        fs::create_dir_all(&state)?;
+        empty_dir(&state)?;
+        let layout = match confinement.isolation {
+            Isolation::Container => {
+                confinement.prepare_machine_root(&root)?;
+                Layout::machine(&root)?
+            }
+            Isolation::Namespaces => {
+                fs::create_dir_all(&root)?;
+                empty_dir(&root)?;
+                Layout::standard()
+            }
+        };
         let registry = Registry {
             root,
+            layout: Arc::new(layout),
             state,
             per_container,
             confinement: Arc::new(confinement),
@@ -240,6 +270,7 @@ impl Registry {
         if !per_container {
             let single = Container::create(
                 registry.root.clone(),
+                registry.layout.clone(),
                 &registry.state.join("single"),
                 registry.confinement.clone(),
                 registry.stopping.clone(),
@@ -273,6 +304,11 @@ impl Registry {
         })
     }
 
+    /// The system names beyond the fixed ones (for the start-up line).
+    pub fn extra_system_names(&self) -> Vec<String> {
+        self.layout.extra()
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Container>>> {
         self.containers.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -295,6 +331,7 @@ impl Registry {
         }
         let container = Container::create(
             self.root.join(name),
+            self.layout.clone(),
             &self.state.join(name),
             self.confinement.clone(),
             self.stopping.clone(),

@@ -97,7 +97,11 @@ pub fn build_computer() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let binary = repo_root().join("target/release/stead-computer");
+            // Where cargo puts it: CARGO_TARGET_DIR when set.
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo_root().join("target"));
+            let binary = target.join("release/stead-computer");
             if std::env::var("STEAD_SKIP_BUILD").as_deref() == Ok("1") && binary.exists() {
                 return binary;
             }
