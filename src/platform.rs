@@ -5,6 +5,7 @@
 use futures::StreamExt;
 use js_sys::Uint8Array;
 use std::net::IpAddr;
+use std::time::Duration;
 use stead_agent::auth::Caller;
 use stead_agent::host::{ByteStream, Method, Payload};
 use stead_agent::protocol::SocketState;
@@ -14,7 +15,7 @@ use stead_agent::{ComputerError, Host, Socket, Transport};
 use wasm_bindgen::JsValue;
 
 use worker::{
-    Env, Fetch, Headers, Request, RequestInit, RequestRedirect, ScheduledTime, State, Stub,
+    Delay, Env, Fetch, Headers, Request, RequestInit, RequestRedirect, ScheduledTime, State, Stub,
     WebSocket,
 };
 
@@ -168,6 +169,12 @@ impl Host for WorkerHost {
             Ok::<_, worker::Error>((status, answer))
         }
         .await;
+        // Under `wrangler dev` every object lives in one process, and a
+        // chain of calls between them (a fork's pages) never leaves the
+        // event loop idle, so no other request would be read off the
+        // network until the chain ends. A timer turn lets them in; on
+        // Cloudflare it costs a millisecond per page.
+        Delay::from(Duration::from_millis(1)).await;
         sent.map_err(|e| e.to_string())
     }
 

@@ -249,6 +249,10 @@ pub struct Shell<'a> {
     pid_stack: Vec<u32>,
     /// Signals sent to an enclosing shell, delivered when it resumes.
     pending_signals: Vec<(u32, i32)>,
+    /// How many buffered writes to files have failed when their slot
+    /// closed: a command whose output could not be written fails, as
+    /// `write(2)` failing makes it fail in bash.
+    failed_writes: u64,
 }
 
 /// The status of a pipeline stage stopped by a full pipe (128 + SIGPIPE).
@@ -316,6 +320,7 @@ impl<'a> Shell<'a> {
             next_pid: jobs::SHELL_PID,
             pid_stack: Vec::new(),
             pending_signals: Vec::new(),
+            failed_writes: 0,
         }
     }
 
@@ -367,6 +372,7 @@ impl<'a> Shell<'a> {
                     self.fs.append(&path, &bytes)
                 };
                 if let Err(e) = written {
+                    self.failed_writes += 1;
                     let msg = format!("{}: {}", path.as_str(), utils::strerror(&e));
                     self.err_line(&msg)?;
                 }
@@ -706,8 +712,10 @@ impl<'a> Shell<'a> {
                         return self.check_errexit();
                     }
                 };
+                let failed_before = self.failed_writes;
                 let r = self.run_compound(c);
                 self.restore_fds(saved)?;
+                self.fail_on_lost_writes(failed_before);
                 r
             }
             Command::Function(f) => {
@@ -1083,6 +1091,7 @@ impl<'a> Shell<'a> {
                 Err(e) => return Err(e),
             }
         };
+        let failed_before = self.failed_writes;
         let r = self.dispatch(&argv, deferred);
         if let Some(last) = argv.last() {
             self.last_arg.clone_from(last);
@@ -1098,7 +1107,16 @@ impl<'a> Shell<'a> {
         self.finish_procsubs()?;
         let status = r?;
         self.status = status;
+        self.fail_on_lost_writes(failed_before);
         Ok(())
+    }
+
+    /// A command that succeeded but whose redirected output could not be
+    /// written (a full disk, a quota) fails with status 1.
+    fn fail_on_lost_writes(&mut self, failed_before: u64) {
+        if self.failed_writes > failed_before && self.status == 0 {
+            self.status = 1;
+        }
     }
 
     fn restore_vars(&mut self, saved: Vec<(String, Option<Var>)>, cmd: &str) {
