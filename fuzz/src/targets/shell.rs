@@ -81,6 +81,9 @@ pub fn run(data: &[u8]) {
         max_bytes_written: 256 * 1024,
         max_wall_ms: 20_000,
         max_cpu_units: 2_000_000,
+        max_memory_bytes: 4 << 20,
+        max_pipe_bytes: 256 * 1024,
+        max_stack_bytes: 512 << 10,
     };
     let request = ExecRequest {
         command: script,

@@ -228,7 +228,7 @@ impl Parser {
             self.pos += 1;
         }
         self.pos += 1;
-        let prog = super::parse_script(&text)?;
+        let prog = super::parse_nested_script(&text, self.depth)?;
         Ok(Part::Command(Rc::new(prog)))
     }
 
@@ -259,7 +259,7 @@ impl Parser {
                 self.pos += 1;
                 let start = self.pos;
                 let saved = std::mem::replace(&mut self.in_dq, in_dq);
-                let r = self.braced_param();
+                let r = self.nest(Self::braced_param);
                 self.in_dq = saved;
                 match r {
                     // bash reports a bad substitution when it expands it,
@@ -644,7 +644,7 @@ impl Parser {
         if quoted {
             return Ok(Word(vec![Part::Quoted(text)]));
         }
-        let mut sub = Parser::new(&text);
+        let mut sub = self.nested(&text);
         Ok(Word(vec![Part::Double(sub.dq_parts_mode(None, true)?)]))
     }
 }

@@ -240,7 +240,7 @@ fn short_flags(
 /// Reads `-` (stdin) or a file; prints jq's message and gives `None` on error.
 fn read_operand(ctx: &mut Ctx<'_>, name: &str) -> Result<Option<Vec<u8>>, Abort> {
     if name == "-" {
-        return Ok(Some(ctx.stdin.to_vec()));
+        return Ok(Some(ctx.stdin.all()?.to_vec()));
     }
     match ctx.path(name).and_then(|p| ctx.fs.read(&p)) {
         Ok(bytes) => {
