@@ -306,3 +306,69 @@ fn devices_read_as_on_linux() {
     let r = run(&db(), script);
     assert_ended_by(&r, LimitKind::PipeBytes, script);
 }
+
+/// `jq -n '[range(1e9)]'` collected a billion values inside jaq, where no
+/// limit looked. Every step of a jq loop or recursion is now charged.
+#[test]
+fn jq_generators_and_recursion_end_with_a_limit() {
+    let script = "jq -n '[range(1e9)]'";
+    let r = run(&db(), script);
+    assert_ended_by(&r, LimitKind::LoopIterations, script);
+    for (script, kind) in [
+        ("jq -n 'def f: f; f'", LimitKind::LoopIterations),
+        ("jq -n 'last(repeat(1))'", LimitKind::LoopIterations),
+        (
+            "jq -n 'reduce range(1e9) as $i (0; . + 1)'",
+            LimitKind::LoopIterations,
+        ),
+        (
+            "jq -n '[limit(1e9; 1 | recurse(. + 1))] | length'",
+            LimitKind::LoopIterations,
+        ),
+        ("jq -n 'def f: 1 + f; f'", LimitKind::Stack),
+        (
+            "jq -n 'reduce range(100) as $i (\"x\"; . + .)'",
+            LimitKind::Memory,
+        ),
+        ("jq -n 'def f: [., .] | f; \"x\" | f'", LimitKind::Stack),
+        (
+            "jq -n 'reduce range(1e6) as $i (0; {a: .})'",
+            LimitKind::Stack,
+        ),
+        (
+            "jq -n 'reduce range(70) as $i ([]; [., .]) | tojson | length'",
+            LimitKind::Memory,
+        ),
+        (
+            "jq -n 'reduce range(70) as $i ([]; [., .])'",
+            LimitKind::OutputBytes,
+        ),
+        (
+            "jq -n 'reduce range(70) as $i ([]; [., .]) | [..] | length'",
+            LimitKind::LoopIterations,
+        ),
+    ] {
+        let r = run(&db(), script);
+        assert_ended_by(&r, kind, script);
+    }
+    // Within the limits the same constructs work.
+    let r = run(
+        &db(),
+        "jq -cn '[range(5)], [limit(3; repeat(1))], (reduce range(4) as $i (0; . + $i)), \
+         ([[1,2],[3,4]] | [combinations]), ({a:[1]} | [paths]), ([1,[2]] | [..] | length)'",
+    );
+    assert_eq!(
+        text(&r.stdout),
+        "[0,1,2,3,4]\n[null,1,1]\n6\n[[1,3],[1,4],[2,3],[2,4]]\n[[\"a\"],[\"a\",0]]\n4\n"
+    );
+}
+
+/// A jq program nested past the parse depth is a compile error naming the
+/// bound, not a stack overflow in jaq's parser.
+#[test]
+fn deeply_nested_jq_programs_are_refused() {
+    let script = format!("jq -n '{}1{}'", "[".repeat(10_000), "]".repeat(10_000));
+    let r = run(&db(), &script);
+    assert_eq!(r.exit_code, 3, "{}", text(&r.stderr));
+    assert!(text(&r.stderr).contains("max_parse_depth"));
+}
