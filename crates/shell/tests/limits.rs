@@ -372,3 +372,28 @@ fn deeply_nested_jq_programs_are_refused() {
     assert_eq!(r.exit_code, 3, "{}", text(&r.stderr));
     assert!(text(&r.stderr).contains("max_parse_depth"));
 }
+
+/// Brace expansion stopped silently at 100,001 words (`echo {1..200000} |
+/// wc -w` printed 100001). It is done as the script is parsed, so its
+/// bound is fixed: more words are a syntax error naming it.
+#[test]
+fn brace_expansion_past_its_bound_is_an_error_not_a_cut() {
+    for script in [
+        "echo {1..200000} | wc -w",
+        "echo {a,b}{1..99999999999999}",
+        "echo {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}",
+    ] {
+        let r = run(&db(), script);
+        assert_eq!(r.exit_code, 2, "{script}");
+        assert_eq!(text(&r.stdout), "", "{script}");
+        assert!(text(&r.stderr).contains("max_brace_words"), "{script}: {}", text(&r.stderr));
+    }
+    let r = run(
+        &db(),
+        "echo {1..100000} | wc -w; echo {9223372036854775806..9223372036854775807}",
+    );
+    assert_eq!(
+        text(&r.stdout),
+        "100000\n9223372036854775806 9223372036854775807\n"
+    );
+}

@@ -722,7 +722,7 @@ impl Parser {
                     None | Some('\n' | ';') => break,
                     _ => {
                         let w = self.word()?;
-                        list.extend(brace_expand(w));
+                        list.extend(brace_expand(w)?);
                     }
                 }
             }
@@ -1026,7 +1026,7 @@ impl Parser {
                     }
                 }
             }
-            cmd.words.extend(brace_expand(w));
+            cmd.words.extend(brace_expand(w)?);
         }
         if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
             return Err(self.unexpected());
@@ -1149,7 +1149,7 @@ impl Parser {
                 self.pos = save;
             }
             let w = self.word()?;
-            for w in brace_expand(w) {
+            for w in brace_expand(w)? {
                 elems.push((None, w));
             }
         }

@@ -188,8 +188,8 @@ fn nesting(program: &str) -> usize {
                         i += 1;
                     }
                 }
-                _ if program[i..].starts_with("if") && word_at(bytes, i, 2) => ifs += 1,
-                _ if program[i..].starts_with("end") && word_at(bytes, i, 3) => {
+                _ if bytes[i..].starts_with(b"if") && word_at(bytes, i, 2) => ifs += 1,
+                _ if bytes[i..].starts_with(b"end") && word_at(bytes, i, 3) => {
                     ifs = ifs.saturating_sub(1)
                 }
                 _ => {}
