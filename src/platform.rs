@@ -5,8 +5,10 @@
 use futures::StreamExt;
 use js_sys::Uint8Array;
 use std::net::IpAddr;
+use stead_agent::auth::Caller;
 use stead_agent::host::{ByteStream, Method, Payload};
 use stead_agent::protocol::SocketState;
+use stead_agent::settings::ComputerSettings;
 use stead_agent::HostError;
 use stead_agent::{ComputerError, Host, Socket, Transport};
 use wasm_bindgen::JsValue;
@@ -18,12 +20,11 @@ use worker::{
 
 use crate::do_sql::DoSql;
 
+/// Binding of the agents' Durable Object class.
+pub(crate) const WORKSPACE_BINDING: &str = "WORKSPACE";
+
 /// Binding of the container-enabled Durable Object class.
 const COMPUTER_BINDING: &str = "COMPUTER";
-
-/// Header telling the `Computer` object whether the agent's settings allow
-/// its container outbound network (applied when the container starts).
-pub(crate) const INTERNET_HEADER: &str = "x-stead-internet";
 
 /// Where host names are resolved (DNS over HTTPS, JSON API); a variable
 /// of that name overrides the default.
@@ -137,6 +138,39 @@ impl Host for WorkerHost {
             .map_err(|e| e.to_string())
     }
 
+    async fn call_agent(
+        &self,
+        agent: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, serde_json::Value), String> {
+        let sent = async {
+            let stub = self
+                .env
+                .durable_object(WORKSPACE_BINDING)?
+                .id_from_name(agent)?
+                .get_stub()?;
+            let headers = Headers::new();
+            for (name, value) in Caller::Admin.headers() {
+                headers.set(name, &value)?;
+            }
+            headers.set("content-type", "application/octet-stream")?;
+            let mut init = RequestInit::new();
+            init.with_method(worker::Method::Post)
+                .with_headers(headers)
+                .with_body(Some(Uint8Array::from(body.as_slice()).into()));
+            let url = format!("http://agent/agents/{agent}{path}");
+            let mut response = stub
+                .fetch_with_request(Request::new_with_init(&url, &init)?)
+                .await?;
+            let status = response.status_code();
+            let answer: serde_json::Value = response.json().await?;
+            Ok::<_, worker::Error>((status, answer))
+        }
+        .await;
+        sent.map_err(|e| e.to_string())
+    }
+
     async fn resolve(&self, name: &str) -> Result<Vec<IpAddr>, String> {
         // DNS over HTTPS (JSON), since a Worker has no resolver of its own.
         let base = self
@@ -176,7 +210,11 @@ impl Host for WorkerHost {
             .is_ok_and(|v| v.to_string() == "true")
     }
 
-    fn computer(&self, agent: &str, internet: bool) -> Result<ComputerLink, ComputerError> {
+    fn computer(
+        &self,
+        agent: &str,
+        settings: ComputerSettings,
+    ) -> Result<ComputerLink, ComputerError> {
         let namespace = self
             .env
             .durable_object(COMPUTER_BINDING)
@@ -191,7 +229,7 @@ impl Host for WorkerHost {
         Ok(ComputerLink {
             stub,
             agent: agent.to_string(),
-            internet,
+            settings,
         })
     }
 }
@@ -225,7 +263,7 @@ impl Socket for WorkerSocket {
 pub(crate) struct ComputerLink {
     stub: Stub,
     agent: String,
-    internet: bool,
+    settings: ComputerSettings,
 }
 
 impl Transport for ComputerLink {
@@ -238,7 +276,13 @@ impl Transport for ComputerLink {
         let sent = async {
             let headers = Headers::new();
             headers.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
-            headers.set(INTERNET_HEADER, &self.internet.to_string())?;
+            headers.set(
+                stead_sync::INTERNET_HEADER,
+                &self.settings.internet.to_string(),
+            )?;
+            if let Some(idle) = self.settings.idle_ms {
+                headers.set(stead_sync::IDLE_HEADER, &idle.to_string())?;
+            }
             let mut init = RequestInit::new();
             init.with_method(match method {
                 Method::Get => worker::Method::Get,

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use stead_harness::{temp_state, Client, Runtime, DEV_TOKEN};
+use stead_harness::{temp_state, Client, ComputerMode, Runtime, DEV_TOKEN};
 use tempfile::TempDir;
 
 use agent::Agent;
@@ -205,27 +205,55 @@ fn shell_main(options: &Options) {
     print_and_save(&report, "shell.json");
 }
 
-/// The computer sync benchmark: 1,000 files / 50 MB (quick: 100 / 5 MB).
+/// The computer benchmark: 1,000 files / 50 MB (quick: 100 / 5 MB), on
+/// real containers and on the local process in the same run (real
+/// containers only when a Docker engine answers), or on `--url`'s Worker.
 fn computer_main(options: &Options) {
     let (files, bytes) = if options.quick {
         (100, 5_000_000)
     } else {
         (1000, 50_000_000)
     };
-    let (_local, client) = connect(options);
+    let size = if options.quick { "quick" } else { "full" };
     let target = options.url.as_deref().unwrap_or("local wrangler dev");
-    let agent = Agent::create(client, agent_id("bench-computer"));
-    let mode = if options.quick { "quick" } else { "full" };
     let mut report = Report::new(
-        format!(
-            "stead-bench computer ({mode}) against {target}, agent {}",
-            agent.id()
-        ),
-        json!({ "mode": mode, "target": target, "files": files, "bytes": bytes,
+        format!("stead-bench computer ({size}) against {target}"),
+        json!({ "mode": size, "target": target, "files": files, "bytes": bytes,
                 "unix_time": unix_seconds() }),
     );
-    computer::run(&agent, files, bytes, &mut report);
-    agent.delete();
+    let measure = |client: Client, label: &str, report: &mut Report| {
+        let agent = Agent::create(client, agent_id("bench-computer"));
+        computer::write_workspace(&agent, files, bytes);
+        let measured = computer::run(&agent, label, files, bytes, report);
+        agent.delete();
+        measured
+    };
+    if let Some(url) = &options.url {
+        measure(remote_client(url), url, &mut report);
+    } else {
+        let mut modes = vec![ComputerMode::LocalProcess];
+        if ComputerMode::from_env() == ComputerMode::Container {
+            modes.insert(0, ComputerMode::Container);
+        }
+        let mut cold = Vec::new();
+        for mode in modes {
+            let label = match mode {
+                ComputerMode::Container => "real container",
+                ComputerMode::LocalProcess => "local process",
+            };
+            eprintln!(
+                "computer: starting wrangler dev, the computer {}",
+                mode.describe()
+            );
+            let state = temp_state();
+            let runtime = Runtime::start_with(state.path(), mode, &[]);
+            cold.push(measure(runtime.client(), label, &mut report));
+            runtime.stop();
+        }
+        if let [container, local] = &cold[..] {
+            report.rows.push(computer::compare_cold(container, local));
+        }
+    }
     print_and_save(&report, "computer.json");
 }
 

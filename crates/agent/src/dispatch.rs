@@ -12,11 +12,11 @@
 use serde_json::{json, Value};
 use stead_scheduler::{Credential, Hook, Hooks, Jobs, SchedError, Schedules};
 use stead_sql::Sql;
-use stead_vfs::{Node, VPath, WriteOptions, CHUNK_SIZE};
+use stead_vfs::{Node, Operation, Scope, VPath, WriteOptions, CHUNK_SIZE};
 
 use crate::agent::Agent;
 use crate::auth::{self, Caller};
-use crate::computer::Discard;
+use crate::computer::{self, Discard};
 use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::host::Host;
@@ -24,7 +24,7 @@ use crate::policy::{self, Audit, Policy};
 use crate::protocol::SocketState;
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::scheduling;
-use crate::{audit, outbound, settings, tools};
+use crate::{audit, checkpoints, settings, tools};
 
 /// The headers of a hook call.
 pub const HOOK_SECRET_HEADER: &str = "x-hook-secret";
@@ -239,6 +239,11 @@ impl<H: Host> Agent<H> {
         if !self.armed.replace(true) {
             self.arm().await?;
         }
+        // A fork still being copied answers nothing but its copy (and a
+        // delete, which drops it).
+        if !matches!(request.action, Action::ForkImport | Action::Delete) && self.forking()? {
+            return Err(ApiError::Forking);
+        }
         // A hook caller with the secret proves itself before its body is
         // read; a signed call is checked with its body.
         let hook = match (&request.action, &request.hook.secret) {
@@ -272,6 +277,10 @@ impl<H: Host> Agent<H> {
                 "database_bytes": self.host.database_size(),
             }),
             Action::Delete => {
+                // The agent's computer goes with it (if it has one running).
+                if let Ok(transport) = self.computer() {
+                    let _ = computer::stop(&transport).await;
+                }
                 crate::subscriptions::close_all(self);
                 self.host.wipe().await?;
                 self.host.set_alarm(None).await?;
@@ -279,7 +288,21 @@ impl<H: Host> Agent<H> {
                 json!({ "agent": agent, "deleted": true })
             }
             Action::Ping => json!({ "agent": agent }),
-            Action::Tool(tool) => tools::call(&self.vfs(), *tool, &json_body)?,
+            Action::Tool(tool) => {
+                let vfs = self.vfs();
+                let pending = match tool.mutates() {
+                    true => checkpoints::before(
+                        db,
+                        &vfs,
+                        &request.caller.actor(),
+                        Operation::Tool(tool.name().to_string()),
+                        Scope::Paths(&checkpoints::tool_paths(&json_body)),
+                        None,
+                    )?,
+                    false => None,
+                };
+                checkpoints::settle(pending, &vfs, tools::call(&vfs, *tool, &json_body))?
+            }
             Action::Exec => {
                 let source = request.entry.job_source();
                 return self.exec_request(&request.caller, source, json_body).await;
@@ -330,10 +353,7 @@ impl<H: Host> Agent<H> {
             Action::ScheduleCreate | Action::SchedulePut(_) => {
                 policy::require_exec_of(&request.caller, &json_body)?;
                 if let Some(url) = scheduling::webhook_url(&json_body) {
-                    let allow_private = settings::webhooks(db)?.allow_private_targets;
-                    outbound::check(&self.host, &url, allow_private)
-                        .await
-                        .map_err(ApiError::WebhookRefused)?;
+                    self.check_webhook_target(&url).await?;
                 }
                 let path_id = match &request.action {
                     Action::SchedulePut(id) => Some(id.as_str()),
@@ -392,6 +412,75 @@ impl<H: Host> Agent<H> {
                     .run_hook(&hook, request.hook.idempotency_key.as_deref(), &json_body)
                     .await;
             }
+            Action::Checkpoints => checkpoints::list(&self.vfs(), &request.query)?,
+            Action::CheckpointCreate => {
+                let created =
+                    checkpoints::create(&self.vfs(), &request.caller.actor(), &json_body)?;
+                return Ok(Reply::Json {
+                    status: 201,
+                    body: created,
+                });
+            }
+            Action::Checkpoint(key) => checkpoints::show(&self.vfs(), key)?,
+            Action::CheckpointDelete(key) => checkpoints::delete(&self.vfs(), key)?,
+            Action::Diff => checkpoints::diff(&self.vfs(), &json_body)?,
+            Action::Restore => {
+                let vfs = self.vfs();
+                let restore = checkpoints::restore_request(&vfs, &json_body)?;
+                let scope = match &restore.paths {
+                    Some(paths) => Scope::Paths(paths),
+                    None => Scope::Whole,
+                };
+                let pending = checkpoints::before(
+                    db,
+                    &vfs,
+                    &request.caller.actor(),
+                    Operation::Restore,
+                    scope,
+                    None,
+                )?;
+                let before = pending.as_ref().map(checkpoints::Pending::id);
+                let restored = vfs.restore(restore.checkpoint, restore.paths.as_deref());
+                let restored = checkpoints::settle(pending, &vfs, restored)?;
+                json!({ "restored": restored, "checkpoint": before })
+            }
+            Action::Undo => {
+                let vfs = self.vfs();
+                let actor = request.caller.actor();
+                let pending =
+                    checkpoints::before(db, &vfs, &actor, Operation::Undo, Scope::Whole, None)?;
+                let before = pending.as_ref().map(checkpoints::Pending::id);
+                let undone = checkpoints::settle(pending, &vfs, vfs.undo())?;
+                json!({ "undone": undone, "checkpoint": before })
+            }
+            Action::Fork => {
+                let fork = checkpoints::fork_request(&self.vfs(), &agent, &json_body)?;
+                *target = Some(fork.to.clone());
+                self.fork_out(&request.caller.actor(), fork).await?
+            }
+            Action::ForkImport => {
+                let status_only = request.query.iter().any(|(key, _)| key == "status");
+                let page = match status_only {
+                    true => Vec::new(),
+                    false => read_body(&mut request.body, checkpoints::MAX_FORK_PAGE).await?,
+                };
+                let imported = self.fork_in(status_only, &page);
+                if created && (status_only || imported.is_err()) {
+                    // Asking, or a fork that never began, leaves nothing.
+                    self.host.wipe().await?;
+                    self.closed();
+                } else {
+                    // A page may move the import deadline (or end it).
+                    self.arm().await?;
+                }
+                imported?
+            }
+            Action::Computer => {
+                json!({ "computer": computer::state(&self.computer()?).await? })
+            }
+            Action::ComputerStop => {
+                json!({ "computer": computer::stop(&self.computer()?).await? })
+            }
             Action::Download(path) => {
                 let path = VPath::parse(path)?;
                 let (node, chunks) = self.vfs().file_chunks(&path)?;
@@ -428,7 +517,8 @@ impl<H: Host> Agent<H> {
             Some((false, request)) => request.to_string().into_bytes(),
             None => body,
         };
-        Ok(Reply::ok(self.exec(&body, &Discard).await?.to_json()))
+        let outcome = self.exec(&caller.actor(), &body, &Discard).await?;
+        Ok(Reply::ok(outcome.to_json()))
     }
 
     /// Starts an authenticated hook call's job, unless a call with the

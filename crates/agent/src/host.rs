@@ -20,6 +20,7 @@ use stead_sql::Sql;
 use crate::computer::error::ComputerError;
 use crate::error::HostError;
 use crate::protocol::SocketState;
+use crate::settings::ComputerSettings;
 
 /// What the agent needs from its platform.
 pub trait Host {
@@ -60,6 +61,16 @@ pub trait Host {
         body: String,
     ) -> Result<u16, String>;
 
+    /// Sends `body` to `path` under another agent of this deployment
+    /// (`/agents/{agent}{path}`), as the admin: how a fork's pages reach
+    /// the new agent. `Ok` carries the answer's status and JSON body.
+    async fn call_agent(
+        &self,
+        agent: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, serde_json::Value), String>;
+
     /// The addresses host name `name` resolves to (A and AAAA records).
     async fn resolve(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String>;
 
@@ -67,9 +78,14 @@ pub trait Host {
     /// the only place a workspace may let webhooks reach private addresses.
     fn local_development(&self) -> bool;
 
-    /// The transport to agent `agent`'s computer, whose container (when it
-    /// starts) gets outbound network only if `internet`.
-    fn computer(&self, agent: &str, internet: bool) -> Result<Self::Computer, ComputerError>;
+    /// The transport to agent `agent`'s computer, with the agent's computer
+    /// settings on every request (outbound network, applied when the
+    /// container starts; the idle time before it is released).
+    fn computer(
+        &self,
+        agent: &str,
+        settings: ComputerSettings,
+    ) -> Result<Self::Computer, ComputerError>;
 }
 
 /// One accepted WebSocket. What it has subscribed to lives in its

@@ -35,11 +35,13 @@
 mod agent;
 pub mod audit;
 pub mod auth;
+pub mod checkpoints;
 pub mod computer;
 pub mod decode;
 pub mod dispatch;
 mod error;
 pub mod exec;
+pub mod fork;
 pub mod host;
 pub mod outbound;
 pub mod outcome;

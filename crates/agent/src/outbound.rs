@@ -8,7 +8,8 @@
 //! `https`, and every address its host stands for must be public: a literal
 //! address is checked as written (in any notation the URL standard
 //! accepts), `localhost` names are refused outright, and any other name is
-//! resolved through the host and each of its addresses checked. A name that
+//! resolved (through the host, by the caller: this module does no I/O)
+//! and each of its addresses checked. A name that
 //! does not resolve is refused too. The agent never follows redirects (the
 //! host's `post` does not), so a public target cannot bounce a call
 //! inward. Targets are checked when a schedule is stored and again before
@@ -26,8 +27,6 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::{Host as UrlHost, Url};
-
-use crate::host::Host;
 
 /// Why a target is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -152,38 +151,46 @@ fn check_address(host: &str, address: IpAddr) -> Result<(), Refused> {
     }
 }
 
-/// Checks that `url` may be called: see the module docs. With
-/// `allow_private`, only the scheme is checked.
-pub async fn check<H: Host>(host: &H, url: &str, allow_private: bool) -> Result<(), Refused> {
+/// What remains to check of a target once its URL passed: nothing (a
+/// public literal address), or the addresses its name resolves to.
+pub enum Pending {
+    Done,
+    Resolve(String),
+}
+
+/// The checks of `url` that need no network (see the module docs): with
+/// `allow_private`, only the scheme.
+pub fn check_url(url: &str, allow_private: bool) -> Result<Pending, Refused> {
     let (parsed, target) = match parse(url) {
-        Err(Refused::LocalName { .. }) if allow_private => return Ok(()),
+        Err(Refused::LocalName { .. }) if allow_private => return Ok(Pending::Done),
         other => other?,
     };
     if allow_private {
-        return Ok(());
+        return Ok(Pending::Done);
     }
     let shown = parsed.host_str().unwrap_or_default().to_string();
     match target {
-        Target::Address(address) => check_address(&shown, address),
-        Target::Name(name) => {
-            let addresses = host
-                .resolve(&name)
-                .await
-                .map_err(|reason| Refused::Unresolved {
-                    host: name.clone(),
-                    reason,
-                })?;
-            if addresses.is_empty() {
-                return Err(Refused::Unresolved {
-                    host: name,
-                    reason: "no addresses".into(),
-                });
-            }
-            addresses
-                .into_iter()
-                .try_for_each(|address| check_address(&name, address))
-        }
+        Target::Address(address) => check_address(&shown, address).map(|()| Pending::Done),
+        Target::Name(name) => Ok(Pending::Resolve(name)),
     }
+}
+
+/// Checks what host `name` resolved to: every address must be public, and
+/// there must be one.
+pub fn check_resolved(name: &str, resolved: Result<Vec<IpAddr>, String>) -> Result<(), Refused> {
+    let addresses = resolved.map_err(|reason| Refused::Unresolved {
+        host: name.to_string(),
+        reason,
+    })?;
+    if addresses.is_empty() {
+        return Err(Refused::Unresolved {
+            host: name.to_string(),
+            reason: "no addresses".into(),
+        });
+    }
+    addresses
+        .into_iter()
+        .try_for_each(|address| check_address(name, address))
 }
 
 #[cfg(test)]

@@ -99,6 +99,16 @@ impl Action {
             Action::SettingsPut => records(Scope::Admin, "settings.put"),
             Action::Audit => reads(Scope::Admin),
             Action::RevokeToken => records(Scope::Admin, "token.revoke"),
+            Action::Checkpoints | Action::Checkpoint(_) | Action::Diff => reads(Scope::Read),
+            Action::CheckpointCreate => records(Scope::Write, "checkpoint.create"),
+            Action::CheckpointDelete(_) => records(Scope::Write, "checkpoint.delete"),
+            Action::Restore => records(Scope::Write, "restore"),
+            Action::Undo => records(Scope::Write, "undo"),
+            // A fork makes another agent, which only the admin may.
+            Action::Fork => records(Scope::Admin, "fork"),
+            Action::ForkImport => records(Scope::Admin, "fork.import"),
+            Action::Computer => reads(Scope::Read),
+            Action::ComputerStop => records(Scope::ExecComputer, "computer.stop"),
         }
     }
 
@@ -164,16 +174,7 @@ pub fn require_exec_of(caller: &Caller, body: &[u8]) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Claims;
-
-    fn claims(scopes: &[Scope], exp: i64) -> Claims {
-        Claims {
-            id: "t1".into(),
-            agent: "alice".into(),
-            scopes: scopes.to_vec(),
-            exp,
-        }
-    }
+    use crate::auth::tests::claims;
 
     #[test]
     fn scopes_and_agents_are_enforced() {
@@ -319,8 +320,20 @@ mod tests {
                 tool.name()
             );
         }
+        // Words of the write row that are routes rather than tools.
+        let routes = [
+            ("upload", Action::Upload("/f".into())),
+            ("checkpoints", Action::CheckpointCreate),
+            ("restore", Action::Restore),
+            ("undo", Action::Undo),
+        ];
         for name in &write {
-            let known = name == "upload" || Tool::from_name(name).is_some_and(Tool::mutates);
+            let known = match Tool::from_name(name) {
+                Some(tool) => tool.mutates(),
+                None => routes.iter().any(|(word, action)| {
+                    word == name && action.policy().access == Access::Scope(Scope::Write)
+                }),
+            };
             assert!(
                 known,
                 "the write row lists {name:?}, which is no writing route"

@@ -363,6 +363,7 @@ mod tests {
             truncated: false,
             limit: None,
             revision: 0,
+            checkpoint: None,
             message: None,
             computer: None,
         }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use stead_scheduler::jobs::JobLimits;
 use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
 use stead_sql::{params, Sql};
-use stead_vfs::Limits;
+use stead_vfs::{Limits, Retention};
 
 use crate::error::ApiError;
 
@@ -78,11 +78,44 @@ pub struct ComputerSettings {
     /// Outbound network from commands (package installs, git clone). Off
     /// unless set; takes effect when the container next starts.
     pub internet: bool,
+    /// How long the computer stays up after its last use, milliseconds
+    /// (10 seconds to 24 hours). Unset: the deployment's default
+    /// (`COMPUTER_IDLE_MS`, else 10 minutes). A released computer costs
+    /// nothing: the next command starts a fresh one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_ms: Option<u64>,
 }
+
+/// Bounds of [`ComputerSettings::idle_ms`].
+const IDLE_MS: (u64, u64) = (10_000, 24 * 3_600_000);
 
 /// The workspace's computer settings (defaults where none were set).
 pub fn computer(db: &impl Sql) -> Result<ComputerSettings, ApiError> {
     load(db, "computer")
+}
+
+/// The workspace's checkpoint settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointSettings {
+    /// Take automatic checkpoints before operations that change files.
+    pub automatic: bool,
+    /// Which automatic checkpoints are kept.
+    pub retention: Retention,
+}
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        CheckpointSettings {
+            automatic: true,
+            retention: Retention::default(),
+        }
+    }
+}
+
+/// The workspace's checkpoint settings (defaults where none were set).
+pub fn checkpoints(db: &impl Sql) -> Result<CheckpointSettings, ApiError> {
+    load(db, "checkpoints")
 }
 
 /// Where the workspace's webhooks may go (see `crate::outbound`).
@@ -127,6 +160,7 @@ pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
         "quotas": quotas(db)?,
         "computer": computer(db)?,
         "webhooks": webhooks(db)?,
+        "checkpoints": checkpoints(db)?,
     }))
 }
 
@@ -136,6 +170,7 @@ struct PutSettings {
     quotas: Option<Quotas>,
     computer: Option<ComputerSettings>,
     webhooks: Option<WebhookSettings>,
+    checkpoints: Option<CheckpointSettings>,
 }
 
 /// `PUT /agents/{id}/settings`: replaces the sections given (`quotas`,
@@ -147,6 +182,9 @@ struct PutSettings {
 /// `webhooks.allow_private_targets` is accepted.
 pub fn put(db: &impl Sql, body: &[u8], local_development: bool) -> Result<Value, ApiError> {
     let request: PutSettings = crate::decode::decode(body)?;
+    if let Some(idle) = request.computer.and_then(|c| c.idle_ms) {
+        crate::decode::within("computer.idle_ms", idle, IDLE_MS.0, IDLE_MS.1)?;
+    }
     if request
         .webhooks
         .is_some_and(|w| w.allow_private_targets && !local_development)
@@ -171,6 +209,9 @@ pub fn put(db: &impl Sql, body: &[u8], local_development: bool) -> Result<Value,
         }
         if let Some(webhooks) = &request.webhooks {
             store(db, "webhooks", webhooks)?;
+        }
+        if let Some(checkpoints) = &request.checkpoints {
+            store(db, "checkpoints", checkpoints)?;
         }
         Ok::<_, ApiError>(())
     })?;

@@ -42,13 +42,7 @@ fn a_detached_exec_runs_on_the_alarm_and_keeps_its_output() {
         (done["state"].clone(), done["exit_code"].clone()),
         (json!("failed"), json!(3))
     );
-    let output = ok(&agent, "a", Action::JobOutput(id), "");
-    let text: String = output["output"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["data"].as_str().unwrap())
-        .collect();
+    let text = job_text(&agent, id);
     assert_eq!(text, "out\nerr\n");
     assert_eq!(
         agent.host().alarm.get(),
@@ -326,8 +320,8 @@ fn webhooks_never_reach_the_network_the_agent_runs_in() {
     ] {
         let (status, body) = put(url);
         assert_eq!(
-            (status, body["error"]["code"].clone()),
-            (400, json!("WEBHOOK_TARGET_REFUSED")),
+            failure(status, &body),
+            (400, "WEBHOOK_TARGET_REFUSED"),
             "{url}: {body}"
         );
     }

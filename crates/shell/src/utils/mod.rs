@@ -12,6 +12,7 @@
 
 mod apply_patch;
 mod awk;
+mod checkpoint;
 mod civil;
 mod files;
 mod getopt;
@@ -76,6 +77,7 @@ const TABLES: &[Table] = &[
     awk::UTILITIES,
     jq::UTILITIES,
     apply_patch::UTILITIES,
+    checkpoint::UTILITIES,
 ];
 
 /// The utility called `name`, if the light shell has it.
