@@ -397,3 +397,15 @@ fn brace_expansion_past_its_bound_is_an_error_not_a_cut() {
         "100000\n9223372036854775806 9223372036854775807\n"
     );
 }
+
+/// `shuf -r` stopped silently after 2^20 draws (`shuf -r -n 2000000 -e a |
+/// wc -l` printed 1048576). It draws what it is asked; without `-n` it is
+/// endless, as GNU's, and the full pipe ends it.
+#[test]
+fn shuf_draws_what_it_is_asked() {
+    let r = run(&db(), "shuf -r -n 2000000 -e a | wc -l");
+    assert_eq!(text(&r.stdout), "2000000\n");
+    let script = "shuf -r -e a | wc -l";
+    let r = run(&db(), script);
+    assert_ended_by(&r, LimitKind::PipeBytes, script);
+}
