@@ -46,6 +46,7 @@ pub struct Bounds {
 pub const TARGETS: &[Target] = &[
     targets::path::TARGET,
     targets::shell::TARGET,
+    targets::syntax::TARGET,
     targets::edit::TARGET,
     targets::patch::TARGET,
     targets::frame::TARGET,

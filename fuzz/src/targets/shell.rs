@@ -53,25 +53,126 @@ pub const TARGET: Target = Target {
     about: "stead_shell::exec with tight limits (no panic, always returns, limit => exit 124), commands_used/unsupported_commands agree",
     run,
     seeds,
-    tokens: &[
-        "$(", ")", "${", "}", "$((", "))", "`", "'", "\"", "\\", "|", "||", "&&", ";", ";;", "&",
-        "<", ">", ">>", "<<", "<<-", "<<<", "2>&1", "<(", "(", "{ ", " }", "[[ ", " ]]", "*",
-        "?", "[a-z]", "**", "{a,b}", "{1..9}", "~", "$@", "$#", "$?", "${#x}", "${x:-y}",
-        "${x//a/b}", "${x:1:2}", "${!x}", "${x[@]}", "=~", "if ", "then ", "else ", "fi",
-        "for ", "in ", "do ", "done", "while ", "until ", "case ", "esac", "function ",
-        "local ", "declare -A ", "set -e", "eval ", "exec ", "trap ", "shift", "break",
-        "return", "x=", "\n", " ", "EOF\n", "$((1<<62))", "$((-9223372036854775807-1))",
-        "/", "0", "-1", "echo ", "cat ", "sed ", "awk ", "jq ", "grep ", "printf ", "read ",
-        "seq ", "xargs ", "find ", "sort ", "tr ", "cut ", "head ", "tail ", "wc ",
-        "/dev/zero", "/dev/urandom", "/dev/fd/0", "sleep ", "timeout ", "mapfile ", "yes ",
-        "range(", "reduce ", "foreach ", "def f: ", "recurse", "..", "limit(", "[.[]]",
-    ],
+    tokens: TOKENS,
     // Two seconds: the limits allow a few million units of work.
     bounds: Some(Bounds {
         heap_bytes: HEAP_BYTES,
         run_ms: 2_000,
     }),
 };
+
+/// Shell syntax and the commands the fuzzer splices in.
+pub(crate) const TOKENS: &[&str] = &[
+    "$(",
+    ")",
+    "${",
+    "}",
+    "$((",
+    "))",
+    "`",
+    "'",
+    "\"",
+    "\\",
+    "|",
+    "||",
+    "&&",
+    ";",
+    ";;",
+    "&",
+    "<",
+    ">",
+    ">>",
+    "<<",
+    "<<-",
+    "<<<",
+    "2>&1",
+    "<(",
+    "(",
+    "{ ",
+    " }",
+    "[[ ",
+    " ]]",
+    "*",
+    "?",
+    "[a-z]",
+    "**",
+    "{a,b}",
+    "{1..9}",
+    "~",
+    "$@",
+    "$#",
+    "$?",
+    "${#x}",
+    "${x:-y}",
+    "${x//a/b}",
+    "${x:1:2}",
+    "${!x}",
+    "${x[@]}",
+    "=~",
+    "if ",
+    "then ",
+    "else ",
+    "fi",
+    "for ",
+    "in ",
+    "do ",
+    "done",
+    "while ",
+    "until ",
+    "case ",
+    "esac",
+    "function ",
+    "local ",
+    "declare -A ",
+    "set -e",
+    "eval ",
+    "exec ",
+    "trap ",
+    "shift",
+    "break",
+    "return",
+    "x=",
+    "\n",
+    " ",
+    "EOF\n",
+    "$((1<<62))",
+    "$((-9223372036854775807-1))",
+    "/",
+    "0",
+    "-1",
+    "echo ",
+    "cat ",
+    "sed ",
+    "awk ",
+    "jq ",
+    "grep ",
+    "printf ",
+    "read ",
+    "seq ",
+    "xargs ",
+    "find ",
+    "sort ",
+    "tr ",
+    "cut ",
+    "head ",
+    "tail ",
+    "wc ",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/fd/0",
+    "sleep ",
+    "timeout ",
+    "mapfile ",
+    "yes ",
+    "range(",
+    "reduce ",
+    "foreach ",
+    "def f: ",
+    "recurse",
+    "..",
+    "limit(",
+    "[.[]]",
+];
 
 /// A clock that moves one millisecond per reading.
 struct Ticks(Cell<u64>);
@@ -86,9 +187,18 @@ impl Clock for Ticks {
 
 pub fn run(data: &[u8]) {
     let script = super::text(data);
+    check_routing(&script);
+    DB.with(|db| {
+        let _rollback = Savepoint::start(db);
+        exec(db, script);
+    });
+}
 
-    let used = stead_shell::commands_used(&script);
-    let unsupported = stead_shell::unsupported_commands(&script);
+/// `commands_used` and `unsupported_commands` parse the script alike, and
+/// what the light shell lacks is among what the script uses.
+pub(crate) fn check_routing(script: &str) {
+    let used = stead_shell::commands_used(script);
+    let unsupported = stead_shell::unsupported_commands(script);
     match (&used, &unsupported) {
         (Some(used), Some(unsupported)) => {
             for name in unsupported {
@@ -98,11 +208,6 @@ pub fn run(data: &[u8]) {
         (None, None) => {}
         _ => panic!("commands_used {used:?} but unsupported_commands {unsupported:?}"),
     }
-
-    DB.with(|db| {
-        let _rollback = Savepoint::start(db);
-        exec(db, script);
-    });
 }
 
 thread_local! {
@@ -155,7 +260,7 @@ fn exec(db: &SqliteDb, script: String) {
     assert!(result.stdout.len() <= limits.max_output_bytes + 4096);
 }
 
-fn seeds() -> Vec<Vec<u8>> {
+pub(crate) fn seeds() -> Vec<Vec<u8>> {
     [
         "echo hello | tr a-z A-Z",
         "for i in 1 2 3; do echo $i; done > out.txt; cat out.txt",
