@@ -128,8 +128,8 @@ static ALLOCATOR: Counted = Counted;
 /// The run in progress: when it started, its target and its input.
 type Current = Arc<Mutex<Option<(Instant, &'static str, Vec<u8>)>>>;
 
-/// Seconds per target in `--quick` mode (seven targets: well under a minute).
-const QUICK_SECONDS: f64 = 5.0;
+/// Seconds of fuzzing in all in `--quick` mode (CI), shared by the targets.
+const QUICK_SECONDS: f64 = 30.0;
 
 struct Options {
     targets: Vec<&'static Target>,
@@ -162,6 +162,7 @@ fn parse_args() -> Result<Option<Options>, String> {
         input: None,
         minimize: false,
     };
+    let mut quick = false;
     let mut args = std::env::args().skip(1);
     let value = |args: &mut dyn Iterator<Item = String>, flag: &str| {
         args.next().ok_or_else(|| format!("{flag} needs a value"))
@@ -176,7 +177,7 @@ fn parse_args() -> Result<Option<Options>, String> {
         match arg.as_str() {
             "--runs" => options.runs = Some(number(value(&mut args, &arg)?, &arg)? as u64),
             "--seconds" => options.seconds = Some(number(value(&mut args, &arg)?, &arg)?),
-            "--quick" => options.seconds = Some(QUICK_SECONDS),
+            "--quick" => quick = true,
             "--seed" => options.seed = number(value(&mut args, &arg)?, &arg)? as u64,
             "--max-len" => options.max_len = number(value(&mut args, &arg)?, &arg)? as usize,
             "--timeout" => {
@@ -202,6 +203,9 @@ fn parse_args() -> Result<Option<Options>, String> {
     }
     if options.targets.is_empty() {
         options.targets.extend(TARGETS.iter());
+    }
+    if quick {
+        options.seconds = Some(QUICK_SECONDS / options.targets.len() as f64);
     }
     if options.runs.is_none() && options.seconds.is_none() {
         options.runs = Some(10_000);

@@ -16,7 +16,7 @@ pub const TARGET: Target = Target {
     tokens: super::shell::TOKENS,
     bounds: Some(Bounds {
         heap_bytes: 32 << 20,
-        run_ms: 1_000,
+        run_ms: 2_000,
     }),
 };
 

@@ -697,7 +697,7 @@ pub fn brace_expand(word: Word) -> Result<Vec<Word>, String> {
         })
         .collect();
     let mut out = Vec::new();
-    expand_toks(toks, &mut out)?;
+    expand_toks(toks, 0, &mut out)?;
     Ok(out)
 }
 
@@ -705,10 +705,11 @@ fn too_many_words() -> String {
     format!("brace expansion: more than {MAX_BRACE_WORDS} words (max_brace_words)")
 }
 
-/// Expands the first brace group of `toks` and recurses on each result;
-/// finished words go to `out` as they are made.
-fn expand_toks(toks: Vec<Tok>, out: &mut Vec<Word>) -> Result<(), String> {
-    for i in 0..toks.len() {
+/// Expands the first brace group of `toks` at or after `from` and
+/// recurses on each result (what comes before `from` holds no group left
+/// to expand); finished words go to `out` as they are made.
+fn expand_toks(toks: Vec<Tok>, from: usize, out: &mut Vec<Word>) -> Result<(), String> {
+    for i in from..toks.len() {
         if !matches!(toks[i], Tok::Ch('{')) || (i > 0 && matches!(toks[i - 1], Tok::Ch('$'))) {
             continue;
         }
@@ -733,7 +734,8 @@ fn expand_toks(toks: Vec<Tok>, out: &mut Vec<Word>) -> Result<(), String> {
             let mut v: Vec<Tok> = toks[..i].to_vec();
             v.extend(alt);
             v.extend_from_slice(&toks[j + 1..]);
-            expand_toks(v, out)?;
+            // From `i`: an alternative may hold groups of its own (`{a,{b,c}}`).
+            expand_toks(v, i, out)?;
         }
         return Ok(());
     }

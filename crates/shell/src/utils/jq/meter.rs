@@ -375,6 +375,7 @@ mod tests {
         assert_eq!(nesting(r#""\("\(1)")""#), 4);
         assert_eq!(nesting("if if 1 then 2 end then 3 end"), 2);
         assert_eq!(nesting(r#""((((""#), 1);
+        assert_eq!(nesting(".k[\u{fffd}].x | if é then 1 end"), 1);
         assert!(prepare(&"[".repeat(10_000))
             .unwrap_err()
             .contains("max_parse_depth"));
