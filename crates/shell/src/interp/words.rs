@@ -673,11 +673,12 @@ enum Tok {
     Part(Box<Part>),
 }
 
-/// Words one brace expansion may make. Brace expansion happens as the
-/// script is parsed, before an exec's memory budget applies, so its size
-/// has a fixed bound; more is a syntax error naming it (never a silent
-/// cut of the list).
+/// Words one brace expansion may make, and characters in all. Brace
+/// expansion happens as the script is parsed, before an exec's memory
+/// budget applies, so its size has a fixed bound; more is a syntax error
+/// naming it (never a silent cut of the list). `{1..100000}` fits.
 pub const MAX_BRACE_WORDS: usize = 100_000;
+pub const MAX_BRACE_CHARS: usize = 1 << 20;
 
 /// Expands `{a,b}` and `{1..3}` in the unquoted text of a word.
 pub fn brace_expand(word: Word) -> Result<Vec<Word>, String> {
@@ -696,19 +697,28 @@ pub fn brace_expand(word: Word) -> Result<Vec<Word>, String> {
             other => vec![Tok::Part(Box::new(other))],
         })
         .collect();
-    let mut out = Vec::new();
-    expand_toks(toks, 0, &mut out)?;
-    Ok(out)
+    let mut made = Made::default();
+    expand_toks(toks, 0, &mut made)?;
+    Ok(made.words)
+}
+
+/// The words a brace expansion has made, and their characters.
+#[derive(Default)]
+struct Made {
+    words: Vec<Word>,
+    chars: usize,
 }
 
 fn too_many_words() -> String {
-    format!("brace expansion: more than {MAX_BRACE_WORDS} words (max_brace_words)")
+    format!(
+        "brace expansion: more than {MAX_BRACE_WORDS} words or {MAX_BRACE_CHARS} characters (max_brace_words)"
+    )
 }
 
 /// Expands the first brace group of `toks` at or after `from` and
 /// recurses on each result (what comes before `from` holds no group left
-/// to expand); finished words go to `out` as they are made.
-fn expand_toks(toks: Vec<Tok>, from: usize, out: &mut Vec<Word>) -> Result<(), String> {
+/// to expand); finished words go to `made` as they are made.
+fn expand_toks(toks: Vec<Tok>, from: usize, made: &mut Made) -> Result<(), String> {
     for i in from..toks.len() {
         if !matches!(toks[i], Tok::Ch('{')) || (i > 0 && matches!(toks[i - 1], Tok::Ch('$'))) {
             continue;
@@ -735,14 +745,15 @@ fn expand_toks(toks: Vec<Tok>, from: usize, out: &mut Vec<Word>) -> Result<(), S
             v.extend(alt);
             v.extend_from_slice(&toks[j + 1..]);
             // From `i`: an alternative may hold groups of its own (`{a,{b,c}}`).
-            expand_toks(v, i, out)?;
+            expand_toks(v, i, made)?;
         }
         return Ok(());
     }
-    if out.len() >= MAX_BRACE_WORDS {
+    made.chars += toks.len();
+    if made.words.len() >= MAX_BRACE_WORDS || made.chars > MAX_BRACE_CHARS {
         return Err(too_many_words());
     }
-    out.push(rebuild(toks));
+    made.words.push(rebuild(toks));
     Ok(())
 }
 
