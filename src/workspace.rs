@@ -90,7 +90,7 @@ impl Workspace {
             .map_err(|e| ApiError::Internal(format!("request url: {e}")))?;
         let (agent, action) = match stead_agent::route(req.method().as_ref(), url.path())? {
             Route::Agent { id, action } => (id, action),
-            Route::Health | Route::MintToken => {
+            Route::Health | Route::MintToken | Route::Tools => {
                 return Err(ApiError::Internal(
                     "this route is answered by the Worker".into(),
                 ))

@@ -24,6 +24,8 @@
 //! - [`protocol`]: the WebSocket messages; [`socket`]: where a socket
 //!   message is answered; [`subscriptions`]: where job output and change
 //!   events are sent;
+//! - [`catalog`]: the tools a model is given, with their schemas and each
+//!   harness's shape of them;
 //! - [`decode`], [`host`], [`error`]: request decoding, the platform seam,
 //!   and the one error type.
 //!
@@ -35,6 +37,7 @@
 mod agent;
 pub mod audit;
 pub mod auth;
+pub mod catalog;
 pub mod computer;
 pub mod decode;
 pub mod dispatch;

@@ -19,6 +19,10 @@ pub enum Route {
     Health,
     /// `POST /tokens`: mint an agent token (admin token only).
     MintToken,
+    /// `GET /tools?format=mcp|anthropic|openai|ai-sdk`: the tool
+    /// definitions a model is given (any valid credential; an agent token
+    /// sees the tools its scopes allow).
+    Tools,
     /// A route on one agent.
     Agent { id: String, action: Action },
 }
@@ -219,7 +223,8 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
     match (method, path) {
         ("GET", "/health") => return Ok(Route::Health),
         ("POST", "/tokens") => return Ok(Route::MintToken),
-        (_, "/health" | "/tokens") => return Err(not_allowed()),
+        ("GET", "/tools") => return Ok(Route::Tools),
+        (_, "/health" | "/tokens" | "/tools") => return Err(not_allowed()),
         _ => {}
     }
     let rest = path.strip_prefix("/agents/").ok_or_else(no_route)?;

@@ -242,10 +242,14 @@ pub fn list_schedules<S: Sql>(db: &S) -> Result<Value, ApiError> {
     Ok(json!({ "schedules": Schedules::new(db).list()? }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct HookReq {
+pub(crate) struct HookReq {
+    /// The command a call of the hook runs as a job (an exec request); the
+    /// call's body arrives on its stdin.
     exec: Value,
+    /// The secret callers must send in `x-hook-secret`, 16 bytes or more;
+    /// generated when absent. Shown once, in the answer.
     secret: Option<String>,
 }
 
