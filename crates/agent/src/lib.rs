@@ -24,6 +24,7 @@
 //! - [`protocol`]: the WebSocket messages; [`socket`]: where a socket
 //!   message is answered; [`subscriptions`]: where job output and change
 //!   events are sent;
+//! - [`mcp`]: the MCP server, one more entry point through dispatch;
 //! - [`catalog`]: the tools a model is given, with their schemas and each
 //!   harness's shape of them;
 //! - [`decode`], [`host`], [`error`]: request decoding, the platform seam,
@@ -44,6 +45,7 @@ pub mod dispatch;
 mod error;
 pub mod exec;
 pub mod host;
+pub mod mcp;
 pub mod outcome;
 pub mod policy;
 pub mod protocol;
@@ -59,6 +61,6 @@ pub use agent::Agent;
 pub use computer::error::ComputerError;
 pub use dispatch::{Body, Bytes, Entry, Reply, Request, HOOK_SECRET_HEADER};
 pub use error::{ApiError, HostError};
-pub use host::{Host, Socket, Transport};
+pub use host::{EventStream, Host, Socket, Transport};
 pub use outcome::ExecOutcome;
 pub use route::{route, Action, Route, Tool, MAX_JSON_BODY};

@@ -170,6 +170,9 @@ pub enum Action {
     HookCall(String),
     /// `GET /agents/{id}/ws`: a WebSocket (hibernatable).
     Socket,
+    /// `POST|GET|DELETE /agents/{id}/mcp`: the MCP server (Streamable
+    /// HTTP), served by `crate::mcp`.
+    Mcp,
     /// `GET /agents/{id}/audit?after=<id>&limit=<n>`: the audit log.
     Audit,
     /// `GET /agents/{id}/settings`: quotas and computer settings.
@@ -242,11 +245,12 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("POST", "exec") => Action::Exec,
         (_, "ping" | "exec") => return Err(not_allowed()),
         ("GET", "ws") => Action::Socket,
+        ("POST" | "GET" | "DELETE", "mcp") => Action::Mcp,
         ("GET", "audit") => Action::Audit,
         ("GET", "settings") => Action::Settings,
         ("PUT", "settings") => Action::SettingsPut,
         ("POST", "tokens/revoke") => Action::RevokeToken,
-        (_, "ws" | "audit" | "settings" | "tokens/revoke") => return Err(not_allowed()),
+        (_, "ws" | "mcp" | "audit" | "settings" | "tokens/revoke") => return Err(not_allowed()),
         (method, rest) if rest == "jobs" || rest.starts_with("jobs/") => route_jobs(method, rest)
             .ok_or_else(|| {
             if known_jobs_path(rest) {

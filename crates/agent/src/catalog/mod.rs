@@ -395,9 +395,10 @@ impl ModelTool {
     }
 }
 
-/// Decodes arguments that stand for path and query parameters.
+/// Decodes arguments that stand for path and query parameters, with the
+/// API's errors (the field at fault named).
 fn arguments_as<T: serde::de::DeserializeOwned>(
     arguments: Map<String, Value>,
 ) -> Result<T, ApiError> {
-    Ok(serde_json::from_value(Value::Object(arguments))?)
+    crate::decode::decode(Value::Object(arguments).to_string().as_bytes())
 }

@@ -156,6 +156,81 @@ fn add_property(schema: &mut Value, name: &str, property: Value, required: bool)
     }
 }
 
+/// Removes the `null` members whose property schema does not take `null`:
+/// how strict-mode clients (OpenAI's, which must send every property) say
+/// "not given". Nested objects and array items are walked with their own
+/// schemas; members the schema does not know are kept, for the decoder to
+/// name.
+pub fn drop_nulls(schema: &Value, value: &mut Value) {
+    let schema = object_variant(schema);
+    match value {
+        Value::Object(object) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let Some(properties) = properties else {
+                return;
+            };
+            object.retain(|name, member| {
+                !member.is_null() || properties.get(name).is_none_or(accepts_null)
+            });
+            for (name, member) in object.iter_mut() {
+                if let Some(property) = properties.get(name) {
+                    drop_nulls(property, member);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                items.iter_mut().for_each(|value| drop_nulls(item, value));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The variant of an `anyOf` that describes objects or arrays, else the
+/// schema itself.
+fn object_variant(schema: &Value) -> &Value {
+    schema
+        .get("anyOf")
+        .and_then(Value::as_array)
+        .and_then(|variants| {
+            variants
+                .iter()
+                .find(|v| v.get("properties").is_some() || v.get("items").is_some())
+        })
+        .unwrap_or(schema)
+}
+
+/// Whether `schema` takes `null`.
+fn accepts_null(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(accepts) => *accepts,
+        Value::Object(object) => {
+            let typed = |kind: &Value| match kind {
+                Value::String(kind) => kind == "null",
+                Value::Array(kinds) => kinds.iter().any(|kind| kind == "null"),
+                _ => false,
+            };
+            let constrained = ["type", "anyOf", "oneOf", "enum", "const"]
+                .iter()
+                .any(|key| object.contains_key(*key));
+            !constrained
+                || object.get("type").is_some_and(typed)
+                || object
+                    .get("enum")
+                    .and_then(Value::as_array)
+                    .is_some_and(|values| values.contains(&Value::Null))
+                || ["anyOf", "oneOf"].iter().any(|key| {
+                    object
+                        .get(*key)
+                        .and_then(Value::as_array)
+                        .is_some_and(|variants| variants.iter().any(accepts_null))
+                })
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +257,32 @@ mod tests {
         let hook = input_schema(ModelTool::HookPut);
         assert_eq!(hook["required"], json!(["name", "exec"]));
         assert_eq!(hook["properties"]["exec"]["required"], json!(["command"]));
+    }
+
+    #[test]
+    fn nulls_a_field_does_not_take_are_dropped() {
+        let schema = input_schema(ModelTool::Edit);
+        let mut args = json!({
+            "path": "/a", "dry_run": null,
+            "edits": [{ "old": "x", "new": "y", "replace_all": null }],
+        });
+        drop_nulls(schema, &mut args);
+        assert_eq!(
+            args,
+            json!({ "path": "/a", "edits": [{ "old": "x", "new": "y" }] })
+        );
+        // `offset` takes null (an Option), so it stays; so does an unknown field.
+        let mut args = json!({ "path": "/a", "offset": null, "colour": null });
+        drop_nulls(input_schema(ModelTool::Read), &mut args);
+        assert_eq!(
+            args,
+            json!({ "path": "/a", "offset": null, "colour": null })
+        );
+        let mut args = json!({ "cron": "@daily", "exec": { "command": "true", "stdin": null } });
+        drop_nulls(input_schema(ModelTool::SchedulePut), &mut args);
+        assert_eq!(
+            args,
+            json!({ "cron": "@daily", "exec": { "command": "true" } })
+        );
     }
 }
