@@ -1,16 +1,18 @@
 //! stead-bench: measures the real Worker against baselines taken in the same
 //! run, prints a table and writes `bench/out/results.json`; `shell` runs agent
 //! scripts through stead's shell, just-bash and GNU bash and writes
-//! `bench/out/shell.json`.
+//! `bench/out/shell.json`; `checkpoint` measures checkpoints, diffs and forks
+//! on the VFS over SQLite and writes `bench/out/checkpoint.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|checkpoint] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
 //! Figures are reported against their aims, never asserted.
 
 mod agent;
+mod checkpoint;
 mod computer;
 mod gen;
 mod grep;
@@ -32,11 +34,13 @@ use agent::Agent;
 use report::Report;
 use stats::MIB;
 
-const USAGE: &str = "usage: stead-bench [shell|computer] [--quick] [--url http://host:port]
-  shell     agent scripts through stead's exec, just-bash and GNU bash
-  ws        200 WebSocket clients following a job's output (see bench/src/ws.rs)
-  computer  bytes and time the computer backend's sync costs
-            (without either: the file tools)
+const USAGE: &str =
+    "usage: stead-bench [shell|computer|checkpoint] [--quick] [--url http://host:port]
+  shell       agent scripts through stead's exec, just-bash and GNU bash
+  ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
+  computer    bytes and time the computer backend's sync costs
+  checkpoint  checkpoints, diffs and forks on the VFS over SQLite (no Worker)
+              (without any: the file tools)
   --quick   small sizes, finishes in seconds (CI smoke test)
   --url     benchmark a running Worker instead of starting wrangler dev
             (token from STEAD_TOKEN, else the dev token)";
@@ -68,6 +72,7 @@ impl Sizes {
 struct Options {
     shell: bool,
     computer: bool,
+    checkpoint: bool,
     quick: bool,
     url: Option<String>,
 }
@@ -76,6 +81,7 @@ fn parse_args() -> Options {
     let mut options = Options {
         shell: false,
         computer: false,
+        checkpoint: false,
         quick: false,
         url: None,
     };
@@ -84,6 +90,7 @@ fn parse_args() -> Options {
         match arg.as_str() {
             "shell" => options.shell = true,
             "computer" => options.computer = true,
+            "checkpoint" => options.checkpoint = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
             "-h" | "--help" => {
@@ -169,6 +176,8 @@ fn main() {
         shell_main(&options);
     } else if options.computer {
         computer_main(&options);
+    } else if options.checkpoint {
+        checkpoint_main(&options);
     } else {
         files_main(&options);
     }
@@ -218,6 +227,23 @@ fn computer_main(options: &Options) {
     computer::run(&agent, files, bytes, &mut report);
     agent.delete();
     print_and_save(&report, "computer.json");
+}
+
+/// The checkpoint benchmark: the VFS over SQLite in this process, no Worker
+/// (so `--url` does not apply).
+fn checkpoint_main(options: &Options) {
+    let sizes = if options.quick {
+        checkpoint::Sizes::QUICK
+    } else {
+        checkpoint::Sizes::FULL
+    };
+    let mode = if options.quick { "quick" } else { "full" };
+    let mut report = Report::new(
+        format!("stead-bench checkpoint ({mode}): the VFS on SQLite"),
+        json!({ "mode": mode, "unix_time": unix_seconds() }),
+    );
+    checkpoint::run(sizes, &mut report);
+    print_and_save(&report, "checkpoint.json");
 }
 
 /// The WebSocket load check (see `ws.rs`), on a local Worker unless

@@ -14,6 +14,9 @@ use stead_scheduler::{Jobs, SchedError};
 use stead_sql::{migrate, params, Sql, MIGRATIONS};
 use stead_vfs::Vfs;
 
+use stead_vfs::{Operation, Scope};
+
+use crate::checkpoints;
 use crate::computer::{self, OutputSink};
 use crate::error::ApiError;
 use crate::exec::{self, Run};
@@ -170,14 +173,29 @@ impl<H: Host> Agent<H> {
     /// `sink` as it comes (the light shell's all at once, at the end).
     pub(crate) async fn exec(
         &self,
+        actor: &str,
         body: &[u8],
         sink: &dyn OutputSink,
     ) -> Result<ExecOutcome, ApiError> {
         let plan = exec::plan(body)?;
         match plan.run {
             Run::Shell(request) => {
-                let outcome =
-                    exec::run_shell(&self.vfs(), &HostClock(&self.host), request, plan.encoding)?;
+                exec::check_cwd(&self.vfs(), &request.cwd)?;
+                let checkpoint = checkpoints::before(
+                    self.db(),
+                    &self.vfs(),
+                    actor,
+                    Operation::Exec,
+                    Scope::Whole,
+                    Some(&request.command),
+                )?;
+                let outcome = exec::run_shell(
+                    &self.vfs(),
+                    &HostClock(&self.host),
+                    request,
+                    plan.encoding,
+                    checkpoint.map(|id| id.0),
+                )?;
                 for (stream, write) in [
                     (
                         &outcome.stdout,
@@ -203,11 +221,25 @@ impl<H: Host> Agent<H> {
                 };
                 let (id, cancelled) = (running.exec.clone(), running.cancelled.clone());
                 self.running.replace(Some(running));
+                let note = command.command.clone();
+                let before_apply = || {
+                    let scope = Scope::Whole;
+                    checkpoints::before(
+                        self.db(),
+                        &self.vfs(),
+                        actor,
+                        Operation::Computer,
+                        scope,
+                        Some(&note),
+                    )
+                    .map(|id| id.map(|id| id.0))
+                };
                 let exec = computer::Exec {
                     id: &id,
                     command,
                     encoding: plan.encoding,
                     cancelled: &cancelled,
+                    before_apply: &before_apply,
                 };
                 let outcome = computer::run(self.db(), || self.vfs(), &transport, exec, sink).await;
                 self.running.replace(None);

@@ -30,6 +30,57 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
+
+/// Checks a request field is within the bound the API documents; out of
+/// range is an error that names the field and the bound, never a value
+/// silently clamped.
+pub fn within<T: PartialOrd + std::fmt::Display + Copy>(
+    field: &str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<T, ApiError> {
+    if value < min || value > max {
+        return Err(ApiError::InvalidRequest(format!(
+            "{field} must be between {min} and {max} (got {value})"
+        )));
+    }
+    Ok(value)
+}
+
+/// A page position handed to clients as an opaque `next_cursor`: the
+/// listing it belongs to and where it stopped. A cursor that was not made
+/// here, or was made for another listing, is refused rather than read as
+/// some other position.
+pub struct Cursor;
+
+impl Cursor {
+    /// The cursor for `position` in a listing of `kind`.
+    pub fn encode(kind: &str, position: &str) -> String {
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(position);
+        format!("{kind}.{encoded}")
+    }
+
+    /// The position of a cursor of a `kind` listing.
+    pub fn decode(kind: &str, cursor: &str) -> Result<String, ApiError> {
+        use base64::Engine;
+        let invalid = || {
+            ApiError::InvalidRequest(format!(
+                "cursor {cursor:?} is not a {kind} cursor: pass back the next_cursor of the previous page"
+            ))
+        };
+        let encoded = cursor
+            .strip_prefix(kind)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .ok_or_else(invalid)?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(encoded)
+            .map_err(|_| invalid())?;
+        String::from_utf8(bytes).map_err(|_| invalid())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use stead_sql::Sql;
 use stead_vfs::{VPath, Vfs};
 
 use crate::computer;
-use crate::decode::decode;
+use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::outcome::{Backend, Captured, ExecOutcome, ExecStatus, OutputEncoding};
 
@@ -84,6 +84,7 @@ pub(crate) struct ExecReq {
     stdin: String,
     /// Time limit: up to 30 s in the light shell (default 20 s), up to
     /// 60 min on the computer (default 10 min).
+    #[schemars(range(min = 1, max = MAX_COMPUTER_TIMEOUT_MS))]
     timeout_ms: Option<u64>,
     /// Where the command runs.
     #[serde(default)]
@@ -128,15 +129,22 @@ pub fn plan(body: &[u8]) -> Result<Plan, ApiError> {
             cwd,
             env: req.env,
             stdin: req.stdin.into_bytes(),
-            timeout_ms: req
-                .timeout_ms
-                .unwrap_or(DEFAULT_COMPUTER_TIMEOUT_MS)
-                .clamp(1, MAX_COMPUTER_TIMEOUT_MS),
+            timeout_ms: within(
+                "timeout_ms (on the computer)",
+                req.timeout_ms.unwrap_or(DEFAULT_COMPUTER_TIMEOUT_MS),
+                1,
+                MAX_COMPUTER_TIMEOUT_MS,
+            )?,
         }),
         Backend::Shell => {
             let mut limits = Limits::default();
             if let Some(timeout) = req.timeout_ms {
-                limits.max_wall_ms = timeout.clamp(1, MAX_SHELL_TIMEOUT_MS);
+                limits.max_wall_ms = within(
+                    "timeout_ms (in the light shell)",
+                    timeout,
+                    1,
+                    MAX_SHELL_TIMEOUT_MS,
+                )?;
             }
             Run::Shell(ExecRequest {
                 command: req.command,
@@ -180,14 +188,15 @@ pub fn check_cwd<S: Sql>(vfs: &Vfs<'_, S>, cwd: &VPath) -> Result<(), ApiError> 
     Ok(())
 }
 
-/// Runs `request` in the light shell.
+/// Runs `request` in the light shell; `checkpoint` is the automatic
+/// checkpoint taken before it, if any.
 pub fn run_shell<S: Sql>(
     vfs: &Vfs<'_, S>,
     clock: &dyn Clock,
     request: ExecRequest,
     encoding: OutputEncoding,
+    checkpoint: Option<i64>,
 ) -> Result<ExecOutcome, ApiError> {
-    check_cwd(vfs, &request.cwd)?;
     let result = stead_shell::exec(vfs, clock, request);
     let status = match result.limit {
         None => ExecStatus::Exited,
@@ -205,6 +214,7 @@ pub fn run_shell<S: Sql>(
         truncated: result.truncated,
         limit: result.limit,
         revision: vfs.revision()?,
+        checkpoint,
         message: None,
         computer: None,
     })

@@ -61,14 +61,32 @@ pub trait Host {
     /// The event streams still open (their clients have not gone).
     fn streams(&self) -> Vec<Self::Stream>;
 
-    /// Sends a webhook: a POST of `body` with `headers`. `Ok` carries the
-    /// answer's status; `Err` a reason the call could not be made.
+    /// Sends a webhook: a POST of `body` with `headers`, never following a
+    /// redirect (a 3xx is the answer). `Ok` carries the answer's status;
+    /// `Err` a reason the call could not be made.
     async fn post(
         &self,
         url: &str,
         headers: &[(&str, String)],
         body: String,
     ) -> Result<u16, String>;
+
+    /// Sends `body` to `path` under another agent of this deployment
+    /// (`/agents/{agent}{path}`), as the admin: how a fork's pages reach
+    /// the new agent. `Ok` carries the answer's status and JSON body.
+    async fn call_agent(
+        &self,
+        agent: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, serde_json::Value), String>;
+
+    /// The addresses host name `name` resolves to (A and AAAA records).
+    async fn resolve(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String>;
+
+    /// Whether this is a local development runtime (never a deployment):
+    /// the only place a workspace may let webhooks reach private addresses.
+    fn local_development(&self) -> bool;
 
     /// The transport to agent `agent`'s computer, whose container (when it
     /// starts) gets outbound network only if `internet`.

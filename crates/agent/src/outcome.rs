@@ -116,6 +116,10 @@ pub struct ExecOutcome {
     pub limit: Option<LimitKind>,
     /// The workspace revision afterwards.
     pub revision: i64,
+    /// The automatic checkpoint taken before it changed files (undo goes
+    /// back to it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// What the computer moved and changed.

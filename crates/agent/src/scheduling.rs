@@ -5,17 +5,19 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 use stead_scheduler::{
-    jobs::Outcome, Hook, Hooks, Job, Jobs, NewJob, OutputPage, Piece, ScheduleRequest, Schedules,
+    jobs::Outcome, Hook, HookOptions, Hooks, Job, Jobs, NewJob, OutputPage, Piece, ScheduleRequest,
+    Schedules,
 };
 use stead_sql::Sql;
 
+use crate::decode::within;
 use crate::error::ApiError;
 use crate::outcome::{Backend, ExecOutcome};
 
 /// Most jobs one list answer holds.
 const MAX_LIST: usize = 200;
 /// Bytes of output one page holds by default (and at most).
-const OUTPUT_PAGE: usize = 1 << 20;
+pub(crate) const OUTPUT_PAGE: usize = 1 << 20;
 /// Ledger rows shown with a schedule.
 const RUNS_SHOWN: usize = 50;
 
@@ -155,9 +157,12 @@ fn only_keys(query: &[(String, String)], allowed: &[&str]) -> Result<(), ApiErro
 /// `GET .../jobs?before=<id>&limit=<n>`.
 pub fn list_jobs<S: Sql>(db: &S, query: &[(String, String)]) -> Result<Value, ApiError> {
     only_keys(query, &["before", "limit"])?;
-    let limit = query_int(query, "limit")?
-        .unwrap_or(50)
-        .clamp(1, MAX_LIST as i64) as usize;
+    let limit = within(
+        "limit",
+        query_int(query, "limit")?.unwrap_or(50),
+        1,
+        MAX_LIST as i64,
+    )? as usize;
     let jobs = Jobs::new(db).list(query_int(query, "before")?, limit)?;
     let next = (jobs.len() == limit).then(|| jobs.last().map(|j| j.id));
     Ok(json!({
@@ -169,9 +174,12 @@ pub fn list_jobs<S: Sql>(db: &S, query: &[(String, String)]) -> Result<Value, Ap
 /// `GET .../jobs/{id}/output?from=<offset>&limit=<bytes>`.
 pub fn job_output<S: Sql>(db: &S, id: i64, query: &[(String, String)]) -> Result<Value, ApiError> {
     only_keys(query, &["from", "limit"])?;
-    let limit = query_int(query, "limit")?
-        .unwrap_or(OUTPUT_PAGE as i64)
-        .clamp(1, OUTPUT_PAGE as i64) as usize;
+    let limit = within(
+        "limit",
+        query_int(query, "limit")?.unwrap_or(OUTPUT_PAGE as i64),
+        1,
+        OUTPUT_PAGE as i64,
+    )? as usize;
     let jobs = Jobs::new(db);
     let from = match query_int(query, "from")? {
         Some(from) => from,
@@ -220,6 +228,16 @@ pub fn put_schedule<S: Sql>(
     Ok(answer)
 }
 
+/// The webhook URL of a schedule request body, if it has one.
+pub fn webhook_url(body: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    value
+        .get("webhook")?
+        .get("url")?
+        .as_str()
+        .map(str::to_string)
+}
+
 /// An exec request stored for later must be one the exec route accepts
 /// (less `detach`, which a stored request does not take: it always runs as
 /// a job).
@@ -251,6 +269,10 @@ pub(crate) struct HookReq {
     /// The secret callers must send in `x-hook-secret`, 16 bytes or more;
     /// generated when absent. Shown once, in the answer.
     secret: Option<String>,
+    /// Calls are signed with the secret instead of carrying it.
+    #[serde(default)]
+    signed: bool,
+    replay_window_ms: Option<i64>,
 }
 
 /// `PUT .../hooks/{name}`: the answer shows the secret, the only time it
@@ -265,7 +287,13 @@ pub fn put_hook<S: Sql>(
     let req: HookReq = crate::decode::decode(body)?;
     check_exec_request(&req.exec)?;
     let secret = req.secret.unwrap_or_else(|| generated_secret.to_string());
-    let hook = Hooks::new(db).put(name, &secret, &req.exec, now_ms)?;
+    let options = HookOptions {
+        signed: req.signed,
+        replay_window_ms: req
+            .replay_window_ms
+            .unwrap_or(HookOptions::default().replay_window_ms),
+    };
+    let hook = Hooks::new(db).put(name, &secret, &req.exec, options, now_ms)?;
     Ok(json!({ "hook": hook, "secret": secret }))
 }
 
@@ -339,6 +367,7 @@ mod tests {
             truncated: false,
             limit: None,
             revision: 0,
+            checkpoint: None,
             message: None,
             computer: None,
         }
@@ -528,7 +557,11 @@ mod tests {
         .unwrap();
         assert_eq!(made["secret"], "generated-secret-123");
         let hook = Hooks::new(&db)
-            .authenticate("gh", "generated-secret-123", 6)
+            .authenticate(
+                "gh",
+                stead_scheduler::Credential::Secret("generated-secret-123"),
+                6,
+            )
             .unwrap();
         assert_eq!(
             hook_request(&hook, b"{\"a\":1}"),

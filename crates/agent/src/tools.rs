@@ -17,12 +17,16 @@ use stead_vfs::{
     ChangeCursor, VPath, Vfs, VfsError, WriteOptions,
 };
 
-use crate::decode::decode;
+use crate::decode::{decode, within, Cursor};
 use crate::error::ApiError;
 use crate::route::Tool;
 
 /// Largest page of `ls` entries.
 const MAX_LS_LIMIT: usize = 10_000;
+
+/// Cursor kinds of the listings that page.
+const LS_CURSOR: &str = "ls1";
+const GLOB_CURSOR: &str = "glob1";
 
 /// Runs `tool` with JSON request `body`.
 pub fn call<S: Sql>(vfs: &Vfs<'_, S>, tool: Tool, body: &[u8]) -> Result<Value, ApiError> {
@@ -31,6 +35,7 @@ pub fn call<S: Sql>(vfs: &Vfs<'_, S>, tool: Tool, body: &[u8]) -> Result<Value, 
         Tool::Write => write(vfs, decode(body)?, false),
         Tool::Append => write(vfs, decode(body)?, true),
         Tool::Edit => edit(vfs, decode(body)?),
+        Tool::ApplyPatch => apply_patch(vfs, decode(body)?),
         Tool::Stat => stat(vfs, decode(body)?),
         Tool::Ls => ls(vfs, decode(body)?),
         Tool::Mkdir => mkdir(vfs, decode(body)?),
@@ -111,8 +116,10 @@ pub(crate) struct ReadReq {
     /// Absolute path of the file, such as `/src/main.rs`.
     path: String,
     /// First line to read, 1-based (default 1).
+    #[schemars(range(min = 1))]
     offset: Option<u64>,
     /// Lines to read, at most 2000 (the default).
+    #[schemars(range(min = 1, max = DEFAULT_LINE_LIMIT))]
     limit: Option<u64>,
     /// Prefix each line with its number and a tab, as `cat -n` does.
     #[serde(default)]
@@ -121,6 +128,7 @@ pub(crate) struct ReadReq {
     /// bytes).
     byte_offset: Option<u64>,
     /// Bytes to read, at most 256 KiB (the default).
+    #[schemars(range(min = 1, max = DEFAULT_BYTE_LIMIT))]
     byte_length: Option<u64>,
     /// For byte reads: `base64` returns the bytes exactly; `utf8` fails on
     /// bytes that are not text (default: text when it is, else base64).
@@ -136,10 +144,12 @@ fn read<S: Sql>(vfs: &Vfs<'_, S>, req: ReadReq) -> Result<Value, ApiError> {
             ));
         }
         let offset = req.byte_offset.unwrap_or(0);
-        let length = req
-            .byte_length
-            .unwrap_or(DEFAULT_BYTE_LIMIT as u64)
-            .min(DEFAULT_BYTE_LIMIT as u64);
+        let length = within(
+            "byte_length",
+            req.byte_length.unwrap_or(DEFAULT_BYTE_LIMIT as u64),
+            1,
+            DEFAULT_BYTE_LIMIT as u64,
+        )?;
         let (node, bytes) = vfs.read_range(&p, offset, length)?;
         let end = offset + bytes.len() as u64;
         let (content, encoding) = match (req.encoding, std::str::from_utf8(&bytes)) {
@@ -173,11 +183,13 @@ fn read<S: Sql>(vfs: &Vfs<'_, S>, req: ReadReq) -> Result<Value, ApiError> {
     let lines = vfs.read_lines(
         &p,
         LineRequest {
-            offset: req.offset.unwrap_or(1),
-            limit: req
-                .limit
-                .unwrap_or(DEFAULT_LINE_LIMIT)
-                .clamp(1, DEFAULT_LINE_LIMIT),
+            offset: within("offset", req.offset.unwrap_or(1), 1, u64::MAX)?,
+            limit: within(
+                "limit",
+                req.limit.unwrap_or(DEFAULT_LINE_LIMIT),
+                1,
+                DEFAULT_LINE_LIMIT,
+            )?,
             max_bytes: DEFAULT_BYTE_LIMIT,
             line_numbers: req.line_numbers,
         },
@@ -234,6 +246,28 @@ fn edit<S: Sql>(vfs: &Vfs<'_, S>, req: EditReq) -> Result<Value, ApiError> {
     to_json(vfs.edit(&path(&req.path)?, &req.edits, req.dry_run)?)
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApplyPatchReq {
+    /// A V4A patch (`*** Begin Patch` ... `*** End Patch`) or a unified
+    /// diff (`diff -u`, `git diff`).
+    patch: String,
+    /// Where relative paths in the patch start (default `/`).
+    #[serde(default = "root")]
+    base: String,
+    /// Check the patch and show the diff without changing any file.
+    #[serde(default)]
+    dry_run: bool,
+}
+
+fn apply_patch<S: Sql>(vfs: &Vfs<'_, S>, req: ApplyPatchReq) -> Result<Value, ApiError> {
+    let base = path(&req.base)?;
+    let outcome = vfs.apply_patch(&req.patch, &base, req.dry_run)?;
+    let mut answer = to_json(&outcome)?;
+    answer["summary"] = json!(outcome.summary(Some(&base)));
+    Ok(answer)
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PathReq {
@@ -266,6 +300,7 @@ pub(crate) struct LsReq {
     /// The `next_cursor` of the previous page.
     cursor: Option<String>,
     /// Entries per page, at most 10,000 (default 1000).
+    #[schemars(range(min = 1, max = MAX_LS_LIMIT))]
     limit: Option<usize>,
 }
 
@@ -275,12 +310,17 @@ fn root() -> String {
 
 fn ls<S: Sql>(vfs: &Vfs<'_, S>, req: LsReq) -> Result<Value, ApiError> {
     let p = path(&req.path)?;
-    let limit = req.limit.unwrap_or(1000).clamp(1, MAX_LS_LIMIT);
-    let mut entries = vfs.list(&p, req.cursor.as_deref(), limit + 1)?;
+    let limit = within("limit", req.limit.unwrap_or(1000), 1, MAX_LS_LIMIT)?;
+    let after = req
+        .cursor
+        .as_deref()
+        .map(|cursor| Cursor::decode(LS_CURSOR, cursor))
+        .transpose()?;
+    let mut entries = vfs.list(&p, after.as_deref(), limit + 1)?;
     let truncated = entries.len() > limit;
     entries.truncate(limit);
     let next_cursor = truncated
-        .then(|| entries.last().map(|e| e.name.clone()))
+        .then(|| entries.last().map(|e| Cursor::encode(LS_CURSOR, &e.name)))
         .flatten();
     Ok(json!({
         "path": p.as_str(), "entries": entries, "truncated": truncated, "next_cursor": next_cursor,
@@ -398,18 +438,32 @@ pub(crate) struct GlobReq {
     exclude: Vec<String>,
     /// The `next_cursor` of the previous page.
     cursor: Option<String>,
-    /// Matches per page.
+    /// Matches per page (default 1000, at most 10,000).
+    #[schemars(range(min = 1, max = glob::MAX_LIMIT))]
     limit: Option<usize>,
 }
 
 fn glob<S: Sql>(vfs: &Vfs<'_, S>, req: GlobReq) -> Result<Value, ApiError> {
-    let page = vfs.glob(&GlobRequest {
+    let after = req
+        .cursor
+        .as_deref()
+        .map(|cursor| Cursor::decode(GLOB_CURSOR, cursor).and_then(|p| path(&p)))
+        .transpose()?;
+    let mut page = vfs.glob(&GlobRequest {
         pattern: req.pattern,
         base: path(&req.path)?,
         exclude: req.exclude,
-        after: req.cursor.as_deref().map(path).transpose()?,
-        limit: req.limit.unwrap_or(glob::DEFAULT_LIMIT),
+        after,
+        limit: within(
+            "limit",
+            req.limit.unwrap_or(glob::DEFAULT_LIMIT),
+            1,
+            glob::MAX_LIMIT,
+        )?,
     })?;
+    page.next_cursor = page
+        .next_cursor
+        .map(|position| Cursor::encode(GLOB_CURSOR, &position));
     to_json(page)
 }
 
@@ -448,6 +502,7 @@ pub(crate) enum GrepOutput {
 #[serde(deny_unknown_fields)]
 pub(crate) struct GrepReq {
     /// Text to search for (a regular expression with `regex`).
+    #[schemars(length(min = 1))]
     pattern: String,
     /// File or directory to search (default `/`, the whole workspace).
     #[serde(default = "root")]
@@ -463,10 +518,13 @@ pub(crate) struct GrepReq {
     /// Skip files and directories matching these globs.
     exclude: Option<OneOrMany>,
     /// Lines of context on both sides; `before`/`after` override it per side.
+    #[schemars(range(max = grep::MAX_CONTEXT))]
     context: Option<usize>,
     /// Lines of context before each match.
+    #[schemars(range(max = grep::MAX_CONTEXT))]
     before: Option<usize>,
     /// Lines of context after each match.
+    #[schemars(range(max = grep::MAX_CONTEXT))]
     after: Option<usize>,
     /// What to return for each match.
     #[serde(default)]
@@ -474,6 +532,7 @@ pub(crate) struct GrepReq {
     /// The `next_cursor` of the previous page.
     cursor: Option<String>,
     /// Results per page.
+    #[schemars(range(min = 1, max = grep::MAX_LIMIT))]
     limit: Option<usize>,
 }
 
@@ -481,7 +540,12 @@ fn grep<S: Sql>(vfs: &Vfs<'_, S>, req: GrepReq) -> Result<Value, ApiError> {
     if req.pattern.is_empty() {
         return Err(ApiError::InvalidRequest("pattern must not be empty".into()));
     }
-    let context = req.context.unwrap_or(0);
+    let lines = |field: &str, value: Option<usize>| {
+        value
+            .map(|n| within(field, n, 0, grep::MAX_CONTEXT))
+            .transpose()
+    };
+    let context = lines("context", req.context)?.unwrap_or(0);
     let page = vfs.grep(&GrepRequest {
         pattern: req.pattern,
         regex: req.regex,
@@ -489,15 +553,20 @@ fn grep<S: Sql>(vfs: &Vfs<'_, S>, req: GrepReq) -> Result<Value, ApiError> {
         base: path(&req.path)?,
         include: req.include.map(OneOrMany::into_vec).unwrap_or_default(),
         exclude: req.exclude.map(OneOrMany::into_vec).unwrap_or_default(),
-        before: req.before.unwrap_or(context),
-        after: req.after.unwrap_or(context),
+        before: lines("before", req.before)?.unwrap_or(context),
+        after: lines("after", req.after)?.unwrap_or(context),
         mode: match req.output {
             GrepOutput::Content => GrepMode::Content,
             GrepOutput::Files => GrepMode::Files,
             GrepOutput::Count => GrepMode::Count,
         },
         cursor: req.cursor.as_deref().map(GrepCursor::parse).transpose()?,
-        limit: req.limit.unwrap_or(grep::DEFAULT_LIMIT),
+        limit: within(
+            "limit",
+            req.limit.unwrap_or(grep::DEFAULT_LIMIT),
+            1,
+            grep::MAX_LIMIT,
+        )?,
     })?;
     to_json(page)
 }
@@ -516,7 +585,7 @@ struct ChangesReq {
 const MAX_CHANGES_LIMIT: usize = 10_000;
 
 fn changes<S: Sql>(vfs: &Vfs<'_, S>, req: ChangesReq) -> Result<Value, ApiError> {
-    let limit = req.limit.unwrap_or(1000).clamp(1, MAX_CHANGES_LIMIT);
+    let limit = within("limit", req.limit.unwrap_or(1000), 1, MAX_CHANGES_LIMIT)?;
     let revision = vfs.revision()?;
     let after = req.cursor.as_deref().map(ChangeCursor::parse).transpose()?;
     let page = vfs
@@ -528,3 +597,7 @@ fn changes<S: Sql>(vfs: &Vfs<'_, S>, req: ChangesReq) -> Result<Value, ApiError>
         "next_cursor": page.next.map(|cursor| cursor.to_string()),
     }))
 }
+
+#[cfg(test)]
+#[path = "tools_tests.rs"]
+mod tests;

@@ -88,7 +88,9 @@ fn tools_round_trip() {
     );
     let listing = ok(&db, "ls", json!({"path": "/", "limit": 2}));
     assert_eq!(listing["entries"].as_array().unwrap().len(), 2);
-    assert_eq!(listing["next_cursor"], "moved");
+    let next = json!({"path": "/", "cursor": listing["next_cursor"]});
+    let rest = ok(&db, "ls", next);
+    assert_eq!(rest["entries"][0]["name"], "src", "the page after `moved`");
     let glob = ok(&db, "glob", json!({"pattern": "**/*.txt"}));
     assert_eq!(glob["matches"].as_array().unwrap().len(), 2);
     let grep = ok(
@@ -226,4 +228,75 @@ fn error_body_names_path_and_edit() {
         .as_str()
         .unwrap()
         .contains("edit 0"));
+}
+
+#[test]
+fn out_of_range_values_are_refused_and_named() {
+    let db = db();
+    ok(&db, "write", json!({"path": "/f", "content": "a\nb\n"}));
+    ok(&db, "mkdir", json!({"path": "/d"}));
+    for (tool, body, field) in [
+        (
+            "read",
+            json!({"path": "/f", "byte_length": 1_000_000_000_000_000u64}),
+            "byte_length",
+        ),
+        (
+            "read",
+            json!({"path": "/f", "byte_length": 0}),
+            "byte_length",
+        ),
+        ("read", json!({"path": "/f", "limit": 2001}), "limit"),
+        ("read", json!({"path": "/f", "offset": 0}), "offset"),
+        ("ls", json!({"path": "/", "limit": 10_001}), "limit"),
+        ("ls", json!({"path": "/", "limit": 0}), "limit"),
+        ("glob", json!({"pattern": "*", "limit": 1_000_000}), "limit"),
+        ("grep", json!({"pattern": "a", "limit": 0}), "limit"),
+        ("grep", json!({"pattern": "a", "context": 101}), "context"),
+        ("changes", json!({"limit": 10_001}), "limit"),
+    ] {
+        let error = call(&db, tool, &body.to_string()).expect_err("refused");
+        assert_eq!(
+            (error.status(), error.code()),
+            (400, "INVALID_REQUEST"),
+            "{body}"
+        );
+        assert!(error.to_string().contains(field), "{tool} {body}: {error}");
+    }
+    // Negative numbers are not clamped to zero either.
+    let (status, code) = fails(&db, "ls", r#"{"limit":-1}"#);
+    assert_eq!((status, code.as_str()), (400, "INVALID_REQUEST"));
+}
+
+#[test]
+fn cursors_are_opaque_and_garbage_is_refused() {
+    let db = db();
+    for name in ["a", "b", "c"] {
+        ok(
+            &db,
+            "write",
+            json!({"path": format!("/d/{name}"), "content": "x"}),
+        );
+    }
+    let first = ok(&db, "ls", json!({"path": "/d", "limit": 2}));
+    let cursor = first["next_cursor"].as_str().unwrap().to_string();
+    let rest = ok(&db, "ls", json!({"path": "/d", "cursor": cursor}));
+    assert_eq!(rest["entries"][0]["name"], "c");
+    let globbed = ok(&db, "glob", json!({"pattern": "d/*", "limit": 1}));
+    let next = globbed["next_cursor"].as_str().unwrap().to_string();
+    let more = ok(&db, "glob", json!({"pattern": "d/*", "cursor": next}));
+    assert_eq!(more["matches"][0]["path"], "/d/b");
+    for (tool, body) in [
+        ("ls", json!({"path": "/d", "cursor": "garbage!!!"})),
+        ("ls", json!({"path": "/d", "cursor": next})),
+        ("glob", json!({"pattern": "*", "cursor": "b"})),
+        ("glob", json!({"pattern": "*", "cursor": cursor})),
+    ] {
+        let error = call(&db, tool, &body.to_string()).expect_err("refused");
+        assert_eq!(
+            (error.status(), error.code()),
+            (400, "INVALID_REQUEST"),
+            "{body}"
+        );
+    }
 }

@@ -1179,3 +1179,74 @@ fn a_client_accepting_only_event_streams_gets_one_event() {
     assert_eq!(events[0].1["id"], 7);
     assert_eq!(events[0].1["result"]["protocolVersion"], LEGACY);
 }
+
+#[test]
+fn apply_patch_and_fuzzy_edit_answer_through_the_tools() {
+    let agent = setup();
+    let writer = token("p", &[Scope::Read, Scope::Write]);
+    write(&agent, "/app.py", "def greet():\n    print(\"Hi\")\n");
+    let patch = "*** Begin Patch\n*** Add File: docs/hello.txt\n+Hello\n*** Update File: app.py\n@@ def greet():\n-    print(\"Hi\")\n+    print(\"Hello\")\n*** End Patch\n";
+    let applied = call_tool(&agent, &writer, "apply_patch", json!({ "patch": patch }));
+    assert_eq!(applied["isError"], false, "{applied}");
+    let files: Vec<&str> = applied["structuredContent"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["/docs/hello.txt", "/app.py"]);
+    assert!(applied["structuredContent"]["diff"]
+        .as_str()
+        .unwrap()
+        .contains("+    print(\"Hello\")"));
+    // A hunk that does not apply changes nothing and says where.
+    let before = revision(&agent);
+    let bad = "*** Begin Patch\n*** Add File: more.txt\n+x\n*** Update File: app.py\n@@\n-    print(\"Bonjour\")\n+    print(\"Salut\")\n*** End Patch\n";
+    let failed = call_tool(&agent, &writer, "apply_patch", json!({ "patch": bad }));
+    assert_eq!(failed["isError"], true, "{failed}");
+    let error = &failed["structuredContent"]["error"];
+    assert!(
+        error["message"].as_str().unwrap().contains("app.py"),
+        "{error}"
+    );
+    assert_eq!(revision(&agent), before, "nothing changed");
+    let missing = call_tool(&agent, &writer, "read", json!({ "path": "/more.txt" }));
+    assert_eq!(missing["structuredContent"]["error"]["code"], "ENOENT");
+    // edit: a near match (curly quotes for straight ones) is applied and said.
+    let fuzzy = call_tool(
+        &agent,
+        &writer,
+        "edit",
+        json!({
+            "path": "/app.py",
+            "edits": [{ "old": "print(\u{201c}Hello\u{201d})", "new": "print(\"Hey\")" }],
+        }),
+    );
+    assert_eq!(fuzzy["isError"], false, "{fuzzy}");
+    let matched = &fuzzy["structuredContent"]["fuzzy"][0];
+    assert!(
+        matched["matched"]
+            .as_str()
+            .unwrap()
+            .contains("print(\"Hello\")"),
+        "{fuzzy}"
+    );
+    assert_eq!(matched["rule"], "typography");
+    // A strict-mode client's nulls read as fields left out.
+    let strict = call_tool(
+        &agent,
+        &writer,
+        "read",
+        json!({
+            "path": "/app.py", "offset": null, "limit": null, "line_numbers": null,
+            "byte_offset": null, "byte_length": null, "encoding": null,
+        }),
+    );
+    assert!(
+        strict["structuredContent"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Hey"),
+        "{strict}"
+    );
+}

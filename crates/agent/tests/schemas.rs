@@ -17,7 +17,7 @@ use stead_agent::auth::Caller;
 use stead_agent::catalog::formats::{openai_tool, render, Format};
 use stead_agent::catalog::schema::{drop_nulls, input_schema};
 use stead_agent::catalog::ModelTool;
-use stead_agent::{Bytes, Entry, Request};
+use stead_agent::{Bytes, Entry, HookHeaders, Request};
 
 /// Whether the HTTP route takes `arguments` as well-formed: anything but a
 /// malformed-request error (a missing file is a well-formed request).
@@ -35,7 +35,7 @@ fn route_accepts(agent: &stead_agent::Agent<FakeHost>, tool: ModelTool, argument
         action: invocation.action,
         caller: Caller::Admin,
         query: invocation.query,
-        hook_secret: None,
+        hook: HookHeaders::default(),
         upgrade: false,
         body: Bytes(invocation.body),
     };
@@ -121,6 +121,20 @@ fn cases() -> Vec<(ModelTool, Value, bool)> {
             false,
         ),
         (Read, json!({ "path": "/a.txt", "color": true }), false),
+        (Read, json!({ "path": "/a.txt", "offset": 0 }), false),
+        (Read, json!({ "path": "/a.txt", "limit": 2000 }), true),
+        (Read, json!({ "path": "/a.txt", "limit": 2001 }), false),
+        (Read, json!({ "path": "/a.txt", "byte_length": 0 }), false),
+        (
+            Read,
+            json!({ "path": "/a.txt", "byte_length": 262144 }),
+            true,
+        ),
+        (
+            Read,
+            json!({ "path": "/a.txt", "byte_length": 262145 }),
+            false,
+        ),
         (Write, json!({ "path": "/w.txt", "content": "x" }), true),
         (
             Write,
@@ -170,8 +184,23 @@ fn cases() -> Vec<(ModelTool, Value, bool)> {
             json!({ "path": "/a.txt", "edits": { "old": "one", "new": "1" } }),
             false,
         ),
+        (
+            ApplyPatch,
+            json!({ "patch": "*** Begin Patch\n*** Add File: new.txt\n+hi\n*** End Patch\n" }),
+            true,
+        ),
+        (
+            ApplyPatch,
+            json!({ "patch": "*** Begin Patch\n*** End Patch\n", "base": "/", "dry_run": true }),
+            true,
+        ),
+        (ApplyPatch, json!({}), false),
+        (ApplyPatch, json!({ "patch": ["x"] }), false),
+        (ApplyPatch, json!({ "patch": "x", "strip": 1 }), false),
         (Ls, json!({}), true),
-        (Ls, json!({ "path": "/", "limit": 5, "cursor": "a" }), true),
+        (Ls, json!({ "path": "/", "limit": 10000 }), true),
+        (Ls, json!({ "limit": 0 }), false),
+        (Ls, json!({ "limit": 10001 }), false),
         (Ls, json!({ "limit": "5" }), false),
         (Ls, json!({ "recursive": true }), false),
         (Glob, json!({ "pattern": "**/*.txt" }), true),
@@ -182,6 +211,8 @@ fn cases() -> Vec<(ModelTool, Value, bool)> {
         ),
         (Glob, json!({ "path": "/" }), false),
         (Glob, json!({ "pattern": "*", "exclude": "x" }), false),
+        (Glob, json!({ "pattern": "*", "limit": 0 }), false),
+        (Glob, json!({ "pattern": "*", "limit": 10001 }), false),
         (Grep, json!({ "pattern": "one" }), true),
         (
             Grep,
@@ -196,6 +227,9 @@ fn cases() -> Vec<(ModelTool, Value, bool)> {
         (Grep, json!({ "pattern": "one", "output": "lines" }), false),
         (Grep, json!({ "pattern": "one", "include": 3 }), false),
         (Grep, json!({ "pattern": 3 }), false),
+        (Grep, json!({ "pattern": "" }), false),
+        (Grep, json!({ "pattern": "one", "limit": 0 }), false),
+        (Grep, json!({ "pattern": "one", "context": 1000000 }), false),
         (Bash, json!({ "command": "echo hi" }), true),
         (
             Bash,
@@ -209,11 +243,15 @@ fn cases() -> Vec<(ModelTool, Value, bool)> {
         (Bash, json!({ "command": "true", "env": { "A": 1 } }), false),
         (Bash, json!({ "command": "true", "detach": "yes" }), false),
         (Bash, json!({ "command": "true", "shell": "zsh" }), false),
+        (Bash, json!({ "command": "true", "timeout_ms": 0 }), false),
+        (Bash, json!({ "command": "true", "timeout_ms": -5 }), false),
         (JobOutput, json!({ "job": 1 }), true),
         (JobOutput, json!({ "job": 1, "from": 0, "limit": 10 }), true),
         (JobOutput, json!({}), false),
         (JobOutput, json!({ "job": "1" }), false),
         (JobOutput, json!({ "job": 1, "offset": 0 }), false),
+        (JobOutput, json!({ "job": 1, "limit": 0 }), false),
+        (JobOutput, json!({ "job": 1, "limit": 1048577 }), false),
         (JobCancel, json!({ "job": 1 }), true),
         (JobCancel, json!({ "job": 1.5 }), false),
         (ScheduleList, json!({}), true),

@@ -208,3 +208,16 @@ fn select_break_backquotes_and_tilde() {
         "got two 2\n\na\nabc\n/h ~\n",
     );
 }
+
+/// Prefix assignments last for their command only (builtins and functions
+/// too), except for special builtins in POSIX mode; `env` runs programs,
+/// not shell functions.
+#[test]
+fn temporary_bindings_and_env() {
+    check(
+        "x=1; f() { echo in $x; }; x=2 f; echo $x; x=3 true; echo $x; \
+         set -o posix; y=1 : ; echo $y; set +o posix; \
+         g() { echo g; }; env X=2 printenv X; env X=3 g; echo st=$?; env X=4 echo hi",
+        "in 2\n1\n1\n1\n2\nst=127\nhi\n",
+    );
+}

@@ -25,6 +25,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::policy::{Access, Audit};
 use crate::route::{Action, Tool};
+use crate::scheduling::OUTPUT_PAGE;
 
 /// A tool as a model sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +33,7 @@ pub enum ModelTool {
     Read,
     Write,
     Edit,
+    ApplyPatch,
     Ls,
     Glob,
     Grep,
@@ -64,6 +66,7 @@ pub(crate) struct JobOutputArgs {
     /// the oldest output kept).
     from: Option<i64>,
     /// Bytes to read at most (default and largest 1 MiB).
+    #[schemars(range(min = 1, max = OUTPUT_PAGE))]
     limit: Option<i64>,
 }
 
@@ -99,10 +102,11 @@ pub(crate) struct NoArgs {}
 impl ModelTool {
     /// Every tool, in the order `tools/list` and `/tools` show them (a
     /// fixed order keeps clients' caches and prompt caches warm).
-    pub const ALL: [ModelTool; 15] = [
+    pub const ALL: [ModelTool; 16] = [
         ModelTool::Read,
         ModelTool::Write,
         ModelTool::Edit,
+        ModelTool::ApplyPatch,
         ModelTool::Ls,
         ModelTool::Glob,
         ModelTool::Grep,
@@ -123,6 +127,7 @@ impl ModelTool {
             ModelTool::Read => "read",
             ModelTool::Write => "write",
             ModelTool::Edit => "edit",
+            ModelTool::ApplyPatch => "apply_patch",
             ModelTool::Ls => "ls",
             ModelTool::Glob => "glob",
             ModelTool::Grep => "grep",
@@ -149,6 +154,7 @@ impl ModelTool {
             ModelTool::Read => "Read a file",
             ModelTool::Write => "Write a file",
             ModelTool::Edit => "Edit a file",
+            ModelTool::ApplyPatch => "Apply a patch",
             ModelTool::Ls => "List a directory",
             ModelTool::Glob => "Find files by name",
             ModelTool::Grep => "Search file contents",
@@ -190,7 +196,20 @@ impl ModelTool {
                  must not overlap, and apply together or not at all. Returns the number of \
                  replacements and a unified diff; `dry_run` shows the diff without writing. Read \
                  the file first so that `old` matches it character for character, indentation \
-                 included."
+                 included. When `old` is not in the file exactly, a match ignoring differences in \
+                 whitespace, quotes and Unicode forms is used if there is exactly one, and the \
+                 answer's `fuzzy` says which rule matched and the file's text it replaced."
+            }
+            ModelTool::ApplyPatch => {
+                "Applies a patch to the workspace: the `apply_patch` format (`*** Begin Patch`, \
+                 `*** Add File: path` with `+` lines, `*** Update File: path` with optional \
+                 `*** Move to: path` and `@@` hunks of ` ` context, `-` removed and `+` added \
+                 lines, `*** Delete File: path`, `*** End Patch`) or a unified diff as `diff -u` \
+                 and `git diff` print it. Every file of the patch changes in one step: if a hunk \
+                 does not apply, nothing changes and the error names the file, the hunk and the \
+                 nearest text found. Relative paths start at `base` (default `/`). Returns the \
+                 files touched and a unified diff of everything changed; `dry_run` checks \
+                 without writing."
             }
             ModelTool::Ls => {
                 "Lists a directory in name order: each entry's name, type, size, mode and mtime \
@@ -269,6 +288,7 @@ impl ModelTool {
             ModelTool::Read => Action::Tool(Tool::Read),
             ModelTool::Write => Action::Tool(Tool::Write),
             ModelTool::Edit => Action::Tool(Tool::Edit),
+            ModelTool::ApplyPatch => Action::Tool(Tool::ApplyPatch),
             ModelTool::Ls => Action::Tool(Tool::Ls),
             ModelTool::Glob => Action::Tool(Tool::Glob),
             ModelTool::Grep => Action::Tool(Tool::Grep),
@@ -333,6 +353,7 @@ impl ModelTool {
             ModelTool::Read
             | ModelTool::Write
             | ModelTool::Edit
+            | ModelTool::ApplyPatch
             | ModelTool::Ls
             | ModelTool::Glob
             | ModelTool::Grep

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use super::{HookNameArgs, JobArgs, JobOutputArgs, ModelTool, NoArgs, ScheduleIdArgs};
 use crate::exec::ExecReq;
 use crate::scheduling::HookReq;
-use crate::tools::{EditReq, GlobReq, GrepReq, LsReq, ReadReq, WriteReq};
+use crate::tools::{ApplyPatchReq, EditReq, GlobReq, GrepReq, LsReq, ReadReq, WriteReq};
 
 /// The schema of `T`, as every tool's schema is made.
 pub fn schema_of<T: JsonSchema>() -> Value {
@@ -91,6 +91,7 @@ fn build(tool: ModelTool) -> Value {
         ModelTool::Read => schema_of::<ReadReq>(),
         ModelTool::Write => schema_of::<WriteReq>(),
         ModelTool::Edit => schema_of::<EditReq>(),
+        ModelTool::ApplyPatch => schema_of::<ApplyPatchReq>(),
         ModelTool::Ls => schema_of::<LsReq>(),
         ModelTool::Glob => schema_of::<GlobReq>(),
         ModelTool::Grep => schema_of::<GrepReq>(),

@@ -84,6 +84,9 @@ pub struct Exec<'a> {
     pub encoding: OutputEncoding,
     /// Set when the exec's job is cancelled, at any stage.
     pub cancelled: &'a Cell<bool>,
+    /// Takes the automatic checkpoint just before the command's changes are
+    /// applied (only when there are some); returns its id.
+    pub before_apply: &'a dyn Fn() -> Result<Option<i64>, VfsError>,
 }
 
 /// Runs an exec on the agent's computer; see the module docs. `vfs` gives a
@@ -132,7 +135,16 @@ pub async fn run<'db, S: Sql, T: Transport>(
     let received = &mut report.sync.received;
     received.files = exit.changes.len() as u64;
     received.manifest_bytes = serde_json::to_vec(&exit.changes).map_or(0, |v| v.len() as u64);
-    let applied = pull_and_apply(db, &vfs, &link, exec.id, base, &exit.changes, received).await?;
+    let applied = pull_and_apply(
+        db,
+        &vfs,
+        &link,
+        (exec.id, exec.before_apply),
+        base,
+        &exit.changes,
+        received,
+    )
+    .await?;
     // Until acknowledged, the container keeps reporting these changes; a
     // failed acknowledgement only costs a harmless repeat next time.
     let ack = Ack {
@@ -150,11 +162,15 @@ pub async fn run<'db, S: Sql, T: Transport>(
         ExecStatus::Exited
     };
     let code = exit.code.unwrap_or_else(|| 128 + exit.signal.unwrap_or(0));
+    let (applied, checkpoint) = applied;
     report.changed = applied.applied;
     report.conflicts = applied.conflicts;
     report.rejected = applied.rejected;
     report.skipped = exit.skipped;
-    Ok(output.into_outcome(status, Some(code), exit.signal, applied.revision, report))
+    let mut outcome =
+        output.into_outcome(status, Some(code), exit.signal, applied.revision, report);
+    outcome.checkpoint = checkpoint;
+    Ok(outcome)
 }
 
 /// Finds which container instance answers and brings its copy in step. A
@@ -381,6 +397,7 @@ impl Output {
             truncated: self.truncated,
             limit: None,
             revision,
+            checkpoint: None,
             message: None,
             computer: Some(report),
         }
@@ -437,11 +454,11 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
     link: &Link<'_, T>,
-    exec: &str,
+    (exec, before_apply): (&str, &dyn Fn() -> Result<Option<i64>, VfsError>),
     base: i64,
     changes: &[Change],
     received: &mut Transfer,
-) -> Result<stead_vfs::SyncOutcome, ComputerError> {
+) -> Result<(stead_vfs::SyncOutcome, Option<i64>), ComputerError> {
     let hashes: Vec<_> = stead_sync::chunk_hashes(changes).collect();
     let view = vfs();
     let missing = view.missing_chunks(&hashes)?;
@@ -475,12 +492,16 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
         // revision and applying, so "unchanged since base" is exact.
         let view = vfs();
         let before = view.revision()?;
+        let checkpoint = match changes.is_empty() {
+            true => None,
+            false => before_apply()?,
+        };
         let outcome = view.apply_sync(base, changes)?;
-        Ok::<_, ComputerError>((before, outcome))
+        Ok::<_, ComputerError>((before, outcome, checkpoint))
     }
     .await;
     vfs().abort_upload(staging)?;
-    let (before, outcome) = staged?;
+    let (before, outcome, checkpoint) = staged?;
     if let Some(synced) = load(db)? {
         // The container now holds `base` plus its own changes. If the
         // workspace changed nothing else meanwhile, that is exactly the new
@@ -493,5 +514,5 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
         };
         save(db, &synced.instance, acked)?;
     }
-    Ok(outcome)
+    Ok((outcome, checkpoint))
 }

@@ -16,7 +16,7 @@ use crate::auth::{Caller, Scope};
 use crate::catalog::formats::mcp_tool;
 use crate::catalog::schema::{drop_nulls, input_schema};
 use crate::catalog::ModelTool;
-use crate::dispatch::{Bytes, Entry, Reply, Request};
+use crate::dispatch::{Bytes, Entry, HookHeaders, Reply, Request};
 use crate::error::ApiError;
 use crate::host::{EventStream, Host};
 use crate::mcp::jsonrpc::{
@@ -195,7 +195,7 @@ impl<H: Host> Agent<H> {
             action: invocation.action,
             caller: call.caller.clone(),
             query: invocation.query,
-            hook_secret: None,
+            hook: HookHeaders::default(),
             upgrade: false,
             body: Bytes(invocation.body),
         };

@@ -88,6 +88,27 @@ pub fn lookup(name: &str) -> Option<Builtin> {
     BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
 }
 
+/// POSIX's special builtins.
+pub fn is_special(name: &str) -> bool {
+    matches!(
+        name,
+        ":" | "."
+            | "break"
+            | "continue"
+            | "eval"
+            | "exec"
+            | "exit"
+            | "export"
+            | "readonly"
+            | "return"
+            | "set"
+            | "shift"
+            | "times"
+            | "trap"
+            | "unset"
+    )
+}
+
 pub fn is_builtin(name: &str) -> bool {
     lookup(name).is_some()
 }

@@ -1107,6 +1107,10 @@ impl<'a> Shell<'a> {
         if matches!(cmd, "export" | "readonly" | "declare" | "local" | "typeset") {
             return;
         }
+        // In POSIX mode, prefix assignments of special builtins stay.
+        if self.st.opts.posix && builtins::is_special(cmd) {
+            return;
+        }
         for (name, old) in saved.into_iter().rev() {
             match old {
                 Some(v) => {

@@ -10,7 +10,9 @@
 //! Each family lives in its own module and lists its utilities in a
 //! `UTILITIES` table; [`lookup`] searches them all.
 
+mod apply_patch;
 mod awk;
+mod checkpoint;
 mod civil;
 mod files;
 mod getopt;
@@ -71,6 +73,8 @@ const TABLES: &[Table] = &[
     sed::UTILITIES,
     awk::UTILITIES,
     jq::UTILITIES,
+    apply_patch::UTILITIES,
+    checkpoint::UTILITIES,
 ];
 
 /// The utility called `name`, if the light shell has it.

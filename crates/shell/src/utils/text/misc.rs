@@ -416,15 +416,38 @@ pub(super) fn env(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     run_with_env(ctx, rest, &vars)
 }
 
-/// Runs a utility directly with `vars` as its environment; anything else
-/// (builtins, functions) through the runner, which keeps the caller's.
+/// Builtins that are also programs on a Linux system, so `env` can run them.
+const PROGRAM_BUILTINS: &[&str] = &[
+    "echo", "printf", "true", "false", "test", "[", "pwd", "kill",
+];
+
+/// Runs a utility directly with `vars` as its environment. `env` runs
+/// programs, never shell functions or shell-only builtins (as GNU env:
+/// `No such file or directory`); a builtin that is also a program, or a
+/// script on `$PATH`, runs through the runner, with the caller's
+/// environment.
 fn run_with_env(
     ctx: &mut Ctx<'_>,
     argv: &[String],
     vars: &BTreeMap<String, String>,
 ) -> Result<i32, Abort> {
     let Some(utility) = lookup(&argv[0]) else {
-        return run_command(ctx, "env", argv, ctx.stdin);
+        let name = argv[0].as_str();
+        let on_path = || {
+            vars.get("PATH").is_some_and(|path| {
+                path.split(':').filter(|d| !d.is_empty()).any(|dir| {
+                    ctx.path(&format!("{dir}/{name}"))
+                        .ok()
+                        .and_then(|p| ctx.fs.stat(&p, true).ok())
+                        .is_some_and(|n| n.kind == stead_vfs::Kind::File)
+                })
+            })
+        };
+        if name.contains('/') || PROGRAM_BUILTINS.contains(&name) || on_path() {
+            return run_command(ctx, "env", argv, ctx.stdin);
+        }
+        ctx.error("env", &format!("‘{name}’: No such file or directory"))?;
+        return Ok(127);
     };
     ctx.budget.charge_command()?;
     let mut inner = Ctx {
