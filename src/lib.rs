@@ -29,7 +29,8 @@ mod workspace;
 use serde_json::json;
 use stead_agent::auth::{self, Caller, Principal};
 use stead_agent::catalog::formats::{render, Format};
-use stead_agent::{ApiError, Route, MAX_JSON_BODY};
+use stead_agent::mcp::http::too_large;
+use stead_agent::{Action, ApiError, Route, MAX_JSON_BODY};
 use worker::{event, Context, Env, Headers, Request, RequestInit, Response, Result};
 
 use workspace::{error_response, json_response};
@@ -85,6 +86,10 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
                     .and_then(|v| v.parse::<usize>().ok())
                     .is_some_and(|len| len > MAX_JSON_BODY)
                 {
+                    if action == Action::Mcp {
+                        let refusal = too_large(MAX_JSON_BODY);
+                        return json_response(refusal.status, &refusal.to_response(None));
+                    }
                     return error_response(&ApiError::BodyTooLarge {
                         limit: MAX_JSON_BODY,
                     });

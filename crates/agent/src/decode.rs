@@ -30,7 +30,6 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
-
 /// Checks a request field is within the bound the API documents; out of
 /// range is an error that names the field and the bound, never a value
 /// silently clamped.

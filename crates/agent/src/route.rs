@@ -226,6 +226,7 @@ impl Action {
                 | Action::Restore
                 | Action::Undo
                 | Action::Fork
+                | Action::Mcp
         )
     }
 

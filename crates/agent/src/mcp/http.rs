@@ -262,11 +262,7 @@ impl<H: Host> Agent<H> {
         let body = match read_body(&mut request.body, MAX_JSON_BODY).await {
             Ok(body) => body,
             Err(ApiError::BodyTooLarge { limit }) => {
-                let error = RpcError::invalid_request(format!(
-                    "Invalid Request: the message exceeds {limit} bytes"
-                ))
-                .status(413);
-                return McpReply::error(&error, None);
+                return McpReply::error(&too_large(limit), None);
             }
             Err(error) => return McpReply::api(&error),
         };
@@ -722,6 +718,15 @@ fn check_stateless(
         }
     }
     Ok(())
+}
+
+/// The refusal of a message over `limit` bytes (also sent by the Worker,
+/// which refuses a declared length over it before the body travels on).
+pub fn too_large(limit: usize) -> RpcError {
+    RpcError::invalid_request(format!(
+        "Invalid Request: the message exceeds {limit} bytes"
+    ))
+    .status(413)
 }
 
 fn mismatch(message: String) -> RpcError {
