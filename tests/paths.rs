@@ -8,6 +8,9 @@
 //! absolute targets. Each test also states the expected output, so the two
 //! backends cannot agree on a wrong answer.
 //!
+//! Devices read the same on both; where the light shell's emulation
+//! differs (README's table), each backend's answer is asserted.
+//!
 //! Writes outside the workspace (under the system's directories, or `..`
 //! of `/`, which is `/`) reach neither the host nor another agent's
 //! workspace, in either computer mode.
@@ -177,6 +180,52 @@ fn symlinks_with_absolute_targets_inside_the_workspace() {
         out["stdout"],
         "plan\nplan\n/notes/plan.md\n/docs\ntodo\nprint('main')\nidea\nplan\nmore\n"
     );
+}
+
+#[test]
+fn devices_read_the_same() {
+    let out = same_on_both(
+        "devices",
+        "/",
+        "head -c 3 /dev/zero | wc -c; head -c 16 /dev/urandom | wc -c; echo in | cat /dev/stdin; \
+         echo out > /dev/stdout; echo gone > /dev/null; cat /dev/null; test -e /dev/null && echo null; \
+         echo err > /dev/stderr",
+    );
+    assert_eq!(out["stdout"], "3\n16\nin\nout\nnull\n");
+    assert_eq!(out["stderr"], "err\n");
+}
+
+/// What README's "Where the light shell's emulation differs" table says,
+/// row by row: each backend's answer is stated, so a change on either side
+/// shows up here and in the table.
+#[test]
+fn the_light_shells_differences_are_the_documented_ones() {
+    let script = "cd / && cd .. 2>/dev/null; echo \"cd=$? $(pwd)\"; \
+                  echo x 2>/dev/null > ../up.txt; echo \"up=$?\"; \
+                  ls /proc/self > /dev/null 2>&1; echo \"proc=$?\"; \
+                  echo t 2>/dev/null > /tmp/t; echo \"tmp=$?\"; \
+                  ls / | grep -cx -e usr -e etc -e proc";
+    for (backend, stdout, tree) in [
+        (
+            "shell",
+            "cd=1 /\nup=1\nproc=2\ntmp=1\n0\n",
+            vec!["/README.md"],
+        ),
+        (
+            "computer",
+            "cd=0 /\nup=0\nproc=0\ntmp=0\n3\n",
+            vec!["/README.md", "/up.txt"],
+        ),
+    ] {
+        let agent = Agent::new(&format!("paths-differences-{backend}"));
+        agent.write("/README.md", "readme\n");
+        let out = agent.ok(
+            "exec",
+            json!({ "command": script, "backend": backend, "timeout_ms": 30_000 }),
+        );
+        assert_eq!(out["stdout"], stdout, "{backend}: {out}");
+        assert_eq!(agent.tree(), tree, "{backend}");
+    }
 }
 
 #[test]

@@ -108,6 +108,41 @@ impl Owner {
             gid: entry.pw_gid,
         })
     }
+
+    /// In the child, before `exec`: gives the standard streams that are
+    /// pipes to this user, then becomes it (no supplementary groups). The
+    /// pipes are the program's, so root's and mode 0600, and a command
+    /// opening `/dev/stdout` (`/proc/self/fd/1`) would be refused where any
+    /// other process is not; both ends of a pipe are one inode, so the
+    /// program's end changes owner too, which it never checks. Only pipes:
+    /// a stream that is `/dev/null` must stay root's.
+    fn become_in_child(self) -> io::Result<()> {
+        let failed = |result: libc::c_int| {
+            // No allocation here: the error is the bare errno.
+            if result == -1 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        };
+        for fd in 0..=2 {
+            // SAFETY: fstat fills a zeroed struct; fd is ours.
+            let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+            if unsafe { libc::fstat(fd, &mut stat) } == 0
+                && stat.st_mode & libc::S_IFMT == libc::S_IFIFO
+            {
+                // SAFETY: plain system calls on our own descriptor.
+                failed(unsafe { libc::fchown(fd, self.uid, self.gid) })?;
+            }
+        }
+        // SAFETY: plain system calls; the order (groups, group, user) is
+        // the one that leaves no privilege behind.
+        unsafe {
+            failed(libc::setgroups(0, std::ptr::null()))?;
+            failed(libc::setgid(self.gid))?;
+            failed(libc::setuid(self.uid))
+        }
+    }
 }
 
 /// How a command comes to see its workspace as `/`.
@@ -202,9 +237,10 @@ impl Confinement {
                 command
             }
         };
-        if let Some(Owner { uid, gid }) = self.owner {
-            // As root, std also drops the supplementary groups.
-            command.uid(uid).gid(gid);
+        if let Some(owner) = self.owner {
+            // SAFETY: `become_in_child` makes only async-signal-safe system calls
+            // and allocates nothing, as the child of a fork must.
+            unsafe { command.pre_exec(move || owner.become_in_child()) };
         }
         Ok(command)
     }

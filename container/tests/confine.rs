@@ -75,7 +75,8 @@ fn confined_commands_have_the_usual_tools_and_environment() {
         "echo \"$HOME|$WORKSPACE|$(pwd)\"; python3 -c 'print(6*7)'; \
          printf 'int main(void){return 3;}' > t.c && cc -o t t.c; ./t; echo rc=$?; \
          echo scratch > /tmp/s && cat /tmp/s; ls /proc | grep -c '^[0-9]'; \
-         head -c 4 /dev/zero | od -An -tx1; echo in | cat /dev/stdin; readlink /proc/self/cwd",
+         head -c 4 /dev/zero | od -An -tx1; echo in | cat /dev/stdin; readlink /proc/self/cwd; \
+         echo out > /dev/stdout; echo fd > /dev/fd/1; echo err > /dev/stderr",
     );
     assert_eq!(exit.code, Some(0), "{err}");
     let lines: Vec<&str> = out.lines().collect();
@@ -84,7 +85,9 @@ fn confined_commands_have_the_usual_tools_and_environment() {
     // Only the command's own processes: init, bash, ls and grep at most.
     let processes: u32 = lines[4].parse().unwrap();
     assert!(processes <= 4, "{processes} processes visible");
-    assert_eq!(&lines[5..], [" 00 00 00 00", "in", "/"]);
+    assert_eq!(&lines[5..], [" 00 00 00 00", "in", "/", "out", "fd"]);
+    // The command's own streams (the program's pipes) open by name too.
+    assert_eq!(err, "err\n");
 }
 
 #[test]
