@@ -183,6 +183,18 @@ fn symlinks_with_absolute_targets_inside_the_workspace() {
 }
 
 #[test]
+fn the_readme_example_means_the_same() {
+    // README, "Running commands: one workspace, one set of paths".
+    let out = same_on_both(
+        "readme",
+        "/",
+        "cd / && cat notes/plan.md && ls /notes/*.md && pwd && echo ok > /notes/status",
+    );
+    assert_eq!(out["stdout"], "plan\n/notes/plan.md\n/notes/todo.md\n/\n");
+    assert_eq!(out["exit_code"], 0);
+}
+
+#[test]
 fn devices_read_the_same() {
     let out = same_on_both(
         "devices",
