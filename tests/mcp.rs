@@ -86,6 +86,11 @@ fn assert_scenario(summary: &Value, label: &str) {
         "bash",
         "job_output",
         "job_cancel",
+        "checkpoint",
+        "checkpoint_list",
+        "diff",
+        "restore",
+        "undo",
     ] {
         assert!(tools.contains(&tool), "{label}: {tool} listed: {tools:?}");
     }
@@ -111,7 +116,9 @@ fn assert_scenario(summary: &Value, label: &str) {
             "grep",
             "job_output",
             "schedule_list",
-            "hook_list"
+            "hook_list",
+            "checkpoint_list",
+            "diff"
         ]
     );
     assert_eq!(summary["refused"], "FORBIDDEN");

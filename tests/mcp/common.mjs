@@ -109,6 +109,21 @@ export async function exercise(client, label) {
   const output = await jobOutput(client, job);
   assert.equal(output.text, "line1\nline2\nline3\nline4\nline5\n");
   assert.equal(output.state, "succeeded");
+  // Time travel: a named checkpoint, a change, its diff and restore, and
+  // the undo of a later write.
+  const name = `mcp-${label}`;
+  const taken = await call(client, "checkpoint", { name, note: "before the scratch file" });
+  assert.equal(taken.checkpoint.name, name);
+  await call(client, "write", { path: `${dir}/scratch.txt`, content: "scratch\n" });
+  const diff = await call(client, "diff", { from: name, paths: [dir] });
+  assert.deepEqual(diff.entries.map((e) => [e.path, e.change]), [[`${dir}/scratch.txt`, "added"]]);
+  const restored = await call(client, "restore", { checkpoint: name, paths: [dir] });
+  assert.deepEqual(restored.restored.changes.map((e) => e.path), [`${dir}/scratch.txt`]);
+  await call(client, "write", { path: `${dir}/notes.md`, content: "overwritten\n" });
+  const undone = await call(client, "undo", {});
+  assert.equal(undone.undone.checkpoint.operation, "tool:write");
+  const listed = await call(client, "checkpoint_list", { limit: 200 });
+  assert.ok(listed.checkpoints.some((c) => c.name === name), "the named checkpoint is listed");
   const resource = await client.readResource({ uri: `file://${dir}/notes.md` });
   assert.deepEqual(resource.contents, [
     { uri: `file://${dir}/notes.md`, mimeType: "text/markdown", text: "1\nTWO\none more line\n" },

@@ -308,6 +308,43 @@ fn cases() -> Vec<(ModelTool, Value, bool)> {
         ),
         (HookDelete, json!({ "name": "gh" }), true),
         (HookDelete, json!({ "name": 7 }), false),
+        (Checkpoint, json!({}), true),
+        (
+            Checkpoint,
+            json!({ "name": "before-refactor", "note": "green" }),
+            true,
+        ),
+        (Checkpoint, json!({ "name": 3 }), false),
+        (Checkpoint, json!({ "label": "x" }), false),
+        (CheckpointList, json!({}), true),
+        (CheckpointList, json!({ "before": 9, "limit": 200 }), true),
+        (CheckpointList, json!({ "limit": 0 }), false),
+        (CheckpointList, json!({ "limit": 201 }), false),
+        (CheckpointList, json!({ "before": "9" }), false),
+        (Diff, json!({ "from": "before-refactor" }), true),
+        (
+            Diff,
+            json!({ "from": 1, "to": "now", "text": true, "paths": ["/src"], "limit": 10 }),
+            true,
+        ),
+        (Diff, json!({}), false),
+        (Diff, json!({ "from": true }), false),
+        (Diff, json!({ "from": "now", "limit": 0 }), false),
+        (Diff, json!({ "from": "now", "text": "yes" }), false),
+        (Restore, json!({ "checkpoint": "before-refactor" }), true),
+        (
+            Restore,
+            json!({ "checkpoint": 1, "paths": ["/a.txt"] }),
+            true,
+        ),
+        (Restore, json!({}), false),
+        (
+            Restore,
+            json!({ "checkpoint": 1, "paths": "/a.txt" }),
+            false,
+        ),
+        (Undo, json!({}), true),
+        (Undo, json!({ "steps": 2 }), false),
     ]
 }
 

@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::auth::Caller;
+use crate::checkpoints::MAX_LIST;
 use crate::error::ApiError;
 use crate::policy::{Access, Audit};
 use crate::route::{Action, Tool};
@@ -46,6 +47,11 @@ pub enum ModelTool {
     HookList,
     HookPut,
     HookDelete,
+    Checkpoint,
+    CheckpointList,
+    Diff,
+    Restore,
+    Undo,
 }
 
 /// What a tool call becomes: the HTTP twin's action, query and JSON body.
@@ -94,6 +100,18 @@ pub(crate) struct HookNameArgs {
     name: String,
 }
 
+/// `checkpoint_list`'s arguments: the route's query parameters.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CheckpointListArgs {
+    /// List only checkpoints older than this id: the `next_before` of the
+    /// previous page.
+    before: Option<i64>,
+    /// Checkpoints a page holds at most (default 50).
+    #[schemars(range(min = 1, max = MAX_LIST))]
+    limit: Option<i64>,
+}
+
 /// No arguments at all.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -102,7 +120,7 @@ pub(crate) struct NoArgs {}
 impl ModelTool {
     /// Every tool, in the order `tools/list` and `/tools` show them (a
     /// fixed order keeps clients' caches and prompt caches warm).
-    pub const ALL: [ModelTool; 16] = [
+    pub const ALL: [ModelTool; 21] = [
         ModelTool::Read,
         ModelTool::Write,
         ModelTool::Edit,
@@ -119,6 +137,11 @@ impl ModelTool {
         ModelTool::HookList,
         ModelTool::HookPut,
         ModelTool::HookDelete,
+        ModelTool::Checkpoint,
+        ModelTool::CheckpointList,
+        ModelTool::Diff,
+        ModelTool::Restore,
+        ModelTool::Undo,
     ];
 
     /// The name a model calls.
@@ -140,6 +163,11 @@ impl ModelTool {
             ModelTool::HookList => "hook_list",
             ModelTool::HookPut => "hook_put",
             ModelTool::HookDelete => "hook_delete",
+            ModelTool::Checkpoint => "checkpoint",
+            ModelTool::CheckpointList => "checkpoint_list",
+            ModelTool::Diff => "diff",
+            ModelTool::Restore => "restore",
+            ModelTool::Undo => "undo",
         }
     }
 
@@ -167,6 +195,11 @@ impl ModelTool {
             ModelTool::HookList => "List hooks",
             ModelTool::HookPut => "Create or replace a hook",
             ModelTool::HookDelete => "Delete a hook",
+            ModelTool::Checkpoint => "Checkpoint the workspace",
+            ModelTool::CheckpointList => "List checkpoints",
+            ModelTool::Diff => "Compare two points in time",
+            ModelTool::Restore => "Restore a checkpoint",
+            ModelTool::Undo => "Undo the last change",
         }
     }
 
@@ -278,6 +311,38 @@ impl ModelTool {
                  this once."
             }
             ModelTool::HookDelete => "Deletes a hook; calls to it are refused from then on.",
+            ModelTool::Checkpoint => {
+                "Records the whole workspace as it is now, cheaply (no file content is copied), \
+                 so it can be compared with (`diff`) or brought back (`restore`) later. An \
+                 optional unique `name` finds it again; `note` says what it is for. Checkpoints \
+                 are also taken automatically before every command or tool call that changes \
+                 files. Returns the checkpoint with its id."
+            }
+            ModelTool::CheckpointList => {
+                "Lists checkpoints, newest first (manual and automatic ones, with what each was \
+                 taken before), up to 50 a page (`limit` up to 200); when `next_before` is set, \
+                 pass it back as `before` for older ones."
+            }
+            ModelTool::Diff => {
+                "Says what differs between two points in time: `from` and `to` (default \
+                 `\"now\"`) are a checkpoint's id or name, `\"now\"`, or `\"rev:<N>\"`. \
+                 Each changed path once, sorted: added, deleted, modified, mode or type changed \
+                 (an added or deleted directory stands for everything under it). `text: true` \
+                 adds unified diffs of changed text files; `paths` narrows the comparison to \
+                 some subtrees. Up to 1000 entries a page; when `next_cursor` is set, pass it \
+                 back as `cursor`."
+            }
+            ModelTool::Restore => {
+                "Brings the workspace (or only `paths` and their subtrees) back to a checkpoint, \
+                 given by id or name: files changed since are put back, files created since are \
+                 removed. A checkpoint of the state before the restore is taken first, so a \
+                 restore can itself be undone. Returns what changed and that checkpoint's id."
+            }
+            ModelTool::Undo => {
+                "Undoes the last command or tool call that changed files, by restoring the \
+                 automatic checkpoint taken just before it. Calling it again undoes the one \
+                 before that. Returns what changed."
+            }
         }
     }
 
@@ -301,6 +366,11 @@ impl ModelTool {
             ModelTool::HookList => Action::Hooks,
             ModelTool::HookPut => Action::HookPut(String::new()),
             ModelTool::HookDelete => Action::HookDelete(String::new()),
+            ModelTool::Checkpoint => Action::CheckpointCreate,
+            ModelTool::CheckpointList => Action::Checkpoints,
+            ModelTool::Diff => Action::Diff,
+            ModelTool::Restore => Action::Restore,
+            ModelTool::Undo => Action::Undo,
         }
     }
 
@@ -357,7 +427,10 @@ impl ModelTool {
             | ModelTool::Ls
             | ModelTool::Glob
             | ModelTool::Grep
-            | ModelTool::Bash => body_only(self.action_kind(), arguments),
+            | ModelTool::Bash
+            | ModelTool::Checkpoint
+            | ModelTool::Diff
+            | ModelTool::Restore => body_only(self.action_kind(), arguments),
             ModelTool::JobOutput => {
                 let args: JobOutputArgs = arguments_as(arguments)?;
                 let query = [("from", args.from), ("limit", args.limit)]
@@ -411,6 +484,22 @@ impl ModelTool {
             ModelTool::HookDelete => {
                 let args: HookNameArgs = arguments_as(arguments)?;
                 parameters_only(Action::HookDelete(args.name))
+            }
+            ModelTool::CheckpointList => {
+                let args: CheckpointListArgs = arguments_as(arguments)?;
+                let query = [("before", args.before), ("limit", args.limit)]
+                    .into_iter()
+                    .filter_map(|(key, value)| value.map(|v| (key.to_string(), v.to_string())))
+                    .collect();
+                Invocation {
+                    action: Action::Checkpoints,
+                    query,
+                    body: Vec::new(),
+                }
+            }
+            ModelTool::Undo => {
+                let NoArgs {} = arguments_as(arguments)?;
+                parameters_only(Action::Undo)
             }
         })
     }

@@ -21,7 +21,10 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Value};
 
-use super::{HookNameArgs, JobArgs, JobOutputArgs, ModelTool, NoArgs, ScheduleIdArgs};
+use super::{
+    CheckpointListArgs, HookNameArgs, JobArgs, JobOutputArgs, ModelTool, NoArgs, ScheduleIdArgs,
+};
+use crate::checkpoints::{CreateReq, DiffReq, RestoreReq};
 use crate::exec::ExecReq;
 use crate::scheduling::HookReq;
 use crate::tools::{ApplyPatchReq, EditReq, GlobReq, GrepReq, LsReq, ReadReq, WriteReq};
@@ -98,7 +101,7 @@ fn build(tool: ModelTool) -> Value {
         ModelTool::Bash => bash(),
         ModelTool::JobOutput => schema_of::<JobOutputArgs>(),
         ModelTool::JobCancel => schema_of::<JobArgs>(),
-        ModelTool::ScheduleList | ModelTool::HookList => schema_of::<NoArgs>(),
+        ModelTool::ScheduleList | ModelTool::HookList | ModelTool::Undo => schema_of::<NoArgs>(),
         ModelTool::SchedulePut => {
             let mut schema = schema_of::<stead_scheduler::ScheduleRequest>();
             // Stored requests are checked as exec requests; null means none.
@@ -119,6 +122,10 @@ fn build(tool: ModelTool) -> Value {
             schema
         }
         ModelTool::HookDelete => schema_of::<HookNameArgs>(),
+        ModelTool::Checkpoint => schema_of::<CreateReq>(),
+        ModelTool::CheckpointList => schema_of::<CheckpointListArgs>(),
+        ModelTool::Diff => schema_of::<DiffReq>(),
+        ModelTool::Restore => schema_of::<RestoreReq>(),
     }
 }
 
