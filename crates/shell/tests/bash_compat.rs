@@ -221,3 +221,56 @@ fn temporary_bindings_and_env() {
         "in 2\n1\n1\n1\n2\nst=127\nhi\n",
     );
 }
+
+/// Commands are searched on `$PATH` in order, the light shell's programs
+/// living in `/usr/bin` and `/bin`; what is found is hashed and reused until
+/// `hash -r` or `PATH` changes; a non-executable file is the last resort
+/// (126 with `Permission denied`), as is a directory.
+#[test]
+fn path_search_and_the_hash_table() {
+    check(
+        "mkdir -p one two\n\
+         echo 'echo two' > two/mycmd; chmod +x two/mycmd\n\
+         echo 'echo one' > one/mycmd\n\
+         PATH=\"one:two:/usr/bin:/bin\"\n\
+         mycmd; echo status=$?\n\
+         chmod +x one/mycmd\n\
+         mycmd\n\
+         hash -r\n\
+         mycmd\n\
+         type -t mycmd cat; type -P cat\n\
+         rm one/mycmd; mycmd; echo status=$?\n\
+         touch plain; ./plain; echo status=$?\n\
+         mkdir d; ./d; echo status=$?\n\
+         PATH=/nowhere; cat </dev/null; echo status=$?\n\
+         command -p cat </dev/null; echo status=$?",
+        "two\nstatus=0\ntwo\none\nfile\nfile\n/usr/bin/cat\nstatus=127\nstatus=126\nstatus=126\nstatus=127\nstatus=0\n",
+    );
+}
+
+/// `declare -f` and `type` print a function in bash's layout, which reads
+/// back as the same function; `type -a` lists every way a name runs;
+/// `command -v` succeeds when any name is found; `hash` shows hits.
+#[test]
+fn function_printing_type_and_hash() {
+    let def = "f () \n{ \n    local x=1;\n    if [ \"$x\" = 1 ]; then\n        echo \"one $x\";\n    \
+               else\n        if false; then\n            :;\n        else\n            echo no;\n        \
+               fi;\n    fi;\n    for i in a b;\n    do\n        echo $i;\n    done;\n    while false; do\n        \
+               :;\n    done;\n    case $x in \n        1 | 2)\n            echo hit\n        ;;\n        \
+               *)\n\n        ;;\n    esac\n}\n";
+    check(
+        "f() { local x=1; if [ \"$x\" = 1 ]; then echo \"one $x\"; elif false; then :; else echo no; fi; \
+         for i in a b; do echo $i; done; while false; do :; done; case $x in 1|2) echo hit;; *) ;; esac; }\n\
+         declare -f f\n\
+         type f\n\
+         eval \"$(declare -f f | sed 's/^f/g/')\"; g\n\
+         declare -F f; declare -F\n\
+         echo; type -a echo; command -v echo cat nope; echo $?\n\
+         cat </dev/null; hash; hash -t cat",
+        &format!(
+            "{def}f is a function\n{def}one 1\na\nb\nhit\nf\ndeclare -f f\ndeclare -f g\n\n\
+             echo is a shell builtin\necho is /usr/bin/echo\necho is /bin/echo\necho\n/usr/bin/cat\n0\n\
+             hits\tcommand\n   1\t/usr/bin/cat\n/usr/bin/cat\n"
+        ),
+    );
+}

@@ -85,18 +85,23 @@ pub enum Compound {
         var: String,
         words: Option<Vec<Word>>,
         body: Program,
+        /// `var in words` as written (for printing the function).
+        head: Rc<str>,
     },
     /// `select var in words; do body; done`
     Select {
         var: String,
         words: Option<Vec<Word>>,
         body: Program,
+        head: Rc<str>,
     },
     ArithFor {
         init: Option<Arith>,
         cond: Option<Arith>,
         step: Option<Arith>,
         body: Program,
+        /// The three expressions as written.
+        head: [Rc<str>; 3],
     },
     While {
         until: bool,
@@ -106,14 +111,19 @@ pub enum Compound {
     Case {
         word: Word,
         arms: Vec<CaseArm>,
+        /// The subject as written.
+        head: Rc<str>,
     },
     Arith(Arith),
-    Cond(Cond),
+    /// `[[ ... ]]`, with the text between the brackets as written.
+    Cond(Cond, Rc<str>),
 }
 
 #[derive(Debug, Clone)]
 pub struct CaseArm {
     pub patterns: Vec<Word>,
+    /// The patterns as written.
+    pub pattern_text: Vec<Rc<str>>,
     pub body: Program,
     pub term: CaseTerm,
 }
@@ -145,6 +155,9 @@ pub struct Redir {
     pub var_fd: Option<String>,
     pub op: RedirOp,
     pub target: Word,
+    /// The redirection as written; a here-document's also holds its lines
+    /// and delimiter line, after a newline (for printing a function).
+    pub text: Rc<str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,8 +33,8 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("read", read),
     ("test", test),
     ("[", bracket),
-    ("type", type_builtin),
-    ("command", command),
+    ("type", super::search::type_builtin),
+    ("command", super::search::command),
     ("builtin", builtin),
     ("getopts", getopts),
     ("exit", exit),
@@ -61,7 +61,7 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("dirs", super::dirs::dirs),
     ("compgen", super::complete::compgen),
     ("compopt", super::complete::compopt),
-    ("hash", |_, _| Ok(0)),
+    ("hash", super::search::hash),
     ("umask", |sh, args| {
         if args.len() == 1 {
             sh.out("0022\n")?;
@@ -572,23 +572,23 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
 }
 
 fn declare_funcs(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
-    let mut all: Vec<String> = if names.is_empty() {
-        sh.st.funcs.keys().cloned().collect()
+    let listing = names.is_empty();
+    let all: Vec<String> = if listing {
+        let mut all: Vec<String> = sh.st.funcs.keys().cloned().collect();
+        all.sort();
+        all
     } else {
         names.to_vec()
     };
-    all.sort();
     let mut status = 0;
     let mut text = String::new();
     for n in all {
-        if sh.st.funcs.contains_key(&n) {
-            if o.func_names {
-                text.push_str(&format!("declare -f {n}\n"));
-            } else {
-                text.push_str(&format!("{n} () \n{{ ... }}\n"));
-            }
-        } else {
-            status = 1;
+        match sh.st.funcs.get(&n) {
+            // `declare -F f` names it; `declare -F` lists declarations.
+            Some(_) if o.func_names && listing => text.push_str(&format!("declare -f {n}\n")),
+            Some(_) if o.func_names => text.push_str(&format!("{n}\n")),
+            Some(f) => text.push_str(&super::print::function(f)),
+            None => status = 1,
         }
     }
     sh.out(&text)?;
@@ -707,7 +707,7 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     let found = if file.contains('/') {
         None
     } else {
-        sh.path_lookup(file)
+        sh.source_lookup(file)
     };
     let path = VPath::parse_from(found.as_deref().unwrap_or(file), &sh.st.cwd);
     let data = match path.and_then(|p| sh.fs.read(&p)) {
@@ -1002,153 +1002,13 @@ fn bracket(sh: &mut Shell, args: &[String]) -> R<i32> {
     sh.test_args(&args[1..args.len() - 1])
 }
 
-fn describe(sh: &Shell, name: &str) -> Option<(&'static str, String)> {
-    if sh.st.aliases.contains_key(name) {
-        return Some((
-            "alias",
-            format!("{name} is aliased to `{}'", sh.st.aliases[name]),
-        ));
-    }
-    if matches!(
-        name,
-        "if" | "then"
-            | "else"
-            | "elif"
-            | "fi"
-            | "for"
-            | "while"
-            | "until"
-            | "do"
-            | "done"
-            | "case"
-            | "esac"
-            | "function"
-            | "[["
-            | "]]"
-            | "{"
-            | "}"
-            | "!"
-            | "in"
-            | "time"
-    ) {
-        return Some(("keyword", format!("{name} is a shell keyword")));
-    }
-    if sh.st.funcs.contains_key(name) {
-        return Some(("function", format!("{name} is a function")));
-    }
-    if is_builtin(name) {
-        return Some(("builtin", format!("{name} is a shell builtin")));
-    }
-    if utils::lookup(name).is_some()
-        || sh.extra.iter().any(|(n, _)| *n == name)
-        || matches!(name, "bash" | "sh")
-    {
-        return Some(("file", format!("{name} is /usr/bin/{name}")));
-    }
-    None
-}
-
-fn type_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut kind_only = false;
-    let mut path_only = false;
-    let mut status = 0;
-    let mut text = String::new();
-    for a in &args[1..] {
-        match a.as_str() {
-            "-t" => kind_only = true,
-            "-p" | "-P" => path_only = true,
-            "-a" | "-f" => {}
-            _ => match describe(sh, a) {
-                Some((kind, desc)) => {
-                    if kind_only {
-                        text.push_str(kind);
-                        text.push('\n');
-                    } else if path_only {
-                        if kind == "file" {
-                            text.push_str(&format!("/usr/bin/{a}\n"));
-                        }
-                    } else {
-                        text.push_str(&desc);
-                        text.push('\n');
-                        if kind == "function" {
-                            text.push_str(&format!("{a} () \n{{ ... }}\n"));
-                        }
-                    }
-                }
-                None => {
-                    status = 1;
-                    if !kind_only && !path_only {
-                        sh.out(&text)?;
-                        text.clear();
-                        sh.err_line(&format!("type: {a}: not found"))?;
-                    }
-                }
-            },
-        }
-    }
-    sh.out(&text)?;
-    Ok(status)
-}
-
-fn command(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut i = 1;
-    let mut verbose = None;
-    while let Some(a) = args.get(i) {
-        match a.as_str() {
-            "-v" => verbose = Some(false),
-            "-V" => verbose = Some(true),
-            "-p" => {}
-            "--" => {
-                i += 1;
-                break;
-            }
-            _ => break,
-        }
-        i += 1;
-    }
-    let Some(name) = args.get(i) else {
-        return Ok(0);
-    };
-    if let Some(long) = verbose {
-        let mut status = 0;
-        for n in &args[i..] {
-            match describe(sh, n) {
-                Some((kind, desc)) => {
-                    let line = if long {
-                        desc
-                    } else if kind == "file" {
-                        format!("/usr/bin/{n}")
-                    } else if kind == "alias" {
-                        format!("alias {n}='{}'", sh.st.aliases[n.as_str()])
-                    } else {
-                        n.clone()
-                    };
-                    sh.out(&format!("{line}\n"))?;
-                }
-                None => {
-                    if long {
-                        sh.err_line(&format!("command: {n}: not found"))?;
-                    }
-                    status = 1;
-                }
-            }
-        }
-        return Ok(status);
-    }
-    let _ = name;
-    let argv = args[i..].to_vec();
-    if let Some(b) = lookup(&argv[0]) {
-        return b(sh, &argv);
-    }
-    sh.run_external(&argv)
-}
-
 fn builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let Some(name) = args.get(1) else {
+    let skip = 1 + usize::from(args.get(1).is_some_and(|a| a == "--"));
+    let Some(name) = args.get(skip) else {
         return Ok(0);
     };
     match lookup(name) {
-        Some(b) => b(sh, &args[1..]),
+        Some(b) => b(sh, &args[skip..]),
         None => usage(sh, "builtin", &format!("{name}: not a shell builtin"), 1),
     }
 }
@@ -1544,10 +1404,11 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
-    if args.len() == 1 {
+    let skip = 1 + usize::from(args.get(1).is_some_and(|a| a == "--"));
+    if args.len() == skip {
         return Ok(0);
     }
-    let argv = args[1..].to_vec();
+    let argv = args[skip..].to_vec();
     let status = sh.dispatch(&argv, Vec::new())?;
     Err(Flow::Abort(Abort::Exit(status)))
 }

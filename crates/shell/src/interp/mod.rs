@@ -30,8 +30,10 @@ mod jobs;
 mod options;
 pub mod parse;
 mod pattern;
+mod print;
 pub mod printf;
 mod redirect;
+mod search;
 mod traps;
 mod vars;
 
@@ -171,6 +173,8 @@ pub struct State {
     /// `pushd`'s saved directories, nearest first.
     pub dir_stack: Vec<String>,
     pub func_names: Vec<String>,
+    /// Where commands were found (`hash`).
+    pub hashed: BTreeMap<String, search::Hashed>,
 }
 
 /// Where an output descriptor's bytes go.
@@ -287,6 +291,7 @@ impl<'a> Shell<'a> {
                 completions: Vec::new(),
                 dir_stack: Vec::new(),
                 func_names: Vec::new(),
+                hashed: BTreeMap::new(),
             },
             status: 0,
             slots: Vec::new(),
@@ -556,7 +561,7 @@ impl<'a> Shell<'a> {
                 Command::Simple(_) => true,
                 Command::Compound(c, _) => matches!(
                     c.as_ref(),
-                    Compound::Arith(_) | Compound::Cond(_) | Compound::Subshell(_)
+                    Compound::Arith(_) | Compound::Cond(..) | Compound::Subshell(_)
                 ),
                 Command::Function(_) => false,
             };
@@ -744,15 +749,20 @@ impl<'a> Shell<'a> {
                 }
             }
             Compound::While { until, cond, body } => self.run_while(*until, cond, body),
-            Compound::For { var, words, body } => self.run_for(var, words.as_deref(), body),
-            Compound::Select { var, words, body } => self.run_select(var, words.as_deref(), body),
+            Compound::For {
+                var, words, body, ..
+            } => self.run_for(var, words.as_deref(), body),
+            Compound::Select {
+                var, words, body, ..
+            } => self.run_select(var, words.as_deref(), body),
             Compound::ArithFor {
                 init,
                 cond,
                 step,
                 body,
+                ..
             } => self.run_arith_for(init.as_ref(), cond.as_ref(), step.as_ref(), body),
-            Compound::Case { word, arms } => self.run_case(word, arms),
+            Compound::Case { word, arms, .. } => self.run_case(word, arms),
             Compound::Arith(a) => {
                 self.tick()?;
                 self.status = match self.arith(a) {
@@ -762,7 +772,7 @@ impl<'a> Shell<'a> {
                 };
                 Ok(())
             }
-            Compound::Cond(c) => {
+            Compound::Cond(c, _) => {
                 self.tick()?;
                 self.status = match self.eval_cond(c) {
                     Ok(b) => (!b) as i32,
@@ -1087,7 +1097,7 @@ impl<'a> Shell<'a> {
         if let Some(last) = argv.last() {
             self.last_arg.clone_from(last);
         }
-        if argv[0] == "exec" && argv.len() == 1 {
+        if argv[0] == "exec" && argv[1..].iter().all(|a| a == "--") && argv.len() <= 2 {
             // `exec >file`: the redirections stay.
             self.settle_exec_fds()?;
         } else if let Some(saved) = saved_fds {
@@ -1177,13 +1187,46 @@ impl<'a> Shell<'a> {
         self.run_external(argv)
     }
 
+    /// Runs a program: a name with a `/` is that file (or, under `/bin` or
+    /// `/usr/bin`, the light shell's program of that name); any other name
+    /// is searched for (see `search.rs`).
     pub fn run_external(&mut self, argv: &[String]) -> R<i32> {
         let name = argv[0].as_str();
-        let base = if name.contains('/') {
-            name.rsplit('/').next().unwrap_or(name)
-        } else {
-            name
-        };
+        if !name.contains('/') {
+            return match self.find_command(name) {
+                Some(found) => self.run_found(found, argv),
+                None => self.not_found(name),
+            };
+        }
+        let base = name.rsplit('/').next().unwrap_or(name);
+        let dir = &name[..name.len() - base.len()];
+        let in_program_dir = crate::utils::which::PROGRAM_DIRS
+            .iter()
+            .any(|d| dir.strip_suffix('/') == Some(d));
+        if in_program_dir && self.is_program(base) {
+            return self.run_program_named(base, argv);
+        }
+        self.run_file(argv)
+    }
+
+    /// Runs what a search found.
+    pub(crate) fn run_found(&mut self, found: utils::which::Found, argv: &[String]) -> R<i32> {
+        use utils::which::Found;
+        match found {
+            Found::Program(path) => {
+                let base = path.rsplit('/').next().unwrap_or("").to_string();
+                self.run_program_named(&base, argv)
+            }
+            Found::File(path) | Found::NotExecutable(path) => {
+                let mut v = argv.to_vec();
+                v[0] = path;
+                self.run_file(&v)
+            }
+        }
+    }
+
+    /// The light shell's program `base`, with `argv[0]` as typed.
+    fn run_program_named(&mut self, base: &str, argv: &[String]) -> R<i32> {
         if matches!(base, "bash" | "sh") {
             return self.run_shell_command(argv);
         }
@@ -1193,31 +1236,20 @@ impl<'a> Shell<'a> {
             .find(|(n, _)| *n == base)
             .map(|(_, u)| *u)
             .or_else(|| utils::lookup(base));
-        if name.contains('/') && (name.starts_with("/bin/") || name.starts_with("/usr/bin/")) {
-            if let Some(b) = builtins::lookup(base) {
-                let mut v = argv.to_vec();
-                v[0] = base.to_string();
-                return b(self, &v);
-            }
-        }
         if let Some(u) = util {
-            if name.contains('/')
-                && !name.starts_with("/bin/")
-                && !name.starts_with("/usr/bin/")
-                && !name.starts_with("/usr/local/bin/")
-            {
-                return self.run_script_file(argv);
-            }
             return self.run_utility(u, argv);
         }
-        if name.contains('/') {
-            return self.run_script_file(argv);
+        match builtins::lookup(base) {
+            Some(b) => {
+                let mut v = argv.to_vec();
+                v[0] = base.to_string();
+                b(self, &v)
+            }
+            None => self.not_found(base),
         }
-        if let Some(path) = self.path_lookup(name) {
-            let mut v = argv.to_vec();
-            v[0] = path;
-            return self.run_script_file(&v);
-        }
+    }
+
+    pub(crate) fn not_found(&mut self, name: &str) -> R<i32> {
         let msg = format!(
             "bash: {name}: command not found in the light shell (it can run on the Linux computer: backend \"computer\")\n"
         );
@@ -1225,8 +1257,9 @@ impl<'a> Shell<'a> {
         Ok(127)
     }
 
-    /// A file called `name` in a `$PATH` directory of the workspace.
-    pub(crate) fn path_lookup(&mut self, name: &str) -> Option<String> {
+    /// A file named by `source`: on `$PATH` (readable is enough, as bash's
+    /// `source` searches), else as given.
+    pub(crate) fn source_lookup(&mut self, name: &str) -> Option<String> {
         let path = self.get_scalar("PATH")?;
         path.split(':').filter(|d| !d.is_empty()).find_map(|dir| {
             let p = VPath::parse_from(dir, &self.st.cwd).ok()?.join(name);
@@ -1235,13 +1268,48 @@ impl<'a> Shell<'a> {
         })
     }
 
-    /// `./script.sh`: runs a file as a bash script when it exists.
+    /// Runs a workspace file as a program: it must exist, be a file and be
+    /// executable (else 127 or 126 with bash's message); a file with a NUL
+    /// byte in its first line is binary, which the light shell cannot run;
+    /// anything else runs as a bash script.
+    fn run_file(&mut self, argv: &[String]) -> R<i32> {
+        let name = &argv[0];
+        // bash: 127 when there is no such file, 126 when it cannot run.
+        let missing = |e: &stead_vfs::VfsError| {
+            let status = match e.code() {
+                stead_vfs::Errno::Enoent | stead_vfs::Errno::Enotdir => 127,
+                _ => 126,
+            };
+            Some((status, utils::strerror(e)))
+        };
+        let failure = match VPath::parse_from(name, &self.st.cwd) {
+            Err(e) => missing(&e),
+            Ok(path) => match self.fs.stat(&path, true) {
+                Err(e) => missing(&e),
+                Ok(node) if node.kind == stead_vfs::Kind::Dir => Some((126, "Is a directory")),
+                Ok(node) if node.mode & 0o111 == 0 => Some((126, "Permission denied")),
+                Ok(_) => None,
+            },
+        };
+        if let Some((status, why)) = failure {
+            self.err_line(&format!("{name}: {why}"))?;
+            return Ok(status);
+        }
+        self.run_script_file(argv)
+    }
+
+    /// `bash file`: runs a file as a bash script when it exists.
     fn run_script_file(&mut self, argv: &[String]) -> R<i32> {
         let Ok(path) = VPath::parse_from(&argv[0], &self.st.cwd) else {
             return Ok(127);
         };
         match self.fs.read(&path) {
             Ok(bytes) => {
+                let first_line = bytes.split(|b| *b == b'\n').next().unwrap_or(&[]);
+                if first_line.contains(&0) {
+                    self.err_line(&format!("{}: cannot execute binary file", argv[0]))?;
+                    return Ok(126);
+                }
                 let text = crate::bytes::decode(&bytes);
                 let args = argv[1..].to_vec();
                 self.run_script_text(&text, &argv[0], args)
@@ -1716,7 +1784,7 @@ fn collect_command(cmd: &Command, names: &mut CommandNames) {
                     collect_commands(&a.body, names);
                 }
             }
-            Compound::Arith(_) | Compound::Cond(_) => {}
+            Compound::Arith(_) | Compound::Cond(..) => {}
         },
         Command::Function(f) => {
             names.defined.push(f.name.clone());

@@ -425,6 +425,7 @@ impl Parser {
                             var_fd: None,
                             op: RedirOp::DupOut,
                             target: Word::lit("1"),
+                            text: Rc::from("2>&1"),
                         },
                     );
                 }
@@ -574,7 +575,17 @@ impl Parser {
             "select" => {
                 self.pos += 6;
                 match self.for_rest()? {
-                    Compound::For { var, words, body } => Compound::Select { var, words, body },
+                    Compound::For {
+                        var,
+                        words,
+                        body,
+                        head,
+                    } => Compound::Select {
+                        var,
+                        words,
+                        body,
+                        head,
+                    },
                     _ => return Err("syntax error near unexpected token `(('".into()),
                 }
             }
@@ -584,13 +595,15 @@ impl Parser {
             }
             "[[" => {
                 self.pos += 2;
+                let start = self.pos;
                 let c = self.cond_or()?;
                 self.skip_space();
                 if !self.starts("]]") {
                     return Err(self.unexpected());
                 }
+                let text = self.text_from(start);
                 self.pos += 2;
-                Compound::Cond(c)
+                Compound::Cond(c, text)
             }
             _ => return Ok(None),
         };
@@ -648,6 +661,7 @@ impl Parser {
             if parts.len() != 3 {
                 return Err("syntax error: arithmetic expression required".into());
             }
+            let head = [0, 1, 2].map(|i| Rc::from(parts[i].trim()));
             let mut ariths = Vec::new();
             for p in parts {
                 ariths.push(if p.trim().is_empty() {
@@ -667,8 +681,10 @@ impl Parser {
                 cond: it.next().flatten(),
                 step: it.next().flatten(),
                 body,
+                head,
             });
         }
+        let head_start = self.pos;
         let var = self.peek_word().ok_or_else(|| self.unexpected())?;
         self.pos += var.chars().count();
         if !is_name(&var) {
@@ -691,32 +707,43 @@ impl Parser {
             }
             words = Some(list);
         }
+        let head = self.text_from(head_start);
         self.skip_space();
         if matches!(self.peek(), Some(';')) {
             self.pos += 1;
         }
         let body = self.do_block()?;
-        Ok(Compound::For { var, words, body })
+        Ok(Compound::For {
+            var,
+            words,
+            body,
+            head,
+        })
     }
 
     fn case_rest(&mut self) -> PResult<Compound> {
         self.skip_space();
+        let head_start = self.pos;
         let word = self.word()?;
+        let head = self.text_from(head_start);
         self.expect_word("in")?;
         let mut arms = Vec::new();
         loop {
             self.skip_space_nl()?;
             if self.at_reserved("esac") {
                 self.pos += 4;
-                return Ok(Compound::Case { word, arms });
+                return Ok(Compound::Case { word, arms, head });
             }
             if self.peek() == Some('(') {
                 self.pos += 1;
             }
             let mut patterns = Vec::new();
+            let mut pattern_text = Vec::new();
             loop {
                 self.skip_space();
+                let start = self.pos;
                 patterns.push(self.word()?);
+                pattern_text.push(self.text_from(start));
                 self.skip_space();
                 match self.peek() {
                     Some('|') => self.pos += 1,
@@ -745,6 +772,7 @@ impl Parser {
             };
             arms.push(CaseArm {
                 patterns,
+                pattern_text,
                 body,
                 term,
             });
@@ -1193,12 +1221,14 @@ impl Parser {
             let strip_tabs = tok == "<<-";
             let delim_word = self.word()?;
             let (delim, quoted) = heredoc_delim(&delim_word);
-            let body = self.heredoc_body(&delim, quoted, strip_tabs)?;
+            let head = self.text_from(start);
+            let (body, lines) = self.heredoc_body(&delim, quoted, strip_tabs)?;
             return Ok(Some(Redir {
                 fd,
                 var_fd,
                 op,
                 target: body,
+                text: Rc::from(format!("{head}\n{lines}")),
             }));
         }
         if matches!(self.peek(), None | Some('\n' | ';' | '|' | '&')) {
@@ -1210,6 +1240,7 @@ impl Parser {
             var_fd,
             op,
             target,
+            text: self.text_from(start),
         }))
     }
 }

@@ -138,6 +138,8 @@ impl Shell<'_> {
             "SHELLOPTS" => Some(self.st.opts.on_list(super::options::Table::Set)),
             "BASHOPTS" => Some(self.st.opts.on_list(super::options::Table::Shopt)),
             "OSTYPE" => Some("linux-gnu".into()),
+            // The isolate has no network name (see `utils/system.rs`).
+            "HOSTNAME" => Some("localhost".into()),
             "HOSTTYPE" | "MACHTYPE" => Some("x86_64".into()),
             _ => None,
         }
@@ -284,6 +286,9 @@ impl Shell<'_> {
     }
 
     pub fn set_scalar(&mut self, name: &str, value: String) -> R<()> {
+        if name == "PATH" {
+            self.forget_hashed();
+        }
         if self.is_nameref(name) {
             let t = self.deref_for_write(name)?;
             if let Some((base, rest)) = t.split_once('[') {
@@ -386,6 +391,9 @@ impl Shell<'_> {
 
     pub fn unset_var(&mut self, name: &str) -> R<bool> {
         let name = &self.target(name);
+        if name == "PATH" {
+            self.forget_hashed();
+        }
         self.check_writable(name)?;
         Ok(self.st.vars.remove(name).is_some())
     }

@@ -612,7 +612,14 @@ impl Parser {
     }
 
     /// Reads the body of a here-document that starts after the current line.
-    pub(super) fn heredoc_body(&mut self, delim: &str, quoted: bool, strip: bool) -> PResult<Word> {
+    /// A here-document's body, and its lines as written up to and with the
+    /// delimiter line.
+    pub(super) fn heredoc_body(
+        &mut self,
+        delim: &str,
+        quoted: bool,
+        strip: bool,
+    ) -> PResult<(Word, String)> {
         let (nl, start) = match self.skip_at {
             Some(pair) => pair,
             None => match self.line_end() {
@@ -641,11 +648,13 @@ impl Parser {
             text.push('\n');
         }
         self.skip_at = Some((nl, i));
+        let lines: String = self.src[start.min(i)..i].iter().collect();
         if quoted {
-            return Ok(Word(vec![Part::Quoted(text)]));
+            return Ok((Word(vec![Part::Quoted(text)]), lines));
         }
         let mut sub = Parser::new(&text);
-        Ok(Word(vec![Part::Double(sub.dq_parts_mode(None, true)?)]))
+        let body = Word(vec![Part::Double(sub.dq_parts_mode(None, true)?)]);
+        Ok((body, lines))
     }
 }
 
