@@ -274,3 +274,30 @@ fn function_printing_type_and_hash() {
         ),
     );
 }
+
+/// `bash -i` reads its history file, records each command line, runs
+/// `$PROMPT_COMMAND` before each prompt without touching `$?`, survives
+/// `${x?}`, and appends the session to `$HISTFILE`; `fc -l` counts back from
+/// itself. A non-interactive shell ends on `${x?}`: 127 for a `-c` text, 1
+/// for a script. An unknown long option is a usage error (2). Assigning a
+/// readonly variable abandons the line.
+#[test]
+fn interactive_shell_history_and_fatal_errors() {
+    check(
+        "printf 'echo old\\n' > hist\n\
+         printf 'echo a\\nPROMPT_COMMAND=\"echo P\"\\n( exit 3 )\\necho $?\\nhistory\\nfc -l -2\\necho ${nope?}\\necho after\\n' \
+           | HISTFILE=hist bash --norc -i 2>/dev/null\n\
+         echo status=$?\n\
+         cat hist\n\
+         bash -c 'echo ${nope?}' 2>/dev/null; echo c=$?\n\
+         echo 'echo ${nope?}' > s.sh; bash s.sh 2>/dev/null; echo f=$?\n\
+         bash --rcdir x -c 'echo hi' 2>/dev/null; echo bad=$?\n\
+         bash -i -c 'echo $-' 2>/dev/null | tr -d 'hmBHs'\n\
+         readonly r=1; r=2 2>/dev/null; echo not-here\n\
+         echo here",
+        "a\nP\nP\n3\nP\n    1  echo old\n    2  echo a\n    3  PROMPT_COMMAND=\"echo P\"\n    4  ( exit 3 )\n    \
+         5  echo $?\n    6  history\nP\n5\t echo $?\n6\t history\nP\nP\nafter\nP\nstatus=0\n\
+         echo old\necho a\nPROMPT_COMMAND=\"echo P\"\n( exit 3 )\necho $?\nhistory\nfc -l -2\necho ${nope?}\necho after\n\
+         c=127\nf=1\nbad=2\nic\nhere\n",
+    );
+}

@@ -62,6 +62,8 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("compgen", super::complete::compgen),
     ("compopt", super::complete::compopt),
     ("hash", super::search::hash),
+    ("history", super::history::history),
+    ("fc", super::history::fc),
     ("umask", |sh, args| {
         if args.len() == 1 {
             sh.out("0022\n")?;

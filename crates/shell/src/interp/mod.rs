@@ -26,6 +26,8 @@ mod complete;
 mod cond;
 mod dirs;
 mod expand;
+mod history;
+mod invoke;
 mod jobs;
 mod options;
 pub mod parse;
@@ -175,6 +177,11 @@ pub struct State {
     pub func_names: Vec<String>,
     /// Where commands were found (`hash`).
     pub hashed: BTreeMap<String, search::Hashed>,
+    /// Started with `-i`.
+    pub interactive: bool,
+    /// Running a `bash -c` text (not a script file).
+    pub command_text: bool,
+    pub history: history::History,
 }
 
 /// Where an output descriptor's bytes go.
@@ -292,6 +299,9 @@ impl<'a> Shell<'a> {
                 dir_stack: Vec::new(),
                 func_names: Vec::new(),
                 hashed: BTreeMap::new(),
+                interactive: false,
+                command_text: false,
+                history: Default::default(),
             },
             status: 0,
             slots: Vec::new(),
@@ -422,6 +432,10 @@ impl<'a> Shell<'a> {
     pub fn fatal_exit(&mut self, message: &str) -> Flow {
         match self.err_line(message) {
             Err(f) => f,
+            // An interactive shell only abandons the line.
+            Ok(()) if self.st.interactive => Flow::Error(1),
+            // bash ends a `-c` text with 127, a script with 1.
+            Ok(()) if self.st.command_text => Flow::Abort(Abort::Exit(127)),
             Ok(()) => Flow::Abort(Abort::Exit(1)),
         }
     }
@@ -1065,7 +1079,7 @@ impl<'a> Shell<'a> {
             let line = format!(
                 "+ {}\n",
                 argv.iter()
-                    .map(|a| printf::quote(a))
+                    .map(|a| printf::xtrace_quote(a))
                     .collect::<Vec<_>>()
                     .join(" ")
             );
@@ -1074,6 +1088,11 @@ impl<'a> Shell<'a> {
         // Prefix assignments apply to this command only.
         let mut saved_vars = Vec::new();
         for a in &cmd.assigns {
+            // A readonly variable keeps its value; the command still runs.
+            if self.is_readonly(&a.name) {
+                self.err_line(&format!("{}: readonly variable", a.name))?;
+                continue;
+            }
             saved_vars.push((a.name.clone(), self.st.vars.get(&a.name).cloned()));
             self.assign(a)?;
             if let Some(v) = self.st.vars.get_mut(&a.name) {
@@ -1139,6 +1158,13 @@ impl<'a> Shell<'a> {
         let mut last_sub = None;
         for a in &cmd.assigns {
             self.cmdsub_status = None;
+            // Assigning a readonly variable abandons the line, as bash does.
+            if self.is_readonly(&a.name) {
+                self.err_line(&format!("{}: readonly variable", a.name))?;
+                self.status = 1;
+                self.check_errexit()?;
+                return Err(Flow::Error(1));
+            }
             if let Err(e) = self.assign(a) {
                 if let Flow::Error(s) = e {
                     self.status = s;
@@ -1298,91 +1324,11 @@ impl<'a> Shell<'a> {
         self.run_script_file(argv)
     }
 
-    /// `bash file`: runs a file as a bash script when it exists.
+    /// Runs a file as a bash script, in a new shell (`bash file args`).
     fn run_script_file(&mut self, argv: &[String]) -> R<i32> {
-        let Ok(path) = VPath::parse_from(&argv[0], &self.st.cwd) else {
-            return Ok(127);
-        };
-        match self.fs.read(&path) {
-            Ok(bytes) => {
-                let first_line = bytes.split(|b| *b == b'\n').next().unwrap_or(&[]);
-                if first_line.contains(&0) {
-                    self.err_line(&format!("{}: cannot execute binary file", argv[0]))?;
-                    return Ok(126);
-                }
-                let text = crate::bytes::decode(&bytes);
-                let args = argv[1..].to_vec();
-                self.run_script_text(&text, &argv[0], args)
-            }
-            Err(e) => {
-                let msg = format!("{}: {}", argv[0], utils::strerror(&e));
-                self.err_line(&msg)?;
-                Ok(127)
-            }
-        }
-    }
-
-    /// `bash -c 'script' name args...` and `bash file args...`.
-    fn run_shell_command(&mut self, argv: &[String]) -> R<i32> {
-        let mut i = 1;
-        let mut opts = Vec::new();
-        while i < argv.len() && argv[i].starts_with('-') && argv[i] != "-c" && argv[i].len() > 1 {
-            opts.push(argv[i].clone());
-            i += 1;
-        }
-        if argv.get(i).map(String::as_str) == Some("-c") {
-            let Some(script) = argv.get(i + 1) else {
-                self.err_line("-c: option requires an argument")?;
-                return Ok(2);
-            };
-            let arg0 = argv.get(i + 2).cloned().unwrap_or_else(|| "bash".into());
-            let args = argv.get(i + 3..).map(|s| s.to_vec()).unwrap_or_default();
-            let script = script.clone();
-            return self.run_script_text_opts(&script, &arg0, args, &opts);
-        }
-        match argv.get(i) {
-            Some(file) => {
-                let mut v = vec![file.clone()];
-                v.extend_from_slice(&argv[i + 1..]);
-                self.run_script_file(&v)
-            }
-            None => {
-                let input = self.take_stdin();
-                let text = crate::bytes::decode(&input);
-                self.run_script_text_opts(&text, "bash", Vec::new(), &opts)
-            }
-        }
-    }
-
-    fn run_script_text(&mut self, text: &str, arg0: &str, args: Vec<String>) -> R<i32> {
-        self.run_script_text_opts(text, arg0, args, &[])
-    }
-
-    fn run_script_text_opts(
-        &mut self,
-        text: &str,
-        arg0: &str,
-        args: Vec<String>,
-        opts: &[String],
-    ) -> R<i32> {
-        let arg0 = arg0.to_string();
-        let opts = opts.to_vec();
-        let label = arg0.clone();
-        self.subshell(move |sh| {
-            // A new bash process: only exported variables survive.
-            sh.st.vars.retain(|_, v| v.attrs & vars::EXPORT != 0);
-            sh.st.funcs.clear();
-            sh.st.opts = Opts::default();
-            for o in &opts {
-                for c in o.chars().skip(1) {
-                    sh.st.opts.set_flag(c, true);
-                }
-            }
-            sh.st.arg0 = arg0;
-            sh.st.positional = args;
-            sh.line_base = 0;
-            sh.run_source(text, Some(&label), SourceKind::Script)
-        })
+        let mut v = vec!["bash".to_string()];
+        v.extend_from_slice(argv);
+        self.run_shell_command(&v)
     }
 
     pub fn call_function(&mut self, f: &Function, argv: &[String]) -> R<i32> {

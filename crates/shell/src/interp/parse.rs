@@ -95,6 +95,29 @@ impl Parser {
         Some(self.command_line())
     }
 
+    /// Where the parser is in its text.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The text read since `start` (a [`Parser::position`]).
+    pub fn text_since(&self, start: usize) -> String {
+        let end = self.pos.min(self.src.len());
+        self.src[start.min(end)..end].iter().collect()
+    }
+
+    /// Skips to the next line (after a syntax error, as an interactive
+    /// shell discards the rest of the line it read).
+    pub fn skip_line(&mut self) {
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            if c == '\n' {
+                break;
+            }
+        }
+        self.skip_at = None;
+    }
+
     fn command_line(&mut self) -> PResult<Program> {
         let mut items = Vec::new();
         loop {

@@ -98,6 +98,24 @@ fn push_byte(out: &mut String, v: u32) {
 }
 
 /// Quotes a string for reuse as shell input, as bash's `%q` does.
+/// A word as `set -x` shows it: as is when it is safe, else in single
+/// quotes, or `$'...'` when it holds control characters other than tab and
+/// newline (bash's xtrace rules).
+pub fn xtrace_quote(s: &str) -> String {
+    const METAS: &str = " \t\n'\"\\|&;()<>!{}*[?]^$`";
+    let control = |c: char| {
+        (c.is_control() && c != '\t' && c != '\n') || crate::bytes::char_byte(c).is_some()
+    };
+    if s.chars().any(control) {
+        return quote(s);
+    }
+    let needs = s.is_empty() || s.chars().any(|c| METAS.contains(c)) || s.starts_with(['~', '#']);
+    if !needs {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
 pub fn quote(s: &str) -> String {
     if s.is_empty() {
         return "''".into();

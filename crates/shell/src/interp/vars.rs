@@ -14,6 +14,9 @@ pub const LOWER: u8 = 8;
 pub const UPPER: u8 = 16;
 pub const NAMEREF: u8 = 32;
 
+/// Variables bash sets up readonly.
+const BASH_READONLY: &[&str] = &["SHELLOPTS", "BASHOPTS", "UID", "EUID", "PPID"];
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// Declared without a value (`local x`, `declare -a a` has Indexed).
@@ -151,7 +154,17 @@ impl Shell<'_> {
             "#" => self.st.positional.len().to_string(),
             "$" => super::jobs::SHELL_PID.to_string(),
             "!" => return self.st.last_bg_pid.map(|p| p.to_string()),
-            "-" => self.st.opts.flags(),
+            "-" => {
+                let mut flags = self.st.opts.flags();
+                if self.st.interactive {
+                    let at = flags.find(|c| "kmnptuvxBCEHPT".contains(c));
+                    flags.insert(at.unwrap_or(flags.len()), 'i');
+                }
+                if self.st.command_text {
+                    flags.push('c');
+                }
+                flags
+            }
             "0" => self.st.arg0.clone(),
             "@" | "*" => {
                 let sep = self.ifs_first();
@@ -260,13 +273,21 @@ impl Shell<'_> {
         }
     }
 
+    /// Whether `name` (through namerefs) is readonly: declared so, or one
+    /// of the variables bash itself makes readonly.
+    pub fn is_readonly(&self, name: &str) -> bool {
+        let target = self.target(name);
+        match self.st.vars.get(&target) {
+            Some(v) => v.attrs & READONLY != 0,
+            None => BASH_READONLY.contains(&target.as_str()),
+        }
+    }
+
     fn check_writable(&mut self, name: &str) -> R<()> {
-        if let Some(v) = self.st.vars.get(name) {
-            if v.attrs & READONLY != 0 {
-                let msg = format!("{name}: readonly variable");
-                self.err_line(&msg)?;
-                return Err(Flow::Fail(1));
-            }
+        if self.is_readonly(name) {
+            let msg = format!("{name}: readonly variable");
+            self.err_line(&msg)?;
+            return Err(Flow::Fail(1));
         }
         Ok(())
     }
@@ -285,10 +306,21 @@ impl Shell<'_> {
         Ok(value)
     }
 
+    /// Assigns a scalar; assigning `PATH`, `HISTSIZE` or `HISTFILESIZE`
+    /// also acts on what they govern.
     pub fn set_scalar(&mut self, name: &str, value: String) -> R<()> {
-        if name == "PATH" {
-            self.forget_hashed();
+        match name {
+            "PATH" => self.forget_hashed(),
+            "HISTSIZE" | "HISTFILESIZE" => {
+                self.set_scalar_value(name, value)?;
+                return self.history_size_changed(name);
+            }
+            _ => {}
         }
+        self.set_scalar_value(name, value)
+    }
+
+    fn set_scalar_value(&mut self, name: &str, value: String) -> R<()> {
         if self.is_nameref(name) {
             let t = self.deref_for_write(name)?;
             if let Some((base, rest)) = t.split_once('[') {
