@@ -78,7 +78,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
                 }
             }
             let stub = env
-                .durable_object("WORKSPACE")?
+                .durable_object(platform::WORKSPACE_BINDING)?
                 .id_from_name(&id)?
                 .get_stub()?;
             stub.fetch_with_request(with_caller(req, &Caller::of(principal.as_ref()))?)

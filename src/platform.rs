@@ -4,21 +4,49 @@
 
 use futures::StreamExt;
 use js_sys::Uint8Array;
+use std::net::IpAddr;
+use stead_agent::auth::Caller;
 use stead_agent::host::{ByteStream, Method, Payload};
 use stead_agent::protocol::SocketState;
+use stead_agent::settings::ComputerSettings;
 use stead_agent::HostError;
 use stead_agent::{ComputerError, Host, Socket, Transport};
 use wasm_bindgen::JsValue;
-use worker::{Env, Fetch, Headers, Request, RequestInit, ScheduledTime, State, Stub, WebSocket};
+
+use worker::{
+    Env, Fetch, Headers, Request, RequestInit, RequestRedirect, ScheduledTime, State, Stub,
+    WebSocket,
+};
 
 use crate::do_sql::DoSql;
+
+/// Binding of the agents' Durable Object class.
+pub(crate) const WORKSPACE_BINDING: &str = "WORKSPACE";
 
 /// Binding of the container-enabled Durable Object class.
 const COMPUTER_BINDING: &str = "COMPUTER";
 
-/// Header telling the `Computer` object whether the agent's settings allow
-/// its container outbound network (applied when the container starts).
-pub(crate) const INTERNET_HEADER: &str = "x-stead-internet";
+/// Where host names are resolved (DNS over HTTPS, JSON API); a variable
+/// of that name overrides the default.
+const DOH_URL_VAR: &str = "DNS_OVER_HTTPS_URL";
+const DEFAULT_DOH_URL: &str = "https://cloudflare-dns.com/dns-query";
+
+/// Set to `true` in `.dev.vars` only: marks a local development runtime.
+const LOCAL_DEVELOPMENT_VAR: &str = "STEAD_LOCAL_DEVELOPMENT";
+
+/// The part of a DNS-over-HTTPS JSON answer the agent reads.
+#[derive(serde::Deserialize)]
+struct DohAnswer {
+    #[serde(rename = "Answer", default)]
+    answer: Vec<DohRecord>,
+}
+
+#[derive(serde::Deserialize)]
+struct DohRecord {
+    #[serde(rename = "type")]
+    kind: u16,
+    data: String,
+}
 
 /// The Workspace Durable Object's platform.
 pub(crate) struct WorkerHost {
@@ -100,6 +128,7 @@ impl Host for WorkerHost {
             let mut init = RequestInit::new();
             init.with_method(worker::Method::Post)
                 .with_headers(list)
+                .with_redirect(RequestRedirect::Manual)
                 .with_body(Some(JsValue::from_str(&body)));
             let request = Request::new_with_init(url, &init)?;
             Fetch::Request(request).send().await
@@ -109,7 +138,83 @@ impl Host for WorkerHost {
             .map_err(|e| e.to_string())
     }
 
-    fn computer(&self, agent: &str, internet: bool) -> Result<ComputerLink, ComputerError> {
+    async fn call_agent(
+        &self,
+        agent: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, serde_json::Value), String> {
+        let sent = async {
+            let stub = self
+                .env
+                .durable_object(WORKSPACE_BINDING)?
+                .id_from_name(agent)?
+                .get_stub()?;
+            let headers = Headers::new();
+            for (name, value) in Caller::Admin.headers() {
+                headers.set(name, &value)?;
+            }
+            headers.set("content-type", "application/octet-stream")?;
+            let mut init = RequestInit::new();
+            init.with_method(worker::Method::Post)
+                .with_headers(headers)
+                .with_body(Some(Uint8Array::from(body.as_slice()).into()));
+            let url = format!("http://agent/agents/{agent}{path}");
+            let mut response = stub
+                .fetch_with_request(Request::new_with_init(&url, &init)?)
+                .await?;
+            let status = response.status_code();
+            let answer: serde_json::Value = response.json().await?;
+            Ok::<_, worker::Error>((status, answer))
+        }
+        .await;
+        sent.map_err(|e| e.to_string())
+    }
+
+    async fn resolve(&self, name: &str) -> Result<Vec<IpAddr>, String> {
+        // DNS over HTTPS (JSON), since a Worker has no resolver of its own.
+        let base = self
+            .env
+            .var(DOH_URL_VAR)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|_| DEFAULT_DOH_URL.to_string());
+        let mut addresses = Vec::new();
+        for record in ["A", "AAAA"] {
+            let url = format!("{base}?name={name}&type={record}");
+            let answer = async {
+                let headers = Headers::new();
+                headers.set("accept", "application/dns-json")?;
+                let mut init = RequestInit::new();
+                init.with_headers(headers);
+                let mut response = Fetch::Request(Request::new_with_init(&url, &init)?)
+                    .send()
+                    .await?;
+                response.json::<DohAnswer>().await
+            }
+            .await
+            .map_err(|e| format!("DNS over HTTPS failed: {e}"))?;
+            addresses.extend(
+                answer
+                    .answer
+                    .iter()
+                    .filter(|r| r.kind == 1 || r.kind == 28)
+                    .filter_map(|r| r.data.parse::<IpAddr>().ok()),
+            );
+        }
+        Ok(addresses)
+    }
+
+    fn local_development(&self) -> bool {
+        self.env
+            .var(LOCAL_DEVELOPMENT_VAR)
+            .is_ok_and(|v| v.to_string() == "true")
+    }
+
+    fn computer(
+        &self,
+        agent: &str,
+        settings: ComputerSettings,
+    ) -> Result<ComputerLink, ComputerError> {
         let namespace = self
             .env
             .durable_object(COMPUTER_BINDING)
@@ -124,7 +229,7 @@ impl Host for WorkerHost {
         Ok(ComputerLink {
             stub,
             agent: agent.to_string(),
-            internet,
+            settings,
         })
     }
 }
@@ -158,7 +263,7 @@ impl Socket for WorkerSocket {
 pub(crate) struct ComputerLink {
     stub: Stub,
     agent: String,
-    internet: bool,
+    settings: ComputerSettings,
 }
 
 impl Transport for ComputerLink {
@@ -171,7 +276,13 @@ impl Transport for ComputerLink {
         let sent = async {
             let headers = Headers::new();
             headers.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
-            headers.set(INTERNET_HEADER, &self.internet.to_string())?;
+            headers.set(
+                stead_sync::INTERNET_HEADER,
+                &self.settings.internet.to_string(),
+            )?;
+            if let Some(idle) = self.settings.idle_ms {
+                headers.set(stead_sync::IDLE_HEADER, &idle.to_string())?;
+            }
             let mut init = RequestInit::new();
             init.with_method(match method {
                 Method::Get => worker::Method::Get,

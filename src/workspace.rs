@@ -8,9 +8,10 @@
 
 use futures::StreamExt;
 use stead_agent::auth::{self, Caller};
+use stead_agent::dispatch;
 use stead_agent::protocol::{PING, PONG};
 use stead_agent::socket::Incoming;
-use stead_agent::{Agent, ApiError, Entry, Reply, Request as AgentRequest, Route};
+use stead_agent::{Agent, ApiError, Entry, HookHeaders, Reply, Request as AgentRequest, Route};
 use stead_vfs::Vfs;
 use worker::{
     durable_object, DurableObject, Env, Headers, Request, Response, Result, State, WebSocketPair,
@@ -111,7 +112,12 @@ impl Workspace {
                 .query_pairs()
                 .map(|(k, v)| (k.into_owned(), v.into_owned()))
                 .collect(),
-            hook_secret: header(stead_agent::HOOK_SECRET_HEADER),
+            hook: HookHeaders {
+                secret: header(dispatch::HOOK_SECRET_HEADER),
+                timestamp: header(dispatch::HOOK_TIMESTAMP_HEADER),
+                signature: header(dispatch::HOOK_SIGNATURE_HEADER),
+                idempotency_key: header(dispatch::IDEMPOTENCY_KEY_HEADER),
+            },
             upgrade,
             body: RequestBody::new(req)?,
         })

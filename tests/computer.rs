@@ -1,17 +1,26 @@
 //! End-to-end: the computer backend. The real Worker under `wrangler dev`
-//! drives the real container-side program (`stead-computer`, run as a local
-//! process because no Docker engine runs here) through the sync protocol:
-//! files written through the API are there for real binaries, what they
-//! write comes back, a warm container receives only what changed, conflicts
-//! keep both versions, and a computer that dies mid-command changes nothing.
+//! drives the real container-side program through the sync protocol: in
+//! real containers through the `Computer` object's Container binding
+//! whenever a Docker engine runs (the harness says which mode ran), else as
+//! a local process. Files written through the API are there for real
+//! binaries, what they write comes back, a warm container receives only
+//! what changed, conflicts keep both versions, a computer that dies
+//! mid-command changes nothing, one stopped mid-command loses nothing, the
+//! container gets its secret (and no command can read it), a wrong secret
+//! is refused, and one agent's commands cannot reach another's copy.
+//!
+//! Two tests need real containers (outbound network policy, idle release):
+//! in the local-process mode they say so on standard error and check
+//! nothing else.
 
 mod common;
 
-use std::time::Duration;
+use std::io::Write;
+use std::time::{Duration, Instant};
 
-use common::{expect_error, Agent};
+use common::{expect_error, expect_ok, with_runtime, Agent};
 use serde_json::{json, Value};
-use stead_harness::{temp_state, Runtime};
+use stead_harness::{temp_state, ComputerMode, Runtime};
 
 fn on_computer(agent: &Agent, command: &str) -> Value {
     let out = agent.ok(
@@ -202,6 +211,7 @@ fn a_computer_killed_mid_command_changes_nothing() {
     let runtime = Runtime::start(state.path());
     let agent = Agent::create_on(runtime.client(), "computer-killed");
     agent.write("/keep.txt", "kept\n");
+    let machine = runtime.machine(&agent.id);
     let before = agent.snapshot();
     let revision = agent.revision();
     let command = {
@@ -211,7 +221,7 @@ fn a_computer_killed_mid_command_changes_nothing() {
         })
     };
     std::thread::sleep(Duration::from_millis(1500));
-    runtime.computer().restart();
+    machine.kill();
     let out = command.join().unwrap();
     assert_eq!(out["status"], "lost", "{out}");
     assert!(out["exit_code"].is_null());
@@ -220,4 +230,267 @@ fn a_computer_killed_mid_command_changes_nothing() {
     // The next command gets a fresh computer with the whole workspace.
     let out = on_computer(&agent, "cat keep.txt; ls");
     assert_eq!(out["stdout"], "kept\nkeep.txt\n", "{out}");
+    assert_eq!(sent(&out), (1, 5), "the full manifest: {out}");
+}
+
+#[test]
+fn a_computer_stopped_mid_command_loses_nothing() {
+    let state = temp_state();
+    let runtime = Runtime::start(state.path());
+    let agent = Agent::create_on(runtime.client(), "computer-stopped");
+    agent.write("/keep.txt", "kept\n");
+    let machine = runtime.machine(&agent.id);
+    let command = {
+        let agent = agent.clone();
+        std::thread::spawn(move || {
+            on_computer(
+                &agent,
+                "echo started; echo partial > partial.txt; rm keep.txt; sleep 30; echo never",
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    // As the platform stops a container: SIGTERM.
+    machine.ask_to_stop(Duration::from_secs(30));
+    let out = command.join().unwrap();
+    // The command was stopped, but its output and its changes came back.
+    assert_eq!(out["status"], "stopped", "{out}");
+    assert_eq!(out["signal"], 15, "{out}");
+    assert_eq!(out["stdout"], "started\n", "{out}");
+    assert_eq!(
+        out["changed"],
+        json!(["/keep.txt", "/partial.txt"]),
+        "{out}"
+    );
+    assert_eq!(agent.read("/partial.txt"), "partial\n");
+    // At once, while the stopped program may still be draining, the next
+    // command runs on a fresh computer holding the workspace.
+    let out = on_computer(&agent, "ls");
+    assert_eq!(out["stdout"], "partial.txt\n", "{out}");
+    assert_eq!(sent(&out), (1, 8), "the full manifest: {out}");
+}
+
+/// The secret the agent's computer was started with.
+fn secret_of(environment: &[(String, String)]) -> String {
+    let secrets: Vec<&str> = environment
+        .iter()
+        .filter(|(k, _)| k == "STEAD_COMPUTER_SECRET")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(secrets.len(), 1, "{environment:?}");
+    secrets[0].to_string()
+}
+
+#[test]
+fn the_computer_gets_its_secret_and_commands_get_only_their_env() {
+    let agent = Agent::new("computer-env");
+    let (secret, right, wrong) = with_runtime(|runtime| {
+        let machine = runtime.machine(&agent.id);
+        let environment = machine.environment();
+        let secret = secret_of(&environment);
+        if runtime.mode() == ComputerMode::Container {
+            // A fresh secret per start, from the Computer object.
+            assert_eq!(secret.len(), 64, "{secret}");
+            assert!(secret.bytes().all(|b| b.is_ascii_hexdigit()), "{secret}");
+        }
+        let right = machine.status_with_secret("/v1/status", &secret);
+        let wrong = machine.status_with_secret("/v1/status", "not-the-secret");
+        (secret, right, wrong)
+    });
+    // The program read exactly the secret it was started with.
+    assert_eq!((right, wrong), (200, 401));
+
+    let out = agent.ok(
+        "exec",
+        json!({
+            "command": "echo \"$GREETING|$HOME|$WORKSPACE\"; id -u; env | sort | cut -d= -f1 | tr '\\n' ' '; \
+                        cat /proc/1/environ /proc/$PPID/environ /proc/*/environ 2>/dev/null | tr '\\0' '\\n'",
+            "backend": "computer",
+            "env": { "GREETING": "hello from the request" },
+        }),
+    );
+    let stdout = out["stdout"].as_str().unwrap();
+    let mut lines = stdout.lines();
+    let first = lines.next().unwrap();
+    assert!(first.starts_with("hello from the request|"), "{stdout}");
+    assert_ne!(lines.next(), Some("0"), "commands never run as root");
+    let names = lines.next().unwrap();
+    assert!(
+        names.contains("GREETING ") && names.contains("WORKSPACE "),
+        "{names}"
+    );
+    assert!(!names.contains("STEAD_"), "{names}");
+    assert!(
+        !stdout.contains(&secret) && !out["stderr"].as_str().unwrap().contains(&secret),
+        "a command read the secret: {out}"
+    );
+}
+
+#[test]
+fn one_agents_commands_cannot_reach_another_agents_copy() {
+    let victim = Agent::new("computer-victim");
+    let intruder = Agent::new("computer-intruder");
+    victim.write("/f.txt", "the victim's\n");
+    on_computer(&victim, "true");
+    let out = on_computer(
+        &intruder,
+        "echo x > ../computer-victim/f.txt; echo y > ../computer-victim/new.txt; \
+         echo z > ../escape; mkdir -p ../computer-victim2; ls ..; echo done",
+    );
+    assert!(out["stdout"].as_str().unwrap().ends_with("done\n"), "{out}");
+    assert_eq!(out["changed"], json!([]), "{out}");
+    // The victim's copy on its computer is untouched: its next command
+    // brings nothing back and sees its own file.
+    let out = on_computer(&victim, "cat f.txt; ls");
+    assert_eq!(out["stdout"], "the victim's\nf.txt\n", "{out}");
+    assert_eq!(out["changed"], json!([]), "{out}");
+    assert_eq!(victim.tree(), vec!["/f.txt"]);
+    with_runtime(|runtime| {
+        if let Some(process) = runtime.computer_process() {
+            // Nothing landed beside the workspaces on the host.
+            let victim_copy = process.workspace(&victim.id);
+            let beside = victim_copy.parent().unwrap();
+            assert!(!beside.join("escape").exists());
+            assert!(!beside.join("computer-victim2").exists());
+            assert!(!victim_copy.join("new.txt").exists());
+        }
+    });
+}
+
+/// A name the host resolves, for the outbound network checks.
+fn internet_host() -> String {
+    std::env::var("STEAD_TEST_INTERNET_HOST").unwrap_or_else(|_| "deb.debian.org".into())
+}
+
+/// Says on standard error that `test` needs real containers (uncaptured,
+/// so the run shows it); whether they run.
+fn needs_containers(runtime: &Runtime, test: &str) -> bool {
+    let real = runtime.mode() == ComputerMode::Container;
+    if !real {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{test}: checks nothing in the local-process mode (it needs real containers)"
+        );
+    }
+    real
+}
+
+#[test]
+fn internet_off_blocks_dns_and_tcp_and_on_allows_them_after_the_next_start() {
+    let state = temp_state();
+    let runtime = Runtime::start(state.path());
+    if !needs_containers(&runtime, "internet policy") {
+        return;
+    }
+    let host = internet_host();
+    let address = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), 80))
+        .ok()
+        .and_then(|mut addresses| addresses.find(|a| a.is_ipv4()))
+        .unwrap_or_else(|| panic!("the host cannot resolve {host} (set STEAD_TEST_INTERNET_HOST)"));
+    let probe = format!(
+        "getent hosts {host} >/dev/null && echo dns-open || echo dns-blocked; \
+         timeout 10 bash -c 'exec 3<>/dev/tcp/{ip}/80 && printf \"HEAD / HTTP/1.0\\r\\nHost: {host}\\r\\n\\r\\n\" >&3 && head -c 5 <&3' 2>/dev/null \
+         | grep -q HTTP && echo tcp-open || echo tcp-blocked",
+        ip = address.ip()
+    );
+    let agent = Agent::create_on(runtime.client(), "computer-internet");
+    let out = on_computer(&agent, &probe);
+    assert_eq!(
+        out["stdout"], "dns-blocked\ntcp-blocked\n",
+        "internet off: {out}"
+    );
+
+    let settings = agent.send(
+        "PUT",
+        "/settings",
+        json!({ "computer": { "internet": true } })
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(expect_ok(&settings)["computer"]["internet"], true);
+    // The setting applies when the container next starts.
+    let out = on_computer(&agent, &probe);
+    assert_eq!(
+        out["stdout"], "dns-blocked\ntcp-blocked\n",
+        "same container: {out}"
+    );
+    runtime.machine(&agent.id).kill();
+    let out = on_computer(&agent, &probe);
+    assert_eq!(out["stdout"], "dns-open\ntcp-open\n", "internet on: {out}");
+}
+
+#[test]
+fn an_idle_computer_is_released_and_the_next_command_gets_a_fresh_one() {
+    let state = temp_state();
+    // A short idle timeout from the workspace's settings, still longer than
+    // the ~10 s after which an idle Durable Object, and its container with
+    // it, would go.
+    let idle = Duration::from_secs(14);
+    let runtime = Runtime::start(state.path());
+    if !needs_containers(&runtime, "idle release") {
+        return;
+    }
+    let agent = Agent::create_on(runtime.client(), "computer-idle");
+    let settings = json!({ "computer": { "idle_ms": idle.as_millis() as u64 } });
+    expect_ok(&agent.send("PUT", "/settings", settings.to_string().as_bytes()));
+    let computer = expect_ok(&agent.send("GET", "/computer", b""));
+    assert_eq!(computer["computer"]["state"], "stopped", "{computer}");
+    agent.write("/a.txt", "a\n");
+    on_computer(&agent, "true");
+    let machine = runtime.machine(&agent.id);
+    assert!(machine.is_running());
+
+    // Past the time an idle object would have been evicted, the computer
+    // is still there and warm: the alarm keeps its owner alive.
+    std::thread::sleep(Duration::from_secs(12));
+    assert!(machine.is_running(), "released before its idle deadline");
+    let warm = on_computer(&agent, "cat a.txt");
+    assert_eq!(warm["stdout"], "a\n");
+    assert_eq!(sent(&warm), (0, 0), "the same, warm container: {warm}");
+    let last_used = Instant::now();
+    let running = expect_ok(&agent.send("GET", "/computer", b""))["computer"].clone();
+    assert_eq!(running["state"], "running", "{running}");
+    assert_eq!(running["idle_ms"], idle.as_millis() as u64, "{running}");
+    assert!(running["idle_deadline_ms"].as_i64().is_some(), "{running}");
+
+    // Idle past the deadline (plus a heartbeat): released.
+    let deadline = last_used + idle + Duration::from_secs(15);
+    while machine.is_running() {
+        assert!(
+            Instant::now() < deadline,
+            "not released after {idle:?} idle"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(
+        last_used.elapsed() >= idle,
+        "released {:?} after the last request, before its idle timeout",
+        last_used.elapsed()
+    );
+    // The next command starts a fresh computer and pushes it everything.
+    let out = on_computer(&agent, "cat a.txt");
+    assert_eq!(out["stdout"], "a\n");
+    assert_eq!(sent(&out), (1, 2), "the full manifest: {out}");
+}
+
+#[test]
+fn the_computer_can_be_released_at_once() {
+    with_runtime(|runtime| {
+        let agent = Agent::create_on(runtime.client(), "computer-stop");
+        agent.write("/a.txt", "a\n");
+        on_computer(&agent, "true");
+        let stopped = expect_ok(&agent.send("POST", "/computer/stop", b""));
+        assert_eq!(stopped["computer"]["state"], "stopped", "{stopped}");
+        if runtime.mode() == ComputerMode::Container {
+            assert!(!runtime.machine(&agent.id).is_running(), "still running");
+            // The next command starts a fresh computer with everything.
+            let out = on_computer(&agent, "cat a.txt");
+            assert_eq!(out["stdout"], "a\n");
+            assert_eq!(sent(&out), (1, 2), "the full manifest: {out}");
+        }
+        // Stopping needs the computer's scope.
+        let reader = agent.client.with_token(None);
+        let refused = reader.send("POST", &agent.url("/computer/stop"), b"");
+        expect_error(&refused, 401, "UNAUTHORIZED");
+    });
 }

@@ -71,3 +71,62 @@ fn workspace_survives_restart() {
     assert_eq!(agent.write("/after.txt", "after")["revision"], revision + 1);
     second.stop();
 }
+
+#[test]
+fn a_fork_cut_off_by_a_restart_leaves_no_usable_agent_and_resumes() {
+    const SIZE: u64 = 160 << 20;
+    let state = temp_state();
+    let first = Runtime::start(state.path());
+    let source = Agent::create_on(first.client(), "fork-src");
+    expect_ok(&source.upload("/big.bin", "", Noise::new(3, SIZE)));
+    let client = first.client();
+    let fork = std::thread::spawn(move || {
+        client.send("POST", "/agents/fork-src/fork", br#"{"to":"fork-dst"}"#)
+    });
+    // Wait until the copy is under way, then kill the runtime mid-fork.
+    let target = Agent {
+        id: "fork-dst".into(),
+        client: first.client(),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while target.send("GET", "", b"").error_code() != "AGENT_FORKING" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fork never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    first.stop();
+    let _ = fork.join();
+
+    let second = Runtime::start(state.path());
+    let target = Agent {
+        client: second.client(),
+        ..target
+    };
+    let source = Agent {
+        client: second.client(),
+        ..source
+    };
+    // Half copied is never usable: it is still a fork in progress, or gone.
+    let half = target.send("GET", "", b"");
+    assert!(
+        matches!(
+            half.error_code().as_str(),
+            "AGENT_FORKING" | "AGENT_NOT_FOUND"
+        ),
+        "a half-copied fork answered {}: {}",
+        half.status,
+        String::from_utf8_lossy(&half.body)
+    );
+    // The source lost nothing, and asking again completes the fork.
+    let (status, body) = source.client.download(&source.id, "/big.bin");
+    assert_eq!(status, 200);
+    assert_eq!(common::assert_same_stream(body, Noise::new(3, SIZE)), SIZE);
+    let done = source.send("POST", "/fork", br#"{"to":"fork-dst"}"#);
+    expect_ok(&done);
+    let (status, body) = target.client.download(&target.id, "/big.bin");
+    assert_eq!(status, 200);
+    assert_eq!(common::assert_same_stream(body, Noise::new(3, SIZE)), SIZE);
+    second.stop();
+}

@@ -567,3 +567,65 @@ fn tar_member(name: &str, data: &[u8]) -> Vec<u8> {
     out.resize(out.len().div_ceil(512) * 512 + 1024, 0);
     out
 }
+
+#[test]
+fn webhooks_may_not_reach_the_agents_own_network() {
+    let agent = Agent::new("sec-ssrf");
+    for url in [
+        "http://127.0.0.1:8787/health",
+        "http://localhost:8787/",
+        "http://[::1]/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://0x7f000001/",
+        "file:///etc/passwd",
+    ] {
+        let body = json!({ "delay_ms": 0, "webhook": { "url": url } });
+        let reply = agent.send("PUT", "/schedules/probe", body.to_string().as_bytes());
+        expect_error(&reply, 400, "WEBHOOK_TARGET_REFUSED");
+    }
+    expect_error(
+        &agent.send("GET", "/schedules/probe", b""),
+        404,
+        "SCHEDULE_NOT_FOUND",
+    );
+}
+
+#[test]
+fn a_signed_hook_call_runs_once() {
+    let agent = Agent::new("sec-hook-replay");
+    let secret = "a-hook-secret-of-enough-length";
+    expect_ok(&agent.send(
+        "PUT",
+        "/hooks/deploy",
+        json!({ "exec": { "command": "cat >> /deliveries" }, "secret": secret, "signed": true })
+            .to_string()
+            .as_bytes(),
+    ));
+    let body = br#"{"ref":"main"}"#;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let signature = stead_scheduler::signing::signature(secret, now, body);
+    let target = agent.url("/hooks/deploy");
+    let call = |timestamp: i64, signature: &str| {
+        let timestamp = timestamp.to_string();
+        common::raw(
+            "POST",
+            &target,
+            &[
+                ("x-stead-timestamp", &timestamp),
+                ("x-stead-signature", signature),
+            ],
+            body,
+        )
+    };
+    expect_status(&call(now, &signature), 202);
+    expect_error(&call(now, &signature), 409, "HOOK_REPLAYED");
+    let stale = now - 10 * 60_000;
+    let old_signature = stead_scheduler::signing::signature(secret, stale, body);
+    expect_error(&call(stale, &old_signature), 401, "HOOK_REFUSED");
+    let bare = common::raw("POST", &target, &[("x-hook-secret", secret)], body);
+    expect_error(&bare, 401, "HOOK_REFUSED");
+}

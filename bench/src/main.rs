@@ -1,16 +1,18 @@
 //! stead-bench: measures the real Worker against baselines taken in the same
 //! run, prints a table and writes `bench/out/results.json`; `shell` runs agent
 //! scripts through stead's shell, just-bash and GNU bash and writes
-//! `bench/out/shell.json`.
+//! `bench/out/shell.json`; `checkpoint` measures checkpoints, diffs and forks
+//! on the VFS over SQLite and writes `bench/out/checkpoint.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|checkpoint] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
 //! Figures are reported against their aims, never asserted.
 
 mod agent;
+mod checkpoint;
 mod computer;
 mod gen;
 mod grep;
@@ -25,18 +27,20 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use stead_harness::{temp_state, Client, Runtime, DEV_TOKEN};
+use stead_harness::{temp_state, Client, ComputerMode, Runtime, DEV_TOKEN};
 use tempfile::TempDir;
 
 use agent::Agent;
 use report::Report;
 use stats::MIB;
 
-const USAGE: &str = "usage: stead-bench [shell|computer] [--quick] [--url http://host:port]
-  shell     agent scripts through stead's exec, just-bash and GNU bash
-  ws        200 WebSocket clients following a job's output (see bench/src/ws.rs)
-  computer  bytes and time the computer backend's sync costs
-            (without either: the file tools)
+const USAGE: &str =
+    "usage: stead-bench [shell|computer|checkpoint] [--quick] [--url http://host:port]
+  shell       agent scripts through stead's exec, just-bash and GNU bash
+  ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
+  computer    bytes and time the computer backend's sync costs
+  checkpoint  checkpoints, diffs and forks on the VFS over SQLite (no Worker)
+              (without any: the file tools)
   --quick   small sizes, finishes in seconds (CI smoke test)
   --url     benchmark a running Worker instead of starting wrangler dev
             (token from STEAD_TOKEN, else the dev token)";
@@ -68,6 +72,7 @@ impl Sizes {
 struct Options {
     shell: bool,
     computer: bool,
+    checkpoint: bool,
     quick: bool,
     url: Option<String>,
 }
@@ -76,6 +81,7 @@ fn parse_args() -> Options {
     let mut options = Options {
         shell: false,
         computer: false,
+        checkpoint: false,
         quick: false,
         url: None,
     };
@@ -84,6 +90,7 @@ fn parse_args() -> Options {
         match arg.as_str() {
             "shell" => options.shell = true,
             "computer" => options.computer = true,
+            "checkpoint" => options.checkpoint = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
             "-h" | "--help" => {
@@ -169,6 +176,8 @@ fn main() {
         shell_main(&options);
     } else if options.computer {
         computer_main(&options);
+    } else if options.checkpoint {
+        checkpoint_main(&options);
     } else {
         files_main(&options);
     }
@@ -196,28 +205,73 @@ fn shell_main(options: &Options) {
     print_and_save(&report, "shell.json");
 }
 
-/// The computer sync benchmark: 1,000 files / 50 MB (quick: 100 / 5 MB).
+/// The computer benchmark: 1,000 files / 50 MB (quick: 100 / 5 MB), on
+/// real containers and on the local process in the same run (real
+/// containers only when a Docker engine answers), or on `--url`'s Worker.
 fn computer_main(options: &Options) {
     let (files, bytes) = if options.quick {
         (100, 5_000_000)
     } else {
         (1000, 50_000_000)
     };
-    let (_local, client) = connect(options);
+    let size = if options.quick { "quick" } else { "full" };
     let target = options.url.as_deref().unwrap_or("local wrangler dev");
-    let agent = Agent::create(client, agent_id("bench-computer"));
-    let mode = if options.quick { "quick" } else { "full" };
     let mut report = Report::new(
-        format!(
-            "stead-bench computer ({mode}) against {target}, agent {}",
-            agent.id()
-        ),
-        json!({ "mode": mode, "target": target, "files": files, "bytes": bytes,
+        format!("stead-bench computer ({size}) against {target}"),
+        json!({ "mode": size, "target": target, "files": files, "bytes": bytes,
                 "unix_time": unix_seconds() }),
     );
-    computer::run(&agent, files, bytes, &mut report);
-    agent.delete();
+    let measure = |client: Client, label: &str, report: &mut Report| {
+        let agent = Agent::create(client, agent_id("bench-computer"));
+        computer::write_workspace(&agent, files, bytes);
+        let measured = computer::run(&agent, label, files, bytes, report);
+        agent.delete();
+        measured
+    };
+    if let Some(url) = &options.url {
+        measure(remote_client(url), url, &mut report);
+    } else {
+        let mut modes = vec![ComputerMode::LocalProcess];
+        if ComputerMode::from_env() == ComputerMode::Container {
+            modes.insert(0, ComputerMode::Container);
+        }
+        let mut cold = Vec::new();
+        for mode in modes {
+            let label = match mode {
+                ComputerMode::Container => "real container",
+                ComputerMode::LocalProcess => "local process",
+            };
+            eprintln!(
+                "computer: starting wrangler dev, the computer {}",
+                mode.describe()
+            );
+            let state = temp_state();
+            let runtime = Runtime::start_with(state.path(), mode, &[]);
+            cold.push(measure(runtime.client(), label, &mut report));
+            runtime.stop();
+        }
+        if let [container, local] = &cold[..] {
+            report.rows.push(computer::compare_cold(container, local));
+        }
+    }
     print_and_save(&report, "computer.json");
+}
+
+/// The checkpoint benchmark: the VFS over SQLite in this process, no Worker
+/// (so `--url` does not apply).
+fn checkpoint_main(options: &Options) {
+    let sizes = if options.quick {
+        checkpoint::Sizes::QUICK
+    } else {
+        checkpoint::Sizes::FULL
+    };
+    let mode = if options.quick { "quick" } else { "full" };
+    let mut report = Report::new(
+        format!("stead-bench checkpoint ({mode}): the VFS on SQLite"),
+        json!({ "mode": mode, "unix_time": unix_seconds() }),
+    );
+    checkpoint::run(sizes, &mut report);
+    print_and_save(&report, "checkpoint.json");
 }
 
 /// The WebSocket load check (see `ws.rs`), on a local Worker unless

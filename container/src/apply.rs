@@ -12,6 +12,9 @@
 //!    symlink or file standing where one must be is replaced, so a write
 //!    never follows a symlink out of the workspace.
 //!
+//! Everything written belongs to the user commands run as (see
+//! [`crate::confine`]), so they can change it.
+//!
 //! Work a command did that the workspace side has not acknowledged is never
 //! destroyed: a path whose disk state differs from the baseline and that the
 //! push would overwrite or remove is first renamed to
@@ -228,11 +231,11 @@ impl Apply<'_> {
             Some(Entry::Dir { mode }) => {
                 match &observed {
                     Observed::Found(Entry::Dir { .. }, _) => {}
-                    Observed::Missing => fs::create_dir(&abs)?,
+                    Observed::Missing => self.create_dir(&abs)?,
                     other => {
                         self.clear(&abs, path, other, None)?;
                         self.forget(path);
-                        fs::create_dir(&abs)?;
+                        self.create_dir(&abs)?;
                     }
                 }
                 fs::set_permissions(&abs, fs::Permissions::from_mode(perm(*mode)))?;
@@ -248,6 +251,7 @@ impl Apply<'_> {
                         self.forget(path);
                     }
                     symlink(target, &abs)?;
+                    self.container.confinement.own(&abs)?;
                 }
                 let stat = Stat::of(&fs::symlink_metadata(&abs)?);
                 self.set_known(path, wanted, Some(stat));
@@ -293,6 +297,12 @@ impl Apply<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Creates a directory owned by the commands' user.
+    fn create_dir(&self, abs: &Path) -> io::Result<()> {
+        fs::create_dir(abs)?;
+        self.container.confinement.own(abs)
     }
 
     fn set_known(&mut self, path: &str, entry: Entry, stat: Option<Stat>) {
@@ -391,7 +401,7 @@ impl Apply<'_> {
                     self.forget(&dir);
                 }
             }
-            fs::create_dir(&abs)?;
+            self.create_dir(&abs)?;
             // The workspace has a directory here (it holds what is pushed
             // under it), so the baseline has one too.
             let mode = perm(Stat::of(&fs::symlink_metadata(&abs)?).mode);
@@ -435,6 +445,8 @@ impl Apply<'_> {
                     format!("{path}: chunks hold {total} bytes, the entry says {size}"),
                 ));
             }
+            // Owner first: a change of owner clears set-id bits.
+            self.container.confinement.own(&tmp)?;
             file.set_permissions(fs::Permissions::from_mode(mode))?;
             drop(file);
             fs::rename(&tmp, abs)

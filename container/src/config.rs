@@ -8,8 +8,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use thiserror::Error;
+
+use crate::confine::{under_system_dir, Confinement, Isolation, Owner, OwnerError};
 
 pub const USAGE: &str = "\
 stead-computer: the container side of stead's computer backend
@@ -20,6 +23,17 @@ stead-computer: the container side of stead's computer backend
                       default a sibling of the root: <parent>/.<name>.stead-state)
   --per-container     one workspace per x-stead-container header, <root>/<name>
                       (STEAD_COMPUTER_PER_CONTAINER=1)
+  --run-as USER       run commands as USER (name or uid[:gid]), which owns
+                      what the program writes into workspaces; the program
+                      must run as root (STEAD_COMPUTER_RUN_AS). Required
+                      when running as root: commands never run as root.
+  --isolate MODE      `namespaces`: each command in its own user, mount, PID
+                      and IPC namespaces, seeing only its own workspace
+                      (default with --per-container); `none`: the program's
+                      own view (default otherwise: the container is the
+                      boundary) (STEAD_COMPUTER_ISOLATE)
+  --drain-ms N        after SIGTERM, how long to wait for the reports of the
+                      commands it stopped to be acknowledged (default 5000)
 
   STEAD_COMPUTER_SECRET (required) is the bearer secret every request but
   GET /health must carry. The root and state directories are wiped at start.
@@ -31,6 +45,8 @@ pub struct Config {
     pub root: PathBuf,
     pub state: PathBuf,
     pub per_container: bool,
+    pub confinement: Confinement,
+    pub drain: Duration,
     pub secret: String,
 }
 
@@ -48,6 +64,22 @@ pub enum ConfigError {
     BadRoot(PathBuf),
     #[error("the state directory {state:?} must be absolute and neither inside nor around the root {root:?}")]
     BadState { state: PathBuf, root: PathBuf },
+    #[error(transparent)]
+    Owner(#[from] OwnerError),
+    #[error("the program runs as root: pass --run-as USER (commands never run as root)")]
+    RootCommands,
+    #[error("--isolate takes `namespaces` or `none`, not {0:?}")]
+    BadIsolation(String),
+    #[error("--drain-ms takes a number of milliseconds, not {0:?}")]
+    BadDrain(String),
+    #[error(
+        "with namespaces, the {what} {path:?} must not be under /{dir} (commands see it read-only)"
+    )]
+    UnderSystemDir {
+        what: &'static str,
+        path: PathBuf,
+        dir: &'static str,
+    },
     #[error("help requested")]
     Help,
 }
@@ -62,6 +94,9 @@ impl Config {
         let mut state = env("STEAD_COMPUTER_STATE");
         let mut per_container = env("STEAD_COMPUTER_PER_CONTAINER")
             .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "yes"));
+        let mut run_as = env("STEAD_COMPUTER_RUN_AS");
+        let mut isolate = env("STEAD_COMPUTER_ISOLATE");
+        let mut drain = "5000".to_string();
 
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -80,6 +115,9 @@ impl Config {
                 "--root" => root = value()?,
                 "--state" => state = Some(value()?),
                 "--per-container" if inline.is_none() => per_container = true,
+                "--run-as" => run_as = Some(value()?),
+                "--isolate" => isolate = Some(value()?),
+                "--drain-ms" => drain = value()?,
                 "-h" | "--help" => return Err(ConfigError::Help),
                 _ => return Err(ConfigError::Unknown(arg)),
             }
@@ -104,6 +142,34 @@ impl Config {
             return Err(ConfigError::BadState { state, root });
         }
 
+        let isolation = match isolate.as_deref() {
+            None if per_container => Isolation::Namespaces,
+            None | Some("none") => Isolation::None,
+            Some("namespaces") => Isolation::Namespaces,
+            Some(other) => return Err(ConfigError::BadIsolation(other.into())),
+        };
+        let owner = run_as.as_deref().map(Owner::lookup).transpose()?;
+        // SAFETY: getuid(2) cannot fail and touches no memory.
+        if owner.is_none() && unsafe { libc::getuid() } == 0 {
+            return Err(ConfigError::RootCommands);
+        }
+        let confinement = Confinement::new(owner, isolation)?;
+        if isolation == Isolation::Namespaces {
+            for (what, path) in [("root", &root), ("state directory", &state)] {
+                if let Some(dir) = under_system_dir(path) {
+                    return Err(ConfigError::UnderSystemDir {
+                        what,
+                        path: path.clone(),
+                        dir,
+                    });
+                }
+            }
+        }
+        let drain = drain
+            .parse()
+            .map(Duration::from_millis)
+            .map_err(|_| ConfigError::BadDrain(drain.clone()))?;
+
         let secret = env("STEAD_COMPUTER_SECRET").ok_or(ConfigError::NoSecret)?;
         // Commands get a clean environment anyway; removing the secret from
         // ours as well means nothing that copies the environment (a library,
@@ -115,6 +181,8 @@ impl Config {
             root,
             state,
             per_container,
+            confinement,
+            drain,
             secret,
         })
     }

@@ -34,6 +34,8 @@ pub enum ApiError {
     UnknownExec(String),
     #[error("chunk {0} is no longer on disk as reported")]
     ChunkGone(ChunkHash),
+    #[error("the computer is shutting down: it starts nothing new")]
+    ShuttingDown,
     #[error(transparent)]
     BadPath(#[from] PathError),
     #[error("{context}: {source}")]
@@ -64,6 +66,7 @@ impl ApiError {
             ApiError::Busy(_) => ErrorCode::Busy,
             ApiError::UnknownExec(_) => ErrorCode::UnknownExec,
             ApiError::ChunkGone(_) => ErrorCode::ChunkGone,
+            ApiError::ShuttingDown => ErrorCode::ShuttingDown,
             ApiError::BadPath(_) => ErrorCode::BadPath,
             ApiError::Io { .. } => ErrorCode::Io,
         }
@@ -79,6 +82,7 @@ impl ApiError {
             | ApiError::AlreadyStarted(_)
             | ApiError::Busy(_)
             | ApiError::ChunkGone(_) => StatusCode::CONFLICT,
+            ApiError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Io { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

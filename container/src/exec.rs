@@ -9,7 +9,12 @@
 //!
 //! If the client goes away mid-stream the command is killed and no report
 //! is made: its changes stay on disk, unacknowledged, and the next
-//! command's scan reports them.
+//! command's scan reports them. If the scan itself fails, the stream ends
+//! with an `error` event instead of `exit`, never silently.
+//!
+//! Who runs the command and what it can see is [`crate::confine`]'s
+//! business; a stop (timeout, cancel, or the program's own shutdown) is a
+//! [`StopSignal`] that ends the whole process group.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
@@ -21,9 +26,9 @@ use std::time::Duration;
 use axum::body::Bytes;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use stead_sync::{ExecEvent, ExecSpec, Exit};
+use stead_sync::{ErrorCode, ErrorDetail, ExecEvent, ExecSpec, Exit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::Instant;
 
@@ -39,7 +44,54 @@ const PIECE: usize = 64 * 1024;
 const GRACE: Duration = Duration::from_millis(200);
 /// Between SIGTERM and SIGKILL when stopping a command.
 const KILL_AFTER: Duration = Duration::from_secs(2);
-const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// The `PATH` commands get.
+pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Why a command was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    TimedOut,
+    Cancelled,
+    /// The program is shutting down.
+    Shutdown,
+}
+
+/// Asks a running command to stop, once, for a reason.
+#[derive(Default)]
+pub struct StopSignal {
+    reason: std::sync::Mutex<Option<Stop>>,
+    asked: Notify,
+}
+
+impl StopSignal {
+    /// `POST /v1/exec/{id}/cancel`.
+    pub fn cancel(&self) {
+        self.ask(Stop::Cancelled);
+    }
+
+    /// The program got SIGTERM.
+    pub fn shutdown(&self) {
+        self.ask(Stop::Shutdown);
+    }
+
+    fn ask(&self, why: Stop) {
+        let mut reason = self.reason.lock().unwrap_or_else(|p| p.into_inner());
+        if reason.is_none() {
+            *reason = Some(why);
+            self.asked.notify_one();
+        }
+    }
+
+    /// Resolves with the reason once asked.
+    async fn asked(&self) -> Stop {
+        loop {
+            if let Some(why) = *self.reason.lock().unwrap_or_else(|p| p.into_inner()) {
+                return why;
+            }
+            self.asked.notified().await;
+        }
+    }
+}
 
 /// A checked request, ready to run.
 pub struct Prepared {
@@ -93,19 +145,22 @@ pub fn start(
     container: Arc<Container>,
     prepared: Prepared,
 ) -> Result<mpsc::Receiver<Bytes>, ApiError> {
-    let cancel = Arc::new(Notify::new());
+    let stop = Arc::new(StopSignal::default());
     {
         let mut state = container.lock();
+        if container.is_stopping() {
+            return Err(ApiError::ShuttingDown);
+        }
         if state.seen.contains(&prepared.id) {
             return Err(ApiError::AlreadyStarted(prepared.id));
         }
         if let Some(running) = &state.running {
             return Err(ApiError::Busy(running.id.clone()));
         }
-        state.seen.insert(prepared.id.clone());
+        state.seen.insert(&prepared.id);
         state.running = Some(Running {
             id: prepared.id.clone(),
-            cancel: cancel.clone(),
+            stop: stop.clone(),
         });
     }
     let guard = RunningGuard {
@@ -114,11 +169,16 @@ pub fn start(
     };
 
     let workspace = container.workspace.to_string_lossy().into_owned();
-    let mut command = Command::new("bash");
+    let mut command = container
+        .confinement
+        .command(
+            &container.workspace,
+            &container.sandbox,
+            &prepared.cwd,
+            &prepared.command,
+        )
+        .map_err(|e| ApiError::io("preparing the command", e))?;
     command
-        .arg("-lc")
-        .arg(&prepared.command)
-        .current_dir(&prepared.cwd)
         .env_clear()
         .env("PATH", PATH)
         .env("HOME", &workspace)
@@ -134,7 +194,7 @@ pub fn start(
         .map_err(|e| ApiError::io("starting bash", e))?;
 
     let (tx, rx) = mpsc::channel(16);
-    tokio::spawn(drive(container, child, prepared, tx, cancel, guard));
+    tokio::spawn(drive(container, child, prepared, tx, stop, guard));
     Ok(rx)
 }
 
@@ -175,7 +235,7 @@ async fn drive(
     mut child: Child,
     prepared: Prepared,
     tx: mpsc::Sender<Bytes>,
-    cancel: Arc<Notify>,
+    stop: Arc<StopSignal>,
     guard: RunningGuard,
 ) {
     let pgid = child.id();
@@ -193,7 +253,7 @@ async fn drive(
     // Stopping runs apart from the output loop, so a client that reads
     // slowly (holding the loop in a send) cannot delay a timeout or cancel.
     let (exited, exited_rx) = oneshot::channel::<()>();
-    let stopper = tokio::spawn(stop_when_due(pgid, prepared.timeout, cancel, exited_rx));
+    let stopper = tokio::spawn(stop_when_due(pgid, prepared.timeout, stop, exited_rx));
 
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
     let mut stop_reading: Option<Instant> = None;
@@ -235,15 +295,15 @@ async fn drive(
         // Stragglers that ignored SIGTERM go too.
         kill_group(pgid, libc::SIGKILL);
     }
-    let timed_out = stopped == Some(Stop::TimedOut);
-    let cancelled = stopped == Some(Stop::Cancelled);
     let status = status.expect("the loop ends after the wait");
 
     let scanned = tokio::task::spawn_blocking(move || {
         let mut locked = container.lock();
         let state = &mut *locked;
         // A command may have removed the workspace directory itself.
-        let _ = std::fs::create_dir_all(&container.workspace);
+        if std::fs::create_dir_all(&container.workspace).is_ok() {
+            let _ = container.confinement.own(&container.workspace);
+        }
         state.scans += 1;
         let report = scan(
             &container.workspace,
@@ -253,7 +313,7 @@ async fn drive(
             state.scans,
         );
         if let Ok(report) = &report {
-            state.pending.insert(prepared.id.clone(), report.clone());
+            state.keep_report(&prepared.id, report.clone());
         }
         // Free the container before the exit event goes out, so the client
         // may start the next command as soon as it reads it.
@@ -265,45 +325,44 @@ async fn drive(
     .await;
     let report = match scanned {
         Ok(Ok(report)) => report,
-        Ok(Err(e)) => {
-            eprintln!("stead-computer: scanning after exec failed: {e}");
-            return;
-        }
-        Err(e) => {
-            eprintln!("stead-computer: the scan task failed: {e}");
-            return;
-        }
+        Ok(Err(e)) => return scan_failed(&tx, format!("scanning the workspace: {e}")).await,
+        Err(e) => return scan_failed(&tx, format!("the scan task failed: {e}")).await,
     };
     let exit = Exit {
         code: status.code(),
         signal: status.signal(),
-        timed_out,
-        cancelled,
+        timed_out: stopped == Some(Stop::TimedOut),
+        cancelled: stopped == Some(Stop::Cancelled),
+        shutdown: stopped == Some(Stop::Shutdown),
         changes: report.changes,
         skipped: report.skipped,
     };
     let _ = tx.send(line(&ExecEvent::Exit(exit))).await;
 }
 
-/// Why a command was stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    TimedOut,
-    Cancelled,
+/// Ends the stream with an `error` event: the command ran, but what it
+/// changed could not be found out.
+async fn scan_failed(tx: &mpsc::Sender<Bytes>, message: String) {
+    eprintln!("stead-computer: {message}");
+    let error = ExecEvent::Error(ErrorDetail {
+        code: ErrorCode::Io,
+        message,
+    });
+    let _ = tx.send(line(&error)).await;
 }
 
-/// Waits for the timeout or a cancel, then stops the group: SIGTERM, and
+/// Waits for the timeout or a stop, then stops the group: SIGTERM, and
 /// SIGKILL if it has not exited [`KILL_AFTER`] later. Returns `None` when
 /// the command exited first (`exited` fired or was dropped).
 async fn stop_when_due(
     pgid: Option<u32>,
     timeout: Duration,
-    cancel: Arc<Notify>,
+    stop: Arc<StopSignal>,
     mut exited: oneshot::Receiver<()>,
 ) -> Option<Stop> {
     let why = tokio::select! {
         _ = tokio::time::sleep(timeout) => Stop::TimedOut,
-        _ = cancel.notified() => Stop::Cancelled,
+        why = stop.asked() => why,
         _ = &mut exited => return None,
     };
     kill_group(pgid, libc::SIGTERM);

@@ -8,22 +8,35 @@
 
 mod apply;
 mod config;
+mod confine;
 mod disk;
 mod error;
 mod exec;
+mod ids;
 mod paths;
 mod scan;
 mod server;
 mod staged;
 mod state;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use config::{Config, ConfigError, USAGE};
 
+/// After the drain, how long open connections get to finish.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
 fn main() -> ExitCode {
-    let config = match Config::load(std::env::args().skip(1)) {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if args.first().is_some_and(|a| a == confine::HELPER_ARG) {
+        // Before anything else: the helper must be single-threaded.
+        confine::helper_main(&args[1..]);
+    }
+    let args = args.into_iter().map(|a| a.to_string_lossy().into_owned());
+    let config = match Config::load(args) {
         Ok(config) => config,
         Err(ConfigError::Help) => {
             print!("{USAGE}");
@@ -58,14 +71,20 @@ async fn run(config: Config) -> std::io::Result<()> {
         config.root.clone(),
         config.state.clone(),
         config.per_container,
+        config.confinement.clone(),
     )?;
+    config
+        .confinement
+        .probe(&config.root, &config.state)
+        .map_err(|e| std::io::Error::other(format!("commands cannot run as configured: {e}")))?;
     let app = Arc::new(server::App {
         registry,
         expected_auth: format!("Bearer {}", config.secret).into_bytes(),
+        build: build_identity(),
     });
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     eprintln!(
-        "stead-computer: listening on {} (root {}, state {}{})",
+        "stead-computer: listening on {} (root {}, state {}{}, commands {})",
         listener.local_addr()?,
         config.root.display(),
         config.state.display(),
@@ -73,7 +92,8 @@ async fn run(config: Config) -> std::io::Result<()> {
             ", per container"
         } else {
             ""
-        }
+        },
+        config.confinement.describe(),
     );
     // Output and the exit event go out as small writes on a long response:
     // without TCP_NODELAY, Nagle's algorithm holds each behind the peer's
@@ -83,14 +103,51 @@ async fn run(config: Config) -> std::io::Result<()> {
             eprintln!("stead-computer: cannot set TCP_NODELAY: {error}");
         }
     });
-    let serve = axum::serve(listener, server::router(app));
+    let drained = Arc::new(tokio::sync::Notify::new());
+    let serve = axum::serve(listener, server::router(app.clone())).with_graceful_shutdown({
+        let drained = drained.clone();
+        async move { drained.notified().await }
+    });
+    let stop = async {
+        shutdown().await;
+        drain(&app.registry, config.drain).await;
+        drained.notify_one();
+        tokio::time::sleep(CLOSE_GRACE).await;
+    };
     tokio::select! {
         served = serve => served,
-        _ = shutdown() => {
-            eprintln!("stead-computer: stopping");
-            Ok(())
-        }
+        _ = stop => Ok(()),
     }
+}
+
+/// The program's version and the start of its executable's BLAKE3 hash:
+/// which build a container runs, whatever its image was tagged.
+fn build_identity() -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    match std::env::current_exe().and_then(std::fs::read) {
+        Ok(bytes) => {
+            let hash = stead_sync::hash_chunk(&bytes).to_string();
+            format!("stead-computer {version} ({})", &hash[..16])
+        }
+        Err(_) => format!("stead-computer {version}"),
+    }
+}
+
+/// Stops what runs and keeps serving until the reports of the stopped
+/// commands are acknowledged (or `patience` is up), so a command cut short
+/// by the platform's SIGTERM still delivers its output and its changes.
+async fn drain(registry: &state::Registry, patience: Duration) {
+    eprintln!("stead-computer: stopping: ending running commands");
+    registry.begin_shutdown();
+    let deadline = Instant::now() + patience;
+    while !registry.drained() {
+        if Instant::now() >= deadline {
+            eprintln!("stead-computer: stopping with reports not acknowledged");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("stead-computer: stopped cleanly");
 }
 
 /// Resolves on SIGTERM or SIGINT (as PID 1 the default actions do not apply).

@@ -8,6 +8,7 @@
 //! never a framework's plain-text rejection.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -22,7 +23,7 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use stead_sync::{
-    frame, Ack, ChunkRequest, ExecSpec, FrameDecoder, Push, Status, CHUNK_SIZE, PROTOCOL,
+    frame, Ack, ChunkHash, ChunkRequest, ExecSpec, FrameDecoder, Push, Status, CHUNK_SIZE, PROTOCOL,
 };
 
 use crate::error::ApiError;
@@ -35,6 +36,8 @@ pub struct App {
     pub registry: Registry,
     /// `Bearer <secret>`, as the header must read.
     pub expected_auth: Vec<u8>,
+    /// The program's build identity, for `Status::build`.
+    pub build: String,
 }
 
 pub fn router(app: Arc<App>) -> Router {
@@ -143,13 +146,20 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::io("a worker task failed", std::io::Error::other(e.to_string())))?
 }
 
-async fn status(Ctx(container): Ctx) -> Result<Response, ApiError> {
+async fn status(State(app): State<Arc<App>>, Ctx(container): Ctx) -> Result<Response, ApiError> {
+    let build = app.build.clone();
     let status = blocking(move || {
         let state = container.lock();
+        // A stopping program takes no new work, so it tells whoever plans
+        // some (the next command's first request) at once.
+        if container.is_stopping() {
+            return Err(ApiError::ShuttingDown);
+        }
         Ok(Status {
             protocol: PROTOCOL,
             instance: state.instance.clone(),
             running: state.running.as_ref().map(|r| r.id.clone()),
+            build: Some(build),
         })
     })
     .await?;
@@ -159,6 +169,9 @@ async fn status(Ctx(container): Ctx) -> Result<Response, ApiError> {
 async fn apply(Ctx(container): Ctx, JsonBody(push): JsonBody<Push>) -> Result<Response, ApiError> {
     let reply = blocking(move || {
         let mut state = container.lock();
+        if container.is_stopping() {
+            return Err(ApiError::ShuttingDown);
+        }
         if let Some(running) = &state.running {
             return Err(ApiError::Busy(running.id.clone()));
         }
@@ -169,6 +182,9 @@ async fn apply(Ctx(container): Ctx, JsonBody(push): JsonBody<Push>) -> Result<Re
 }
 
 async fn upload_chunks(Ctx(container): Ctx, request: Request) -> Result<Response, ApiError> {
+    if container.is_stopping() {
+        return Err(ApiError::ShuttingDown);
+    }
     let mut stream = request.into_body().into_data_stream();
     let mut decoder = FrameDecoder::default();
     let mut total = 0usize;
@@ -233,7 +249,7 @@ async fn cancel(Ctx(container): Ctx, Path(id): Path<String>) -> Result<Response,
         let state = container.lock();
         match &state.running {
             Some(running) if running.id == id => {
-                running.cancel.notify_one();
+                running.stop.cancel();
                 Ok(())
             }
             _ => Err(ApiError::UnknownExec(id)),
@@ -243,48 +259,78 @@ async fn cancel(Ctx(container): Ctx, Path(id): Path<String>) -> Result<Response,
     Ok(json_response(&json!({ "cancelled": true })))
 }
 
+/// Answers with the asked chunks of an exec's report, framed, as a stream:
+/// each chunk is read from the file the report found it in as the body is
+/// sent, so memory holds one chunk whatever the answer's size. The sources
+/// are checked before the answer starts (a typed `CHUNK_GONE` if a file's
+/// stat data moved since the scan); a chunk that changes on disk while the
+/// answer is sent cuts the stream, which the caller sees as a failed pull,
+/// never as content.
 async fn fetch_chunks(
     Ctx(container): Ctx,
     JsonBody(request): JsonBody<ChunkRequest>,
 ) -> Result<Response, ApiError> {
-    let body = blocking(move || {
+    let workspace = container.workspace.clone();
+    let sources = blocking(move || {
+        let state = container.lock();
+        if !state.pending.contains_key(&request.exec) {
+            return Err(ApiError::UnknownExec(request.exec));
+        }
         let mut sources = Vec::new();
-        {
-            let state = container.lock();
-            if !state.pending.contains_key(&request.exec) {
-                return Err(ApiError::UnknownExec(request.exec));
+        let mut asked = HashSet::new();
+        for hash in request.chunks {
+            if !asked.insert(hash) {
+                continue;
             }
-            let mut asked = HashSet::new();
-            for hash in request.chunks {
-                if !asked.insert(hash) {
-                    continue;
-                }
-                let source = state.chunk_source(&request.exec, &hash).ok_or_else(|| {
-                    ApiError::InvalidRequest(format!(
-                        "chunk {hash} is not part of exec {}'s report",
-                        request.exec
-                    ))
-                })?;
-                sources.push((hash, source));
-                // The caller batches: one answer carries at most BODY_LIMIT
-                // of chunk data; it asks again for the rest.
-                if sources.len() * CHUNK_SIZE >= BODY_LIMIT {
-                    break;
-                }
+            let (path, index) = state.chunk_source(&request.exec, &hash).ok_or_else(|| {
+                ApiError::InvalidRequest(format!(
+                    "chunk {hash} is not part of exec {}'s report",
+                    request.exec
+                ))
+            })?;
+            let abs = crate::paths::on_disk(&workspace, &path);
+            if !state.unchanged_since_report(&request.exec, &path, &abs) {
+                return Err(ApiError::ChunkGone(hash));
+            }
+            sources.push(ChunkSource { hash, abs, index });
+            // The caller batches: one answer carries at most BODY_LIMIT of
+            // chunk data; it asks again for the rest.
+            if sources.len() * CHUNK_SIZE >= BODY_LIMIT {
+                break;
             }
         }
-        let mut body = Vec::new();
-        for (hash, (path, index)) in sources {
-            let abs = crate::paths::on_disk(&container.workspace, &path);
-            let data = crate::disk::read_chunk(&abs, index, &hash)
-                .map_err(|e| ApiError::io(format!("reading {path}"), e))?
-                .ok_or(ApiError::ChunkGone(hash))?;
-            frame::encode(&mut body, &data);
-        }
-        Ok(body)
+        Ok(sources)
     })
     .await?;
-    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())
+    let frames = futures_util::stream::iter(sources).then(|source| async move {
+        tokio::task::spawn_blocking(move || source.frame())
+            .await
+            .map_err(std::io::Error::other)?
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        Body::from_stream(frames),
+    )
+        .into_response())
+}
+
+/// Where one asked chunk is on disk.
+struct ChunkSource {
+    hash: ChunkHash,
+    abs: PathBuf,
+    index: usize,
+}
+
+impl ChunkSource {
+    /// Reads and frames the chunk; an error if it is no longer there as
+    /// reported.
+    fn frame(self) -> std::io::Result<Bytes> {
+        let data = crate::disk::read_chunk(&self.abs, self.index, &self.hash)?
+            .ok_or_else(|| std::io::Error::other(format!("chunk {} changed on disk", self.hash)))?;
+        let mut framed = Vec::with_capacity(data.len() + 36);
+        frame::encode(&mut framed, &data);
+        Ok(Bytes::from(framed))
+    }
 }
 
 #[cfg(test)]

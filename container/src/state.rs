@@ -6,44 +6,59 @@
 //! here survives a restart: a container's disk is wiped when it sleeps, and
 //! a new `instance` id tells the Worker so.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use stead_sync::{ChunkHash, IgnoreRules};
-use tokio::sync::Notify;
 
-use crate::disk::{random_hex, Baseline};
+use crate::confine::Confinement;
+use crate::disk::{random_hex, Baseline, Stat};
 use crate::error::ApiError;
+use crate::exec::StopSignal;
+use crate::ids::ExecIds;
 use crate::scan::Report;
 use crate::staged::Staged;
+
+/// Reports kept unacknowledged at most: each scan reports everything that
+/// still differs, so a newer report covers what an older one said.
+const MAX_PENDING: usize = 8;
 
 /// One container: its directories and its state.
 pub struct Container {
     pub workspace: PathBuf,
     pub staged: Staged,
+    /// An empty directory outside the workspace where a confined command's
+    /// root filesystem is assembled (see [`crate::confine`]).
+    pub sandbox: PathBuf,
+    /// How commands are run, and who owns what the program writes.
+    pub confinement: Arc<Confinement>,
+    /// Shared with the registry: set when the program began to shut down.
+    stopping: Arc<AtomicBool>,
     state: Mutex<ContainerState>,
 }
 
 /// The command running now.
 pub struct Running {
     pub id: String,
-    pub cancel: Arc<Notify>,
+    pub stop: Arc<StopSignal>,
 }
 
 pub struct ContainerState {
     pub instance: String,
     pub baseline: Baseline,
     pub ignore: IgnoreRules,
-    /// Every exec id ever started (an id never runs twice).
-    pub seen: HashSet<String>,
+    /// Exec ids started (an id never runs twice), bounded.
+    pub seen: ExecIds,
     pub running: Option<Running>,
-    /// Reports not yet acknowledged, by exec id.
+    /// Reports not yet acknowledged, by exec id (at most [`MAX_PENDING`]).
     pub pending: HashMap<String, Report>,
-    /// Reports acknowledged (a repeated ack is answered, not refused).
-    pub acked: HashSet<String>,
+    /// Reports acknowledged or superseded (a repeated ack is answered, not
+    /// refused), bounded.
+    pub acked: ExecIds,
     /// Counts applied pushes; a report remembers the count it was made at.
     pub epoch: u64,
     /// The epoch at which a push last wrote each path, so that a late ack
@@ -51,29 +66,51 @@ pub struct ContainerState {
     pub pushed_at: HashMap<String, u64>,
     /// Counts scans (see `Report::seq`).
     pub scans: u64,
+    /// Set when the program began to shut down: the scan count then, so
+    /// the reports made after it (of the commands the shutdown stopped)
+    /// can be waited for.
+    pub shutdown_at_scan: Option<u64>,
 }
 
 impl Container {
-    /// Creates the (empty) workspace and state directories.
-    pub fn create(workspace: PathBuf, state_dir: &Path) -> io::Result<Container> {
+    /// Creates the (empty) workspace and state directories; the workspace
+    /// belongs to the user commands run as.
+    pub fn create(
+        workspace: PathBuf,
+        state_dir: &Path,
+        confinement: Arc<Confinement>,
+        stopping: Arc<AtomicBool>,
+    ) -> io::Result<Container> {
         fs::create_dir_all(&workspace)?;
+        confinement.own(&workspace)?;
         let staged = Staged::new(state_dir.join("chunks"))?;
+        let sandbox = state_dir.join("sandbox");
+        fs::create_dir_all(&sandbox)?;
         Ok(Container {
             workspace,
             staged,
+            sandbox,
+            confinement,
+            stopping,
             state: Mutex::new(ContainerState {
                 instance: random_hex(16)?,
                 baseline: Baseline::new(),
                 ignore: IgnoreRules::default(),
-                seen: HashSet::new(),
+                seen: ExecIds::new(),
                 running: None,
                 pending: HashMap::new(),
-                acked: HashSet::new(),
+                acked: ExecIds::new(),
                 epoch: 0,
                 pushed_at: HashMap::new(),
                 scans: 0,
+                shutdown_at_scan: None,
             }),
         })
+    }
+
+    /// Whether the program is shutting down: nothing new may start.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
     }
 
     /// Locks the state; a panic elsewhere while holding it does not make
@@ -86,6 +123,22 @@ impl Container {
 }
 
 impl ContainerState {
+    /// Keeps `report` as exec `id`'s, dropping the oldest pending reports
+    /// beyond [`MAX_PENDING`] (acking one of those later is a no-op).
+    pub fn keep_report(&mut self, id: &str, report: Report) {
+        self.pending.insert(id.to_string(), report);
+        while self.pending.len() > MAX_PENDING {
+            let oldest = self
+                .pending
+                .iter()
+                .min_by_key(|(_, report)| report.seq)
+                .map(|(id, _)| id.clone())
+                .expect("not empty");
+            self.pending.remove(&oldest);
+            self.acked.insert(&oldest);
+        }
+    }
+
     /// Makes the baseline the snapshot of `exec`'s report for the paths it
     /// covered, except paths a push wrote after the report was made.
     pub fn ack(&mut self, exec: &str) -> Result<(), ApiError> {
@@ -113,7 +166,7 @@ impl ContainerState {
                 }
             }
         }
-        self.acked.insert(exec.to_string());
+        self.acked.insert(exec);
         // Older reports are superseded: whatever they reported that still
         // differs was reported again by this later scan. Acking one of them
         // later is then a no-op, not an error.
@@ -125,9 +178,23 @@ impl ContainerState {
             .collect();
         for id in older {
             self.pending.remove(&id);
-            self.acked.insert(id);
+            self.acked.insert(&id);
         }
         Ok(())
+    }
+
+    /// Whether the file at workspace path `path` (on disk at `abs`) still
+    /// has the stat data `exec`'s report saw.
+    pub fn unchanged_since_report(&self, exec: &str, path: &str, abs: &Path) -> bool {
+        let seen = self
+            .pending
+            .get(exec)
+            .and_then(|report| report.snapshot.get(path))
+            .and_then(|known| known.stat);
+        match (seen, fs::symlink_metadata(abs)) {
+            (Some(seen), Ok(meta)) => Stat::of(&meta) == seen,
+            _ => false,
+        }
     }
 
     /// Where a pending report of `exec` says `hash` can be read.
@@ -141,7 +208,9 @@ pub struct Registry {
     root: PathBuf,
     state: PathBuf,
     per_container: bool,
+    confinement: Arc<Confinement>,
     containers: Mutex<HashMap<String, Arc<Container>>>,
+    stopping: Arc<AtomicBool>,
 }
 
 /// The key of the one container when not serving per container.
@@ -150,7 +219,12 @@ const SINGLE: &str = "";
 impl Registry {
     /// Wipes the root's and the state directory's contents: a container is
     /// fresh at each start, exactly as in production.
-    pub fn start(root: PathBuf, state: PathBuf, per_container: bool) -> io::Result<Registry> {
+    pub fn start(
+        root: PathBuf,
+        state: PathBuf,
+        per_container: bool,
+        confinement: Confinement,
+    ) -> io::Result<Registry> {
         for dir in [&root, &state] {
             fs::create_dir_all(dir)?;
             empty_dir(dir)?;
@@ -159,13 +233,44 @@ impl Registry {
             root,
             state,
             per_container,
+            confinement: Arc::new(confinement),
             containers: Mutex::new(HashMap::new()),
+            stopping: Arc::new(AtomicBool::new(false)),
         };
         if !per_container {
-            let single = Container::create(registry.root.clone(), &registry.state.join("single"))?;
+            let single = Container::create(
+                registry.root.clone(),
+                &registry.state.join("single"),
+                registry.confinement.clone(),
+                registry.stopping.clone(),
+            )?;
             registry.lock().insert(SINGLE.to_string(), Arc::new(single));
         }
         Ok(registry)
+    }
+
+    /// Begins the shutdown: refuses new commands and pushes from now on
+    /// and stops every running command (its output and report still go
+    /// out, see [`crate::exec`]).
+    pub fn begin_shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for container in self.lock().values() {
+            let mut state = container.lock();
+            state.shutdown_at_scan = Some(state.scans);
+            if let Some(running) = &state.running {
+                running.stop.shutdown();
+            }
+        }
+    }
+
+    /// Whether every command the shutdown stopped has ended and its report
+    /// has been acknowledged.
+    pub fn drained(&self) -> bool {
+        self.lock().values().all(|container| {
+            let state = container.lock();
+            let since = state.shutdown_at_scan.unwrap_or(u64::MAX);
+            state.running.is_none() && state.pending.values().all(|r| r.seq <= since)
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Container>>> {
@@ -188,8 +293,13 @@ impl Registry {
         if let Some(container) = containers.get(name) {
             return Ok(container.clone());
         }
-        let container = Container::create(self.root.join(name), &self.state.join(name))
-            .map_err(|e| ApiError::io(format!("creating container {name}"), e))?;
+        let container = Container::create(
+            self.root.join(name),
+            &self.state.join(name),
+            self.confinement.clone(),
+            self.stopping.clone(),
+        )
+        .map_err(|e| ApiError::io(format!("creating container {name}"), e))?;
         let container = Arc::new(container);
         containers.insert(name.to_string(), container.clone());
         Ok(container)

@@ -381,3 +381,104 @@ fn a_client_that_does_not_read_does_not_delay_the_timeout() {
     };
     assert!(exit.timed_out);
 }
+
+#[test]
+fn sigterm_stops_commands_but_delivers_their_output_and_changes() {
+    // A drain far longer than the test waits: only the ack can end it.
+    let mut computer = Computer::start_with_args(false, &["--drain-ms", "30000"]);
+    let client = computer.client();
+    let (status, mut reader) = client.exec_stream(&spec(
+        "t",
+        "echo started; echo partial > p.txt; (sleep 60; echo late > late.txt) & sleep 60",
+    ));
+    assert_eq!(status, 200);
+    assert_eq!(
+        next_event(&mut reader).unwrap(),
+        ExecEvent::Stdout {
+            data: BASE64.encode("started\n")
+        }
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !client.disk("/p.txt").exists() {
+        assert!(Instant::now() < deadline, "the command never wrote p.txt");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped_at = Instant::now();
+    computer.signal(libc_sigterm());
+
+    let mut events = Vec::new();
+    while let Some(event) = next_event(&mut reader) {
+        events.push(event);
+    }
+    let (out, _, exit) = collect(events);
+    assert_eq!(out, "", "the output before the stop went out first");
+    assert!(exit.shutdown, "{exit:?}");
+    assert!(!exit.cancelled && !exit.timed_out);
+    assert_eq!(exit.signal, Some(libc_sigterm()), "{exit:?}");
+    assert_eq!(exit.changes, vec![file("/p.txt", 0o644, b"partial\n")]);
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(5),
+        "stopping took {:?}",
+        stopped_at.elapsed()
+    );
+
+    // Nothing new starts, but the report can still be pulled and acked.
+    let refused = client.exec_spec(&spec("u", "true"));
+    assert_eq!(
+        (refused.status, refused.code().as_str()),
+        (503, "SHUTTING_DOWN")
+    );
+    let refused = client.get("/v1/status");
+    assert_eq!(
+        (refused.status, refused.code().as_str()),
+        (503, "SHUTTING_DOWN"),
+        "whoever plans new work learns at once"
+    );
+    let refused = client.post(
+        "/v1/sync/apply",
+        &json!({ "instance": "any", "full": false, "changes": [], "ignore": "" }),
+    );
+    assert_eq!(refused.code(), "SHUTTING_DOWN");
+    let chunks = client.fetch_chunks("t", &hash_content(b"partial\n"));
+    assert_eq!(chunks.status, 200);
+    assert_eq!(
+        frame::decode_all(&chunks.body).unwrap()[0].1,
+        b"partial\n".to_vec()
+    );
+    assert_eq!(client.ack("t").status, 200);
+
+    // The ack ends the drain: the program exits well before 30 s.
+    let exited = computer.wait_exit(Duration::from_secs(10));
+    assert!(exited.is_some_and(|status| status.success()), "{exited:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !client.disk("/late.txt").exists(),
+        "the background child outlived the stop"
+    );
+}
+
+#[test]
+fn a_scan_that_fails_ends_the_stream_with_an_error_event() {
+    // Commands run as the program's own user here, so one can make the
+    // workspace unreadable to the program.
+    let computer = Computer::start_unprivileged();
+    let client = computer.client();
+    let answer = client.exec_spec(&spec("s", "echo kept > kept.txt; chmod 000 \"$WORKSPACE\""));
+    assert_eq!(answer.status, 200);
+    let events = parse_events(&answer.body);
+    let Some(ExecEvent::Error(error)) = events.last() else {
+        panic!("the stream did not end with an error event: {events:?}");
+    };
+    assert_eq!(error.code, stead_sync::ErrorCode::Io);
+    assert!(error.message.contains("scanning"), "{}", error.message);
+    assert!(
+        !events.iter().any(|e| matches!(e, ExecEvent::Exit(_))),
+        "{events:?}"
+    );
+    // Nothing was reported for it; the next command reports its change.
+    assert_eq!(client.fetch_chunks("s", &[]).code(), "UNKNOWN_EXEC");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(computer.root(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_, _, exit) = client.exec("next", "true");
+    assert_eq!(exit.changes, vec![file("/kept.txt", 0o644, b"kept\n")]);
+}

@@ -1,6 +1,6 @@
 //! Fuzz targets for the parts of stead that read untrusted input: workspace
-//! paths, shell scripts, edit requests, the computer sync protocol, and the
-//! HTTP API's JSON bodies.
+//! paths, shell scripts, edit requests, patches, the computer sync protocol,
+//! and the HTTP API's JSON bodies.
 //!
 //! Why a home-grown driver instead of only cargo-fuzz: libFuzzer needs a
 //! nightly toolchain and sanitizer support, and CI machines here have stable
@@ -34,6 +34,7 @@ pub const TARGETS: &[Target] = &[
     targets::path::TARGET,
     targets::shell::TARGET,
     targets::edit::TARGET,
+    targets::patch::TARGET,
     targets::frame::TARGET,
     targets::wire::TARGET,
     targets::api::TARGET,

@@ -94,7 +94,7 @@ static ALLOCATOR: Capped = Capped;
 /// The run in progress: when it started, its target and its input.
 type Current = Arc<Mutex<Option<(Instant, &'static str, Vec<u8>)>>>;
 
-/// Seconds per target in `--quick` mode (six targets: well under a minute).
+/// Seconds per target in `--quick` mode (seven targets: well under a minute).
 const QUICK_SECONDS: f64 = 5.0;
 
 struct Options {

@@ -51,6 +51,14 @@ pub fn client() -> Client {
     endpoint().1.clone()
 }
 
+/// Runs `f` with the binary's shared runtime (started on first use).
+pub fn with_runtime<T>(f: impl FnOnce(&Runtime) -> T) -> T {
+    endpoint();
+    let shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+    let (runtime, _) = shared.as_ref().expect("the shared runtime runs");
+    f(runtime)
+}
+
 /// The shared runtime's base URL, such as `http://127.0.0.1:8787`.
 pub fn base() -> &'static str {
     &endpoint().0

@@ -15,6 +15,16 @@ use stead_sync::{frame, hash_content, ApplyReply, Change, ChunkHash, Entry, Exec
 
 pub const SECRET: &str = "test-secret-7f3a9c";
 
+/// The uid and gid of `nobody`.
+pub const NOBODY: u32 = 65534;
+
+/// Whether the tests run as root (then commands run as `nobody`: the
+/// program refuses to run them as root).
+pub fn running_as_root() -> bool {
+    // SAFETY: getuid(2) cannot fail and touches no memory.
+    unsafe { libc::getuid() == 0 }
+}
+
 pub struct Computer {
     child: Child,
     pub base: String,
@@ -43,6 +53,39 @@ impl Computer {
     /// program picks itself (read back from its start-up line, so no other
     /// socket can take the port in between).
     pub fn start_in(dir: tempfile::TempDir, per_container: bool) -> Computer {
+        let mut command = Computer::command(&dir, per_container);
+        if running_as_root() {
+            command.args(["--run-as", "nobody"]);
+        }
+        Computer::launch(command, dir, per_container)
+    }
+
+    /// Starts the program with extra arguments.
+    pub fn start_with_args(per_container: bool, args: &[&str]) -> Computer {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Computer::command(&dir, per_container);
+        if running_as_root() {
+            command.args(["--run-as", "nobody"]);
+        }
+        command.args(args);
+        Computer::launch(command, dir, per_container)
+    }
+
+    /// Starts the program as an unprivileged user (`nobody` when the tests
+    /// run as root, else the tests' own user), so its commands run as the
+    /// same user it does.
+    pub fn start_unprivileged() -> Computer {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Computer::command(&dir, false);
+        if running_as_root() {
+            std::os::unix::fs::chown(dir.path(), Some(NOBODY), Some(NOBODY)).unwrap();
+            std::os::unix::process::CommandExt::uid(&mut command, NOBODY);
+            std::os::unix::process::CommandExt::gid(&mut command, NOBODY);
+        }
+        Computer::launch(command, dir, false)
+    }
+
+    fn command(dir: &tempfile::TempDir, per_container: bool) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_stead-computer"));
         command
             .args(["--listen", "127.0.0.1:0", "--root"])
@@ -55,6 +98,10 @@ impl Computer {
         if per_container {
             command.arg("--per-container");
         }
+        command
+    }
+
+    fn launch(mut command: Command, dir: tempfile::TempDir, per_container: bool) -> Computer {
         let mut child = command.spawn().unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
@@ -84,6 +131,35 @@ impl Computer {
     /// The workspace directory (of the single container).
     pub fn root(&self) -> PathBuf {
         self.dir.path().join("root")
+    }
+
+    /// The state directory.
+    pub fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` to the program.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child; no memory is involved.
+        unsafe {
+            libc::kill(self.child.id() as i32, signal);
+        }
+    }
+
+    /// Waits at most `patience` for the program to exit.
+    pub fn wait_exit(&mut self, patience: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + patience;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
     }
 
     pub fn client(&self) -> Client {
@@ -341,6 +417,7 @@ pub fn collect(events: Vec<ExecEvent>) -> (String, String, Exit) {
             ExecEvent::Stdout { data } => out.extend(BASE64.decode(data).unwrap()),
             ExecEvent::Stderr { data } => err.extend(BASE64.decode(data).unwrap()),
             ExecEvent::Exit(e) => exit = Some(e),
+            ExecEvent::Error(error) => panic!("the exec ended with an error: {error:?}"),
         }
     }
     (

@@ -14,6 +14,9 @@ use stead_scheduler::{Jobs, SchedError};
 use stead_sql::{migrate, params, Sql, MIGRATIONS};
 use stead_vfs::Vfs;
 
+use stead_vfs::{Operation, Scope};
+
+use crate::checkpoints;
 use crate::computer::{self, OutputSink};
 use crate::error::ApiError;
 use crate::exec::{self, Run};
@@ -170,14 +173,32 @@ impl<H: Host> Agent<H> {
     /// `sink` as it comes (the light shell's all at once, at the end).
     pub(crate) async fn exec(
         &self,
+        actor: &str,
         body: &[u8],
         sink: &dyn OutputSink,
     ) -> Result<ExecOutcome, ApiError> {
         let plan = exec::plan(body)?;
         match plan.run {
             Run::Shell(request) => {
-                let outcome =
-                    exec::run_shell(&self.vfs(), &HostClock(&self.host), request, plan.encoding)?;
+                exec::check_cwd(&self.vfs(), &request.cwd)?;
+                let vfs = self.vfs();
+                let pending = checkpoints::before(
+                    self.db(),
+                    &vfs,
+                    actor,
+                    Operation::Exec,
+                    Scope::Whole,
+                    Some(&request.command),
+                )?;
+                let checkpoint = pending.as_ref().map(checkpoints::Pending::id);
+                let ran = exec::run_shell(
+                    &vfs,
+                    &HostClock(&self.host),
+                    request,
+                    plan.encoding,
+                    checkpoint,
+                );
+                let outcome = checkpoints::settle(pending, &vfs, ran)?;
                 for (stream, write) in [
                     (
                         &outcome.stdout,
@@ -193,27 +214,54 @@ impl<H: Host> Agent<H> {
             }
             Run::Computer(command) => {
                 exec::check_cwd(&self.vfs(), &command.cwd)?;
-                let internet = settings::computer(self.db())?.internet;
-                let transport = self.host.computer(&self.name()?, internet)?;
+                let transport = self.computer()?;
                 let _turn = self.computer_turn.lock().await;
                 let running = RunningExec {
                     job: sink.job(),
-                    exec: self.host.random_hex(32)?,
+                    exec: self.exec_id()?,
                     cancelled: Rc::new(Cell::new(false)),
                 };
                 let (id, cancelled) = (running.exec.clone(), running.cancelled.clone());
                 self.running.replace(Some(running));
+                let note = command.command.clone();
+                // The command's changes follow in the same synchronous step,
+                // so the checkpoint is settled as it is taken.
+                let before_apply = || {
+                    let vfs = self.vfs();
+                    let (scope, operation) = (Scope::Whole, Operation::Computer);
+                    let pending =
+                        checkpoints::before(self.db(), &vfs, actor, operation, scope, Some(&note))?;
+                    let id = pending.as_ref().map(checkpoints::Pending::id);
+                    checkpoints::settle(pending, &vfs, Ok::<_, stead_vfs::VfsError>(id))
+                };
                 let exec = computer::Exec {
                     id: &id,
                     command,
                     encoding: plan.encoding,
                     cancelled: &cancelled,
+                    before_apply: &before_apply,
                 };
                 let outcome = computer::run(self.db(), || self.vfs(), &transport, exec, sink).await;
                 self.running.replace(None);
                 Ok(outcome?)
             }
         }
+    }
+
+    /// A new exec id: time-ordered (the container refuses ids at or below
+    /// the highest it has forgotten), then random.
+    fn exec_id(&self) -> Result<String, ApiError> {
+        Ok(format!(
+            "{:013}{}",
+            self.now_ms().max(0),
+            self.host.random_hex(19)?
+        ))
+    }
+
+    /// The transport to this agent's computer, with its settings.
+    pub(crate) fn computer(&self) -> Result<H::Computer, ApiError> {
+        let settings = settings::computer(self.db())?;
+        Ok(self.host.computer(&self.name()?, settings)?)
     }
 
     /// Stops job `job`'s command if it is running on the computer.
@@ -226,8 +274,7 @@ impl<H: Host> Agent<H> {
         // starts, it never does; once it runs, the cancel below (or the
         // driver, if the exec request is still on its way) ends it.
         running.cancelled.set(true);
-        let internet = settings::computer(self.db())?.internet;
-        let transport = self.host.computer(&self.name()?, internet)?;
+        let transport = self.computer()?;
         match computer::cancel(&transport, &running.exec).await {
             Err(computer::ComputerError::Refused {
                 code: stead_sync::ErrorCode::UnknownExec,

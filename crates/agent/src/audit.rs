@@ -87,6 +87,7 @@ pub fn route_target(action: &Action) -> Option<String> {
     match action {
         Action::Upload(path) => Some(path.clone()),
         Action::JobCancel(job) => Some(job.to_string()),
+        Action::Checkpoint(name) | Action::CheckpointDelete(name) => Some(name.clone()),
         Action::SchedulePut(name)
         | Action::ScheduleDelete(name)
         | Action::HookPut(name)

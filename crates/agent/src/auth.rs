@@ -354,12 +354,13 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const KEY: &str = "admin-secret";
 
-    fn claims(scopes: &[Scope], exp: i64) -> Claims {
+    /// Claims of token `t1` for agent `alice`.
+    pub(crate) fn claims(scopes: &[Scope], exp: i64) -> Claims {
         Claims {
             id: "t1".into(),
             agent: "alice".into(),

@@ -10,12 +10,13 @@
 //! to.
 
 use serde_json::{json, Value};
-use stead_scheduler::{Hooks, Jobs, SchedError, Schedules};
-use stead_vfs::{Node, VPath, WriteOptions, CHUNK_SIZE};
+use stead_scheduler::{Credential, Hook, Hooks, Jobs, SchedError, Schedules};
+use stead_sql::Sql;
+use stead_vfs::{Node, Operation, Scope, VPath, WriteOptions, CHUNK_SIZE};
 
 use crate::agent::Agent;
 use crate::auth::{self, Caller};
-use crate::computer::Discard;
+use crate::computer::{self, Discard};
 use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::host::Host;
@@ -23,10 +24,13 @@ use crate::policy::{self, Audit, Policy};
 use crate::protocol::SocketState;
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::scheduling;
-use crate::{audit, settings, tools};
+use crate::{audit, checkpoints, settings, tools};
 
-/// The header a hook caller puts its secret in.
+/// The headers of a hook call.
 pub const HOOK_SECRET_HEADER: &str = "x-hook-secret";
+pub const HOOK_TIMESTAMP_HEADER: &str = "x-stead-timestamp";
+pub const HOOK_SIGNATURE_HEADER: &str = "x-stead-signature";
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 
 /// A request body, read in pieces (HTTP bodies stream; a socket call's
 /// arguments are already in memory).
@@ -91,6 +95,19 @@ impl Entry {
     }
 }
 
+/// The headers a hook call authenticates with (see
+/// `stead_scheduler::hooks`).
+#[derive(Debug, Clone, Default)]
+pub struct HookHeaders {
+    /// `x-hook-secret`.
+    pub secret: Option<String>,
+    /// `x-stead-timestamp` and `x-stead-signature`, of a signed call.
+    pub timestamp: Option<String>,
+    pub signature: Option<String>,
+    /// `Idempotency-Key`.
+    pub idempotency_key: Option<String>,
+}
+
 /// A request to the agent, from any entry point.
 pub struct Request<B> {
     pub entry: Entry,
@@ -100,8 +117,8 @@ pub struct Request<B> {
     pub caller: Caller,
     /// Decoded query parameters, in order.
     pub query: Vec<(String, String)>,
-    /// The `x-hook-secret` header of a hook call.
-    pub hook_secret: Option<String>,
+    /// What a hook call presents.
+    pub hook: HookHeaders,
     /// Whether the request asks for a WebSocket upgrade.
     pub upgrade: bool,
     pub body: B,
@@ -222,12 +239,19 @@ impl<H: Host> Agent<H> {
         if !self.armed.replace(true) {
             self.arm().await?;
         }
-        // A hook caller proves itself before its body is read.
-        let hook = match &request.action {
-            Action::HookCall(name) => {
-                let presented = request.hook_secret.as_deref().unwrap_or_default();
-                Some(Hooks::new(self.db()).authenticate(name, presented, self.now_ms())?)
-            }
+        // A fork still being copied answers nothing but its copy (and a
+        // delete, which drops it).
+        if !matches!(request.action, Action::ForkImport | Action::Delete) && self.forking()? {
+            return Err(ApiError::Forking);
+        }
+        // A hook caller with the secret proves itself before its body is
+        // read; a signed call is checked with its body.
+        let hook = match (&request.action, &request.hook.secret) {
+            (Action::HookCall(name), Some(secret)) => Some(Hooks::new(self.db()).authenticate(
+                name,
+                Credential::Secret(secret),
+                self.now_ms(),
+            )?),
             _ => None,
         };
         let json_body = if request.action.takes_json() {
@@ -253,6 +277,10 @@ impl<H: Host> Agent<H> {
                 "database_bytes": self.host.database_size(),
             }),
             Action::Delete => {
+                // The agent's computer goes with it (if it has one running).
+                if let Ok(transport) = self.computer() {
+                    let _ = computer::stop(&transport).await;
+                }
                 crate::subscriptions::close_all(self);
                 self.host.wipe().await?;
                 self.host.set_alarm(None).await?;
@@ -260,7 +288,21 @@ impl<H: Host> Agent<H> {
                 json!({ "agent": agent, "deleted": true })
             }
             Action::Ping => json!({ "agent": agent }),
-            Action::Tool(tool) => tools::call(&self.vfs(), *tool, &json_body)?,
+            Action::Tool(tool) => {
+                let vfs = self.vfs();
+                let pending = match tool.mutates() {
+                    true => checkpoints::before(
+                        db,
+                        &vfs,
+                        &request.caller.actor(),
+                        Operation::Tool(tool.name().to_string()),
+                        Scope::Paths(&checkpoints::tool_paths(&json_body)),
+                        None,
+                    )?,
+                    false => None,
+                };
+                checkpoints::settle(pending, &vfs, tools::call(&vfs, *tool, &json_body))?
+            }
             Action::Exec => {
                 let source = request.entry.job_source();
                 return self.exec_request(&request.caller, source, json_body).await;
@@ -281,7 +323,7 @@ impl<H: Host> Agent<H> {
             }
             Action::Settings => settings::get(db)?,
             Action::SettingsPut => {
-                let settings = settings::put(db, &json_body)?;
+                let settings = settings::put(db, &json_body, self.host.local_development())?;
                 self.quotas_changed();
                 settings
             }
@@ -310,6 +352,9 @@ impl<H: Host> Agent<H> {
             Action::Schedule(id) => scheduling::get_schedule(db, id)?,
             Action::ScheduleCreate | Action::SchedulePut(_) => {
                 policy::require_exec_of(&request.caller, &json_body)?;
+                if let Some(url) = scheduling::webhook_url(&json_body) {
+                    self.check_webhook_target(&url).await?;
+                }
                 let path_id = match &request.action {
                     Action::SchedulePut(id) => Some(id.as_str()),
                     _ => None,
@@ -348,13 +393,93 @@ impl<H: Host> Agent<H> {
                 json!({ "deleted": name })
             }
             Action::HookCall(name) => {
-                let hook = hook.expect("authenticated above");
-                let job_request = scheduling::hook_request(&hook, &json_body);
-                let job = self.start_job(&format!("hook:{name}"), job_request).await?;
+                let hooks = Hooks::new(db);
+                let hook = match hook {
+                    Some(hook) => hook,
+                    None => {
+                        let credential = match (&request.hook.timestamp, &request.hook.signature) {
+                            (Some(timestamp), Some(signature)) => Credential::Signed {
+                                timestamp,
+                                signature,
+                                body: &json_body,
+                            },
+                            _ => Credential::None,
+                        };
+                        hooks.authenticate(name, credential, self.now_ms())?
+                    }
+                };
+                return self
+                    .run_hook(&hook, request.hook.idempotency_key.as_deref(), &json_body)
+                    .await;
+            }
+            Action::Checkpoints => checkpoints::list(&self.vfs(), &request.query)?,
+            Action::CheckpointCreate => {
+                let created =
+                    checkpoints::create(&self.vfs(), &request.caller.actor(), &json_body)?;
                 return Ok(Reply::Json {
-                    status: 202,
-                    body: json!({ "job": scheduling::job_json(&job) }),
+                    status: 201,
+                    body: created,
                 });
+            }
+            Action::Checkpoint(key) => checkpoints::show(&self.vfs(), key)?,
+            Action::CheckpointDelete(key) => checkpoints::delete(&self.vfs(), key)?,
+            Action::Diff => checkpoints::diff(&self.vfs(), &json_body)?,
+            Action::Restore => {
+                let vfs = self.vfs();
+                let restore = checkpoints::restore_request(&vfs, &json_body)?;
+                let scope = match &restore.paths {
+                    Some(paths) => Scope::Paths(paths),
+                    None => Scope::Whole,
+                };
+                let pending = checkpoints::before(
+                    db,
+                    &vfs,
+                    &request.caller.actor(),
+                    Operation::Restore,
+                    scope,
+                    None,
+                )?;
+                let before = pending.as_ref().map(checkpoints::Pending::id);
+                let restored = vfs.restore(restore.checkpoint, restore.paths.as_deref());
+                let restored = checkpoints::settle(pending, &vfs, restored)?;
+                json!({ "restored": restored, "checkpoint": before })
+            }
+            Action::Undo => {
+                let vfs = self.vfs();
+                let actor = request.caller.actor();
+                let pending =
+                    checkpoints::before(db, &vfs, &actor, Operation::Undo, Scope::Whole, None)?;
+                let before = pending.as_ref().map(checkpoints::Pending::id);
+                let undone = checkpoints::settle(pending, &vfs, vfs.undo())?;
+                json!({ "undone": undone, "checkpoint": before })
+            }
+            Action::Fork => {
+                let fork = checkpoints::fork_request(&self.vfs(), &agent, &json_body)?;
+                *target = Some(fork.to.clone());
+                self.fork_out(&request.caller.actor(), fork).await?
+            }
+            Action::ForkImport => {
+                let status_only = request.query.iter().any(|(key, _)| key == "status");
+                let page = match status_only {
+                    true => Vec::new(),
+                    false => read_body(&mut request.body, checkpoints::MAX_FORK_PAGE).await?,
+                };
+                let imported = self.fork_in(status_only, &page);
+                if created && (status_only || imported.is_err()) {
+                    // Asking, or a fork that never began, leaves nothing.
+                    self.host.wipe().await?;
+                    self.closed();
+                } else {
+                    // A page may move the import deadline (or end it).
+                    self.arm().await?;
+                }
+                imported?
+            }
+            Action::Computer => {
+                json!({ "computer": computer::state(&self.computer()?).await? })
+            }
+            Action::ComputerStop => {
+                json!({ "computer": computer::stop(&self.computer()?).await? })
             }
             Action::Download(path) => {
                 let path = VPath::parse(path)?;
@@ -392,7 +517,46 @@ impl<H: Host> Agent<H> {
             Some((false, request)) => request.to_string().into_bytes(),
             None => body,
         };
-        Ok(Reply::ok(self.exec(&body, &Discard).await?.to_json()))
+        let outcome = self.exec(&caller.actor(), &body, &Discard).await?;
+        Ok(Reply::ok(outcome.to_json()))
+    }
+
+    /// Starts an authenticated hook call's job, unless a call with the
+    /// same idempotency key did within the hook's window: then it answers
+    /// with that call's job and runs nothing.
+    async fn run_hook(
+        &self,
+        hook: &Hook,
+        idempotency_key: Option<&str>,
+        body: &[u8],
+    ) -> Result<Reply, ApiError> {
+        let hooks = Hooks::new(self.db());
+        let key = idempotency_key.map(|key| format!("key:{key}"));
+        if let Some(key) = &key {
+            if let Some(job) = hooks.delivered(&hook.name, key, self.now_ms())? {
+                let job = job.map(|id| Jobs::new(self.db()).get(id)).transpose()?;
+                return Ok(Reply::Json {
+                    status: 200,
+                    body: json!({ "job": job.as_ref().map(scheduling::job_json), "replayed": true }),
+                });
+            }
+        }
+        let request = scheduling::hook_request(hook, body);
+        let source = format!("hook:{}", hook.name);
+        // Queued and remembered in one step, so a second call with the same
+        // key meets the record.
+        let job = self.db().transaction(|| {
+            let job = scheduling::create_job(self.db(), &source, request, self.now_ms())?;
+            if let Some(key) = &key {
+                hooks.remember(&hook.name, key, Some(job.id), self.now_ms())?;
+            }
+            Ok::<_, ApiError>(job)
+        })?;
+        self.arm().await?;
+        Ok(Reply::Json {
+            status: 202,
+            body: json!({ "job": scheduling::job_json(&job) }),
+        })
     }
 
     /// Streams a request body into the file at `path`: chunks are staged as

@@ -67,6 +67,14 @@ pub enum ApiError {
     Host(#[from] HostError),
     #[error(transparent)]
     Sched(#[from] SchedError),
+    #[error("this agent is a fork still being copied; it is usable once the copy is complete")]
+    Forking,
+    #[error("cannot fork into that agent: {reason}")]
+    ForkTargetExists { reason: String },
+    #[error("the fork failed: {reason}; the source is unchanged, and asking again resumes it")]
+    ForkFailed { reason: String },
+    #[error("webhook target refused: {0}")]
+    WebhookRefused(crate::outbound::Refused),
     #[error("this route takes a WebSocket upgrade (Upgrade: websocket)")]
     UpgradeRequired,
     #[error("internal error: {0}")]
@@ -122,6 +130,10 @@ impl ApiError {
             ApiError::Computer(error) if error.is_busy() => "COMPUTER_BUSY",
             ApiError::Computer(_) => "COMPUTER_FAILED",
             ApiError::Sched(error) => error.code(),
+            ApiError::WebhookRefused(_) => "WEBHOOK_TARGET_REFUSED",
+            ApiError::Forking => "AGENT_FORKING",
+            ApiError::ForkTargetExists { .. } => "AGENT_EXISTS",
+            ApiError::ForkFailed { .. } => "FORK_FAILED",
             ApiError::UpgradeRequired => "UPGRADE_REQUIRED",
             ApiError::Host(_) | ApiError::Internal(_) => "INTERNAL",
         }
@@ -161,6 +173,9 @@ impl ApiError {
             ApiError::Computer(error) if error.is_busy() => 409,
             ApiError::Computer(_) => 502,
             ApiError::Sched(error) => error.status(),
+            ApiError::WebhookRefused(_) => 400,
+            ApiError::Forking | ApiError::ForkTargetExists { .. } => 409,
+            ApiError::ForkFailed { .. } => 502,
             ApiError::UpgradeRequired => 426,
             ApiError::Host(_) | ApiError::Internal(_) => 500,
         }

@@ -173,14 +173,15 @@ pub fn check_cwd<S: Sql>(vfs: &Vfs<'_, S>, cwd: &VPath) -> Result<(), ApiError> 
     Ok(())
 }
 
-/// Runs `request` in the light shell.
+/// Runs `request` in the light shell; `checkpoint` is the automatic
+/// checkpoint taken before it, if any.
 pub fn run_shell<S: Sql>(
     vfs: &Vfs<'_, S>,
     clock: &dyn Clock,
     request: ExecRequest,
     encoding: OutputEncoding,
+    checkpoint: Option<i64>,
 ) -> Result<ExecOutcome, ApiError> {
-    check_cwd(vfs, &request.cwd)?;
     let result = stead_shell::exec(vfs, clock, request);
     let status = match result.limit {
         None => ExecStatus::Exited,
@@ -198,6 +199,7 @@ pub fn run_shell<S: Sql>(
         truncated: result.truncated,
         limit: result.limit,
         revision: vfs.revision()?,
+        checkpoint,
         message: None,
         computer: None,
     })

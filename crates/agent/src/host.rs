@@ -20,6 +20,7 @@ use stead_sql::Sql;
 use crate::computer::error::ComputerError;
 use crate::error::HostError;
 use crate::protocol::SocketState;
+use crate::settings::ComputerSettings;
 
 /// What the agent needs from its platform.
 pub trait Host {
@@ -50,8 +51,9 @@ pub trait Host {
     /// The WebSockets the agent has accepted and that are still open.
     fn sockets(&self) -> Vec<Self::Socket>;
 
-    /// Sends a webhook: a POST of `body` with `headers`. `Ok` carries the
-    /// answer's status; `Err` a reason the call could not be made.
+    /// Sends a webhook: a POST of `body` with `headers`, never following a
+    /// redirect (a 3xx is the answer). `Ok` carries the answer's status;
+    /// `Err` a reason the call could not be made.
     async fn post(
         &self,
         url: &str,
@@ -59,9 +61,31 @@ pub trait Host {
         body: String,
     ) -> Result<u16, String>;
 
-    /// The transport to agent `agent`'s computer, whose container (when it
-    /// starts) gets outbound network only if `internet`.
-    fn computer(&self, agent: &str, internet: bool) -> Result<Self::Computer, ComputerError>;
+    /// Sends `body` to `path` under another agent of this deployment
+    /// (`/agents/{agent}{path}`), as the admin: how a fork's pages reach
+    /// the new agent. `Ok` carries the answer's status and JSON body.
+    async fn call_agent(
+        &self,
+        agent: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, serde_json::Value), String>;
+
+    /// The addresses host name `name` resolves to (A and AAAA records).
+    async fn resolve(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String>;
+
+    /// Whether this is a local development runtime (never a deployment):
+    /// the only place a workspace may let webhooks reach private addresses.
+    fn local_development(&self) -> bool;
+
+    /// The transport to agent `agent`'s computer, with the agent's computer
+    /// settings on every request (outbound network, applied when the
+    /// container starts; the idle time before it is released).
+    fn computer(
+        &self,
+        agent: &str,
+        settings: ComputerSettings,
+    ) -> Result<Self::Computer, ComputerError>;
 }
 
 /// One accepted WebSocket. What it has subscribed to lives in its

@@ -35,12 +35,15 @@
 mod agent;
 pub mod audit;
 pub mod auth;
+pub mod checkpoints;
 pub mod computer;
 pub mod decode;
 pub mod dispatch;
 mod error;
 pub mod exec;
+pub mod fork;
 pub mod host;
+pub mod outbound;
 pub mod outcome;
 pub mod policy;
 pub mod protocol;
@@ -54,7 +57,7 @@ pub mod tools;
 
 pub use agent::Agent;
 pub use computer::error::ComputerError;
-pub use dispatch::{Body, Bytes, Entry, Reply, Request, HOOK_SECRET_HEADER};
+pub use dispatch::{Body, Bytes, Entry, HookHeaders, Reply, Request};
 pub use error::{ApiError, HostError};
 pub use host::{Host, Socket, Transport};
 pub use outcome::ExecOutcome;

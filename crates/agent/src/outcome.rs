@@ -42,6 +42,9 @@ pub enum ExecStatus {
     LimitReached,
     /// Its job was cancelled.
     Cancelled,
+    /// The computer was stopped (shut down) during it; its output and its
+    /// changes so far came back.
+    Stopped,
     /// The computer vanished during it; the workspace is unchanged.
     Lost,
 }
@@ -114,6 +117,10 @@ pub struct ExecOutcome {
     pub limit: Option<LimitKind>,
     /// The workspace revision afterwards.
     pub revision: i64,
+    /// The automatic checkpoint taken before it changed files (undo goes
+    /// back to it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// What the computer moved and changed.

@@ -99,6 +99,16 @@ impl Action {
             Action::SettingsPut => records(Scope::Admin, "settings.put"),
             Action::Audit => reads(Scope::Admin),
             Action::RevokeToken => records(Scope::Admin, "token.revoke"),
+            Action::Checkpoints | Action::Checkpoint(_) | Action::Diff => reads(Scope::Read),
+            Action::CheckpointCreate => records(Scope::Write, "checkpoint.create"),
+            Action::CheckpointDelete(_) => records(Scope::Write, "checkpoint.delete"),
+            Action::Restore => records(Scope::Write, "restore"),
+            Action::Undo => records(Scope::Write, "undo"),
+            // A fork makes another agent, which only the admin may.
+            Action::Fork => records(Scope::Admin, "fork"),
+            Action::ForkImport => records(Scope::Admin, "fork.import"),
+            Action::Computer => reads(Scope::Read),
+            Action::ComputerStop => records(Scope::ExecComputer, "computer.stop"),
         }
     }
 
@@ -164,16 +174,7 @@ pub fn require_exec_of(caller: &Caller, body: &[u8]) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Claims;
-
-    fn claims(scopes: &[Scope], exp: i64) -> Claims {
-        Claims {
-            id: "t1".into(),
-            agent: "alice".into(),
-            scopes: scopes.to_vec(),
-            exp,
-        }
-    }
+    use crate::auth::tests::claims;
 
     #[test]
     fn scopes_and_agents_are_enforced() {
@@ -285,5 +286,58 @@ mod tests {
             Action::Download("/a".into()).policy().audit,
             Audit::ReadOnly
         );
+    }
+
+    /// The README's scope table names exactly the tools that exist, each in
+    /// the row its policy puts it.
+    #[test]
+    fn the_scope_table_in_the_readme_matches_the_routes() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+                .expect("the README");
+        let table: Vec<&str> = readme
+            .lines()
+            .skip_while(|l| !l.starts_with("| scope | allows |"))
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        let row = |scope: &str| -> Vec<String> {
+            let line = table
+                .iter()
+                .find(|l| l.starts_with(&format!("| `{scope}` |")))
+                .unwrap_or_else(|| panic!("no row for {scope} in the scope table"));
+            let allows = line.split('|').nth(2).expect("an allows column");
+            allows
+                .split(',')
+                .map(|name| name.trim().to_string())
+                .collect()
+        };
+        let (read, write) = (row("read"), row("write"));
+        for tool in Tool::ALL {
+            let listed_in = if tool.mutates() { &write } else { &read };
+            assert!(
+                listed_in.iter().any(|name| name == tool.name()),
+                "{} is missing from its row: {listed_in:?}",
+                tool.name()
+            );
+        }
+        // Words of the write row that are routes rather than tools.
+        let routes = [
+            ("upload", Action::Upload("/f".into())),
+            ("checkpoints", Action::CheckpointCreate),
+            ("restore", Action::Restore),
+            ("undo", Action::Undo),
+        ];
+        for name in &write {
+            let known = match Tool::from_name(name) {
+                Some(tool) => tool.mutates(),
+                None => routes.iter().any(|(word, action)| {
+                    word == name && action.policy().access == Access::Scope(Scope::Write)
+                }),
+            };
+            assert!(
+                known,
+                "the write row lists {name:?}, which is no writing route"
+            );
+        }
     }
 }

@@ -30,6 +30,7 @@ pub enum Tool {
     Write,
     Append,
     Edit,
+    ApplyPatch,
     Stat,
     Ls,
     Mkdir,
@@ -46,11 +47,12 @@ pub enum Tool {
 
 impl Tool {
     /// Every tool, in the order the docs list them.
-    pub const ALL: [Tool; 16] = [
+    pub const ALL: [Tool; 17] = [
         Tool::Read,
         Tool::Write,
         Tool::Append,
         Tool::Edit,
+        Tool::ApplyPatch,
         Tool::Stat,
         Tool::Ls,
         Tool::Mkdir,
@@ -72,6 +74,7 @@ impl Tool {
             Tool::Write => "write",
             Tool::Append => "append",
             Tool::Edit => "edit",
+            Tool::ApplyPatch => "apply_patch",
             Tool::Stat => "stat",
             Tool::Ls => "ls",
             Tool::Mkdir => "mkdir",
@@ -105,6 +108,7 @@ impl Tool {
             Tool::Write
             | Tool::Append
             | Tool::Edit
+            | Tool::ApplyPatch
             | Tool::Mkdir
             | Tool::Rm
             | Tool::Mv
@@ -174,6 +178,31 @@ pub enum Action {
     SettingsPut,
     /// `POST /agents/{id}/tokens/revoke`: revoke a token before it expires.
     RevokeToken,
+    /// `GET /agents/{id}/checkpoints?before=<id>&limit=<n>`: newest first.
+    Checkpoints,
+    /// `POST /agents/{id}/checkpoints`: pin the workspace as it is.
+    CheckpointCreate,
+    /// `GET /agents/{id}/checkpoints/{id|name}`.
+    Checkpoint(String),
+    /// `DELETE /agents/{id}/checkpoints/{id|name}`.
+    CheckpointDelete(String),
+    /// `POST /agents/{id}/diff`: what differs between two points.
+    Diff,
+    /// `POST /agents/{id}/restore`: put a checkpoint (or some of its paths)
+    /// back.
+    Restore,
+    /// `POST /agents/{id}/undo`: take back the last operation that changed
+    /// files.
+    Undo,
+    /// `POST /agents/{id}/fork`: copy a checkpoint into a new agent.
+    Fork,
+    /// `POST /agents/{id}/fork/import`: one page of a fork stream, sent by
+    /// the agent forking into this one.
+    ForkImport,
+    /// `GET /agents/{id}/computer`: the computer's state.
+    Computer,
+    /// `POST /agents/{id}/computer/stop`: release the computer now.
+    ComputerStop,
 }
 
 impl Action {
@@ -189,12 +218,17 @@ impl Action {
                 | Action::HookCall(_)
                 | Action::SettingsPut
                 | Action::RevokeToken
+                | Action::CheckpointCreate
+                | Action::Diff
+                | Action::Restore
+                | Action::Undo
+                | Action::Fork
         )
     }
 
     /// Whether the action works on an agent that does not exist yet.
     pub fn creates(&self) -> bool {
-        matches!(self, Action::Create)
+        matches!(self, Action::Create | Action::ForkImport)
     }
 }
 
@@ -241,7 +275,18 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("GET", "settings") => Action::Settings,
         ("PUT", "settings") => Action::SettingsPut,
         ("POST", "tokens/revoke") => Action::RevokeToken,
-        (_, "ws" | "audit" | "settings" | "tokens/revoke") => return Err(not_allowed()),
+        ("POST", "diff") => Action::Diff,
+        ("POST", "restore") => Action::Restore,
+        ("POST", "undo") => Action::Undo,
+        ("POST", "fork") => Action::Fork,
+        ("POST", "fork/import") => Action::ForkImport,
+        ("GET", "computer") => Action::Computer,
+        ("POST", "computer/stop") => Action::ComputerStop,
+        (
+            _,
+            "ws" | "audit" | "settings" | "tokens/revoke" | "diff" | "restore" | "undo" | "fork"
+            | "fork/import" | "computer" | "computer/stop",
+        ) => return Err(not_allowed()),
         (method, rest) if rest == "jobs" || rest.starts_with("jobs/") => route_jobs(method, rest)
             .ok_or_else(|| {
             if known_jobs_path(rest) {
@@ -250,6 +295,19 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
                 no_route()
             }
         })?,
+        (method, rest) if rest == "checkpoints" || rest.starts_with("checkpoints/") => {
+            let name = percent_decode(
+                rest.trim_start_matches("checkpoints")
+                    .trim_start_matches('/'),
+            )?;
+            match (method, name.is_empty()) {
+                ("GET", true) => Action::Checkpoints,
+                ("POST", true) => Action::CheckpointCreate,
+                ("GET", false) => Action::Checkpoint(name),
+                ("DELETE", false) => Action::CheckpointDelete(name),
+                _ => return Err(not_allowed()),
+            }
+        }
         (method, rest)
             if ["schedules", "hooks"]
                 .iter()

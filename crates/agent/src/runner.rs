@@ -33,7 +33,7 @@ use crate::agent::Agent;
 use crate::computer::OutputSink;
 use crate::error::ApiError;
 use crate::host::Host;
-use crate::{scheduling, subscriptions};
+use crate::{checkpoints, outbound, scheduling, settings, subscriptions};
 
 /// Most runs one alarm carries out before re-arming for the rest.
 const MAX_RUNS_PER_ALARM: usize = 50;
@@ -78,7 +78,8 @@ impl<H: Host> Agent<H> {
     pub(crate) async fn arm(&self) -> Result<(), ApiError> {
         let queued = Jobs::new(self.db()).has_queued()?.then(|| self.now_ms());
         let due = Schedules::new(self.db()).next_wake()?;
-        let at = [queued, due].into_iter().flatten().min();
+        let fork = checkpoints::import_deadline(self.db(), &self.vfs())?;
+        let at = [queued, due, fork].into_iter().flatten().min();
         self.host.set_alarm(at).await?;
         Ok(())
     }
@@ -98,6 +99,9 @@ impl<H: Host> Agent<H> {
             // The agent was deleted: nothing to run, nothing to re-arm.
             Err(ApiError::AgentNotFound { .. }) => return Ok(()),
             Err(error) => return Err(error),
+        }
+        if self.drop_stalled_fork().await? {
+            return Ok(());
         }
         let outcome = self.drain().await;
         // Re-arm whatever happened, so a failure is retried and nothing
@@ -138,7 +142,8 @@ impl<H: Host> Agent<H> {
             job: job.id,
         };
         let body = job.request.to_string();
-        let result = self.exec(body.as_bytes(), &sink).await;
+        let actor = format!("job:{}", job.id);
+        let result = self.exec(&actor, body.as_bytes(), &sink).await;
         let outcome = scheduling::outcome_of(&result);
         let job = self.jobs().finish(job.id, &outcome, self.now_ms())?;
         subscriptions::broadcast_job_end(self, &job);
@@ -177,11 +182,25 @@ impl<H: Host> Agent<H> {
         })
     }
 
+    /// Checks that a webhook target may be called (see `crate::outbound`).
+    pub(crate) async fn check_webhook_target(&self, url: &str) -> Result<(), ApiError> {
+        let allow_private = settings::webhooks(self.db())?.allow_private_targets;
+        let pending = outbound::check_url(url, allow_private).map_err(ApiError::WebhookRefused)?;
+        if let outbound::Pending::Resolve(name) = pending {
+            let resolved = self.host.resolve(&name).await;
+            outbound::check_resolved(&name, resolved).map_err(ApiError::WebhookRefused)?;
+        }
+        Ok(())
+    }
+
     /// A schedule's webhook call: a signed POST; 2xx is success.
     async fn call_webhook(&self, ticket: &RunTicket) -> RunOutcome {
         let (Some(url), Some(secret)) = (&ticket.schedule.url, &ticket.schedule.secret) else {
             return RunOutcome::failed("the schedule has no webhook url".into());
         };
+        if let Err(refused) = self.check_webhook_target(url).await {
+            return RunOutcome::failed(format!("the webhook target was refused: {refused}"));
+        }
         let body = ticket.webhook_body();
         let timestamp = self.now_ms();
         let headers = [
@@ -198,6 +217,12 @@ impl<H: Host> Agent<H> {
                 ok: true,
                 status: Some(i64::from(status)),
                 ..RunOutcome::default()
+            },
+            Ok(status) if (300..400).contains(&status) => RunOutcome {
+                status: Some(i64::from(status)),
+                ..RunOutcome::failed(format!(
+                    "the webhook answered {status}: redirects are not followed"
+                ))
             },
             Ok(status) => RunOutcome {
                 status: Some(i64::from(status)),

@@ -5,7 +5,8 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 use stead_scheduler::{
-    jobs::Outcome, Hook, Hooks, Job, Jobs, NewJob, OutputPage, Piece, ScheduleRequest, Schedules,
+    jobs::Outcome, Hook, HookOptions, Hooks, Job, Jobs, NewJob, OutputPage, Piece, ScheduleRequest,
+    Schedules,
 };
 use stead_sql::Sql;
 
@@ -227,6 +228,16 @@ pub fn put_schedule<S: Sql>(
     Ok(answer)
 }
 
+/// The webhook URL of a schedule request body, if it has one.
+pub fn webhook_url(body: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    value
+        .get("webhook")?
+        .get("url")?
+        .as_str()
+        .map(str::to_string)
+}
+
 /// An exec request stored for later must be one the exec route accepts
 /// (less `detach`, which a stored request does not take: it always runs as
 /// a job).
@@ -254,6 +265,10 @@ pub fn list_schedules<S: Sql>(db: &S) -> Result<Value, ApiError> {
 struct HookReq {
     exec: Value,
     secret: Option<String>,
+    /// Calls are signed with the secret instead of carrying it.
+    #[serde(default)]
+    signed: bool,
+    replay_window_ms: Option<i64>,
 }
 
 /// `PUT .../hooks/{name}`: the answer shows the secret, the only time it
@@ -268,7 +283,13 @@ pub fn put_hook<S: Sql>(
     let req: HookReq = crate::decode::decode(body)?;
     check_exec_request(&req.exec)?;
     let secret = req.secret.unwrap_or_else(|| generated_secret.to_string());
-    let hook = Hooks::new(db).put(name, &secret, &req.exec, now_ms)?;
+    let options = HookOptions {
+        signed: req.signed,
+        replay_window_ms: req
+            .replay_window_ms
+            .unwrap_or(HookOptions::default().replay_window_ms),
+    };
+    let hook = Hooks::new(db).put(name, &secret, &req.exec, options, now_ms)?;
     Ok(json!({ "hook": hook, "secret": secret }))
 }
 
@@ -342,6 +363,7 @@ mod tests {
             truncated: false,
             limit: None,
             revision: 0,
+            checkpoint: None,
             message: None,
             computer: None,
         }
@@ -531,7 +553,11 @@ mod tests {
         .unwrap();
         assert_eq!(made["secret"], "generated-secret-123");
         let hook = Hooks::new(&db)
-            .authenticate("gh", "generated-secret-123", 6)
+            .authenticate(
+                "gh",
+                stead_scheduler::Credential::Secret("generated-secret-123"),
+                6,
+            )
             .unwrap();
         assert_eq!(
             hook_request(&hook, b"{\"a\":1}"),

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use stead_scheduler::jobs::JobLimits;
 use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
 use stead_sql::{params, Sql};
-use stead_vfs::Limits;
+use stead_vfs::{Limits, Retention};
 
 use crate::error::ApiError;
 
@@ -78,11 +78,58 @@ pub struct ComputerSettings {
     /// Outbound network from commands (package installs, git clone). Off
     /// unless set; takes effect when the container next starts.
     pub internet: bool,
+    /// How long the computer stays up after its last use, milliseconds
+    /// (10 seconds to 24 hours). Unset: the deployment's default
+    /// (`COMPUTER_IDLE_MS`, else 10 minutes). A released computer costs
+    /// nothing: the next command starts a fresh one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_ms: Option<u64>,
 }
+
+/// Bounds of [`ComputerSettings::idle_ms`].
+const IDLE_MS: (u64, u64) = (10_000, 24 * 3_600_000);
 
 /// The workspace's computer settings (defaults where none were set).
 pub fn computer(db: &impl Sql) -> Result<ComputerSettings, ApiError> {
     load(db, "computer")
+}
+
+/// The workspace's checkpoint settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointSettings {
+    /// Take automatic checkpoints before operations that change files.
+    pub automatic: bool,
+    /// Which automatic checkpoints are kept.
+    pub retention: Retention,
+}
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        CheckpointSettings {
+            automatic: true,
+            retention: Retention::default(),
+        }
+    }
+}
+
+/// The workspace's checkpoint settings (defaults where none were set).
+pub fn checkpoints(db: &impl Sql) -> Result<CheckpointSettings, ApiError> {
+    load(db, "checkpoints")
+}
+
+/// Where the workspace's webhooks may go (see `crate::outbound`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookSettings {
+    /// Let schedules call loopback and private addresses. Accepted only in
+    /// local development, where the receiver runs on the same machine.
+    pub allow_private_targets: bool,
+}
+
+/// The workspace's webhook settings (defaults where none were set).
+pub fn webhooks(db: &impl Sql) -> Result<WebhookSettings, ApiError> {
+    load(db, "webhooks")
 }
 
 fn load<T: Default + serde::de::DeserializeOwned>(db: &impl Sql, key: &str) -> Result<T, ApiError> {
@@ -109,7 +156,12 @@ fn store(db: &impl Sql, key: &str, value: &impl Serialize) -> Result<(), ApiErro
 
 /// `GET /agents/{id}/settings`.
 pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
-    Ok(json!({ "quotas": quotas(db)?, "computer": computer(db)? }))
+    Ok(json!({
+        "quotas": quotas(db)?,
+        "computer": computer(db)?,
+        "webhooks": webhooks(db)?,
+        "checkpoints": checkpoints(db)?,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -117,14 +169,30 @@ pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
 struct PutSettings {
     quotas: Option<Quotas>,
     computer: Option<ComputerSettings>,
+    webhooks: Option<WebhookSettings>,
+    checkpoints: Option<CheckpointSettings>,
 }
 
 /// `PUT /agents/{id}/settings`: replaces the sections given (`quotas`,
 /// `computer`); fields left out of a section take their defaults. Lowering a
 /// quota below current usage is allowed: the next operation that adds to it
 /// is refused.
-pub fn put(db: &impl Sql, body: &[u8]) -> Result<Value, ApiError> {
+///
+/// `local_development`: whether the agent runs locally, the only place
+/// `webhooks.allow_private_targets` is accepted.
+pub fn put(db: &impl Sql, body: &[u8], local_development: bool) -> Result<Value, ApiError> {
     let request: PutSettings = crate::decode::decode(body)?;
+    if let Some(idle) = request.computer.and_then(|c| c.idle_ms) {
+        crate::decode::within("computer.idle_ms", idle, IDLE_MS.0, IDLE_MS.1)?;
+    }
+    if request
+        .webhooks
+        .is_some_and(|w| w.allow_private_targets && !local_development)
+    {
+        return Err(ApiError::InvalidRequest(
+            "webhooks.allow_private_targets is for local development only".into(),
+        ));
+    }
     if let Some(quotas) = &request.quotas {
         if quotas.max_path_depth == 0 || quotas.max_nodes == 0 {
             return Err(ApiError::InvalidRequest(
@@ -138,6 +206,12 @@ pub fn put(db: &impl Sql, body: &[u8]) -> Result<Value, ApiError> {
         }
         if let Some(computer) = &request.computer {
             store(db, "computer", computer)?;
+        }
+        if let Some(webhooks) = &request.webhooks {
+            store(db, "webhooks", webhooks)?;
+        }
+        if let Some(checkpoints) = &request.checkpoints {
+            store(db, "checkpoints", checkpoints)?;
         }
         Ok::<_, ApiError>(())
     })?;
@@ -155,12 +229,16 @@ mod tests {
         let db = SqliteDb::memory().unwrap();
         migrate(&db, MIGRATIONS).unwrap();
         assert_eq!(quotas(&db).unwrap(), Quotas::default());
-        put(&db, br#"{"quotas":{"max_nodes":10}}"#).unwrap();
+        put(&db, br#"{"quotas":{"max_nodes":10}}"#, false).unwrap();
         let stored = quotas(&db).unwrap();
         assert_eq!(stored.max_nodes, 10);
         assert_eq!(stored.max_file_bytes, Limits::default().max_file_bytes);
-        assert!(put(&db, br#"{"quotas":{"max_nodes":0}}"#).is_err());
-        assert!(put(&db, br#"{"quotas":{"max_inodes":1}}"#).is_err());
+        assert!(put(&db, br#"{"quotas":{"max_nodes":0}}"#, false).is_err());
+        assert!(put(&db, br#"{"quotas":{"max_inodes":1}}"#, false).is_err());
+        let private = br#"{"webhooks":{"allow_private_targets":true}}"#;
+        assert!(put(&db, private, false).is_err(), "not in a deployment");
+        put(&db, private, true).unwrap();
+        assert!(webhooks(&db).unwrap().allow_private_targets);
         assert_eq!(
             quotas(&db).unwrap(),
             stored,

@@ -6,7 +6,7 @@ use stead_scheduler::Jobs;
 use stead_vfs::Vfs;
 
 use crate::agent::Agent;
-use crate::dispatch::{Bytes, Entry, Reply, Request};
+use crate::dispatch::{Bytes, Entry, HookHeaders, Reply, Request};
 use crate::error::ApiError;
 use crate::host::{Host, Socket};
 use crate::protocol::{error_json, parse, reply_json, ClientMessage, SocketState};
@@ -153,7 +153,7 @@ impl<H: Host> Agent<H> {
             action,
             caller: state.caller.clone(),
             query: Vec::new(),
-            hook_secret: None,
+            hook: HookHeaders::default(),
             upgrade: false,
             body: Bytes(body),
         };

@@ -34,6 +34,7 @@ pub fn call<S: Sql>(vfs: &Vfs<'_, S>, tool: Tool, body: &[u8]) -> Result<Value, 
         Tool::Write => write(vfs, decode(body)?, false),
         Tool::Append => write(vfs, decode(body)?, true),
         Tool::Edit => edit(vfs, decode(body)?),
+        Tool::ApplyPatch => apply_patch(vfs, decode(body)?),
         Tool::Stat => stat(vfs, decode(body)?),
         Tool::Ls => ls(vfs, decode(body)?),
         Tool::Mkdir => mkdir(vfs, decode(body)?),
@@ -220,6 +221,26 @@ struct EditReq {
 
 fn edit<S: Sql>(vfs: &Vfs<'_, S>, req: EditReq) -> Result<Value, ApiError> {
     to_json(vfs.edit(&path(&req.path)?, &req.edits, req.dry_run)?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApplyPatchReq {
+    /// A V4A patch or a unified diff.
+    patch: String,
+    /// Where relative paths in the patch start (default `/`).
+    #[serde(default = "root")]
+    base: String,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+fn apply_patch<S: Sql>(vfs: &Vfs<'_, S>, req: ApplyPatchReq) -> Result<Value, ApiError> {
+    let base = path(&req.base)?;
+    let outcome = vfs.apply_patch(&req.patch, &base, req.dry_run)?;
+    let mut answer = to_json(&outcome)?;
+    answer["summary"] = json!(outcome.summary(Some(&base)));
+    Ok(answer)
 }
 
 #[derive(Deserialize)]

@@ -123,10 +123,7 @@ fn revoked_tokens_are_refused_on_every_entry_point() {
             r#"{"path":"/"}"#,
         ),
     );
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (401, json!("TOKEN_REVOKED"))
-    );
+    assert_eq!(failure(status, &body), (401, "TOKEN_REVOKED"));
     // A socket opened before the revocation cannot call tools after it.
     let socket = agent.host().accept(&SocketState {
         agent: "a".into(),
@@ -172,10 +169,7 @@ fn the_revocation_check_fails_closed_when_storage_fails() {
     let (status, body) = call(&restarted, read());
     assert_eq!(status, 500, "{body}");
     let (status, body) = call(&restarted, read());
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (401, json!("TOKEN_REVOKED"))
-    );
+    assert_eq!(failure(status, &body), (401, "TOKEN_REVOKED"));
 }
 
 #[test]
@@ -243,14 +237,11 @@ fn hook_calls_need_the_hooks_secret() {
             Caller::Anonymous,
             "payload",
         );
-        req.hook_secret = secret.map(str::to_string);
+        req.hook.secret = secret.map(str::to_string);
         call(&agent, req)
     };
     let (status, body) = call_with(Some("wrong"));
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (401, json!("HOOK_REFUSED"))
-    );
+    assert_eq!(failure(status, &body), (401, "HOOK_REFUSED"));
     let (status, _) = call_with(None);
     assert_eq!(status, 401);
     let (status, body) = call_with(Some("a-long-enough-secret"));
@@ -264,12 +255,9 @@ fn hook_calls_need_the_hooks_secret() {
         Caller::Anonymous,
         "",
     );
-    req.hook_secret = Some("a-long-enough-secret".into());
+    req.hook.secret = Some("a-long-enough-secret".into());
     let (status, body) = call(&other, req);
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (401, json!("HOOK_REFUSED"))
-    );
+    assert_eq!(failure(status, &body), (401, "HOOK_REFUSED"));
 }
 
 #[test]
@@ -307,10 +295,7 @@ fn unknown_agents_are_refused_and_leave_nothing() {
             r#"{"path":"/"}"#,
         ),
     );
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (404, json!("AGENT_NOT_FOUND"))
-    );
+    assert_eq!(failure(status, &body), (404, "AGENT_NOT_FOUND"));
     let tables = agent
         .host()
         .db
@@ -354,10 +339,7 @@ fn exec_output_can_come_back_byte_exact() {
             r#"{"command":"true","output_encoding":"hex"}"#,
         ),
     );
-    assert_eq!(
-        (status, bad["error"]["code"].clone()),
-        (400, json!("INVALID_REQUEST"))
-    );
+    assert_eq!(failure(status, &bad), (400, "INVALID_REQUEST"));
 }
 
 #[test]
@@ -394,10 +376,7 @@ fn the_change_feed_pages_inside_a_revision() {
             r#"{"cursor":"soon"}"#,
         ),
     );
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (400, json!("EINVAL"))
-    );
+    assert_eq!(failure(status, &body), (400, "EINVAL"));
 }
 
 #[test]
@@ -407,10 +386,7 @@ fn out_of_range_queries_and_timeouts_are_refused() {
     let mut audit = request("a", Action::Audit, Caller::Admin, "");
     audit.query = vec![("limit".into(), "-1".into())];
     let (status, body) = call(&agent, audit);
-    assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (400, json!("INVALID_REQUEST"))
-    );
+    assert_eq!(failure(status, &body), (400, "INVALID_REQUEST"));
     for body in [
         r#"{"command":"true","timeout_ms":1000000000000000000}"#,
         r#"{"command":"true","timeout_ms":0}"#,
@@ -426,4 +402,90 @@ fn out_of_range_queries_and_timeouts_are_refused() {
     let mut jobs = request("a", Action::Jobs, Caller::Admin, "");
     jobs.query = vec![("limit".into(), "201".into())];
     assert_eq!(call(&agent, jobs).0, 400);
+}
+
+fn hook_call(
+    agent: &stead_agent::Agent<FakeHost>,
+    body: &str,
+    hook: stead_agent::HookHeaders,
+) -> (u16, Value) {
+    let mut req = request("a", Action::HookCall("ci".into()), Caller::Anonymous, body);
+    req.hook = hook;
+    call(agent, req)
+}
+
+#[test]
+fn signed_hook_calls_cannot_be_replayed() {
+    use stead_agent::Host;
+    let agent = agent();
+    create(&agent, "a");
+    ok(
+        &agent,
+        "a",
+        Action::HookPut("ci".into()),
+        r#"{"exec":{"command":"cat"},"secret":"a-long-enough-secret","signed":true}"#,
+    );
+    let now = agent.host().now_ms();
+    let body = r#"{"ref":"main"}"#;
+    let signed = |at: i64| stead_agent::HookHeaders {
+        timestamp: Some(at.to_string()),
+        signature: Some(stead_scheduler::signing::signature(
+            "a-long-enough-secret",
+            at,
+            body.as_bytes(),
+        )),
+        ..Default::default()
+    };
+    let (status, first) = hook_call(&agent, body, signed(now));
+    assert_eq!(status, 202, "{first}");
+    let (status, again) = hook_call(&agent, body, signed(now));
+    assert_eq!(failure(status, &again), (409, "HOOK_REPLAYED"));
+    // Stale, tampered, or the bare secret: refused, nothing run.
+    let (status, _) = hook_call(&agent, body, signed(now - 301_000));
+    assert_eq!(status, 401);
+    let (status, _) = hook_call(&agent, r#"{"ref":"evil"}"#, signed(now - 1));
+    assert_eq!(status, 401);
+    let bare = stead_agent::HookHeaders {
+        secret: Some("a-long-enough-secret".into()),
+        ..Default::default()
+    };
+    assert_eq!(hook_call(&agent, body, bare).0, 401);
+    let jobs = ok(&agent, "a", Action::Jobs, "")["jobs"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(jobs, 1, "one call ran");
+}
+
+#[test]
+fn an_idempotency_key_runs_a_hook_once() {
+    let agent = agent();
+    create(&agent, "a");
+    ok(
+        &agent,
+        "a",
+        Action::HookPut("ci".into()),
+        r#"{"exec":{"command":"cat"},"secret":"a-long-enough-secret"}"#,
+    );
+    let keyed = |key: &str| stead_agent::HookHeaders {
+        secret: Some("a-long-enough-secret".into()),
+        idempotency_key: Some(key.into()),
+        ..Default::default()
+    };
+    let (status, first) = hook_call(&agent, "one", keyed("delivery-1"));
+    assert_eq!(status, 202, "{first}");
+    let (status, again) = hook_call(&agent, "one", keyed("delivery-1"));
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["replayed"], true);
+    assert_eq!(again["job"]["id"], first["job"]["id"]);
+    let (status, other) = hook_call(&agent, "two", keyed("delivery-2"));
+    assert_eq!(status, 202, "{other}");
+    let jobs = ok(&agent, "a", Action::Jobs, "")["jobs"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(jobs, 2);
+    // After the window, the key is forgotten.
+    agent.host().advance(300_001);
+    assert_eq!(hook_call(&agent, "one", keyed("delivery-1")).0, 202);
 }

@@ -42,13 +42,7 @@ fn a_detached_exec_runs_on_the_alarm_and_keeps_its_output() {
         (done["state"].clone(), done["exit_code"].clone()),
         (json!("failed"), json!(3))
     );
-    let output = ok(&agent, "a", Action::JobOutput(id), "");
-    let text: String = output["output"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["data"].as_str().unwrap())
-        .collect();
+    let text = job_text(&agent, id);
     assert_eq!(text, "out\nerr\n");
     assert_eq!(
         agent.host().alarm.get(),
@@ -222,6 +216,10 @@ fn an_agent_without_a_recorded_name_never_borrows_a_nameless_computer() {
 fn webhook_schedules_post_signed_bodies_and_retry_failures() {
     let agent = agent();
     create(&agent, "a");
+    agent.host().names.borrow_mut().push((
+        "example.test".into(),
+        vec!["93.184.215.14".parse().unwrap()],
+    ));
     let created = ok(
         &agent,
         "a",
@@ -278,4 +276,93 @@ fn the_alarm_of_a_deleted_agent_does_nothing() {
     block_on(agent.alarm()).unwrap();
     let (status, _) = call(&agent, request("a", Action::Jobs, Caller::Admin, ""));
     assert_eq!(status, 404);
+}
+
+#[test]
+fn webhooks_never_reach_the_network_the_agent_runs_in() {
+    let agent = agent();
+    create(&agent, "a");
+    agent.host().names.borrow_mut().extend([
+        (
+            "inside.example".to_string(),
+            vec!["10.0.0.5".parse().unwrap()],
+        ),
+        (
+            "mixed.example".to_string(),
+            vec!["1.1.1.1".parse().unwrap(), "::1".parse().unwrap()],
+        ),
+        (
+            "public.example".to_string(),
+            vec!["93.184.215.14".parse().unwrap()],
+        ),
+    ]);
+    let put = |url: &str| {
+        let body = json!({"delay_ms": 0, "webhook": {"url": url}}).to_string();
+        call(
+            &agent,
+            request("a", Action::SchedulePut("w".into()), Caller::Admin, &body),
+        )
+    };
+    for url in [
+        "http://127.0.0.1:8080/",
+        "http://localhost/",
+        "http://[::1]/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.1.2.3/",
+        "http://192.168.0.1/",
+        "http://[fd00::1]/",
+        "http://2130706433/",
+        "http://inside.example/",
+        "http://mixed.example/",
+        "http://unknown.example/",
+        "file:///etc/passwd",
+        "ftp://public.example/",
+    ] {
+        let (status, body) = put(url);
+        assert_eq!(
+            failure(status, &body),
+            (400, "WEBHOOK_TARGET_REFUSED"),
+            "{url}: {body}"
+        );
+    }
+    let (status, body) = put("https://public.example/hook");
+    assert_eq!(status, 200, "{body}");
+    // The name moves inside after the schedule was stored: the call is
+    // refused, on the record, and nothing is sent.
+    agent.host().names.borrow_mut()[2].1 = vec!["127.0.0.1".parse().unwrap()];
+    block_on(agent.alarm()).unwrap();
+    assert!(agent.host().posted.borrow().is_empty());
+    let runs = ok(&agent, "a", Action::Schedule("w".into()), "")["runs"].clone();
+    assert_eq!(runs[0]["state"], "failed");
+    assert!(
+        runs[0]["error"].as_str().unwrap().contains("refused"),
+        "{runs}"
+    );
+}
+
+#[test]
+fn private_webhook_targets_are_a_local_development_opt_in() {
+    let agent = agent();
+    create(&agent, "a");
+    let allow = r#"{"webhooks":{"allow_private_targets":true}}"#;
+    let (status, body) = call(
+        &agent,
+        request("a", Action::SettingsPut, Caller::Admin, allow),
+    );
+    assert_eq!(status, 400, "refused outside local development: {body}");
+    agent.host().local.set(true);
+    ok(&agent, "a", Action::SettingsPut, allow);
+    let body = json!({"delay_ms": 0, "webhook": {"url": "http://127.0.0.1:9/hook"}}).to_string();
+    ok(&agent, "a", Action::SchedulePut("w".into()), &body);
+    agent.host().answers.borrow_mut().push_back(Ok(302));
+    block_on(agent.alarm()).unwrap();
+    assert_eq!(agent.host().posted.borrow().len(), 1);
+    let runs = ok(&agent, "a", Action::Schedule("w".into()), "")["runs"].clone();
+    assert!(
+        runs[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("redirects are not followed"),
+        "{runs}"
+    );
 }

@@ -3,9 +3,13 @@
 //! [`Runtime::start`] builds the Worker bundle once per process, then starts
 //! `wrangler dev` (workerd with its embedded Durable Object SQLite) on free
 //! ports with a persistence folder, and waits until it answers. Dropping the
-//! runtime ends its whole process group, so no `workerd` outlives a test.
-//! Starting a second runtime on the same folder is a restart: the workspace
-//! must be exactly as the first one left it.
+//! runtime ends its whole process group, so no `workerd` outlives a test
+//! (wrangler removes the containers it started). Starting a second runtime
+//! on the same folder is a restart: the workspace must be exactly as the
+//! first one left it. The computer runs in real containers when a Docker
+//! engine answers, else as a local process (see [`computer`]).
+
+pub mod computer;
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -16,11 +20,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use computer::Computers;
+pub use computer::{ComputerMode, ComputerProcess, Machine, DEV_COMPUTER_SECRET};
+
 /// The token `.dev.vars` configures for local runs.
 pub const DEV_TOKEN: &str = "dev-token";
-
-/// The computer secret `.dev.vars` configures for local runs.
-pub const DEV_COMPUTER_SECRET: &str = "dev-computer-secret";
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -67,111 +71,27 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
-/// Builds the container-side program once per process; returns its path.
-pub fn build_computer() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let binary = repo_root().join("target/release/stead-computer");
-            if std::env::var("STEAD_SKIP_BUILD").as_deref() == Ok("1") && binary.exists() {
-                return binary;
-            }
-            let status = Command::new("cargo")
-                .args(["build", "--release", "-p", "stead-computer"])
-                .current_dir(repo_root())
-                .status()
-                .expect("run cargo build");
-            assert!(status.success(), "building stead-computer failed");
-            binary
-        })
-        .clone()
-}
-
-/// The container-side program as a local process (no Docker engine runs
-/// here), serving every agent of one runtime, each in its own directory.
-pub struct ComputerProcess {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl ComputerProcess {
-    /// Starts the program on `port` with its workspaces under `dir`.
-    pub fn start(dir: &Path, port: u16) -> ComputerProcess {
-        let binary = build_computer();
-        let log = std::fs::File::create(dir.with_extension("log")).expect("computer log");
-        let child = Command::new(binary)
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--per-container"])
-            .arg("--root")
-            .arg(dir.join("workspaces"))
-            .arg("--state")
-            .arg(dir.join("state"))
-            .env("STEAD_COMPUTER_SECRET", DEV_COMPUTER_SECRET)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log)
-            .spawn()
-            .expect("start stead-computer");
-        let process = ComputerProcess {
-            child,
-            port,
-            dir: dir.to_path_buf(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if ureq::get(&format!("{}/health", process.url()))
-                .call()
-                .is_ok()
-            {
-                return process;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("stead-computer did not become ready");
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// The directory holding agent `agent`'s copy of its workspace.
-    pub fn workspace(&self, agent: &str) -> PathBuf {
-        self.dir.join("workspaces").join(agent)
-    }
-
-    /// Kills the program at once (SIGKILL), as a vanished container.
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Starts a fresh program on the same port (its disk wiped).
-    pub fn restart(&mut self) {
-        self.kill();
-        *self = ComputerProcess::start(&self.dir, self.port);
-    }
-}
-
-impl Drop for ComputerProcess {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// A running `wrangler dev`, with its computer.
 pub struct Runtime {
     child: Child,
     base: String,
     persist: PathBuf,
     log: PathBuf,
-    computer: std::sync::Mutex<ComputerProcess>,
+    mode: ComputerMode,
+    computers: Computers,
 }
 
 impl Runtime {
-    /// Starts the Worker with its state in `persist`.
+    /// Starts the Worker with its state in `persist`, its computer in the
+    /// mode [`ComputerMode::from_env`] picks.
     pub fn start(persist: &Path) -> Runtime {
+        Runtime::start_with(persist, ComputerMode::from_env(), &[])
+    }
+
+    /// Starts the Worker with its computer in `mode` and extra `--var`
+    /// settings (`NAME:value`).
+    pub fn start_with(persist: &Path, mode: ComputerMode, vars: &[&str]) -> Runtime {
         build_worker();
-        let computer = ComputerProcess::start(&persist.join("computer"), free_port());
         let port = free_port();
         let log = persist.join("wrangler.log");
         let log_file = std::fs::File::create(&log).expect("runtime log file");
@@ -185,9 +105,27 @@ impl Runtime {
                 "--show-interactive-dev-session=false",
                 "--log-level",
                 "warn",
-            ])
-            .arg("--var")
-            .arg(format!("COMPUTER_DEV_URL:{}", computer.url()))
+            ]);
+        let computers = match mode {
+            // wrangler.toml leaves `enable_containers` unset, so this flag
+            // decides, and wrangler then also honours WRANGLER_DOCKER_HOST.
+            ComputerMode::Container => {
+                command.arg("--enable-containers=true");
+                Computers::Containers
+            }
+            ComputerMode::LocalProcess => {
+                let process = ComputerProcess::start(&persist.join("computer"), free_port());
+                command
+                    .arg("--enable-containers=false")
+                    .arg("--var")
+                    .arg(format!("COMPUTER_DEV_URL:{}", process.url()));
+                Computers::Local(std::sync::Mutex::new(process))
+            }
+        };
+        for var in vars {
+            command.arg("--var").arg(var);
+        }
+        command
             .current_dir(repo_root())
             .env("PATH", node_path())
             .env("STEAD_SKIP_BUILD", "1")
@@ -201,14 +139,21 @@ impl Runtime {
             base: format!("http://127.0.0.1:{port}"),
             persist: persist.to_path_buf(),
             log,
-            computer: std::sync::Mutex::new(computer),
+            mode,
+            computers,
         };
         runtime.wait_ready();
         runtime
     }
 
     fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(90);
+        // With containers, wrangler first builds the image (minutes when
+        // nothing is cached yet).
+        let patience = match self.mode {
+            ComputerMode::Container => Duration::from_secs(1200),
+            ComputerMode::LocalProcess => Duration::from_secs(90),
+        };
+        let deadline = Instant::now() + patience;
         while Instant::now() < deadline {
             if let Ok(response) = ureq::get(&format!("{}/health", self.base)).call() {
                 if response.status() == 200 {
@@ -218,7 +163,15 @@ impl Runtime {
             std::thread::sleep(Duration::from_millis(100));
         }
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        panic!("wrangler dev did not become ready; its log:\n{log}");
+        let hint = match self.mode {
+            ComputerMode::Container => {
+                "\n(real containers: where Docker Hub cannot be reached, run \
+                 ../shared/container-env/prepare and source the environment it prints, \
+                 or run scripts/test; STEAD_COMPUTER_MODE=local uses the local process)"
+            }
+            ComputerMode::LocalProcess => "",
+        };
+        panic!("wrangler dev did not become ready; its log:\n{log}{hint}");
     }
 
     /// The base URL, such as `http://127.0.0.1:8787`.
@@ -231,9 +184,27 @@ impl Runtime {
         &self.persist
     }
 
-    /// The runtime's computer process (to kill or restart it).
-    pub fn computer(&self) -> std::sync::MutexGuard<'_, ComputerProcess> {
-        self.computer.lock().unwrap_or_else(|e| e.into_inner())
+    /// How this runtime's computer runs.
+    pub fn mode(&self) -> ComputerMode {
+        self.mode
+    }
+
+    /// The local computer process, when the computer runs as one.
+    pub fn computer_process(&self) -> Option<std::sync::MutexGuard<'_, ComputerProcess>> {
+        self.computers.local()
+    }
+
+    /// Agent `agent`'s computer, to act on from outside. With real
+    /// containers this runs a command on it (starting it if needed), so
+    /// call it while the agent's computer is idle.
+    pub fn machine(&self, agent: &str) -> Machine<'_> {
+        match &self.computers {
+            Computers::Containers => Machine::find_container(&self.client(), agent),
+            Computers::Local(process) => Machine::Local {
+                process,
+                agent: agent.to_string(),
+            },
+        }
     }
 
     /// A client with the dev token.

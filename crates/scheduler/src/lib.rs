@@ -29,7 +29,7 @@ pub mod signing;
 use stead_sql::SqlError;
 
 pub use cron::{Cron, CronError};
-pub use hooks::{Hook, Hooks};
+pub use hooks::{Credential, Hook, HookOptions, Hooks};
 pub use jobs::{Backend, Job, JobLimits, JobState, Jobs, NewJob, OutputPage, Piece, Stream};
 pub use schedules::{
     CatchUp, Run, RunOutcome, RunState, RunTicket, Schedule, ScheduleAction, ScheduleKind,
@@ -63,8 +63,10 @@ pub enum SchedError {
     InvalidHook(String),
     #[error("no hook {name:?}")]
     HookNotFound { name: String },
-    #[error("no such hook, or the hook secret is wrong")]
+    #[error("no such hook, or the call is not authenticated (a wrong secret, or a bad or stale signature)")]
     HookRefused,
+    #[error("this signed hook call was already accepted: a replay runs nothing")]
+    HookReplayed,
     #[error("no space left: the workspace already holds {limit} schedules, the most max_schedules allows")]
     TooManySchedules { limit: i64 },
     #[error("stored record is corrupt: {0}")]
@@ -87,6 +89,7 @@ impl SchedError {
             SchedError::ScheduleNotFound { .. } => "SCHEDULE_NOT_FOUND",
             SchedError::HookNotFound { .. } => "HOOK_NOT_FOUND",
             SchedError::HookRefused => "HOOK_REFUSED",
+            SchedError::HookReplayed => "HOOK_REPLAYED",
             SchedError::TooManySchedules { .. } => "ENOSPC",
         }
     }
@@ -98,7 +101,7 @@ impl SchedError {
             SchedError::JobNotFound { .. }
             | SchedError::ScheduleNotFound { .. }
             | SchedError::HookNotFound { .. } => 404,
-            SchedError::JobFinished { .. } => 409,
+            SchedError::JobFinished { .. } | SchedError::HookReplayed => 409,
             SchedError::OutputPruned { .. } => 410,
             SchedError::HookRefused => 401,
             SchedError::TooManySchedules { .. } => 507,

@@ -5,7 +5,10 @@
 //! operation, hence one SQL transaction.
 
 use stead_sql::Sql;
-use stead_vfs::{DirEntry, Node, VPath, Vfs, VfsError, WriteOptions};
+use stead_vfs::{
+    Checkpoint, CheckpointId, Diff, DiffOptions, DirEntry, NewCheckpoint, Node, PatchOutcome,
+    Point, Restored, Undone, VPath, Vfs, VfsError, WriteOptions,
+};
 
 pub type Result<T> = std::result::Result<T, VfsError>;
 
@@ -37,6 +40,21 @@ pub trait Fs {
     fn touch(&self, path: &VPath, mtime_ms: Option<i64>) -> Result<()>;
     /// The real path of `path`, every symlink resolved.
     fn realpath(&self, path: &VPath) -> Result<VPath>;
+    /// Applies a patch (V4A or unified diff) in one transaction, relative
+    /// paths taken from `base` (see `stead_vfs::patch`).
+    fn apply_patch(&self, patch: &str, base: &VPath) -> Result<PatchOutcome>;
+    /// Pins the workspace as it is (see `stead_vfs::checkpoint`).
+    fn checkpoint(&self, name: Option<&str>, note: Option<&str>) -> Result<Checkpoint>;
+    /// A checkpoint by id (digits) or name.
+    fn find_checkpoint(&self, key: &str) -> Result<Checkpoint>;
+    /// The newest checkpoints, at most `limit`.
+    fn checkpoints(&self, limit: usize) -> Result<Vec<Checkpoint>>;
+    /// What differs from `from` to `to` (the first page of `limit` paths).
+    fn diff(&self, from: Point, to: Point, limit: usize) -> Result<Diff>;
+    /// Puts checkpoint `id` back, wholly or at `paths`.
+    fn restore(&self, id: CheckpointId, paths: Option<&[VPath]>) -> Result<Restored>;
+    /// Takes back the newest operation an automatic checkpoint precedes.
+    fn undo(&self) -> Result<Undone>;
 }
 
 const NO_PARENTS: WriteOptions = WriteOptions {
@@ -89,5 +107,37 @@ impl<S: Sql> Fs for Vfs<'_, S> {
     }
     fn realpath(&self, path: &VPath) -> Result<VPath> {
         Vfs::stat(self, path, true).map(|(real, _)| real)
+    }
+    fn apply_patch(&self, patch: &str, base: &VPath) -> Result<PatchOutcome> {
+        Vfs::apply_patch(self, patch, base, false)
+    }
+    fn checkpoint(&self, name: Option<&str>, note: Option<&str>) -> Result<Checkpoint> {
+        self.create_checkpoint(NewCheckpoint {
+            actor: "shell",
+            name,
+            note,
+        })
+    }
+    fn find_checkpoint(&self, key: &str) -> Result<Checkpoint> {
+        match key.parse::<i64>() {
+            Ok(id) => Vfs::checkpoint(self, CheckpointId(id)),
+            Err(_) => self.checkpoint_named(key),
+        }
+    }
+    fn checkpoints(&self, limit: usize) -> Result<Vec<Checkpoint>> {
+        Vfs::checkpoints(self, None, limit)
+    }
+    fn diff(&self, from: Point, to: Point, limit: usize) -> Result<Diff> {
+        let options = DiffOptions {
+            limit,
+            ..DiffOptions::default()
+        };
+        Vfs::diff(self, from, to, &options)
+    }
+    fn restore(&self, id: CheckpointId, paths: Option<&[VPath]>) -> Result<Restored> {
+        Vfs::restore(self, id, paths)
+    }
+    fn undo(&self) -> Result<Undone> {
+        Vfs::undo(self)
     }
 }

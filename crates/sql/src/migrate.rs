@@ -48,16 +48,18 @@ pub fn migrate(db: &impl Sql, migrations: &[Migration]) -> Result<usize, Migrati
         params![],
     )
     .map_err(bootstrap)?;
-    let current = db
-        .query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-            params![],
-        )
-        .and_then(|row| row.unwrap_or_default().int(0))
+    // Every migration not yet recorded, in order: a number that landed after
+    // a higher one (two branches merged) still applies.
+    let done: std::collections::BTreeSet<i64> = db
+        .query("SELECT version FROM schema_migrations", params![])
+        .and_then(|rows| rows.iter().map(|row| row.int(0)).collect())
         .map_err(bootstrap)?;
 
     let mut applied = 0;
-    for migration in migrations.iter().filter(|m| i64::from(m.version) > current) {
+    for migration in migrations
+        .iter()
+        .filter(|m| !done.contains(&i64::from(m.version)))
+    {
         db.transaction(|| {
             for statement in statements(migration.sql) {
                 db.execute(&statement, params![])?;

@@ -29,6 +29,7 @@
 //! an ambiguous disconnect cannot replay a command.
 
 pub mod frame;
+pub mod host;
 pub mod ignore;
 mod wire;
 
@@ -50,6 +51,16 @@ pub const AUTH_HEADER: &str = "authorization";
 /// Header naming the container a request is for: one program serves one
 /// container in production and many (one directory each) in local runs.
 pub const CONTAINER_HEADER: &str = "x-stead-container";
+
+/// Header telling the `Computer` object whether the agent's settings allow
+/// its container outbound network (`true`/`false`; applied when the
+/// container next starts).
+pub const INTERNET_HEADER: &str = "x-stead-internet";
+
+/// Header with the agent's idle timeout for its computer, in milliseconds,
+/// on every request the workspace side sends to the `Computer` object (see
+/// [`host`]).
+pub const IDLE_HEADER: &str = "x-stead-idle-ms";
 
 /// The hash of one chunk.
 pub fn hash_chunk(data: &[u8]) -> ChunkHash {

@@ -97,6 +97,10 @@ pub struct Status {
     pub instance: String,
     /// The exec id running now, if any.
     pub running: Option<String>,
+    /// What the program is: its version and a hash of its executable
+    /// (absent from peers that predate it).
+    #[serde(default)]
+    pub build: Option<String>,
 }
 
 /// `POST /v1/sync/apply`: bring the container's disk in step.
@@ -144,6 +148,9 @@ pub struct ExecSpec {
 }
 
 /// One line of the `POST /v1/exec` response stream.
+///
+/// The stream always ends with `exit` or `error`; a stream that ends
+/// without either was cut (the container or the way to it died).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum ExecEvent {
@@ -153,6 +160,12 @@ pub enum ExecEvent {
     Stderr { data: String },
     /// The command ended; the last event.
     Exit(Exit),
+    /// The command ended but the container could not say what it changed
+    /// (the scan failed); the last event. Nothing is reported for this
+    /// exec: its changes stay on disk, unacknowledged, and the next
+    /// command's scan reports them. Protocol 1 peers that predate it read
+    /// it as a garbled stream, which is handled as a lost command.
+    Error(ErrorDetail),
 }
 
 /// How a command ended and what it changed.
@@ -165,6 +178,13 @@ pub struct Exit {
     pub timed_out: bool,
     /// Killed by `POST /v1/exec/{id}/cancel`.
     pub cancelled: bool,
+    /// Killed because the container program was told to stop (SIGTERM,
+    /// as the platform does before it removes a container). The changes
+    /// are reported as usual and the program waits a little for their
+    /// acknowledgement before it exits, but the next command will find a
+    /// new instance. Absent (false) from peers that predate it.
+    #[serde(default)]
+    pub shutdown: bool,
     /// What differs on disk from what the container last acknowledged.
     pub changes: Vec<Change>,
     /// Paths left out of `changes`, and why (device files, sockets, ...).
@@ -227,6 +247,9 @@ pub enum ErrorCode {
     BadPath,
     /// The container's own filesystem failed.
     Io,
+    /// The container program is stopping (after SIGTERM): it finishes
+    /// what runs and takes acknowledgements, but starts nothing new.
+    ShuttingDown,
     /// No container can be started for this workspace (answered by the
     /// Worker's side, not by the program).
     Unavailable,
@@ -260,5 +283,25 @@ mod tests {
         assert_eq!(serde_json::from_str::<Change>(&text).unwrap(), change);
         let reply = serde_json::to_string(&ApplyReply::Need { chunks: vec![] }).unwrap();
         assert_eq!(reply, r#"{"status":"need","chunks":[]}"#);
+    }
+
+    #[test]
+    fn exec_events_old_and_new() {
+        let error = ExecEvent::Error(ErrorDetail {
+            code: ErrorCode::Io,
+            message: "scan failed".into(),
+        });
+        let text = serde_json::to_string(&error).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"error","code":"IO","message":"scan failed"}"#
+        );
+        assert_eq!(serde_json::from_str::<ExecEvent>(&text).unwrap(), error);
+        // An exit event from a peer without `shutdown` still parses.
+        let old = r#"{"type":"exit","code":0,"signal":null,"timed_out":false,"cancelled":false,"changes":[],"skipped":[]}"#;
+        let ExecEvent::Exit(exit) = serde_json::from_str(old).unwrap() else {
+            panic!("not an exit event");
+        };
+        assert!(!exit.shutdown);
     }
 }

@@ -1,8 +1,9 @@
 //! File content as content-addressed chunks.
 //!
-//! A chunk row is shared by every file (and staged upload) that holds the
-//! same bytes; there is no reference count to keep in step, because
-//! references are the `file_chunks` and `upload_chunks` rows themselves.
+//! A chunk row is shared by every file, staged upload, checkpoint and staged
+//! import that holds the same bytes; there is no reference count to keep in
+//! step, because references are the `file_chunks`, `upload_chunks`,
+//! `checkpoint_chunks` and `import_chunks` rows themselves.
 //! Whoever drops references passes the chunk ids to [`Vfs::collect`], which
 //! deletes those no longer referenced anywhere.
 
@@ -15,6 +16,9 @@ use crate::{json_ids, Kind, Node, Vfs};
 
 /// Bytes per chunk: every chunk of a file is this size but the last.
 pub use stead_sync::CHUNK_SIZE;
+
+/// Chunk ids checked per collecting statement (~170 KB of JSON at most).
+const COLLECT_BATCH: usize = 8192;
 
 /// Small files fetched per statement, by count and by bytes.
 pub(crate) const BATCH_FILES: usize = 256;
@@ -30,8 +34,13 @@ pub(crate) struct ChunkRef {
 impl<S: Sql> Vfs<'_, S> {
     /// Stores `data` as a chunk (or finds the identical one) and returns its id.
     pub(crate) fn put_chunk(&self, data: &[u8]) -> Result<i64> {
-        let hash = blake3::hash(data);
-        let hash = hash.as_bytes().as_slice();
+        self.put_hashed_chunk(blake3::hash(data).as_bytes(), data)
+    }
+
+    /// As [`Vfs::put_chunk`], for `data` whose BLAKE3 `hash` the caller has
+    /// just checked.
+    pub(crate) fn put_hashed_chunk(&self, hash: &[u8; 32], data: &[u8]) -> Result<i64> {
+        let hash = hash.as_slice();
         // New content is the common case: one statement; a duplicate then
         // costs a second to find the existing row.
         let inserted = self.db.query_row(
@@ -279,21 +288,24 @@ impl<S: Sql> Vfs<'_, S> {
         Ok(())
     }
 
-    /// Deletes those of `chunk_ids` that nothing references any more.
+    /// Deletes those of `chunk_ids` that nothing references any more. The
+    /// ids go to SQL in batches, each bound as one JSON text well under the
+    /// 2 MB a Durable Object accepts (dropping a large checkpoint releases
+    /// one id per pinned chunk).
     pub(crate) fn collect(&self, chunk_ids: &[i64]) -> Result<()> {
-        if chunk_ids.is_empty() {
-            return Ok(());
-        }
         let mut ids = chunk_ids.to_vec();
         ids.sort_unstable();
         ids.dedup();
-        let set = json_ids(&ids);
-        self.db.execute(
-            "DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?)) \
-             AND NOT EXISTS (SELECT 1 FROM file_chunks f WHERE f.chunk = chunks.id) \
-             AND NOT EXISTS (SELECT 1 FROM upload_chunks u WHERE u.chunk = chunks.id)",
-            params![set.as_str()],
-        )?;
+        for batch in ids.chunks(COLLECT_BATCH) {
+            self.db.execute(
+                "DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?)) \
+                 AND NOT EXISTS (SELECT 1 FROM file_chunks f WHERE f.chunk = chunks.id) \
+                 AND NOT EXISTS (SELECT 1 FROM upload_chunks u WHERE u.chunk = chunks.id) \
+                 AND NOT EXISTS (SELECT 1 FROM checkpoint_chunks k WHERE k.chunk = chunks.id) \
+                 AND NOT EXISTS (SELECT 1 FROM import_chunks i WHERE i.chunk = chunks.id)",
+                params![json_ids(batch).as_str()],
+            )?;
+        }
         Ok(())
     }
 }

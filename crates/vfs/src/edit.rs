@@ -23,11 +23,28 @@
 //!   would never match a CRLF file, and an LF `new` would leave the file
 //!   with mixed endings. An `old` that already contains `\r` is taken to be
 //!   deliberate and is used exactly as given.
+//! - **Forgiving, but only when unambiguous.** When `old` is not in the file
+//!   exactly, it is searched for again under looser rules, one at a time
+//!   and each including the last: line endings (CRLF vs LF), Unicode
+//!   normalisation (NFC), trailing whitespace, indentation, typographic
+//!   quotes/dashes/spaces (see [`stead_patch::MatchRule`]). The first rule
+//!   that finds it decides: one match is applied (with `new` re-indented
+//!   like the file and given its line endings) and reported in
+//!   [`Edited::fuzzy`] with the exact text it replaced; several matches are
+//!   [`EditError::FuzzyAmbiguous`]. Only the exact text is ever counted for
+//!   `replace_all`: a fuzzy match is always a single one. Files over 4 MiB
+//!   are only searched exactly (the normalised copy would not fit a
+//!   Worker's memory).
 //!
 //! The module is pure: text in, text out. Reading and writing the file is the
 //! caller's job.
 
+mod fuzzy;
+
+use std::borrow::Cow;
+
 use similar::TextDiff;
+use stead_patch::{is_crlf, MatchRule};
 
 /// One replacement: `old` must occur exactly once in the original text (or at
 /// least once when `replace_all`).
@@ -54,6 +71,17 @@ pub enum EditError {
         "edit {index}: `old` matches {count} places; add context to make it unique or set replace_all"
     )]
     Ambiguous { index: usize, count: usize },
+    /// `old` is not in the file exactly, and the first looser rule that
+    /// finds it finds it in several places.
+    #[error(
+        "edit {index}: `old` is not in the file exactly, and matches {count} places ignoring {}; add context to make it unique",
+        rule.forgives()
+    )]
+    FuzzyAmbiguous {
+        index: usize,
+        count: usize,
+        rule: MatchRule,
+    },
     /// `index` is the later edit in the list and `other` the earlier one, so
     /// `index > other` always.
     #[error("edit {index} overlaps edit {other}")]
@@ -76,6 +104,18 @@ pub struct Edited {
     pub replacements: usize,
     /// Unified diff of the original against `text`, 3 lines of context.
     pub diff: String,
+    /// The edits whose `old` was found only by a looser rule, in edit order.
+    pub fuzzy: Vec<FuzzyMatch>,
+}
+
+/// An edit applied by a fuzzy match: which rule found it, and the file's
+/// exact text it replaced (what `old` should have been).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FuzzyMatch {
+    /// The edit's position in the request, from 0.
+    pub edit_index: usize,
+    pub rule: MatchRule,
+    pub matched: String,
 }
 
 /// Views file contents as text, so callers holding bytes get
@@ -94,7 +134,7 @@ struct Span<'a> {
     start: usize,
     end: usize,
     index: usize,
-    new: &'a str,
+    new: Cow<'a, str>,
 }
 
 /// Applies all replacements against `original` at once. `path` labels the
@@ -126,6 +166,7 @@ pub fn apply(original: &str, edits: &[Replacement], path: &str) -> Result<Edited
         .collect();
 
     let mut spans = Vec::new();
+    let mut fuzzy = Vec::new();
     for (index, (edit, (old, new))) in edits.iter().zip(&prepared).enumerate() {
         // An empty needle matches between every pair of characters; that is
         // never what an agent means.
@@ -137,14 +178,32 @@ pub fn apply(original: &str, edits: &[Replacement], path: &str) -> Result<Edited
             start,
             end: start + m.len(),
             index,
-            new: new.as_str(),
+            new: Cow::Borrowed(new.as_str()),
         }));
         let count = spans.len() - before;
-        if count == 0 {
-            return Err(EditError::NotFound { index });
-        }
         if count > 1 && !edit.replace_all {
             return Err(EditError::Ambiguous { index, count });
+        }
+        if count == 0 {
+            match fuzzy::search(original, old, new, crlf) {
+                fuzzy::Search::Found(found) => {
+                    fuzzy.push(FuzzyMatch {
+                        edit_index: index,
+                        rule: found.rule,
+                        matched: original[found.start..found.end].to_string(),
+                    });
+                    spans.push(Span {
+                        start: found.start,
+                        end: found.end,
+                        index,
+                        new: Cow::Owned(found.new),
+                    });
+                }
+                fuzzy::Search::Ambiguous { count, rule } => {
+                    return Err(EditError::FuzzyAmbiguous { index, count, rule })
+                }
+                fuzzy::Search::NotFound => return Err(EditError::NotFound { index }),
+            }
         }
     }
 
@@ -167,7 +226,7 @@ pub fn apply(original: &str, edits: &[Replacement], path: &str) -> Result<Edited
     let mut cursor = 0;
     for span in &spans {
         text.push_str(&original[cursor..span.start]);
-        text.push_str(span.new);
+        text.push_str(&span.new);
         cursor = span.end;
     }
     text.push_str(&original[cursor..]);
@@ -176,21 +235,29 @@ pub fn apply(original: &str, edits: &[Replacement], path: &str) -> Result<Edited
         return Err(EditError::NoChange);
     }
 
-    let diff = if original.lines().count() + text.lines().count() > MAX_DIFF_LINES {
-        coarse_diff(original, &text, path)
-    } else {
-        TextDiff::from_lines(original, text.as_str())
-            .unified_diff()
-            .context_radius(3)
-            .header(&format!("a{path}"), &format!("b{path}"))
-            .to_string()
-    };
-
+    let diff = unified_diff(original, &text, &format!("a{path}"), &format!("b{path}"));
     Ok(Edited {
         text,
         replacements: spans.len(),
         diff,
+        fuzzy,
     })
+}
+
+/// Unified diff of `old` against `new` with 3 lines of context, under the
+/// headers `--- {old_label}` and `+++ {new_label}` (`/dev/null` for a file
+/// that is created or deleted). Large inputs get [`coarse_diff`], so this is
+/// safe to call on any file.
+pub fn unified_diff(old: &str, new: &str, old_label: &str, new_label: &str) -> String {
+    if old.lines().count() + new.lines().count() > MAX_DIFF_LINES {
+        coarse_diff(old, new, old_label, new_label)
+    } else {
+        TextDiff::from_lines(old, new)
+            .unified_diff()
+            .context_radius(3)
+            .header(old_label, new_label)
+            .to_string()
+    }
 }
 
 /// Lines (old plus new) above which the diff is [`coarse_diff`]. A minimal
@@ -202,7 +269,7 @@ const MAX_DIFF_LINES: usize = 10_000;
 /// A valid unified diff in linear time, for large edits: one hunk from the
 /// first changed line to the last (common leading and trailing lines are
 /// context), rather than the minimal set of hunks.
-fn coarse_diff(old: &str, new: &str, path: &str) -> String {
+fn coarse_diff(old: &str, new: &str, old_label: &str, new_label: &str) -> String {
     use std::fmt::Write;
 
     let a: Vec<&str> = old.split_inclusive('\n').collect();
@@ -224,7 +291,7 @@ fn coarse_diff(old: &str, new: &str, path: &str) -> String {
         1 => format!("{}", from + 1),
         n => format!("{},{n}", from + 1),
     };
-    let mut out = format!("--- a{path}\n+++ b{path}\n");
+    let mut out = format!("--- {old_label}\n+++ {new_label}\n");
     let _ = writeln!(
         out,
         "@@ -{} +{} @@",
@@ -251,14 +318,6 @@ fn coarse_diff(old: &str, new: &str, path: &str) -> String {
         line(' ', text);
     }
     out
-}
-
-/// A file counts as CRLF when `\r\n` endings are at least as common as bare
-/// `\n` ones; a file with no newlines at all is not CRLF.
-fn is_crlf(text: &str) -> bool {
-    let newlines = text.matches('\n').count();
-    let crlf = text.matches("\r\n").count();
-    crlf > 0 && crlf >= newlines - crlf
 }
 
 /// Turns every bare `\n` into `\r\n`, leaving existing `\r\n` alone so a
@@ -302,7 +361,11 @@ mod tests {
             ("x", "y\nz\n"),
         ];
         for (a, b) in cases {
-            assert_eq!(coarse_diff(a, b, "/f"), minimal(a, b), "{a:?} -> {b:?}");
+            assert_eq!(
+                coarse_diff(a, b, "a/f", "b/f"),
+                minimal(a, b),
+                "{a:?} -> {b:?}"
+            );
         }
     }
 
@@ -514,14 +577,22 @@ mod tests {
     #[test]
     fn lf_file_is_matched_as_given() {
         // Mostly LF with one stray CRLF: not a CRLF file, so no translation,
-        // and an LF `old` does not match across the CRLF.
+        // and an LF `old` does not match across the CRLF exactly; only the
+        // line-endings rule finds it, and says so.
         let original = "a\r\nb\nc\nd\n";
+        let out = apply(original, &[rep("a\nb", "x")], "/f").unwrap();
+        assert_eq!(out.text, "x\nc\nd\n");
         assert_eq!(
-            apply(original, &[rep("a\nb", "x")], "/f"),
-            Err(EditError::NotFound { index: 0 })
+            out.fuzzy,
+            [FuzzyMatch {
+                edit_index: 0,
+                rule: MatchRule::LineEndings,
+                matched: "a\r\nb".into()
+            }]
         );
         let out = apply(original, &[rep("b\nc", "x\ny")], "/f").unwrap();
         assert_eq!(out.text, "a\r\nx\ny\nd\n");
+        assert!(out.fuzzy.is_empty());
     }
 
     #[test]
@@ -577,6 +648,123 @@ mod tests {
         assert!(diff.contains(" 2\n 3\n 4\n-5"), "{diff}");
         assert!(diff.contains("+five\n 6\n 7\n 8\n"), "{diff}");
         assert!(!diff.contains(" 1\n") && !diff.contains(" 9\n"), "{diff}");
+    }
+
+    /// Applies one edit that only a fuzzy rule finds; returns the text and
+    /// the one fuzzy report.
+    fn fuzzy_edit(original: &str, old: &str, new: &str) -> (String, FuzzyMatch) {
+        let out = apply(original, &[rep("exact", "EXACT"), rep(old, new)], "/f").unwrap();
+        assert_eq!(out.replacements, 2);
+        let [report] = &out.fuzzy[..] else {
+            panic!("expected one fuzzy match, got {:?}", out.fuzzy)
+        };
+        assert_eq!(report.edit_index, 1);
+        assert!(out.diff.contains("+EXACT"), "{}", out.diff);
+        (out.text, report.clone())
+    }
+
+    #[test]
+    fn fuzzy_line_endings() {
+        let (text, report) = fuzzy_edit("exact\none\r\ntwo\nthree\n", "one\ntwo", "1\n2");
+        assert_eq!(text, "EXACT\n1\n2\nthree\n");
+        assert_eq!(
+            (report.rule, report.matched.as_str()),
+            (MatchRule::LineEndings, "one\r\ntwo")
+        );
+    }
+
+    #[test]
+    fn fuzzy_unicode_normalisation() {
+        // The file has NFD (`e` + combining acute), the model sent NFC.
+        let (text, report) = fuzzy_edit("exact r\u{e9}sume\u{301}\n", "r\u{e9}sum\u{e9}", "CV");
+        assert_eq!(text, "EXACT CV\n");
+        assert_eq!(
+            (report.rule, report.matched.as_str()),
+            (MatchRule::Unicode, "r\u{e9}sume\u{301}")
+        );
+    }
+
+    #[test]
+    fn fuzzy_trailing_whitespace() {
+        let (text, report) = fuzzy_edit(
+            "exact\nx = 1;  \ny = 2;\t\n",
+            "x = 1;\ny = 2;\n",
+            "z = 3;\n",
+        );
+        assert_eq!(text, "EXACT\nz = 3;\n");
+        assert_eq!(report.rule, MatchRule::TrailingWhitespace);
+        assert_eq!(report.matched, "x = 1;  \ny = 2;\t\n");
+    }
+
+    #[test]
+    fn fuzzy_indentation_reindents_new() {
+        // The model quoted a method as if it were at the top level.
+        let (text, report) = fuzzy_edit(
+            "exact\nclass A:\n        def f(self):\n            return 1\n",
+            "    def f(self):\n        return 1",
+            "    def f(self):\n        return 2",
+        );
+        assert_eq!(report.rule, MatchRule::Indentation);
+        assert_eq!(report.matched, "        def f(self):\n            return 1");
+        assert_eq!(
+            text,
+            "EXACT\nclass A:\n        def f(self):\n            return 2\n"
+        );
+        // Indentation that differs by more than one consistent prefix (top
+        // level the same, nested lines spaces for a tab) is not guessed at.
+        let err = apply(
+            "if a:\n\tb()\n",
+            &[rep("if a:\n    b()", "if a:\n    c()")],
+            "/f",
+        );
+        assert_eq!(err, Err(EditError::NotFound { index: 0 }));
+    }
+
+    #[test]
+    fn fuzzy_typography() {
+        let (text, report) = fuzzy_edit(
+            "exact\nprint(\u{201C}it\u{2019}s 1\u{2013}2\u{201D})\n",
+            "print(\"it's 1-2\")",
+            "print(\"it is 1 to 2\")",
+        );
+        assert_eq!(text, "EXACT\nprint(\"it is 1 to 2\")\n");
+        assert_eq!(report.rule, MatchRule::Typography);
+        assert_eq!(
+            report.matched,
+            "print(\u{201C}it\u{2019}s 1\u{2013}2\u{201D})"
+        );
+    }
+
+    #[test]
+    fn fuzzy_ambiguity_is_an_error_naming_the_count_and_rule() {
+        let original = "a = 1  \nb = 2\na = 1\t\n";
+        let err = apply(original, &[rep("a = 1\n", "a = 3\n")], "/f").unwrap_err();
+        assert_eq!(
+            err,
+            EditError::FuzzyAmbiguous {
+                index: 0,
+                count: 2,
+                rule: MatchRule::TrailingWhitespace
+            }
+        );
+        assert_eq!(err.code(), crate::Errno::EditAmbiguous);
+        assert_eq!(err.index(), Some(0));
+        assert_eq!(
+            err.to_string(),
+            "edit 0: `old` is not in the file exactly, and matches 2 places ignoring trailing whitespace; add context to make it unique"
+        );
+        // replace_all does not widen a fuzzy match to every place.
+        let err = apply(original, &[rep_all("a = 1\n", "a = 3\n")], "/f").unwrap_err();
+        assert!(matches!(err, EditError::FuzzyAmbiguous { count: 2, .. }));
+    }
+
+    #[test]
+    fn an_exact_match_never_goes_fuzzy() {
+        // `x` occurs exactly once, and fuzzily (ignoring the space) twice
+        // more: the exact match is taken without looking further.
+        let out = apply("x\n x\nx \n", &[rep("x\n ", "y\n ")], "/f").unwrap();
+        assert_eq!(out.text, "y\n x\nx \n");
+        assert!(out.fuzzy.is_empty());
     }
 
     #[test]

@@ -1,7 +1,14 @@
 //! Filesystem errors, each carrying the POSIX code an agent already knows.
+//!
+//! The checkpoint errors (unknown checkpoint or revision, a revision no
+//! longer kept, a fork stream that does not add up, ...) map onto the
+//! existing codes, so every caller's exhaustive match on [`Errno`] (the
+//! HTTP status, the shell's messages) covers them unchanged; the variant
+//! and its message say which case it is (`CHECKPOINTS.md` has the table).
 
 use std::fmt;
 
+use stead_patch::PatchError;
 use stead_sql::SqlError;
 
 use crate::edit::EditError;
@@ -58,12 +65,63 @@ pub enum VfsError {
         #[source]
         source: EditError,
     },
+    /// A patch that is malformed or does not apply (see [`crate::patch`]).
+    #[error("{0}")]
+    Patch(#[from] PatchError),
     #[error("invalid pattern {pattern:?}: {reason}")]
     InvalidPattern { pattern: String, reason: String },
     #[error("invalid cursor {cursor:?}: pass back a cursor a previous page returned")]
     InvalidCursor { cursor: String },
     #[error("inconsistent upload: {reason}")]
     BadUpload { reason: String },
+    /// `ENOENT`: no checkpoint has this id or name (or it was deleted or
+    /// pruned by the retention policy).
+    #[error("no such checkpoint: {checkpoint}")]
+    UnknownCheckpoint { checkpoint: String },
+    /// `EEXIST`: another checkpoint already has this name.
+    #[error("a checkpoint named {name:?} already exists")]
+    CheckpointExists { name: String },
+    /// `EINVAL`: a checkpoint name or note that cannot be stored.
+    #[error("invalid checkpoint {field}: {reason}")]
+    InvalidCheckpoint {
+        field: &'static str,
+        reason: &'static str,
+    },
+    /// `ENOENT`: a revision the workspace never reached (negative, or past
+    /// the current one).
+    #[error("no such revision: {revision} (the workspace is at {current})")]
+    UnknownRevision { revision: i64, current: i64 },
+    /// `ENOENT`: a past revision no whole-workspace checkpoint pins, so its
+    /// content is gone.
+    #[error("revision {revision} is not kept: no whole-workspace checkpoint pins it")]
+    RevisionNotKept { revision: i64 },
+    /// `ENOENT`: a path outside what a partial checkpoint pinned.
+    #[error("checkpoint {checkpoint} does not cover {path}: it pinned only {roots}")]
+    NotInCheckpoint {
+        checkpoint: i64,
+        path: String,
+        roots: String,
+    },
+    /// `EINVAL`: an operation that needs the whole workspace (a fork) given a
+    /// checkpoint that pinned only some paths.
+    #[error(
+        "checkpoint {checkpoint} pinned only some paths; a fork needs a whole-workspace checkpoint"
+    )]
+    PartialCheckpoint { checkpoint: i64 },
+    /// `ENOENT`: no checkpoint left whose restore would change anything.
+    #[error("nothing to undo")]
+    NothingToUndo,
+    /// `EEXIST`: a fork cannot be imported here: the workspace holds files,
+    /// checkpoints or another import.
+    #[error("cannot import a fork: {reason}")]
+    ImportTargetInUse { reason: &'static str },
+    /// `ENOENT`: import frames (or an abort) without an import begun.
+    #[error("no import in progress")]
+    NoImport,
+    /// `EINVAL`: a fork's stream is malformed or does not add up (a frame cut
+    /// short, a chunk that does not match its hash, a tree that is not one).
+    #[error("bad fork stream: {reason}")]
+    BadImport { reason: String },
     #[error("storage failure: {0}")]
     Storage(#[from] SqlError),
     #[error("corrupt workspace: {0}")]
@@ -145,7 +203,17 @@ impl VfsError {
             VfsError::InvalidPath { .. }
             | VfsError::InvalidPattern { .. }
             | VfsError::InvalidCursor { .. }
-            | VfsError::BadUpload { .. } => Errno::Einval,
+            | VfsError::BadUpload { .. }
+            | VfsError::InvalidCheckpoint { .. }
+            | VfsError::PartialCheckpoint { .. }
+            | VfsError::BadImport { .. } => Errno::Einval,
+            VfsError::UnknownCheckpoint { .. }
+            | VfsError::UnknownRevision { .. }
+            | VfsError::RevisionNotKept { .. }
+            | VfsError::NotInCheckpoint { .. }
+            | VfsError::NothingToUndo
+            | VfsError::NoImport => Errno::Enoent,
+            VfsError::CheckpointExists { .. } | VfsError::ImportTargetInUse { .. } => Errno::Eexist,
             VfsError::SymlinkLoop { .. } => Errno::Eloop,
             VfsError::EscapesRoot { .. } => Errno::Eacces,
             VfsError::NameTooLong { .. } | VfsError::TooDeep { .. } => Errno::Enametoolong,
@@ -153,6 +221,10 @@ impl VfsError {
             VfsError::RootBusy { .. } => Errno::Ebusy,
             VfsError::FileTooLarge { .. } => Errno::Efbig,
             VfsError::Edit { source, .. } => source.code(),
+            VfsError::Patch(error) => match error {
+                PatchError::Malformed { .. } => Errno::Einval,
+                PatchError::HunkFailed(_) | PatchError::DeleteMismatch { .. } => Errno::EditNoMatch,
+            },
             VfsError::Storage(_) | VfsError::Corrupt(_) => Errno::Eio,
         }
     }
@@ -172,8 +244,10 @@ impl VfsError {
             | VfsError::TooDeep { path, .. }
             | VfsError::InvalidPath { path, .. }
             | VfsError::FileTooLarge { path, .. }
-            | VfsError::Edit { path, .. } => Some(path),
+            | VfsError::Edit { path, .. }
+            | VfsError::NotInCheckpoint { path, .. } => Some(path),
             VfsError::IntoItself { from, .. } => Some(from),
+            VfsError::Patch(error) => error.path(),
             _ => None,
         }
     }
@@ -188,7 +262,7 @@ impl EditError {
         match self {
             EditError::EmptyOld { .. } => Errno::Einval,
             EditError::NotFound { .. } => Errno::EditNoMatch,
-            EditError::Ambiguous { .. } => Errno::EditAmbiguous,
+            EditError::Ambiguous { .. } | EditError::FuzzyAmbiguous { .. } => Errno::EditAmbiguous,
             EditError::Overlap { .. } => Errno::EditOverlap,
             EditError::NoChange => Errno::EditNoChange,
             EditError::NotText => Errno::Eilseq,
@@ -201,6 +275,7 @@ impl EditError {
             EditError::EmptyOld { index }
             | EditError::NotFound { index }
             | EditError::Ambiguous { index, .. }
+            | EditError::FuzzyAmbiguous { index, .. }
             | EditError::Overlap { index, .. } => Some(*index),
             EditError::NoChange | EditError::NotText => None,
         }

@@ -17,8 +17,12 @@
 //!   but the last is full, a byte offset maps straight to a chunk index and an
 //!   append rewrites at most one chunk;
 //! - streamed uploads stage their chunks in `upload_chunks` and become visible
-//!   in one transaction at the end, so a broken upload changes nothing.
+//!   in one transaction at the end, so a broken upload changes nothing;
+//! - checkpoints pin the tree as it is by copying its metadata, never its
+//!   content, and can be compared, restored, undone and streamed into a new
+//!   workspace (see [`checkpoint`](crate::Checkpoint) and `CHECKPOINTS.md`).
 
+mod checkpoint;
 mod content;
 pub mod edit;
 mod error;
@@ -26,6 +30,7 @@ pub mod glob;
 pub mod grep;
 mod node;
 mod ops;
+pub mod patch;
 mod path;
 pub mod read;
 mod resolve;
@@ -37,15 +42,22 @@ use std::cell::Cell;
 
 use stead_sql::{params, Sql};
 
+pub use checkpoint::{
+    AutoCheckpoint, Before, Checkpoint, CheckpointId, CheckpointKind, Diff, DiffEntry, DiffMethod,
+    DiffOptions, EntryInfo, ExportCursor, ExportPage, ImportProgress, ImportStatus, NewCheckpoint,
+    Operation, PathChange, Point, PointInfo, Restored, Retention, Scope, Snapshot, TextDiff,
+    TextOptions, Undone, FORK_FORMAT, MAX_CHECKPOINT_NAME, MAX_CHECKPOINT_NOTE, MAX_FORK_FRAME,
+};
 pub use content::CHUNK_SIZE;
 pub use error::{Errno, Result, VfsError};
 pub use node::{DirEntry, Kind, Node};
 pub use ops::{
     Change, ChangeCursor, ChangeKind, ChangePage, EditOutcome, Usage, WriteOptions, Written,
 };
+pub use patch::{FileAction, PatchOutcome, PatchedFile};
 pub use path::{VPath, MAX_NAME_LEN, MAX_PATH_LEN};
 pub use sync::{Conflict, Rejected, SyncOutcome};
-pub use tree::Visit;
+pub use tree::{Flow, Visit};
 pub use upload::UploadId;
 
 /// Default permission bits of new files, directories and symlinks.

@@ -1,6 +1,6 @@
 //! Inodes as stored in the `nodes` table.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stead_sql::Row;
 
 use crate::error::VfsError;
@@ -8,7 +8,7 @@ use crate::error::VfsError;
 type Result<T, E = VfsError> = std::result::Result<T, E>;
 
 /// What a node is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     File,
@@ -26,7 +26,7 @@ impl Kind {
         }
     }
 
-    fn from_db(value: i64) -> Result<Self> {
+    pub(crate) fn from_db(value: i64) -> Result<Self> {
         match value {
             1 => Ok(Kind::File),
             2 => Ok(Kind::Dir),
@@ -60,7 +60,7 @@ pub struct Node {
 /// that aliases `nodes` as `n`.
 pub(crate) const NODE_COLUMNS: &str = "n.ino, n.kind, n.mode, n.size, n.mtime, n.target, n.rev";
 
-fn octal<S: serde::Serializer>(mode: &u32, serializer: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn octal<S: serde::Serializer>(mode: &u32, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&format!("{mode:04o}"))
 }
 
@@ -89,4 +89,14 @@ pub struct DirEntry {
     pub name: String,
     #[serde(flatten)]
     pub node: Node,
+}
+
+impl DirEntry {
+    /// Reads an entry from `row`: its name, then the node columns.
+    pub(crate) fn from_row(row: &Row) -> Result<Self> {
+        Ok(DirEntry {
+            name: row.text(0)?.to_string(),
+            node: Node::from_row(row, 1)?,
+        })
+    }
 }

@@ -669,12 +669,7 @@ impl<S: Sql> Vfs<'_, S> {
                 params![ino, name, limit],
             )?
             .iter()
-            .map(|row| {
-                Ok(DirEntry {
-                    name: row.text(0)?.to_string(),
-                    node: Node::from_row(row, 1)?,
-                })
-            })
+            .map(DirEntry::from_row)
             .collect()
     }
 
@@ -761,6 +756,11 @@ pub struct EditOutcome {
     pub diff: String,
     /// Size afterwards.
     pub size: u64,
+    /// Edits applied by a fuzzy match (see [`crate::edit`]): which rule
+    /// found each and the exact text it replaced. Absent when all matched
+    /// exactly.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fuzzy: Vec<crate::edit::FuzzyMatch>,
     /// Revision of the change; absent for a dry run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
@@ -775,8 +775,15 @@ pub struct Usage {
     pub symlinks: u64,
     /// Sum of file sizes.
     pub bytes: u64,
-    /// Bytes of distinct chunk content actually stored (after sharing).
+    /// Bytes of distinct chunk content actually stored (after sharing),
+    /// what checkpoints and staged uploads hold included: what counts
+    /// against `max_stored_bytes`.
     pub stored_bytes: u64,
+    /// The part of `stored_bytes` that only checkpoints still reference:
+    /// what deleting checkpoints could free.
+    pub checkpoint_only_bytes: u64,
+    /// Checkpoints kept, manual and automatic.
+    pub checkpoints: u64,
 }
 
 impl<S: Sql> Vfs<'_, S> {
@@ -806,6 +813,7 @@ impl<S: Sql> Vfs<'_, S> {
             replacements: edited.replacements,
             size: edited.text.len() as u64,
             diff: edited.diff,
+            fuzzy: edited.fuzzy,
             revision,
         };
         if dry_run {
@@ -832,7 +840,14 @@ impl<S: Sql> Vfs<'_, S> {
             .unwrap_or_default();
         let stored = self
             .db
-            .query_row("SELECT COALESCE(SUM(size), 0) FROM chunks", params![])?
+            .query_row(
+                "SELECT COALESCE(SUM(size), 0), COALESCE(SUM(CASE WHEN \
+                 EXISTS (SELECT 1 FROM checkpoint_chunks k WHERE k.chunk = c.id) \
+                 AND NOT EXISTS (SELECT 1 FROM file_chunks f WHERE f.chunk = c.id) \
+                 AND NOT EXISTS (SELECT 1 FROM upload_chunks u WHERE u.chunk = c.id) \
+                 THEN size END), 0), (SELECT COUNT(*) FROM checkpoints) FROM chunks c",
+                params![],
+            )?
             .unwrap_or_default();
         Ok(Usage {
             revision: self.revision()?,
@@ -842,6 +857,8 @@ impl<S: Sql> Vfs<'_, S> {
             symlinks: row.int(2)? as u64,
             bytes: row.int(3)? as u64,
             stored_bytes: stored.int(0)? as u64,
+            checkpoint_only_bytes: stored.int(1)? as u64,
+            checkpoints: stored.int(2)? as u64,
         })
     }
 

@@ -135,7 +135,7 @@ impl<S: Sql> Vfs<'_, S> {
 
     /// The node at real path `path`, walking without following any symlink;
     /// `None` when a component is missing or not a directory.
-    fn lookup_real(&self, path: &VPath) -> Result<Option<Node>> {
+    pub(crate) fn lookup_real(&self, path: &VPath) -> Result<Option<Node>> {
         let mut node = self.node(ROOT_INO)?;
         for name in path.components() {
             if !node.is_dir() {
@@ -499,7 +499,7 @@ impl<S: Sql> Vfs<'_, S> {
     }
 
     /// Removes the node at real path `path` (and its subtree) and logs it.
-    fn remove_real(&self, path: &VPath, node: &Node, rev: i64) -> Result<()> {
+    pub(crate) fn remove_real(&self, path: &VPath, node: &Node, rev: i64) -> Result<()> {
         let parent_path = path.parent().unwrap_or_else(VPath::root);
         let parent = self
             .lookup_real(&parent_path)?

@@ -27,7 +27,10 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 use stead_sql::{params, Sql, SqliteDb};
 use stead_vfs::edit::Replacement;
-use stead_vfs::{Kind, VPath, Vfs, WriteOptions, CHUNK_SIZE};
+use stead_vfs::{
+    Before, CheckpointId, DiffOptions, Kind, NewCheckpoint, Operation, PathChange, Point,
+    Retention, Scope, Snapshot, VPath, Vfs, WriteOptions, CHUNK_SIZE,
+};
 
 /// Symlinks one resolution may follow (Linux's limit, as documented).
 const MAX_FOLLOWS: usize = 40;
@@ -821,7 +824,25 @@ fn check_storage(db: &SqliteDb) -> Result<(), String> {
     empty(
         "orphan chunks",
         "SELECT id FROM chunks WHERE id NOT IN (SELECT chunk FROM file_chunks) \
-         AND id NOT IN (SELECT chunk FROM upload_chunks)",
+         AND id NOT IN (SELECT chunk FROM upload_chunks) \
+         AND id NOT IN (SELECT chunk FROM checkpoint_chunks) \
+         AND id NOT IN (SELECT chunk FROM import_chunks)",
+    )?;
+    empty(
+        "checkpoint_chunks naming a missing chunk",
+        "SELECT chunk FROM checkpoint_chunks WHERE chunk NOT IN (SELECT id FROM chunks)",
+    )?;
+    empty(
+        "checkpoint rows of a missing checkpoint",
+        "SELECT checkpoint FROM checkpoint_entries WHERE checkpoint NOT IN (SELECT id FROM checkpoints) \
+         UNION SELECT checkpoint FROM checkpoint_chunks WHERE checkpoint NOT IN (SELECT id FROM checkpoints) \
+         UNION SELECT checkpoint FROM checkpoint_roots WHERE checkpoint NOT IN (SELECT id FROM checkpoints)",
+    )?;
+    empty(
+        "pinned files whose size is not the sum of their chunks",
+        "SELECT e.ino FROM checkpoint_entries e WHERE e.kind = 1 AND e.size != \
+         (SELECT COALESCE(SUM(c.size), 0) FROM checkpoint_chunks k JOIN chunks c ON c.id = k.chunk \
+          WHERE k.checkpoint = e.checkpoint AND k.ino = e.ino)",
     )?;
     empty(
         "file_chunks naming a missing chunk",
@@ -976,6 +997,554 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 // ---------------------------------------------------------------------------
+// Checkpoints
+// ---------------------------------------------------------------------------
+
+/// One step of a sequence: a filesystem operation or a checkpoint one.
+#[derive(Debug, Clone)]
+enum Step {
+    Fs(Op),
+    Checkpoint(CkOp),
+}
+
+#[derive(Debug, Clone)]
+enum CkOp {
+    /// A manual whole-workspace checkpoint.
+    Take,
+    /// An automatic whole-workspace one (reused while nothing changed).
+    TakeBefore,
+    /// An automatic one of these paths.
+    TakeOf(Vec<String>),
+    /// Restores the `which`-th kept checkpoint (modulo), wholly or at paths.
+    Restore {
+        which: usize,
+        paths: Option<Vec<String>>,
+    },
+    Delete {
+        which: usize,
+    },
+    /// Undo: restore the newest checkpoint not undone whose restore changes
+    /// something; mark it and every newer one undone.
+    Undo,
+    /// Diff between two kept checkpoints (`None`: now).
+    Diff {
+        from: Option<usize>,
+        to: Option<usize>,
+    },
+}
+
+/// What a checkpoint must hold: its roots and every node below them.
+#[derive(Debug, Clone)]
+struct MPinned {
+    id: CheckpointId,
+    roots: Vec<String>,
+    nodes: BTreeMap<String, MNode>,
+    undone: bool,
+}
+
+/// A policy that never prunes, so the model need not.
+const KEEP_ALL: Retention = Retention {
+    keep_last: u32::MAX,
+    keep_within_ms: i64::MAX,
+    max_automatic: u32::MAX,
+};
+
+fn outermost(mut paths: Vec<String>) -> Vec<String> {
+    paths.sort();
+    paths.dedup();
+    let mut out: Vec<String> = Vec::new();
+    for path in paths {
+        if !out.iter().any(|outer| is_under(&path, outer)) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn covers(roots: &[String], path: &str) -> bool {
+    roots.iter().any(|root| is_under(path, root))
+}
+
+impl Model {
+    /// The roots a checkpoint of `paths` pins, as `Scope::Paths` documents:
+    /// each one's real path (a symlink and what it points to), or where its
+    /// first missing name would be; unwalkable paths skipped.
+    fn scope_roots(&self, paths: &[String]) -> Vec<String> {
+        let at = |res: MRes| match res {
+            MRes::Found(real) => real,
+            MRes::Missing { parent, name, .. } => join(&parent, &name),
+        };
+        let mut roots = Vec::new();
+        for path in paths {
+            let path = vp(path);
+            let Ok(found) = self.resolve(&path, false) else {
+                continue;
+            };
+            let is_link =
+                matches!(&found, MRes::Found(real) if matches!(self.get(real), MNode::Link { .. }));
+            roots.push(at(found));
+            if is_link {
+                if let Ok(target) = self.resolve(&path, true) {
+                    roots.push(at(target));
+                }
+            }
+        }
+        if roots.iter().any(|root| root == "/") {
+            return vec!["/".into()];
+        }
+        outermost(roots)
+    }
+
+    fn pinned(&self, id: CheckpointId, roots: Vec<String>) -> MPinned {
+        let nodes = self
+            .nodes
+            .iter()
+            .filter(|(path, _)| covers(&roots, path))
+            .map(|(path, node)| (path.clone(), node.clone()))
+            .collect();
+        MPinned {
+            id,
+            roots,
+            nodes,
+            undone: false,
+        }
+    }
+
+    /// Restore as documented: each root becomes what the checkpoint holds
+    /// there (missing parents made with the checkpoint's modes, else 0755;
+    /// a parent that is not a directory refuses), all or nothing.
+    fn restore(&mut self, target: &MPinned, paths: Option<&[String]>) -> Result<(), Code> {
+        let roots = match paths {
+            None => target.roots.clone(),
+            Some(paths) => {
+                for path in paths {
+                    if !covers(&target.roots, path) {
+                        return Err("ENOENT");
+                    }
+                    if !target.nodes.contains_key(path) && !self.nodes.contains_key(path) {
+                        return Err("ENOENT");
+                    }
+                }
+                outermost(paths.to_vec())
+            }
+        };
+        for root in &roots {
+            if !target.nodes.contains_key(root) {
+                self.remove_tree(root);
+                continue;
+            }
+            let parts = components(root);
+            let mut at = "/".to_string();
+            for part in parts.iter().take(parts.len().saturating_sub(1)) {
+                at = join(&at, part);
+                match self.nodes.get(&at) {
+                    Some(MNode::Dir { .. }) => {}
+                    Some(_) => return Err("ENOTDIR"),
+                    None => {
+                        let mode = match target.nodes.get(&at) {
+                            Some(MNode::Dir { mode }) => *mode,
+                            _ => 0o755,
+                        };
+                        self.nodes.insert(at.clone(), MNode::Dir { mode });
+                    }
+                }
+            }
+            self.remove_tree(root);
+            for (path, node) in &target.nodes {
+                if is_under(path, root) {
+                    self.nodes.insert(path.clone(), node.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The documented diff of two trees, each seen through its roots: per path
+/// added, deleted, modified, mode or type changed; a deleted file (non-empty)
+/// or symlink paired with an added one of the same content as moved, the
+/// same name first, else the first by path.
+fn model_diff(
+    (old, old_roots): (&BTreeMap<String, MNode>, &[String]),
+    (new, new_roots): (&BTreeMap<String, MNode>, &[String]),
+) -> Vec<(String, PathChange, Option<String>)> {
+    let mut paths: Vec<&String> = old.keys().chain(new.keys()).collect();
+    paths.sort();
+    paths.dedup();
+    let mut raws: Vec<(String, PathChange, Option<&MNode>, Option<&MNode>)> = Vec::new();
+    for path in paths {
+        if !covers(old_roots, path) || !covers(new_roots, path) {
+            continue;
+        }
+        let (a, b) = (old.get(path), new.get(path));
+        let change = match (a, b) {
+            (None, None) => continue,
+            (None, Some(_)) => PathChange::Added,
+            (Some(_), None) => PathChange::Deleted,
+            (Some(a), Some(b)) if a.kind() != b.kind() => PathChange::TypeChanged,
+            (Some(MNode::File { data: x, mode: m }), Some(MNode::File { data: y, mode: n })) => {
+                if x != y {
+                    PathChange::Modified
+                } else if m != n {
+                    PathChange::ModeChanged
+                } else {
+                    continue;
+                }
+            }
+            (Some(MNode::Link { target: x }), Some(MNode::Link { target: y })) => {
+                if x == y {
+                    continue;
+                }
+                PathChange::Modified
+            }
+            (Some(a), Some(b)) => {
+                if a.mode() == b.mode() {
+                    continue;
+                }
+                PathChange::ModeChanged
+            }
+        };
+        raws.push((path.clone(), change, a, b));
+    }
+    let movable = |node: Option<&MNode>| match node {
+        Some(MNode::File { data, .. }) if !data.is_empty() => Some((Kind::File, data.clone())),
+        Some(MNode::Link { target }) => Some((Kind::Symlink, target.clone().into_bytes())),
+        _ => None,
+    };
+    let mut deleted: Vec<usize> = raws
+        .iter()
+        .enumerate()
+        .filter(|(_, raw)| raw.1 == PathChange::Deleted && movable(raw.2).is_some())
+        .map(|(index, _)| index)
+        .collect();
+    let mut moved_from: BTreeMap<usize, usize> = BTreeMap::new();
+    for (index, raw) in raws.iter().enumerate() {
+        if raw.1 != PathChange::Added {
+            continue;
+        }
+        let Some(key) = movable(raw.3) else {
+            continue;
+        };
+        let same: Vec<usize> = deleted
+            .iter()
+            .copied()
+            .filter(|&d| movable(raws[d].2).as_ref() == Some(&key))
+            .collect();
+        let name = |path: &str| path.rsplit('/').next().unwrap_or("").to_string();
+        let pick = same
+            .iter()
+            .copied()
+            .find(|&d| name(&raws[d].0) == name(&raw.0))
+            .or_else(|| same.first().copied());
+        if let Some(source) = pick {
+            deleted.retain(|&d| d != source);
+            moved_from.insert(index, source);
+        }
+    }
+    let consumed: Vec<usize> = moved_from.values().copied().collect();
+    raws.iter()
+        .enumerate()
+        .filter(|(index, _)| !consumed.contains(index))
+        .map(|(index, raw)| match moved_from.get(&index) {
+            Some(&source) => (
+                raw.0.clone(),
+                PathChange::Moved,
+                Some(raws[source].0.clone()),
+            ),
+            None => (raw.0.clone(), raw.1, None),
+        })
+        .collect()
+}
+
+/// Everything a snapshot holds below `roots`, read through its public API.
+fn read_pinned(snapshot: &Snapshot<'_, '_, SqliteDb>, roots: &[String]) -> BTreeMap<String, MNode> {
+    fn visit(
+        snapshot: &Snapshot<'_, '_, SqliteDb>,
+        path: &str,
+        node: &stead_vfs::Node,
+        out: &mut BTreeMap<String, MNode>,
+    ) {
+        let vpath = vp(path);
+        let mnode = match node.kind {
+            Kind::File => MNode::File {
+                data: snapshot.read_file(&vpath).unwrap(),
+                mode: node.mode,
+            },
+            Kind::Dir => MNode::Dir { mode: node.mode },
+            Kind::Symlink => MNode::Link {
+                target: node.target.clone().unwrap(),
+            },
+        };
+        out.insert(path.to_string(), mnode);
+        if node.kind == Kind::Dir {
+            for entry in snapshot.list(&vpath, None, 100_000).unwrap() {
+                visit(snapshot, &join(path, &entry.name), &entry.node, out);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for root in roots {
+        match snapshot.stat(&vp(root)) {
+            Ok(node) => visit(snapshot, root, &node, &mut out),
+            Err(error) => assert_eq!(error.code().as_str(), "ENOENT", "{root}: {error}"),
+        }
+    }
+    out
+}
+
+/// The checkpoints the model expects to exist, oldest first.
+#[derive(Default)]
+struct Checkpoints {
+    kept: Vec<MPinned>,
+}
+
+impl Checkpoints {
+    fn pick(&self, which: usize) -> Option<&MPinned> {
+        (!self.kept.is_empty()).then(|| &self.kept[which % self.kept.len()])
+    }
+
+    /// Runs one checkpoint step on the real workspace and the model.
+    fn step(
+        &mut self,
+        db: &SqliteDb,
+        vfs: &Vfs<'_, SqliteDb>,
+        model: &mut Model,
+        op: &CkOp,
+    ) -> Result<(), String> {
+        let before = state(db);
+        let revision = vfs.revision().unwrap();
+        let fail = |e: stead_vfs::VfsError| format!("{e}");
+        let parse = |paths: &[String]| paths.iter().map(|path| vp(path)).collect::<Vec<_>>();
+        let operation = Operation::Tool("model".into());
+        let before_op = |scope| Before {
+            actor: "model",
+            operation: &operation,
+            note: None,
+            scope,
+        };
+        match op {
+            CkOp::Take => {
+                let made = vfs
+                    .create_checkpoint(NewCheckpoint {
+                        actor: "model",
+                        name: None,
+                        note: None,
+                    })
+                    .map_err(fail)?;
+                self.kept.push(model.pinned(made.id, vec!["/".into()]));
+            }
+            CkOp::TakeBefore | CkOp::TakeOf(_) => {
+                let (scope_paths, roots) = match op {
+                    CkOp::TakeOf(paths) => (Some(parse(paths)), model.scope_roots(paths)),
+                    _ => (None, vec!["/".to_string()]),
+                };
+                let scope = match &scope_paths {
+                    Some(paths) => Scope::Paths(paths),
+                    None => Scope::Whole,
+                };
+                let auto = vfs
+                    .auto_checkpoint(before_op(scope), &KEEP_ALL)
+                    .map_err(fail)?;
+                if auto.checkpoint.roots != roots {
+                    return Err(format!(
+                        "roots {:?}, model {roots:?}",
+                        auto.checkpoint.roots
+                    ));
+                }
+                let expected = model.pinned(auto.checkpoint.id, roots);
+                if auto.reused {
+                    let reused = self
+                        .kept
+                        .iter()
+                        .find(|kept| kept.id == auto.checkpoint.id)
+                        .ok_or("reused a checkpoint the model does not keep")?;
+                    if reused.nodes != expected.nodes {
+                        return Err("reused a checkpoint of another state".into());
+                    }
+                } else {
+                    self.kept.push(expected);
+                }
+            }
+            CkOp::Restore { which, paths } => {
+                let Some(target) = self.pick(*which).cloned() else {
+                    return Ok(());
+                };
+                let vpaths = paths.as_deref().map(parse);
+                let real = vfs
+                    .restore(target.id, vpaths.as_deref())
+                    .map_err(|e| e.code().as_str());
+                let mut next = model.clone();
+                let expected = next.restore(&target, paths.as_deref());
+                match (&real, &expected) {
+                    (Ok(restored), Ok(())) => {
+                        let changed = next.nodes != model.nodes;
+                        if restored.changes.is_empty() == changed {
+                            return Err(format!(
+                                "restore reported {:?} but the model changed: {changed}",
+                                restored.changes
+                            ));
+                        }
+                        let after = vfs.revision().unwrap();
+                        if after != revision + i64::from(changed) {
+                            return Err(format!("revision {revision} -> {after}"));
+                        }
+                        *model = next;
+                    }
+                    (Err(code), Err(expected_code)) if code == expected_code => {
+                        if state(db) != before {
+                            return Err(format!("a failed restore ({code}) changed the database"));
+                        }
+                    }
+                    _ => {
+                        return Err(format!(
+                            "restore of {:?} at {paths:?}: real {:?}, model {expected:?}",
+                            target.roots,
+                            real.map(|r| r.changes)
+                        ))
+                    }
+                }
+                if snapshot(vfs) != model.nodes {
+                    return Err(format!(
+                        "tree after restore: {:?}, model {:?}",
+                        snapshot(vfs),
+                        model.nodes
+                    ));
+                }
+                return Ok(());
+            }
+            CkOp::Undo => {
+                let real = vfs.undo().map_err(|e| e.code().as_str());
+                let expected = self.undo(model);
+                match (&real, &expected) {
+                    (Ok(undone), Ok(id)) if undone.checkpoint.id == *id => {}
+                    (Err(code), Err(expected_code)) if code == expected_code => {
+                        if state(db) != before {
+                            return Err(format!("a failed undo ({code}) changed the database"));
+                        }
+                    }
+                    _ => {
+                        return Err(format!(
+                            "undo: real {:?}, model {expected:?}",
+                            real.map(|u| (u.checkpoint.id, u.restored.changes))
+                        ))
+                    }
+                }
+                if snapshot(vfs) != model.nodes {
+                    return Err("tree after undo differs from the model".into());
+                }
+                return Ok(());
+            }
+            CkOp::Delete { which } => {
+                let Some(target) = self.pick(*which).cloned() else {
+                    return Ok(());
+                };
+                vfs.delete_checkpoint(target.id).map_err(fail)?;
+                self.kept.retain(|kept| kept.id != target.id);
+            }
+            CkOp::Diff { from, to } => {
+                let side = |which: &Option<usize>| match which.and_then(|w| self.pick(w)) {
+                    Some(kept) => (
+                        Point::Checkpoint(kept.id),
+                        kept.nodes.clone(),
+                        kept.roots.clone(),
+                    ),
+                    None => (Point::Now, model.nodes.clone(), vec!["/".to_string()]),
+                };
+                let (a, a_nodes, a_roots) = side(from);
+                let (b, b_nodes, b_roots) = side(to);
+                let expected = model_diff((&a_nodes, &a_roots), (&b_nodes, &b_roots));
+                for full_scan in [false, true] {
+                    let options = DiffOptions {
+                        limit: 100_000,
+                        full_scan,
+                        ..DiffOptions::default()
+                    };
+                    let got: Vec<(String, PathChange, Option<String>)> = vfs
+                        .diff(a, b, &options)
+                        .map_err(fail)?
+                        .entries
+                        .into_iter()
+                        .map(|e| (e.path, e.change, e.from))
+                        .collect();
+                    if got != expected {
+                        return Err(format!(
+                            "diff (full scan: {full_scan}): {got:?}, model {expected:?}"
+                        ));
+                    }
+                }
+                if state(db) != before {
+                    return Err("a diff changed the database".into());
+                }
+            }
+        }
+        if vfs.revision().unwrap() != revision {
+            return Err("a checkpoint step moved the revision".into());
+        }
+        Ok(())
+    }
+
+    /// The model's undo: the checkpoint it restores, or its error code.
+    fn undo(&mut self, model: &mut Model) -> Result<CheckpointId, Code> {
+        for index in (0..self.kept.len()).rev() {
+            if self.kept[index].undone {
+                continue;
+            }
+            let mut next = model.clone();
+            next.restore(&self.kept[index], None)?;
+            if next.nodes == model.nodes {
+                continue;
+            }
+            let id = self.kept[index].id;
+            for kept in &mut self.kept {
+                kept.undone |= kept.id >= id;
+            }
+            *model = next;
+            return Ok(id);
+        }
+        Err("ENOENT")
+    }
+
+    /// Every kept checkpoint reads back exactly as it was taken.
+    fn read_back(&self, vfs: &Vfs<'_, SqliteDb>) -> Result<(), String> {
+        for kept in &self.kept {
+            let snapshot = vfs.snapshot(kept.id).map_err(|e| e.to_string())?;
+            let got = read_pinned(&snapshot, &kept.roots);
+            if got != kept.nodes {
+                return Err(format!(
+                    "checkpoint {} reads back {got:?}, was {:?}",
+                    kept.id, kept.nodes
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn checkpoint_step() -> impl Strategy<Value = Step> {
+    let paths = || prop::collection::vec(path(), 1..3);
+    prop_oneof![
+        2 => Just(CkOp::Take),
+        2 => Just(CkOp::TakeBefore),
+        3 => paths().prop_map(CkOp::TakeOf),
+        4 => (any::<usize>(), prop::option::weighted(0.5, paths()))
+            .prop_map(|(which, paths)| CkOp::Restore { which, paths }),
+        1 => any::<usize>().prop_map(|which| CkOp::Delete { which }),
+        2 => Just(CkOp::Undo),
+        // Mostly a checkpoint against now, where the differences are.
+        3 => (prop::option::weighted(0.9, any::<usize>()), prop::option::weighted(0.3, any::<usize>()))
+            .prop_map(|(from, to)| CkOp::Diff { from, to }),
+    ]
+    .prop_map(Step::Checkpoint)
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        5 => op().prop_map(Step::Fs),
+        2 => checkpoint_step(),
+    ]
+}
+
+// ---------------------------------------------------------------------------
 // The property
 // ---------------------------------------------------------------------------
 
@@ -990,6 +1559,10 @@ fn state(db: &SqliteDb) -> Vec<Vec<stead_sql::Row>> {
         "SELECT ino, idx, chunk FROM file_chunks ORDER BY ino, idx",
         "SELECT upload, idx, chunk FROM upload_chunks ORDER BY upload, idx",
         "SELECT seq, rev, path, kind FROM changes ORDER BY seq",
+        "SELECT * FROM checkpoints ORDER BY id",
+        "SELECT * FROM checkpoint_roots ORDER BY checkpoint, path",
+        "SELECT * FROM checkpoint_entries ORDER BY checkpoint, parent, name",
+        "SELECT * FROM checkpoint_chunks ORDER BY checkpoint, ino, idx",
     ]
     .iter()
     .map(|q| db.query(q, params![]).unwrap())
@@ -998,10 +1571,33 @@ fn state(db: &SqliteDb) -> Vec<Vec<stead_sql::Row>> {
 
 /// Runs `ops` against both sides, failing at the first disagreement.
 fn check(ops: &[Op]) -> Result<(), TestCaseError> {
+    let steps: Vec<Step> = ops.iter().cloned().map(Step::Fs).collect();
+    check_steps(&steps)
+}
+
+/// Runs `steps` against both sides, failing at the first disagreement.
+/// Checkpoint steps are checked by [`Checkpoints::step`]; after each of
+/// them, and periodically, every checkpoint must read back as it was taken.
+fn check_steps(steps: &[Step]) -> Result<(), TestCaseError> {
     let db = db();
     let vfs = vfs(&db);
     let mut model = Model::new();
-    for (step, op) in ops.iter().enumerate() {
+    let mut pinned = Checkpoints::default();
+    for (step, item) in steps.iter().enumerate() {
+        let op = match item {
+            Step::Fs(op) => op,
+            Step::Checkpoint(ck) => {
+                pinned
+                    .step(&db, &vfs, &mut model, ck)
+                    .map_err(|e| TestCaseError::fail(format!("step {step}: {ck:?}: {e}")))?;
+                pinned
+                    .read_back(&vfs)
+                    .map_err(|e| TestCaseError::fail(format!("step {step}: {ck:?}: {e}")))?;
+                check_storage(&db)
+                    .map_err(|e| TestCaseError::fail(format!("step {step}: {ck:?}: {e}")))?;
+                continue;
+            }
+        };
         let before = state(&db);
         let revision = vfs.revision().unwrap();
         let real = run(&vfs, op).map_err(|e| e.code().as_str());
@@ -1030,7 +1626,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
             revision,
             after
         );
-        if step % 8 == 7 || step + 1 == ops.len() {
+        if step % 8 == 7 || step + 1 == steps.len() {
             prop_assert_eq!(
                 snapshot(&vfs),
                 model.nodes.clone(),
@@ -1038,6 +1634,9 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
                 step
             );
             check_storage(&db).map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;
+            pinned
+                .read_back(&vfs)
+                .map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;
         }
     }
     prop_assert_eq!(snapshot(&vfs), model.nodes, "final tree");
@@ -1056,6 +1655,24 @@ proptest! {
     #[test]
     fn any_sequence_of_operations_matches_the_model(ops in prop::collection::vec(op(), 1..48)) {
         check(&ops)?;
+    }
+}
+
+proptest! {
+    // 128 sequences take about ten seconds in debug; PROPTEST_CASES=N runs more.
+    #![proptest_config(Config {
+        cases: std::env::var("PROPTEST_CASES").map_or(128, |_| Config::default().cases),
+        failure_persistence: None,
+        ..Config::default()
+    })]
+
+    /// Random file operations interleaved with checkpoints (whole and
+    /// partial), restores (whole and by path), deletes and diffs: every
+    /// checkpoint reads back as it was taken, restores and diffs agree with
+    /// the model, and chunk collection keeps exactly what is referenced.
+    #[test]
+    fn checkpoints_read_back_and_restore_like_the_model(steps in prop::collection::vec(step(), 1..64)) {
+        check_steps(&steps)?;
     }
 }
 

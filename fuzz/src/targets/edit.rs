@@ -1,23 +1,30 @@
 //! The edit tool: `edit::apply` on arbitrary text and edits.
 //!
 //! `apply` is where agent-written strings meet file content, with CRLF
-//! translation, uniqueness and overlap rules; any of those can index a
-//! string wrongly. The checks: no panic; an error names an edit that
-//! exists; a success changed the text, contains every (translated) `new`
-//! string, matched each non-`replace_all` edit exactly once, and has
+//! translation, uniqueness and overlap rules, and fuzzy matching that maps
+//! normalised text back to byte ranges; any of those can index a string
+//! wrongly. The checks: no panic; an error names an edit that exists; a
+//! success changed the text; each exactly matched edit's (translated) `new`
+//! is in the result and a non-`replace_all` one matched exactly once; a
+//! fuzzy match is reported only for an edit with no exact match, and what it
+//! replaced is text of the original; with no fuzzy match the result has
 //! exactly the length the replacements imply.
 
 use arbitrary::{Result, Unstructured};
+use stead_patch::MatchRule;
 use stead_vfs::edit::{self, EditError, Replacement};
 
 use crate::Target;
 
 pub const TARGET: Target = Target {
     name: "edit",
-    about: "edit::apply: no panic, errors name a real edit, results contain each new string and have the implied length",
+    about: "edit::apply: no panic, errors name a real edit, exact results contain each new string and have the implied length, fuzzy matches replace real text the exact search missed",
     run,
     seeds,
-    tokens: &["\r\n", "\n", "\r", "é", "😀", "a", "ab", "\0"],
+    tokens: &[
+        "\r\n", "\n", "\r", "é", "😀", "a", "ab", "\0", "  ", "\t", "\u{301}", "\u{201C}", "\u{2019}",
+        "\u{2014}", "\u{a0}",
+    ],
 };
 
 pub fn run(data: &[u8]) {
@@ -33,17 +40,34 @@ pub fn run(data: &[u8]) {
             assert!(!edited.diff.is_empty());
             let crlf = is_crlf(&original);
             let mut expected_len = original.len() as i64;
-            for e in &edits {
+            let mut reports = edited.fuzzy.iter().peekable();
+            for (index, e) in edits.iter().enumerate() {
                 let (old, new) = translate(crlf, e);
-                assert!(edited.text.contains(&new), "result lacks {new:?}");
                 let count = original.matches(old.as_str()).count() as i64;
+                if let Some(report) = reports.next_if(|r| r.edit_index == index) {
+                    // Fuzzy only when the exact text is absent, and what it
+                    // replaced is real text of the file.
+                    assert_eq!(count, 0, "fuzzy match of an edit found exactly");
+                    assert!(!report.matched.is_empty());
+                    assert!(original.contains(&report.matched), "{report:?}");
+                    assert_ne!(report.rule, MatchRule::Exact);
+                    continue;
+                }
+                assert!(edited.text.contains(&new), "result lacks {new:?}");
                 assert!(count >= 1);
                 if !e.replace_all {
                     assert_eq!(count, 1, "a non-replace_all edit matched {count} times");
                 }
                 expected_len += count * (new.len() as i64 - old.len() as i64);
             }
-            assert_eq!(edited.text.len() as i64, expected_len);
+            assert!(
+                reports.next().is_none(),
+                "fuzzy reports out of order: {:?}",
+                edited.fuzzy
+            );
+            if edited.fuzzy.is_empty() {
+                assert_eq!(edited.text.len() as i64, expected_len);
+            }
         }
         Err(error) => {
             if let Some(index) = error.index() {

@@ -4,6 +4,7 @@
 pub mod api;
 pub mod edit;
 pub mod frame;
+pub mod patch;
 pub mod path;
 pub mod shell;
 pub mod wire;

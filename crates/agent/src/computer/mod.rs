@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use futures::StreamExt;
 use stead_sql::{params, Sql};
+use stead_sync::host::ComputerState;
 use stead_sync::{
     frame, Ack, ApplyReply, Change, ChunkRequest, ErrorCode, ExecEvent, ExecSpec, Exit,
     IgnoreRules, Push, Status, PROTOCOL,
@@ -84,6 +85,9 @@ pub struct Exec<'a> {
     pub encoding: OutputEncoding,
     /// Set when the exec's job is cancelled, at any stage.
     pub cancelled: &'a Cell<bool>,
+    /// Takes the automatic checkpoint just before the command's changes are
+    /// applied (only when there are some); returns its id.
+    pub before_apply: &'a dyn Fn() -> Result<Option<i64>, VfsError>,
 }
 
 /// Runs an exec on the agent's computer; see the module docs. `vfs` gives a
@@ -115,15 +119,20 @@ pub async fn run<'db, S: Sql, T: Transport>(
     }
     let exit = match stream_exec(&link, &spec, exec.cancelled, sink, &mut output).await {
         Ok(exit) => exit,
-        Err(reason) => {
-            // The container (or the way to it) died mid-command. Nothing was
-            // applied; forget the instance so the next command starts over,
-            // and never replay this one.
-            forget(db)?;
+        Err(broken) => {
+            // Nothing was applied, and the command is never replayed. A
+            // container that died (or the way to it) is forgotten, so the
+            // next command starts over with the whole workspace; one that
+            // is alive but could not report keeps its copy, and its next
+            // scan reports what this command changed.
+            if broken.computer_lost {
+                forget(db)?;
+            }
             let revision = vfs().revision()?;
             let mut outcome = output.into_outcome(ExecStatus::Lost, None, None, revision, report);
             outcome.message = Some(format!(
-                "the computer was lost during the command; the workspace is unchanged: {reason}"
+                "the command's outcome is unknown; the workspace is unchanged: {}",
+                broken.reason
             ));
             return Ok(outcome);
         }
@@ -132,7 +141,16 @@ pub async fn run<'db, S: Sql, T: Transport>(
     let received = &mut report.sync.received;
     received.files = exit.changes.len() as u64;
     received.manifest_bytes = serde_json::to_vec(&exit.changes).map_or(0, |v| v.len() as u64);
-    let applied = pull_and_apply(db, &vfs, &link, exec.id, base, &exit.changes, received).await?;
+    let applied = pull_and_apply(
+        db,
+        &vfs,
+        &link,
+        (exec.id, exec.before_apply),
+        base,
+        &exit.changes,
+        received,
+    )
+    .await?;
     // Until acknowledged, the container keeps reporting these changes; a
     // failed acknowledgement only costs a harmless repeat next time.
     let ack = Ack {
@@ -146,15 +164,21 @@ pub async fn run<'db, S: Sql, T: Transport>(
         ExecStatus::TimedOut
     } else if exit.cancelled {
         ExecStatus::Cancelled
+    } else if exit.shutdown {
+        ExecStatus::Stopped
     } else {
         ExecStatus::Exited
     };
     let code = exit.code.unwrap_or_else(|| 128 + exit.signal.unwrap_or(0));
+    let (applied, checkpoint) = applied;
     report.changed = applied.applied;
     report.conflicts = applied.conflicts;
     report.rejected = applied.rejected;
     report.skipped = exit.skipped;
-    Ok(output.into_outcome(status, Some(code), exit.signal, applied.revision, report))
+    let mut outcome =
+        output.into_outcome(status, Some(code), exit.signal, applied.revision, report);
+    outcome.checkpoint = checkpoint;
+    Ok(outcome)
 }
 
 /// Finds which container instance answers and brings its copy in step. A
@@ -202,6 +226,32 @@ async fn cancel_exec<T: Transport>(link: &Link<'_, T>, id: &str) -> Result<(), C
     )
     .await
     .map(drop)
+}
+
+/// The computer's state as its owner reports it (stopped, starting,
+/// running; its instance, times and idle deadline).
+pub async fn state<T: Transport>(transport: &T) -> Result<ComputerState, ComputerError> {
+    Link::new(transport)
+        .json(
+            "state",
+            Method::Get,
+            stead_sync::host::STATE_PATH,
+            None::<&()>,
+        )
+        .await
+}
+
+/// Releases the computer now (a command running on it is lost); its state
+/// afterwards.
+pub async fn stop<T: Transport>(transport: &T) -> Result<ComputerState, ComputerError> {
+    Link::new(transport)
+        .json(
+            "stop",
+            Method::Post,
+            stead_sync::host::STOP_PATH,
+            None::<&()>,
+        )
+        .await
 }
 
 /// What the container's copy was last known to hold.
@@ -381,25 +431,43 @@ impl Output {
             truncated: self.truncated,
             limit: None,
             revision,
+            checkpoint: None,
             message: None,
             computer: Some(report),
         }
     }
 }
 
-/// Runs the command, passing output on; `Err` (a reason) when the stream
-/// broke before the exit event.
+/// Why an exec stream ended without an exit event.
+struct Broken {
+    reason: String,
+    /// The container (or the way to it) is gone; otherwise it is alive
+    /// and said why it could not report.
+    computer_lost: bool,
+}
+
+impl Broken {
+    fn lost(reason: impl Into<String>) -> Self {
+        Broken {
+            reason: reason.into(),
+            computer_lost: true,
+        }
+    }
+}
+
+/// Runs the command, passing output on; `Err` when the stream ended before
+/// the exit event.
 async fn stream_exec<T: Transport>(
     link: &Link<'_, T>,
     spec: &ExecSpec,
     cancelled: &Cell<bool>,
     sink: &dyn OutputSink,
     output: &mut Output,
-) -> Result<Exit, String> {
+) -> Result<Exit, Broken> {
     let mut stream = link
         .stream("exec", "/v1/exec", spec)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Broken::lost(e.to_string()))?;
     if cancelled.get() {
         // Cancelled while the request was on its way: the command runs now,
         // so it can be stopped (it reports `cancelled`).
@@ -408,27 +476,41 @@ async fn stream_exec<T: Transport>(
     let mut pending: Vec<u8> = Vec::new();
     let b64 = base64::engine::general_purpose::STANDARD;
     while let Some(piece) = stream.next().await {
-        pending.extend_from_slice(&piece?);
+        pending.extend_from_slice(&piece.map_err(Broken::lost)?);
         while let Some(end) = pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
             let event: ExecEvent = serde_json::from_slice(&line)
-                .map_err(|e| format!("bad event from the computer: {e}"))?;
+                .map_err(|e| Broken::lost(format!("bad event from the computer: {e}")))?;
             match event {
                 ExecEvent::Stdout { data } => {
-                    let data = b64.decode(data).map_err(|e| e.to_string())?;
+                    let data = b64.decode(data).map_err(|e| Broken::lost(e.to_string()))?;
                     sink.stdout(&data);
                     Output::keep(&mut output.stdout, &data, &mut output.truncated);
                 }
                 ExecEvent::Stderr { data } => {
-                    let data = b64.decode(data).map_err(|e| e.to_string())?;
+                    let data = b64.decode(data).map_err(|e| Broken::lost(e.to_string()))?;
                     sink.stderr(&data);
                     Output::keep(&mut output.stderr, &data, &mut output.truncated);
                 }
                 ExecEvent::Exit(exit) => return Ok(exit),
+                // The command ended but its changes could not be scanned:
+                // they stay on the container's disk, unreported, so this
+                // command's outcome is unknown, as when the stream breaks.
+                ExecEvent::Error(error) => {
+                    return Err(Broken {
+                        reason: format!(
+                            "the computer could not report the command's changes ({:?}): {}",
+                            error.code, error.message
+                        ),
+                        computer_lost: false,
+                    })
+                }
             }
         }
     }
-    Err("the output stream ended before the command did".into())
+    Err(Broken::lost(
+        "the output stream ended before the command did",
+    ))
 }
 
 /// Fetches the content the workspace lacks, then applies every change in
@@ -437,11 +519,11 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
     link: &Link<'_, T>,
-    exec: &str,
+    (exec, before_apply): (&str, &dyn Fn() -> Result<Option<i64>, VfsError>),
     base: i64,
     changes: &[Change],
     received: &mut Transfer,
-) -> Result<stead_vfs::SyncOutcome, ComputerError> {
+) -> Result<(stead_vfs::SyncOutcome, Option<i64>), ComputerError> {
     let hashes: Vec<_> = stead_sync::chunk_hashes(changes).collect();
     let view = vfs();
     let missing = view.missing_chunks(&hashes)?;
@@ -475,12 +557,16 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
         // revision and applying, so "unchanged since base" is exact.
         let view = vfs();
         let before = view.revision()?;
+        let checkpoint = match changes.is_empty() {
+            true => None,
+            false => before_apply()?,
+        };
         let outcome = view.apply_sync(base, changes)?;
-        Ok::<_, ComputerError>((before, outcome))
+        Ok::<_, ComputerError>((before, outcome, checkpoint))
     }
     .await;
     vfs().abort_upload(staging)?;
-    let (before, outcome) = staged?;
+    let (before, outcome, checkpoint) = staged?;
     if let Some(synced) = load(db)? {
         // The container now holds `base` plus its own changes. If the
         // workspace changed nothing else meanwhile, that is exactly the new
@@ -493,5 +579,5 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
         };
         save(db, &synced.instance, acked)?;
     }
-    Ok(outcome)
+    Ok((outcome, checkpoint))
 }

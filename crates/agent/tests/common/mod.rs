@@ -24,7 +24,8 @@ use stead_agent::host::{ByteStream, Method, Payload};
 use stead_agent::protocol::SocketState;
 use stead_agent::HostError;
 use stead_agent::{
-    Action, Agent, ApiError, Bytes, ComputerError, Entry, Host, Reply, Request, Socket, Transport,
+    Action, Agent, ApiError, Bytes, ComputerError, Entry, HookHeaders, Host, Reply, Request,
+    Socket, Transport,
 };
 use stead_sql::{Param, Row, Sql, SqlError, SqliteDb};
 
@@ -41,9 +42,9 @@ pub struct FaultySql {
     failing: Rc<RefCell<Vec<Failing>>>,
 }
 
-/// A statement fragment to fail, and how many more statements it fails
-/// (`None`: every one).
-type Failing = (String, Option<usize>);
+/// A statement fragment to fail: how many matching statements to let
+/// through first, and how many to fail then (`None`: every one).
+type Failing = (String, usize, Option<usize>);
 
 impl FaultySql {
     pub fn new() -> Self {
@@ -55,14 +56,22 @@ impl FaultySql {
 
     /// Fails statements containing `fragment` from now on.
     pub fn fail(&self, fragment: &str) {
-        self.failing.borrow_mut().push((fragment.to_string(), None));
+        self.failing
+            .borrow_mut()
+            .push((fragment.to_string(), 0, None));
     }
 
     /// Fails the next statement containing `fragment`, once.
     pub fn fail_once(&self, fragment: &str) {
+        self.fail_nth(fragment, 1);
+    }
+
+    /// Fails the `nth` statement from now containing `fragment` (1 = the
+    /// next one), once.
+    pub fn fail_nth(&self, fragment: &str, nth: usize) {
         self.failing
             .borrow_mut()
-            .push((fragment.to_string(), Some(1)));
+            .push((fragment.to_string(), nth - 1, Some(1)));
     }
 
     /// Stops failing statements.
@@ -76,15 +85,20 @@ impl Sql for FaultySql {
         let mut failing = self.failing.borrow_mut();
         if let Some(at) = failing
             .iter()
-            .position(|(fragment, _)| statement.contains(fragment.as_str()))
+            .position(|(fragment, _, _)| statement.contains(fragment.as_str()))
         {
-            if let Some(left) = &mut failing[at].1 {
-                *left -= 1;
-                if *left == 0 {
-                    failing.remove(at);
+            let (_, skip, left) = &mut failing[at];
+            if *skip > 0 {
+                *skip -= 1;
+            } else {
+                if let Some(left) = left {
+                    *left -= 1;
+                    if *left == 0 {
+                        failing.remove(at);
+                    }
                 }
+                return Err(SqlError::engine(statement, "injected failure"));
             }
-            return Err(SqlError::engine(statement, "injected failure"));
         }
         drop(failing);
         self.db.query(statement, params)
@@ -161,6 +175,12 @@ pub struct FakeHost {
     /// The agents whose computers were asked for.
     pub computers_asked: RefCell<Vec<String>>,
     pub computer: RefCell<Option<FaultyTransport>>,
+    /// What host names resolve to (a name not here does not resolve).
+    pub names: RefCell<Vec<(String, Vec<std::net::IpAddr>)>>,
+    /// Whether this is a local development runtime.
+    pub local: Cell<bool>,
+    /// Other agents of the same deployment, by id (a fork's targets).
+    pub peers: RefCell<Vec<(String, Rc<Agent<FakeHost>>)>>,
     random: Cell<u64>,
 }
 
@@ -175,6 +195,9 @@ impl FakeHost {
             answers: RefCell::default(),
             computers_asked: RefCell::default(),
             computer: RefCell::new(None),
+            names: RefCell::default(),
+            local: Cell::new(false),
+            peers: RefCell::default(),
             random: Cell::new(0),
         }
     }
@@ -265,7 +288,58 @@ impl Host for FakeHost {
         self.answers.borrow_mut().pop_front().unwrap_or(Ok(200))
     }
 
-    fn computer(&self, agent: &str, _internet: bool) -> Result<FaultyTransport, ComputerError> {
+    async fn call_agent(
+        &self,
+        agent: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, Value), String> {
+        let peer = self
+            .peers
+            .borrow()
+            .iter()
+            .find(|(id, _)| id == agent)
+            .map(|(_, peer)| peer.clone())
+            .ok_or_else(|| format!("no agent {agent} in this test"))?;
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let route = stead_agent::route("POST", &format!("/agents/{agent}{path}"))
+            .map_err(|e| e.to_string())?;
+        let stead_agent::Route::Agent { id, action } = route else {
+            return Err("not an agent route".into());
+        };
+        let mut request = request(&id, action, Caller::Admin, "");
+        request.body = Bytes(body);
+        if !query.is_empty() {
+            request.query = vec![(query.to_string(), String::new())];
+        }
+        // Boxed: the peer's dispatch may call back into a host like this one.
+        let reply = Box::pin(peer.dispatch(request))
+            .await
+            .unwrap_or_else(|error| Reply::error(&error));
+        match reply {
+            Reply::Json { status, body } => Ok((status, body)),
+            other => Err(format!("not a JSON reply: {other:?}")),
+        }
+    }
+
+    async fn resolve(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String> {
+        self.names
+            .borrow()
+            .iter()
+            .find(|(known, _)| known == name)
+            .map(|(_, addresses)| addresses.clone())
+            .ok_or_else(|| format!("{name}: no such name"))
+    }
+
+    fn local_development(&self) -> bool {
+        self.local.get()
+    }
+
+    fn computer(
+        &self,
+        agent: &str,
+        _settings: stead_agent::settings::ComputerSettings,
+    ) -> Result<FaultyTransport, ComputerError> {
         self.computers_asked.borrow_mut().push(agent.to_string());
         self.computer
             .borrow()
@@ -287,7 +361,7 @@ pub fn request(agent: &str, action: Action, caller: Caller, body: &str) -> Reque
         action,
         caller,
         query: Vec::new(),
-        hook_secret: None,
+        hook: HookHeaders::default(),
         upgrade: false,
         body: Bytes(body.as_bytes().to_vec()),
     }
@@ -308,6 +382,21 @@ pub fn ok(agent: &Agent<FakeHost>, id: &str, action: Action, body: &str) -> Valu
     let (status, body) = call(agent, request(id, action, Caller::Admin, body));
     assert!((200..300).contains(&status), "status {status}: {body}");
     body
+}
+
+/// The status and error code of an answer, for asserting a refusal.
+pub fn failure(status: u16, body: &Value) -> (u16, &str) {
+    (status, body["error"]["code"].as_str().unwrap_or(""))
+}
+
+/// The text of job `id`'s kept output, both streams in order.
+pub fn job_text(agent: &Agent<FakeHost>, id: i64) -> String {
+    ok(agent, "a", Action::JobOutput(id), "")["output"]
+        .as_array()
+        .expect("output pieces")
+        .iter()
+        .map(|p| p["data"].as_str().expect("text data").to_string())
+        .collect()
 }
 
 /// Creates agent `id`.

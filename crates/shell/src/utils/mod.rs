@@ -10,7 +10,9 @@
 //! Each family lives in its own module and lists its utilities in a
 //! `UTILITIES` table; [`lookup`] searches them all.
 
+mod apply_patch;
 mod awk;
+mod checkpoint;
 mod civil;
 mod files;
 mod getopt;
@@ -73,6 +75,8 @@ const TABLES: &[Table] = &[
     sed::UTILITIES,
     awk::UTILITIES,
     jq::UTILITIES,
+    apply_patch::UTILITIES,
+    checkpoint::UTILITIES,
     which::UTILITIES,
     system::UTILITIES,
 ];

@@ -6,7 +6,10 @@
 use std::fmt::Debug;
 
 use stead_sql::{migrate, params, Row, Sql, SqliteDb, MIGRATIONS};
-use stead_vfs::{Kind, VPath, Vfs, WriteOptions, Written};
+use stead_vfs::{
+    Before, Checkpoint, CheckpointId, DirEntry, Kind, NewCheckpoint, Operation, Retention, Scope,
+    Snapshot, VPath, Vfs, WriteOptions, Written,
+};
 
 /// The clock every test view uses.
 pub const NOW: i64 = 1_700_000_000_000;
@@ -65,6 +68,14 @@ pub fn dump(db: &SqliteDb) -> Vec<Vec<Row>> {
         "SELECT ino, idx, chunk FROM file_chunks ORDER BY ino, idx",
         "SELECT upload, idx, chunk FROM upload_chunks ORDER BY upload, idx",
         "SELECT seq, rev, path, kind FROM changes ORDER BY seq",
+        "SELECT * FROM checkpoints ORDER BY id",
+        "SELECT * FROM checkpoint_roots ORDER BY checkpoint, path",
+        "SELECT * FROM checkpoint_entries ORDER BY checkpoint, parent, name",
+        "SELECT * FROM checkpoint_chunks ORDER BY checkpoint, ino, idx",
+        "SELECT * FROM import",
+        "SELECT * FROM import_entries ORDER BY ino",
+        "SELECT * FROM import_file_chunks ORDER BY ino, idx",
+        "SELECT * FROM import_chunks ORDER BY chunk",
     ]
     .iter()
     .map(|q| db.query(q, params![]).unwrap())
@@ -131,20 +142,46 @@ pub struct Entry {
     pub data: Vec<u8>,
 }
 
+/// A tree that can be listed and read: the live workspace or a checkpoint.
+pub trait Readable {
+    fn list_dir(&self, dir: &VPath) -> Vec<DirEntry>;
+    fn read(&self, path: &VPath) -> Vec<u8>;
+}
+
+impl<S: Sql> Readable for Vfs<'_, S> {
+    fn list_dir(&self, dir: &VPath) -> Vec<DirEntry> {
+        self.list(dir, None, 100_000).unwrap()
+    }
+
+    fn read(&self, path: &VPath) -> Vec<u8> {
+        self.read_file(path).unwrap()
+    }
+}
+
+impl<S: Sql> Readable for Snapshot<'_, '_, S> {
+    fn list_dir(&self, dir: &VPath) -> Vec<DirEntry> {
+        self.list(dir, None, 100_000).unwrap()
+    }
+
+    fn read(&self, path: &VPath) -> Vec<u8> {
+        self.read_file(path).unwrap()
+    }
+}
+
 /// Everything below `dir`, depth-first in name order, paths relative to `dir`.
-pub fn tree(vfs: &Vfs<'_, SqliteDb>, dir: &str) -> Vec<Entry> {
+pub fn tree(source: &impl Readable, dir: &str) -> Vec<Entry> {
     let base = p(dir);
     let mut out = Vec::new();
-    walk(vfs, &base, &base, &mut out);
+    walk(source, &base, &base, &mut out);
     out
 }
 
-fn walk(vfs: &Vfs<'_, SqliteDb>, base: &VPath, dir: &VPath, out: &mut Vec<Entry>) {
-    for entry in vfs.list(dir, None, 100_000).unwrap() {
+fn walk(source: &impl Readable, base: &VPath, dir: &VPath, out: &mut Vec<Entry>) {
+    for entry in source.list_dir(dir) {
         let path = dir.join(&entry.name);
         let relative = path.strip_prefix(base).unwrap().to_string();
         let data = match entry.node.kind {
-            Kind::File => vfs.read_file(&path).unwrap(),
+            Kind::File => source.read(&path),
             Kind::Symlink => entry.node.target.clone().unwrap().into_bytes(),
             Kind::Dir => Vec::new(),
         };
@@ -154,7 +191,59 @@ fn walk(vfs: &Vfs<'_, SqliteDb>, base: &VPath, dir: &VPath, out: &mut Vec<Entry>
             data,
         });
         if entry.node.kind == Kind::Dir {
-            walk(vfs, base, &path, out);
+            walk(source, base, &path, out);
         }
     }
+}
+
+/// Takes a manual checkpoint as `test`.
+#[track_caller]
+pub fn checkpoint<S: Sql>(vfs: &Vfs<'_, S>) -> CheckpointId {
+    vfs.create_checkpoint(NewCheckpoint {
+        actor: "test",
+        name: None,
+        note: None,
+    })
+    .unwrap()
+    .id
+}
+
+/// An automatic checkpoint before `operation`, under the default retention.
+#[track_caller]
+pub fn auto(vfs: &Vfs<'_, SqliteDb>, operation: Operation, scope: Scope<'_>) -> Checkpoint {
+    vfs.auto_checkpoint(
+        Before {
+            actor: "test",
+            operation: &operation,
+            note: None,
+            scope,
+        },
+        &Retention::default(),
+    )
+    .unwrap()
+    .checkpoint
+}
+
+/// Everything below `dir` in a checkpoint, as [`tree`] lists the live one.
+pub fn snapshot_tree(snapshot: &Snapshot<'_, '_, SqliteDb>, dir: &str) -> Vec<Entry> {
+    tree(snapshot, dir)
+}
+
+/// Forgets the change log, as pruning does once it is old enough.
+pub fn prune_log(db: &SqliteDb) {
+    db.execute("DELETE FROM changes", params![]).unwrap();
+    db.execute(
+        "UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'revision') \
+         WHERE key = 'changes_pruned'",
+        params![],
+    )
+    .unwrap();
+}
+
+/// The permission bits of each of `paths` (not following symlinks).
+pub fn modes(vfs: &Vfs<'_, SqliteDb>, paths: &[&str]) -> Vec<u32> {
+    paths
+        .iter()
+        .map(|path| vfs.stat(&p(path), false).unwrap().1.mode)
+        .collect()
 }

@@ -1,0 +1,145 @@
+//! Fork: a checkpoint of this agent becomes a new agent, across Durable
+//! Objects.
+//!
+//! The source ([`Agent::fork_out`]) reads the checkpoint as a stream of
+//! bounded pages (entries, then each distinct chunk once; never a whole
+//! file in memory) and sends each to the target's `fork/import` route
+//! through the host; the target ([`Agent::fork_in`]) stages every page and
+//! becomes a workspace only when the last one is in. Until then every
+//! other request to the target is refused (`409 AGENT_FORKING`), and a
+//! target whose source falls silent for `FORK_STALL_MS` drops what it
+//! staged on its next alarm, so a broken-off fork leaves nothing usable
+//! and nothing behind. A fork that is asked again after breaking off
+//! resumes where the target's staging stopped. The source only reads its
+//! own workspace: it keeps serving writes meanwhile, and they are not part
+//! of the fork (the checkpoint pins what is copied).
+
+use serde_json::{json, Value};
+use stead_vfs::{CheckpointId, ExportCursor, Operation, Scope};
+
+use crate::agent::Agent;
+use crate::checkpoints::{self, ForkRequest, FORK_PAGE_BYTES};
+use crate::error::ApiError;
+use crate::host::Host;
+
+/// The target route a source sends its pages to.
+pub const IMPORT_PATH: &str = "/fork/import";
+
+impl<H: Host> Agent<H> {
+    /// The source side: streams the checkpoint to the new agent.
+    pub(crate) async fn fork_out(
+        &self,
+        actor: &str,
+        request: ForkRequest,
+    ) -> Result<Value, ApiError> {
+        let checkpoint = match request.checkpoint {
+            Some(id) => id,
+            None => self.fork_checkpoint(actor)?,
+        };
+        // A target that already staged part of this fork resumes it.
+        let (status, probe) = self
+            .host
+            .call_agent(&request.to, &format!("{IMPORT_PATH}?status"), Vec::new())
+            .await
+            .map_err(|reason| ApiError::ForkFailed { reason })?;
+        let mut cursor = match status {
+            200 => checkpoints::resume_point(&probe).unwrap_or(ExportCursor::Start),
+            _ => return Err(target_refused(status, &probe)),
+        };
+        let (mut pages, mut bytes) = (0u64, 0u64);
+        loop {
+            let page = self
+                .vfs()
+                .export_page(checkpoint, &cursor, FORK_PAGE_BYTES)?;
+            bytes += page.chunk_bytes;
+            pages += 1;
+            let (status, answer) = self
+                .host
+                .call_agent(&request.to, IMPORT_PATH, page.frames)
+                .await
+                .map_err(|reason| ApiError::ForkFailed { reason })?;
+            if status != 200 {
+                return Err(target_refused(status, &answer));
+            }
+            match page.next {
+                Some(next) => cursor = next,
+                None => {
+                    return Ok(json!({
+                        "fork": {
+                            "to": request.to,
+                            "checkpoint": checkpoint,
+                            "pages": pages,
+                            "bytes": bytes,
+                            "import": answer["import"],
+                        }
+                    }))
+                }
+            }
+        }
+    }
+
+    /// The checkpoint a fork copies when none is named: the workspace as
+    /// it is now (an existing whole checkpoint of this revision, or a new
+    /// automatic one, taken whatever the workspace's automatic setting).
+    fn fork_checkpoint(&self, actor: &str) -> Result<CheckpointId, ApiError> {
+        let retention = crate::settings::checkpoints(self.db())?.retention;
+        let taken = self.vfs().auto_checkpoint(
+            stead_vfs::Before {
+                actor,
+                operation: &Operation::Fork,
+                note: None,
+                scope: Scope::Whole,
+            },
+            &retention,
+        )?;
+        Ok(taken.checkpoint.id)
+    }
+
+    /// The target side: one page of the stream, or (`?status`) where the
+    /// staging stands.
+    pub(crate) fn fork_in(&self, status_only: bool, page: &[u8]) -> Result<Value, ApiError> {
+        let vfs = self.vfs();
+        if status_only {
+            return Ok(json!({ "import": vfs.import_status()? }));
+        }
+        let progress = vfs.import_page(page)?;
+        checkpoints::note_import_page(self.db(), self.now_ms())?;
+        Ok(json!({ "import": checkpoints::progress_json(&progress) }))
+    }
+
+    /// Whether this agent is a fork still being copied (and so unusable).
+    pub(crate) fn forking(&self) -> Result<bool, ApiError> {
+        Ok(self.vfs().import_status()?.is_some())
+    }
+
+    /// Drops a fork whose source fell silent: the agent never existed.
+    /// Returns whether it did.
+    pub(crate) async fn drop_stalled_fork(&self) -> Result<bool, ApiError> {
+        match checkpoints::import_deadline(self.db(), &self.vfs())? {
+            Some(deadline) if deadline <= self.now_ms() => {
+                self.vfs().abort_import()?;
+                self.host.wipe().await?;
+                self.host.set_alarm(None).await?;
+                self.closed();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+/// The error for a target that refused a page: one that already exists is
+/// the caller's mistake; anything else is a failed fork.
+fn target_refused(status: u16, answer: &Value) -> ApiError {
+    let message = answer["error"]["message"]
+        .as_str()
+        .unwrap_or("no reason given");
+    match answer["error"]["code"].as_str() {
+        Some("EEXIST" | "AGENT_FORKING") => ApiError::ForkTargetExists {
+            reason: message.to_string(),
+        },
+        _ => ApiError::ForkFailed {
+            reason: format!("the new agent refused the copy ({status}): {message}"),
+        },
+    }
+}

@@ -1,0 +1,442 @@
+//! Checkpoints, diff, restore, undo and fork, through the agent's dispatch:
+//! the automatic checkpoints each kind of operation takes, what undo puts
+//! back, and a fork across two agents that breaks off and resumes.
+
+mod common;
+
+use std::rc::Rc;
+
+use common::*;
+use serde_json::{json, Value};
+use stead_agent::auth::{Caller, Scope};
+use stead_agent::{Action, Agent, Host, Tool};
+use stead_sql::Sql;
+
+fn write(agent: &Agent<FakeHost>, path: &str, content: &str) -> Value {
+    let body = json!({ "path": path, "content": content }).to_string();
+    ok(agent, "a", Action::Tool(Tool::Write), &body)
+}
+
+fn read(agent: &Agent<FakeHost>, id: &str, path: &str) -> Value {
+    let body = json!({ "path": path }).to_string();
+    call(
+        agent,
+        request(id, Action::Tool(Tool::Read), Caller::Admin, &body),
+    )
+    .1
+}
+
+fn exec(agent: &Agent<FakeHost>, command: &str) -> Value {
+    ok(
+        agent,
+        "a",
+        Action::Exec,
+        &json!({ "command": command }).to_string(),
+    )
+}
+
+#[test]
+fn a_broken_workspace_is_undone_to_before_the_command() {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/src/main.rs", "fn main() {}\n");
+    write(&agent, "/src/lib.rs", "pub fn f() {}\n");
+    let broke = exec(&agent, "rm -rf /src && echo oops > /README");
+    let checkpoint = broke["checkpoint"]
+        .as_i64()
+        .expect("the exec names its checkpoint");
+    assert_eq!(read(&agent, "a", "/src/main.rs")["error"]["code"], "ENOENT");
+    let undone = ok(&agent, "a", Action::Undo, "{}");
+    assert_eq!(undone["undone"]["checkpoint"]["id"], checkpoint);
+    assert_eq!(undone["undone"]["checkpoint"]["operation"], "exec");
+    let changes: Vec<(&str, &str)> = undone["undone"]["restored"]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["path"].as_str().unwrap(), c["change"].as_str().unwrap()))
+        .collect();
+    assert!(changes.contains(&("/README", "deleted")), "{changes:?}");
+    assert!(changes.contains(&("/src", "added")), "{changes:?}");
+    assert_eq!(
+        read(&agent, "a", "/src/main.rs")["content"],
+        "fn main() {}\n"
+    );
+    assert_eq!(read(&agent, "a", "/README")["error"]["code"], "ENOENT");
+    // The undo itself can be undone.
+    assert!(undone["checkpoint"].as_i64().is_some(), "{undone}");
+}
+
+#[test]
+fn a_file_tool_call_is_undone_alone() {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/notes.md", "first\n");
+    write(&agent, "/other.md", "kept\n");
+    write(&agent, "/notes.md", "second\n");
+    let undone = ok(&agent, "a", Action::Undo, "{}");
+    assert_eq!(undone["undone"]["checkpoint"]["operation"], "tool:write");
+    assert_eq!(undone["undone"]["checkpoint"]["whole"], false);
+    assert_eq!(read(&agent, "a", "/notes.md")["content"], "first\n");
+    assert_eq!(read(&agent, "a", "/other.md")["content"], "kept\n");
+    // Undo walks further back: the first write of the file goes too.
+    ok(&agent, "a", Action::Undo, "{}");
+    assert_eq!(read(&agent, "a", "/other.md")["error"]["code"], "ENOENT");
+}
+
+#[test]
+fn named_checkpoints_diff_and_restore() {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/a.txt", "one\n");
+    write(&agent, "/b.txt", "bee\n");
+    let taken = call(
+        &agent,
+        request(
+            "a",
+            Action::CheckpointCreate,
+            Caller::Admin,
+            r#"{"name":"v1","note":"before"}"#,
+        ),
+    );
+    assert_eq!(taken.0, 201, "{}", taken.1);
+    let v1 = taken.1["checkpoint"]["id"].as_i64().unwrap();
+    assert_eq!(taken.1["checkpoint"]["files"], 2);
+    let duplicate = call(
+        &agent,
+        request(
+            "a",
+            Action::CheckpointCreate,
+            Caller::Admin,
+            r#"{"name":"v1"}"#,
+        ),
+    );
+    assert_eq!(failure(duplicate.0, &duplicate.1), (409, "EEXIST"));
+    write(&agent, "/a.txt", "two\n");
+    ok(&agent, "a", Action::Tool(Tool::Rm), r#"{"path":"/b.txt"}"#);
+    write(&agent, "/c.txt", "sea\n");
+    let diff = ok(
+        &agent,
+        "a",
+        Action::Diff,
+        r#"{"from":"v1","to":"now","text":true}"#,
+    );
+    let entries: Vec<(&str, &str)> = diff["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap(), e["change"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("/a.txt", "modified"),
+            ("/b.txt", "deleted"),
+            ("/c.txt", "added")
+        ]
+    );
+    assert!(diff["entries"][0]["text"]["patch"]
+        .as_str()
+        .unwrap()
+        .contains("-one\n+two\n"));
+    // Only /b.txt comes back; the rest stays.
+    let restored = ok(
+        &agent,
+        "a",
+        Action::Restore,
+        &json!({ "checkpoint": v1, "paths": ["/b.txt"] }).to_string(),
+    );
+    assert_eq!(restored["restored"]["changes"][0]["path"], "/b.txt");
+    assert_eq!(read(&agent, "a", "/b.txt")["content"], "bee\n");
+    assert_eq!(read(&agent, "a", "/a.txt")["content"], "two\n");
+    let listed = ok(&agent, "a", Action::Checkpoints, "");
+    assert!(listed["checkpoints"].as_array().unwrap().len() >= 2);
+    assert_eq!(
+        ok(&agent, "a", Action::Checkpoint("v1".into()), "")["checkpoint"]["id"],
+        v1
+    );
+    ok(&agent, "a", Action::CheckpointDelete("v1".into()), "");
+    let gone = call(
+        &agent,
+        request("a", Action::Checkpoint("v1".into()), Caller::Admin, ""),
+    );
+    assert_eq!(failure(gone.0, &gone.1), (404, "ENOENT"));
+}
+
+#[test]
+fn bad_time_travel_requests_change_nothing() {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/a.txt", "one\n");
+    write(&agent, "/b.txt", "two\n");
+    let revision = ok(&agent, "a", Action::Tool(Tool::Changes), "{}")["revision"].clone();
+    for (action, body, status, code) in [
+        (Action::Restore, r#"{"checkpoint":999}"#, 404, "ENOENT"),
+        (Action::Restore, r#"{"checkpoint":"nope"}"#, 404, "ENOENT"),
+        (
+            Action::Restore,
+            r#"{"checkpoint":1,"paths":["/../etc"]}"#,
+            403,
+            "EACCES",
+        ),
+        (Action::Diff, r#"{"from":"rev:1"}"#, 404, "ENOENT"),
+        (Action::Diff, r#"{"from":"rev:x"}"#, 400, "INVALID_REQUEST"),
+        (
+            Action::Diff,
+            r#"{"from":"now","limit":0}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (Action::CheckpointCreate, r#"{"name":"123"}"#, 400, "EINVAL"),
+        (Action::Fork, r#"{"to":"a"}"#, 400, "INVALID_REQUEST"),
+        (Action::Fork, r#"{"to":"bad id"}"#, 400, "INVALID_AGENT_ID"),
+    ] {
+        let (got, answer) = call(&agent, request("a", action.clone(), Caller::Admin, body));
+        assert_eq!(
+            (got, answer["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{action:?} {body}"
+        );
+    }
+    let after = ok(&agent, "a", Action::Tool(Tool::Changes), "{}")["revision"].clone();
+    assert_eq!(after, revision);
+    // A reader may look back but not put back.
+    let reader = token("r", &[Scope::Read]);
+    assert_eq!(
+        call(
+            &agent,
+            request("a", Action::Diff, reader.clone(), r#"{"from":"now"}"#)
+        )
+        .0,
+        200
+    );
+    assert_eq!(
+        call(&agent, request("a", Action::Undo, reader, "{}")).0,
+        403
+    );
+}
+
+#[test]
+fn automatic_checkpoints_can_be_turned_off() {
+    let agent = agent();
+    create(&agent, "a");
+    ok(
+        &agent,
+        "a",
+        Action::SettingsPut,
+        r#"{"checkpoints":{"automatic":false}}"#,
+    );
+    write(&agent, "/a.txt", "x");
+    let ran = exec(&agent, "echo y > /a.txt");
+    assert!(ran.get("checkpoint").is_none(), "{ran}");
+    assert_eq!(
+        ok(&agent, "a", Action::Checkpoints, "")["checkpoints"],
+        json!([])
+    );
+    let nothing = call(&agent, request("a", Action::Undo, Caller::Admin, "{}"));
+    assert_eq!(failure(nothing.0, &nothing.1), (404, "ENOENT"));
+}
+
+/// `len` bytes of hex text from a seeded generator: content whose chunks
+/// are all distinct (a repeated byte would be one chunk, stored once).
+fn noise(seed: u64, len: usize) -> String {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut out = String::with_capacity(len);
+    while out.len() < len {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        out.push_str(&format!("{:016x}", state));
+    }
+    out.truncate(len);
+    out
+}
+
+/// Two agents of one deployment: `a` (created, with files) and `b`, the
+/// fork target, reachable from `a`'s host.
+fn pair() -> (Agent<FakeHost>, Rc<Agent<FakeHost>>) {
+    let source = agent();
+    create(&source, "a");
+    let target = Rc::new(common::agent());
+    source
+        .host()
+        .peers
+        .borrow_mut()
+        .push(("b".into(), target.clone()));
+    (source, target)
+}
+
+#[test]
+fn a_fork_is_a_new_agent_with_the_checkpointed_workspace() {
+    let (source, target) = pair();
+    let big: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    write(&source, "/src/big.txt", &big);
+    write(&source, "/src/small.txt", "small\n");
+    let forked = ok(&source, "a", Action::Fork, r#"{"to":"b"}"#);
+    assert_eq!(forked["fork"]["to"], "b", "{forked}");
+    assert_eq!(read(&target, "b", "/src/small.txt")["content"], "small\n");
+    let stat = ok(
+        &target,
+        "b",
+        Action::Tool(Tool::Stat),
+        r#"{"path":"/src/big.txt"}"#,
+    );
+    assert_eq!(stat["size"], big.len());
+    let tail = ok(
+        &target,
+        "b",
+        Action::Tool(Tool::Read),
+        &json!({ "path": "/src/big.txt", "byte_offset": big.len() - 11 }).to_string(),
+    );
+    assert_eq!(tail["content"], "line 19999\n");
+    // The source goes on; the fork is its own workspace now.
+    write(&source, "/src/small.txt", "changed\n");
+    assert_eq!(read(&target, "b", "/src/small.txt")["content"], "small\n");
+    // Forking onto an agent that exists is refused.
+    let again = call(
+        &source,
+        request("a", Action::Fork, Caller::Admin, r#"{"to":"b"}"#),
+    );
+    assert_eq!(failure(again.0, &again.1), (409, "AGENT_EXISTS"));
+}
+
+#[test]
+fn a_fork_that_breaks_off_leaves_nothing_usable_and_resumes() {
+    let (source, target) = pair();
+    for i in 0..3 {
+        write(&source, &format!("/f{i}.bin"), &noise(i, 3 << 20));
+    }
+    // The target fails to stage its second page (a page holds 8 chunks).
+    target.host().db.fail_nth("INTO import_chunks", 9);
+    let broken = call(
+        &source,
+        request("a", Action::Fork, Caller::Admin, r#"{"to":"b"}"#),
+    );
+    assert_eq!(
+        failure(broken.0, &broken.1),
+        (502, "FORK_FAILED"),
+        "{}",
+        broken.1
+    );
+    // Half copied: not usable.
+    let (status, answer) = call(
+        &target,
+        request("b", Action::Tool(Tool::Ls), Caller::Admin, "{}"),
+    );
+    assert_eq!(failure(status, &answer), (409, "AGENT_FORKING"));
+    // Asked again, it resumes and completes.
+    let done = ok(&source, "a", Action::Fork, r#"{"to":"b"}"#);
+    assert!(done["fork"]["pages"].as_u64().unwrap() >= 1, "{done}");
+    let listed = ok(&target, "b", Action::Tool(Tool::Ls), "{}");
+    assert_eq!(listed["entries"].as_array().unwrap().len(), 3, "{listed}");
+}
+
+#[test]
+fn a_stalled_fork_is_dropped_by_the_targets_alarm() {
+    let (source, target) = pair();
+    write(&source, "/f.bin", &noise(9, 5 << 20));
+    target.host().db.fail_nth("INTO import_chunks", 9);
+    let broken = call(
+        &source,
+        request("a", Action::Fork, Caller::Admin, r#"{"to":"b"}"#),
+    );
+    assert_eq!(broken.0, 502, "{}", broken.1);
+    let deadline = target.host().alarm.get().expect("the target set its alarm");
+    target.host().clock.set(deadline);
+    block_on(target.alarm()).unwrap();
+    let (status, answer) = call(
+        &target,
+        request("b", Action::Tool(Tool::Ls), Caller::Admin, "{}"),
+    );
+    assert_eq!(failure(status, &answer), (404, "AGENT_NOT_FOUND"));
+    let tables = target
+        .host()
+        .db
+        .query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            &[],
+        )
+        .unwrap();
+    let names: Vec<String> = tables
+        .iter()
+        .map(|t| t.text(0).unwrap().to_string())
+        .collect();
+    assert!(names.is_empty(), "the dropped fork left storage: {names:?}");
+    assert_eq!(target.host().now_ms(), deadline);
+}
+
+#[test]
+fn a_patch_applies_in_one_step_and_is_undone_in_one_step() {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/proj/main.py", "def main():\n    print(\"hi\")\n");
+    write(&agent, "/proj/old.txt", "old\n");
+    let patch = "*** Begin Patch\n*** Add File: proj/new.md\n+# New\n*** Update File: proj/main.py\n@@ def main():\n-    print(\"hi\")\n+    print(\"hello\")\n*** Delete File: proj/old.txt\n*** End Patch\n";
+    let applied = ok(
+        &agent,
+        "a",
+        Action::Tool(Tool::ApplyPatch),
+        &json!({ "patch": patch }).to_string(),
+    );
+    assert_eq!(applied["files"].as_array().unwrap().len(), 3, "{applied}");
+    assert!(applied["summary"].as_str().unwrap().starts_with("Success."));
+    assert_eq!(read(&agent, "a", "/proj/new.md")["content"], "# New\n");
+    let undone = ok(&agent, "a", Action::Undo, "{}");
+    assert_eq!(
+        undone["undone"]["checkpoint"]["operation"],
+        "tool:apply_patch"
+    );
+    assert_eq!(read(&agent, "a", "/proj/new.md")["error"]["code"], "ENOENT");
+    assert_eq!(read(&agent, "a", "/proj/old.txt")["content"], "old\n");
+    assert_eq!(
+        read(&agent, "a", "/proj/main.py")["content"],
+        "def main():\n    print(\"hi\")\n"
+    );
+    // A hunk that does not apply changes nothing and says where it looked.
+    let bad = "*** Begin Patch\n*** Update File: proj/main.py\n@@\n-    print(\"nope\")\n+    print(\"x\")\n*** End Patch\n";
+    let (status, answer) = call(
+        &agent,
+        request(
+            "a",
+            Action::Tool(Tool::ApplyPatch),
+            Caller::Admin,
+            &json!({ "patch": bad }).to_string(),
+        ),
+    );
+    assert_eq!(failure(status, &answer), (422, "EDIT_NO_MATCH"), "{answer}");
+}
+
+#[test]
+fn a_failed_call_leaves_no_checkpoint_behind() {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/a.txt", "x");
+    let count = || ok(&agent, "a", Action::Info, "")["usage"]["checkpoints"].clone();
+    let before = count();
+    for (tool, body) in [
+        (
+            Tool::Edit,
+            r#"{"path":"/a.txt","edits":[{"old":"zzz","new":"y"}]}"#,
+        ),
+        (Tool::Mkdir, r#"{"path":"/a.txt"}"#),
+        (Tool::Write, r#"{"path":"/a.txt/inner","content":"x"}"#),
+    ] {
+        let (status, _) = call(
+            &agent,
+            request("a", Action::Tool(tool), Caller::Admin, body),
+        );
+        assert!(status >= 400, "{tool:?} {body}");
+    }
+    let (status, _) = call(
+        &agent,
+        request(
+            "a",
+            Action::Restore,
+            Caller::Admin,
+            r#"{"checkpoint":1,"paths":["/a.txt/x"]}"#,
+        ),
+    );
+    assert!(status >= 400);
+    assert_eq!(count(), before, "a failed call kept a checkpoint");
+}

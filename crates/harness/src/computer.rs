@@ -1,0 +1,408 @@
+//! The computer behind a test runtime, in one of two modes.
+//!
+//! - **Real containers** ([`ComputerMode::Container`]): `wrangler dev
+//!   --enable-containers` runs the project's own image through the
+//!   `Computer` object's Container binding, one container per agent, on
+//!   the local Docker engine. This is the path production takes, so it is
+//!   used whenever an engine answers.
+//! - **Local process** ([`ComputerMode::LocalProcess`]): where no engine
+//!   can run, `stead-computer` runs on the host, serving every agent of one
+//!   runtime in its own directory, and the Worker reaches it through
+//!   `COMPUTER_DEV_URL`.
+//!
+//! Tests act on an agent's computer from outside (kill it, stop it, talk
+//! to its program with a chosen secret) through a [`Machine`], which hides
+//! which mode runs.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::{repo_root, Client};
+
+/// The computer secret `.dev.vars` configures for the local process.
+pub const DEV_COMPUTER_SECRET: &str = "dev-computer-secret";
+
+/// How the computer runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComputerMode {
+    /// The project's image in real containers, through the Container binding.
+    Container,
+    /// `stead-computer` as a local process (no Docker engine).
+    LocalProcess,
+}
+
+impl ComputerMode {
+    /// `STEAD_COMPUTER_MODE` (`container` or `local`) when set, else real
+    /// containers when a Docker engine answers. The choice is announced
+    /// once per process on standard error (uncaptured, so test runs show it).
+    pub fn from_env() -> ComputerMode {
+        static MODE: OnceLock<ComputerMode> = OnceLock::new();
+        *MODE.get_or_init(|| {
+            let mode = match std::env::var("STEAD_COMPUTER_MODE").as_deref() {
+                Ok("container") => ComputerMode::Container,
+                Ok("local") => ComputerMode::LocalProcess,
+                Ok(other) if !other.is_empty() => {
+                    panic!("STEAD_COMPUTER_MODE must be `container` or `local`, not {other:?}")
+                }
+                _ if docker(&["info", "--format", "{{.ServerVersion}}"]).is_ok() => {
+                    ComputerMode::Container
+                }
+                _ => ComputerMode::LocalProcess,
+            };
+            let _ = writeln!(
+                std::io::stderr(),
+                "stead-harness: the computer runs {}",
+                mode.describe()
+            );
+            mode
+        })
+    }
+
+    /// What the mode is, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ComputerMode::Container => {
+                "in real containers (the Container binding on the local Docker engine)"
+            }
+            ComputerMode::LocalProcess => {
+                "as a local process (stead-computer on the host; no Docker engine)"
+            }
+        }
+    }
+}
+
+/// Runs the Docker CLI; its standard output, or why it failed.
+pub fn docker(args: &[&str]) -> Result<String, String> {
+    let output = Command::new("docker")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("docker {}: {e}", args.join(" ")))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    } else {
+        Err(format!(
+            "docker {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// Builds the container-side program once per process; returns its path.
+pub fn build_computer() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let binary = repo_root().join("target/release/stead-computer");
+            if std::env::var("STEAD_SKIP_BUILD").as_deref() == Ok("1") && binary.exists() {
+                return binary;
+            }
+            let status = Command::new("cargo")
+                .args(["build", "--release", "-p", "stead-computer"])
+                .current_dir(repo_root())
+                .status()
+                .expect("run cargo build");
+            assert!(status.success(), "building stead-computer failed");
+            binary
+        })
+        .clone()
+}
+
+/// The container-side program as a local process, serving every agent of
+/// one runtime, each in its own directory.
+pub struct ComputerProcess {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl ComputerProcess {
+    /// Starts the program on `port` with its workspaces under `dir`.
+    pub fn start(dir: &Path, port: u16) -> ComputerProcess {
+        let binary = build_computer();
+        std::fs::create_dir_all(dir).expect("computer dir");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.with_extension("log"))
+            .expect("computer log");
+        let mut command = Command::new(binary);
+        command
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--per-container"])
+            .arg("--root")
+            .arg(dir.join("workspaces"))
+            .arg("--state")
+            .arg(dir.join("state"));
+        // SAFETY: getuid(2) cannot fail and touches no memory.
+        if unsafe { libc::getuid() } == 0 {
+            // The program never runs commands as root.
+            command.args(["--run-as", "nobody"]);
+        }
+        let child = command
+            .env("STEAD_COMPUTER_SECRET", DEV_COMPUTER_SECRET)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .spawn()
+            .expect("start stead-computer");
+        let mut process = ComputerProcess {
+            child,
+            port,
+            dir: dir.to_path_buf(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if ureq::get(&format!("{}/health", process.url()))
+                .call()
+                .is_ok()
+            {
+                return process;
+            }
+            if let Ok(Some(status)) = process.child.try_wait() {
+                panic!("stead-computer exited at start ({status}); see its log");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("stead-computer did not become ready");
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The directory holding agent `agent`'s copy of its workspace.
+    pub fn workspace(&self, agent: &str) -> PathBuf {
+        self.dir.join("workspaces").join(agent)
+    }
+
+    /// Kills the program at once (SIGKILL), as a vanished container.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Sends SIGTERM, as the platform stopping a container, and waits (at
+    /// most `patience`) for the program to exit; whether it did.
+    pub fn terminate(&mut self, patience: Duration) -> bool {
+        signal(self.child.id(), libc::SIGTERM);
+        let deadline = Instant::now() + patience;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Starts a fresh program on the same port (its disk wiped), after
+    /// killing this one if it still runs.
+    pub fn restart(&mut self) {
+        self.kill();
+        *self = ComputerProcess::start(&self.dir, self.port);
+    }
+}
+
+impl Drop for ComputerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn signal(pid: u32, signal: i32) {
+    // SAFETY: kill(2) on our own child; no memory is involved.
+    unsafe {
+        libc::kill(pid as i32, signal);
+    }
+}
+
+/// The computer side of one runtime.
+pub(crate) enum Computers {
+    Containers,
+    Local(Mutex<ComputerProcess>),
+}
+
+impl Computers {
+    pub(crate) fn local(&self) -> Option<MutexGuard<'_, ComputerProcess>> {
+        match self {
+            Computers::Containers => None,
+            Computers::Local(process) => Some(process.lock().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+}
+
+/// One agent's computer, seen from outside: found with
+/// [`crate::Runtime::machine`] while the agent's computer is idle.
+pub enum Machine<'a> {
+    /// A real container, by name (`workerd-<session>-<app>-<object id>`).
+    Container { name: String },
+    /// The runtime's local program, serving this agent in its directory.
+    Local {
+        process: &'a Mutex<ComputerProcess>,
+        agent: String,
+    },
+}
+
+impl Machine<'_> {
+    /// Finds agent `agent`'s container: the command's hostname is that of
+    /// the sidecar whose network the container shares, and the container
+    /// is named as the sidecar without its `-proxy` suffix. Runs a command
+    /// on the computer (which starts it if needed).
+    pub(crate) fn find_container(client: &Client, agent: &str) -> Machine<'static> {
+        let reply = client.tool(
+            agent,
+            "exec",
+            serde_json::json!({ "command": "hostname", "backend": "computer" }),
+        );
+        let out = reply.json();
+        assert_eq!(out["exit_code"], 0, "hostname on the computer: {out}");
+        let host = out["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let sidecar = docker(&["inspect", "--format", "{{.Name}}", &host])
+            .unwrap_or_else(|e| panic!("the computer's sidecar {host}: {e}"));
+        let name = sidecar
+            .trim_start_matches('/')
+            .strip_suffix("-proxy")
+            .unwrap_or_else(|| panic!("{sidecar} is not a container sidecar"))
+            .to_string();
+        Machine::Container { name }
+    }
+
+    /// Kills the computer at once (SIGKILL), as a container that vanishes;
+    /// the next command finds a fresh one.
+    pub fn kill(&self) {
+        match self {
+            Machine::Container { name } => {
+                docker(&["kill", name]).unwrap_or_else(|e| panic!("{e}"));
+            }
+            Machine::Local { process, .. } => lock(process).restart(),
+        }
+    }
+
+    /// Stops the computer as the platform does (SIGTERM to its program),
+    /// waits until it has exited (panics after `patience`), and leaves the
+    /// next command a fresh one.
+    pub fn terminate(&self, patience: Duration) {
+        match self {
+            Machine::Container { name } => {
+                docker(&["kill", "--signal", "TERM", name]).unwrap_or_else(|e| panic!("{e}"));
+                let deadline = Instant::now() + patience;
+                while self.is_running() {
+                    assert!(
+                        Instant::now() < deadline,
+                        "{name} still runs {patience:?} after SIGTERM"
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+            Machine::Local { process, .. } => {
+                let mut process = lock(process);
+                assert!(
+                    process.terminate(patience),
+                    "stead-computer still runs {patience:?} after SIGTERM"
+                );
+                process.restart();
+            }
+        }
+    }
+
+    /// Sends SIGTERM to the computer's program, as the platform does when
+    /// it stops a container, and returns at once: the program drains the
+    /// command it stopped while the `Computer` object replaces it for the
+    /// next one. (The local program has no owner to replace it, so there
+    /// this waits for it to exit, at most `patience`, and restarts it.)
+    pub fn ask_to_stop(&self, patience: Duration) {
+        match self {
+            Machine::Container { name } => {
+                docker(&["kill", "--signal", "TERM", name]).unwrap_or_else(|e| panic!("{e}"));
+            }
+            Machine::Local { .. } => self.terminate(patience),
+        }
+    }
+
+    /// Whether the computer runs (the local program always counts as
+    /// running: it serves every agent).
+    pub fn is_running(&self) -> bool {
+        match self {
+            Machine::Container { name } => {
+                docker(&["inspect", "--format", "{{.State.Running}}", name]).as_deref()
+                    == Ok("true")
+            }
+            Machine::Local { .. } => true,
+        }
+    }
+
+    /// The environment the computer's program was started with (the
+    /// container's configuration; for the local program, what the harness
+    /// gave it).
+    pub fn environment(&self) -> Vec<(String, String)> {
+        match self {
+            Machine::Container { name } => {
+                let text = docker(&["inspect", "--format", "{{json .Config.Env}}", name])
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let list: Vec<String> = serde_json::from_str(&text).expect("env list");
+                list.iter()
+                    .filter_map(|pair| pair.split_once('='))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            }
+            Machine::Local { .. } => vec![(
+                "STEAD_COMPUTER_SECRET".to_string(),
+                DEV_COMPUTER_SECRET.to_string(),
+            )],
+        }
+    }
+
+    /// The HTTP status the computer's program answers `GET path` with,
+    /// sent with `Authorization: Bearer <secret>` from beside it (inside
+    /// the container, or on the host to the local program).
+    pub fn status_with_secret(&self, path: &str, secret: &str) -> u16 {
+        match self {
+            Machine::Container { name } => {
+                let url = format!("http://127.0.0.1:8080{path}");
+                let auth = format!("Authorization: Bearer {secret}");
+                let code = docker(&[
+                    "exec",
+                    name,
+                    "curl",
+                    "-s",
+                    "-o",
+                    "/dev/null",
+                    "-w",
+                    "%{http_code}",
+                    "-H",
+                    &auth,
+                    &url,
+                ])
+                .unwrap_or_else(|e| panic!("{e}"));
+                code.parse()
+                    .unwrap_or_else(|_| panic!("curl said {code:?}"))
+            }
+            Machine::Local { process, agent } => {
+                let url = format!("{}{path}", lock(process).url());
+                let agent_config = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build();
+                let client: ureq::Agent = agent_config.into();
+                client
+                    .get(&url)
+                    .header("authorization", &format!("Bearer {secret}"))
+                    .header("x-stead-container", agent)
+                    .call()
+                    .map(|r| r.status().as_u16())
+                    .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+            }
+        }
+    }
+}
+
+fn lock(process: &Mutex<ComputerProcess>) -> MutexGuard<'_, ComputerProcess> {
+    process.lock().unwrap_or_else(|e| e.into_inner())
+}

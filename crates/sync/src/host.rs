@@ -1,0 +1,97 @@
+//! Between the workspace's Durable Object and the `Computer` Durable Object
+//! that owns the agent's container: what the workspace side may ask of the
+//! container's owner beyond forwarding protocol requests.
+//!
+//! Every protocol request the workspace side sends carries
+//! [`crate::IDLE_HEADER`]: the agent's idle setting, which the `Computer` object
+//! keeps and applies from then on. The container is stopped once it has
+//! been idle that long, measured from the last request (a command that is
+//! still running counts as activity); a released computer costs nothing,
+//! and the next command starts a fresh one and gets the full manifest.
+//!
+//! Two routes of the `Computer` object itself (never forwarded):
+//!
+//! - `GET` [`STATE_PATH`] → [`ComputerState`];
+//! - `POST` [`STOP_PATH`] → [`ComputerState`] after releasing the container
+//!   at once (a command running on it is lost, as when a container
+//!   vanishes; the workspace is unchanged).
+
+use serde::{Deserialize, Serialize};
+
+/// The idle timeout when the workspace side sends none.
+pub const DEFAULT_IDLE_MS: u64 = 10 * 60 * 1000;
+
+/// The `Computer` object's state route.
+pub const STATE_PATH: &str = "/computer/state";
+
+/// The `Computer` object's stop route.
+pub const STOP_PATH: &str = "/computer/stop";
+
+/// Where the computer is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lifecycle {
+    /// No container runs (never started, released, or gone).
+    Stopped,
+    /// A container was started and its program has not answered yet.
+    Starting,
+    /// The program answers.
+    Running,
+}
+
+/// How the computer is provided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provision {
+    /// A container per agent through the Container binding.
+    Container,
+    /// One local program for all agents (development without containers):
+    /// it is never stopped or released by the `Computer` object.
+    LocalProcess,
+}
+
+/// `GET /computer/state` (and the answer to a stop).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComputerState {
+    pub state: Lifecycle,
+    pub provision: Provision,
+    /// The container program's instance id (new at every start).
+    pub instance: Option<String>,
+    /// When the running container was started (ms since the epoch).
+    pub started_ms: Option<i64>,
+    /// When the computer last served a request.
+    pub last_used_ms: Option<i64>,
+    /// The idle timeout in force.
+    pub idle_ms: u64,
+    /// When the container will be released if nothing happens before.
+    pub idle_deadline_ms: Option<i64>,
+    /// What the container runs: the program's build identity.
+    pub image: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_travel_as_lowercase_words() {
+        let state = ComputerState {
+            state: Lifecycle::Starting,
+            provision: Provision::LocalProcess,
+            instance: None,
+            started_ms: Some(1),
+            last_used_ms: None,
+            idle_ms: DEFAULT_IDLE_MS,
+            idle_deadline_ms: None,
+            image: None,
+        };
+        let text = serde_json::to_value(&state).unwrap();
+        assert_eq!(text["state"], "starting");
+        assert_eq!(text["provision"], "local-process");
+        assert_eq!(text["idle_ms"], 600_000);
+        assert_eq!(
+            serde_json::from_value::<ComputerState>(text).unwrap(),
+            state
+        );
+    }
+}
