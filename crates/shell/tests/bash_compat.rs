@@ -301,3 +301,19 @@ fn interactive_shell_history_and_fatal_errors() {
          c=127\nf=1\nbad=2\nic\nhere\n",
     );
 }
+
+/// `umask` (octal and symbolic) gives the mode of files redirections
+/// create; `ulimit` keeps soft and hard limits with the kernel's rules
+/// (soft at most hard, hard only lowered); `exit` with extra arguments
+/// refuses and stays.
+#[test]
+fn umask_ulimit_and_exit_arguments() {
+    check(
+        "umask 0002; echo a > one; umask g-w,o-w; echo b > two; stat -c '%a' one two; umask; umask -S\n\
+         ulimit -f; ulimit -t 100; ulimit -t; ulimit -H -t 200; echo raise=$?; ulimit -S -t 150; echo over=$?\n\
+         ulimit -t zz; echo bad=$?\n\
+         exit 7 8 9\n\
+         echo status=$?",
+        "664\n644\n0022\nu=rwx,g=rx,o=rx\nunlimited\n100\nraise=1\nover=1\nbad=1\nstatus=1\n",
+    );
+}

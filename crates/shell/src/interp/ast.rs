@@ -25,6 +25,8 @@ pub struct Item {
 #[derive(Debug, Clone)]
 pub struct Pipeline {
     pub negate: bool,
+    /// `time`: its run time goes to stderr.
+    pub timed: bool,
     pub cmds: Vec<Command>,
     /// The line it starts on (1-based, within its source text).
     pub line: usize,

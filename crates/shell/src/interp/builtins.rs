@@ -64,12 +64,8 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("hash", super::search::hash),
     ("history", super::history::history),
     ("fc", super::history::fc),
-    ("umask", |sh, args| {
-        if args.len() == 1 {
-            sh.out("0022\n")?;
-        }
-        Ok(0)
-    }),
+    ("umask", super::resources::umask),
+    ("ulimit", super::resources::ulimit),
     ("exec", exec_builtin),
     ("times", |sh, _| {
         sh.out("0m0.000s 0m0.000s\n0m0.000s 0m0.000s\n")?;
@@ -1129,6 +1125,11 @@ fn status_arg(sh: &mut Shell, args: &[String], name: &str) -> R<Result<i32, i32>
 }
 
 fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
+    // A numeric first argument with more after it: bash refuses, stays.
+    if args.len() > 2 && args[1].trim().parse::<i64>().is_ok() {
+        sh.err_line("exit: too many arguments")?;
+        return Ok(1);
+    }
     let status = match status_arg(sh, args, "exit")? {
         Ok(s) | Err(s) => s,
     };

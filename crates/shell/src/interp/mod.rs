@@ -35,6 +35,7 @@ mod pattern;
 mod print;
 pub mod printf;
 mod redirect;
+mod resources;
 mod search;
 mod traps;
 mod vars;
@@ -181,6 +182,10 @@ pub struct State {
     pub interactive: bool,
     /// Running a `bash -c` text (not a script file).
     pub command_text: bool,
+    /// `ulimit`'s settings.
+    pub limits: resources::Limits,
+    /// `umask`.
+    pub umask: u32,
     pub history: history::History,
 }
 
@@ -195,6 +200,9 @@ pub struct Slot {
     pub open: bool,
     /// Opened by `exec`: written to the file after every command.
     pub direct: bool,
+    /// The mode to give the file the slot creates, when the `umask` makes
+    /// it other than the usual `0644`.
+    pub mode: Option<u32>,
 }
 
 /// A readable input with a shared position.
@@ -301,6 +309,8 @@ impl<'a> Shell<'a> {
                 hashed: BTreeMap::new(),
                 interactive: false,
                 command_text: false,
+                limits: Default::default(),
+                umask: 0o022,
                 history: Default::default(),
             },
             status: 0,
@@ -343,6 +353,7 @@ impl<'a> Shell<'a> {
             replace: false,
             open: true,
             direct: false,
+            mode: None,
         });
         self.slots.len() - 1
     }
@@ -367,6 +378,7 @@ impl<'a> Shell<'a> {
         let bytes = std::mem::take(&mut slot.out).into_bytes();
         let file = slot.file.take();
         let replace = std::mem::replace(&mut slot.replace, false);
+        let mode = slot.mode.take();
         while self.slots.last().is_some_and(|s| !s.open) && self.slots.len() > 2 {
             self.slots.pop();
         }
@@ -375,6 +387,7 @@ impl<'a> Shell<'a> {
         }
         if let Some(path) = file {
             if !bytes.is_empty() || replace {
+                let (bytes, too_large) = self.within_file_size(&path, bytes, replace);
                 self.budget.charge_write(bytes.len() as u64)?;
                 let written = if replace {
                     self.fs.write(&path, &bytes)
@@ -384,6 +397,13 @@ impl<'a> Shell<'a> {
                 if let Err(e) = written {
                     let msg = format!("{}: {}", path.as_str(), utils::strerror(&e));
                     self.err_line(&msg)?;
+                }
+                if let Some(mode) = mode {
+                    let _ = self.fs.chmod(&path, mode);
+                }
+                if too_large {
+                    // SIGXFSZ ends the (sub)shell, as the kernel does.
+                    return Err(Flow::Abort(Abort::Exit(128 + 25)));
                 }
             }
         }
@@ -549,6 +569,74 @@ impl<'a> Shell<'a> {
     }
 
     fn run_pipeline(&mut self, pipe: &Pipeline) -> R<()> {
+        if !pipe.timed {
+            return self.run_untimed(pipe);
+        }
+        let start = self.clock.now_ms();
+        let r = self.run_untimed(pipe);
+        let elapsed = self.clock.now_ms().saturating_sub(start);
+        self.report_time(elapsed)?;
+        r
+    }
+
+    /// `time`'s report, in `$TIMEFORMAT` (bash's default when unset). The
+    /// isolate measures wall time only: user and system time show as 0.
+    fn report_time(&mut self, elapsed_ms: u64) -> R<()> {
+        let format = self
+            .get_scalar("TIMEFORMAT")
+            .unwrap_or_else(|| "\nreal\t%3lR\nuser\t%3lU\nsys\t%3lS".to_string());
+        let seconds = elapsed_ms as f64 / 1000.0;
+        let mut out = String::new();
+        let mut chars = format.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            let mut precision = 3;
+            let mut long = false;
+            while let Some(&d) = chars.peek() {
+                match d {
+                    '0'..='9' => precision = d.to_digit(10).unwrap_or(3).min(3) as usize,
+                    'l' => long = true,
+                    _ => break,
+                }
+                chars.next();
+            }
+            let value = match chars.next() {
+                Some('R') => seconds,
+                Some('U') | Some('S') => 0.0,
+                Some('P') => {
+                    out.push_str(&format!("{:.*}", precision, 0.0));
+                    continue;
+                }
+                Some('%') => {
+                    out.push('%');
+                    continue;
+                }
+                Some(other) => {
+                    out.push('%');
+                    out.push(other);
+                    continue;
+                }
+                None => break,
+            };
+            if long {
+                let minutes = (value / 60.0).floor();
+                out.push_str(&format!(
+                    "{minutes}m{:.*}s",
+                    precision,
+                    value - minutes * 60.0
+                ));
+            } else {
+                out.push_str(&format!("{:.*}", precision, value));
+            }
+        }
+        out.push('\n');
+        self.write_fd(2, out.as_bytes())
+    }
+
+    fn run_untimed(&mut self, pipe: &Pipeline) -> R<()> {
         self.line = self.line_base + pipe.line;
         if pipe.negate {
             self.no_errexit += 1;

@@ -419,9 +419,11 @@ impl Parser {
         self.skip_space();
         let line = self.line();
         let mut negate = false;
+        let mut timed = false;
         loop {
             if self.at_reserved("time") && self.word_ends_after(4) {
                 self.pos += 4;
+                timed = true;
                 self.skip_space();
                 if self.starts("-p ") {
                     self.pos += 2;
@@ -458,7 +460,12 @@ impl Parser {
                 break;
             }
         }
-        Ok(Pipeline { negate, cmds, line })
+        Ok(Pipeline {
+            negate,
+            timed,
+            cmds,
+            line,
+        })
     }
 
     fn command(&mut self) -> PResult<Command> {
