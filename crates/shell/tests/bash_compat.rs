@@ -317,3 +317,23 @@ fn umask_ulimit_and_exit_arguments() {
         "664\n644\n0022\nu=rwx,g=rx,o=rx\nunlimited\n100\nraise=1\nover=1\nbad=1\nstatus=1\n",
     );
 }
+
+/// `$[expr]` is arithmetic; a leading 0 is octal; `${#...}` is a length only
+/// before a whole parameter name; a tilde expands (and matches literally)
+/// in `[[ ]]` patterns and regexes; extglob groups expand their words;
+/// a unary test operator needs its operand.
+#[test]
+fn arith_length_tilde_and_extglob_words() {
+    check(
+        "echo $[1+2] $[ 2 * 3 ]\necho $(( 010 + 0x10 )) $(( -010 ))\n\
+         x=abc; set -- a b; echo ${#x} ${##} ${#-} ${#?}\n\
+         [[ -q ]]; echo $?\n\
+         HOME=/h; [[ /h/x == ~/* ]] && echo tilde-lit\n\
+         [[ ~ =~ ^/h ]] && echo tilde-re\n\
+         shopt -s extglob\n\
+         y=b; [[ b == @($y|c) ]] && echo ext-var\n\
+         [[ 'a b' == @('a b'|c) ]] && echo ext-quoted",
+        "3 6\n24 -8\n3 1 2 1\n0\ntilde-lit\ntilde-re\next-var\next-quoted\n",
+    );
+    assert_eq!(sh("echo a\n[[ -n ]]\necho b").0, "a\n");
+}

@@ -59,7 +59,8 @@ impl Shell<'_> {
         for p in &w.0 {
             match p {
                 Part::Quoted(s) => pat.push_str(&regex::escape(s)),
-                Part::Double(_) => {
+                // A quoted part, or a tilde's directory, matches literally.
+                Part::Double(_) | Part::Tilde(_) => {
                     let s = self.expand_single(&Word(vec![p.clone()]))?;
                     pat.push_str(&regex::escape(&s));
                 }

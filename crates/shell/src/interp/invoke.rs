@@ -291,6 +291,7 @@ impl Shell<'_> {
             if self.st.opts.expand_aliases {
                 parser.set_aliases(self.st.aliases.clone());
             }
+            parser.set_extglob(self.st.opts.extglob);
             let start = parser.position();
             let parsed = parser.next_command_line();
             let line = parser.text_since(start);

@@ -490,6 +490,7 @@ impl<'a> Shell<'a> {
             if self.st.opts.expand_aliases {
                 parser.set_aliases(self.st.aliases.clone());
             }
+            parser.set_extglob(self.st.opts.extglob);
             let prog = match parser.next_command_line() {
                 None => return Ok(self.status),
                 Some(Ok(prog)) => prog,

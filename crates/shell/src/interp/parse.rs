@@ -31,6 +31,8 @@ pub struct Parser {
     skip_at: Option<(usize, usize)>,
     /// Inside `"${...}"` (single quotes are literal in `:-` words).
     pub(super) in_dq: bool,
+    /// `shopt -s extglob` was on when the command was read.
+    extglob: bool,
 }
 
 const RESERVED_END: &[&str] = &[
@@ -73,7 +75,13 @@ impl Parser {
             alias_blank_at: None,
             skip_at: None,
             in_dq: false,
+            extglob: false,
         }
+    }
+
+    /// Whether `extglob` is on for what is read from now on.
+    pub fn set_extglob(&mut self, on: bool) {
+        self.extglob = on;
     }
 
     /// Sets the aliases expanded from now on.
@@ -841,7 +849,9 @@ impl Parser {
 
     fn cond_not(&mut self) -> PResult<Cond> {
         self.skip_space_nl()?;
-        if self.peek() == Some('!') && self.word_ends_after(1) {
+        // With extglob on, `!(...)` is a pattern word, not a negation.
+        let ext_word = self.extglob && self.peek_at(1) == Some('(');
+        if self.peek() == Some('!') && self.word_ends_after(1) && !ext_word {
             self.pos += 1;
             return Ok(Cond::Not(Box::new(self.cond_not()?)));
         }
@@ -869,7 +879,10 @@ impl Parser {
     fn cond_primary(&mut self) -> PResult<Cond> {
         let first = self.cond_word()?;
         if let Some(op) = first.as_lit() {
-            if op.len() == 2 && op.starts_with('-') && !self.cond_next_is_end() {
+            if is_unary_test(op) {
+                if self.cond_next_is_end() {
+                    return Err("unexpected argument `]]' to conditional unary operator".into());
+                }
                 let op = op.to_string();
                 let arg = self.cond_word()?;
                 return Ok(Cond::Unary(op, arg));
@@ -928,11 +941,13 @@ impl Parser {
             || (self.src.get(i) == Some(&'|') && self.src.get(i + 1) == Some(&'|'))
     }
 
-    /// The right side of `=~`: parentheses and `|` are part of the regex.
+    /// The right side of `=~`: a word in which parentheses nest (and may
+    /// hold blanks), and a leading `~` expands.
     fn regex_word(&mut self) -> PResult<Word> {
         let mut parts = Vec::new();
         let mut depth = 0;
         let mut lit = String::new();
+        let start = self.pos;
         while let Some(c) = self.peek() {
             if depth == 0 && (c == ' ' || c == '\t' || c == '\n') {
                 break;
@@ -941,6 +956,7 @@ impl Parser {
                 break;
             }
             match c {
+                '~' if self.pos == start => self.tilde(&mut parts, &mut lit),
                 '(' => {
                     depth += 1;
                     lit.push(c);
@@ -1301,6 +1317,38 @@ fn split_top(text: &str, sep: char) -> Vec<&str> {
     }
     parts.push(&text[start..]);
     parts
+}
+
+/// The unary operators of `[[ ]]` and `test`.
+pub fn is_unary_test(op: &str) -> bool {
+    matches!(
+        op,
+        "-a" | "-b"
+            | "-c"
+            | "-d"
+            | "-e"
+            | "-f"
+            | "-g"
+            | "-h"
+            | "-k"
+            | "-p"
+            | "-r"
+            | "-s"
+            | "-t"
+            | "-u"
+            | "-w"
+            | "-x"
+            | "-G"
+            | "-L"
+            | "-N"
+            | "-O"
+            | "-S"
+            | "-z"
+            | "-n"
+            | "-o"
+            | "-v"
+            | "-R"
+    )
 }
 
 fn is_decl(word: &Word) -> bool {

@@ -34,7 +34,7 @@ impl Parser {
                     self.tilde(&mut parts, &mut lit);
                 }
                 '@' | '*' | '+' | '?' | '!' if self.peek_at(1) == Some('(') => {
-                    self.extglob(&mut lit);
+                    self.extglob(&mut parts, &mut lit)?;
                 }
                 '\\' | '\'' | '"' | '$' | '`' => {
                     flush(&mut parts, &mut lit);
@@ -68,7 +68,7 @@ impl Parser {
         Ok(())
     }
 
-    fn tilde(&mut self, parts: &mut Vec<Part>, lit: &mut String) {
+    pub(super) fn tilde(&mut self, parts: &mut Vec<Part>, lit: &mut String) {
         let mut i = self.pos + 1;
         let mut name = String::new();
         while let Some(&c) = self.src.get(i) {
@@ -87,28 +87,28 @@ impl Parser {
         parts.push(Part::Tilde(name));
     }
 
-    fn extglob(&mut self, lit: &mut String) {
+    /// An extended glob `@(a|b)`: its operators are pattern text, what is
+    /// inside is expanded as any word is (`@($x|'lit')`), blanks included.
+    fn extglob(&mut self, parts: &mut Vec<Part>, lit: &mut String) -> PResult<()> {
         let mut depth = 0;
         while let Some(c) = self.peek() {
-            lit.push(c);
-            self.pos += 1;
             match c {
+                '\\' | '\'' | '"' | '$' | '`' => {
+                    flush(parts, lit);
+                    self.word_piece(parts, lit, false)?;
+                    continue;
+                }
                 '(' => depth += 1,
-                ')' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return;
-                    }
-                }
-                '\\' => {
-                    if let Some(n) = self.peek() {
-                        lit.push(n);
-                        self.pos += 1;
-                    }
-                }
+                ')' => depth -= 1,
                 _ => {}
             }
+            lit.push(c);
+            self.pos += 1;
+            if depth == 0 && c == ')' {
+                return Ok(());
+            }
         }
+        Ok(())
     }
 
     /// One quoted piece or expansion at `\`, `'`, `"`, `$` or a backquote.
@@ -255,6 +255,18 @@ impl Parser {
                 self.close_paren()?;
                 Ok(Part::Command(Rc::new(prog)))
             }
+            // `$[expr]`: bash's old spelling of `$((expr))`.
+            '[' => {
+                let save = self.pos;
+                self.pos += 1;
+                match self.bracket_arith_text() {
+                    Some(text) => Ok(Part::Arith(self.make_arith(&text)?)),
+                    None => {
+                        self.pos = save;
+                        Ok(Part::Lit("$".into()))
+                    }
+                }
+            }
             '{' => {
                 self.pos += 1;
                 let start = self.pos;
@@ -293,6 +305,23 @@ impl Parser {
             }
             _ => Ok(Part::Lit("$".into())),
         }
+    }
+
+    /// The text of `$[...]` up to its matching `]`.
+    fn bracket_arith_text(&mut self) -> Option<String> {
+        let mut depth = 0;
+        let mut text = String::new();
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            match c {
+                '[' => depth += 1,
+                ']' if depth == 0 => return Some(text),
+                ']' => depth -= 1,
+                _ => {}
+            }
+            text.push(c);
+        }
+        None
     }
 
     /// `${...}` that does not parse, from `start` (after `${`) to its `}`.
@@ -340,11 +369,37 @@ impl Parser {
         Ok(text)
     }
 
+    /// After `${`, at `#`: whether it is `${#name}` (a length) rather than
+    /// the parameter `#` with an operator (`${#-x}`, `${##2}`, `${###}`):
+    /// a length needs a whole parameter name, then `}` or `[`.
+    fn is_length_op(&self) -> bool {
+        let at = |n: usize| self.peek_at(n);
+        let end = match at(1) {
+            Some(c) if c.is_ascii_alphabetic() || c == '_' => {
+                let mut n = 2;
+                while at(n).is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    n += 1;
+                }
+                n
+            }
+            Some(c) if c.is_ascii_digit() => {
+                let mut n = 2;
+                while at(n).is_some_and(|c| c.is_ascii_digit()) {
+                    n += 1;
+                }
+                n
+            }
+            Some('@' | '*' | '#' | '?' | '$' | '!' | '-') => 2,
+            _ => return false,
+        };
+        matches!(at(end), Some('}' | '['))
+    }
+
     fn braced_param(&mut self) -> PResult<Part> {
         let bad = || "bad substitution".to_string();
         let mut length = false;
         let mut indirect = false;
-        if self.peek() == Some('#') && !matches!(self.peek_at(1), Some('}')) {
+        if self.peek() == Some('#') && self.is_length_op() {
             length = true;
             self.pos += 1;
         } else if self.peek() == Some('!') && !matches!(self.peek_at(1), Some('}')) {
