@@ -26,6 +26,10 @@ pub enum Access {
     /// A hook call: no bearer credential, the hook's own secret instead,
     /// which the agent checks.
     HookSecret,
+    /// Any credential for the agent: what it may then do is checked per
+    /// call (the MCP endpoint, whose tool calls are dispatched like their
+    /// HTTP twins).
+    Credential,
 }
 
 /// Whether an action is recorded in the audit log, and under what name.
@@ -75,6 +79,8 @@ impl Action {
             Action::Info | Action::Ping | Action::Download(_) | Action::Socket => {
                 reads(Scope::Read)
             }
+            // Each tool call is authorized and audited as its HTTP twin.
+            Action::Mcp => policy(Access::Credential, Audit::ReadOnly),
             Action::Jobs
             | Action::Job(_)
             | Action::JobOutput(_)
@@ -129,6 +135,10 @@ impl Access {
                 .or_else(|_| caller.require(Scope::ExecComputer)),
             // The hook's own secret is checked by the agent.
             Access::HookSecret => Ok(()),
+            Access::Credential => match caller {
+                Caller::Admin | Caller::Token { .. } => Ok(()),
+                Caller::Anonymous => Err(ApiError::Unauthorized),
+            },
         }
     }
 }

@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use super::arith;
 use super::ast::*;
+use crate::limits::{too_deep_message, MAX_PARSE_DEPTH};
 
 pub type PResult<T> = Result<T, String>;
 
@@ -33,6 +34,9 @@ pub struct Parser {
     pub(super) in_dq: bool,
     /// `shopt -s extglob` was on when the command was read.
     extglob: bool,
+    /// Nesting of lists, `[[ ]]` groups and `${...}` being parsed (that of
+    /// the enclosing text included, for a parser of a nested text).
+    depth: usize,
 }
 
 const RESERVED_END: &[&str] = &[
@@ -41,7 +45,13 @@ const RESERVED_END: &[&str] = &[
 
 /// Parses a whole script.
 pub fn parse_script(src: &str) -> PResult<Program> {
+    parse_nested_script(src, 0)
+}
+
+/// Parses a whole script nested `depth` levels inside another text.
+fn parse_nested_script(src: &str, depth: usize) -> PResult<Program> {
     let mut p = Parser::new(src);
+    p.depth = depth;
     let prog = p.program()?;
     p.skip_space_nl()?;
     if p.pos < p.src.len() {
@@ -76,7 +86,30 @@ impl Parser {
             skip_at: None,
             in_dq: false,
             extglob: false,
+            depth: 0,
         }
+    }
+
+    /// A parser for `text` nested in what this one parses (a here-document
+    /// body, an arithmetic word): it shares this one's depth.
+    pub(super) fn nested(&self, text: &str) -> Parser {
+        let mut sub = Parser::new(text);
+        sub.depth = self.depth;
+        sub
+    }
+
+    /// Runs `f` one nesting level deeper. Every recursion of the grammar
+    /// passes through here, so text nested deeper than
+    /// [`MAX_PARSE_DEPTH`] is a syntax error rather than a stack overflow
+    /// (the parser recurses once per level).
+    pub(super) fn nest<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        if self.depth >= MAX_PARSE_DEPTH {
+            return Err(format!("syntax error: {}", too_deep_message()));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
 
     /// Whether `extglob` is on for what is read from now on.
@@ -344,6 +377,10 @@ impl Parser {
 
     /// Parses a list up to something that cannot start a command.
     pub fn program(&mut self) -> PResult<Program> {
+        self.nest(Self::list)
+    }
+
+    fn list(&mut self) -> PResult<Program> {
         let mut items = Vec::new();
         loop {
             self.skip_space_nl()?;
@@ -567,7 +604,7 @@ impl Parser {
 
     fn make_arith(&mut self, text: &str) -> PResult<Arith> {
         if text.contains('$') || text.contains('`') || text.contains('"') || text.contains('\'') {
-            let mut sub = Parser::new(text);
+            let mut sub = self.nested(text);
             let parts = sub.dq_parts(None)?;
             return Ok(Arith::Dynamic(Word(parts)));
         }
@@ -739,7 +776,7 @@ impl Parser {
                     None | Some('\n' | ';') => break,
                     _ => {
                         let w = self.word()?;
-                        list.extend(brace_expand(w));
+                        list.extend(brace_expand(w)?);
                     }
                 }
             }
@@ -853,11 +890,11 @@ impl Parser {
         let ext_word = self.extglob && self.peek_at(1) == Some('(');
         if self.peek() == Some('!') && self.word_ends_after(1) && !ext_word {
             self.pos += 1;
-            return Ok(Cond::Not(Box::new(self.cond_not()?)));
+            return Ok(Cond::Not(Box::new(self.nest(Self::cond_not)?)));
         }
         if self.peek() == Some('(') {
             self.pos += 1;
-            let c = self.cond_or()?;
+            let c = self.nest(Self::cond_or)?;
             self.skip_space_nl()?;
             if self.peek() != Some(')') {
                 return Err(self.unexpected());
@@ -1063,7 +1100,7 @@ impl Parser {
                     }
                 }
             }
-            cmd.words.extend(brace_expand(w));
+            cmd.words.extend(brace_expand(w)?);
         }
         if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
             return Err(self.unexpected());
@@ -1186,7 +1223,7 @@ impl Parser {
                 self.pos = save;
             }
             let w = self.word()?;
-            for w in brace_expand(w) {
+            for w in brace_expand(w)? {
                 elems.push((None, w));
             }
         }
