@@ -337,3 +337,98 @@ fn arith_length_tilde_and_extglob_words() {
     );
     assert_eq!(sh("echo a\n[[ -n ]]\necho b").0, "a\n");
 }
+
+/// Recorded with `bash -c` (descriptor 10 free): a `{fd}>` redirection on
+/// its own creates the file and keeps nothing open; `<(` is text in double
+/// quotes and a process substitution in `=~`, numbered from 63 again for each
+/// command; `$\<newline>?`; a backslash before an ordinary character stays in
+/// `"${x-...}"`; `$(< file)`; words that expand to nothing keep the status of
+/// their last command substitution; getopts unsets OPTARG at the end; tilde
+/// expansion after brace expansion; a leading `/` of a `//` pattern; slices
+/// of sparse arrays by index; associative arrays listed in bash's hash order;
+/// empty `$@` elements kept when IFS has no blanks; `BASH_LINENO`; `echo -e`
+/// takes octal only as `\0nnn`.
+#[test]
+fn substitutions_redirections_and_listing_order() {
+    check(
+        r#"{out}>o.txt; test -f o.txt && echo created; : {n}>n.txt; echo "n=$n"
+printf '<%s>\n' "${undef:-<(x)}"
+echo <(true); echo <(true) <(true)
+[[ /dev/fd/63 =~ <(true) ]] && echo re
+echo $\
+?
+echo "${undef-\z}" "${undef-\$}"
+seq 2 3 > f; x=$(< f); echo "[$x]"
+`false`; echo $?
+$(exit 4) $(exit 5); echo $?
+getopts "c:" o -c1; getopts "c:" o -c1; echo "$o/${OPTARG-unset}"
+HOME=/h; echo ~{/src,root}
+x=/_/; echo ${x////c}
+a=(); a[3]=x; a[7]=y; a[9]=z; echo "${a[@]:4:2}"
+declare -A A=([hello]=1 [abc]=3 [zz]=4 [k1]=5); echo "${!A[@]}"
+set -- one "" two; IFS=x; printf '<%s>' $@; echo; IFS=$' \t\n'
+f() { echo "${BASH_LINENO[@]}"; }; f
+echo -e '\1|\0101'
+"#,
+        r#"created
+n=10
+<<(x)>
+/dev/fd/63
+/dev/fd/63 /dev/fd/62
+re
+0
+\z $
+[2
+3]
+1
+5
+?/unset
+/h/src /root
+c_c
+y z
+hello zz k1 abc
+<one><><two>
+17
+\1|A
+"#,
+    );
+}
+
+/// Recorded running the script as a file. `shift`, `break`, `continue` and
+/// `return` with too many operands report it and abandon the rest of the
+/// line (status 1); `alias --`; `unalias`
+/// without operands is a usage error; `eval -z` is an invalid option; a
+/// bad array subscript is reported; `mapfile -O` appends, `-d ''` splits on
+/// NUL; exported arrays stay out of the environment; `cd -P`, `pwd -P`,
+/// `CDPATH`, `cd missing/..` fails.
+#[test]
+fn builtin_usage_errors_and_directories() {
+    check(
+        r#"set -- a b c; shift 1 2; echo not-here
+echo st=$?
+for i in 1; do break 1 2; done; echo not-here
+alias -- foo=bar; alias foo; unalias; echo u=$?; eval -z; echo e=$?
+b=(1); unset -v 'b[-3]'; echo un=$?
+arr=(x y z); printf '%s\n' a b | mapfile -O 2 -t arr; printf '%s\n' a b | { mapfile -O 2 -t arr; echo "${arr[@]}"; }
+printf '%s\0' 1 2 | { mapfile -d '' m; echo "${#m[@]} ${m[1]}"; }
+declare -A k=([a]=1); k_key=a; unset -v 'k[$k_key]'; echo "${#k[@]}"
+mkdir -p /tmp/cd/real/sub; ln -s /tmp/cd/real /tmp/cd/link; cd /tmp/cd/link; pwd; pwd -P; cd -P /tmp/cd/link; pwd
+cd /tmp/cd/missing/.. 2>/dev/null; echo cd=$?
+CDPATH=/tmp/cd/real; cd sub; cd /; echo OLDPWD=$OLDPWD"#,
+        r#"st=1
+alias foo='bar'
+u=2
+e=2
+un=1
+x y a b
+2 2
+0
+/tmp/cd/link
+/tmp/cd/real
+/tmp/cd/real
+cd=1
+/tmp/cd/real/sub
+OLDPWD=/tmp/cd/real/sub
+"#,
+    );
+}

@@ -196,6 +196,8 @@ pub enum Part {
     Tilde(String),
     /// `<(...)` (true) or `>(...)`.
     ProcSub(Rc<Program>, bool),
+    /// `${ ...; }` (false) or `${|...; }` (true, the value of `REPLY`).
+    FunSub(Rc<Program>, bool),
     /// `declare a=(...)`: expands to the name; assigned after the builtin.
     ArrayAssign(Rc<Assign>),
     /// A `${...}` that does not parse: an error when expanded.

@@ -177,6 +177,9 @@ pub struct State {
     /// `pushd`'s saved directories, nearest first.
     pub dir_stack: Vec<String>,
     pub func_names: Vec<String>,
+    /// The line each function in `func_names` was called from
+    /// (`BASH_LINENO`).
+    pub call_lines: Vec<usize>,
     /// Where commands were found (`hash`).
     pub hashed: BTreeMap<String, search::Hashed>,
     /// Started with `-i`.
@@ -343,6 +346,7 @@ impl<'a> Shell<'a> {
                 completions: Vec::new(),
                 dir_stack: Vec::new(),
                 func_names: Vec::new(),
+                call_lines: Vec::new(),
                 hashed: BTreeMap::new(),
                 interactive: false,
                 command_text: false,
@@ -353,7 +357,8 @@ impl<'a> Shell<'a> {
             status: 0,
             slots: Vec::new(),
             fds: vec![None; 10],
-            pipestatus: vec![0],
+            // Empty until a pipeline has run, as in bash.
+            pipestatus: Vec::new(),
             arith_depth: 0,
             line: 1,
             line_base: 0,
@@ -1220,10 +1225,12 @@ impl<'a> Shell<'a> {
 
     fn run_simple(&mut self, cmd: &Simple) -> R<()> {
         self.tick()?;
+        let procsubs_before = self.procsubs.len();
         self.line = self.line_base + cmd.line;
         if self.st.traps.contains_key("DEBUG") {
             self.fire_debug_trap(&cmd.text)?;
         }
+        self.cmdsub_status = None;
         let argv = match self.expand_words(&cmd.words) {
             Ok(v) => v,
             Err(Flow::Error(s)) => {
@@ -1233,7 +1240,10 @@ impl<'a> Shell<'a> {
             Err(e) => return Err(e),
         };
         if argv.is_empty() {
-            return self.run_assign_only(cmd);
+            // Words that expand to nothing (`$(false)`) leave the status of
+            // their last command substitution.
+            let words_status = self.cmdsub_status;
+            return self.run_assign_only(cmd, words_status, procsubs_before);
         }
         let deferred = std::mem::take(&mut self.deferred);
         if self.st.opts.xtrace {
@@ -1285,7 +1295,7 @@ impl<'a> Shell<'a> {
         }
         self.flush_direct()?;
         self.restore_vars(saved_vars, &argv[0]);
-        self.finish_procsubs()?;
+        self.finish_procsubs(procsubs_before)?;
         let status = r?;
         self.status = self.status_after_writes(status);
         Ok(())
@@ -1324,8 +1334,13 @@ impl<'a> Shell<'a> {
 
     /// `x=1 y=$(cmd)`: the words see the `$?` of the previous command (so
     /// `rc=$?` works); the status is the last command substitution's, or 0.
-    fn run_assign_only(&mut self, cmd: &Simple) -> R<()> {
-        let mut last_sub = None;
+    fn run_assign_only(
+        &mut self,
+        cmd: &Simple,
+        words_status: Option<i32>,
+        procsubs_before: usize,
+    ) -> R<()> {
+        let mut last_sub = words_status;
         for a in &cmd.assigns {
             self.cmdsub_status = None;
             // Assigning a readonly variable abandons the line, as bash does.
@@ -1336,20 +1351,34 @@ impl<'a> Shell<'a> {
                 return Err(Flow::Error(1));
             }
             if let Err(e) = self.assign(a) {
-                if let Flow::Error(s) = e {
-                    self.status = s;
-                }
-                return Err(e);
+                return Err(match e {
+                    // A failed assignment (a readonly array's element, a bad
+                    // subscript) abandons the line, as bash does.
+                    Flow::Error(s) => {
+                        self.status = s;
+                        Flow::Error(s)
+                    }
+                    Flow::Fail(s) => {
+                        self.status = s;
+                        self.check_errexit()?;
+                        Flow::Error(s)
+                    }
+                    e => e,
+                });
             }
             if let Some(s) = self.cmdsub_status {
                 last_sub = Some(s);
             }
         }
         if !cmd.redirs.is_empty() {
-            match self.apply_redirs(&cmd.redirs)? {
+            let persisting = self.persist_fds.len();
+            let applied = self.apply_redirs(&cmd.redirs)?;
+            // `{fd}>file` alone: bash opens (and creates) the file, but
+            // neither the descriptor nor the variable lasts.
+            self.persist_fds.truncate(persisting);
+            match applied {
                 Some(saved) => {
                     self.restore_fds(saved)?;
-                    // `{fd}>file` alone: bash opens nothing that lasts.
                     for r in &cmd.redirs {
                         if let Some(name) = &r.var_fd {
                             self.st.vars.remove(name);
@@ -1363,7 +1392,7 @@ impl<'a> Shell<'a> {
             }
         }
         self.status = last_sub.unwrap_or(0);
-        self.finish_procsubs()?;
+        self.finish_procsubs(procsubs_before)?;
         self.check_errexit()
     }
 
@@ -1506,6 +1535,7 @@ impl<'a> Shell<'a> {
         let saved_pos = std::mem::replace(&mut self.st.positional, argv[1..].to_vec());
         self.st.frames.push(Vec::new());
         self.st.func_names.push(f.name.clone());
+        self.st.call_lines.push(self.line);
         self.in_function += 1;
         let saved_loops = std::mem::replace(&mut self.loop_depth, 0);
         let hidden = self.hide_traps_for_function();
@@ -1525,6 +1555,7 @@ impl<'a> Shell<'a> {
         self.loop_depth = saved_loops;
         self.in_function -= 1;
         self.st.func_names.pop();
+        self.st.call_lines.pop();
         if let Some(frame) = self.st.frames.pop() {
             for (name, old) in frame.into_iter().rev() {
                 match old {
@@ -1629,10 +1660,12 @@ impl<'a> Shell<'a> {
     pub fn exported_env(&self) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
         for (name, var) in &self.st.vars {
-            if var.attrs & vars::EXPORT != 0 {
-                if let Some(s) = var.scalar() {
-                    env.insert(name.clone(), s);
-                }
+            // Arrays cannot be in an environment: bash exports only strings.
+            if var.attrs & vars::EXPORT == 0 {
+                continue;
+            }
+            if let Value::Str(s) = &var.value {
+                env.insert(name.clone(), s.clone());
             }
         }
         env
@@ -1735,13 +1768,8 @@ impl<'a> Shell<'a> {
         let path = dir.join(&(63 - n as i64).to_string());
         let mut data = Vec::new();
         if input {
-            let slot = self.open_slot(None);
-            let saved = self.fds[1].replace(Fd::Out(slot));
-            let r = self.subshell(|sh| sh.run_program(prog));
-            self.fds[1] = saved;
-            data = std::mem::take(&mut self.slots[slot].out).into_bytes();
-            self.slots[slot].open = false;
-            self.close_slot(slot)?;
+            let (bytes, r) = self.stdout_of(|sh| sh.subshell(|sh| sh.run_program(prog)))?;
+            data = bytes;
             r?;
         }
         self.budget.charge_write(data.len() as u64)?;
@@ -1751,20 +1779,25 @@ impl<'a> Shell<'a> {
         Ok(path.as_str().to_string())
     }
 
-    /// Runs pending `>(cmd)` consumers with their files as input.
-    fn finish_procsubs(&mut self) -> R<()> {
-        let pending: Vec<(VPath, Rc<Program>)> = self
-            .procsubs
-            .iter_mut()
-            .filter_map(|(p, prog)| prog.take().map(|g| (p.clone(), g)))
-            .collect();
-        for (path, prog) in pending {
-            let data = self.fs.read(&path).unwrap_or_default();
+    /// At the end of a simple command, runs the pending `>(cmd)` consumers
+    /// of the process substitutions it made (from index `first`) with their
+    /// files as input, then removes those files: as in bash, their
+    /// descriptors close with the command, so the next one is `63` again.
+    fn finish_procsubs(&mut self, first: usize) -> R<()> {
+        let first = first.min(self.procsubs.len());
+        let made = self.procsubs.split_off(first);
+        for (path, prog) in &made {
+            let Some(prog) = prog else { continue };
+            let data = self.fs.read(path).unwrap_or_default();
             let saved = self.fds[0].replace(Fd::In(Rc::new(Input::new(data))));
             let status = self.status;
-            self.subshell(|sh| sh.run_program(&prog))?;
+            let r = self.subshell(|sh| sh.run_program(prog));
             self.status = status;
             self.fds[0] = saved;
+            r?;
+        }
+        for (path, _) in made {
+            let _ = self.fs.remove(&path, false);
         }
         Ok(())
     }
@@ -1848,7 +1881,9 @@ fn collect_words(words: &[Word], names: &mut CommandNames) {
 fn collect_parts(parts: &[Part], names: &mut CommandNames) {
     for p in parts {
         match p {
-            Part::Command(prog) | Part::ProcSub(prog, _) => collect_commands(prog, names),
+            Part::Command(prog) | Part::ProcSub(prog, _) | Part::FunSub(prog, _) => {
+                collect_commands(prog, names)
+            }
             Part::Double(inner) => collect_parts(inner, names),
             _ => {}
         }

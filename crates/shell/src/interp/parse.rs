@@ -337,6 +337,11 @@ impl Parser {
         let mut i = self.pos;
         let mut s = String::new();
         while let Some(&c) = self.src.get(i) {
+            if self.proc_sub_at(i) {
+                // `do<(true)` is one word, not the reserved word `do`.
+                s.push_str("<(");
+                break;
+            }
             if is_meta(c) || matches!(c, '"' | '\'' | '\\' | '$' | '`') {
                 break;
             }
@@ -423,8 +428,14 @@ impl Parser {
     fn word_ends_after(&self, n: usize) -> bool {
         match self.src.get(self.pos + n) {
             None => true,
-            Some(&c) => is_meta(c),
+            Some(&c) => is_meta(c) && !self.proc_sub_at(self.pos + n),
         }
+    }
+
+    /// Whether a process substitution `<(` or `>(` starts at `i`: it
+    /// continues a word rather than ending it.
+    fn proc_sub_at(&self, i: usize) -> bool {
+        matches!(self.src.get(i), Some('<' | '>')) && self.src.get(i + 1) == Some(&'(')
     }
 
     /// The source text from `start` to the current position, blanks trimmed.
@@ -994,6 +1005,9 @@ impl Parser {
             }
             match c {
                 '~' if self.pos == start => self.tilde(&mut parts, &mut lit),
+                '<' | '>' if self.peek_at(1) == Some('(') => {
+                    self.proc_sub(&mut parts, &mut lit, c)?;
+                }
                 '(' => {
                     depth += 1;
                     lit.push(c);
@@ -1302,8 +1316,10 @@ impl Parser {
         self.skip_space();
         if op == RedirOp::HereDoc {
             let strip_tabs = tok == "<<-";
-            let delim_word = self.word()?;
-            let (delim, quoted) = heredoc_delim(&delim_word);
+            let word_start = self.pos;
+            self.word()?;
+            let raw: String = self.src[word_start..self.pos].iter().collect();
+            let (delim, quoted) = heredoc_delim(&raw);
             let head = self.text_from(start);
             let (body, lines) = self.heredoc_body(&delim, quoted, strip_tabs)?;
             return Ok(Some(Redir {
@@ -1420,30 +1436,35 @@ fn add_redir(cmd: &mut Command, r: Redir) {
     }
 }
 
-fn heredoc_delim(word: &Word) -> (String, bool) {
+/// A here-document's delimiter: the word as written, with quotes removed
+/// and nothing expanded (`<<${a}` ends at a line `${a}`); whether any of it
+/// was quoted (then the body is not expanded).
+fn heredoc_delim(raw: &str) -> (String, bool) {
     let mut text = String::new();
     let mut quoted = false;
-    fn walk(parts: &[Part], text: &mut String, quoted: &mut bool) {
-        for p in parts {
-            match p {
-                Part::Lit(s) => text.push_str(s),
-                Part::Quoted(s) => {
-                    *quoted = true;
-                    text.push_str(s)
-                }
-                Part::Double(inner) => {
-                    *quoted = true;
-                    walk(inner, text, quoted)
-                }
-                Part::Param(p) => {
-                    text.push('$');
-                    text.push_str(&p.name)
-                }
-                _ => {}
+    let mut quote: Option<char> = None;
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\'' | '"') => {
+                quoted = true;
+                quote = Some(c);
             }
+            (Some(q), _) if c == q => quote = None,
+            (None, '\\') => {
+                quoted = true;
+                text.extend(chars.next());
+            }
+            (Some('"'), '\\')
+                if chars
+                    .peek()
+                    .is_some_and(|n| matches!(n, '$' | '`' | '"' | '\\')) =>
+            {
+                text.extend(chars.next());
+            }
+            _ => text.push(c),
         }
     }
-    walk(&word.0, &mut text, &mut quoted);
     (text, quoted)
 }
 

@@ -129,7 +129,9 @@ impl Shell<'_> {
                 return Ok(true);
             }
             _ => {
-                let words = self.expand_words(std::slice::from_ref(&r.target))?;
+                // Brace expansion applies too: `> a-{1,2}` names two files.
+                let braced = super::parse::brace_expand(r.target.clone()).unwrap_or_default();
+                let words = self.expand_words(&braced)?;
                 if words.len() != 1 {
                     let raw = self.expand_single(&r.target)?;
                     return self.redir_error(&raw, "ambiguous redirect");
@@ -202,6 +204,14 @@ impl Shell<'_> {
                 };
                 self.set_fd(1, Some(f.clone()));
                 self.set_fd(2, Some(f));
+                Ok(true)
+            }
+            // `1>&file`: bash opens the file for the descriptor.
+            Err(_) if r.op == RedirOp::DupOut && fd == 1 => {
+                let Some(f) = self.open_output(target, false, true)? else {
+                    return Ok(false);
+                };
+                self.set_fd(1, Some(f));
                 Ok(true)
             }
             Err(_) => self.redir_error(target, "ambiguous redirect"),
