@@ -432,3 +432,29 @@ OLDPWD=/tmp/cd/real/sub
 "#,
     );
 }
+
+/// Recorded running the script as a file: single quotes in `"${u:-'$v'}"`
+/// are kept and `$v` expands; a here-document delimiter keeps `$(...)` as
+/// written; `test -v` of an array is about its element 0; brace expansion
+/// in a redirection target is an ambiguous redirect; `$LINENO` in `for ((`
+/// is the loop's line; assigning a list to an element fails and abandons
+/// the line.
+#[test]
+fn quoting_in_words_delimiters_and_element_lists() {
+    check(
+        r#"v='a b'; printf '<%s>\n' "${u:-'$v'}" "${u-a\nb}"
+cat <<EOF$(echo 'x')
+in
+EOF$(echo 'x')
+typeset -a arr; test -v arr; echo v=$?; arr[0]=1; test -v arr; echo v=$?
+echo hi > r-{1,2}; echo redir=$?
+for (( i = 0; i < LINENO; i++ )); do
+  :
+done; echo "i=$i"
+a=(1 2)
+a[0]=(3 4); echo not-here
+echo "st=$? ${a[*]}"
+"#,
+        "<'a b'>\n<a\\nb>\nin\nv=1\nv=0\nredir=1\ni=7\nst=1 1 2\n",
+    );
+}

@@ -629,6 +629,9 @@ impl<'a> Shell<'a> {
     }
 
     fn run_pipeline(&mut self, pipe: &Pipeline) -> R<()> {
+        // `$LINENO` in a compound command's own words (`for x in $LINENO`)
+        // is the line it starts on; simple commands set their own.
+        self.line = self.line_base + pipe.line;
         if !pipe.timed {
             return self.run_untimed(pipe);
         }
@@ -1147,9 +1150,12 @@ impl<'a> Shell<'a> {
             self.arith(a)?;
         }
         let mut status = 0;
+        // The expressions are on the `for` line, whatever the body ran.
+        let line = self.line;
         loop {
             self.budget.charge_iteration()?;
             self.tick_time()?;
+            self.line = line;
             if let Some(c) = cond {
                 if self.arith(c)? == 0 {
                     break;
@@ -1161,6 +1167,7 @@ impl<'a> Shell<'a> {
                 break;
             }
             if let Some(s) = step {
+                self.line = line;
                 self.arith(s)?;
             }
         }

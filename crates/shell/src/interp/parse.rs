@@ -1178,7 +1178,8 @@ impl Parser {
             return Ok(None);
         }
         self.pos += 1;
-        if self.peek() == Some('(') && index.is_none() {
+        // `a[0]=(x)` parses too; assigning it fails (see `Shell::assign`).
+        if self.peek() == Some('(') {
             self.pos += 1;
             let elems = self.array_elems()?;
             return Ok(Some(Assign {
@@ -1437,14 +1438,32 @@ fn add_redir(cmd: &mut Command, r: Redir) {
 }
 
 /// A here-document's delimiter: the word as written, with quotes removed
-/// and nothing expanded (`<<${a}` ends at a line `${a}`); whether any of it
-/// was quoted (then the body is not expanded).
+/// (but not inside `$(...)` or `${...}`) and nothing expanded (`<<${a}`
+/// ends at a line `${a}`); whether any of it was quoted (then the body is
+/// not expanded).
 fn heredoc_delim(raw: &str) -> (String, bool) {
     let mut text = String::new();
     let mut quoted = false;
     let mut quote: Option<char> = None;
     let mut chars = raw.chars().peekable();
     while let Some(c) = chars.next() {
+        // `$(...)` and `${...}` are kept as written, quotes inside included.
+        if quote.is_none() && c == '$' && matches!(chars.peek(), Some('(' | '{')) {
+            let mut depth = 0;
+            text.push(c);
+            for c in chars.by_ref() {
+                text.push(c);
+                match c {
+                    '(' | '{' => depth += 1,
+                    ')' | '}' => depth -= 1,
+                    _ => {}
+                }
+                if depth == 0 {
+                    break;
+                }
+            }
+            continue;
+        }
         match (quote, c) {
             (None, '\'' | '"') => {
                 quoted = true;

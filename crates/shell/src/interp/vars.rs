@@ -575,6 +575,19 @@ impl Shell<'_> {
                 }
                 self.set_scalar(&a.name, value)
             }
+            AssignValue::Array(_) if a.index.is_some() => {
+                let index = a
+                    .index
+                    .as_ref()
+                    .map(|w| self.expand_single(w))
+                    .transpose()?;
+                let index = index.unwrap_or_default();
+                self.err_line(&format!(
+                    "{}[{index}]: cannot assign list to array member",
+                    a.name
+                ))?;
+                Err(Flow::Fail(1))
+            }
             AssignValue::Array(elems) => self.assign_array(&a.name, elems, a.append),
         }
     }
