@@ -34,11 +34,11 @@ fn assignment_sees_and_sets_status() {
 
 /// bash reads a script a complete command at a time: lines before a syntax
 /// error run, the error ends the script with status 2; in `eval` it ends
-/// only the eval, with status 2.
+/// only the eval, which returns 1.
 #[test]
 fn syntax_error_stops_only_what_follows() {
     check_status("echo one\necho two; fi\necho three", "one\n", 2);
-    check("eval \"echo a\nfi\"; echo st=$?", "a\nst=2\n");
+    check("eval \"echo a\nfi\"; echo st=$?", "a\nst=1\n");
 }
 
 /// Aliases are expanded as the parser reads a command (from the line after

@@ -484,3 +484,28 @@ fn a_refused_write_fails_the_command() {
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert!(stderr.contains("/b: No space left on device"), "{stderr}");
 }
+
+#[test]
+fn statuses_follow_bash_for_eval_unset_and_pipestatus() {
+    // A text `eval` or `.` cannot parse returns 1; the caller goes on.
+    check("eval 'echo >' 2>/dev/null; echo $?", "1\n");
+    // A `case` that runs nothing leaves PIPESTATUS as it was.
+    check(
+        "false | true; case x in y) ;; esac; echo ${PIPESTATUS[@]}",
+        "1 0\n",
+    );
+    check("(exit 3); echo ${PIPESTATUS[@]}", "3\n");
+    // `unset` of an element of a scalar other than 0, or with a quoted
+    // subscript on a non-associative variable, fails.
+    check(
+        "x=1; unset -v 'x[1]' 2>/dev/null; echo $? $x; unset -v 'x[0]'; echo $? ${x-gone}",
+        "1 1\n0 gone\n",
+    );
+    check(
+        "a=(1 2); unset -v 'a[\"k\"]' 2>/dev/null; echo $? ${#a[@]}",
+        "1 2\n",
+    );
+    // A bare `${!ref}` naming no parameter is empty; with an operator it is an error.
+    check("r='no such'; echo \"[${!r}]\" $?", "[] 0\n");
+    check("r='no such'; (echo ${!r-d}) 2>/dev/null; echo $?", "1\n");
+}

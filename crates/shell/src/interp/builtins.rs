@@ -426,8 +426,21 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
                 sh.unset_var(name)?;
                 continue;
             }
+            let is_assoc =
+                matches!(sh.st.vars.get(name), Some(v) if matches!(v.value, Value::Assoc(_)));
+            let raw = rest.strip_suffix(']').unwrap_or(rest);
+            // Bash expands the subscript of any other variable as if in
+            // double quotes, so quotes stay and break the arithmetic.
+            if !is_assoc && sh.st.vars.contains_key(name) && raw.contains(['"', '\'']) {
+                sh.err_line(&format!(
+                    "unset: {raw}: syntax error: operand expected (error token is \"{raw}\")"
+                ))?;
+                status = 1;
+                continue;
+            }
             let key = sh.ref_key(name, rest)?;
             let mut bad_index = false;
+            let mut not_array = false;
             if let Some(var) = sh.st.vars.get_mut(name) {
                 match &mut var.value {
                     Value::Indexed(m) => {
@@ -445,14 +458,20 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
                     Value::Assoc(m) => {
                         m.remove(&key);
                     }
-                    Value::Str(_) if key == "0" => {
+                    // A scalar is its own element 0; any other subscript
+                    // is an error.
+                    Value::Str(_) | Value::Unset if key == "0" => {
                         sh.st.vars.remove(name);
                     }
-                    _ => {}
+                    Value::Str(_) | Value::Unset => not_array = true,
                 }
             }
             if bad_index {
                 sh.err_line(&format!("unset: [{key}]: bad array subscript"))?;
+                status = 1;
+            }
+            if not_array {
+                sh.err_line(&format!("unset: {name}: not an array variable"))?;
                 status = 1;
             }
             continue;

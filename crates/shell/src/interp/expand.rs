@@ -454,8 +454,14 @@ impl Shell<'_> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_')
             || matches!(target.as_str(), "@" | "*" | "#" | "?");
-        if !valid || target.is_empty() {
+        if target.is_empty() || (!valid && !matches!(p.op, ParamOp::None)) {
             return Err(self.fatal(&format!("{target}: invalid indirect expansion")));
+        }
+        // A value that names no parameter (`a='bad name'; ${!a}`) names
+        // nothing set: bash expands a bare `${!a}` to nothing, with no
+        // error (it rejects the name only before applying an operator).
+        if !valid {
+            return Ok((String::new(), None));
         }
         Ok((target, None))
     }

@@ -58,7 +58,8 @@ pub use vars::{Value, Var};
 pub enum SourceKind {
     /// A script or `-c` text: the shell exits.
     Script,
-    /// `eval`, `source` or a trap: the text returns 2.
+    /// `eval`, `source` or a trap: the text returns 1, as bash's
+    /// `eval` and `.` do when their text does not parse.
     Eval,
 }
 
@@ -540,9 +541,9 @@ impl<'a> Shell<'a> {
     /// Runs a script text as bash reads one: a complete command (a line, or
     /// the lines a compound command spans) at a time, so that a syntax error
     /// further on stops nothing before it. A syntax error prints
-    /// `bash: [label: ]line N: message` and ends the text with status 2:
-    /// the shell itself for a script (`Flow::Error(2)`), or just the text
-    /// for `eval` and `source` (`Ok(2)`).
+    /// `bash: [label: ]line N: message` and ends the text: the shell itself
+    /// for a script (`Flow::Error(2)`), or just the text for `eval` and
+    /// `source`, which then return 1 (`Ok(1)`).
     pub fn run_source(&mut self, text: &str, label: Option<&str>, kind: SourceKind) -> R<i32> {
         let mut parser = parse::Parser::new(text);
         loop {
@@ -560,10 +561,14 @@ impl<'a> Shell<'a> {
                         None => format!("line {line}: {message}"),
                     };
                     self.err_line(&msg)?;
-                    self.status = 2;
+                    let status = match kind {
+                        SourceKind::Script => 2,
+                        SourceKind::Eval => 1,
+                    };
+                    self.status = status;
                     return match kind {
-                        SourceKind::Script => Err(Flow::Error(2)),
-                        SourceKind::Eval => Ok(2),
+                        SourceKind::Script => Err(Flow::Error(status)),
+                        SourceKind::Eval => Ok(status),
                     };
                 }
             };
@@ -706,7 +711,9 @@ impl<'a> Shell<'a> {
         }
         let r = if pipe.cmds.len() == 1 {
             let r = self.run_command(&pipe.cmds[0]);
-            self.pipestatus = vec![self.status];
+            if sets_pipestatus(&pipe.cmds[0]) {
+                self.pipestatus = vec![self.status];
+            }
             r
         } else {
             self.run_stages(&pipe.cmds)
@@ -1970,4 +1977,24 @@ fn literal_text(w: &Word) -> Option<String> {
         }
     }
     Some(s)
+}
+
+/// Whether running `cmd` as a whole pipeline sets `PIPESTATUS` to its status.
+/// Bash records the status of simple commands, subshells, `[[ ]]` and
+/// `(( ))`; other compound commands leave what the pipelines inside them set
+/// (a `case` that matches nothing leaves `PIPESTATUS` as it was).
+fn sets_pipestatus(cmd: &Command) -> bool {
+    match cmd {
+        Command::Simple(_) | Command::Function(_) => true,
+        Command::Compound(compound, _) => match compound.as_ref() {
+            Compound::Subshell(_) | Compound::Arith(_) | Compound::Cond(..) => true,
+            Compound::Group(_)
+            | Compound::If { .. }
+            | Compound::For { .. }
+            | Compound::Select { .. }
+            | Compound::ArithFor { .. }
+            | Compound::While { .. }
+            | Compound::Case { .. } => false,
+        },
+    }
 }
