@@ -20,6 +20,8 @@ use crate::disk::{random_hex, Baseline, Stat};
 use crate::error::ApiError;
 use crate::exec::StopSignal;
 use crate::ids::ExecIds;
+use crate::outlog::OutputLog;
+use crate::procs::Processes;
 use crate::scan::Report;
 use crate::staged::Staged;
 
@@ -34,6 +36,10 @@ pub struct Container {
     /// An empty directory outside the workspace where a confined command's
     /// root filesystem is assembled (see [`crate::confine`]).
     pub sandbox: PathBuf,
+    /// Where output logs live (see [`crate::outlog`]).
+    pub logs: PathBuf,
+    /// Long-running processes (see [`crate::procs`]).
+    pub processes: Processes,
     /// How commands are run, and who owns what the program writes.
     pub confinement: Arc<Confinement>,
     /// Shared with the registry: set when the program began to shut down.
@@ -56,6 +62,10 @@ pub struct ContainerState {
     pub running: Option<Running>,
     /// Reports not yet acknowledged, by exec id (at most [`MAX_PENDING`]).
     pub pending: HashMap<String, Report>,
+    /// The output logs of the running exec and of those whose reports are
+    /// pending: kept until acknowledged, so a client can read them again
+    /// from any offset.
+    pub logs: HashMap<String, Arc<OutputLog>>,
     /// Reports acknowledged or superseded (a repeated ack is answered, not
     /// refused), bounded.
     pub acked: ExecIds,
@@ -86,10 +96,14 @@ impl Container {
         let staged = Staged::new(state_dir.join("chunks"))?;
         let sandbox = state_dir.join("sandbox");
         fs::create_dir_all(&sandbox)?;
+        let logs = state_dir.join("logs");
+        fs::create_dir_all(&logs)?;
         Ok(Container {
             workspace,
             staged,
             sandbox,
+            logs,
+            processes: Processes::default(),
             confinement,
             stopping,
             state: Mutex::new(ContainerState {
@@ -99,6 +113,7 @@ impl Container {
                 seen: ExecIds::new(),
                 running: None,
                 pending: HashMap::new(),
+                logs: HashMap::new(),
                 acked: ExecIds::new(),
                 epoch: 0,
                 pushed_at: HashMap::new(),
@@ -135,6 +150,7 @@ impl ContainerState {
                 .map(|(id, _)| id.clone())
                 .expect("not empty");
             self.pending.remove(&oldest);
+            self.logs.remove(&oldest);
             self.acked.insert(&oldest);
         }
     }
@@ -143,6 +159,7 @@ impl ContainerState {
     /// covered, except paths a push wrote after the report was made.
     pub fn ack(&mut self, exec: &str) -> Result<(), ApiError> {
         let Some(report) = self.pending.remove(exec) else {
+            self.logs.remove(exec);
             return if self.acked.contains(exec) {
                 Ok(())
             } else {
@@ -167,6 +184,7 @@ impl ContainerState {
             }
         }
         self.acked.insert(exec);
+        self.logs.remove(exec);
         // Older reports are superseded: whatever they reported that still
         // differs was reported again by this later scan. Acking one of them
         // later is then a no-op, not an error.
@@ -178,6 +196,7 @@ impl ContainerState {
             .collect();
         for id in older {
             self.pending.remove(&id);
+            self.logs.remove(&id);
             self.acked.insert(&id);
         }
         Ok(())
@@ -260,6 +279,8 @@ impl Registry {
             if let Some(running) = &state.running {
                 running.stop.shutdown();
             }
+            drop(state);
+            container.processes.stop_all();
         }
     }
 

@@ -24,7 +24,7 @@ use crate::policy::{self, Audit, Policy};
 use crate::protocol::SocketState;
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::scheduling;
-use crate::{audit, checkpoints, settings, tools};
+use crate::{audit, checkpoints, ports, settings, shares, tools};
 
 /// The headers of a hook call.
 pub const HOOK_SECRET_HEADER: &str = "x-hook-secret";
@@ -121,6 +121,10 @@ pub struct Request<B> {
     pub hook: HookHeaders,
     /// Whether the request asks for a WebSocket upgrade.
     pub upgrade: bool,
+    /// The scheme and host the request came to (`https://stead.example`),
+    /// for answers that hand out links; empty when there is none (a
+    /// socket call).
+    pub origin: String,
     pub body: B,
 }
 
@@ -138,6 +142,9 @@ pub enum Reply {
     },
     /// Accept the WebSocket, with this attachment.
     Socket(SocketState),
+    /// Forward the request, as it came, to a port on the computer (see
+    /// `crate::ports`).
+    Forward(ports::Forward),
 }
 
 impl Reply {
@@ -481,6 +488,55 @@ impl<H: Host> Agent<H> {
             Action::ComputerStop => {
                 json!({ "computer": computer::stop(&self.computer()?).await? })
             }
+            Action::Processes => self.list_processes()?,
+            Action::Process(id) => json!({ "process": self.process(id)?.to_json() }),
+            Action::ProcessOutput(id) => {
+                scheduling::job_output(db, self.process(id)?.job, &request.query)?
+            }
+            Action::ProcessStart => {
+                let started = self.start_process(&json_body).await?;
+                return Ok(Reply::Json {
+                    status: 201,
+                    body: started,
+                });
+            }
+            Action::ProcessSignal(id) => self.signal_process(id, &json_body).await?,
+            Action::Port { port, .. } => {
+                let capability = request
+                    .query
+                    .iter()
+                    .find(|(key, _)| key == shares::QUERY_PARAM)
+                    .map(|(_, value)| value.as_str());
+                let secure = request.origin.starts_with("https:");
+                let forward = ports::admit(
+                    db,
+                    &request.caller,
+                    (&agent, *port),
+                    capability,
+                    (self.now_ms(), secure),
+                )?;
+                return Ok(Reply::Forward(forward));
+            }
+            Action::ShareCreate(port) => {
+                let key = self.host.share_key().ok_or(ApiError::NotConfigured)?;
+                let id = self.host.random_hex(16)?;
+                let origin = &request.origin;
+                let created = shares::create(
+                    db,
+                    (&agent, *port),
+                    &json_body,
+                    (&key, origin),
+                    id,
+                    self.now_ms(),
+                )?;
+                return Ok(Reply::Json {
+                    status: 201,
+                    body: created,
+                });
+            }
+            Action::Shares => shares::list(db, self.now_ms() / 1000)?,
+            Action::ShareRevoke(id) => shares::revoke(db, id, self.now_ms())?,
+            Action::ProcessStop(id) => self.stop_process(id, &request.query).await?,
             Action::Download(path) => {
                 let path = VPath::parse(path)?;
                 let (node, chunks) = self.vfs().file_chunks(&path)?;
@@ -517,7 +573,10 @@ impl<H: Host> Agent<H> {
             Some((false, request)) => request.to_string().into_bytes(),
             None => body,
         };
-        let outcome = self.exec(&caller.actor(), &body, &Discard).await?;
+        let outcome = self.exec_to_end(&caller.actor(), &body, &Discard).await?;
+        // The command may have brought up a new computer and started
+        // processes on it again: the alarm watches them.
+        self.arm().await?;
         Ok(Reply::ok(outcome.to_json()))
     }
 
