@@ -28,8 +28,10 @@ mod workspace;
 
 use serde_json::json;
 use stead_agent::auth::{self, Caller, Principal};
+use stead_agent::catalog::formats::{render, Format};
+use stead_agent::mcp::http::too_large;
 use stead_agent::shares;
-use stead_agent::{ApiError, Route, MAX_JSON_BODY};
+use stead_agent::{Action, ApiError, Route, MAX_JSON_BODY};
 use worker::{event, Context, Env, Headers, Request, RequestInit, Response, Result};
 
 use workspace::{error_response, json_response};
@@ -71,6 +73,18 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         },
     };
     match route {
+        Ok(Route::Tools) => {
+            // Any valid credential: what it may call decides what it sees.
+            let query: Vec<(String, String)> = url
+                .query_pairs()
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+            let caller = Caller::of(principal.as_ref());
+            match Format::from_query(&query).and_then(|format| render(format, &caller)) {
+                Ok(tools) => json_response(200, &tools),
+                Err(error) => error_response(&error),
+            }
+        }
         Ok(Route::MintToken) => match mint_token(req, principal, admin_token, now_s).await {
             Ok(response) => Ok(response),
             Err(error) => error_response(&error),
@@ -89,6 +103,10 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
                     .and_then(|v| v.parse::<usize>().ok())
                     .is_some_and(|len| len > MAX_JSON_BODY)
                 {
+                    if action == Action::Mcp {
+                        let refusal = too_large(MAX_JSON_BODY);
+                        return json_response(refusal.status, &refusal.to_response(None));
+                    }
                     return error_response(&ApiError::BodyTooLarge {
                         limit: MAX_JSON_BODY,
                     });

@@ -1,20 +1,26 @@
-//! The agent's host on Workers: `stead_agent::Host`, `Socket` and
-//! `Transport` over `worker` types. Nothing here decides anything; each
-//! method is one platform call.
+//! The agent's host on Workers: `stead_agent::Host`, `Socket`,
+//! `EventStream` and `Transport` over `worker` types. Nothing here decides
+//! anything; each method is one platform call.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use futures::channel::mpsc;
 use futures::StreamExt;
 use js_sys::Uint8Array;
 use std::net::IpAddr;
+use std::time::Duration;
 use stead_agent::auth::Caller;
 use stead_agent::host::{ByteStream, Method, Payload};
+use stead_agent::mcp::listen::ListenState;
 use stead_agent::protocol::SocketState;
 use stead_agent::settings::ComputerSettings;
 use stead_agent::HostError;
-use stead_agent::{ComputerError, Host, Socket, Transport};
+use stead_agent::{ComputerError, EventStream, Host, Socket, Transport};
 use wasm_bindgen::JsValue;
 
 use worker::{
-    Env, Fetch, Headers, Request, RequestInit, RequestRedirect, ScheduledTime, State, Stub,
+    Delay, Env, Fetch, Headers, Request, RequestInit, RequestRedirect, ScheduledTime, State, Stub,
     WebSocket,
 };
 
@@ -57,6 +63,8 @@ pub(crate) struct WorkerHost {
     pub(crate) state: State,
     pub(crate) env: Env,
     pub(crate) db: DoSql,
+    /// The event streams this instance is answering with.
+    pub(crate) streams: RefCell<Vec<WorkerStream>>,
 }
 
 fn failed(operation: &'static str) -> impl Fn(worker::Error) -> HostError {
@@ -66,6 +74,7 @@ fn failed(operation: &'static str) -> impl Fn(worker::Error) -> HostError {
 impl Host for WorkerHost {
     type Db = DoSql;
     type Socket = WorkerSocket;
+    type Stream = WorkerStream;
     type Computer = ComputerLink;
 
     fn db(&self) -> &DoSql {
@@ -116,6 +125,24 @@ impl Host for WorkerHost {
             .into_iter()
             .map(WorkerSocket)
             .collect()
+    }
+
+    fn open_stream(&self, state: ListenState) -> WorkerStream {
+        let (sender, receiver) = mpsc::unbounded();
+        let stream = WorkerStream(Rc::new(StreamHandle {
+            sender,
+            receiver: RefCell::new(Some(receiver)),
+            state: RefCell::new(state),
+        }));
+        self.streams.borrow_mut().push(stream.clone());
+        stream
+    }
+
+    fn streams(&self) -> Vec<WorkerStream> {
+        let mut streams = self.streams.borrow_mut();
+        // A stream whose client went away has had its body dropped.
+        streams.retain(|stream| !stream.0.sender.is_closed());
+        streams.clone()
     }
 
     async fn post(
@@ -172,6 +199,12 @@ impl Host for WorkerHost {
             Ok::<_, worker::Error>((status, answer))
         }
         .await;
+        // Under `wrangler dev` every object lives in one process, and a
+        // chain of calls between them (a fork's pages) never leaves the
+        // event loop idle, so no other request would be read off the
+        // network until the chain ends. A timer turn lets them in; on
+        // Cloudflare it costs a millisecond per page.
+        Delay::from(Duration::from_millis(1)).await;
         sent.map_err(|e| e.to_string())
     }
 
@@ -279,6 +312,48 @@ impl Socket for WorkerSocket {
 
     fn close(&self, code: u16, reason: &str) {
         let _ = self.0.close(Some(code), Some(reason));
+    }
+}
+
+/// A streaming response body the agent writes to: the sending half of a
+/// channel whose receiving half is the body (`Response::from_stream`), so
+/// writing needs no JavaScript stream and a client that disconnects drops
+/// the receiver, which closes the sender.
+#[derive(Clone)]
+pub(crate) struct WorkerStream(Rc<StreamHandle>);
+
+pub(crate) struct StreamHandle {
+    sender: mpsc::UnboundedSender<Vec<u8>>,
+    /// Taken once, for the response.
+    receiver: RefCell<Option<mpsc::UnboundedReceiver<Vec<u8>>>>,
+    state: RefCell<ListenState>,
+}
+
+impl WorkerStream {
+    /// The response body (once).
+    pub(crate) fn body(&self) -> Option<mpsc::UnboundedReceiver<Vec<u8>>> {
+        self.0.receiver.borrow_mut().take()
+    }
+}
+
+impl EventStream for WorkerStream {
+    fn send(&self, text: &str) -> bool {
+        self.0
+            .sender
+            .unbounded_send(text.as_bytes().to_vec())
+            .is_ok()
+    }
+
+    fn state(&self) -> ListenState {
+        self.0.state.borrow().clone()
+    }
+
+    fn save(&self, state: &ListenState) {
+        *self.0.state.borrow_mut() = state.clone();
+    }
+
+    fn close(&self) {
+        self.0.sender.close_channel();
     }
 }
 

@@ -9,6 +9,7 @@
 use futures::StreamExt;
 use stead_agent::auth::{self, Caller};
 use stead_agent::dispatch;
+use stead_agent::mcp::http::{HttpMethod, McpBody, McpHeaders, McpReply, McpRequest};
 use stead_agent::ports::{self, Forward};
 use stead_agent::protocol::{PING, PONG};
 use stead_agent::socket::Incoming;
@@ -17,12 +18,13 @@ use stead_agent::{
 };
 use stead_vfs::Vfs;
 use worker::{
-    durable_object, DurableObject, Env, Headers, Request, Response, Result, State, WebSocketPair,
+    durable_object, DurableObject, Env, Headers, Method, Request, Response, Result, State,
+    WebSocketPair,
 };
 
 use crate::body::RequestBody;
 use crate::do_sql::DoSql;
-use crate::platform::{WorkerHost, WorkerSocket};
+use crate::platform::{WorkerHost, WorkerSocket, WorkerStream};
 
 #[durable_object]
 pub struct Workspace {
@@ -33,12 +35,27 @@ impl DurableObject for Workspace {
     fn new(state: State, env: Env) -> Self {
         let db = DoSql::new(&state).expect("Durable Object storage has SQL");
         Workspace {
-            agent: Agent::new(WorkerHost { state, env, db }),
+            agent: Agent::new(WorkerHost {
+                state,
+                env,
+                db,
+                streams: Default::default(),
+            }),
         }
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
-        let (request, kept) = match self.request(req) {
+        let (agent, action) = match route(&req) {
+            Ok(routed) => routed,
+            Err(error) => return error_response(&error),
+        };
+        if action == Action::Mcp {
+            return match self.mcp_request(req, agent) {
+                Ok(request) => respond_mcp(self.agent.mcp(request).await),
+                Err(error) => error_response(&error),
+            };
+        }
+        let (request, kept) = match self.request(req, agent, action) {
             Ok(decoded) => decoded,
             Err(error) => return error_response(&error),
         };
@@ -99,23 +116,14 @@ impl Workspace {
     fn request(
         &self,
         req: Request,
+        agent: String,
+        action: Action,
     ) -> std::result::Result<(AgentRequest<RequestBody>, Option<Request>), ApiError> {
         let url = req
             .url()
             .map_err(|e| ApiError::Internal(format!("request url: {e}")))?;
-        let (agent, action) = match stead_agent::route(req.method().as_ref(), url.path())? {
-            Route::Agent { id, action } => (id, action),
-            Route::Health | Route::MintToken => {
-                return Err(ApiError::Internal(
-                    "this route is answered by the Worker".into(),
-                ))
-            }
-        };
         let header = |name: &str| req.headers().get(name).ok().flatten();
-        let caller = Caller::from_headers(
-            header(auth::ACTOR_HEADER).as_deref(),
-            header(auth::SCOPES_HEADER).as_deref(),
-        );
+        let caller = caller_of(&header);
         let upgrade = header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
         let forwarded = matches!(action, Action::Port { .. });
         let origin = url.origin().ascii_serialization();
@@ -179,6 +187,43 @@ impl Workspace {
         Ok(response.with_headers(out))
     }
 
+    /// Decodes a request to the MCP endpoint.
+    fn mcp_request(
+        &self,
+        req: Request,
+        agent: String,
+    ) -> std::result::Result<McpRequest<RequestBody>, ApiError> {
+        let url = req
+            .url()
+            .map_err(|e| ApiError::Internal(format!("request url: {e}")))?;
+        let header = |name: &str| req.headers().get(name).ok().flatten();
+        let method = match req.method() {
+            Method::Get => HttpMethod::Get,
+            Method::Delete => HttpMethod::Delete,
+            _ => HttpMethod::Post,
+        };
+        let allowed_origins = self
+            .agent
+            .host()
+            .env
+            .var(ALLOWED_ORIGINS_VAR)
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+            .split(',')
+            .map(|origin| origin.trim().to_string())
+            .filter(|origin| !origin.is_empty())
+            .collect();
+        Ok(McpRequest {
+            agent,
+            caller: caller_of(&header),
+            method,
+            headers: McpHeaders::read(header),
+            origin: url.origin().ascii_serialization(),
+            allowed_origins,
+            body: RequestBody::new(req)?,
+        })
+    }
+
     /// Encodes the agent's reply.
     fn respond(&self, reply: Reply) -> Result<Response> {
         match reply {
@@ -213,6 +258,58 @@ impl Workspace {
             }
         }
     }
+}
+
+/// Origins besides the endpoint's own that may call the MCP endpoint
+/// (comma-separated), for browser-based clients.
+const ALLOWED_ORIGINS_VAR: &str = "MCP_ALLOWED_ORIGINS";
+
+/// The agent and action a request the Worker forwarded is for.
+fn route(req: &Request) -> std::result::Result<(String, Action), ApiError> {
+    let url = req
+        .url()
+        .map_err(|e| ApiError::Internal(format!("request url: {e}")))?;
+    match stead_agent::route(req.method().as_ref(), url.path())? {
+        Route::Agent { id, action } => Ok((id, action)),
+        Route::Health | Route::MintToken | Route::Tools => Err(ApiError::Internal(
+            "this route is answered by the Worker".into(),
+        )),
+    }
+}
+
+/// The caller, from the headers the Worker set.
+fn caller_of(header: &impl Fn(&str) -> Option<String>) -> Caller {
+    Caller::from_headers(
+        header(auth::ACTOR_HEADER).as_deref(),
+        header(auth::SCOPES_HEADER).as_deref(),
+    )
+}
+
+/// Encodes the MCP endpoint's reply; an event stream's body is the channel
+/// the agent keeps writing to.
+fn respond_mcp(reply: McpReply<WorkerStream>) -> Result<Response> {
+    let McpReply {
+        status,
+        headers: extra,
+        body,
+    } = reply;
+    let headers = Headers::new();
+    for (name, value) in &extra {
+        headers.set(name, value)?;
+    }
+    let response = match body {
+        McpBody::Empty => Response::empty()?,
+        McpBody::Json(json) => {
+            headers.set("content-type", "application/json")?;
+            Response::from_bytes(json.to_string().into_bytes())?
+        }
+        McpBody::Events(text) => Response::from_bytes(text.into_bytes())?,
+        McpBody::Stream(stream) => match stream.body() {
+            Some(body) => Response::from_stream(body.map(Ok::<Vec<u8>, worker::Error>))?,
+            None => Response::error("the event stream was already answered", 500)?,
+        },
+    };
+    Ok(response.with_status(status).with_headers(headers))
 }
 
 /// A JSON response with `status`.

@@ -9,6 +9,7 @@ use stead_harness::{Client, Reply};
 pub struct Call {
     method: &'static str,
     path: String,
+    headers: Vec<(&'static str, String)>,
     body: Vec<u8>,
 }
 
@@ -42,6 +43,7 @@ impl Agent {
         Call {
             method: "POST",
             path: format!("/agents/{}/ping", self.id),
+            headers: Vec::new(),
             body: Vec::new(),
         }
     }
@@ -51,13 +53,30 @@ impl Agent {
         Call {
             method: "POST",
             path: format!("/agents/{}/{tool}", self.id),
+            headers: Vec::new(),
             body: body.to_string().into_bytes(),
+        }
+    }
+
+    /// `POST /agents/{id}/mcp` of JSON-RPC `message` with `headers`.
+    pub fn mcp_call(&self, headers: Vec<(&'static str, String)>, message: &Value) -> Call {
+        Call {
+            method: "POST",
+            path: format!("/agents/{}/mcp", self.id),
+            headers,
+            body: message.to_string().into_bytes(),
         }
     }
 
     /// Sends a prepared call; the reply is not checked.
     pub fn send(&self, call: &Call) -> Reply {
-        self.client.send(call.method, &call.path, &call.body)
+        let headers: Vec<(&str, &str)> = call
+            .headers
+            .iter()
+            .map(|(name, value)| (*name, value.as_str()))
+            .collect();
+        self.client
+            .send_with(call.method, &call.path, &headers, &call.body)
     }
 
     /// Runs a tool and returns its JSON answer; panics unless it succeeds.

@@ -29,9 +29,11 @@ const OVERHEAD_AIM_MS: f64 = 50.0;
 const COLD_AIM_MS: f64 = 3000.0;
 
 fn exec(agent: &Agent, command: &str, backend: &str) -> Value {
+    // The light shell caps its timeout lower than the computer does.
+    let timeout_ms = if backend == "shell" { 30_000 } else { 120_000 };
     agent.tool(
         "exec",
-        &json!({ "command": command, "backend": backend, "timeout_ms": 120_000 }),
+        &json!({ "command": command, "backend": backend, "timeout_ms": timeout_ms }),
     )
 }
 

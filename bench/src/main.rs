@@ -2,10 +2,12 @@
 //! run, prints a table and writes `bench/out/results.json`; `shell` runs agent
 //! scripts through stead's shell, just-bash and GNU bash and writes
 //! `bench/out/shell.json`; `checkpoint` measures checkpoints, diffs and forks
-//! on the VFS over SQLite and writes `bench/out/checkpoint.json`.
+//! on the VFS over SQLite and writes `bench/out/checkpoint.json`; `mcp`
+//! measures a tool call over MCP against its HTTP route and writes
+//! `bench/out/mcp.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell|computer|checkpoint] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|checkpoint|mcp] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
@@ -17,6 +19,7 @@ mod computer;
 mod gen;
 mod grep;
 mod large_file;
+mod mcp;
 mod report;
 mod shell;
 mod small_files;
@@ -35,11 +38,12 @@ use report::Report;
 use stats::MIB;
 
 const USAGE: &str =
-    "usage: stead-bench [shell|computer|checkpoint] [--quick] [--url http://host:port]
+    "usage: stead-bench [shell|computer|checkpoint|mcp] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
   computer    bytes and time the computer backend's sync costs
   checkpoint  checkpoints, diffs and forks on the VFS over SQLite (no Worker)
+  mcp         a tool call over MCP (both revisions) vs its HTTP route
               (without any: the file tools)
   --quick   small sizes, finishes in seconds (CI smoke test)
   --url     benchmark a running Worker instead of starting wrangler dev
@@ -73,6 +77,7 @@ struct Options {
     shell: bool,
     computer: bool,
     checkpoint: bool,
+    mcp: bool,
     quick: bool,
     url: Option<String>,
 }
@@ -82,6 +87,7 @@ fn parse_args() -> Options {
         shell: false,
         computer: false,
         checkpoint: false,
+        mcp: false,
         quick: false,
         url: None,
     };
@@ -91,6 +97,7 @@ fn parse_args() -> Options {
             "shell" => options.shell = true,
             "computer" => options.computer = true,
             "checkpoint" => options.checkpoint = true,
+            "mcp" => options.mcp = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
             "-h" | "--help" => {
@@ -178,6 +185,8 @@ fn main() {
         computer_main(&options);
     } else if options.checkpoint {
         checkpoint_main(&options);
+    } else if options.mcp {
+        mcp_main(&options);
     } else {
         files_main(&options);
     }
@@ -272,6 +281,25 @@ fn checkpoint_main(options: &Options) {
     );
     checkpoint::run(sizes, &mut report);
     print_and_save(&report, "checkpoint.json");
+}
+
+/// MCP against HTTP (see `mcp.rs`): 1,000 rounds (quick: 50).
+fn mcp_main(options: &Options) {
+    let rounds = if options.quick { 50 } else { 1000 };
+    let (_local, client) = connect(options);
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let agent = Agent::create(client, agent_id("bench-mcp"));
+    let mode = if options.quick { "quick" } else { "full" };
+    let mut report = Report::new(
+        format!(
+            "stead-bench mcp ({mode}) against {target}, agent {}",
+            agent.id()
+        ),
+        json!({ "mode": mode, "target": target, "rounds": rounds, "unix_time": unix_seconds() }),
+    );
+    mcp::run(&agent, rounds, &mut report);
+    agent.delete();
+    print_and_save(&report, "mcp.json");
 }
 
 /// The WebSocket load check (see `ws.rs`), on a local Worker unless

@@ -27,12 +27,26 @@ pub struct Target {
     pub seeds: fn() -> Vec<Vec<u8>>,
     /// Token dictionary the mutator splices in (keywords, delimiters).
     pub tokens: &'static [&'static str],
+    /// What one run may cost, for a target whose code under test runs
+    /// inside limits (the light shell); the driver measures every run
+    /// against it and reports a run past it as a limit overrun.
+    pub bounds: Option<Bounds>,
+}
+
+/// The most one run may hold and take.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// Heap bytes held at once above what was held when the run started.
+    pub heap_bytes: usize,
+    /// Wall-clock milliseconds.
+    pub run_ms: u64,
 }
 
 /// Every target, in the order `all` runs them.
 pub const TARGETS: &[Target] = &[
     targets::path::TARGET,
     targets::shell::TARGET,
+    targets::syntax::TARGET,
     targets::edit::TARGET,
     targets::patch::TARGET,
     targets::frame::TARGET,

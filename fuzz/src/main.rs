@@ -21,12 +21,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stead_fuzz::mutate::{mutate, Rng};
-use stead_fuzz::{target, Target, TARGETS};
+use stead_fuzz::{target, Bounds, Target, TARGETS};
 
-/// Largest single allocation a run may make. The Worker has 128 MB in all,
-/// so a request for a gigabyte is a bug even where the host could serve it,
-/// and one the host cannot serve would abort the driver without a trace.
-const MAX_ALLOC: usize = 1 << 30;
+/// The most the driver may hold at once. The Worker has 128 MB in all, so
+/// a gigabyte is a bug even where the host could serve it, and an amount
+/// the host cannot serve would abort the driver without a trace.
+const MAX_HEAP: usize = 1 << 30;
+
+/// Heap bytes held now, and the most held since the run in progress began
+/// (the driver runs targets on one thread; the watchdog allocates only
+/// when it ends the process).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
 
 /// The input of the run in progress, for the allocator to save: pointer,
 /// length and target index, set around each run.
@@ -34,13 +40,17 @@ static INPUT_PTR: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 static INPUT_LEN: AtomicUsize = AtomicUsize::new(0);
 static INPUT_TARGET: AtomicUsize = AtomicUsize::new(usize::MAX);
 
-/// The system allocator, refusing allocations over [`MAX_ALLOC`]: the input
-/// that asked is saved as `<target>-oom-<hash>` and the driver exits.
-struct Capped;
+/// The system allocator, counting what is held: past [`MAX_HEAP`] the
+/// input of the run in progress is saved as `<target>-oom-<hash>` and the
+/// driver exits; the peak of each run is compared with its target's
+/// [`stead_fuzz::Bounds`] after it.
+struct Counted;
 
-impl Capped {
-    fn check(size: usize) {
-        if size <= MAX_ALLOC {
+impl Counted {
+    fn grew(size: usize) {
+        let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        if live <= MAX_HEAP {
             return;
         }
         let target = INPUT_TARGET.swap(usize::MAX, Ordering::SeqCst);
@@ -52,50 +62,74 @@ impl Capped {
             let input = unsafe { std::slice::from_raw_parts(ptr, len) };
             let path = save_crash(t.name, "oom-", input);
             println!(
-                "OOM {}: one allocation of {size} bytes\n  input {} ({} bytes): {}",
+                "OOM {}: the heap reached {live} bytes\n  input {} ({} bytes): {}",
                 t.name,
                 path.display(),
                 input.len(),
                 preview(input)
             );
         } else {
-            println!("OOM: one allocation of {size} bytes");
+            println!("OOM: the heap reached {live} bytes");
         }
         std::process::exit(4);
     }
+
+    fn shrank(size: usize) {
+        LIVE.fetch_sub(size, Ordering::Relaxed);
+    }
 }
 
-// SAFETY: every call is forwarded unchanged to `System`; `check` only
-// decides whether to exit first.
-unsafe impl GlobalAlloc for Capped {
+// SAFETY: every call is forwarded unchanged to `System`; the counters
+// only observe sizes (counted before the call, so that a request past
+// `MAX_HEAP` ends the driver with the input saved instead of reaching the
+// system, and given back if the system refuses).
+unsafe impl GlobalAlloc for Counted {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        Capped::check(layout.size());
-        unsafe { System.alloc(layout) }
+        Counted::grew(layout.size());
+        let ptr = unsafe { System.alloc(layout) };
+        if ptr.is_null() {
+            Counted::shrank(layout.size());
+        }
+        ptr
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        Capped::check(layout.size());
-        unsafe { System.alloc_zeroed(layout) }
+        Counted::grew(layout.size());
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if ptr.is_null() {
+            Counted::shrank(layout.size());
+        }
+        ptr
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { System.dealloc(ptr, layout) };
+        Counted::shrank(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        Capped::check(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
+        let old = layout.size();
+        if new_size > old {
+            Counted::grew(new_size - old);
+        }
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        match (new.is_null(), new_size > old) {
+            (true, true) => Counted::shrank(new_size - old),
+            (false, false) => Counted::shrank(old - new_size),
+            _ => {}
+        }
+        new
     }
 }
 
 #[global_allocator]
-static ALLOCATOR: Capped = Capped;
+static ALLOCATOR: Counted = Counted;
 
 /// The run in progress: when it started, its target and its input.
 type Current = Arc<Mutex<Option<(Instant, &'static str, Vec<u8>)>>>;
 
-/// Seconds per target in `--quick` mode (seven targets: well under a minute).
-const QUICK_SECONDS: f64 = 5.0;
+/// Seconds of fuzzing in all in `--quick` mode (CI), shared by the targets.
+const QUICK_SECONDS: f64 = 30.0;
 
 struct Options {
     targets: Vec<&'static Target>,
@@ -128,6 +162,7 @@ fn parse_args() -> Result<Option<Options>, String> {
         input: None,
         minimize: false,
     };
+    let mut quick = false;
     let mut args = std::env::args().skip(1);
     let value = |args: &mut dyn Iterator<Item = String>, flag: &str| {
         args.next().ok_or_else(|| format!("{flag} needs a value"))
@@ -142,7 +177,7 @@ fn parse_args() -> Result<Option<Options>, String> {
         match arg.as_str() {
             "--runs" => options.runs = Some(number(value(&mut args, &arg)?, &arg)? as u64),
             "--seconds" => options.seconds = Some(number(value(&mut args, &arg)?, &arg)?),
-            "--quick" => options.seconds = Some(QUICK_SECONDS),
+            "--quick" => quick = true,
             "--seed" => options.seed = number(value(&mut args, &arg)?, &arg)? as u64,
             "--max-len" => options.max_len = number(value(&mut args, &arg)?, &arg)? as usize,
             "--timeout" => {
@@ -168,6 +203,9 @@ fn parse_args() -> Result<Option<Options>, String> {
     }
     if options.targets.is_empty() {
         options.targets.extend(TARGETS.iter());
+    }
+    if quick {
+        options.seconds = Some(QUICK_SECONDS / options.targets.len() as f64);
     }
     if options.runs.is_none() && options.seconds.is_none() {
         options.runs = Some(10_000);
@@ -201,8 +239,13 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         for t in &options.targets {
-            (t.run)(&data);
-            println!("{}: ok", t.name);
+            let ((), cost) = measured(|| (t.run)(&data));
+            println!(
+                "{}: ok, held {} bytes, took {} ms",
+                t.name,
+                cost.held,
+                cost.took.as_millis()
+            );
         }
         return ExitCode::SUCCESS;
     }
@@ -244,8 +287,19 @@ fn main() -> ExitCode {
     );
     for t in &options.targets {
         let report = fuzz(t, &options, &last_panic, &current);
+        let bounds = match t.bounds {
+            Some(b) => format!(
+                ", {} overrun(s); most held {:.1} MiB (bound {:.1}), slowest {} ms (bound {})",
+                report.overruns,
+                report.worst.held as f64 / 1048576.0,
+                b.heap_bytes as f64 / 1048576.0,
+                report.worst.took.as_millis(),
+                b.run_ms
+            ),
+            None => String::new(),
+        };
         println!(
-            "{:<6} {:>9} runs in {:>6.1} s ({:>7.0}/s), corpus {:>3}, {} crash(es)",
+            "{:<6} {:>9} runs in {:>6.1} s ({:>7.0}/s), corpus {:>3}, {} crash(es){bounds}",
             t.name,
             report.runs,
             report.elapsed.as_secs_f64(),
@@ -253,7 +307,7 @@ fn main() -> ExitCode {
             report.corpus,
             report.crashes
         );
-        crashed |= report.crashes > 0;
+        crashed |= report.crashes > 0 || report.overruns > 0;
     }
     println!("total {:.1} s", started.elapsed().as_secs_f64());
     if crashed {
@@ -268,6 +322,10 @@ struct Report {
     elapsed: Duration,
     corpus: usize,
     crashes: usize,
+    /// Runs past their target's bounds.
+    overruns: u64,
+    /// The most any run held and took.
+    worst: Cost,
 }
 
 fn crash_dir() -> PathBuf {
@@ -320,6 +378,8 @@ fn fuzz(
         .map(|s| started + Duration::from_secs_f64(s));
     let mut runs = 0u64;
     let mut crash_sites: Vec<String> = Vec::new();
+    let mut overruns = 0u64;
+    let mut worst = Cost::default();
     loop {
         if options.runs.is_some_and(|max| runs >= max)
             || deadline.is_some_and(|d| runs % 16 == 0 && Instant::now() >= d)
@@ -340,10 +400,29 @@ fn fuzz(
         INPUT_PTR.store(input.as_ptr().cast_mut(), Ordering::SeqCst);
         INPUT_LEN.store(input.len(), Ordering::SeqCst);
         INPUT_TARGET.store(index, Ordering::SeqCst);
-        let outcome = panic::catch_unwind(|| (t.run)(&input));
+        let (outcome, cost) = measured(|| panic::catch_unwind(|| (t.run)(&input)));
         INPUT_TARGET.store(usize::MAX, Ordering::SeqCst);
         INPUT_PTR.store(std::ptr::null_mut(), Ordering::SeqCst);
         runs += 1;
+        worst.held = worst.held.max(cost.held);
+        worst.took = worst.took.max(cost.took);
+        if let Some(bounds) = t.bounds.filter(|b| cost.exceeds(b)) {
+            overruns += 1;
+            if overruns <= 5 {
+                let path = save_crash(t.name, "overrun-", &input);
+                println!(
+                    "OVERRUN {}: held {} bytes (bound {}), took {} ms (bound {})\n  input {} ({} bytes): {}",
+                    t.name,
+                    cost.held,
+                    bounds.heap_bytes,
+                    cost.took.as_millis(),
+                    bounds.run_ms,
+                    path.display(),
+                    input.len(),
+                    preview(&input)
+                );
+            }
+        }
         if outcome.is_err() {
             let message = last_panic.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let site = message.split(": ").next().unwrap_or_default().to_string();
@@ -366,7 +445,36 @@ fn fuzz(
         elapsed: started.elapsed(),
         corpus: corpus.len(),
         crashes: crash_sites.len(),
+        overruns,
+        worst,
     }
+}
+
+/// What one run cost: the most heap it held above what was held when it
+/// started, and its wall time.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cost {
+    held: usize,
+    took: Duration,
+}
+
+impl Cost {
+    fn exceeds(&self, bounds: &Bounds) -> bool {
+        self.held > bounds.heap_bytes || self.took > Duration::from_millis(bounds.run_ms)
+    }
+}
+
+/// Runs `f`, measuring its [`Cost`].
+fn measured<T>(f: impl FnOnce() -> T) -> (T, Cost) {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let started = Instant::now();
+    let out = f();
+    let cost = Cost {
+        held: PEAK.load(Ordering::Relaxed).saturating_sub(base),
+        took: started.elapsed(),
+    };
+    (out, cost)
 }
 
 /// Deletes ever smaller runs of bytes while the input still panics.

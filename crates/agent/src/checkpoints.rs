@@ -12,6 +12,7 @@
 //! staged copy away (its alarm does), so a fork that breaks off leaves
 //! nothing behind; the source's own workspace is only read.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use stead_sql::{params, Sql};
@@ -34,10 +35,10 @@ pub const FORK_PAGE_BYTES: usize = 4 << 20;
 pub const MAX_FORK_PAGE: usize = FORK_PAGE_BYTES + stead_vfs::MAX_FORK_FRAME + 64;
 
 /// Most checkpoints one list page holds.
-const MAX_LIST: usize = 200;
+pub(crate) const MAX_LIST: usize = 200;
 
 /// Most diff entries one page holds.
-const MAX_DIFF_PAGE: usize = 10_000;
+pub(crate) const MAX_DIFF_PAGE: usize = 10_000;
 
 const DIFF_CURSOR: &str = "diff1";
 
@@ -50,7 +51,7 @@ fn find<S: Sql>(vfs: &Vfs<'_, S>, key: &str) -> Result<Checkpoint, ApiError> {
 }
 
 /// A checkpoint as a request names it: its id, or its name.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
 enum CheckpointRef {
     Id(i64),
@@ -68,7 +69,7 @@ impl CheckpointRef {
 
 /// A point of a diff as a request names it: a checkpoint id (a number),
 /// `"now"`, `"rev:<N>"`, or a checkpoint's name.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
 enum PointRef {
     Id(i64),
@@ -90,10 +91,13 @@ impl PointRef {
     }
 }
 
-#[derive(Deserialize)]
+/// `POST /checkpoints`'s body.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateReq {
+pub(crate) struct CreateReq {
+    /// A name to find the checkpoint by later (unique in the workspace).
     name: Option<String>,
+    /// A note saying what the checkpoint is for.
     note: Option<String>,
 }
 
@@ -144,10 +148,14 @@ pub fn delete<S: Sql>(vfs: &Vfs<'_, S>, key: &str) -> Result<Value, ApiError> {
     Ok(json!({ "deleted": checkpoint.id }))
 }
 
-#[derive(Deserialize)]
+/// `POST /diff`'s body.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct DiffReq {
+pub(crate) struct DiffReq {
+    /// Where to compare from: a checkpoint's id or name, `"now"`, or
+    /// `"rev:<N>"` (a workspace revision).
     from: PointRef,
+    /// Where to compare to, named as `from` is (default `"now"`).
     #[serde(default = "now")]
     to: PointRef,
     /// Compare only these paths (and their subtrees).
@@ -158,8 +166,13 @@ struct DiffReq {
     text: bool,
     /// A file larger than this gets no text diff (default 1 MiB).
     max_text_file_bytes: Option<u64>,
+    /// The `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// Entries a page holds at most (default 1000).
+    #[schemars(range(min = 1, max = MAX_DIFF_PAGE))]
     limit: Option<usize>,
+    /// Merge the two trees whole instead of reading the change log (same
+    /// answer, slower).
     #[serde(default)]
     full_scan: bool,
 }
@@ -206,9 +219,11 @@ pub fn diff<S: Sql>(vfs: &Vfs<'_, S>, body: &[u8]) -> Result<Value, ApiError> {
     Ok(answer)
 }
 
-#[derive(Deserialize)]
+/// `POST /restore`'s body.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RestoreReq {
+pub(crate) struct RestoreReq {
+    /// The checkpoint to restore: its id or its name.
     checkpoint: CheckpointRef,
     /// Restore only these paths (and their subtrees); all when absent.
     paths: Option<Vec<String>>,

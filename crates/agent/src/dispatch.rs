@@ -20,7 +20,7 @@ use crate::computer::{self, Discard};
 use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::host::Host;
-use crate::policy::{self, Audit, Policy};
+use crate::policy::{self, Access, Audit, Policy};
 use crate::protocol::SocketState;
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::scheduling;
@@ -83,6 +83,8 @@ pub enum Entry {
     Http,
     /// A `call` message on a WebSocket.
     Socket,
+    /// A `tools/call` of the MCP server (`crate::mcp`).
+    Mcp,
 }
 
 impl Entry {
@@ -91,6 +93,7 @@ impl Entry {
         match self {
             Entry::Http => "api",
             Entry::Socket => "socket",
+            Entry::Mcp => "mcp",
         }
     }
 }
@@ -183,11 +186,23 @@ impl<H: Host> Agent<H> {
     /// Checks the caller may perform the action: it holds the access the
     /// policy asks for, and its token (if any) is not revoked.
     fn authorize<B>(&self, request: &Request<B>, policy: Policy) -> Result<(), ApiError> {
-        policy.access.admits(&request.caller)?;
-        let Some(token) = request.caller.token_id() else {
+        self.admit(&request.agent, &request.caller, policy.access)
+    }
+
+    /// Checks `caller` may act on agent `agent` with `access`: it holds the
+    /// access, and its token (if any) is not revoked. (The MCP endpoint
+    /// checks its callers here too, before any of its methods.)
+    pub(crate) fn admit(
+        &self,
+        agent: &str,
+        caller: &Caller,
+        access: Access,
+    ) -> Result<(), ApiError> {
+        access.admits(caller)?;
+        let Some(token) = caller.token_id() else {
             return Ok(());
         };
-        match self.open(Some(&request.agent), false) {
+        match self.open(Some(agent), false) {
             Ok(_) => {}
             // An agent not created yet has no revocations to check (and the
             // action then fails as it must, unless it creates the agent).
@@ -313,6 +328,11 @@ impl<H: Host> Agent<H> {
             Action::Exec => {
                 let source = request.entry.job_source();
                 return self.exec_request(&request.caller, source, json_body).await;
+            }
+            Action::Mcp => {
+                return Err(ApiError::Internal(
+                    "the MCP endpoint is served by Agent::mcp, not dispatched".into(),
+                ))
             }
             Action::Socket => {
                 if !request.upgrade {

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use stead_shell::{Clock, ExecRequest, LimitKind, Limits};
 use stead_sql::Sql;
@@ -34,11 +35,16 @@ pub const DEFAULT_COMPUTER_TIMEOUT_MS: u64 = 10 * 60_000;
 pub const MAX_COMPUTER_TIMEOUT_MS: u64 = 60 * 60_000;
 
 /// Where a command may run, as the caller asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
+    /// The light shell inside the agent: milliseconds, the usual
+    /// utilities, no processes.
     Shell,
+    /// Real bash on the agent's Linux computer (a container).
     Computer,
+    /// The light shell when it has every command the script names, else
+    /// the computer.
     #[default]
     Auto,
 }
@@ -63,18 +69,27 @@ impl BackendChoice {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ExecReq {
+pub(crate) struct ExecReq {
+    /// The command line, in bash syntax.
     command: String,
+    /// Working directory (default `/`).
     cwd: Option<String>,
+    /// Environment variables for the command.
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// Text on the command's standard input.
     #[serde(default)]
     stdin: String,
+    /// Time limit: up to 30 s in the light shell (default 20 s), up to
+    /// 60 min on the computer (default 10 min).
+    #[schemars(range(min = 1, max = MAX_COMPUTER_TIMEOUT_MS))]
     timeout_ms: Option<u64>,
+    /// Where the command runs.
     #[serde(default)]
     backend: BackendChoice,
+    /// How stdout and stderr come back: `utf8` text (default) or `base64`.
     #[serde(default)]
     output_encoding: OutputEncoding,
 }

@@ -2,8 +2,8 @@
 //!
 //! Everything the agent needs from outside its database comes through these
 //! traits, and nothing else does: a clock and randomness, the one alarm,
-//! the WebSockets it holds, outbound webhook calls, a way to wipe its
-//! storage, and a [`Transport`] to its computer. On Workers the Durable
+//! the WebSockets and event streams it holds, outbound webhook calls, a way
+//! to wipe its storage, and a [`Transport`] to its computer. On Workers the Durable
 //! Object implements them over `worker` types (the `stead` crate's glue);
 //! in host tests a fake host implements them over plain Rust, and the
 //! transport reaches a real `stead-computer` process. Keeping the seam this
@@ -19,6 +19,7 @@ use stead_sql::Sql;
 
 use crate::computer::error::ComputerError;
 use crate::error::HostError;
+use crate::mcp::listen::ListenState;
 use crate::protocol::SocketState;
 use crate::settings::ComputerSettings;
 
@@ -28,6 +29,8 @@ pub trait Host {
     type Db: Sql;
     /// One of the agent's accepted WebSockets.
     type Socket: Socket;
+    /// One of the agent's open event streams.
+    type Stream: EventStream;
     /// The way to the agent's computer.
     type Computer: Transport;
 
@@ -50,6 +53,14 @@ pub trait Host {
 
     /// The WebSockets the agent has accepted and that are still open.
     fn sockets(&self) -> Vec<Self::Socket>;
+
+    /// Opens an event stream following `state`: a streaming response the
+    /// platform sends as the answer to the request being served, and keeps
+    /// open for the agent to write to.
+    fn open_stream(&self, state: ListenState) -> Self::Stream;
+
+    /// The event streams still open (their clients have not gone).
+    fn streams(&self) -> Vec<Self::Stream>;
 
     /// Sends a webhook: a POST of `body` with `headers`, never following a
     /// redirect (a 3xx is the answer). `Ok` carries the answer's status;
@@ -112,6 +123,22 @@ pub trait Socket {
     fn save(&self, state: &SocketState);
     /// Closes the socket with `code` and `reason`.
     fn close(&self, code: u16, reason: &str);
+}
+
+/// An open server-sent event stream: a response body the agent keeps
+/// writing to (an MCP client's notification stream). Unlike a hibernatable
+/// WebSocket it lives in the instance's memory: it keeps the instance
+/// awake while open and ends when the instance does, so what it follows
+/// ([`ListenState`]) is only what a client resuming it must tell again.
+pub trait EventStream {
+    /// Writes SSE text (whole events); `false` once the client has gone.
+    fn send(&self, text: &str) -> bool;
+    /// What the stream follows.
+    fn state(&self) -> ListenState;
+    /// Replaces what the stream follows.
+    fn save(&self, state: &ListenState);
+    /// Ends the stream.
+    fn close(&self);
 }
 
 /// An HTTP method of the computer protocol.

@@ -28,6 +28,9 @@
 //! - [`protocol`]: the WebSocket messages; [`socket`]: where a socket
 //!   message is answered; [`subscriptions`]: where job output and change
 //!   events are sent;
+//! - [`mcp`]: the MCP server, one more entry point through dispatch;
+//! - [`catalog`]: the tools a model is given, with their schemas and each
+//!   harness's shape of them;
 //! - [`decode`], [`host`], [`error`]: request decoding, the platform seam,
 //!   and the one error type.
 //!
@@ -39,6 +42,7 @@
 mod agent;
 pub mod audit;
 pub mod auth;
+pub mod catalog;
 pub mod checkpoints;
 pub mod computer;
 pub mod decode;
@@ -48,6 +52,7 @@ pub mod exec;
 pub mod fork;
 pub mod host;
 pub mod joblog;
+pub mod mcp;
 pub mod outbound;
 pub mod outcome;
 pub mod policy;
@@ -67,6 +72,6 @@ pub use agent::Agent;
 pub use computer::error::ComputerError;
 pub use dispatch::{Body, Bytes, Entry, HookHeaders, Reply, Request};
 pub use error::{ApiError, HostError};
-pub use host::{Host, Socket, Transport};
+pub use host::{EventStream, Host, Socket, Transport};
 pub use outcome::ExecOutcome;
 pub use route::{route, Action, Route, Tool, MAX_JSON_BODY};

@@ -9,7 +9,9 @@ use stead_vfs::{Conflict, Rejected};
 pub use stead_scheduler::Backend;
 
 /// How the answer carries stdout and stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputEncoding {
     /// Text, with invalid UTF-8 replaced (U+FFFD).

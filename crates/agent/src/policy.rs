@@ -29,6 +29,10 @@ pub enum Access {
     /// A request to a port: a caller holding `ports`, or a share link
     /// (which the agent checks is for that port and not revoked).
     Port,
+    /// Any credential for the agent: what it may then do is checked per
+    /// call (the MCP endpoint, whose tool calls are dispatched like their
+    /// HTTP twins).
+    Credential,
 }
 
 /// Whether an action is recorded in the audit log, and under what name.
@@ -78,6 +82,8 @@ impl Action {
             Action::Info | Action::Ping | Action::Download(_) | Action::Socket => {
                 reads(Scope::Read)
             }
+            // Each tool call is authorized and audited as its HTTP twin.
+            Action::Mcp => policy(Access::Credential, Audit::ReadOnly),
             Action::Jobs
             | Action::Job(_)
             | Action::JobOutput(_)
@@ -145,6 +151,11 @@ impl Access {
             Access::Port => match caller {
                 Caller::Share { .. } => Ok(()),
                 other => other.require(Scope::Ports),
+            },
+            // A share link opens only its port.
+            Access::Credential => match caller {
+                Caller::Admin | Caller::Token { .. } => Ok(()),
+                Caller::Share { .. } | Caller::Anonymous => Err(ApiError::Unauthorized),
             },
         }
     }

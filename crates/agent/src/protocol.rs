@@ -21,8 +21,9 @@
 //! - `{"type":"subscribe_changes","since":REV}`: workspace changes after
 //!   revision `since` (default: the current one), then live.
 //! - `{"type":"unsubscribe_changes"}`
-//! - `{"type":"call","tool":"write","args":{...}}`: a file tool or `exec`
-//!   (`detach` allowed), answered by `result` or `error`.
+//! - `{"type":"call","tool":"write","args":{...}}`: a file tool, `exec`
+//!   (`detach` allowed), or `checkpoint`, `diff`, `restore`, `undo` (their
+//!   HTTP routes' bodies), answered by `result` or `error`.
 //! - `{"type":"ping"}`: answered by `pong`.
 //!
 //! Agent to client: `subscribed`, `unsubscribed`, `result` (`result`),

@@ -19,6 +19,10 @@ pub enum Route {
     Health,
     /// `POST /tokens`: mint an agent token (admin token only).
     MintToken,
+    /// `GET /tools?format=mcp|anthropic|openai|ai-sdk`: the tool
+    /// definitions a model is given (any valid credential; an agent token
+    /// sees the tools its scopes allow).
+    Tools,
     /// A route on one agent.
     Agent { id: String, action: Action },
 }
@@ -170,6 +174,9 @@ pub enum Action {
     HookCall(String),
     /// `GET /agents/{id}/ws`: a WebSocket (hibernatable).
     Socket,
+    /// `POST|GET|DELETE /agents/{id}/mcp`: the MCP server (Streamable
+    /// HTTP), served by `crate::mcp`.
+    Mcp,
     /// `GET /agents/{id}/audit?after=<id>&limit=<n>`: the audit log.
     Audit,
     /// `GET /agents/{id}/settings`: quotas and computer settings.
@@ -250,6 +257,7 @@ impl Action {
                 | Action::ProcessStart
                 | Action::ProcessSignal(_)
                 | Action::ShareCreate(_)
+                | Action::Mcp
         )
     }
 
@@ -286,7 +294,8 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
     match (method, path) {
         ("GET", "/health") => return Ok(Route::Health),
         ("POST", "/tokens") => return Ok(Route::MintToken),
-        (_, "/health" | "/tokens") => return Err(not_allowed()),
+        ("GET", "/tools") => return Ok(Route::Tools),
+        (_, "/health" | "/tokens" | "/tools") => return Err(not_allowed()),
         _ => {}
     }
     let rest = path.strip_prefix("/agents/").ok_or_else(no_route)?;
@@ -304,6 +313,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("POST", "exec") => Action::Exec,
         (_, "ping" | "exec") => return Err(not_allowed()),
         ("GET", "ws") => Action::Socket,
+        ("POST" | "GET" | "DELETE", "mcp") => Action::Mcp,
         ("GET", "audit") => Action::Audit,
         ("GET", "settings") => Action::Settings,
         ("PUT", "settings") => Action::SettingsPut,
@@ -317,8 +327,8 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("POST", "computer/stop") => Action::ComputerStop,
         (
             _,
-            "ws" | "audit" | "settings" | "tokens/revoke" | "diff" | "restore" | "undo" | "fork"
-            | "fork/import" | "computer" | "computer/stop",
+            "ws" | "mcp" | "audit" | "settings" | "tokens/revoke" | "diff" | "restore" | "undo"
+            | "fork" | "fork/import" | "computer" | "computer/stop",
         ) => return Err(not_allowed()),
         (method, rest) if rest == "jobs" || rest.starts_with("jobs/") => route_jobs(method, rest)
             .ok_or_else(|| {

@@ -17,7 +17,7 @@ use crate::outcome::{Backend, ExecOutcome};
 /// Most jobs one list answer holds.
 const MAX_LIST: usize = 200;
 /// Bytes of output one page holds by default (and at most).
-const OUTPUT_PAGE: usize = 1 << 20;
+pub(crate) const OUTPUT_PAGE: usize = 1 << 20;
 /// Ledger rows shown with a schedule.
 const RUNS_SHOWN: usize = 50;
 
@@ -260,10 +260,14 @@ pub fn list_schedules<S: Sql>(db: &S) -> Result<Value, ApiError> {
     Ok(json!({ "schedules": Schedules::new(db).list()? }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct HookReq {
+pub(crate) struct HookReq {
+    /// The command a call of the hook runs as a job (an exec request); the
+    /// call's body arrives on its stdin.
     exec: Value,
+    /// The secret callers must send in `x-hook-secret`, 16 bytes or more;
+    /// generated when absent. Shown once, in the answer.
     secret: Option<String>,
     /// Calls are signed with the secret instead of carrying it.
     #[serde(default)]

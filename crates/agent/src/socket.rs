@@ -138,10 +138,14 @@ impl<H: Host> Agent<H> {
     ) -> Result<Value, ApiError> {
         let action = match tool {
             "exec" => Action::Exec,
+            "checkpoint" => Action::CheckpointCreate,
+            "diff" => Action::Diff,
+            "restore" => Action::Restore,
+            "undo" => Action::Undo,
             name => Action::Tool(Tool::from_name(name).ok_or_else(|| {
                 let names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
                 ApiError::InvalidRequest(format!(
-                    "unknown tool {name:?}; use exec or one of {}",
+                    "unknown tool {name:?}; use exec, checkpoint, diff, restore, undo or one of {}",
                     names.join(", ")
                 ))
             })?),

@@ -77,8 +77,10 @@ pub fn broadcast_job_end<H: Host>(agent: &Agent<H>, job: &Job) {
     }
 }
 
-/// Sends each change-subscribed socket the changes it has not seen.
+/// Sends each change-subscribed socket the changes it has not seen, and
+/// each MCP event stream the notifications they call for.
 pub fn notify_changes<H: Host>(agent: &Agent<H>) {
+    crate::mcp::notify::notify_streams(agent);
     let sockets = agent.host.sockets();
     if sockets.is_empty() {
         return;
@@ -168,8 +170,9 @@ pub(crate) fn send_backlog<H: Host>(
     }
 }
 
-/// Closes every socket (the agent was deleted).
+/// Closes every socket and event stream (the agent was deleted).
 pub fn close_all<H: Host>(agent: &Agent<H>) {
+    crate::mcp::notify::close_streams(agent);
     for socket in agent.host.sockets() {
         socket.close(4404, "agent deleted");
     }

@@ -5,6 +5,7 @@
 //! anything is touched.
 
 use base64::Engine;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stead_sql::Sql;
@@ -59,10 +60,12 @@ fn to_json(value: impl Serialize) -> Result<Value, ApiError> {
 }
 
 /// Permission bits as an octal string (`"755"`, `"0644"`) or a number.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-enum Mode {
+pub(crate) enum Mode {
+    /// Octal digits, such as `"755"` or `"0644"`.
     Octal(String),
+    /// The bits as a number (`493` is `0o755`).
     Bits(u32),
 }
 
@@ -86,11 +89,13 @@ fn mode_bits(mode: &Option<Mode>) -> Result<Option<u32>, ApiError> {
     mode.as_ref().map(Mode::bits).transpose()
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-enum Encoding {
+pub(crate) enum Encoding {
+    /// Text.
     #[default]
     Utf8,
+    /// Base64 of the bytes.
     Base64,
 }
 
@@ -105,17 +110,28 @@ impl Encoding {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ReadReq {
+pub(crate) struct ReadReq {
+    /// Absolute path of the file, such as `/src/main.rs`.
     path: String,
-    /// First line, 1-based.
+    /// First line to read, 1-based (default 1).
+    #[schemars(range(min = 1))]
     offset: Option<u64>,
+    /// Lines to read, at most 2000 (the default).
+    #[schemars(range(min = 1, max = DEFAULT_LINE_LIMIT))]
     limit: Option<u64>,
+    /// Prefix each line with its number and a tab, as `cat -n` does.
     #[serde(default)]
     line_numbers: bool,
+    /// Read bytes instead of lines, from this offset (use either lines or
+    /// bytes).
     byte_offset: Option<u64>,
+    /// Bytes to read, at most 256 KiB (the default).
+    #[schemars(range(min = 1, max = DEFAULT_BYTE_LIMIT))]
     byte_length: Option<u64>,
+    /// For byte reads: `base64` returns the bytes exactly; `utf8` fails on
+    /// bytes that are not text (default: text when it is, else base64).
     encoding: Option<Encoding>,
 }
 
@@ -183,13 +199,17 @@ fn read<S: Sql>(vfs: &Vfs<'_, S>, req: ReadReq) -> Result<Value, ApiError> {
     Ok(out)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct WriteReq {
+pub(crate) struct WriteReq {
+    /// Absolute path of the file to create or replace.
     path: String,
+    /// The whole new content of the file.
     content: String,
+    /// How `content` is written: `utf8` text (default) or `base64` bytes.
     #[serde(default)]
     encoding: Encoding,
+    /// Permission bits of the file.
     mode: Option<Mode>,
     /// Create missing parent directories (default true).
     parents: Option<bool>,
@@ -210,11 +230,14 @@ fn write<S: Sql>(vfs: &Vfs<'_, S>, req: WriteReq, append: bool) -> Result<Value,
     to_json(written)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EditReq {
+pub(crate) struct EditReq {
+    /// Absolute path of the file to edit.
     path: String,
+    /// Replacements, applied together: all of them or none.
     edits: Vec<Replacement>,
+    /// Show the diff without changing the file.
     #[serde(default)]
     dry_run: bool,
 }
@@ -223,14 +246,16 @@ fn edit<S: Sql>(vfs: &Vfs<'_, S>, req: EditReq) -> Result<Value, ApiError> {
     to_json(vfs.edit(&path(&req.path)?, &req.edits, req.dry_run)?)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ApplyPatchReq {
-    /// A V4A patch or a unified diff.
+pub(crate) struct ApplyPatchReq {
+    /// A V4A patch (`*** Begin Patch` ... `*** End Patch`) or a unified
+    /// diff (`diff -u`, `git diff`).
     patch: String,
     /// Where relative paths in the patch start (default `/`).
     #[serde(default = "root")]
     base: String,
+    /// Check the patch and show the diff without changing any file.
     #[serde(default)]
     dry_run: bool,
 }
@@ -266,12 +291,16 @@ fn stat<S: Sql>(vfs: &Vfs<'_, S>, req: StatReq) -> Result<Value, ApiError> {
     Ok(out)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct LsReq {
+pub(crate) struct LsReq {
+    /// Directory to list (default `/`).
     #[serde(default = "root")]
     path: String,
+    /// The `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// Entries per page, at most 10,000 (default 1000).
+    #[schemars(range(min = 1, max = MAX_LS_LIMIT))]
     limit: Option<usize>,
 }
 
@@ -394,15 +423,23 @@ fn chmod<S: Sql>(vfs: &Vfs<'_, S>, req: ChmodReq) -> Result<Value, ApiError> {
     Ok(json!({ "path": p.as_str(), "mode": format!("{bits:04o}"), "revision": revision }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GlobReq {
+pub(crate) struct GlobReq {
+    /// Pattern relative to `path`: `*` and `?` within a name, `**` across
+    /// directories, `[...]`, `{a,b}`; for example `**/*.rs`.
     pattern: String,
+    /// Directory the pattern starts from (default `/`).
     #[serde(default = "root")]
     path: String,
+    /// Paths to leave out with everything below them; a pattern without `/`
+    /// matches names anywhere, as in `.gitignore`.
     #[serde(default)]
     exclude: Vec<String>,
+    /// The `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// Matches per page (default 1000, at most 10,000).
+    #[schemars(range(min = 1, max = glob::MAX_LIMIT))]
     limit: Option<usize>,
 }
 
@@ -431,10 +468,12 @@ fn glob<S: Sql>(vfs: &Vfs<'_, S>, req: GlobReq) -> Result<Value, ApiError> {
 }
 
 /// One glob or several.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(untagged)]
-enum OneOrMany {
+pub(crate) enum OneOrMany {
+    /// One pattern.
     One(String),
+    /// Several patterns.
     Many(Vec<String>),
 }
 
@@ -447,34 +486,53 @@ impl OneOrMany {
     }
 }
 
-#[derive(Deserialize, Default, Clone, Copy)]
+#[derive(Deserialize, Default, Clone, Copy, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-enum GrepOutput {
+pub(crate) enum GrepOutput {
+    /// Matching lines with their context.
     #[default]
     Content,
+    /// Only the paths of files that match.
     Files,
+    /// Matching lines per file.
     Count,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GrepReq {
+pub(crate) struct GrepReq {
+    /// Text to search for (a regular expression with `regex`).
+    #[schemars(length(min = 1))]
     pattern: String,
+    /// File or directory to search (default `/`, the whole workspace).
     #[serde(default = "root")]
     path: String,
+    /// Read `pattern` as a regular expression (Rust `regex` syntax).
     #[serde(default)]
     regex: bool,
+    /// Match case-insensitively.
     #[serde(default)]
     ignore_case: bool,
+    /// Only search files whose names match these globs (`*.rs`).
     include: Option<OneOrMany>,
+    /// Skip files and directories matching these globs.
     exclude: Option<OneOrMany>,
     /// Lines of context on both sides; `before`/`after` override it per side.
+    #[schemars(range(max = grep::MAX_CONTEXT))]
     context: Option<usize>,
+    /// Lines of context before each match.
+    #[schemars(range(max = grep::MAX_CONTEXT))]
     before: Option<usize>,
+    /// Lines of context after each match.
+    #[schemars(range(max = grep::MAX_CONTEXT))]
     after: Option<usize>,
+    /// What to return for each match.
     #[serde(default)]
     output: GrepOutput,
+    /// The `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// Results per page.
+    #[schemars(range(min = 1, max = grep::MAX_LIMIT))]
     limit: Option<usize>,
 }
 

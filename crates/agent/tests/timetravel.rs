@@ -440,3 +440,31 @@ fn a_failed_call_leaves_no_checkpoint_behind() {
     assert!(status >= 400);
     assert_eq!(count(), before, "a failed call kept a checkpoint");
 }
+
+#[test]
+fn time_travel_works_over_the_socket_too() {
+    use stead_agent::protocol::SocketState;
+    use stead_agent::socket::Incoming;
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/a.txt", "one\n");
+    let socket = agent.host().accept(&SocketState {
+        agent: "a".into(),
+        caller: Caller::Admin,
+        ..SocketState::default()
+    });
+    let say = |message: Value| {
+        block_on(agent.socket_message(&socket, Incoming::Text(message.to_string())));
+        socket.take().pop().expect("an answer")
+    };
+    let taken = say(json!({"type":"call","id":1,"tool":"checkpoint","args":{"name":"s"}}));
+    assert_eq!(taken["result"]["checkpoint"]["name"], "s", "{taken}");
+    write(&agent, "/a.txt", "two\n");
+    let diff = say(json!({"type":"call","tool":"diff","args":{"from":"s"}}));
+    assert_eq!(diff["result"]["entries"][0]["path"], "/a.txt", "{diff}");
+    let undone = say(json!({"type":"call","tool":"undo","args":{}}));
+    assert_eq!(undone["type"], "result", "{undone}");
+    assert_eq!(read(&agent, "a", "/a.txt")["content"], "one\n");
+    let restored = say(json!({"type":"call","tool":"restore","args":{"checkpoint":"s"}}));
+    assert_eq!(restored["type"], "result", "{restored}");
+}

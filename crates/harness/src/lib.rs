@@ -310,10 +310,24 @@ impl Client {
 
     /// Sends `method path` with raw `body`.
     pub fn send(&self, method: &str, path: &str, body: &[u8]) -> Reply {
+        self.send_with(method, path, &[], body)
+    }
+
+    /// Sends `method path` with raw `body` and extra `headers`.
+    pub fn send_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Reply {
         let url = format!("{}{path}", self.base);
         let mut request = ureq::http::Request::builder().method(method).uri(&url);
         if let Some(auth) = self.auth() {
             request = request.header("authorization", auth);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         let request = request.body(body.to_vec()).expect("request");
         let response = self.agent.run(request).expect("HTTP request");

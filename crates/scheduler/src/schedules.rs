@@ -40,6 +40,7 @@
 
 use std::collections::VecDeque;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stead_sql::{params, Row, Sql};
@@ -59,7 +60,7 @@ const MAX_RETRY_DELAY_MS: i64 = 3_600_000;
 const MAX_ENUMERATED: usize = 100_000;
 
 /// What to do with due times missed while asleep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CatchUp {
     #[default]
@@ -134,9 +135,10 @@ stored_names!(
 stored_names!(CatchUp, "catch_up", Latest => "latest", All => "all", Skip => "skip");
 
 /// The webhook part of a schedule request.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookRequest {
+    /// Where the signed POST goes.
     pub url: String,
     /// The signing secret; one is generated when absent.
     pub secret: Option<String>,
@@ -146,21 +148,34 @@ pub struct WebhookRequest {
 }
 
 /// A schedule as clients send it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleRequest {
+    /// The schedule's name; generated when absent. Putting an existing id
+    /// replaces that schedule.
     pub id: Option<String>,
+    /// A cron expression: 5 fields (minute hour day month weekday), or 6
+    /// with seconds first; `@daily`-style shorthands too.
     pub cron: Option<String>,
+    /// IANA time zone the cron expression is read in (default UTC).
     pub tz: Option<String>,
     /// RFC 3339 time of a one-shot schedule.
     pub at: Option<String>,
+    /// Unix time in milliseconds of a one-shot schedule.
     pub at_ms: Option<i64>,
+    /// A one-shot schedule this many milliseconds from now.
     pub delay_ms: Option<i64>,
+    /// The command to run as a job at each due time (an exec request).
     pub exec: Option<Value>,
+    /// A webhook to call at each due time instead of a command.
     pub webhook: Option<WebhookRequest>,
+    /// Due times missed while the agent was down: run the newest once
+    /// (`latest`), every one (`all`), or none (`skip`).
     #[serde(default)]
     pub catch_up: CatchUp,
+    /// Attempts per due time, 1-20 (default 1).
     pub max_attempts: Option<u32>,
+    /// Delay before a retry, doubling each time (default 10 s).
     pub retry_delay_ms: Option<i64>,
 }
 

@@ -32,6 +32,7 @@
 //! not. Background jobs run when waited for (see `interp/jobs.rs`).
 
 mod bytes;
+mod devices;
 mod fs;
 mod interp;
 mod io;
@@ -39,8 +40,8 @@ mod limits;
 mod utils;
 
 pub use fs::Fs;
-pub use io::Output;
-pub use limits::{Abort, Budget, Clock, LimitKind, Limits};
+pub use io::{Output, Stdin};
+pub use limits::{Abort, Budget, Clock, Held, LimitKind, Limits, MAX_PARSE_DEPTH};
 
 /// Finds the recorded corpus for the unit tests that read it (grep, sed and
 /// jq fixtures), the same way the integration tests do.
@@ -98,14 +99,14 @@ pub fn exec_with_commands(
     request: ExecRequest,
     extra: &[(&str, Utility)],
 ) -> ExecResult {
+    let clock = limits::ExecClock::new(clock);
     let budget = Budget::new(request.limits, clock.now_ms());
-    let mut shell = interp::Shell::new(fs, clock, &budget, request.cwd.clone(), extra);
-    let out = shell.open_slot(None);
-    let err = shell.open_slot(None);
-    shell.fds[0] = Some(interp::Fd::In(std::rc::Rc::new(interp::Input {
-        data: request.stdin,
-        pos: 0.into(),
-    })));
+    let mut shell = interp::Shell::new(fs, &clock, &budget, request.cwd.clone(), extra);
+    let out = shell.open_exec_output();
+    let err = shell.open_exec_output();
+    shell.fds[0] = Some(interp::Fd::In(std::rc::Rc::new(interp::Input::new(
+        request.stdin,
+    ))));
     shell.fds[1] = Some(interp::Fd::Out(out));
     shell.fds[2] = Some(interp::Fd::Out(err));
     let defaults = [

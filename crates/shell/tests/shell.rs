@@ -440,3 +440,28 @@ fn indirect_array_expansion_with_operators() {
         "alue\n[  ]\n[]\ns=1\n",
     );
 }
+
+/// A write the filesystem refuses (here its stored-bytes quota) is reported
+/// against the file and fails the command that wrote it, as a failing
+/// `write(2)` fails `echo` in bash; the loop's status is its last command's.
+#[test]
+fn a_refused_write_fails_the_command() {
+    let db = db();
+    let vfs = stead_vfs::Vfs::new(&db, 1_700_000_000_000).with_limits(stead_vfs::Limits {
+        max_stored_bytes: 4,
+        ..stead_vfs::Limits::default()
+    });
+    let request = stead_shell::ExecRequest {
+        command: "echo a > /a; echo $?; echo bb > /b; echo $?; \
+                  for i in 1 2; do echo $i > /f$i; done; echo $?; { echo c; } > /c; echo $?"
+            .to_string(),
+        cwd: stead_vfs::VPath::parse("/").unwrap(),
+        env: Default::default(),
+        stdin: Vec::new(),
+        limits: Limits::default(),
+    };
+    let r = stead_shell::exec(&vfs, &common::HostClock, request);
+    assert_eq!(String::from_utf8_lossy(&r.stdout), "0\n1\n1\n1\n");
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(stderr.contains("/b: No space left on device"), "{stderr}");
+}

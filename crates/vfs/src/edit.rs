@@ -48,7 +48,7 @@ use stead_patch::{is_crlf, MatchRule};
 
 /// One replacement: `old` must occur exactly once in the original text (or at
 /// least once when `replace_all`).
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
 pub struct Replacement {
     /// The exact text to find.
     pub old: String,

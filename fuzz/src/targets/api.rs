@@ -28,6 +28,7 @@ pub const TARGET: Target = Target {
         "\"(a+)+$\"", "18446744073709551615", "-1", "0", "1e3", "\"\\u0000\"", "%2F", "%",
         "/agents/", "/files/", "GET", "POST", "PUT", "DELETE",
     ],
+    bounds: None,
 };
 
 /// Byte 0 picks what to call: a tool of [`Tool::ALL`], then `exec::plan`, then

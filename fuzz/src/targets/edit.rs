@@ -25,6 +25,7 @@ pub const TARGET: Target = Target {
         "\r\n", "\n", "\r", "é", "😀", "a", "ab", "\0", "  ", "\t", "\u{301}", "\u{201C}", "\u{2019}",
         "\u{2014}", "\u{a0}",
     ],
+    bounds: None,
 };
 
 pub fn run(data: &[u8]) {

@@ -19,6 +19,7 @@ pub const TARGET: Target = Target {
     run,
     seeds,
     tokens: &[],
+    bounds: None,
 };
 
 /// Decoded chunks, or the first error.

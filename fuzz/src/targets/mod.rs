@@ -7,6 +7,7 @@ pub mod frame;
 pub mod patch;
 pub mod path;
 pub mod shell;
+pub mod syntax;
 pub mod wire;
 
 use stead_sql::{migrate, params, Row, Sql, SqliteDb, MIGRATIONS};

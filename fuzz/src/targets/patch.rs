@@ -60,6 +60,7 @@ pub const TARGET: Target = Target {
         "<<'EOF'\n",
         "\nEOF\n",
     ],
+    bounds: None,
 };
 
 /// Byte 0: bit 0 also runs the patch through a workspace, bit 1 makes that

@@ -19,6 +19,7 @@ pub const TARGET: Target = Target {
     run,
     seeds,
     tokens: &["/", "..", ".", "//", "/../", "./", "\0", "%2e", "\\", "é", "~"],
+    bounds: None,
 };
 
 /// The input is `cwd` and `path` separated by the first `\n` (no `\n`: the

@@ -7,32 +7,172 @@
 //! so a run is deterministic and `sleep` cannot stall the fuzzer. The
 //! routing helpers `commands_used` and `unsupported_commands` parse the same
 //! script and must agree with each other.
+//!
+//! Memory limits are on (`max_memory_bytes` 4 MiB, pipes 256 KiB), and the
+//! driver measures every run's heap against [`TARGET`]'s bounds: a script
+//! that holds more than a small multiple of what the limits allow, or runs
+//! longer than they allow, is a limit overrun even if nothing panics.
+//!
+//! Each run works in one migrated database per thread, inside a savepoint
+//! rolled back afterwards (also when the run panics), so every run starts
+//! from the same fresh workspace without paying for the migrations.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use stead_shell::{Clock, ExecRequest, Limits, LIMIT_EXIT_CODE};
+use stead_sql::{Sql, SqliteDb};
 use stead_vfs::{VPath, Vfs, WriteOptions};
 
-use crate::Target;
+use crate::{Bounds, Target};
+
+/// The limits every run has.
+pub const LIMITS: Limits = Limits {
+    max_commands: 2_000,
+    max_loop_iterations: 500,
+    max_call_depth: 24,
+    max_output_bytes: 64 * 1024,
+    max_bytes_written: 256 * 1024,
+    max_wall_ms: 20_000,
+    max_cpu_units: 2_000_000,
+    max_memory_bytes: 4 << 20,
+    max_pipe_bytes: 256 * 1024,
+    max_stack_bytes: 512 << 10,
+};
+
+/// What a run may hold: the accounted data four times over (the copies an
+/// expansion or a utility makes while it works), the outputs, and what
+/// SQLite keeps for the bytes written (pages and the savepoint's journal).
+const HEAP_BYTES: usize = 4 * LIMITS.max_memory_bytes as usize
+    + 2 * LIMITS.max_output_bytes
+    + 4 * LIMITS.max_bytes_written as usize
+    + (8 << 20);
 
 pub const TARGET: Target = Target {
     name: "shell",
     about: "stead_shell::exec with tight limits (no panic, always returns, limit => exit 124), commands_used/unsupported_commands agree",
     run,
     seeds,
-    tokens: &[
-        "$(", ")", "${", "}", "$((", "))", "`", "'", "\"", "\\", "|", "||", "&&", ";", ";;", "&",
-        "<", ">", ">>", "<<", "<<-", "<<<", "2>&1", "<(", "(", "{ ", " }", "[[ ", " ]]", "*",
-        "?", "[a-z]", "**", "{a,b}", "{1..9}", "~", "$@", "$#", "$?", "${#x}", "${x:-y}",
-        "${x//a/b}", "${x:1:2}", "${!x}", "${x[@]}", "=~", "if ", "then ", "else ", "fi",
-        "for ", "in ", "do ", "done", "while ", "until ", "case ", "esac", "function ",
-        "local ", "declare -A ", "set -e", "eval ", "exec ", "trap ", "shift", "break",
-        "return", "x=", "\n", " ", "EOF\n", "$((1<<62))", "$((-9223372036854775807-1))",
-        "/", "0", "-1", "echo ", "cat ", "sed ", "awk ", "jq ", "grep ", "printf ", "read ",
-        "seq ", "xargs ", "find ", "sort ", "tr ", "cut ", "head ", "tail ", "wc ",
-    ],
+    tokens: TOKENS,
+    // Two seconds: the limits allow a few million units of work.
+    bounds: Some(Bounds {
+        heap_bytes: HEAP_BYTES,
+        run_ms: 2_000,
+    }),
 };
+
+/// Shell syntax and the commands the fuzzer splices in.
+pub(crate) const TOKENS: &[&str] = &[
+    "$(",
+    ")",
+    "${",
+    "}",
+    "$((",
+    "))",
+    "`",
+    "'",
+    "\"",
+    "\\",
+    "|",
+    "||",
+    "&&",
+    ";",
+    ";;",
+    "&",
+    "<",
+    ">",
+    ">>",
+    "<<",
+    "<<-",
+    "<<<",
+    "2>&1",
+    "<(",
+    "(",
+    "{ ",
+    " }",
+    "[[ ",
+    " ]]",
+    "*",
+    "?",
+    "[a-z]",
+    "**",
+    "{a,b}",
+    "{1..9}",
+    "~",
+    "$@",
+    "$#",
+    "$?",
+    "${#x}",
+    "${x:-y}",
+    "${x//a/b}",
+    "${x:1:2}",
+    "${!x}",
+    "${x[@]}",
+    "=~",
+    "if ",
+    "then ",
+    "else ",
+    "fi",
+    "for ",
+    "in ",
+    "do ",
+    "done",
+    "while ",
+    "until ",
+    "case ",
+    "esac",
+    "function ",
+    "local ",
+    "declare -A ",
+    "set -e",
+    "eval ",
+    "exec ",
+    "trap ",
+    "shift",
+    "break",
+    "return",
+    "x=",
+    "\n",
+    " ",
+    "EOF\n",
+    "$((1<<62))",
+    "$((-9223372036854775807-1))",
+    "/",
+    "0",
+    "-1",
+    "echo ",
+    "cat ",
+    "sed ",
+    "awk ",
+    "jq ",
+    "grep ",
+    "printf ",
+    "read ",
+    "seq ",
+    "xargs ",
+    "find ",
+    "sort ",
+    "tr ",
+    "cut ",
+    "head ",
+    "tail ",
+    "wc ",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/fd/0",
+    "sleep ",
+    "timeout ",
+    "mapfile ",
+    "yes ",
+    "range(",
+    "reduce ",
+    "foreach ",
+    "def f: ",
+    "recurse",
+    "..",
+    "limit(",
+    "[.[]]",
+];
 
 /// A clock that moves one millisecond per reading.
 struct Ticks(Cell<u64>);
@@ -47,9 +187,18 @@ impl Clock for Ticks {
 
 pub fn run(data: &[u8]) {
     let script = super::text(data);
+    check_routing(&script);
+    DB.with(|db| {
+        let _rollback = Savepoint::start(db);
+        exec(db, script);
+    });
+}
 
-    let used = stead_shell::commands_used(&script);
-    let unsupported = stead_shell::unsupported_commands(&script);
+/// `commands_used` and `unsupported_commands` parse the script alike, and
+/// what the light shell lacks is among what the script uses.
+pub(crate) fn check_routing(script: &str) {
+    let used = stead_shell::commands_used(script);
+    let unsupported = stead_shell::unsupported_commands(script);
     match (&used, &unsupported) {
         (Some(used), Some(unsupported)) => {
             for name in unsupported {
@@ -59,9 +208,31 @@ pub fn run(data: &[u8]) {
         (None, None) => {}
         _ => panic!("commands_used {used:?} but unsupported_commands {unsupported:?}"),
     }
+}
 
-    let db = super::fresh_db();
-    let vfs = Vfs::new(&db, 1_700_000_000_000);
+thread_local! {
+    static DB: SqliteDb = super::fresh_db();
+}
+
+/// A savepoint rolled back when dropped (unwinding included).
+struct Savepoint<'d>(&'d SqliteDb);
+
+impl<'d> Savepoint<'d> {
+    fn start(db: &'d SqliteDb) -> Self {
+        db.execute("SAVEPOINT fuzz_run", &[]).expect("savepoint");
+        Savepoint(db)
+    }
+}
+
+impl Drop for Savepoint<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.execute("ROLLBACK TO fuzz_run", &[]);
+        let _ = self.0.execute("RELEASE fuzz_run", &[]);
+    }
+}
+
+fn exec(db: &SqliteDb, script: String) {
+    let vfs = Vfs::new(db, 1_700_000_000_000);
     for (path, content) in [
         ("/home/a.txt", &b"one\ntwo\nthree\n"[..]),
         ("/home/data.json", b"{\"k\":[1,2,{\"x\":null}]}"),
@@ -73,15 +244,7 @@ pub fn run(data: &[u8]) {
         )
         .expect("fixture write");
     }
-    let limits = Limits {
-        max_commands: 2_000,
-        max_loop_iterations: 500,
-        max_call_depth: 24,
-        max_output_bytes: 64 * 1024,
-        max_bytes_written: 256 * 1024,
-        max_wall_ms: 20_000,
-        max_cpu_units: 2_000_000,
-    };
+    let limits = LIMITS;
     let request = ExecRequest {
         command: script,
         cwd: VPath::parse("/home").expect("cwd"),
@@ -97,7 +260,7 @@ pub fn run(data: &[u8]) {
     assert!(result.stdout.len() <= limits.max_output_bytes + 4096);
 }
 
-fn seeds() -> Vec<Vec<u8>> {
+pub(crate) fn seeds() -> Vec<Vec<u8>> {
     [
         "echo hello | tr a-z A-Z",
         "for i in 1 2 3; do echo $i; done > out.txt; cat out.txt",

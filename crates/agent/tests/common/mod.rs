@@ -2,8 +2,9 @@
 //! sockets that record what they were sent, and a transport to a real
 //! `stead-computer` process.
 //!
-//! - [`FakeHost`] is the one fake: the platform's alarm, sockets and
-//!   outbound calls do not exist outside Workers, so it records them.
+//! - [`FakeHost`] is the one fake: the platform's alarm, sockets, event
+//!   streams and outbound calls do not exist outside Workers, so it
+//!   records them.
 //!   Its database is real SQLite ([`FaultySql`] passes every statement to
 //!   it, failing the ones a test names, to reach failure paths).
 //! - [`HttpTransport`] is real HTTP to a real `stead-computer`; wrapped in
@@ -21,11 +22,12 @@ use futures::StreamExt;
 use serde_json::Value;
 use stead_agent::auth::{Caller, Scope};
 use stead_agent::host::{ByteStream, Method, Payload};
+use stead_agent::mcp::listen::ListenState;
 use stead_agent::protocol::SocketState;
 use stead_agent::HostError;
 use stead_agent::{
-    Action, Agent, ApiError, Bytes, ComputerError, Entry, HookHeaders, Host, Reply, Request,
-    Socket, Transport,
+    Action, Agent, ApiError, Bytes, ComputerError, Entry, EventStream, HookHeaders, Host, Reply,
+    Request, Socket, Transport,
 };
 use stead_sql::{Param, Row, Sql, SqlError, SqliteDb};
 
@@ -155,6 +157,81 @@ impl Socket for FakeSocket {
     }
 }
 
+/// An event stream that records what it was sent.
+#[derive(Clone)]
+pub struct FakeStream(Rc<StreamInner>);
+
+pub struct StreamInner {
+    sent: RefCell<String>,
+    state: RefCell<ListenState>,
+    closed: Cell<bool>,
+    /// The client went away: sends fail.
+    gone: Cell<bool>,
+}
+
+impl FakeStream {
+    /// Takes the SSE text sent so far.
+    pub fn take(&self) -> String {
+        std::mem::take(&mut self.0.sent.borrow_mut())
+    }
+
+    /// The events sent so far, as `(id, message)`, taken.
+    pub fn events(&self) -> Vec<(Option<String>, Value)> {
+        parse_events(&self.take())
+    }
+
+    pub fn closed(&self) -> bool {
+        self.0.closed.get()
+    }
+
+    /// The client goes away, as a dropped connection does.
+    pub fn disconnect(&self) {
+        self.0.gone.set(true);
+    }
+}
+
+/// Parses `text/event-stream` text into `(id, data as JSON)` per event.
+pub fn parse_events(text: &str) -> Vec<(Option<String>, Value)> {
+    text.split("\n\n")
+        .filter(|event| !event.trim().is_empty())
+        .map(|event| {
+            let mut id = None;
+            let mut data = String::new();
+            for line in event.lines() {
+                if let Some(value) = line.strip_prefix("id: ") {
+                    id = Some(value.to_string());
+                } else if let Some(value) = line.strip_prefix("data: ") {
+                    data.push_str(value);
+                }
+            }
+            let data = serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {event}"));
+            (id, data)
+        })
+        .collect()
+}
+
+impl EventStream for FakeStream {
+    fn send(&self, text: &str) -> bool {
+        if self.0.gone.get() || self.0.closed.get() {
+            return false;
+        }
+        self.0.sent.borrow_mut().push_str(text);
+        true
+    }
+
+    fn state(&self) -> ListenState {
+        self.0.state.borrow().clone()
+    }
+
+    fn save(&self, state: &ListenState) {
+        *self.0.state.borrow_mut() = state.clone();
+    }
+
+    fn close(&self) {
+        self.0.closed.set(true);
+    }
+}
+
 /// A webhook call the agent made.
 #[derive(Debug, Clone)]
 pub struct Posted {
@@ -169,6 +246,7 @@ pub struct FakeHost {
     pub clock: Cell<i64>,
     pub alarm: Cell<Option<i64>>,
     pub sockets: RefCell<Vec<FakeSocket>>,
+    pub streams: RefCell<Vec<FakeStream>>,
     pub posted: RefCell<Vec<Posted>>,
     /// Answers for the next webhook calls (default 200).
     pub answers: RefCell<VecDeque<Result<u16, String>>>,
@@ -193,6 +271,7 @@ impl FakeHost {
             clock: Cell::new(1_700_000_000_000),
             alarm: Cell::new(None),
             sockets: RefCell::default(),
+            streams: RefCell::default(),
             posted: RefCell::default(),
             answers: RefCell::default(),
             computers_asked: RefCell::default(),
@@ -222,6 +301,7 @@ impl FakeHost {
 impl Host for FakeHost {
     type Db = FaultySql;
     type Socket = FakeSocket;
+    type Stream = FakeStream;
     type Computer = FaultyTransport;
 
     fn db(&self) -> &FaultySql {
@@ -270,6 +350,26 @@ impl Host for FakeHost {
             .borrow()
             .iter()
             .filter(|s| s.closed().is_none())
+            .cloned()
+            .collect()
+    }
+
+    fn open_stream(&self, state: ListenState) -> FakeStream {
+        let stream = FakeStream(Rc::new(StreamInner {
+            sent: RefCell::default(),
+            state: RefCell::new(state),
+            closed: Cell::new(false),
+            gone: Cell::new(false),
+        }));
+        self.streams.borrow_mut().push(stream.clone());
+        stream
+    }
+
+    fn streams(&self) -> Vec<FakeStream> {
+        self.streams
+            .borrow()
+            .iter()
+            .filter(|s| !s.closed())
             .cloned()
             .collect()
     }

@@ -4,6 +4,7 @@
 
 use super::Flow;
 use super::Shell;
+use crate::limits::{too_deep_message, MAX_PARSE_DEPTH};
 
 #[derive(Debug, Clone)]
 pub enum Expr {
@@ -23,6 +24,9 @@ pub enum Expr {
 struct Parser<'a> {
     src: &'a [u8],
     pos: usize,
+    /// Nesting of operands (parentheses, unary operators, right-associative
+    /// chains, subscripts), bounded by [`MAX_PARSE_DEPTH`].
+    depth: usize,
 }
 
 const BINARY: &[(&str, u8)] = &[
@@ -53,9 +57,15 @@ const ASSIGN_OPS: &[&str] = &[
 
 /// Parses a whole arithmetic expression (comma lists included).
 pub fn parse(src: &str) -> Result<Expr, String> {
+    parse_nested(src, 0)
+}
+
+/// Parses an expression nested `depth` levels inside another (a subscript).
+fn parse_nested(src: &str, depth: usize) -> Result<Expr, String> {
     let mut p = Parser {
         src: src.as_bytes(),
         pos: 0,
+        depth,
     };
     p.skip();
     if p.pos == p.src.len() {
@@ -73,6 +83,21 @@ pub fn parse(src: &str) -> Result<Expr, String> {
 }
 
 impl Parser<'_> {
+    /// Runs `f` one operand deeper; every recursion of the grammar passes
+    /// through here (via [`Parser::unary`] or an assignment's right side).
+    fn deeper(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<Expr, String>,
+    ) -> Result<Expr, String> {
+        if self.depth >= MAX_PARSE_DEPTH {
+            return Err(format!("syntax error: {}", too_deep_message()));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
     fn skip(&mut self) {
         while self.pos < self.src.len() && self.src[self.pos].is_ascii_whitespace() {
             self.pos += 1;
@@ -124,7 +149,7 @@ impl Parser<'_> {
                     && !(op == &"=" && self.src.get(self.pos + 1) == Some(&b'='))
                 {
                     self.pos += op.len();
-                    let rhs = self.assign()?;
+                    let rhs = self.deeper(Self::assign)?;
                     let bare: &'static str = &op[..op.len() - 1];
                     return Ok(Expr::Assign(bare, Box::new(lhs), Box::new(rhs)));
                 }
@@ -186,6 +211,10 @@ impl Parser<'_> {
     }
 
     fn unary(&mut self) -> Result<Expr, String> {
+        self.deeper(Self::operand)
+    }
+
+    fn operand(&mut self) -> Result<Expr, String> {
         self.skip();
         for (tok, delta) in [("++", 1), ("--", -1)] {
             if self.src[self.pos..].starts_with(tok.as_bytes()) {
@@ -264,7 +293,7 @@ impl Parser<'_> {
                     let key = t[1..t.len() - 1].to_string();
                     return Ok(Expr::Index(name, Box::new(Expr::Num(0)), key));
                 }
-                let index = parse(&text)?;
+                let index = parse_nested(&text, self.depth)?;
                 return Ok(Expr::Index(name, Box::new(index), text));
             }
             return Ok(Expr::Var(name));
@@ -421,6 +450,7 @@ impl Shell<'_> {
         if self.arith_depth > 64 {
             return Err(self.arith_error("expression recursion level exceeded"));
         }
+        self.budget.check_stack()?;
         let expr = parse(t).map_err(|m| self.arith_error(&format!("{t}: {m}")))?;
         self.arith_depth += 1;
         let r = self.eval_arith(&expr);

@@ -733,19 +733,22 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 /// Reads one record from fd 0 (up to `delim`, or `n` chars); `None` at EOF.
+/// A record that runs into the end of an input that goes on (a pipe that
+/// filled up) ends the exec with `max_pipe_bytes`: its rest is not there.
 fn read_record(
     sh: &mut Shell,
     delim: Option<u8>,
     n: Option<usize>,
     fd: usize,
-) -> Option<(Vec<u8>, bool)> {
+) -> R<Option<(Vec<u8>, bool)>> {
     let Some(Fd::In(input)) = sh.fds.get(fd).cloned().flatten() else {
-        return None;
+        return Ok(None);
     };
     let pos = input.pos.get();
     let data = &input.data[pos.min(input.data.len())..];
     if data.is_empty() {
-        return None;
+        input.rest().end()?;
+        return Ok(None);
     }
     let (end, found) = match (n, delim) {
         (Some(n), _) => {
@@ -770,9 +773,16 @@ fn read_record(
         },
         (None, None) => (data.len(), false),
     };
+    let short = match n {
+        Some(n) => String::from_utf8_lossy(&data[..end]).chars().count() < n,
+        None => true,
+    };
+    if !found && end == data.len() && short {
+        input.rest().end()?;
+    }
     let record = data[..end].to_vec();
     input.pos.set(pos + end + found as usize);
-    Some((record, found || n.is_some()))
+    Ok(Some((record, found || n.is_some())))
 }
 
 fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
@@ -844,7 +854,7 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     if poll {
         return Ok(0);
     }
-    let Some((mut record, mut complete)) = read_record(sh, delim, nchars, fd) else {
+    let Some((mut record, mut complete)) = read_record(sh, delim, nchars, fd)? else {
         for n in names.iter().chain(array.iter()) {
             if array.as_ref() == Some(n) {
                 sh.st.vars.insert(
@@ -866,7 +876,7 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     // Without -r, a backslash before the delimiter continues the record.
     while !raw && complete && nchars.is_none() && ends_in_escape(&record) {
         record.pop();
-        match read_record(sh, delim, nchars, fd) {
+        match read_record(sh, delim, nchars, fd)? {
             Some((more, found)) => {
                 record.extend(more);
                 complete = found;
@@ -1517,7 +1527,7 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut map = BTreeMap::new();
     let mut k = 0;
     while map.len() < count {
-        let Some((rec, found)) = read_record(sh, Some(delim), None, 0) else {
+        let Some((rec, found)) = read_record(sh, Some(delim), None, 0)? else {
             break;
         };
         if k < skip {
@@ -1529,6 +1539,7 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
         if found && !strip {
             s.push(delim as char);
         }
+        sh.charge_built(s.len() + 64)?;
         map.insert(map.len() as i64, s);
         k += 1;
     }

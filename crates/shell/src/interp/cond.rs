@@ -377,6 +377,9 @@ impl TestParser<'_> {
     }
 
     fn not(&mut self, sh: &mut Shell) -> R<bool> {
+        // Arguments come from expansion, so their nesting has no parse-time
+        // bound: `!` and `(` recurse through here.
+        sh.budget.check_stack()?;
         if self.peek() == Some("!") {
             self.pos += 1;
             return Ok(!self.not(sh)?);

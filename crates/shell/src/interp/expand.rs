@@ -143,6 +143,9 @@ impl Shell<'_> {
                 out.push(field.text);
             }
         }
+        // Each field is a string of its own (its bytes were charged as the
+        // parts that made it were pushed).
+        self.charge_built(out.len() * std::mem::size_of::<String>())?;
         Ok(out)
     }
 
@@ -197,6 +200,7 @@ impl Shell<'_> {
                 Part::Param(param) => self.expand_param(param, quoted, f)?,
                 Part::Command(prog) => {
                     let text = self.command_subst(prog)?;
+                    self.charge_built(2 * text.len())?;
                     push_value(f, &text, quoted);
                 }
                 Part::Arith(a) => {
@@ -291,6 +295,13 @@ impl Shell<'_> {
                 self.apply_op(&name, sub.as_ref(), &p.op, raw, quoted, f)?
             }
         };
+        // The value goes into the field's text and its glob pattern.
+        self.charge_built(
+            2 * match &val {
+                Val::One(s) => s.as_ref().map_or(0, String::len),
+                Val::Many(items, _) => items.iter().map(|i| i.len() + 32).sum(),
+            },
+        )?;
         match val {
             Val::One(Some(s)) => push_value(f, &s, quoted),
             Val::One(None) => {

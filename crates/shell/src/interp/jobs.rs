@@ -52,10 +52,7 @@ impl Shell<'_> {
     pub(super) fn start_job(&mut self, item: &Item) -> R<()> {
         let pid = self.new_pid();
         let mut fds = self.fds.clone();
-        fds[0] = Some(Fd::In(Rc::new(Input {
-            data: Vec::new(),
-            pos: 0.into(),
-        })));
+        fds[0] = Some(Fd::In(Rc::new(Input::new(Vec::new()))));
         let mut item = item.clone();
         item.background = false;
         // Job numbers are reused once a job is reported.

@@ -27,6 +27,7 @@ mod cond;
 mod dirs;
 mod expand;
 mod jobs;
+mod memory;
 mod options;
 pub mod parse;
 mod pattern;
@@ -190,6 +191,38 @@ pub struct Slot {
 pub struct Input {
     pub data: Vec<u8>,
     pub pos: std::cell::Cell<usize>,
+    /// `data` is all there is; `false` for a pipe that filled up or a
+    /// device that never ends (see [`crate::io::Stdin`]).
+    pub complete: bool,
+}
+
+impl Input {
+    /// All of an input.
+    pub fn new(data: Vec<u8>) -> Self {
+        Input {
+            data,
+            pos: 0.into(),
+            complete: true,
+        }
+    }
+
+    /// The start of an input that goes on.
+    pub fn cut(data: Vec<u8>) -> Self {
+        Input {
+            complete: false,
+            ..Input::new(data)
+        }
+    }
+
+    /// What is left to read.
+    pub fn rest(&self) -> crate::io::Stdin<'_> {
+        let rest = &self.data[self.pos.get().min(self.data.len())..];
+        if self.complete {
+            crate::io::Stdin::complete(rest)
+        } else {
+            crate::io::Stdin::cut(rest)
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -249,6 +282,10 @@ pub struct Shell<'a> {
     pid_stack: Vec<u32>,
     /// Signals sent to an enclosing shell, delivered when it resumes.
     pending_signals: Vec<(u32, i32)>,
+    /// Writing a redirection's output to its file failed (it is written
+    /// when the redirection ends): the command's status becomes 1, as a
+    /// failed write makes the command fail in bash.
+    pub(crate) write_failed: bool,
 }
 
 /// The status of a pipeline stage stopped by a full pipe (128 + SIGPIPE).
@@ -316,14 +353,30 @@ impl<'a> Shell<'a> {
             next_pid: jobs::SHELL_PID,
             pid_stack: Vec::new(),
             pending_signals: Vec::new(),
+            write_failed: false,
         }
     }
 
-    /// Opens a capture slot and returns its index.
+    /// Opens a slot for output to `file`, or for a pipe or capture (a
+    /// command substitution) when `None`, and returns its index.
     pub fn open_slot(&mut self, file: Option<VPath>) -> usize {
+        let limits = self.budget.limits();
+        let out = match file {
+            Some(_) => Output::with_cap(limits.max_output_bytes),
+            None => Output::pipe(limits.max_pipe_bytes),
+        };
+        self.push_slot(out, file)
+    }
+
+    /// Opens the slot of the exec's own stdout or stderr.
+    pub fn open_exec_output(&mut self) -> usize {
         let cap = self.budget.limits().max_output_bytes;
+        self.push_slot(Output::with_cap(cap), None)
+    }
+
+    fn push_slot(&mut self, out: Output, file: Option<VPath>) -> usize {
         self.slots.push(Slot {
-            out: Output::with_cap(cap),
+            out,
             file,
             replace: false,
             open: true,
@@ -367,6 +420,7 @@ impl<'a> Shell<'a> {
                     self.fs.append(&path, &bytes)
                 };
                 if let Err(e) = written {
+                    self.write_failed = true;
                     let msg = format!("{}: {}", path.as_str(), utils::strerror(&e));
                     self.err_line(&msg)?;
                 }
@@ -589,7 +643,9 @@ impl<'a> Shell<'a> {
                 // A writer that filled its pipe buffer is stopped the way
                 // SIGPIPE stops it in bash (`yes | head`): the next stage
                 // reads what was written, and the exec goes on.
-                (Err(Flow::Abort(Abort::Limit(LimitKind::OutputBytes))), Some(s))
+                // The next stage gets what fitted, marked as cut: a reader
+                // that needs more than that ends with `max_pipe_bytes`.
+                (Err(Flow::Abort(Abort::Limit(LimitKind::PipeBytes))), Some(s))
                     if self.slots[s].out.len() >= self.slots[s].out.cap() =>
                 {
                     self.status = SIGPIPE_STATUS;
@@ -597,15 +653,19 @@ impl<'a> Shell<'a> {
                 }
                 (r, _) => r,
             };
+            let cut = self.status == SIGPIPE_STATUS;
             statuses.push(self.status);
             if let Some(s) = slot {
                 let bytes = std::mem::take(&mut self.slots[s].out).into_bytes();
                 self.slots[s].open = false;
                 self.close_slot(s)?;
-                self.fds[0] = Some(Fd::In(Rc::new(Input {
-                    data: bytes,
-                    pos: 0.into(),
-                })));
+                self.charge_built(bytes.len())?;
+                let input = if cut {
+                    Input::cut(bytes)
+                } else {
+                    Input::new(bytes)
+                };
+                self.fds[0] = Some(Fd::In(Rc::new(input)));
             }
             if let Err(e) = r {
                 result = Err(e);
@@ -633,6 +693,13 @@ impl<'a> Shell<'a> {
     /// background jobs it started before it ends.
     pub fn subshell(&mut self, f: impl FnOnce(&mut Self) -> R<i32>) -> R<i32> {
         self.budget.enter()?;
+        let held = match self.hold_saved_state() {
+            Ok(held) => held,
+            Err(e) => {
+                self.budget.leave();
+                return Err(e);
+            }
+        };
         let saved = self.st.clone();
         let saved_fds = self.fds.clone();
         let saved_floor = std::mem::replace(&mut self.job_floor, self.jobs.len());
@@ -647,6 +714,7 @@ impl<'a> Shell<'a> {
         self.pid_stack.pop();
         self.restore_fds(saved_fds)?;
         self.budget.leave();
+        drop(held);
         let status = r?;
         let pid = self.st.bashpid;
         let mine: Vec<i32> = self
@@ -683,6 +751,9 @@ impl<'a> Shell<'a> {
     }
 
     pub fn run_command(&mut self, cmd: &Command) -> R<()> {
+        // Every nesting of commands (and of functions calling functions)
+        // passes through here.
+        self.budget.check_stack()?;
         match self.run_command_inner(cmd) {
             Err(Flow::Fail(s)) => {
                 self.status = s;
@@ -708,6 +779,7 @@ impl<'a> Shell<'a> {
                 };
                 let r = self.run_compound(c);
                 self.restore_fds(saved)?;
+                self.status = self.status_after_writes(self.status);
                 r
             }
             Command::Function(f) => {
@@ -1097,8 +1169,17 @@ impl<'a> Shell<'a> {
         self.restore_vars(saved_vars, &argv[0]);
         self.finish_procsubs()?;
         let status = r?;
-        self.status = status;
+        self.status = self.status_after_writes(status);
         Ok(())
+    }
+
+    /// `status`, or 1 when writing a redirection's output failed.
+    fn status_after_writes(&mut self, status: i32) -> i32 {
+        if std::mem::take(&mut self.write_failed) && status == 0 {
+            1
+        } else {
+            status
+        }
     }
 
     fn restore_vars(&mut self, saved: Vec<(String, Option<Var>)>, cmd: &str) {
@@ -1371,16 +1452,18 @@ impl<'a> Shell<'a> {
     }
 
     fn run_utility(&mut self, util: Utility, argv: &[String]) -> R<i32> {
-        let (input, consumed_from) = match self.fds[0].clone() {
-            Some(Fd::In(input)) => {
-                let pos = input.pos.get().min(input.data.len());
-                (Some(input), pos)
-            }
-            _ => (None, 0),
+        // Near the memory budget, the estimate may count values freed since
+        // it was measured: measure, so the utility's holds see what is free.
+        if self.budget.memory_tight() {
+            self.measure_memory()?;
+        }
+        let input = match self.fds[0].clone() {
+            Some(Fd::In(input)) => Some(input),
+            _ => None,
         };
-        let stdin: &[u8] = match &input {
-            Some(i) => &i.data[consumed_from..],
-            None => &[],
+        let stdin = match &input {
+            Some(i) => i.rest(),
+            None => crate::io::Stdin::complete(&[]),
         };
         let env = self.exported_env();
         let cwd = self.st.cwd.clone();
@@ -1456,17 +1539,20 @@ impl<'a> Shell<'a> {
     pub fn run_captured(
         &mut self,
         argv: &[String],
-        stdin: &[u8],
+        stdin: crate::io::Stdin<'_>,
         stdout: &mut Output,
         stderr: &mut Output,
     ) -> R<i32> {
         let saved = self.fds.clone();
         let out = self.open_slot(None);
         let err = self.open_slot(None);
-        self.fds[0] = Some(Fd::In(Rc::new(Input {
-            data: stdin.to_vec(),
-            pos: 0.into(),
-        })));
+        let data = stdin.available().to_vec();
+        let input = if stdin.is_complete() {
+            Input::new(data)
+        } else {
+            Input::cut(data)
+        };
+        self.fds[0] = Some(Fd::In(Rc::new(input)));
         self.fds[1] = Some(Fd::Out(out));
         self.fds[2] = Some(Fd::Out(err));
         let r = self.dispatch(argv, Vec::new());
@@ -1571,10 +1657,7 @@ impl<'a> Shell<'a> {
             .collect();
         for (path, prog) in pending {
             let data = self.fs.read(&path).unwrap_or_default();
-            let saved = self.fds[0].replace(Fd::In(Rc::new(Input {
-                data,
-                pos: 0.into(),
-            })));
+            let saved = self.fds[0].replace(Fd::In(Rc::new(Input::new(data))));
             let status = self.status;
             self.subshell(|sh| sh.run_program(&prog))?;
             self.status = status;
@@ -1615,7 +1698,7 @@ impl Runner for ShellRunner<'_, '_> {
     fn run(
         &mut self,
         argv: &[String],
-        stdin: &[u8],
+        stdin: crate::io::Stdin<'_>,
         stdout: &mut Output,
         stderr: &mut Output,
     ) -> Result<i32, Abort> {

@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use super::arith;
 use super::ast::*;
+use crate::limits::{too_deep_message, MAX_PARSE_DEPTH};
 
 pub type PResult<T> = Result<T, String>;
 
@@ -31,6 +32,9 @@ pub struct Parser {
     skip_at: Option<(usize, usize)>,
     /// Inside `"${...}"` (single quotes are literal in `:-` words).
     pub(super) in_dq: bool,
+    /// Nesting of lists, `[[ ]]` groups and `${...}` being parsed (that of
+    /// the enclosing text included, for a parser of a nested text).
+    depth: usize,
 }
 
 const RESERVED_END: &[&str] = &[
@@ -39,7 +43,13 @@ const RESERVED_END: &[&str] = &[
 
 /// Parses a whole script.
 pub fn parse_script(src: &str) -> PResult<Program> {
+    parse_nested_script(src, 0)
+}
+
+/// Parses a whole script nested `depth` levels inside another text.
+fn parse_nested_script(src: &str, depth: usize) -> PResult<Program> {
     let mut p = Parser::new(src);
+    p.depth = depth;
     let prog = p.program()?;
     p.skip_space_nl()?;
     if p.pos < p.src.len() {
@@ -73,7 +83,30 @@ impl Parser {
             alias_blank_at: None,
             skip_at: None,
             in_dq: false,
+            depth: 0,
         }
+    }
+
+    /// A parser for `text` nested in what this one parses (a here-document
+    /// body, an arithmetic word): it shares this one's depth.
+    pub(super) fn nested(&self, text: &str) -> Parser {
+        let mut sub = Parser::new(text);
+        sub.depth = self.depth;
+        sub
+    }
+
+    /// Runs `f` one nesting level deeper. Every recursion of the grammar
+    /// passes through here, so text nested deeper than
+    /// [`MAX_PARSE_DEPTH`] is a syntax error rather than a stack overflow
+    /// (the parser recurses once per level).
+    pub(super) fn nest<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        if self.depth >= MAX_PARSE_DEPTH {
+            return Err(format!("syntax error: {}", too_deep_message()));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
 
     /// Sets the aliases expanded from now on.
@@ -313,6 +346,10 @@ impl Parser {
 
     /// Parses a list up to something that cannot start a command.
     pub fn program(&mut self) -> PResult<Program> {
+        self.nest(Self::list)
+    }
+
+    fn list(&mut self) -> PResult<Program> {
         let mut items = Vec::new();
         loop {
             self.skip_space_nl()?;
@@ -528,7 +565,7 @@ impl Parser {
 
     fn make_arith(&mut self, text: &str) -> PResult<Arith> {
         if text.contains('$') || text.contains('`') || text.contains('"') || text.contains('\'') {
-            let mut sub = Parser::new(text);
+            let mut sub = self.nested(text);
             let parts = sub.dq_parts(None)?;
             return Ok(Arith::Dynamic(Word(parts)));
         }
@@ -685,7 +722,7 @@ impl Parser {
                     None | Some('\n' | ';') => break,
                     _ => {
                         let w = self.word()?;
-                        list.extend(brace_expand(w));
+                        list.extend(brace_expand(w)?);
                     }
                 }
             }
@@ -785,11 +822,11 @@ impl Parser {
         self.skip_space_nl()?;
         if self.peek() == Some('!') && self.word_ends_after(1) {
             self.pos += 1;
-            return Ok(Cond::Not(Box::new(self.cond_not()?)));
+            return Ok(Cond::Not(Box::new(self.nest(Self::cond_not)?)));
         }
         if self.peek() == Some('(') {
             self.pos += 1;
-            let c = self.cond_or()?;
+            let c = self.nest(Self::cond_or)?;
             self.skip_space_nl()?;
             if self.peek() != Some(')') {
                 return Err(self.unexpected());
@@ -989,7 +1026,7 @@ impl Parser {
                     }
                 }
             }
-            cmd.words.extend(brace_expand(w));
+            cmd.words.extend(brace_expand(w)?);
         }
         if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
             return Err(self.unexpected());
@@ -1112,7 +1149,7 @@ impl Parser {
                 self.pos = save;
             }
             let w = self.word()?;
-            for w in brace_expand(w) {
+            for w in brace_expand(w)? {
                 elems.push((None, w));
             }
         }

@@ -8,6 +8,7 @@ use stead_vfs::{Errno, VPath};
 
 use super::ast::{Redir, RedirOp};
 use super::{Fd, Input, Shell, R};
+use crate::devices::{Device, Endless};
 use crate::utils::strerror;
 
 /// Highest descriptor a redirection may name (a soft `ulimit -n` of 1024).
@@ -195,17 +196,26 @@ impl Shell<'_> {
     }
 
     fn open_input(&mut self, fd: usize, target: &str, create: bool) -> R<bool> {
-        match target {
-            "/dev/null" | "/dev/zero" | "/dev/random" | "/dev/urandom" => {
+        match Device::named(target) {
+            Some(Device::Null) => {
                 self.set_fd(fd, Some(input_fd(Vec::new())));
                 return Ok(true);
             }
-            "/dev/stdin" | "/dev/fd/0" => {
-                let f = self.fds[0].clone();
+            Some(device @ (Device::Zero | Device::Random)) => {
+                if let Some(endless) = Endless::read(device, self.budget, self.clock)? {
+                    self.charge_built(endless.data.len())?;
+                    self.set_fd(fd, Some(Fd::In(Rc::new(Input::cut(endless.data)))));
+                    return Ok(true);
+                }
+            }
+            // `/dev/fd/N` is descriptor N when it is open; a process
+            // substitution's `/dev/fd/63` is a workspace file.
+            Some(Device::Descriptor(n)) if self.fds.get(n).is_some_and(Option::is_some) => {
+                let f = self.fds[n].clone();
                 self.set_fd(fd, f);
                 return Ok(true);
             }
-            _ => {}
+            Some(Device::Descriptor(_)) | None => {}
         }
         let path = match VPath::parse_from(target, &self.st.cwd) {
             Ok(p) => p,
@@ -231,11 +241,12 @@ impl Shell<'_> {
     /// Opens an output target (`>>` appends; `>` obeys `noclobber`), or
     /// prints why not.
     fn open_output(&mut self, target: &str, append: bool, check_clobber: bool) -> R<Option<Fd>> {
-        match target {
-            "/dev/null" | "/dev/zero" => return Ok(Some(Fd::Null)),
-            "/dev/stdout" | "/dev/fd/1" => return Ok(self.fds[1].clone()),
-            "/dev/stderr" | "/dev/fd/2" => return Ok(self.fds[2].clone()),
-            _ => {}
+        match Device::named(target) {
+            Some(Device::Null | Device::Zero | Device::Random) => return Ok(Some(Fd::Null)),
+            Some(Device::Descriptor(n)) if self.fds.get(n).is_some_and(Option::is_some) => {
+                return Ok(self.fds[n].clone())
+            }
+            Some(Device::Descriptor(_)) | None => {}
         }
         let path = match VPath::parse_from(target, &self.st.cwd) {
             Ok(p) => p,
@@ -331,11 +342,15 @@ impl Shell<'_> {
             let replace = std::mem::replace(&mut slot.replace, false);
             if let Some(path) = slot.file.clone() {
                 self.budget.charge_write(bytes.len() as u64)?;
-                let _ = if replace {
+                let written = if replace {
                     self.fs.write(&path, &bytes)
                 } else {
                     self.fs.append(&path, &bytes)
                 };
+                if let Err(e) = written {
+                    self.write_failed = true;
+                    self.err_line(&format!("{}: {}", path.as_str(), strerror(&e)))?;
+                }
             }
         }
         Ok(())
@@ -343,8 +358,5 @@ impl Shell<'_> {
 }
 
 fn input_fd(data: Vec<u8>) -> Fd {
-    Fd::In(Rc::new(Input {
-        data,
-        pos: 0.into(),
-    }))
+    Fd::In(Rc::new(Input::new(data)))
 }

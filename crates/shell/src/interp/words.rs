@@ -228,7 +228,7 @@ impl Parser {
             self.pos += 1;
         }
         self.pos += 1;
-        let prog = super::parse_script(&text)?;
+        let prog = super::parse_nested_script(&text, self.depth)?;
         Ok(Part::Command(Rc::new(prog)))
     }
 
@@ -259,7 +259,7 @@ impl Parser {
                 self.pos += 1;
                 let start = self.pos;
                 let saved = std::mem::replace(&mut self.in_dq, in_dq);
-                let r = self.braced_param();
+                let r = self.nest(Self::braced_param);
                 self.in_dq = saved;
                 match r {
                     // bash reports a bad substitution when it expands it,
@@ -644,7 +644,7 @@ impl Parser {
         if quoted {
             return Ok(Word(vec![Part::Quoted(text)]));
         }
-        let mut sub = Parser::new(&text);
+        let mut sub = self.nested(&text);
         Ok(Word(vec![Part::Double(sub.dq_parts_mode(None, true)?)]))
     }
 }
@@ -669,37 +669,57 @@ fn flush(parts: &mut Vec<Part>, lit: &mut String) {
 #[derive(Clone)]
 enum Tok {
     Ch(char),
-    Part(Part),
+    /// Boxed: a word is one `Tok` per character while it is expanded.
+    Part(Box<Part>),
 }
 
+/// Words one brace expansion may make, and characters in all. Brace
+/// expansion happens as the script is parsed, before an exec's memory
+/// budget applies, so its size has a fixed bound; more is a syntax error
+/// naming it (never a silent cut of the list). `{1..100000}` fits.
+pub const MAX_BRACE_WORDS: usize = 100_000;
+pub const MAX_BRACE_CHARS: usize = 1 << 20;
+
 /// Expands `{a,b}` and `{1..3}` in the unquoted text of a word.
-pub fn brace_expand(word: Word) -> Vec<Word> {
+pub fn brace_expand(word: Word) -> Result<Vec<Word>, String> {
     let has_brace = word
         .0
         .iter()
         .any(|p| matches!(p, Part::Lit(s) if s.contains('{')));
     if !has_brace {
-        return vec![word];
+        return Ok(vec![word]);
     }
     let toks: Vec<Tok> = word
         .0
         .into_iter()
         .flat_map(|p| match p {
             Part::Lit(s) => s.chars().map(Tok::Ch).collect::<Vec<_>>(),
-            other => vec![Tok::Part(other)],
+            other => vec![Tok::Part(Box::new(other))],
         })
         .collect();
-    let mut out = Vec::new();
-    expand_toks(toks, &mut out, 0);
-    out.into_iter().map(rebuild).collect()
+    let mut made = Made::default();
+    expand_toks(toks, 0, &mut made)?;
+    Ok(made.words)
 }
 
-fn expand_toks(toks: Vec<Tok>, out: &mut Vec<Vec<Tok>>, depth: usize) {
-    if depth > 64 || out.len() > 100_000 {
-        out.push(toks);
-        return;
-    }
-    for i in 0..toks.len() {
+/// The words a brace expansion has made, and their characters.
+#[derive(Default)]
+struct Made {
+    words: Vec<Word>,
+    chars: usize,
+}
+
+fn too_many_words() -> String {
+    format!(
+        "brace expansion: more than {MAX_BRACE_WORDS} words or {MAX_BRACE_CHARS} characters (max_brace_words)"
+    )
+}
+
+/// Expands the first brace group of `toks` at or after `from` and
+/// recurses on each result (what comes before `from` holds no group left
+/// to expand); finished words go to `made` as they are made.
+fn expand_toks(toks: Vec<Tok>, from: usize, made: &mut Made) -> Result<(), String> {
+    for i in from..toks.len() {
         if !matches!(toks[i], Tok::Ch('{')) || (i > 0 && matches!(toks[i - 1], Tok::Ch('$'))) {
             continue;
         }
@@ -710,22 +730,31 @@ fn expand_toks(toks: Vec<Tok>, out: &mut Vec<Vec<Tok>>, depth: usize) {
         let alts = match alternatives(inner) {
             Some(a) => a,
             None => match sequence(inner) {
-                Some(s) => s
+                Some(s) => s?
                     .into_iter()
                     .map(|s| s.chars().map(Tok::Ch).collect())
                     .collect(),
                 None => continue,
             },
         };
+        if alts.len() > MAX_BRACE_WORDS {
+            return Err(too_many_words());
+        }
         for alt in alts {
             let mut v: Vec<Tok> = toks[..i].to_vec();
             v.extend(alt);
             v.extend_from_slice(&toks[j + 1..]);
-            expand_toks(v, out, depth + 1);
+            // From `i`: an alternative may hold groups of its own (`{a,{b,c}}`).
+            expand_toks(v, i, made)?;
         }
-        return;
+        return Ok(());
     }
-    out.push(toks);
+    made.chars += toks.len();
+    if made.words.len() >= MAX_BRACE_WORDS || made.chars > MAX_BRACE_CHARS {
+        return Err(too_many_words());
+    }
+    made.words.push(rebuild(toks));
+    Ok(())
 }
 
 fn matching_brace(toks: &[Tok], open: usize) -> Option<usize> {
@@ -763,7 +792,9 @@ fn alternatives(inner: &[Tok]) -> Option<Vec<Vec<Tok>>> {
     (alts.len() > 1).then_some(alts)
 }
 
-fn sequence(inner: &[Tok]) -> Option<Vec<String>> {
+/// `{a..b}` / `{a..b..step}`: numbers or single letters; `None` when
+/// `inner` is not a sequence, an error when it has too many words.
+fn sequence(inner: &[Tok]) -> Option<Result<Vec<String>, String>> {
     let mut text = String::new();
     for t in inner {
         match t {
@@ -779,31 +810,30 @@ fn sequence(inner: &[Tok]) -> Option<Vec<String>> {
         Some(s) => s.parse().ok()?,
         None => 1,
     };
-    let step = step.unsigned_abs().max(1) as i64;
+    let step = i128::from(step).abs().max(1);
     if let (Ok(a), Ok(b)) = (pieces[0].parse::<i64>(), pieces[1].parse::<i64>()) {
+        let (a, b) = (i128::from(a), i128::from(b));
+        if (b - a).abs() / step >= MAX_BRACE_WORDS as i128 {
+            return Some(Err(too_many_words()));
+        }
         let width = if has_leading_zero(pieces[0]) || has_leading_zero(pieces[1]) {
             pieces[0].len().max(pieces[1].len())
         } else {
             0
         };
-        let mut v = Vec::new();
-        let mut x = a;
-        while (a <= b && x <= b) || (a > b && x >= b) {
-            v.push(if width > 0 {
-                if x < 0 {
-                    format!("-{:0w$}", -x, w = width - 1)
-                } else {
-                    format!("{x:0width$}")
-                }
+        let step = if a <= b { step } else { -step };
+        let count = (b - a) / step + 1;
+        let words = (0..count).map(|k| {
+            let x = a + k * step;
+            if width > 0 && x < 0 {
+                format!("-{:0w$}", -x, w = width - 1)
+            } else if width > 0 {
+                format!("{x:0width$}")
             } else {
                 x.to_string()
-            });
-            if v.len() > 100_000 {
-                break;
             }
-            x += if a <= b { step } else { -step };
-        }
-        return Some(v);
+        });
+        return Some(Ok(words.collect()));
     }
     let (a, b) = (single_char(pieces[0])?, single_char(pieces[1])?);
     let (a, b) = (a as i64, b as i64);
@@ -811,9 +841,9 @@ fn sequence(inner: &[Tok]) -> Option<Vec<String>> {
     let mut x = a;
     while (a <= b && x <= b) || (a > b && x >= b) {
         v.push(char::from_u32(x as u32)?.to_string());
-        x += if a <= b { step } else { -step };
+        x += if a <= b { step as i64 } else { -(step as i64) };
     }
-    Some(v)
+    Some(Ok(v))
 }
 
 fn has_leading_zero(s: &str) -> bool {
@@ -835,7 +865,7 @@ fn rebuild(toks: Vec<Tok>) -> Word {
             Tok::Ch(c) => lit.push(c),
             Tok::Part(p) => {
                 flush(&mut parts, &mut lit);
-                parts.push(p);
+                parts.push(*p);
             }
         }
     }

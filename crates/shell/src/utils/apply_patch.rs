@@ -44,7 +44,7 @@ fn apply_patch(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
         _ => argv[1..].iter().collect(),
     };
     let patch = match operands[..] {
-        [] => text(ctx.stdin),
+        [] => text(ctx.stdin.all()?),
         [operand] if is_patch_text(operand) => operand.clone(),
         [operand] => match ctx.read_input(name, operand)? {
             Some(bytes) => text(&bytes),

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use stead_vfs::{Errno, VPath, VfsError};
 
 use crate::fs::Fs;
-use crate::io::Output;
+use crate::io::{Output, Stdin};
 use crate::limits::{Abort, Budget, Clock};
 
 /// Runs a command by name, for utilities that run other commands.
@@ -39,7 +39,7 @@ pub trait Runner {
     fn run(
         &mut self,
         argv: &[String],
-        stdin: &[u8],
+        stdin: Stdin<'_>,
         stdout: &mut Output,
         stderr: &mut Output,
     ) -> Result<i32, Abort>;
@@ -54,7 +54,10 @@ pub struct Ctx<'a> {
     pub cwd: &'a VPath,
     /// Exported environment variables.
     pub env: &'a BTreeMap<String, String>,
-    pub stdin: &'a [u8],
+    /// Read it with [`Stdin::all`] when the whole input is needed, so that
+    /// a cut one (a pipe that filled up) ends with a limit rather than a
+    /// wrong answer.
+    pub stdin: Stdin<'a>,
     pub stdout: &'a mut Output,
     pub stderr: &'a mut Output,
     pub runner: &'a mut dyn Runner,
@@ -120,7 +123,65 @@ pub fn strerror(error: &VfsError) -> &'static str {
     }
 }
 
+/// An input operand's content: all of it, or (`complete` false) the start
+/// of one that goes on: a pipe that filled up, `/dev/zero`.
+pub struct Content {
+    pub data: Vec<u8>,
+    pub complete: bool,
+}
+
+impl Content {
+    /// All of the content, for a reader that needs it whole.
+    pub fn whole(self) -> Result<Vec<u8>, Abort> {
+        if self.complete {
+            Ok(self.data)
+        } else {
+            Err(Abort::Limit(crate::limits::LimitKind::PipeBytes))
+        }
+    }
+}
+
 impl Ctx<'_> {
+    /// Reads an input operand for a reader that may stop early (`head`,
+    /// `cat`): `-` and `/dev/stdin` are stdin, the devices read as on Linux
+    /// (see `crate::devices`), anything else is a workspace file (as
+    /// `/dev/fd/63` of a process substitution is). Charges the CPU budget.
+    pub fn open_operand(&mut self, operand: &str) -> Result<Result<Content, VfsError>, Abort> {
+        use crate::devices::{Device, Endless};
+        let stdin = || Content {
+            data: self.stdin.available().to_vec(),
+            complete: self.stdin.is_complete(),
+        };
+        let content = match Device::named(operand) {
+            _ if operand == "-" => stdin(),
+            Some(Device::Descriptor(0)) => stdin(),
+            Some(Device::Null) => Content {
+                data: Vec::new(),
+                complete: true,
+            },
+            Some(device @ (Device::Zero | Device::Random)) => {
+                match Endless::read(device, self.budget, self.clock)? {
+                    Some(endless) => Content {
+                        data: endless.data,
+                        complete: false,
+                    },
+                    None => unreachable!("zero and random are endless"),
+                }
+            }
+            Some(Device::Descriptor(_)) | None => {
+                match self.path(operand).and_then(|path| self.fs.read(&path)) {
+                    Ok(data) => Content {
+                        data,
+                        complete: true,
+                    },
+                    Err(error) => return Ok(Err(error)),
+                }
+            }
+        };
+        self.budget.charge_cpu(content.data.len() as u64)?;
+        Ok(Ok(content))
+    }
+
     /// Resolves an operand against the current directory.
     pub fn path(&self, operand: &str) -> Result<VPath, VfsError> {
         VPath::parse_from(operand, self.cwd)
@@ -140,15 +201,8 @@ impl Ctx<'_> {
     /// the message is printed and `None` returned (the utility goes on and
     /// exits 1, as GNU tools do).
     pub fn read_input(&mut self, util: &str, operand: &str) -> Result<Option<Vec<u8>>, Abort> {
-        if operand == "-" {
-            return Ok(Some(self.stdin.to_vec()));
-        }
-        let read = self.path(operand).and_then(|path| self.fs.read(&path));
-        match read {
-            Ok(bytes) => {
-                self.budget.charge_cpu(bytes.len() as u64)?;
-                Ok(Some(bytes))
-            }
+        match self.open_operand(operand)? {
+            Ok(content) => content.whole().map(Some),
             Err(error) => {
                 self.fs_error(util, operand, &error)?;
                 Ok(None)
@@ -194,7 +248,7 @@ pub(crate) mod testing {
         fn run(
             &mut self,
             argv: &[String],
-            stdin: &[u8],
+            stdin: crate::io::Stdin<'_>,
             stdout: &mut Output,
             stderr: &mut Output,
         ) -> Result<i32, Abort> {
@@ -256,7 +310,12 @@ pub(crate) mod testing {
             env: &env,
         };
         let status = runner
-            .run(&argv, stdin.as_bytes(), &mut stdout, &mut stderr)
+            .run(
+                &argv,
+                crate::io::Stdin::complete(stdin.as_bytes()),
+                &mut stdout,
+                &mut stderr,
+            )
             .unwrap_or_else(|abort| panic!("aborted: {abort:?}"));
         Ran {
             stdout: String::from_utf8_lossy(stdout.as_bytes()).into_owned(),

@@ -21,6 +21,12 @@ impl Clock for HostClock {
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0)
     }
+
+    /// The host can block: `sleep` really waits.
+    fn sleep_ms(&self, ms: u64) -> bool {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        true
+    }
 }
 
 pub fn db() -> SqliteDb {

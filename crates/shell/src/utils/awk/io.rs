@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use super::interp::{Stop, R};
 use super::parser::Redir;
 use super::records::RecordSep;
-use crate::io::Output;
+use crate::io::{Output, Stdin};
 use crate::utils::{strerror, Ctx};
 
 /// The argv that runs `cmd`: split on blanks when it is a plain command
@@ -36,8 +36,12 @@ pub fn run_shell(
 ) -> R<i32> {
     let argv = command_argv(cmd);
     let status = match capture {
-        Some(out) => ctx.runner.run(&argv, stdin, out, ctx.stderr)?,
-        None => ctx.runner.run(&argv, stdin, ctx.stdout, ctx.stderr)?,
+        Some(out) => ctx
+            .runner
+            .run(&argv, Stdin::complete(stdin), out, ctx.stderr)?,
+        None => ctx
+            .runner
+            .run(&argv, Stdin::complete(stdin), ctx.stdout, ctx.stderr)?,
     };
     Ok(status)
 }
@@ -189,7 +193,7 @@ impl Inputs {
 /// A whole input file (`-` and `/dev/stdin` are stdin), or why not.
 pub fn read_file(ctx: &mut Ctx<'_>, name: &str) -> R<Result<String, &'static str>> {
     let bytes = match name {
-        "-" | "/dev/stdin" => ctx.stdin.to_vec(),
+        "-" | "/dev/stdin" => ctx.stdin.all()?.to_vec(),
         _ => match ctx.path(name).and_then(|p| ctx.fs.read(&p)) {
             Ok(bytes) => bytes,
             Err(e) => return Ok(Err(strerror(&e))),

@@ -7,6 +7,7 @@
 use stead_vfs::{Kind, Node, VPath};
 
 use super::{base_name, join_operand, mode_string, shown_size, time};
+use crate::io::Stdin;
 use crate::limits::Abort;
 use crate::utils::{strerror, Ctx};
 
@@ -457,7 +458,9 @@ impl Finder {
             }
             Expr::Exec { argv, batch: None } => {
                 let argv: Vec<String> = argv.iter().map(|a| a.replace("{}", v.shown)).collect();
-                ctx.runner.run(&argv, b"", ctx.stdout, ctx.stderr)? == 0
+                ctx.runner
+                    .run(&argv, Stdin::complete(b""), ctx.stdout, ctx.stderr)?
+                    == 0
             }
         })
     }
@@ -546,7 +549,11 @@ impl Finder {
             }
             let mut full = argv;
             full.extend(paths);
-            if ctx.runner.run(&full, b"", ctx.stdout, ctx.stderr)? != 0 {
+            if ctx
+                .runner
+                .run(&full, Stdin::complete(b""), ctx.stdout, ctx.stderr)?
+                != 0
+            {
                 self.flags.status = 1;
             }
         }

@@ -151,7 +151,7 @@ fn run(
 
 /// stdin to stdout.
 fn stream(ctx: &mut Ctx<'_>, util: &str, mode: &GzMode) -> Result<i32, Abort> {
-    let input = ctx.stdin.to_vec();
+    let input = ctx.stdin.all()?.to_vec();
     if !mode.decompress {
         let out = deflate(ctx, &input, mode.level, None, 0)?;
         ctx.stdout.write(&out)?;

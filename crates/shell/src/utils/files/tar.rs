@@ -627,7 +627,7 @@ fn load(
     state: &mut TarState,
 ) -> Result<Option<Vec<Member>>, Abort> {
     let raw = match args.file.as_deref() {
-        None | Some("-") => ctx.stdin.to_vec(),
+        None | Some("-") => ctx.stdin.all()?.to_vec(),
         Some(file) => match ctx.path(file).and_then(|p| ctx.fs.read(&p)) {
             Ok(raw) => raw,
             Err(error) => {

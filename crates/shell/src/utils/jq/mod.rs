@@ -7,6 +7,7 @@
 //! host's), `now` from the shell's clock, `stderr`/`debug` into the
 //! command's stderr, and printing values exactly as jq does ([`write`]).
 
+mod meter;
 mod write;
 
 use std::cell::RefCell;
@@ -240,7 +241,7 @@ fn short_flags(
 /// Reads `-` (stdin) or a file; prints jq's message and gives `None` on error.
 fn read_operand(ctx: &mut Ctx<'_>, name: &str) -> Result<Option<Vec<u8>>, Abort> {
     if name == "-" {
-        return Ok(Some(ctx.stdin.to_vec()));
+        return Ok(Some(ctx.stdin.all()?.to_vec()));
     }
     match ctx.path(name).and_then(|p| ctx.fs.read(&p)) {
         Ok(bytes) => {
@@ -375,7 +376,8 @@ impl Iterator for JsonValues<'_> {
     }
 }
 
-/// Deeper input nesting is refused: parsing and printing recurse.
+/// Deeper input nesting is refused, and so are deeper values built by a
+/// filter (see `meter`): parsing, printing and freeing a value recurse.
 const MAX_DEPTH: usize = 2000;
 
 /// Where the JSON value at the start of `text` ends: strings and brackets
@@ -477,6 +479,7 @@ def recurse: recurse(.[]?);
 def recurse(f; cond): recurse(f | select(cond));
 def while(cond; update): def rec: if cond then ., (_stead_tick | update | rec) else empty end; rec;
 def until(cond; update): def rec: if cond then . else _stead_tick | update | rec end; rec;
+def combinations: if length == 0 then [] else .[0][] as $x | (.[1:] | combinations) as $w | [$x] + $w end;
 def IN(s): any(s == .; .);
 def IN(src; s): any(src == s; .);
 def INDEX(stream; idx_expr): reduce stream as $row ({}; .[$row | idx_expr | tostring] |= $row);
@@ -504,7 +507,7 @@ def @tsv: if type != "array" then error("\(type) (\(tojson)) cannot be tsv-forma
     elif . == null then ""
     else error("\(type) (\(tojson)) is not valid in a tsv row") end) | join("\t") end;
 def leaf_paths: paths(scalars);
-def tostream: path(def r: (.[]? | r), .; r) as $p | getpath($p)
+def tostream: path(def r: _stead_tick | (.[]? | r), .; r) as $p | getpath($p)
   | reduce path(.[]?) as $q ([$p, .]; [$p + $q]);
 def fromstream(f): { x: null, e: false } as $init
   | foreach f as $i ($init;
@@ -527,28 +530,21 @@ def from_entries: reduce .[] as $x ({}; . + {
 
 /// Natives that jaq would run against the host process, rewired.
 fn host_natives() -> impl Iterator<Item = Fun<Kind>> {
-    let natives: [Filter<RunPtr<Kind>>; 6] = [
+    let natives: [Filter<RunPtr<Kind>>; 5] = [
         // jq's number notation (3, not 3.0; 1e+100) in tostring and tojson.
         ("_stead_tostring", v(0), |cv| {
-            let text = match &cv.1 {
-                Val::TStr(_) => return box_once(Ok(cv.1)),
-                other => compact(other),
-            };
-            box_once(Ok(Val::from(text)))
+            if let Val::TStr(_) = &cv.1 {
+                return box_once(Ok(cv.1));
+            }
+            match compact_within(cv.0.data(), &cv.1) {
+                Some(text) => box_once(Ok(Val::from(text))),
+                None => Box::new(std::iter::empty()),
+            }
         }),
         ("_stead_tojson", v(0), |cv| {
-            box_once(Ok(Val::from(compact(&cv.1))))
-        }),
-        // Charged once per step of the recursive loops above.
-        ("_stead_tick", v(0), |cv| {
-            let env = cv.0.data();
-            match env.budget.charge_iteration() {
-                Ok(()) => box_once(Ok(cv.1)),
-                Err(abort) => {
-                    *env.limit.borrow_mut() = Some(abort);
-                    let error = jaq_core::Error::str("loop limit reached");
-                    box_once(Err(jaq_core::Exn::from(error)))
-                }
+            match compact_within(cv.0.data(), &cv.1) {
+                Some(text) => box_once(Ok(Val::from(text))),
+                None => Box::new(std::iter::empty()),
             }
         }),
         ("now", v(0), |cv| {
@@ -556,23 +552,27 @@ fn host_natives() -> impl Iterator<Item = Fun<Kind>> {
             box_once(Ok(Val::from(now)))
         }),
         ("stderr_empty", v(0), |cv| {
-            let mut text = String::new();
-            match &cv.1 {
-                Val::TStr(s) => text.push_str(&String::from_utf8_lossy(s)),
-                other => write_value(&mut text, other, &COMPACT, 0),
+            let text = match &cv.1 {
+                Val::TStr(s) => Some(String::from_utf8_lossy(s).into_owned()),
+                other => compact_within(cv.0.data(), other),
+            };
+            if let Some(text) = text {
+                cv.0.data().stderr.borrow_mut().push_str(&text);
             }
-            cv.0.data().stderr.borrow_mut().push_str(&text);
             Box::new(std::iter::empty())
         }),
         ("debug_empty", v(0), |cv| {
-            let mut text = String::from("[\"DEBUG:\",");
-            write_value(&mut text, &cv.1, &COMPACT, 0);
-            text.push_str("]\n");
-            cv.0.data().stderr.borrow_mut().push_str(&text);
+            if let Some(value) = compact_within(cv.0.data(), &cv.1) {
+                let text = format!("[\"DEBUG:\",{value}]\n");
+                cv.0.data().stderr.borrow_mut().push_str(&text);
+            }
             Box::new(std::iter::empty())
         }),
     ];
-    natives.into_iter().map(run::<Kind>)
+    natives
+        .into_iter()
+        .map(run::<Kind>)
+        .chain([meter::tick(), meter::range()])
 }
 
 /// Error messages quote values; a huge input must not become a huge message.
@@ -584,19 +584,40 @@ fn shorten(text: &str) -> String {
     }
 }
 
+/// A value as compact JSON for an error message (cut short, as
+/// [`shorten`] cuts it anyway).
 fn compact(value: &Val) -> String {
     let mut text = String::new();
-    write_value(&mut text, value, &COMPACT, 0);
+    write_value(&mut text, value, &COMPACT.with_max_len(4096), 0);
     text
+}
+
+/// A value as compact JSON, if the text fits in the memory budget left;
+/// otherwise the run ends with `max_memory_bytes` (see `meter`).
+fn compact_within(env: &Env<'_>, value: &Val) -> Option<String> {
+    let budget = env.budget;
+    let room = budget
+        .limits()
+        .max_memory_bytes
+        .saturating_sub(budget.memory_in_use());
+    let mut text = String::new();
+    write_value(&mut text, value, &COMPACT.with_max_len(room as usize), 0);
+    if text.len() as u64 > room {
+        *env.limit.borrow_mut() = Some(Abort::Limit(crate::limits::LimitKind::Memory));
+        return None;
+    }
+    Some(text)
 }
 
 const COMPACT: Style = Style {
     layout: Layout::Compact,
     sort_keys: false,
     ascii: false,
+    max_len: usize::MAX,
 };
 
 const REPLACED: &[&str] = &[
+    "range",
     "env",
     "now",
     "stderr_empty",
@@ -645,46 +666,6 @@ fn global_vars(ctx: &Ctx<'_>, opts: &Options) -> (Vec<String>, Vec<Val>) {
     (names, values)
 }
 
-/// Gives every interpolated string without a format an explicit `@text`,
-/// so interpolation goes through our `tostring` (jaq's built-in one
-/// prints 10/2 as `5.0`). `None` when there is nothing to rewrite.
-fn with_text_format(program: &str) -> Option<String> {
-    use jaq_core::load::lex::{Lexer, StrPart, Tok, Token};
-    fn visit(program: &str, tokens: &[Token<&str>], at: &mut Vec<usize>) {
-        for (i, Token(text, tok)) in tokens.iter().enumerate() {
-            match tok {
-                Tok::Block(inner) => visit(program, inner, at),
-                Tok::Str(parts) => {
-                    let mut interpolated = false;
-                    for part in parts {
-                        if let StrPart::Term(Token(_, Tok::Block(inner))) = part {
-                            interpolated = true;
-                            visit(program, inner, at);
-                        }
-                    }
-                    let formatted = i > 0 && matches!(tokens[i - 1].1, Tok::Fmt);
-                    if interpolated && !formatted {
-                        at.push(jaq_core::load::span(program, text).start);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let tokens = Lexer::new(program).lex().ok()?;
-    let mut at = Vec::new();
-    visit(program, &tokens, &mut at);
-    if at.is_empty() {
-        return None;
-    }
-    at.sort_unstable();
-    let mut out = program.to_string();
-    for offset in at.into_iter().rev() {
-        out.insert_str(offset, "@text ");
-    }
-    Some(out)
-}
-
 type Loaded<'s> = Result<jaq_core::load::Modules<&'s str, ()>, jaq_core::load::Errors<&'s str, ()>>;
 
 fn load<'s>(
@@ -704,16 +685,20 @@ fn run_program(
     source: &str,
 ) -> Result<i32, Abort> {
     let (names, values) = global_vars(ctx, opts);
+    let arena = Arena::default();
     let compat = jaq_core::load::parse(COMPAT_DEFS, |p| p.defs()).unwrap_or_default();
     let defs: Vec<_> = jaq_core::defs()
         .chain(jaq_std::defs())
         .chain(jaq_json::defs())
         .chain(compat)
+        .map(meter::tick_std_def)
         .collect();
-    let arena = Arena::default();
-    let rewritten = with_text_format(program).map(|code| arena.alloc(code).as_str());
-    let modules = rewritten.and_then(|code| load(&arena, &defs, code).ok());
-    let modules = match modules.map_or_else(|| load(&arena, &defs, program), Ok) {
+    let prepared = match meter::prepare(program) {
+        Ok(prepared) => prepared,
+        Err(message) => return compile_failure(ctx, program, &[message]),
+    };
+    let code: &str = arena.alloc(prepared);
+    let modules = match load(&arena, &defs, code) {
         Ok(modules) => modules,
         Err(errors) => {
             let messages: Vec<String> = errors
@@ -850,6 +835,7 @@ fn style(opts: &Options) -> Style {
         layout,
         sort_keys: opts.sort_keys,
         ascii: opts.ascii,
+        max_len: usize::MAX,
     }
 }
 
@@ -945,7 +931,11 @@ impl Runner<'_> {
                     text.push_str(&s);
                 }
             }
-            other => write_value(&mut text, other, &self.style, 0),
+            other => {
+                // Past the room left in stdout, writing it fails anyway.
+                let room = ctx.stdout.cap().saturating_sub(ctx.stdout.len());
+                write_value(&mut text, other, &self.style.with_max_len(room), 0);
+            }
         }
         if self.opts.nul_output {
             text.push('\0');

@@ -143,7 +143,12 @@ fn with_small_budget(args: &[&str]) -> Result<i32, crate::limits::Abort> {
     let argv: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let mut stdout = crate::io::Output::with_cap(1 << 20);
     let mut stderr = crate::io::Output::with_cap(1 << 20);
-    runner.run(&argv, b"", &mut stdout, &mut stderr)
+    runner.run(
+        &argv,
+        crate::io::Stdin::complete(b""),
+        &mut stdout,
+        &mut stderr,
+    )
 }
 
 #[test]

@@ -19,10 +19,24 @@ pub struct Style {
     pub layout: Layout,
     pub sort_keys: bool,
     pub ascii: bool,
+    /// Writing stops once `out` is longer: values share their parts, so a
+    /// small value can print as an exponentially long text
+    /// (`reduce range(60) as $i ([]; [., .])`). The caller sees the length
+    /// and reports its limit.
+    pub max_len: usize,
 }
 
-/// Appends `value` as JSON.
+impl Style {
+    pub fn with_max_len(self, max_len: usize) -> Style {
+        Style { max_len, ..self }
+    }
+}
+
+/// Appends `value` as JSON (stopping past `style.max_len`).
 pub fn write_value(out: &mut String, value: &Val, style: &Style, level: usize) {
+    if out.len() > style.max_len {
+        return;
+    }
     match value {
         Val::Null => out.push_str("null"),
         Val::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -35,6 +49,9 @@ pub fn write_value(out: &mut String, value: &Val, style: &Style, level: usize) {
             }
             out.push('[');
             for (i, item) in items.iter().enumerate() {
+                if out.len() > style.max_len {
+                    return;
+                }
                 separator(out, style, level + 1, i > 0);
                 write_value(out, item, style, level + 1);
             }
@@ -53,6 +70,9 @@ pub fn write_value(out: &mut String, value: &Val, style: &Style, level: usize) {
             }
             out.push('{');
             for (i, (key, v)) in entries.iter().enumerate() {
+                if out.len() > style.max_len {
+                    return;
+                }
                 separator(out, style, level + 1, i > 0);
                 write_str(out, key, style.ascii);
                 out.push(':');
@@ -82,6 +102,7 @@ const COMPACT: Style = Style {
     layout: Layout::Compact,
     sort_keys: false,
     ascii: false,
+    max_len: usize::MAX,
 };
 
 /// A comma (when `comma`), then a newline and indentation when pretty.

@@ -89,6 +89,7 @@ fn run(ctx: &mut Ctx<'_>, args: &[String], dialect: Option<Dialect>) -> Result<i
         selected: false,
         errors: false,
         done: false,
+        last_count: 0,
         stdin_used: false,
         last_output: None,
         file_id: 0,
@@ -250,6 +251,8 @@ struct Search<'c, 'a> {
     errors: bool,
     /// `-q` found its line: stop everything.
     done: bool,
+    /// Lines selected in the last buffer searched.
+    last_count: u64,
     stdin_used: bool,
     /// (file number, line index) of the last line printed, for `--`.
     last_output: Option<(usize, usize)>,
@@ -310,11 +313,16 @@ impl Search<'_, '_> {
         if operand == "-" {
             // Standard input can be read once; a second `-` finds it at its end.
             let stdin = if std::mem::replace(&mut self.stdin_used, true) {
-                &[][..]
+                crate::io::Stdin::complete(&[])
             } else {
                 self.ctx.stdin
             };
-            return self.search_buffer("(standard input)", stdin);
+            self.search_buffer("(standard input)", stdin.available())?;
+            // `-q` and `-m` may stop before the end; otherwise grep read it all.
+            if !(self.done || self.opts.max_count.is_some_and(|m| self.last_count >= m)) {
+                stdin.end()?;
+            }
+            return Ok(());
         }
         if operand == DEV_NULL {
             return self.search_buffer(operand, &[]);
@@ -483,6 +491,7 @@ impl Search<'_, '_> {
         } else {
             self.scan_lines(name, buf, binary)?
         };
+        self.last_count = count;
         if count > 0 {
             self.selected = true;
         }

@@ -241,7 +241,7 @@ impl<'p> Engine<'p> {
                 Queued::Text(text) => self.emit(&text, false),
                 Queued::File(name) => {
                     let data = if name == "/dev/stdin" {
-                        Some(ctx.stdin.to_vec())
+                        Some(ctx.stdin.all()?.to_vec())
                     } else {
                         ctx.path(&name).ok().and_then(|p| ctx.fs.read(&p).ok())
                     };

@@ -209,7 +209,7 @@ fn read_operand(
     in_place: bool,
 ) -> Result<Result<Vec<u8>, i32>, Abort> {
     if operand == "-" {
-        return Ok(Ok(ctx.stdin.to_vec()));
+        return Ok(Ok(ctx.stdin.all()?.to_vec()));
     }
     let read = ctx.path(operand).and_then(|path| ctx.fs.read(&path));
     match read {

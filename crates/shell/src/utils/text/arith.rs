@@ -347,7 +347,7 @@ pub(super) fn factor(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     let numbers: Vec<&str> = if !parsed.operands.is_empty() {
         parsed.operands.iter().map(String::as_str).collect()
     } else {
-        input = String::from_utf8_lossy(ctx.stdin).into_owned();
+        input = String::from_utf8_lossy(ctx.stdin.all()?).into_owned();
         input.split_whitespace().collect()
     };
     let mut status = 0;

@@ -128,10 +128,11 @@ fn compare_paths(ctx: &mut Ctx<'_>, style: &Style, a: &str, b: &str) -> Result<i
 /// Reads an operand, reporting failure as `diff: NAME: error`.
 fn load(ctx: &mut Ctx<'_>, operand: &str) -> Result<Option<Input>, Abort> {
     if operand == "-" {
-        ctx.budget.charge_cpu(ctx.stdin.len() as u64)?;
+        let stdin = ctx.stdin.all()?;
+        ctx.budget.charge_cpu(stdin.len() as u64)?;
         return Ok(Some(Input {
             name: "-".to_string(),
-            data: ctx.stdin.to_vec(),
+            data: stdin.to_vec(),
             mtime_ms: ctx.clock.now_ms() as i64,
         }));
     }

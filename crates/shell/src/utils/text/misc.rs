@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{flag, getopt, getopt_until, usage, with_arg, Opt};
-use crate::limits::Abort;
+use crate::limits::{Abort, LimitKind};
 use crate::utils::{lookup, Ctx};
 
 pub(super) fn basename(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
@@ -465,7 +465,12 @@ fn run_with_env(
 }
 
 /// Runs `argv` through the runner; 127 (with GNU's message) if it is unknown.
-fn run_command(ctx: &mut Ctx<'_>, util: &str, argv: &[String], stdin: &[u8]) -> Result<i32, Abort> {
+fn run_command(
+    ctx: &mut Ctx<'_>,
+    util: &str,
+    argv: &[String],
+    stdin: crate::io::Stdin<'_>,
+) -> Result<i32, Abort> {
     let mut errors = crate::io::Output::with_cap(ctx.stderr.cap().saturating_sub(ctx.stderr.len()));
     let status = ctx.runner.run(argv, stdin, ctx.stdout, &mut errors)?;
     let not_found = format!("{}: command not found\n", argv[0]);
@@ -500,6 +505,12 @@ fn duration_ms(text: &str) -> Option<f64> {
     Some(value * scale * 1000.0)
 }
 
+/// `sleep`: waits for the sum of its operands, for real when the host's
+/// clock can block (on the host); in a Worker's isolate, which cannot block
+/// inside an exec, the exec's clock moves forward instead (so `date` and
+/// the wall limit see the time pass) without waiting. A sleep reaching past
+/// the wall limit (or an enclosing `timeout`) waits until then and ends
+/// there with that limit, as a real `sleep` would be killed.
 pub(super) fn sleep(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     let parsed = match getopt(&argv[1..], &[]) {
         Ok(p) => p,
@@ -508,20 +519,36 @@ pub(super) fn sleep(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     if parsed.operands.is_empty() {
         return usage(ctx, "sleep", "missing operand", 1);
     }
+    let mut total_ms = 0.0;
     for operand in &parsed.operands {
-        if duration_ms(operand).is_none() {
-            return usage(
-                ctx,
-                "sleep",
-                &format!("invalid time interval ‘{operand}’"),
-                1,
-            );
+        match duration_ms(operand) {
+            Some(ms) => total_ms += ms,
+            None => {
+                return usage(
+                    ctx,
+                    "sleep",
+                    &format!("invalid time interval ‘{operand}’"),
+                    1,
+                )
+            }
         }
     }
     ctx.budget.check_time(ctx.clock)?;
+    let wanted = total_ms.ceil().min(u64::MAX as f64) as u64;
+    let left = ctx.budget.remaining_ms(ctx.clock);
+    if wanted > left {
+        ctx.clock.sleep_ms(left);
+        return Err(Abort::Limit(LimitKind::WallTime));
+    }
+    ctx.clock.sleep_ms(wanted);
     Ok(0)
 }
 
+/// `timeout DURATION COMMAND`: runs the command with a deadline; when it
+/// passes (checked where the shell checks the wall clock: `sleep`, loops,
+/// every few hundred commands) the command is stopped and `timeout` exits
+/// 124, as GNU's does when it kills the command. A duration of 0 sets no
+/// deadline.
 pub(super) fn timeout(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     let opts = [
         with_arg('s', "signal"),
@@ -537,14 +564,14 @@ pub(super) fn timeout(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> 
     let Some((limit, command)) = parsed.operands.split_first() else {
         return usage(ctx, "timeout", "missing operand", 125);
     };
-    if duration_ms(limit).is_none() {
+    let Some(duration) = duration_ms(limit) else {
         return usage(
             ctx,
             "timeout",
             &format!("invalid time interval ‘{limit}’"),
             125,
         );
-    }
+    };
     if command.is_empty() {
         return usage(
             ctx,
@@ -554,7 +581,30 @@ pub(super) fn timeout(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> 
         );
     }
     ctx.budget.check_time(ctx.clock)?;
-    run_command(ctx, "timeout", command, ctx.stdin)
+    if duration == 0.0 {
+        return run_command(ctx, "timeout", command, ctx.stdin);
+    }
+    let deadline = ctx
+        .clock
+        .now_ms()
+        .saturating_add(duration.ceil().min(u64::MAX as f64) as u64);
+    ctx.budget.start_deadline(deadline);
+    let ran = run_command(ctx, "timeout", command, ctx.stdin);
+    ctx.budget.end_deadline();
+    match ran {
+        Err(Abort::Limit(LimitKind::WallTime))
+            if ctx.budget.deadline_passed(deadline, ctx.clock) =>
+        {
+            if parsed.has('v') {
+                ctx.error(
+                    "timeout",
+                    &format!("sending signal TERM to command ‘{}’", command[0]),
+                )?;
+            }
+            Ok(if parsed.has('\u{1}') { 128 + 15 } else { 124 })
+        }
+        other => other,
+    }
 }
 
 const XARGS_OPTS: &[Opt] = &[
@@ -587,8 +637,9 @@ pub(super) fn xargs(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
             Err(error) => return ctx.fs_error("xargs", file, &error).map(|()| 1),
         },
         None => {
-            ctx.budget.charge_cpu(ctx.stdin.len() as u64)?;
-            ctx.stdin.to_vec()
+            let stdin = ctx.stdin.all()?;
+            ctx.budget.charge_cpu(stdin.len() as u64)?;
+            stdin.to_vec()
         }
     };
     let items = match split_items(&input, &parsed, replace.is_some()) {
@@ -619,7 +670,7 @@ pub(super) fn xargs(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
         if parsed.has('t') {
             ctx.stderr.write_str(&format!("{}\n", argv.join(" ")))?;
         }
-        match run_command(ctx, "xargs", &argv, &[])? {
+        match run_command(ctx, "xargs", &argv, crate::io::Stdin::complete(&[]))? {
             0 => {}
             code @ (126 | 127) => return Ok(code),
             255 => return Ok(124),
@@ -828,7 +879,7 @@ mod tests {
             budget: &budget,
             cwd: &cwd,
             env: &env,
-            stdin,
+            stdin: crate::io::Stdin::complete(stdin),
             stdout: &mut stdout,
             stderr: &mut stderr,
             runner: &mut runner,
@@ -860,10 +911,16 @@ mod tests {
         );
     }
 
+    /// The unit tests' clock cannot block and stands still: a sleep within
+    /// the wall limit returns at once, one past it ends with the limit.
     #[test]
-    fn sleep_and_timeout_do_not_wait() {
+    fn sleep_and_timeout_on_a_clock_that_cannot_block() {
         assert_eq!(run_timed(&["sleep", "0.1"], b"", 10).0, Ok(0));
-        assert_eq!(run_timed(&["sleep", "1m"], b"", 10).0, Ok(0));
+        assert_eq!(run_timed(&["sleep", "1", "0.5"], b"", 10).0, Ok(0));
+        assert_eq!(
+            run_timed(&["sleep", "1m"], b"", 10).0,
+            Err(Abort::Limit(LimitKind::WallTime))
+        );
         assert_eq!(run(&db(), &["sleep", "x"], "").status, 1);
         assert_eq!(run(&db(), &["sleep"], "").status, 1);
         assert_eq!(

@@ -31,7 +31,7 @@ pub(crate) use date::format_utc;
 
 use stead_vfs::VfsError;
 
-use super::{Ctx, Table};
+use super::{Content, Ctx, Table};
 use crate::limits::Abort;
 
 pub(crate) const UTILITIES: Table = &[
@@ -96,23 +96,18 @@ pub(super) fn usage(
     Ok(status)
 }
 
-/// Reads an operand (`-` is stdin) without reporting errors, charging the
-/// CPU budget for its bytes. Device files are not in the workspace: as the
-/// interpreter's redirections do, `/dev/stdin` is stdin and `/dev/null`,
-/// `/dev/zero` and the random devices read as empty (no fake randomness).
+/// Reads a whole operand (`-` is stdin, devices as on Linux: see
+/// [`Ctx::open_operand`]) without reporting errors. An input that goes on
+/// (a full pipe, `/dev/zero`) ends the exec with `max_pipe_bytes`: a
+/// utility reading through here needs all of it.
 pub(super) fn read_operand(
     ctx: &mut Ctx<'_>,
     operand: &str,
 ) -> Result<Result<Vec<u8>, VfsError>, Abort> {
-    let read = match operand {
-        "-" | "/dev/stdin" | "/dev/fd/0" => Ok(ctx.stdin.to_vec()),
-        "/dev/null" | "/dev/zero" | "/dev/random" | "/dev/urandom" => Ok(Vec::new()),
-        _ => ctx.path(operand).and_then(|path| ctx.fs.read(&path)),
-    };
-    if let Ok(bytes) = &read {
-        ctx.budget.charge_cpu(bytes.len() as u64)?;
+    match ctx.open_operand(operand)? {
+        Ok(content) => content.whole().map(Ok),
+        Err(error) => Ok(Err(error)),
     }
-    Ok(read)
 }
 
 /// Writes `data` to the file `operand` names (replacing it), charging the
@@ -190,6 +185,23 @@ pub(super) fn read_all_with(
     operands: &[String],
     describe: fn(&str, &str) -> String,
 ) -> Result<(Inputs, bool), Abort> {
+    let (opened, failed) = open_all_with(ctx, util, operands, describe)?;
+    let mut inputs = Vec::with_capacity(opened.len());
+    for (name, content) in opened {
+        inputs.push((name, content.whole()?));
+    }
+    Ok((inputs, failed))
+}
+
+/// Like [`read_all_with`] for a reader that may stop early: an input that
+/// goes on is given as it is, for the reader to end (`Content::whole`) if
+/// it needs the rest.
+pub(super) fn open_all_with(
+    ctx: &mut Ctx<'_>,
+    util: &str,
+    operands: &[String],
+    describe: fn(&str, &str) -> String,
+) -> Result<(Vec<(String, Content)>, bool), Abort> {
     let stdin = ["-".to_string()];
     let operands = if operands.is_empty() {
         &stdin[..]
@@ -199,8 +211,8 @@ pub(super) fn read_all_with(
     let mut inputs = Vec::new();
     let mut failed = false;
     for operand in operands {
-        match read_operand(ctx, operand)? {
-            Ok(bytes) => inputs.push((operand.clone(), bytes)),
+        match ctx.open_operand(operand)? {
+            Ok(content) => inputs.push((operand.clone(), content)),
             Err(error) => {
                 ctx.error(util, &describe(operand, super::strerror(&error)))?;
                 failed = true;
@@ -276,8 +288,12 @@ mod tests {
             "in"
         );
         assert_eq!(
-            run(&db(), &["wc", "-c", "/dev/urandom"], "").stdout,
-            "0 /dev/urandom\n"
+            run(&db(), &["head", "-c", "3", "/dev/zero"], "").stdout,
+            "\0\0\0"
+        );
+        assert_eq!(
+            run(&db(), &["head", "-c", "5", "/dev/urandom"], "").status,
+            0
         );
     }
 

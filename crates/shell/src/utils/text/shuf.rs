@@ -58,15 +58,22 @@ pub(super) fn shuf(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     };
     ctx.budget.charge_cpu(items.len() as u64)?;
     let mut random = XorShift(ctx.clock.now_ms() ^ 0x9E37_79B9_7F4A_7C15 | 1);
-    let chosen = if parsed.has('r') {
-        repeat(&items, count, &mut random)
-    } else {
-        permute(items, count, &mut random)
-    };
     let mut out = Vec::new();
-    for item in chosen {
-        out.extend_from_slice(&item);
-        out.push(sep);
+    if parsed.has('r') {
+        repeat(
+            ctx,
+            &items,
+            count,
+            sep,
+            parsed.value('o').is_none(),
+            &mut random,
+            &mut out,
+        )?;
+    } else {
+        for item in permute(items, count, &mut random) {
+            out.extend_from_slice(&item);
+            out.push(sep);
+        }
     }
     super::save_or_print(ctx, "shuf", parsed.value('o'), &out)
 }
@@ -116,16 +123,38 @@ fn permute(mut items: Vec<Vec<u8>>, count: usize, random: &mut XorShift) -> Vec<
     items
 }
 
-/// `count` draws with replacement (`-r`); without `-n` that is endless,
-/// so it is bounded here and the output cap ends it.
-fn repeat(items: &[Vec<u8>], count: usize, random: &mut XorShift) -> Vec<Vec<u8>> {
+/// `count` draws with replacement (`-r`) into `out`; without `-n` that is
+/// endless, as GNU's: it ends when the output cannot take more (the
+/// output cap, or a full pipe as with SIGPIPE), or, for `-o FILE`, at the
+/// memory budget. With `to_stdout`, what is drawn is written as it goes.
+fn repeat(
+    ctx: &mut Ctx<'_>,
+    items: &[Vec<u8>],
+    count: usize,
+    sep: u8,
+    to_stdout: bool,
+    random: &mut XorShift,
+    out: &mut Vec<u8>,
+) -> Result<(), Abort> {
     if items.is_empty() {
-        return Vec::new();
+        return Ok(());
     }
-    let count = count.min(1 << 20);
-    (0..count)
-        .map(|_| items[random.below(items.len())].clone())
-        .collect()
+    const CHUNK: usize = 64 << 10;
+    for _ in 0..count {
+        let item = &items[random.below(items.len())];
+        out.extend_from_slice(item);
+        out.push(sep);
+        if out.len() >= CHUNK {
+            ctx.budget.charge_cpu(out.len() as u64)?;
+            if to_stdout {
+                ctx.stdout.write(out)?;
+                out.clear();
+            } else {
+                ctx.budget.check_memory(out.len() as u64)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

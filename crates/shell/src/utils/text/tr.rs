@@ -59,17 +59,11 @@ pub(super) fn tr(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
         }
         return usage_tail(ctx);
     }
-    let result = run_tr(
-        ctx.stdin,
-        sets,
-        complement,
-        delete,
-        squeeze,
-        parsed.has('t'),
-    );
+    let input = ctx.stdin.all()?;
+    let result = run_tr(input, sets, complement, delete, squeeze, parsed.has('t'));
     match result {
         Ok(out) => {
-            ctx.budget.charge_cpu(ctx.stdin.len() as u64)?;
+            ctx.budget.charge_cpu(input.len() as u64)?;
             ctx.stdout.write(&out).map(|()| 0)
         }
         Err(message) => {

@@ -2,9 +2,9 @@
 //! `tail`, `tac`, `rev`, `wc`, `tee`, `strings`.
 
 use super::{
-    flag, getopt, parse_count, read_all, read_all_with, read_concat, usage, with_arg, Opt,
+    flag, getopt, open_all_with, parse_count, read_all, read_all_with, usage, with_arg, Opt,
 };
-use crate::limits::Abort;
+use crate::limits::{Abort, LimitKind};
 use crate::utils::Ctx;
 
 const CAT_OPTS: &[Opt] = &[
@@ -51,7 +51,10 @@ pub(super) fn cat(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
             _ => {}
         }
     }
-    let (data, failed) = read_concat(ctx, "cat", &parsed.operands)?;
+    let describe = |operand: &str, error: &str| format!("{operand}: {error}");
+    let (inputs, failed) = open_all_with(ctx, "cat", &parsed.operands, describe)?;
+    let complete = inputs.iter().all(|(_, content)| content.complete);
+    let data: Vec<u8> = inputs.into_iter().flat_map(|(_, c)| c.data).collect();
     let plain = !(style.number
         || style.nonblank
         || style.squeeze
@@ -62,6 +65,11 @@ pub(super) fn cat(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
         ctx.stdout.write(&data)?;
     } else {
         ctx.stdout.write(&decorate(&data, &style))?;
+    }
+    // An input that goes on: a full output pipe has stopped `cat` above
+    // (as SIGPIPE would); otherwise it would copy more than there is.
+    if !complete {
+        return Err(Abort::Limit(LimitKind::PipeBytes));
     }
     Ok(i32::from(failed))
 }
@@ -266,22 +274,41 @@ fn head_or_tail(ctx: &mut Ctx<'_>, argv: &[String], util: &str) -> Result<i32, A
     let sep = if parsed.has('z') { 0 } else { b'\n' };
     let describe =
         |operand: &str, error: &str| format!("cannot open '{operand}' for reading: {error}");
-    let (inputs, failed) = read_all_with(ctx, util, &parsed.operands, describe)?;
+    let (inputs, failed) = open_all_with(ctx, util, &parsed.operands, describe)?;
     let headers = parsed.has('v') || (parsed.operands.len() > 1 && !parsed.has('q'));
-    for (index, (name, data)) in inputs.iter().enumerate() {
+    for (index, (name, content)) in inputs.iter().enumerate() {
         if headers {
             let name = if name == "-" { "standard input" } else { name };
             let gap = if index > 0 { "\n" } else { "" };
             ctx.stdout.write_str(&format!("{gap}==> {name} <==\n"))?;
         }
+        let data = &content.data;
         let part = if util == "head" {
             head_part(data, span, sep)
         } else {
             tail_part(data, span, sep)
         };
+        // Of an input that goes on (a full pipe, /dev/zero), `head` needs
+        // only its start; `tail`, and `head` beyond what is there, would
+        // answer from a prefix.
+        let enough = util == "head" && head_has_enough(data, part, span, sep);
+        if !content.complete && !enough {
+            return Err(Abort::Limit(LimitKind::PipeBytes));
+        }
         ctx.stdout.write(part)?;
     }
     Ok(i32::from(failed))
+}
+
+/// Whether `part`, what `head` keeps of `data`, is all it asked for (so
+/// what follows `data` does not matter).
+fn head_has_enough(data: &[u8], part: &[u8], span: Span, sep: u8) -> bool {
+    let count = usize::try_from(span.count).unwrap_or(usize::MAX);
+    match (span.bytes, span.flipped) {
+        (_, true) => false,
+        (true, false) => count <= data.len(),
+        (false, false) => part.iter().filter(|&&b| b == sep).count() >= count,
+    }
 }
 
 pub(super) fn tac(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
@@ -457,7 +484,8 @@ pub(super) fn tee(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
         Ok(p) => p,
         Err(message) => return usage(ctx, "tee", &message, 1),
     };
-    let data = ctx.stdin;
+    let stdin = ctx.stdin;
+    let data = stdin.available();
     ctx.budget.charge_cpu(data.len() as u64)?;
     let mut failed = false;
     for operand in &parsed.operands {
@@ -466,6 +494,9 @@ pub(super) fn tee(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
         }
     }
     ctx.stdout.write(data)?;
+    // As `cat`: a full output pipe stops it first; otherwise the rest of
+    // an input that goes on is needed.
+    stdin.end()?;
     Ok(i32::from(failed))
 }
 

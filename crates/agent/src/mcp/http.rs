@@ -1,0 +1,816 @@
+//! The Streamable HTTP transport of `/agents/{id}/mcp`, serving both
+//! revisions from one endpoint, chosen by what the client sends.
+//!
+//! - A POST of `initialize` starts a 2025-11-25 session; a request with
+//!   `Mcp-Session-Id` (or `MCP-Protocol-Version: 2025-11-25`) belongs to
+//!   one; GET opens the session's notification stream and DELETE ends the
+//!   session. (2025-11-25 basic/transports, "Session Management".)
+//! - A POST with `MCP-Protocol-Version: 2026-07-28` is served statelessly:
+//!   its `_meta` must carry the protocol version and client capabilities,
+//!   and `Mcp-Method` / `Mcp-Name` must match the body, else `400` with
+//!   `-32602` or `-32020` (2026-07-28 basic/index "_meta",
+//!   basic/transports/streamable-http "Server Validation").
+//! - Any other version asked for is `400` with `-32022` and the versions
+//!   served; a request that is neither (no session, no version) is `400`
+//!   without a modern error, so a client speaking both falls back to
+//!   `initialize` (2026-07-28 "Backward Compatibility").
+//!
+//! Answers are `application/json` unless the client accepts only
+//! `text/event-stream` (then one SSE event); notifications and responses
+//! get `202`. An `Origin` other than the endpoint's own (or one listed in
+//! the `MCP_ALLOWED_ORIGINS` variable) is refused with `403`, as both
+//! revisions ask against DNS rebinding. The caller is checked before any
+//! method (its token may have been revoked since the Worker checked it).
+
+use serde_json::{json, Map, Value};
+
+use crate::agent::Agent;
+use crate::auth::{Caller, Scope};
+use crate::dispatch::{read_body, Body};
+use crate::error::ApiError;
+use crate::host::{EventStream, Host};
+use crate::mcp::jsonrpc::{
+    self, Id, Message, RpcError, HEADER_MISMATCH, INVALID_REQUEST, METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::mcp::listen::{Channel, Cursor, ListenState};
+use crate::mcp::notify::catch_up;
+use crate::mcp::revision::{Revision, CLIENT_CAPABILITIES_KEY, CURSOR_KEY, PROTOCOL_VERSION_KEY};
+use crate::mcp::server::{capabilities, refusal, server_info, Call, INSTRUCTIONS};
+use crate::mcp::session::{Session, Sessions};
+use crate::mcp::sse;
+use crate::policy::Access;
+use crate::route::{Action, MAX_JSON_BODY};
+
+/// The HTTP method of a request to the endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpMethod {
+    Get,
+    Post,
+    Delete,
+}
+
+/// The headers the transport reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpHeaders {
+    pub accept: Option<String>,
+    pub content_type: Option<String>,
+    pub protocol_version: Option<String>,
+    pub session_id: Option<String>,
+    pub mcp_method: Option<String>,
+    pub mcp_name: Option<String>,
+    pub last_event_id: Option<String>,
+    pub origin: Option<String>,
+}
+
+impl McpHeaders {
+    /// Reads them with `header` (a case-insensitive lookup by name).
+    pub fn read(header: impl Fn(&str) -> Option<String>) -> McpHeaders {
+        McpHeaders {
+            accept: header("accept"),
+            content_type: header("content-type"),
+            protocol_version: header("mcp-protocol-version"),
+            session_id: header("mcp-session-id"),
+            mcp_method: header("mcp-method"),
+            mcp_name: header("mcp-name"),
+            last_event_id: header("last-event-id"),
+            origin: header("origin"),
+        }
+    }
+}
+
+/// A request to the MCP endpoint.
+pub struct McpRequest<B> {
+    /// The agent's id, as the route named it.
+    pub agent: String,
+    pub caller: Caller,
+    pub method: HttpMethod,
+    pub headers: McpHeaders,
+    /// The endpoint's own origin (`https://host[:port]`).
+    pub origin: String,
+    /// Other origins allowed to call (`MCP_ALLOWED_ORIGINS`).
+    pub allowed_origins: Vec<String>,
+    pub body: B,
+}
+
+/// The answer's body.
+pub enum McpBody<S> {
+    Empty,
+    Json(Value),
+    /// A complete `text/event-stream` body.
+    Events(String),
+    /// An event stream the agent keeps open.
+    Stream(S),
+}
+
+/// The answer.
+pub struct McpReply<S> {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: McpBody<S>,
+}
+
+impl<S> McpReply<S> {
+    fn new(status: u16, body: McpBody<S>) -> Self {
+        McpReply {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// A JSON-RPC error as the whole answer.
+    fn error(error: &RpcError, id: Option<&Id>) -> Self {
+        McpReply::new(error.status, McpBody::Json(error.to_response(id)))
+    }
+
+    /// An API error (refused credential, unknown agent) as the API answers
+    /// it.
+    fn api(error: &ApiError) -> Self {
+        McpReply::new(error.status(), McpBody::Json(error.body()))
+    }
+}
+
+/// What the client accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Accepts {
+    json: bool,
+    events: bool,
+}
+
+impl Accepts {
+    /// From an `Accept` header; none means anything.
+    fn of(header: Option<&str>) -> Accepts {
+        let Some(header) = header else {
+            return Accepts {
+                json: true,
+                events: true,
+            };
+        };
+        let mut accepts = Accepts {
+            json: false,
+            events: false,
+        };
+        for range in header.split(',') {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let refused = parts.any(|p| {
+                let p = p.trim();
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            if refused {
+                continue;
+            }
+            match media.as_str() {
+                "*/*" => {
+                    accepts.json = true;
+                    accepts.events = true;
+                }
+                "application/json" | "application/*" => accepts.json = true,
+                "text/event-stream" | "text/*" => accepts.events = true,
+                _ => {}
+            }
+        }
+        accepts
+    }
+}
+
+/// The headers of a streamed answer.
+fn stream_headers<S>(reply: McpReply<S>) -> McpReply<S> {
+    reply
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .header("x-accel-buffering", "no")
+}
+
+/// The `Mcp-Name` value of a request: base64 between `=?base64?` and `?=`,
+/// else the text itself.
+fn decode_header_value(value: &str) -> Option<String> {
+    use base64::Engine;
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(encoded) => base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok()),
+        None => Some(value.to_string()),
+    }
+}
+
+impl<H: Host> Agent<H> {
+    /// Serves one HTTP request to the MCP endpoint.
+    pub async fn mcp<B: Body>(&self, mut request: McpRequest<B>) -> McpReply<H::Stream> {
+        if let Some(origin) = &request.headers.origin {
+            let allowed =
+                origin == &request.origin || request.allowed_origins.iter().any(|o| o == origin);
+            if !allowed {
+                let error = RpcError::new(
+                    INVALID_REQUEST,
+                    format!("Forbidden: origin {origin} may not call this server"),
+                )
+                .status(403);
+                return McpReply::error(&error, None);
+            }
+        }
+        if let Err(error) = self.admit(&request.agent, &request.caller, Action::Mcp.policy().access)
+        {
+            return McpReply::api(&error);
+        }
+        if let Err(error) = self.open(Some(&request.agent), false) {
+            return McpReply::api(&error);
+        }
+        match request.method {
+            HttpMethod::Post => self.mcp_post(&mut request).await,
+            HttpMethod::Get => self.mcp_get(&request),
+            HttpMethod::Delete => self.mcp_delete(&request),
+        }
+    }
+
+    async fn mcp_post<B: Body>(&self, request: &mut McpRequest<B>) -> McpReply<H::Stream> {
+        let headers = request.headers.clone();
+        let is_json = headers.content_type.as_deref().is_some_and(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+        if !is_json {
+            let error = RpcError::invalid_request(
+                "Unsupported Media Type: send the JSON-RPC message as Content-Type: application/json",
+            )
+            .status(415);
+            return McpReply::error(&error, None);
+        }
+        let accepts = Accepts::of(headers.accept.as_deref());
+        if !accepts.json && !accepts.events {
+            let error = RpcError::invalid_request(
+                "Not Acceptable: accept application/json or text/event-stream",
+            )
+            .status(406);
+            return McpReply::error(&error, None);
+        }
+        let body = match read_body(&mut request.body, MAX_JSON_BODY).await {
+            Ok(body) => body,
+            Err(ApiError::BodyTooLarge { limit }) => {
+                return McpReply::error(&too_large(limit), None);
+            }
+            Err(error) => return McpReply::api(&error),
+        };
+        let message = match jsonrpc::parse(&body) {
+            Ok(message) => message,
+            Err((id, error)) => return McpReply::error(&error, id.as_ref()),
+        };
+        let revision = match self.revision_of(&headers, &message) {
+            Ok(revision) => revision,
+            Err(error) => return McpReply::error(&error, message.id()),
+        };
+        let (id, method, params) = match message {
+            Message::Request { id, method, params } => (id, method, params),
+            Message::Notification { .. } => {
+                // A notification of a session that has ended is refused as
+                // its requests would be.
+                if revision == Revision::Sessions && headers.session_id.is_some() {
+                    if let Err(reply) = self.session_of(request) {
+                        return reply;
+                    }
+                }
+                return McpReply::new(202, McpBody::Empty);
+            }
+            Message::Response => {
+                return match revision {
+                    // 2025-11-25 lets a client answer our requests (we send
+                    // none): accepted and ignored.
+                    Revision::Sessions => McpReply::new(202, McpBody::Empty),
+                    Revision::Stateless => McpReply::error(
+                        &RpcError::invalid_request(
+                            "Invalid Request: clients send no responses in 2026-07-28",
+                        ),
+                        None,
+                    ),
+                };
+            }
+        };
+        let answer = match revision {
+            Revision::Sessions if method == "initialize" => {
+                return self.mcp_initialize(request, &id, &params, accepts)
+            }
+            Revision::Sessions => {
+                let session = match self.session_of(request) {
+                    Ok(session) => session,
+                    Err(reply) => return reply,
+                };
+                let call = Call {
+                    revision,
+                    agent: &request.agent,
+                    caller: &request.caller,
+                    origin: &request.origin,
+                    session: Some(&session),
+                };
+                self.mcp_method(&call, &method, &params).await
+            }
+            Revision::Stateless => {
+                if let Err(error) = check_stateless(&headers, &method, &params) {
+                    return McpReply::error(&error, Some(&id));
+                }
+                if method == "subscriptions/listen" {
+                    return self.mcp_listen(request, &id, &params, accepts);
+                }
+                let call = Call {
+                    revision,
+                    agent: &request.agent,
+                    caller: &request.caller,
+                    origin: &request.origin,
+                    session: None,
+                };
+                self.mcp_method(&call, &method, &params).await
+            }
+        };
+        match answer {
+            Ok(result) => respond(accepts, jsonrpc::result_response(&id, result)),
+            Err(error) => {
+                // 2026-07-28 answers an unknown method with 404; 2025-11-25
+                // reserves 404 for an ended session.
+                let error = match (revision, error.code) {
+                    (Revision::Stateless, METHOD_NOT_FOUND) => error.status(404),
+                    _ => error,
+                };
+                if error.status == 200 {
+                    respond(accepts, error.to_response(Some(&id)))
+                } else {
+                    McpReply::error(&error, Some(&id))
+                }
+            }
+        }
+    }
+
+    /// Which revision a POST speaks.
+    fn revision_of(&self, headers: &McpHeaders, message: &Message) -> Result<Revision, RpcError> {
+        if let Message::Request { method, .. } = message {
+            if method == "initialize" {
+                return Ok(Revision::Sessions);
+            }
+        }
+        match headers.protocol_version.as_deref() {
+            Some(version) => Revision::from_version(version).ok_or_else(|| unsupported(version)),
+            None if headers.session_id.is_some() => Ok(Revision::Sessions),
+            None => {
+                let declares_modern = match message {
+                    Message::Request { params, .. } => params
+                        .get("_meta")
+                        .and_then(|meta| meta.get(PROTOCOL_VERSION_KEY))
+                        .is_some(),
+                    Message::Notification { .. } | Message::Response => false,
+                };
+                if declares_modern {
+                    Err(RpcError::new(
+                        HEADER_MISMATCH,
+                        "Header mismatch: the MCP-Protocol-Version header is required",
+                    )
+                    .status(400))
+                } else {
+                    // Neither a session nor a version: a 2025-11-25 client
+                    // that has not initialized (answered in session_of).
+                    Ok(Revision::Sessions)
+                }
+            }
+        }
+    }
+
+    /// The 2025-11-25 session a request belongs to, or the answer refusing
+    /// it.
+    fn session_of<B>(&self, request: &McpRequest<B>) -> Result<Session, McpReply<H::Stream>> {
+        let Some(id) = request.headers.session_id.as_deref() else {
+            let error = RpcError::invalid_request(
+                "Bad Request: no Mcp-Session-Id; send initialize first (2025-11-25) or \
+                 MCP-Protocol-Version: 2026-07-28 with _meta (stateless)",
+            );
+            return Err(McpReply::error(&error, None));
+        };
+        let sessions = Sessions::new(self.db(), self.now_ms());
+        let session = sessions
+            .find(id, &request.caller.actor())
+            .map_err(|e| McpReply::api(&e))?;
+        let Some(session) = session else {
+            let error =
+                RpcError::new(INVALID_REQUEST, "Session not found; initialize again").status(404);
+            return Err(McpReply::error(&error, None));
+        };
+        if let Some(version) = request.headers.protocol_version.as_deref() {
+            if version != session.protocol {
+                let error = RpcError::invalid_request(format!(
+                    "Bad Request: MCP-Protocol-Version {version} is not the session's {}",
+                    session.protocol
+                ));
+                return Err(McpReply::error(&error, None));
+            }
+        }
+        Ok(session)
+    }
+
+    /// `initialize`: a new 2025-11-25 session.
+    fn mcp_initialize<B>(
+        &self,
+        request: &McpRequest<B>,
+        id: &Id,
+        params: &Map<String, Value>,
+        accepts: Accepts,
+    ) -> McpReply<H::Stream> {
+        // The version asked for if served with sessions, else ours (the
+        // client then decides whether it can speak it).
+        let version = Revision::Sessions.version();
+        let client = params.get("clientInfo").cloned().unwrap_or(Value::Null);
+        let session_id = match self.host.random_hex(32) {
+            Ok(session_id) => session_id,
+            Err(error) => return McpReply::api(&error.into()),
+        };
+        let sessions = Sessions::new(self.db(), self.now_ms());
+        if let Err(error) = sessions.create(&session_id, &request.caller.actor(), version, &client)
+        {
+            return McpReply::api(&error);
+        }
+        let result = json!({
+            "protocolVersion": version,
+            "capabilities": capabilities(),
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS,
+        });
+        respond(accepts, jsonrpc::result_response(id, result)).header("mcp-session-id", session_id)
+    }
+
+    /// GET: a 2025-11-25 session's notification stream, resuming after
+    /// `Last-Event-ID` when given. A session has one stream at a time: a
+    /// new one replaces the old, so no event goes to two.
+    fn mcp_get<B>(&self, request: &McpRequest<B>) -> McpReply<H::Stream> {
+        if request.headers.protocol_version.as_deref() == Some(Revision::Stateless.version()) {
+            let error = RpcError::invalid_request(
+                "Method Not Allowed: 2026-07-28 has no GET stream; use subscriptions/listen",
+            )
+            .status(405);
+            return McpReply::error(&error, None).header("allow", "POST");
+        }
+        if !Accepts::of(request.headers.accept.as_deref()).events {
+            let error =
+                RpcError::invalid_request("Not Acceptable: accept text/event-stream").status(406);
+            return McpReply::error(&error, None);
+        }
+        if let Err(error) = Access::Scope(Scope::Read).admits(&request.caller) {
+            return McpReply::error(&refusal(&error), None);
+        }
+        let session = match self.session_of(request) {
+            Ok(session) => session,
+            Err(reply) => return reply,
+        };
+        let channel = Channel::Session {
+            id: session.id.clone(),
+        };
+        for stream in self.host.streams() {
+            if stream.state().channel == channel {
+                stream.close();
+            }
+        }
+        let start = match request.headers.last_event_id.as_deref() {
+            Some(id) => match Cursor::parse(id) {
+                Some(cursor) => cursor,
+                None => {
+                    let error = RpcError::invalid_request(format!(
+                        "Bad Request: Last-Event-ID {id:?} is not an event id of this server"
+                    ));
+                    return McpReply::error(&error, None);
+                }
+            },
+            None => match self.vfs().revision() {
+                Ok(revision) => Cursor::after(revision),
+                Err(error) => return McpReply::api(&error.into()),
+            },
+        };
+        let state = ListenState {
+            channel,
+            resources: session.subscriptions,
+            list_changed: true,
+            cursor: start,
+        };
+        self.open_listening(state)
+    }
+
+    /// `subscriptions/listen` (2026-07-28): acknowledges what it will send,
+    /// then keeps the answer open as a stream of those notifications.
+    fn mcp_listen<B>(
+        &self,
+        request: &McpRequest<B>,
+        id: &Id,
+        params: &Map<String, Value>,
+        accepts: Accepts,
+    ) -> McpReply<H::Stream> {
+        if !accepts.events {
+            let error = RpcError::invalid_request(
+                "Not Acceptable: subscriptions/listen answers with text/event-stream",
+            )
+            .status(406);
+            return McpReply::error(&error, Some(id));
+        }
+        let filter = match params.get("notifications") {
+            Some(Value::Object(filter)) => filter,
+            _ => {
+                let error =
+                    RpcError::invalid_params("Invalid params: notifications must be an object")
+                        .status(400);
+                return McpReply::error(&error, Some(id));
+            }
+        };
+        let wants_resources = filter
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .is_some_and(|uris| !uris.is_empty());
+        let list_changed = filter.get("resourcesListChanged") == Some(&json!(true));
+        if wants_resources || list_changed {
+            if let Err(error) = Access::Scope(Scope::Read).admits(&request.caller) {
+                return McpReply::error(&refusal(&error), Some(id));
+            }
+        }
+        let mut paths = Vec::new();
+        let mut uris = Vec::new();
+        for uri in filter
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let path = uri
+                .as_str()
+                .ok_or_else(|| ApiError::InvalidRequest("a resource URI is a string".into()))
+                .and_then(crate::mcp::resources::path_of);
+            match path {
+                Ok(path) => {
+                    paths.push(path.to_string());
+                    uris.push(uri.clone());
+                }
+                Err(error) => {
+                    let error = RpcError::invalid_params(format!(
+                        "Invalid params: resourceSubscriptions: {}",
+                        error.public_message()
+                    ))
+                    .status(400);
+                    return McpReply::error(&error, Some(id));
+                }
+            }
+        }
+        let resume = params
+            .get("_meta")
+            .and_then(|meta| meta.get(CURSOR_KEY))
+            .and_then(Value::as_str);
+        let start = match resume {
+            Some(text) => match Cursor::parse(text) {
+                Some(cursor) => cursor,
+                None => {
+                    let error = RpcError::invalid_params(format!(
+                        "Invalid params: _meta {CURSOR_KEY} {text:?} is not a position of this server"
+                    ))
+                    .status(400);
+                    return McpReply::error(&error, Some(id));
+                }
+            },
+            None => match self.vfs().revision() {
+                Ok(revision) => Cursor::after(revision),
+                Err(error) => return McpReply::api(&error.into()),
+            },
+        };
+        // Only what this server can send is acknowledged (tools and prompts
+        // do not change while it runs).
+        let mut honored = Map::new();
+        if list_changed {
+            honored.insert("resourcesListChanged".into(), json!(true));
+        }
+        if !uris.is_empty() {
+            honored.insert("resourceSubscriptions".into(), Value::Array(uris));
+        }
+        let acknowledged = jsonrpc::notification(
+            "notifications/subscriptions/acknowledged",
+            json!({
+                "_meta": { crate::mcp::revision::SUBSCRIPTION_ID_KEY: id },
+                "notifications": honored,
+            }),
+        );
+        let state = ListenState {
+            channel: Channel::Listen {
+                subscription: id.clone(),
+            },
+            resources: paths,
+            list_changed,
+            cursor: start,
+        };
+        let reply = self.open_listening(state.clone());
+        if let McpBody::Stream(stream) = &reply.body {
+            // The acknowledgement goes first; then any backlog.
+            stream.send(&sse::event(None, &acknowledged));
+            let mut state = state;
+            if catch_up(stream, &self.vfs(), &mut state) {
+                stream.save(&state);
+            }
+        }
+        reply
+    }
+
+    /// Opens a stream following `state`, after sending what the change log
+    /// holds past its cursor.
+    fn open_listening(&self, state: ListenState) -> McpReply<H::Stream> {
+        let is_session = matches!(state.channel, Channel::Session { .. });
+        let stream = self.host.open_stream(state.clone());
+        if is_session {
+            let mut state = state;
+            if catch_up(&stream, &self.vfs(), &mut state) {
+                stream.save(&state);
+            }
+        }
+        stream_headers(McpReply::new(200, McpBody::Stream(stream)))
+    }
+
+    /// DELETE: ends a 2025-11-25 session (and its stream).
+    fn mcp_delete<B>(&self, request: &McpRequest<B>) -> McpReply<H::Stream> {
+        let Some(id) = request.headers.session_id.as_deref() else {
+            let error = RpcError::invalid_request(
+                "Method Not Allowed: DELETE ends a session; send its Mcp-Session-Id",
+            )
+            .status(405);
+            return McpReply::error(&error, None).header("allow", "POST");
+        };
+        let sessions = Sessions::new(self.db(), self.now_ms());
+        match sessions.delete(id, &request.caller.actor()) {
+            Ok(true) => {
+                let channel = Channel::Session { id: id.to_string() };
+                for stream in self.host.streams() {
+                    if stream.state().channel == channel {
+                        stream.close();
+                    }
+                }
+                McpReply::new(204, McpBody::Empty)
+            }
+            Ok(false) => {
+                let error = RpcError::new(INVALID_REQUEST, "Session not found").status(404);
+                McpReply::error(&error, None)
+            }
+            Err(error) => McpReply::api(&error),
+        }
+    }
+}
+
+/// The 2026-07-28 checks of a request's `_meta` and headers.
+fn check_stateless(
+    headers: &McpHeaders,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Result<(), RpcError> {
+    let header_version = headers.protocol_version.as_deref().unwrap_or_default();
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let version = meta
+        .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
+        .and_then(Value::as_str);
+    let capabilities = meta.and_then(|m| m.get(CLIENT_CAPABILITIES_KEY));
+    let (Some(version), Some(Value::Object(_))) = (version, capabilities) else {
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: _meta must carry {PROTOCOL_VERSION_KEY} and {CLIENT_CAPABILITIES_KEY}"
+        ))
+        .status(400));
+    };
+    if version != header_version {
+        return Err(mismatch(format!(
+            "MCP-Protocol-Version header {header_version} does not match _meta {version}"
+        )));
+    }
+    match headers.mcp_method.as_deref() {
+        Some(header) if header == method => {}
+        Some(header) => {
+            return Err(mismatch(format!(
+                "Mcp-Method header {header:?} does not match body method {method:?}"
+            )))
+        }
+        None => return Err(mismatch("the Mcp-Method header is required".into())),
+    }
+    let name_source = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(field) = name_source {
+        let body = params
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match headers.mcp_name.as_deref().map(decode_header_value) {
+            Some(Some(header)) if header == body => {}
+            Some(_) => {
+                return Err(mismatch(format!(
+                    "Mcp-Name header does not match body {field} {body:?}"
+                )))
+            }
+            None => {
+                return Err(mismatch(format!(
+                    "the Mcp-Name header is required for {method}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of a message over `limit` bytes (also sent by the Worker,
+/// which refuses a declared length over it before the body travels on).
+pub fn too_large(limit: usize) -> RpcError {
+    RpcError::invalid_request(format!(
+        "Invalid Request: the message exceeds {limit} bytes"
+    ))
+    .status(413)
+}
+
+fn mismatch(message: String) -> RpcError {
+    RpcError::new(HEADER_MISMATCH, format!("Header mismatch: {message}")).status(400)
+}
+
+fn unsupported(version: &str) -> RpcError {
+    RpcError::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+        .data(json!({ "supported": Revision::versions(), "requested": version }))
+        .status(400)
+}
+
+/// A JSON-RPC response in the form the client accepts.
+fn respond<S>(accepts: Accepts, message: Value) -> McpReply<S> {
+    if accepts.json {
+        McpReply::new(200, McpBody::Json(message))
+    } else {
+        stream_headers(McpReply::new(
+            200,
+            McpBody::Events(sse::event(None, &message)),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_headers_are_read_as_media_ranges() {
+        let of = |h| Accepts::of(Some(h));
+        assert_eq!(
+            of("application/json, text/event-stream"),
+            Accepts {
+                json: true,
+                events: true
+            }
+        );
+        assert_eq!(
+            of("text/event-stream"),
+            Accepts {
+                json: false,
+                events: true
+            }
+        );
+        assert_eq!(
+            of("*/*"),
+            Accepts {
+                json: true,
+                events: true
+            }
+        );
+        assert_eq!(
+            of("application/json;q=0, text/*"),
+            Accepts {
+                json: false,
+                events: true
+            }
+        );
+        assert_eq!(
+            of("text/html"),
+            Accepts {
+                json: false,
+                events: false
+            }
+        );
+        assert_eq!(
+            Accepts::of(None),
+            Accepts {
+                json: true,
+                events: true
+            }
+        );
+    }
+
+    #[test]
+    fn header_values_decode_the_base64_sentinel() {
+        assert_eq!(decode_header_value("read").as_deref(), Some("read"));
+        assert_eq!(
+            decode_header_value("=?base64?SGVsbG8sIOS4lueVjA==?=").as_deref(),
+            Some("Hello, 世界")
+        );
+        assert_eq!(decode_header_value("=?base64?!!?="), None);
+    }
+}
