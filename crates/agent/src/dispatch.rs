@@ -16,7 +16,7 @@ use stead_vfs::{Node, Operation, Scope, VPath, WriteOptions, CHUNK_SIZE};
 
 use crate::agent::Agent;
 use crate::auth::{self, Caller};
-use crate::computer::{self, Discard};
+use crate::computer::{self, detached, Discard};
 use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::host::Host;
@@ -363,7 +363,18 @@ impl<H: Host> Agent<H> {
                 json!({ "revoked": revoke.id })
             }
             Action::Jobs => scheduling::list_jobs(db, &request.query)?,
-            Action::Job(id) => scheduling::job_json(&Jobs::new(db).get(*id)?),
+            Action::Job(id) => {
+                let mut job = scheduling::job_json(&Jobs::new(db).get(*id)?);
+                // A command running detached on the computer: which alarm
+                // follows it now (see `crate::runner`).
+                if let Some(running) = detached::of_job(db, *id).map_err(SchedError::from)? {
+                    job["computer"] = json!({
+                        "exec": running.detached.exec,
+                        "alarms": running.slices,
+                    });
+                }
+                job
+            }
             Action::JobOutput(id) => scheduling::job_output(db, *id, &request.query)?,
             Action::JobCancel(id) => {
                 let job = scheduling::cancel_job(db, *id, self.now_ms())?;

@@ -67,6 +67,7 @@ fn a_computer_job_outlives_its_alarms_and_each_byte_arrives_once() {
     block_on(agent.alarm()).unwrap();
     let first = job(&agent, id);
     assert_eq!(first["state"], "running", "{first}");
+    assert_eq!(first["computer"]["alarms"], 1, "{first}");
     let partial = job_text(&agent, id);
     assert!(
         partial.starts_with("line 1\n") && partial.len() < expected_output().len(),
@@ -89,6 +90,10 @@ fn a_computer_job_outlives_its_alarms_and_each_byte_arrives_once() {
         "{done}"
     );
     assert_eq!(job_text(&agent, id), expected_output());
+    assert!(
+        done["computer"].is_null(),
+        "an ended job runs nowhere: {done}"
+    );
     let read = ok(
         &agent,
         "a",
