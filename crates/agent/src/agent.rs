@@ -41,6 +41,9 @@ pub struct Agent<H: Host> {
     running: RefCell<Option<RunningExec>>,
     /// The workspace's quotas, read once per instance (and after a change).
     quotas: Cell<Option<Quotas>>,
+    /// The newest revision live sync pushed to the computer while its
+    /// processes run (see `crate::processes::serve`); 0 for none yet.
+    pub(crate) live_pushed: Cell<i64>,
 }
 
 /// A command running on the computer.
@@ -71,6 +74,7 @@ impl<H: Host> Agent<H> {
             ready: Cell::new(false),
             armed: Cell::new(false),
             computer_turn: futures::lock::Mutex::new(()),
+            live_pushed: Cell::new(0),
             running: RefCell::new(None),
             quotas: Cell::new(None),
         }

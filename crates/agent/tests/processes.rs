@@ -131,6 +131,28 @@ fn signals_reach_the_process() {
 }
 
 #[test]
+fn the_agents_edits_reach_a_running_process() {
+    let (agent, _computer, _dir) = setup();
+    write(&agent, "/site/page.txt", "old\n");
+    let started = start(
+        &agent,
+        json!({
+            "command": "echo watching; until grep -qx new page.txt; do sleep 0.1; done; echo saw new; sleep 60",
+            "cwd": "/site",
+        }),
+    );
+    let id = started["id"].as_str().unwrap().to_string();
+    tick_until(&agent, "the watcher", || {
+        output(&agent, &id).contains("watching")
+    });
+    write(&agent, "/site/page.txt", "new\n");
+    tick_until(&agent, "the edit on the computer", || {
+        output(&agent, &id).contains("saw new")
+    });
+    assert_eq!(get(&agent, &id)["state"], "running");
+}
+
+#[test]
 fn a_lost_process_starts_again_on_a_fresh_computer_with_the_latest_files() {
     let (agent, mut computer, _dir) = setup();
     write(&agent, "/site/version.txt", "v1\n");

@@ -304,6 +304,7 @@ impl<H: Host> Agent<H> {
             }
         }
         self.close_ended()?;
+        self.push_edits().await?;
         let revive = record::all(self.db())?
             .iter()
             .any(|p| p.state == State::Lost && comes_back(p));
@@ -315,6 +316,33 @@ impl<H: Host> Agent<H> {
                     self.bring_in_step(&self.computer()?).await?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Live sync toward the computer: while a process runs there, the
+    /// agent's edits (file API, light shell, `apply_patch`, a restore)
+    /// reach its copy at the next tick, so a dev server's hot reload sees
+    /// them. Only what changed since the last push is sent, and nothing
+    /// when the workspace has not moved; a command that holds the computer
+    /// pushes for itself.
+    async fn push_edits(&self) -> Result<(), ApiError> {
+        let running = record::all(self.db())?
+            .iter()
+            .any(|p| p.state == State::Running);
+        if !running || self.vfs().revision()? <= self.live_pushed.get() {
+            return Ok(());
+        }
+        let Some(_turn) = self.computer_turn.try_lock() else {
+            return Ok(());
+        };
+        if detached::first(self.db())?.is_some() {
+            return Ok(());
+        }
+        // A push that fails (the computer going away) is tried again at
+        // the next tick, which also finds out what became of the computer.
+        if let Ok(pushed) = self.bring_in_step(&self.computer()?).await {
+            self.live_pushed.set(pushed.base);
         }
         Ok(())
     }
