@@ -4,7 +4,9 @@
 //! process), lists it, serves its pages through the port route, sees an
 //! edit made with the file API within 2 s (live sync), shares the port
 //! with a link that works without a token until it is revoked or expires,
-//! refuses bad input with structured errors, and stops the process.
+//! refuses bad input with structured errors, and stops the process; a
+//! process whose computer is killed is lost, then started again by its
+//! policy on a fresh computer with the agent's latest files.
 
 mod common;
 
@@ -12,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::{expect_error, expect_ok, expect_status, with_runtime, Agent};
 use serde_json::{json, Value};
-use stead_harness::{Client, Reply};
+use stead_harness::{temp_state, Client, Reply, Runtime};
 
 /// A port no other process on this machine holds now (in the local-process
 /// mode every agent's processes share the machine's ports).
@@ -304,5 +306,77 @@ fn bad_process_and_port_requests_get_structured_errors_and_start_nothing() {
     );
     let after = expect_ok(&agent.send("GET", &format!("/processes/{id}"), b""));
     assert_eq!(after["process"]["state"], "running", "{after}");
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
+
+/// The process's output so far.
+fn output_of(agent: &Agent, id: &str) -> String {
+    let out = expect_ok(&agent.send("GET", &format!("/processes/{id}/output"), b""));
+    out["output"]
+        .as_array()
+        .expect("output pieces")
+        .iter()
+        .filter_map(|p| p["data"].as_str())
+        .collect()
+}
+
+/// Polls process `id` until `done` holds for it (at most 60 s).
+fn wait_process(agent: &Agent, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let process =
+            expect_ok(&agent.send("GET", &format!("/processes/{id}"), b""))["process"].clone();
+        if done(&process) {
+            return process;
+        }
+        assert!(Instant::now() < deadline, "{what}: {process}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_process_whose_computer_is_killed_is_lost_then_restarted_by_its_policy() {
+    let state = temp_state();
+    let runtime = Runtime::start(state.path());
+    eprintln!("computer: {}", runtime.mode().describe());
+    let agent = Agent::create_on(runtime.client(), "procs-killed");
+    agent.write("/app/version.txt", "v1\n");
+    let reply = agent.send(
+        "POST",
+        "/processes",
+        json!({
+            "command": "echo started $(cat version.txt); exec sleep 120",
+            "cwd": "/app",
+            "restart": "always",
+        })
+        .to_string()
+        .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let id = reply.json()["process"]["id"].as_str().unwrap().to_string();
+    let first = wait_process(&agent, &id, "never ran", |_| {
+        output_of(&agent, &id).contains("started v1")
+    });
+    assert_eq!(first["restarts"], 0, "{first}");
+    agent.write("/app/version.txt", "v2\n");
+
+    // The computer dies (a container that vanishes): the process does not
+    // end by anyone's choice, so a fresh computer is brought up for it and
+    // it starts again there with the workspace as it is now.
+    let machine = runtime.machine(&agent.id);
+    machine.kill();
+    let again = wait_process(&agent, &id, "never started again", |p| {
+        p["state"] == "running" && p["restarts"] == 1
+    });
+    assert_ne!(again["pid"], first["pid"], "{again}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !output_of(&agent, &id).contains("started v2") {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted process never ran on the latest files: {}",
+            output_of(&agent, &id)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
 }
