@@ -6,7 +6,8 @@
 //! with a link that works without a token until it is revoked or expires,
 //! refuses bad input with structured errors, and stops the process; a
 //! process whose computer is killed is lost, then started again by its
-//! policy on a fresh computer with the agent's latest files.
+//! policy on a fresh computer with the agent's latest files; a small Node
+//! server's WebSocket echoes through the port route.
 
 mod common;
 
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::{expect_error, expect_ok, expect_status, with_runtime, Agent};
 use serde_json::{json, Value};
-use stead_harness::{temp_state, Client, Reply, Runtime};
+use stead_harness::{temp_state, Client, Reply, Runtime, Socket};
 
 /// A port no other process on this machine holds now (in the local-process
 /// mode every agent's processes share the machine's ports).
@@ -378,5 +379,65 @@ fn a_process_whose_computer_is_killed_is_lost_then_restarted_by_its_policy() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
+
+/// A WebSocket echo server in plain Node (no packages): the RFC 6455
+/// handshake, then each masked text frame from the client (under 126
+/// bytes) sent back unmasked, prefixed `echo: `.
+const ECHO_SERVER: &str = r#"
+const http = require('http'), crypto = require('crypto');
+const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+const server = http.createServer((req, res) => res.end('plain http\n'));
+server.on('upgrade', (req, socket) => {
+  const accept = crypto.createHash('sha1').update(req.headers['sec-websocket-key'] + GUID).digest('base64');
+  socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+    'Sec-WebSocket-Accept: ' + accept + '\r\n\r\n');
+  socket.on('data', (frame) => {
+    if ((frame[0] & 0x0f) !== 1) return;
+    const len = frame[1] & 0x7f, mask = frame.slice(2, 6);
+    const text = Buffer.from(frame.slice(6, 6 + len).map((b, i) => b ^ mask[i % 4])).toString();
+    const out = Buffer.from('echo: ' + text);
+    socket.write(Buffer.concat([Buffer.from([0x81, out.length]), out]));
+  });
+});
+server.listen(Number(process.argv[2]), '127.0.0.1', () => console.log('listening'));
+"#;
+
+#[test]
+fn a_websocket_echoes_through_the_port_route() {
+    let agent = Agent::new("procs-websocket");
+    agent.write("/ws/echo.js", ECHO_SERVER);
+    let port = free_port();
+    let reply = agent.send(
+        "POST",
+        "/processes",
+        json!({ "command": format!("exec node echo.js {port}"), "cwd": "/ws", "ports": [port] })
+            .to_string()
+            .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let id = reply.json()["process"]["id"].as_str().unwrap().to_string();
+    let client = with_runtime(|runtime| runtime.client());
+    let plain = fetch_when_up(&client, &agent, port, "/");
+    assert_eq!(text(&plain), "plain http\n");
+
+    let path = agent.url(&format!("/ports/{port}/socket"));
+    let token = stead_harness::DEV_TOKEN;
+    let mut socket = Socket::connect_to(common::base(), &path, Some(token))
+        .unwrap_or_else(|e| panic!("the upgrade through the port route: {e}"));
+    for message in ["hello", "second message"] {
+        socket.send_text(message);
+        let echoed = socket
+            .recv_text(Duration::from_secs(10))
+            .expect("an echo within 10 s");
+        assert_eq!(echoed, format!("echo: {message}"));
+    }
+    // Without a credential the upgrade is refused.
+    let refused = Socket::connect_to(common::base(), &path, None).err();
+    assert!(
+        refused.as_deref().is_some_and(|e| e.contains("401")),
+        "{refused:?}"
+    );
     expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
 }
