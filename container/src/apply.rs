@@ -15,6 +15,11 @@
 //! Everything written belongs to the user commands run as (see
 //! [`crate::confine`]), so they can change it.
 //!
+//! Paths under the system's names (see [`crate::layout`]) are not the
+//! computer's to hold: they are left out, and remembered so that reports
+//! can say the workspace has entries commands cannot see. When the
+//! workspace is the machine's own root, so is the root's mode.
+//!
 //! Work a command did that the workspace side has not acknowledged is never
 //! destroyed: a path whose disk state differs from the baseline and that the
 //! push would overwrite or remove is first renamed to
@@ -28,6 +33,7 @@ use std::path::{Path, PathBuf};
 
 use stead_sync::{ApplyReply, ChunkHash, Entry, IgnoreRules, Push};
 
+use crate::confine::Isolation;
 use crate::disk::{observe, perm, random_hex, Known, Observed, Stat};
 use crate::error::ApiError;
 use crate::paths::{self, ancestors, child, on_disk, within, PathError};
@@ -45,7 +51,8 @@ pub fn apply(
             current: state.instance.clone(),
         });
     }
-    let changes = check_changes(push.changes)?;
+    let mut changes = check_changes(push.changes)?;
+    leave_out_system_paths(container, state, push.full, &mut changes);
     let root = container.workspace.as_path();
 
     let missing = gather_chunks(container, state, &changes)?;
@@ -112,6 +119,34 @@ fn check_changes(
         }
     }
     Ok(out)
+}
+
+/// Takes the changes under system names out of `changes`, keeping in
+/// `state.hidden` which top-level names the workspace has there; and the
+/// root's own entry when the root is the machine's.
+fn leave_out_system_paths(
+    container: &Container,
+    state: &mut ContainerState,
+    full: bool,
+    changes: &mut BTreeMap<String, Option<Entry>>,
+) {
+    if full {
+        state.hidden.clear();
+    }
+    if container.confinement.isolation == Isolation::Container {
+        changes.remove("/");
+    }
+    changes.retain(|path, entry| {
+        let Some(name) = container.layout.system_name(path) else {
+            return true;
+        };
+        if entry.is_some() {
+            state.hidden.insert(name.to_string());
+        } else if path.len() == name.len() + 1 {
+            state.hidden.remove(name);
+        }
+        false
+    });
 }
 
 /// Makes sure every chunk the push will write is in the staged store;
@@ -477,6 +512,9 @@ impl Apply<'_> {
                 fs::read_dir(&abs).map_err(|e| ApiError::io(format!("reading {path}"), e))?;
             for item in items {
                 let item = item.map_err(|e| ApiError::io(format!("reading {path}"), e))?;
+                if path == "/" && self.container.layout.is_system(&item.file_name()) {
+                    continue;
+                }
                 let is_dir = item.file_type().is_ok_and(|t| t.is_dir());
                 let Some(name) = item.file_name().to_str().map(str::to_string) else {
                     doomed.push((item.path(), None));

@@ -12,32 +12,41 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::confine::{under_system_dir, Confinement, Isolation, Owner, OwnerError};
+use std::path::Path;
+
+use crate::confine::{Confinement, Isolation, Owner, OwnerError};
+use crate::layout::Layout;
 
 pub const USAGE: &str = "\
 stead-computer: the container side of stead's computer backend
 
   --listen ADDR       address to serve on (STEAD_COMPUTER_LISTEN, default 0.0.0.0:8080)
-  --root DIR          the workspace directory (STEAD_COMPUTER_ROOT, default /workspace)
+  --root DIR          where workspaces live (STEAD_COMPUTER_ROOT, default /workspace).
+                      `/`: the machine's own root is the workspace, beside the
+                      system's directories (only in the image, which marks the
+                      machine as the program's; needs --run-as). Any
+                      other directory: each command runs in its own user, mount,
+                      PID and IPC namespaces whose `/` is its workspace directory.
   --state DIR         internal state, outside the workspace (STEAD_COMPUTER_STATE,
-                      default a sibling of the root: <parent>/.<name>.stead-state)
+                      default a sibling of the root: <parent>/.<name>.stead-state;
+                      with --root / it must lie under a system directory)
   --per-container     one workspace per x-stead-container header, <root>/<name>
                       (STEAD_COMPUTER_PER_CONTAINER=1)
   --run-as USER       run commands as USER (name or uid[:gid]), which owns
                       what the program writes into workspaces; the program
                       must run as root (STEAD_COMPUTER_RUN_AS). Required
                       when running as root: commands never run as root.
-  --isolate MODE      `namespaces`: each command in its own user, mount, PID
-                      and IPC namespaces, seeing only its own workspace
-                      (default with --per-container); `none`: the program's
-                      own view (default otherwise: the container is the
-                      boundary) (STEAD_COMPUTER_ISOLATE)
   --drain-ms N        after SIGTERM, how long to wait for the reports of the
                       commands it stopped to be acknowledged (default 5000)
 
   STEAD_COMPUTER_SECRET (required) is the bearer secret every request but
-  GET /health must carry. The root and state directories are wiped at start.
+  GET /health must carry. The workspace and state directories are wiped at
+  start (with --root /, nothing that was there before is ever touched).
 ";
+
+/// The file the image holds to say the machine is the program's: its root
+/// directory may become the workspace.
+pub const MACHINE_MARKER: &str = "/etc/stead-computer/machine";
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -60,26 +69,20 @@ pub enum ConfigError {
     BadListen(String),
     #[error("STEAD_COMPUTER_SECRET must be set (and not empty)")]
     NoSecret,
-    #[error("the root must be an absolute directory other than /, got {0:?}")]
+    #[error("the root must be an absolute directory, got {0:?}")]
     BadRoot(PathBuf),
     #[error("the state directory {state:?} must be absolute and neither inside nor around the root {root:?}")]
     BadState { state: PathBuf, root: PathBuf },
+    #[error("with --root /, the state directory {0:?} must lie under a system directory (such as /var), outside every workspace")]
+    StateInWorkspace(PathBuf),
+    #[error("--root / makes the machine's own root the workspace: {0}")]
+    MachineRoot(&'static str),
     #[error(transparent)]
     Owner(#[from] OwnerError),
     #[error("the program runs as root: pass --run-as USER (commands never run as root)")]
     RootCommands,
-    #[error("--isolate takes `namespaces` or `none`, not {0:?}")]
-    BadIsolation(String),
     #[error("--drain-ms takes a number of milliseconds, not {0:?}")]
     BadDrain(String),
-    #[error(
-        "with namespaces, the {what} {path:?} must not be under /{dir} (commands see it read-only)"
-    )]
-    UnderSystemDir {
-        what: &'static str,
-        path: PathBuf,
-        dir: &'static str,
-    },
     #[error("help requested")]
     Help,
 }
@@ -95,7 +98,6 @@ impl Config {
         let mut per_container = env("STEAD_COMPUTER_PER_CONTAINER")
             .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "yes"));
         let mut run_as = env("STEAD_COMPUTER_RUN_AS");
-        let mut isolate = env("STEAD_COMPUTER_ISOLATE");
         let mut drain = "5000".to_string();
 
         let mut args = args.into_iter();
@@ -116,7 +118,6 @@ impl Config {
                 "--state" => state = Some(value()?),
                 "--per-container" if inline.is_none() => per_container = true,
                 "--run-as" => run_as = Some(value()?),
-                "--isolate" => isolate = Some(value()?),
                 "--drain-ms" => drain = value()?,
                 "-h" | "--help" => return Err(ConfigError::Help),
                 _ => return Err(ConfigError::Unknown(arg)),
@@ -127,44 +128,64 @@ impl Config {
             .parse()
             .map_err(|_| ConfigError::BadListen(listen.clone()))?;
         let root = PathBuf::from(root);
-        if !root.is_absolute() || root.parent().is_none() {
+        if !root.is_absolute() {
             return Err(ConfigError::BadRoot(root));
         }
+        let machine = root == Path::new("/");
         let state = match state {
             Some(state) => PathBuf::from(state),
+            None if machine => PathBuf::from("/var/lib/stead"),
             None => {
                 let name = root.file_name().map(|n| n.to_string_lossy().into_owned());
-                let parent = root.parent().expect("checked above");
+                let parent = root.parent().expect("not the root");
                 parent.join(format!(".{}.stead-state", name.unwrap_or_default()))
             }
         };
-        if !state.is_absolute() || state.starts_with(&root) || root.starts_with(&state) {
+        if !state.is_absolute() {
+            return Err(ConfigError::BadState { state, root });
+        }
+        if machine {
+            // Strictly under one: the state directory is wiped at start.
+            let under_system = state.to_str().is_some_and(|s| {
+                Layout::standard().system_name(s).is_some() && s[1..].contains('/')
+            });
+            if !under_system {
+                return Err(ConfigError::StateInWorkspace(state));
+            }
+        } else if state.starts_with(&root) || root.starts_with(&state) {
             return Err(ConfigError::BadState { state, root });
         }
 
-        let isolation = match isolate.as_deref() {
-            None if per_container => Isolation::Namespaces,
-            None | Some("none") => Isolation::None,
-            Some("namespaces") => Isolation::Namespaces,
-            Some(other) => return Err(ConfigError::BadIsolation(other.into())),
-        };
         let owner = run_as.as_deref().map(Owner::lookup).transpose()?;
         // SAFETY: getuid(2) cannot fail and touches no memory.
         if owner.is_none() && unsafe { libc::getuid() } == 0 {
             return Err(ConfigError::RootCommands);
         }
-        let confinement = Confinement::new(owner, isolation)?;
-        if isolation == Isolation::Namespaces {
-            for (what, path) in [("root", &root), ("state directory", &state)] {
-                if let Some(dir) = under_system_dir(path) {
-                    return Err(ConfigError::UnderSystemDir {
-                        what,
-                        path: path.clone(),
-                        dir,
-                    });
-                }
+        let isolation = if machine {
+            if per_container {
+                return Err(ConfigError::MachineRoot(
+                    "it holds one workspace, not one per container",
+                ));
             }
-        }
+            if owner.is_none() {
+                return Err(ConfigError::MachineRoot(
+                    "the program must run as root with --run-as USER",
+                ));
+            }
+            // The program makes `/` writable for commands: only where the
+            // image says this machine is there for it, never on a host
+            // by a slip of the flag.
+            if !Path::new(MACHINE_MARKER).exists() {
+                return Err(ConfigError::MachineRoot(
+                    "only in the image, which marks the machine as its own with \
+                     /etc/stead-computer/machine (see container/Dockerfile)",
+                ));
+            }
+            Isolation::Container
+        } else {
+            Isolation::Namespaces
+        };
+        let confinement = Confinement::new(owner, isolation)?;
         let drain = drain
             .parse()
             .map(Duration::from_millis)

@@ -1,26 +1,39 @@
 //! How a command runs: as whom, and seeing what.
 //!
-//! Two boundaries, for the two ways the program is deployed:
+//! Every command sees its workspace as `/` (see [`crate::layout`]), with
+//! the system's directories at the system names. Two boundaries, for the
+//! two ways the program is deployed:
 //!
-//! - **In the image** the program runs as root and every command as the
-//!   unprivileged `agent` user ([`Owner`]). The container is the agent's
-//!   alone; the user change is what keeps the program's own environment,
-//!   which holds the secret (and that of PID 1, which the platform starts
-//!   with it), unreadable: `/proc/<pid>/environ` of another user's process
-//!   cannot be read. Files the program writes into the workspace are given
-//!   to that user, so commands can change them.
-//! - **As a local process** one program serves many agents, one directory
-//!   each, on a host it shares with everything else. There each command
-//!   runs in its own user, mount, PID and IPC namespaces
-//!   ([`Isolation::Namespaces`]) on a root filesystem assembled for it: the
-//!   host's system directories (`/usr`, `/etc`, ...) read-only, fresh
-//!   `/proc`, `/tmp` and a few devices, and its own workspace, read-write,
-//!   at its usual path. Nothing else of the host exists for it: not the
-//!   other agents' workspaces, not the program's state, not the host's
-//!   home directories, and not the program's process (so not its
-//!   environment). Writing beside the workspace fails (the assembled root
-//!   is read-only). When the command's shell exits, everything it started
-//!   ends with its PID namespace.
+//! - **In the image** ([`Isolation::Container`]) the container's own root
+//!   directory is the workspace. A container usually cannot create
+//!   namespaces or mount anything (Docker's default capabilities and
+//!   seccomp profile forbid `unshare` and `mount`, and Cloudflare's
+//!   containers are alike), so the workspace is materialised where the
+//!   command looks: the program writes `/notes/plan.md` at `/notes/plan.md`.
+//!   The program runs as root and every command as the unprivileged
+//!   `agent` user ([`Owner`]), which keeps the program's environment (and
+//!   that of PID 1, which the platform starts with the secret) unreadable,
+//!   and the system's directories unwritable. At start the program makes
+//!   `/` root's, writable by the agent's group and sticky
+//!   ([`Confinement::prepare_machine_root`]; an image cannot set the mode
+//!   of a container's root), so commands create and remove their own
+//!   entries there but not the system's. Writes elsewhere (`/tmp`, or
+//!   anything a command could change under a system name) stay in the
+//!   container and are never synced.
+//! - **As a local process** ([`Isolation::Namespaces`]) one program serves
+//!   many agents, one directory each, on a host it shares with everything
+//!   else. Each command runs in its own user, mount, PID and IPC
+//!   namespaces whose root is its workspace's directory, with what
+//!   [`crate::layout::SYSTEM`] says mounted on the system names: the
+//!   host's `/usr`, `/etc`, ... read-only, a fresh `/proc`, a few devices,
+//!   and the container's own scratch directories as `/tmp`, `/var/tmp` and
+//!   `/run/lock`. Nothing else of the host exists for it: not the other
+//!   agents' workspaces, not the program's state, not the host's home
+//!   directories, and not the program's process (so not its environment).
+//!   When the command's shell exits, everything it started ends with its
+//!   PID namespace. Each system name gets an empty directory in the
+//!   workspace's directory to mount on; those are the system's, so sync
+//!   never sees them.
 //!
 //! The namespaces are set up by this same binary, started as a helper
 //! (`stead-computer __confine ...`) before it runs any other code: it
@@ -39,20 +52,17 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use thiserror::Error;
 
+use crate::layout::{Provided, SYSTEM};
+use crate::paths::on_disk;
+
 /// The first argument that makes the binary the confinement helper.
 pub const HELPER_ARG: &str = "__confine";
-
-/// Host directories a confined command sees, read-only (or as the symlink
-/// they are on a merged-/usr system).
-const SYSTEM_DIRS: &[&str] = &[
-    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
-];
 
 /// Devices a confined command sees.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
@@ -98,16 +108,51 @@ impl Owner {
             gid: entry.pw_gid,
         })
     }
+
+    /// In the child, before `exec`: gives the standard streams that are
+    /// pipes to this user, then becomes it (no supplementary groups). The
+    /// pipes are the program's, so root's and mode 0600, and a command
+    /// opening `/dev/stdout` (`/proc/self/fd/1`) would be refused where any
+    /// other process is not; both ends of a pipe are one inode, so the
+    /// program's end changes owner too, which it never checks. Only pipes:
+    /// a stream that is `/dev/null` must stay root's.
+    fn become_in_child(self) -> io::Result<()> {
+        let failed = |result: libc::c_int| {
+            // No allocation here: the error is the bare errno.
+            if result == -1 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        };
+        for fd in 0..=2 {
+            // SAFETY: fstat fills a zeroed struct; fd is ours.
+            let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+            if unsafe { libc::fstat(fd, &mut stat) } == 0
+                && stat.st_mode & libc::S_IFMT == libc::S_IFIFO
+            {
+                // SAFETY: plain system calls on our own descriptor.
+                failed(unsafe { libc::fchown(fd, self.uid, self.gid) })?;
+            }
+        }
+        // SAFETY: plain system calls; the order (groups, group, user) is
+        // the one that leaves no privilege behind.
+        unsafe {
+            failed(libc::setgroups(0, std::ptr::null()))?;
+            failed(libc::setgid(self.gid))?;
+            failed(libc::setuid(self.uid))
+        }
+    }
 }
 
-/// Whether commands get namespaces of their own.
+/// How a command comes to see its workspace as `/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {
-    /// Commands run in the program's own view of the system (the image:
-    /// the container is the boundary).
-    None,
-    /// Each command gets user, mount, PID and IPC namespaces and a root of
-    /// its own (the local process serving many agents).
+    /// The workspace is the machine's own root; the container is the
+    /// boundary (the image).
+    Container,
+    /// Each command gets user, mount, PID and IPC namespaces whose root is
+    /// its workspace's directory (the local process serving many agents).
     Namespaces,
 }
 
@@ -133,13 +178,22 @@ impl Confinement {
     /// In words, for the start-up line.
     pub fn describe(&self) -> String {
         let isolation = match self.isolation {
-            Isolation::None => "unconfined",
-            Isolation::Namespaces => "in their own namespaces",
+            Isolation::Container => "in the container, its root the workspace",
+            Isolation::Namespaces => "in their own namespaces, the workspace their root",
         };
         match self.owner {
             Some(Owner { uid, gid }) => format!("{isolation}, as {uid}:{gid}"),
             None => format!("{isolation}, as the program's user"),
         }
+    }
+
+    /// Readies the machine's root directory to be the workspace: root's,
+    /// writable by the commands' group and sticky, so commands create and
+    /// remove their own entries there and cannot remove the system's.
+    pub fn prepare_machine_root(&self, root: &Path) -> io::Result<()> {
+        let gid = self.owner.map(|owner| owner.gid);
+        std::os::unix::fs::lchown(root, Some(0), gid)?;
+        fs::set_permissions(root, fs::Permissions::from_mode(0o1775))
     }
 
     /// Gives `path` (not following a symlink) to the user commands run as.
@@ -150,20 +204,24 @@ impl Confinement {
         }
     }
 
-    /// The process that runs `bash -lc <script>` in `cwd` for a workspace
-    /// at `workspace`, with `sandbox` as the place to assemble a confined
-    /// root. The caller adds the environment and the pipes.
+    /// The process that runs `bash -lc <script>` in workspace path `cwd`
+    /// of the workspace at `workspace` (`scratch` holds a confined
+    /// command's scratch directories). The caller adds the environment
+    /// and the pipes.
     pub fn command(
         &self,
         workspace: &Path,
-        sandbox: &Path,
-        cwd: &Path,
+        scratch: &Path,
+        cwd: &str,
         script: &str,
     ) -> io::Result<tokio::process::Command> {
         let mut command = match self.isolation {
-            Isolation::None => {
+            Isolation::Container => {
                 let mut command = tokio::process::Command::new("bash");
-                command.arg("-lc").arg(script).current_dir(cwd);
+                command
+                    .arg("-lc")
+                    .arg(script)
+                    .current_dir(on_disk(workspace, cwd));
                 command
             }
             Isolation::Namespaces => {
@@ -171,35 +229,43 @@ impl Confinement {
                 command
                     .arg(HELPER_ARG)
                     .arg(workspace)
-                    .arg(sandbox)
+                    .arg(scratch)
                     .arg(cwd)
                     .arg(script)
-                    // The helper starts here and moves into the sandbox.
+                    // The helper starts here and moves into the workspace.
                     .current_dir("/");
                 command
             }
         };
-        if let Some(Owner { uid, gid }) = self.owner {
-            // As root, std also drops the supplementary groups.
-            command.uid(uid).gid(gid);
+        if let Some(owner) = self.owner {
+            // SAFETY: `become_in_child` makes only async-signal-safe system calls
+            // and allocates nothing, as the child of a fork must.
+            unsafe { command.pre_exec(move || owner.become_in_child()) };
         }
         Ok(command)
     }
 
     /// Checks that commands can run as configured, by running one the way
-    /// a command runs, in a throwaway workspace `<root>/~probe` (a name no
-    /// container can have) with its sandbox under `state`.
+    /// a command runs: at `root` itself when it is the machine's root, else
+    /// in a throwaway workspace `<root>/~probe` (a name no container can
+    /// have) with its scratch under `state`.
     pub fn probe(&self, root: &Path, state: &Path) -> Result<(), String> {
-        let workspace = root.join("~probe");
-        let sandbox = state.join("~probe-sandbox");
+        let (workspace, scratch) = match self.isolation {
+            Isolation::Container => (root.to_path_buf(), state.join("~probe-scratch")),
+            Isolation::Namespaces => (root.join("~probe"), state.join("~probe-scratch")),
+        };
         let prepared = (|| {
             fs::create_dir_all(&workspace)?;
-            fs::create_dir_all(&sandbox)?;
-            self.own(&workspace)
+            fs::create_dir_all(&scratch)?;
+            self.own(&scratch)?;
+            match self.isolation {
+                Isolation::Container => Ok(()),
+                Isolation::Namespaces => self.own(&workspace),
+            }
         })();
         prepared.map_err(|e| format!("preparing {}: {e}", workspace.display()))?;
         let mut command = self
-            .command(&workspace, &sandbox, &workspace, "exit 0")
+            .command(&workspace, &scratch, "/", "exit 0")
             .map_err(|e| e.to_string())?
             .into_std();
         let output = command
@@ -207,9 +273,12 @@ impl Confinement {
             .env("PATH", crate::exec::PATH)
             .stdin(std::process::Stdio::null())
             .output()
-            .map_err(|e| format!("starting a command: {e}"))?;
-        let _ = fs::remove_dir_all(&workspace);
-        let _ = fs::remove_dir_all(&sandbox);
+            .map_err(|e| format!("starting a command: {e}"));
+        if self.isolation == Isolation::Namespaces {
+            let _ = fs::remove_dir_all(&workspace);
+        }
+        let _ = fs::remove_dir_all(&scratch);
+        let output = output?;
         if output.status.success() {
             Ok(())
         } else {
@@ -224,15 +293,15 @@ impl Confinement {
 
 /// Runs the helper (the binary was started with [`HELPER_ARG`] first);
 /// never returns. `args` are the ones after [`HELPER_ARG`]: workspace,
-/// sandbox, cwd, script.
+/// scratch, cwd, script.
 pub fn helper_main(args: &[OsString]) -> ! {
-    let [workspace, sandbox, cwd, script] = args else {
-        eprintln!("stead-computer: {HELPER_ARG} takes: workspace sandbox cwd script");
+    let [workspace, scratch, cwd, script] = args else {
+        eprintln!("stead-computer: {HELPER_ARG} takes: workspace scratch cwd script");
         std::process::exit(125);
     };
     let spec = Spec {
         workspace: PathBuf::from(workspace),
-        sandbox: PathBuf::from(sandbox),
+        scratch: PathBuf::from(scratch),
         cwd: PathBuf::from(cwd),
         script: script.clone(),
     };
@@ -247,8 +316,11 @@ pub fn helper_main(args: &[OsString]) -> ! {
 
 /// What the helper was asked to run.
 struct Spec {
+    /// The workspace's directory: the command's `/`.
     workspace: PathBuf,
-    sandbox: PathBuf,
+    /// The container's scratch directories (`tmp`, `var/tmp`, `run/lock`).
+    scratch: PathBuf,
+    /// A workspace path: where the command starts, once `/` is the workspace.
     cwd: PathBuf,
     script: OsString,
 }
@@ -501,16 +573,20 @@ fn mount(
     check(result, &format!("mounting {}", target.display()))
 }
 
-/// Binds `source` at `target` read-only, keeping the flags the original
-/// mount has (a user namespace may not drop them).
-fn bind_read_only(source: &Path, target: &Path) -> io::Result<()> {
+/// Binds `source` at `target` (and whatever is mounted beneath it).
+fn bind(source: &Path, target: &Path) -> io::Result<()> {
     mount(
         Some(source),
         target,
         None,
         libc::MS_BIND | libc::MS_REC,
         None,
-    )?;
+    )
+}
+
+/// Remounts the bind mount at `target` with `flags` added, keeping the
+/// flags it has (a user namespace may not drop them).
+fn remount_bind(target: &Path, flags: libc::c_ulong) -> io::Result<()> {
     let target_c = c_path(target)?;
     // SAFETY: statvfs fills a zeroed struct for a valid path.
     let mut info: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -519,8 +595,9 @@ fn bind_read_only(source: &Path, target: &Path) -> io::Result<()> {
         unsafe { libc::statvfs(target_c.as_ptr(), &mut info) },
         "statvfs",
     )?;
-    let mut flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY;
+    let mut flags = libc::MS_REMOUNT | libc::MS_BIND | flags;
     for (has, keep) in [
+        (libc::ST_RDONLY, libc::MS_RDONLY),
         (libc::ST_NOSUID, libc::MS_NOSUID),
         (libc::ST_NODEV, libc::MS_NODEV),
         (libc::ST_NOEXEC, libc::MS_NOEXEC),
@@ -545,9 +622,22 @@ fn tmpfs(target: &Path, mode: &str) -> io::Result<()> {
     )
 }
 
-/// Builds the command's root under `spec.sandbox` and moves into it.
+/// Makes `at` an (empty, unless left from an earlier command) directory to
+/// mount on, replacing anything else standing there.
+fn mount_point(at: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(at) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => fs::remove_file(at)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    fs::create_dir(at)
+}
+
+/// Makes the workspace the root, with the system names provided, and moves
+/// into it.
 fn assemble_root(spec: &Spec) -> io::Result<()> {
-    let root = spec.sandbox.as_path();
+    let root = spec.workspace.as_path();
     // Nothing mounted here may leak back to the host.
     mount(
         None,
@@ -556,59 +646,11 @@ fn assemble_root(spec: &Spec) -> io::Result<()> {
         libc::MS_REC | libc::MS_PRIVATE,
         None,
     )?;
-    tmpfs(root, "0755")?;
-    for name in SYSTEM_DIRS {
-        let host = Path::new("/").join(name);
-        let inside = root.join(name);
-        match fs::symlink_metadata(&host) {
-            Ok(meta) if meta.file_type().is_symlink() => symlink(fs::read_link(&host)?, &inside)?,
-            Ok(meta) if meta.is_dir() => {
-                fs::create_dir(&inside)?;
-                bind_read_only(&host, &inside)?;
-            }
-            _ => {}
-        }
+    // pivot_root needs the new root to be a mount point.
+    bind(root, root)?;
+    for (name, provided) in SYSTEM {
+        provide(&root.join(name), name, *provided, &spec.scratch.join(name))?;
     }
-    let dev = root.join("dev");
-    fs::create_dir(&dev)?;
-    for name in DEVICES {
-        let host = Path::new("/dev").join(name);
-        if host.exists() {
-            File::create(dev.join(name))?;
-            mount(Some(&host), &dev.join(name), None, libc::MS_BIND, None)?;
-        }
-    }
-    for (name, target) in [
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ] {
-        symlink(target, dev.join(name))?;
-    }
-    fs::create_dir(dev.join("shm"))?;
-    tmpfs(&dev.join("shm"), "1777")?;
-    fs::create_dir(root.join("proc"))?;
-    mount(
-        Some(Path::new("proc")),
-        &root.join("proc"),
-        Some("proc"),
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        None,
-    )?;
-    for dir in ["tmp", "var/tmp"] {
-        fs::create_dir_all(root.join(dir))?;
-        tmpfs(&root.join(dir), "1777")?;
-    }
-    let workspace = root.join(relative(&spec.workspace));
-    fs::create_dir_all(&workspace)?;
-    mount(
-        Some(&spec.workspace),
-        &workspace,
-        None,
-        libc::MS_BIND | libc::MS_REC,
-        None,
-    )?;
 
     std::env::set_current_dir(root)?;
     let dot = c_path(Path::new("."))?;
@@ -624,34 +666,83 @@ fn assemble_root(spec: &Spec) -> io::Result<()> {
         "detaching the host's root",
     )?;
     std::env::set_current_dir("/")?;
-    // Writes outside the workspace, /tmp and /dev/shm now fail.
-    mount(
-        None,
-        Path::new("/"),
-        None,
-        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
-        None,
-    )
+    // Set-id programs and device files in a workspace mean nothing.
+    remount_bind(Path::new("/"), libc::MS_NOSUID | libc::MS_NODEV)
 }
 
-/// `path` without its leading `/`.
-fn relative(path: &Path) -> &Path {
-    path.strip_prefix("/").unwrap_or(path)
-}
-
-/// Whether `path` lies where a confined command sees the host read-only
-/// (a workspace there could not be bound read-write).
-pub fn under_system_dir(path: &Path) -> Option<&'static str> {
-    SYSTEM_DIRS
-        .iter()
-        .find(|dir| path.starts_with(Path::new("/").join(dir)))
-        .copied()
+/// Mounts at `at` (system name `name`) what `provided` says; `scratch` is
+/// the container's scratch directory of that name.
+fn provide(at: &Path, name: &str, provided: Provided, scratch: &Path) -> io::Result<()> {
+    match provided {
+        Provided::Host => {
+            let host = Path::new("/").join(name);
+            // A merged-/usr host's /bin is a symlink: its target is bound.
+            if host.is_dir() {
+                mount_point(at)?;
+                bind(&host, at)?;
+                remount_bind(at, libc::MS_RDONLY)?;
+            }
+        }
+        Provided::Devices => {
+            mount_point(at)?;
+            tmpfs(at, "0755")?;
+            for device in DEVICES {
+                let host = Path::new("/dev").join(device);
+                if host.exists() {
+                    File::create(at.join(device))?;
+                    mount(Some(&host), &at.join(device), None, libc::MS_BIND, None)?;
+                }
+            }
+            for (link, target) in [
+                ("fd", "/proc/self/fd"),
+                ("stdin", "/proc/self/fd/0"),
+                ("stdout", "/proc/self/fd/1"),
+                ("stderr", "/proc/self/fd/2"),
+            ] {
+                symlink(target, at.join(link))?;
+            }
+            fs::create_dir(at.join("shm"))?;
+            tmpfs(&at.join("shm"), "1777")?;
+        }
+        Provided::Processes => {
+            mount_point(at)?;
+            mount(
+                Some(Path::new("proc")),
+                at,
+                Some("proc"),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                None,
+            )?;
+        }
+        Provided::Scratch => {
+            mount_point(at)?;
+            fs::create_dir_all(scratch)?;
+            bind(scratch, at)?;
+        }
+        Provided::Empty { scratch: inner } => {
+            mount_point(at)?;
+            tmpfs(at, "0755")?;
+            for dir in inner {
+                let source = scratch.join(dir);
+                fs::create_dir_all(&source)?;
+                fs::create_dir(at.join(dir))?;
+                bind(&source, &at.join(dir))?;
+            }
+            mount(
+                None,
+                at,
+                None,
+                libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+                Some("mode=0755"),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{under_system_dir, End};
-    use std::path::Path;
+    use super::End;
 
     #[test]
     fn ends_travel_through_the_report_pipe() {
@@ -660,12 +751,5 @@ mod tests {
         }
         assert_eq!(End::decode(&[]), None);
         assert_eq!(End::decode(&[7, 0, 0, 0, 0]), None);
-    }
-
-    #[test]
-    fn workspaces_cannot_live_in_system_dirs() {
-        assert_eq!(under_system_dir(Path::new("/usr/local/w")), Some("usr"));
-        assert_eq!(under_system_dir(Path::new("/etcetera/w")), None);
-        assert_eq!(under_system_dir(Path::new("/tmp/w")), None);
     }
 }

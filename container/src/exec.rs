@@ -21,7 +21,6 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,8 +35,8 @@ use tokio::time::Instant;
 
 use crate::error::ApiError;
 use crate::outlog::{self, OutputLog, Stream};
-use crate::paths::{self, on_disk, PathError};
-use crate::scan::scan;
+use crate::paths;
+use crate::scan::{scan, Workspace};
 use crate::state::{Container, ContainerState, Running};
 
 /// Largest output piece per event.
@@ -108,7 +107,8 @@ impl StopSignal {
 pub struct Prepared {
     pub id: String,
     command: String,
-    cwd: PathBuf,
+    /// A workspace path (the command sees the workspace as `/`).
+    cwd: String,
     env: BTreeMap<String, String>,
     stdin: Vec<u8>,
     timeout: Duration,
@@ -144,19 +144,12 @@ pub struct Started {
     pub stop: Arc<StopSignal>,
 }
 
-/// The directory on disk of workspace path `cwd`, which must be a
-/// directory inside the workspace.
-pub fn checked_cwd(container: &Container, cwd: &str) -> Result<PathBuf, ApiError> {
+/// Workspace path `cwd`, checked: a directory a command can enter (in
+/// the workspace, not the system's).
+pub fn checked_cwd(container: &Container, cwd: &str) -> Result<String, ApiError> {
     paths::check(cwd)?;
-    let path = on_disk(&container.workspace, cwd);
-    let inside = match (path.canonicalize(), container.workspace.canonicalize()) {
-        (Ok(path), Ok(root)) => path.is_dir() && path.starts_with(&root),
-        _ => false,
-    };
-    if !inside {
-        return Err(PathError::NotADirectory(cwd.to_string()).into());
-    }
-    Ok(path)
+    container.layout.resolve_dir(&container.workspace, cwd)?;
+    Ok(cwd.to_string())
 }
 
 /// Checks the variables a request adds to a command's environment.
@@ -176,21 +169,24 @@ pub fn check_env(env: &BTreeMap<String, String>) -> Result<(), ApiError> {
 /// its output piped.
 pub fn command(
     container: &Container,
-    cwd: &std::path::Path,
+    cwd: &str,
     script: &str,
     env: &BTreeMap<String, String>,
 ) -> std::io::Result<tokio::process::Command> {
-    let workspace = container.workspace.to_string_lossy().into_owned();
     let mut command =
         container
             .confinement
-            .command(&container.workspace, &container.sandbox, cwd, script)?;
+            .command(&container.workspace, &container.scratch, cwd, script)?;
+    // As in the light shell: home is the workspace's root, and `pwd` says
+    // the cwd as it was asked for (bash keeps an inherited PWD that names
+    // its directory, so a symlinked cwd is not resolved).
     command
         .env_clear()
         .env("PATH", PATH)
-        .env("HOME", &workspace)
+        .env("HOME", "/")
         .env("LANG", "C.UTF-8")
-        .env("WORKSPACE", &workspace)
+        .env("PWD", cwd)
+        .env("WORKSPACE", "/")
         .envs(env)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -354,12 +350,17 @@ async fn drive(
         let mut locked = container.lock();
         let state = &mut *locked;
         // A command may have removed the workspace directory itself.
-        if std::fs::create_dir_all(&container.workspace).is_ok() {
+        if !container.workspace.exists() && std::fs::create_dir_all(&container.workspace).is_ok() {
             let _ = container.confinement.own(&container.workspace);
         }
         state.scans += 1;
+        let workspace = Workspace {
+            root: &container.workspace,
+            layout: &container.layout,
+            hidden: &state.hidden,
+        };
         let report = scan(
-            &container.workspace,
+            workspace,
             &mut state.baseline,
             &state.ignore,
             state.epoch,

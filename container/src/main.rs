@@ -13,6 +13,7 @@ mod disk;
 mod error;
 mod exec;
 mod ids;
+mod layout;
 mod outlog;
 mod paths;
 mod procs;
@@ -85,8 +86,9 @@ async fn run(config: Config) -> std::io::Result<()> {
         build: build_identity(),
     });
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let extra = app.registry.extra_system_names();
     eprintln!(
-        "stead-computer: listening on {} (root {}, state {}{}, commands {})",
+        "stead-computer: listening on {} (root {}, state {}{}, commands {}{})",
         listener.local_addr()?,
         config.root.display(),
         config.state.display(),
@@ -96,6 +98,11 @@ async fn run(config: Config) -> std::io::Result<()> {
             ""
         },
         config.confinement.describe(),
+        if extra.is_empty() {
+            String::new()
+        } else {
+            format!(", also the system's at the root: {}", extra.join(" "))
+        },
     );
     // Output and the exit event go out as small writes on a long response:
     // without TCP_NODELAY, Nagle's algorithm holds each behind the peer's

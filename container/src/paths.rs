@@ -31,6 +31,11 @@ pub enum PathError {
     Duplicate(String),
     #[error("path {0:?} is not a directory inside the workspace")]
     NotADirectory(String),
+    #[error(
+        "path {path:?} is under /{name}, the computer's own directory \
+         (the workspace's /{name} is not visible to commands)"
+    )]
+    System { path: String, name: String },
     #[error("container name {0:?} must be 1-64 of [A-Za-z0-9._-], and not `.` or `..`")]
     BadContainer(String),
 }

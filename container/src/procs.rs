@@ -181,7 +181,7 @@ fn forget_oldest_ended(map: &mut BTreeMap<String, Arc<Process>>) {
 fn spawn(
     container: &Container,
     process: &Process,
-    cwd: &std::path::Path,
+    cwd: &str,
 ) -> std::io::Result<tokio::process::Child> {
     let mut command = exec::command(container, cwd, &process.spec.command, &process.spec.env)?;
     command.stdin(std::process::Stdio::null());
@@ -311,7 +311,7 @@ pub fn poll(
 async fn supervise(
     container: Arc<Container>,
     process: Arc<Process>,
-    cwd: std::path::PathBuf,
+    cwd: String,
     first: tokio::process::Child,
 ) {
     let mut child = Some(first);

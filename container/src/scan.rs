@@ -6,13 +6,17 @@
 //! exec's pending [`Report`] until acknowledged, so a Worker that fails
 //! before it applied the changes gets them again from the next command.
 //!
-//! Things the workspace cannot hold are listed as skipped rather than
-//! reported: FIFOs, sockets, devices, and symlinks that point outside the
-//! workspace (absolute, or climbing above its root with `..`), which would
-//! otherwise let a command plant a link to a container-side file. A path
-//! that is on disk but skipped or unreadable is never reported deleted.
+//! Names at the root that are the system's (see [`crate::layout`]) are not
+//! walked: nothing under them is the workspace's. The workspace's own
+//! entries with such names, which commands could not see, are listed as
+//! skipped, so every report says so. Things the workspace cannot hold are
+//! listed as skipped rather than reported: FIFOs, sockets and devices. A
+//! symlink is reported as it is, whatever its target: commands see the
+//! workspace as `/`, so an absolute target or `..` at the root means the
+//! same path in the workspace as on the computer. A path that is on disk
+//! but skipped or unreadable is never reported deleted.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -20,7 +24,18 @@ use std::path::Path;
 use stead_sync::{Change, ChunkHash, Entry, IgnoreRules, Skipped};
 
 use crate::disk::{observe, perm, Baseline, Known, Observed};
+use crate::layout::Layout;
 use crate::paths::{child, within};
+
+/// The workspace as the scan sees it.
+pub struct Workspace<'a> {
+    /// Its directory.
+    pub root: &'a Path,
+    pub layout: &'a Layout,
+    /// Top-level names the workspace has entries at that the system's
+    /// directories stand in for.
+    pub hidden: &'a BTreeSet<String>,
+}
 
 /// One exec's changes and what is needed to serve and acknowledge them.
 #[derive(Debug, Clone)]
@@ -42,17 +57,29 @@ pub struct Report {
 /// unchanged but whose stat data moved (a `touch`) get the new stat data in
 /// the baseline directly, so they are not hashed again.
 pub fn scan(
-    root: &Path,
+    workspace: Workspace<'_>,
     baseline: &mut Baseline,
     rules: &IgnoreRules,
     epoch: u64,
     seq: u64,
 ) -> io::Result<Report> {
+    let root = workspace.root;
     let mut walk = Walk {
         baseline,
         rules,
+        layout: workspace.layout,
         changes: Vec::new(),
-        skipped: Vec::new(),
+        skipped: workspace
+            .hidden
+            .iter()
+            .map(|name| Skipped {
+                path: format!("/{name}"),
+                reason: format!(
+                    "/{name} is the computer's own directory: commands see the \
+                     system's /{name}, not the workspace's"
+                ),
+            })
+            .collect(),
         snapshot: HashMap::new(),
         seen: HashSet::new(),
         opaque: Vec::new(),
@@ -117,6 +144,7 @@ pub fn scan(
 struct Walk<'a> {
     baseline: &'a mut Baseline,
     rules: &'a IgnoreRules,
+    layout: &'a Layout,
     changes: Vec<Change>,
     skipped: Vec<Skipped>,
     snapshot: HashMap<String, Known>,
@@ -174,6 +202,9 @@ impl Walk<'_> {
             names.push(entry.file_name());
         }
         names.sort();
+        if path == "/" {
+            names.retain(|name| !self.layout.is_system(name));
+        }
         for name in names {
             let abs = abs.join(&name);
             let Some(name) = name.to_str() else {
@@ -214,15 +245,6 @@ impl Walk<'_> {
         };
         self.seen.insert(path.to_string());
         let known_entry = known.map(|k| &k.entry);
-        if let Entry::Symlink { target } = &entry {
-            if known_entry != Some(&entry) && escapes(path, target) {
-                self.skip(
-                    path,
-                    format!("symlink target {target:?} is outside the workspace"),
-                );
-                return Ok(());
-            }
-        }
         if known_entry == Some(&entry) {
             if let (Entry::File { .. }, Some(known)) = (&entry, self.baseline.get_mut(path)) {
                 known.stat = Some(stat);
@@ -235,41 +257,5 @@ impl Walk<'_> {
             self.dir(abs, path)?;
         }
         Ok(())
-    }
-}
-
-/// Whether a symlink at workspace path `link` with `target` leads outside
-/// the workspace, judged on the text (absolute, or `..` above the root).
-pub fn escapes(link: &str, target: &str) -> bool {
-    if target.starts_with('/') || target.is_empty() {
-        return true;
-    }
-    let mut depth = link.split('/').filter(|p| !p.is_empty()).count() - 1;
-    for part in target.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => match depth.checked_sub(1) {
-                Some(d) => depth = d,
-                None => return true,
-            },
-            _ => depth += 1,
-        }
-    }
-    false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escapes;
-
-    #[test]
-    fn symlinks_that_leave_the_workspace() {
-        assert!(escapes("/a", "/etc/passwd"));
-        assert!(escapes("/a", "../x"));
-        assert!(escapes("/d/a", "../../x"));
-        assert!(escapes("/d/a", "x/../../../y"));
-        assert!(!escapes("/d/a", "../x"));
-        assert!(!escapes("/a", "b/c"));
-        assert!(!escapes("/d/a", "./b/../c"));
     }
 }

@@ -9,17 +9,19 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use stead_sync::{ChunkHash, IgnoreRules};
 
-use crate::confine::Confinement;
+use crate::confine::{Confinement, Isolation};
 use crate::disk::{random_hex, Baseline, Stat};
 use crate::error::ApiError;
 use crate::exec::StopSignal;
 use crate::ids::ExecIds;
+use crate::layout::Layout;
 use crate::outlog::OutputLog;
 use crate::procs::Processes;
 use crate::scan::Report;
@@ -32,10 +34,12 @@ const MAX_PENDING: usize = 8;
 /// One container: its directories and its state.
 pub struct Container {
     pub workspace: PathBuf,
+    /// Which names at the workspace's root are the system's.
+    pub layout: Arc<Layout>,
     pub staged: Staged,
-    /// An empty directory outside the workspace where a confined command's
-    /// root filesystem is assembled (see [`crate::confine`]).
-    pub sandbox: PathBuf,
+    /// Outside the workspace: a confined command's `/tmp`, `/var/tmp` and
+    /// `/run/lock`, kept while the container lives (see [`crate::confine`]).
+    pub scratch: PathBuf,
     /// Where output logs live (see [`crate::outlog`]).
     pub logs: PathBuf,
     /// Long-running processes (see [`crate::procs`]).
@@ -60,6 +64,9 @@ pub struct ContainerState {
     /// Exec ids started (an id never runs twice), bounded.
     pub seen: ExecIds,
     pub running: Option<Running>,
+    /// Top-level workspace names the system's directories stand in for:
+    /// the last pushes had entries there, which commands cannot see.
+    pub hidden: std::collections::BTreeSet<String>,
     /// Reports not yet acknowledged, by exec id (at most [`MAX_PENDING`]).
     pub pending: HashMap<String, Report>,
     /// The output logs of the running exec and of those whose reports are
@@ -87,21 +94,30 @@ impl Container {
     /// belongs to the user commands run as.
     pub fn create(
         workspace: PathBuf,
+        layout: Arc<Layout>,
         state_dir: &Path,
         confinement: Arc<Confinement>,
         stopping: Arc<AtomicBool>,
     ) -> io::Result<Container> {
-        fs::create_dir_all(&workspace)?;
-        confinement.own(&workspace)?;
         let staged = Staged::new(state_dir.join("chunks"))?;
-        let sandbox = state_dir.join("sandbox");
-        fs::create_dir_all(&sandbox)?;
+        let scratch = state_dir.join("scratch");
+        if confinement.isolation == Isolation::Namespaces {
+            fs::create_dir_all(&workspace)?;
+            confinement.own(&workspace)?;
+            // Like a machine's: anyone may write, only the owner removes.
+            for dir in ["tmp", "var/tmp", "run/lock"] {
+                let dir = scratch.join(dir);
+                fs::create_dir_all(&dir)?;
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777))?;
+            }
+        }
         let logs = state_dir.join("logs");
         fs::create_dir_all(&logs)?;
         Ok(Container {
             workspace,
+            layout,
             staged,
-            sandbox,
+            scratch,
             logs,
             processes: Processes::default(),
             confinement,
@@ -112,6 +128,7 @@ impl Container {
                 ignore: IgnoreRules::default(),
                 seen: ExecIds::new(),
                 running: None,
+                hidden: Default::default(),
                 pending: HashMap::new(),
                 logs: HashMap::new(),
                 acked: ExecIds::new(),
@@ -225,6 +242,7 @@ impl ContainerState {
 /// All containers this program serves.
 pub struct Registry {
     root: PathBuf,
+    layout: Arc<Layout>,
     state: PathBuf,
     per_container: bool,
     confinement: Arc<Confinement>,
@@ -237,19 +255,31 @@ const SINGLE: &str = "";
 
 impl Registry {
     /// Wipes the root's and the state directory's contents: a container is
-    /// fresh at each start, exactly as in production.
+    /// fresh at each start, exactly as in production. When the root is the
+    /// machine's own, nothing there is touched: all it holds now is the
+    /// system's (see [`Layout::machine`]).
     pub fn start(
         root: PathBuf,
         state: PathBuf,
         per_container: bool,
         confinement: Confinement,
     ) -> io::Result<Registry> {
-        for dir in [&root, &state] {
-            fs::create_dir_all(dir)?;
-            empty_dir(dir)?;
-        }
+        fs::create_dir_all(&state)?;
+        empty_dir(&state)?;
+        let layout = match confinement.isolation {
+            Isolation::Container => {
+                confinement.prepare_machine_root(&root)?;
+                Layout::machine(&root)?
+            }
+            Isolation::Namespaces => {
+                fs::create_dir_all(&root)?;
+                empty_dir(&root)?;
+                Layout::standard()
+            }
+        };
         let registry = Registry {
             root,
+            layout: Arc::new(layout),
             state,
             per_container,
             confinement: Arc::new(confinement),
@@ -259,6 +289,7 @@ impl Registry {
         if !per_container {
             let single = Container::create(
                 registry.root.clone(),
+                registry.layout.clone(),
                 &registry.state.join("single"),
                 registry.confinement.clone(),
                 registry.stopping.clone(),
@@ -294,6 +325,11 @@ impl Registry {
         })
     }
 
+    /// The system names beyond the fixed ones (for the start-up line).
+    pub fn extra_system_names(&self) -> Vec<String> {
+        self.layout.extra()
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Container>>> {
         self.containers.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -316,6 +352,7 @@ impl Registry {
         }
         let container = Container::create(
             self.root.join(name),
+            self.layout.clone(),
             &self.state.join(name),
             self.confinement.clone(),
             self.stopping.clone(),

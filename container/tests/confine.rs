@@ -1,6 +1,7 @@
 //! Serving many containers from one program (the local-process mode): each
-//! command runs in namespaces of its own and sees only its own workspace,
-//! never another container's, the program's state or its environment.
+//! command runs in namespaces of its own whose `/` is its own workspace,
+//! never another container's, the program's state, its environment or
+//! the host's own files.
 
 mod common;
 
@@ -41,12 +42,15 @@ fn a_command_reaches_nothing_outside_its_own_workspace() {
     assert_eq!(std::fs::read(b.disk("/f")).unwrap(), b"b's own\n");
     // ...nothing landed beside the workspaces or in the host's system dirs...
     assert_eq!(entries(&computer.root()), vec!["a", "b"]);
-    for planted in ["/etc/planted", "/usr/planted", "/planted"] {
+    for planted in ["/etc/planted", "/usr/planted", "/planted", "/escape", "/c"] {
         assert!(!std::path::Path::new(planted).exists(), "{planted}");
     }
-    // ...the command's own work is there...
+    // ...and what it wrote at `/`, or at `..` of `/` (which is `/`, as on
+    // any Linux), is its own workspace's.
     assert_eq!(std::fs::read(a.disk("/mine.txt")).unwrap(), b"mine\n");
-    assert_eq!(exit.changes, vec![file("/mine.txt", 0o644, b"mine\n")]);
+    assert_eq!(std::fs::read(a.disk("/escape")).unwrap(), b"z\n");
+    let changed: Vec<&str> = exit.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(changed, ["/c", "/c/f", "/escape", "/mine.txt", "/planted"]);
     // ...and it read no secret and saw neither the program nor its state.
     for (name, text) in [("stdout", &out), ("stderr", &err)] {
         assert!(!text.contains(SECRET), "the secret leaked to {name}");
@@ -70,14 +74,47 @@ fn confined_commands_have_the_usual_tools_and_environment() {
         "tools",
         "echo \"$HOME|$WORKSPACE|$(pwd)\"; python3 -c 'print(6*7)'; \
          printf 'int main(void){return 3;}' > t.c && cc -o t t.c; ./t; echo rc=$?; \
-         echo scratch > /tmp/s && cat /tmp/s; ls /proc | grep -c '^[0-9]'",
+         echo scratch > /tmp/s && cat /tmp/s; ls /proc | grep -c '^[0-9]'; \
+         head -c 4 /dev/zero | od -An -tx1; echo in | cat /dev/stdin; readlink /proc/self/cwd; \
+         echo out > /dev/stdout; echo fd > /dev/fd/1; echo err > /dev/stderr",
     );
     assert_eq!(exit.code, Some(0), "{err}");
     let lines: Vec<&str> = out.lines().collect();
-    let home = a.root.display().to_string();
-    assert_eq!(lines[0], format!("{home}|{home}|{home}"));
+    assert_eq!(lines[0], "/|/|/");
     assert_eq!(&lines[1..4], ["42", "rc=3", "scratch"]);
     // Only the command's own processes: init, bash, ls and grep at most.
     let processes: u32 = lines[4].parse().unwrap();
     assert!(processes <= 4, "{processes} processes visible");
+    assert_eq!(&lines[5..], [" 00 00 00 00", "in", "/", "out", "fd"]);
+    // The command's own streams (the program's pipes) open by name too.
+    assert_eq!(err, "err\n");
+}
+
+#[test]
+fn scratch_directories_are_the_containers_own_and_never_synced() {
+    let computer = Computer::start_with(true);
+    let a = computer.container("a");
+    let b = computer.container("b");
+    let (_, err, exit) = a.exec(
+        "write",
+        "echo a-tmp > /tmp/s; echo a-var > /var/tmp/s; echo a-lock > /run/lock/s; \
+         touch /var/x /run/x /root/x /sys/x 2>/dev/null; echo done > /done",
+    );
+    assert_eq!(exit.code, Some(0), "{err}");
+    // Not the workspace's: only /done comes back.
+    let changed: Vec<&str> = exit.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(changed, ["/done"]);
+    // The next command of the same container finds them, as in a container
+    // that keeps running; another container does not.
+    let read = "cat /tmp/s /var/tmp/s /run/lock/s 2>&1; ls -A /var /run /root /sys | tr '\\n' ' '";
+    let (out, _, _) = a.exec("read", read);
+    assert_eq!(
+        out,
+        "a-tmp\na-var\na-lock\n/root:  /run: lock  /sys:  /var: tmp "
+    );
+    let (out, _, _) = b.exec("read", "cat /tmp/s 2>&1 || echo none");
+    assert!(out.ends_with("none\n"), "{out}");
+    // Nor the host's.
+    let host_tmp = std::fs::read_to_string("/tmp/s").unwrap_or_default();
+    assert_ne!(host_tmp, "a-tmp\n");
 }

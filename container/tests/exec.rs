@@ -54,10 +54,8 @@ fn exit_codes_stderr_stdin_and_cwd() {
         "stdin": BASE64.encode("from stdin\n"), "timeout_ms": 10_000
     }));
     let (out, err, exit) = collect(parse_events(&answer.body));
-    assert_eq!(
-        out,
-        format!("from stdin\n{}\n", client.disk("/sub").display())
-    );
+    // The command sees the workspace as `/`.
+    assert_eq!(out, "from stdin\n/sub\n");
     assert_eq!(err, "oops\n");
     assert_eq!(
         (exit.code, exit.signal, exit.timed_out, exit.cancelled),
@@ -205,9 +203,11 @@ fn timeout_kills_the_whole_group_and_a_second_command_is_busy() {
     let client = computer.client();
     let runner = client.clone();
     let started = Instant::now();
+    let background = format!("101.{}", unique_number());
+    let script = format!("sleep {background} & echo started > bg; sleep 100");
     let handle = std::thread::spawn(move || {
         let answer = runner.exec_spec(&json!({
-            "id": "slow", "command": "sleep 100 & echo $! > bg.pid; sleep 100", "cwd": "/", "timeout_ms": 700
+            "id": "slow", "command": script, "cwd": "/", "timeout_ms": 700
         }));
         collect(parse_events(&answer.body))
     });
@@ -229,15 +229,12 @@ fn timeout_kills_the_whole_group_and_a_second_command_is_busy() {
         "{:?}",
         started.elapsed()
     );
-    let pid: u32 = std::fs::read_to_string(client.disk("/bg.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    assert!(client.disk("/bg").exists(), "the background child started");
+    // Commands run in a PID namespace of their own: found by what they run.
     wait_until(
         "the background child to die",
         Duration::from_secs(5),
-        || process_gone(pid),
+        || pid_of(&["sleep", &background]).is_none(),
     );
     assert_eq!(
         client.get("/v1/status").json()["running"],
@@ -285,17 +282,15 @@ fn cancel_stops_a_running_command() {
 fn a_disconnect_kills_the_command() {
     let computer = Computer::start();
     let client = computer.client();
-    let (status, mut reader) = client.exec_stream(&spec("d", "echo $$; exec sleep 100"));
+    let seconds = format!("102.{}", unique_number());
+    let (status, mut reader) =
+        client.exec_stream(&spec("d", &format!("echo started; exec sleep {seconds}")));
     assert_eq!(status, 200);
-    let Some(ExecEvent::Stdout { data }) = next_event(&mut reader) else {
-        panic!("expected the pid");
+    let Some(ExecEvent::Stdout { .. }) = next_event(&mut reader) else {
+        panic!("expected output");
     };
-    let pid: u32 = String::from_utf8(BASE64.decode(data).unwrap())
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(!process_gone(pid));
+    // Commands run in a PID namespace of their own: found by what they run.
+    let pid = running(&["sleep", &seconds]);
     drop(reader);
     wait_until("the command to die", Duration::from_secs(5), || {
         process_gone(pid)
@@ -373,12 +368,13 @@ fn the_environment_is_clean() {
     let (out, _, _) = collect(parse_events(&answer.body));
     assert!(!out.contains(SECRET), "{out}");
     assert!(!out.contains("STEAD_COMPUTER"), "{out}");
-    let root = client.root.display().to_string();
+    // Home is the workspace's root, as in the light shell.
     for line in [
-        format!("HOME={root}"),
-        format!("WORKSPACE={root}"),
-        "LANG=C.UTF-8".into(),
-        "FOO=bar baz".into(),
+        "HOME=/",
+        "WORKSPACE=/",
+        "PWD=/",
+        "LANG=C.UTF-8",
+        "FOO=bar baz",
     ] {
         assert!(out.lines().any(|l| l == line), "{line} missing in {out}");
     }
@@ -390,20 +386,36 @@ fn the_environment_is_clean() {
 }
 
 #[test]
-fn symlinks_out_of_the_workspace_and_special_files_are_skipped() {
+fn symlinks_come_back_as_they_are_and_special_files_are_skipped() {
     let computer = Computer::start();
     let client = computer.client();
-    let (_, _, exit) = client.exec(
+    let (out, _, exit) = client.exec(
         "links",
-        "ln -s /etc/passwd pw; mkdir d; ln -s ../../x d/up; ln -s ../ok.txt d/fine; mkfifo fifo; echo ok > ok.txt",
+        "ln -s /etc/passwd pw; mkdir d; ln -s ../../ok.txt d/up; ln -s ../ok.txt d/fine; \
+         ln -s /ok.txt abs; mkfifo fifo; echo ok > ok.txt; cat abs d/up",
     );
+    // The workspace is `/` for the command, so an absolute target or `..`
+    // at the root means the workspace's path, as it does in the workspace.
+    assert_eq!(out, "ok\nok\n");
     let skipped: Vec<_> = exit.skipped.iter().map(|s| s.path.as_str()).collect();
-    assert_eq!(skipped, ["/d/up", "/fifo", "/pw"]);
+    assert_eq!(skipped, ["/fifo"]);
     assert!(exit.skipped.iter().all(|s| !s.reason.is_empty()));
-    let paths: Vec<_> = exit.changes.iter().map(|c| c.path.as_str()).collect();
-    assert_eq!(paths, ["/d", "/d/fine", "/ok.txt"]);
-    assert!(
-        matches!(&exit.changes[1].entry, Some(Entry::Symlink { target }) if target == "../ok.txt")
+    let links: Vec<_> = exit
+        .changes
+        .iter()
+        .filter_map(|c| match &c.entry {
+            Some(Entry::Symlink { target }) => Some((c.path.as_str(), target.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        links,
+        [
+            ("/abs", "/ok.txt"),
+            ("/d/fine", "../ok.txt"),
+            ("/d/up", "../../ok.txt"),
+            ("/pw", "/etc/passwd")
+        ]
     );
 }
 
@@ -411,18 +423,15 @@ fn symlinks_out_of_the_workspace_and_special_files_are_skipped() {
 fn a_client_that_does_not_read_does_not_delay_the_timeout() {
     let computer = Computer::start();
     let client = computer.client();
+    let word = format!("flood-{}", unique_number());
     let (status, mut reader) = client.exec_stream(&json!({
-        "id": "flood", "command": "echo $$ > pid; exec yes flood", "cwd": "/", "timeout_ms": 500
+        "id": "flood", "command": format!("echo started > pid; exec yes {word}"), "cwd": "/", "timeout_ms": 500
     }));
     assert_eq!(status, 200);
     wait_until("the pid file", Duration::from_secs(5), || {
         std::fs::read_to_string(client.disk("/pid")).is_ok_and(|s| s.ends_with('\n'))
     });
-    let pid: u32 = std::fs::read_to_string(client.disk("/pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = running(&["yes", &word]);
     // Nothing is read while the output piles up: the command still ends.
     wait_until("the flood to be stopped", Duration::from_secs(5), || {
         process_gone(pid)

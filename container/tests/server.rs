@@ -136,12 +136,15 @@ fn per_container_isolation() {
     assert_eq!(std::fs::read(a.disk("/only-a.txt")).unwrap(), b"a");
     assert!(!b.disk("/only-a.txt").exists());
 
+    // Each sees its own workspace as `/`, beside the system's names only.
     let (out, _, exit) = b.exec("x", "pwd; ls -A");
-    assert_eq!(out, format!("{}\n", b.root.display()));
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("/"));
+    assert!(lines.all(|name| SYSTEM_NAMES.contains(&name)), "{out}");
     assert!(exit.changes.is_empty());
     // Exec ids are per container too.
-    let (out, _, _) = a.exec("x", "ls");
-    assert_eq!(out, "only-a.txt\n");
+    let (out, _, _) = a.exec("x", "ls /*.txt");
+    assert_eq!(out, "/only-a.txt\n");
 
     // A push planned for one container's instance is stale for another.
     let answer = b.post(
@@ -159,4 +162,33 @@ fn per_container_isolation() {
     let mut no_header = computer.client();
     no_header.container = None;
     assert_eq!(no_header.get("/v1/status").code(), "INVALID_REQUEST");
+}
+
+#[test]
+fn the_machines_root_is_a_workspace_only_in_the_image() {
+    use std::os::unix::fs::MetadataExt;
+    let before = std::fs::metadata("/").unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stead-computer"));
+    command
+        .args(["--listen", "127.0.0.1:0", "--root", "/"])
+        .env("STEAD_COMPUTER_SECRET", SECRET)
+        .stdin(Stdio::null());
+    if running_as_root() {
+        command.args(["--run-as", "nobody"]);
+    }
+    let output = command.output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // This host is not marked as the program's (the image is).
+    let why = if running_as_root() {
+        "/etc/stead-computer/machine"
+    } else {
+        "--run-as"
+    };
+    assert!(stderr.contains(why), "{stderr}");
+    let after = std::fs::metadata("/").unwrap();
+    assert_eq!(
+        (before.mode(), before.uid(), before.gid()),
+        (after.mode(), after.uid(), after.gid())
+    );
 }

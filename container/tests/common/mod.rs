@@ -477,6 +477,44 @@ pub fn process_gone(pid: u32) -> bool {
     }
 }
 
+/// The top-level names that are the system's (container/src/layout.rs).
+pub const SYSTEM_NAMES: &[&str] = &[
+    "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "root", "run", "sbin", "sys",
+    "tmp", "usr", "var",
+];
+
+/// A number no other test program running on this machine uses, to make a
+/// command's arguments unique (`sleep 100.<n>`) so it can be found with
+/// [`pid_of`]: commands run in PID namespaces, so `$$` is not a host pid.
+pub fn unique_number() -> u32 {
+    std::process::id()
+}
+
+/// The pid (on this host) of a live process running exactly `argv`, waiting
+/// up to 5 s for it to appear (a command may print before it execs).
+pub fn running(argv: &[&str]) -> u32 {
+    let mut pid = None;
+    wait_until(&format!("{argv:?} to run"), Duration::from_secs(5), || {
+        pid = pid_of(argv);
+        pid.is_some()
+    });
+    pid.expect("found")
+}
+
+/// The pid (on this host) of a live process running exactly `argv`.
+pub fn pid_of(argv: &[&str]) -> Option<u32> {
+    let wanted: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let entry = entry.ok()?;
+        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+        (cmdline == wanted && !process_gone(pid)).then_some(pid)
+    })
+}
+
 pub fn wait_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let started = Instant::now();
     while !check() {

@@ -223,6 +223,25 @@ fn globbing() {
 }
 
 #[test]
+fn a_trailing_slash_globs_only_directories() {
+    let db = db();
+    write_files(
+        &db,
+        &[("/g/a.txt", b""), ("/g/d/e.txt", b""), ("/g/f/x", b"")],
+    );
+    let r = run_in(
+        &db,
+        "ln -s d link; ln -s a.txt file-link; echo */; echo /g/*/; echo [a-e]*/",
+        "/g",
+        Limits::default(),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&r.stdout),
+        "d/ f/ link/\n/g/d/ /g/f/ /g/link/\nd/\n"
+    );
+}
+
+#[test]
 fn unknown_command_is_127_with_a_clear_message() {
     let db = db();
     let r = run(&db, "no-such-tool --flag");

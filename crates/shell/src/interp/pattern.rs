@@ -378,7 +378,14 @@ impl Shell<'_> {
             });
         }
         if pat.ends_with('/') {
-            results.retain(|r: &String| !r.is_empty());
+            // A trailing `/` matches directories only (symlinks to them too).
+            let (fs, cwd) = (self.fs, &self.st.cwd);
+            results.retain(|r: &String| {
+                !r.is_empty()
+                    && VPath::parse_from(r, cwd)
+                        .and_then(|path| fs.stat(&path, true))
+                        .is_ok_and(|node| node.kind == Kind::Dir)
+            });
             results = results.into_iter().map(|r| format!("{r}/")).collect();
         }
         results.sort();
