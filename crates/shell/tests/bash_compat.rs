@@ -221,3 +221,240 @@ fn temporary_bindings_and_env() {
         "in 2\n1\n1\n1\n2\nst=127\nhi\n",
     );
 }
+
+/// Commands are searched on `$PATH` in order, the light shell's programs
+/// living in `/usr/bin` and `/bin`; what is found is hashed and reused until
+/// `hash -r` or `PATH` changes; a non-executable file is the last resort
+/// (126 with `Permission denied`), as is a directory.
+#[test]
+fn path_search_and_the_hash_table() {
+    check(
+        "mkdir -p one two\n\
+         echo 'echo two' > two/mycmd; chmod +x two/mycmd\n\
+         echo 'echo one' > one/mycmd\n\
+         PATH=\"one:two:/usr/bin:/bin\"\n\
+         mycmd; echo status=$?\n\
+         chmod +x one/mycmd\n\
+         mycmd\n\
+         hash -r\n\
+         mycmd\n\
+         type -t mycmd cat; type -P cat\n\
+         rm one/mycmd; mycmd; echo status=$?\n\
+         touch plain; ./plain; echo status=$?\n\
+         mkdir d; ./d; echo status=$?\n\
+         PATH=/nowhere; cat </dev/null; echo status=$?\n\
+         command -p cat </dev/null; echo status=$?",
+        "two\nstatus=0\ntwo\none\nfile\nfile\n/usr/bin/cat\nstatus=127\nstatus=126\nstatus=126\nstatus=127\nstatus=0\n",
+    );
+}
+
+/// `declare -f` and `type` print a function in bash's layout, which reads
+/// back as the same function; `type -a` lists every way a name runs;
+/// `command -v` succeeds when any name is found; `hash` shows hits.
+#[test]
+fn function_printing_type_and_hash() {
+    let def = "f () \n{ \n    local x=1;\n    if [ \"$x\" = 1 ]; then\n        echo \"one $x\";\n    \
+               else\n        if false; then\n            :;\n        else\n            echo no;\n        \
+               fi;\n    fi;\n    for i in a b;\n    do\n        echo $i;\n    done;\n    while false; do\n        \
+               :;\n    done;\n    case $x in \n        1 | 2)\n            echo hit\n        ;;\n        \
+               *)\n\n        ;;\n    esac\n}\n";
+    check(
+        "f() { local x=1; if [ \"$x\" = 1 ]; then echo \"one $x\"; elif false; then :; else echo no; fi; \
+         for i in a b; do echo $i; done; while false; do :; done; case $x in 1|2) echo hit;; *) ;; esac; }\n\
+         declare -f f\n\
+         type f\n\
+         eval \"$(declare -f f | sed 's/^f/g/')\"; g\n\
+         declare -F f; declare -F\n\
+         echo; type -a echo; command -v echo cat nope; echo $?\n\
+         cat </dev/null; hash; hash -t cat",
+        &format!(
+            "{def}f is a function\n{def}one 1\na\nb\nhit\nf\ndeclare -f f\ndeclare -f g\n\n\
+             echo is a shell builtin\necho is /usr/bin/echo\necho is /bin/echo\necho\n/usr/bin/cat\n0\n\
+             hits\tcommand\n   1\t/usr/bin/cat\n/usr/bin/cat\n"
+        ),
+    );
+}
+
+/// `bash -i` reads its history file, records each command line, runs
+/// `$PROMPT_COMMAND` before each prompt without touching `$?`, survives
+/// `${x?}`, and appends the session to `$HISTFILE`; `fc -l` counts back from
+/// itself. A non-interactive shell ends on `${x?}`: 127 for a `-c` text, 1
+/// for a script. An unknown long option is a usage error (2). Assigning a
+/// readonly variable abandons the line.
+#[test]
+fn interactive_shell_history_and_fatal_errors() {
+    check(
+        "printf 'echo old\\n' > hist\n\
+         printf 'echo a\\nPROMPT_COMMAND=\"echo P\"\\n( exit 3 )\\necho $?\\nhistory\\nfc -l -2\\necho ${nope?}\\necho after\\n' \
+           | HISTFILE=hist bash --norc -i 2>/dev/null\n\
+         echo status=$?\n\
+         cat hist\n\
+         bash -c 'echo ${nope?}' 2>/dev/null; echo c=$?\n\
+         echo 'echo ${nope?}' > s.sh; bash s.sh 2>/dev/null; echo f=$?\n\
+         bash --rcdir x -c 'echo hi' 2>/dev/null; echo bad=$?\n\
+         bash -i -c 'echo $-' 2>/dev/null | tr -d 'hmBHs'\n\
+         readonly r=1; r=2 2>/dev/null; echo not-here\n\
+         echo here",
+        "a\nP\nP\n3\nP\n    1  echo old\n    2  echo a\n    3  PROMPT_COMMAND=\"echo P\"\n    4  ( exit 3 )\n    \
+         5  echo $?\n    6  history\nP\n5\t echo $?\n6\t history\nP\nP\nafter\nP\nstatus=0\n\
+         echo old\necho a\nPROMPT_COMMAND=\"echo P\"\n( exit 3 )\necho $?\nhistory\nfc -l -2\necho ${nope?}\necho after\n\
+         c=127\nf=1\nbad=2\nic\nhere\n",
+    );
+}
+
+/// `umask` (octal and symbolic) gives the mode of files redirections
+/// create; `ulimit` keeps soft and hard limits with the kernel's rules
+/// (soft at most hard, hard only lowered); `exit` with extra arguments
+/// refuses and stays.
+#[test]
+fn umask_ulimit_and_exit_arguments() {
+    check(
+        "umask 0002; echo a > one; umask g-w,o-w; echo b > two; stat -c '%a' one two; umask; umask -S\n\
+         ulimit -f; ulimit -t 100; ulimit -t; ulimit -H -t 200; echo raise=$?; ulimit -S -t 150; echo over=$?\n\
+         ulimit -t zz; echo bad=$?\n\
+         exit 7 8 9\n\
+         echo status=$?",
+        "664\n644\n0022\nu=rwx,g=rx,o=rx\nunlimited\n100\nraise=1\nover=1\nbad=1\nstatus=1\n",
+    );
+}
+
+/// `$[expr]` is arithmetic; a leading 0 is octal; `${#...}` is a length only
+/// before a whole parameter name; a tilde expands (and matches literally)
+/// in `[[ ]]` patterns and regexes; extglob groups expand their words;
+/// a unary test operator needs its operand.
+#[test]
+fn arith_length_tilde_and_extglob_words() {
+    check(
+        "echo $[1+2] $[ 2 * 3 ]\necho $(( 010 + 0x10 )) $(( -010 ))\n\
+         x=abc; set -- a b; echo ${#x} ${##} ${#-} ${#?}\n\
+         [[ -q ]]; echo $?\n\
+         HOME=/h; [[ /h/x == ~/* ]] && echo tilde-lit\n\
+         [[ ~ =~ ^/h ]] && echo tilde-re\n\
+         shopt -s extglob\n\
+         y=b; [[ b == @($y|c) ]] && echo ext-var\n\
+         [[ 'a b' == @('a b'|c) ]] && echo ext-quoted",
+        "3 6\n24 -8\n3 1 2 1\n0\ntilde-lit\ntilde-re\next-var\next-quoted\n",
+    );
+    assert_eq!(sh("echo a\n[[ -n ]]\necho b").0, "a\n");
+}
+
+/// Recorded with `bash -c` (descriptor 10 free): a `{fd}>` redirection on
+/// its own creates the file and keeps nothing open; `<(` is text in double
+/// quotes and a process substitution in `=~`, numbered from 63 again for each
+/// command; `$\<newline>?`; a backslash before an ordinary character stays in
+/// `"${x-...}"`; `$(< file)`; words that expand to nothing keep the status of
+/// their last command substitution; getopts unsets OPTARG at the end; tilde
+/// expansion after brace expansion; a leading `/` of a `//` pattern; slices
+/// of sparse arrays by index; associative arrays listed in bash's hash order;
+/// empty `$@` elements kept when IFS has no blanks; `BASH_LINENO`; `echo -e`
+/// takes octal only as `\0nnn`.
+#[test]
+fn substitutions_redirections_and_listing_order() {
+    check(
+        r#"{out}>o.txt; test -f o.txt && echo created; : {n}>n.txt; echo "n=$n"
+printf '<%s>\n' "${undef:-<(x)}"
+echo <(true); echo <(true) <(true)
+[[ /dev/fd/63 =~ <(true) ]] && echo re
+echo $\
+?
+echo "${undef-\z}" "${undef-\$}"
+seq 2 3 > f; x=$(< f); echo "[$x]"
+`false`; echo $?
+$(exit 4) $(exit 5); echo $?
+getopts "c:" o -c1; getopts "c:" o -c1; echo "$o/${OPTARG-unset}"
+HOME=/h; echo ~{/src,root}
+x=/_/; echo ${x////c}
+a=(); a[3]=x; a[7]=y; a[9]=z; echo "${a[@]:4:2}"
+declare -A A=([hello]=1 [abc]=3 [zz]=4 [k1]=5); echo "${!A[@]}"
+set -- one "" two; IFS=x; printf '<%s>' $@; echo; IFS=$' \t\n'
+f() { echo "${BASH_LINENO[@]}"; }; f
+echo -e '\1|\0101'
+"#,
+        r#"created
+n=10
+<<(x)>
+/dev/fd/63
+/dev/fd/63 /dev/fd/62
+re
+0
+\z $
+[2
+3]
+1
+5
+?/unset
+/h/src /root
+c_c
+y z
+hello zz k1 abc
+<one><><two>
+17
+\1|A
+"#,
+    );
+}
+
+/// Recorded running the script as a file. `shift`, `break`, `continue` and
+/// `return` with too many operands report it and abandon the rest of the
+/// line (status 1); `alias --`; `unalias`
+/// without operands is a usage error; `eval -z` is an invalid option; a
+/// bad array subscript is reported; `mapfile -O` appends, `-d ''` splits on
+/// NUL; exported arrays stay out of the environment; `cd -P`, `pwd -P`,
+/// `CDPATH`, `cd missing/..` fails.
+#[test]
+fn builtin_usage_errors_and_directories() {
+    check(
+        r#"set -- a b c; shift 1 2; echo not-here
+echo st=$?
+for i in 1; do break 1 2; done; echo not-here
+alias -- foo=bar; alias foo; unalias; echo u=$?; eval -z; echo e=$?
+b=(1); unset -v 'b[-3]'; echo un=$?
+arr=(x y z); printf '%s\n' a b | mapfile -O 2 -t arr; printf '%s\n' a b | { mapfile -O 2 -t arr; echo "${arr[@]}"; }
+printf '%s\0' 1 2 | { mapfile -d '' m; echo "${#m[@]} ${m[1]}"; }
+declare -A k=([a]=1); k_key=a; unset -v 'k[$k_key]'; echo "${#k[@]}"
+mkdir -p /tmp/cd/real/sub; ln -s /tmp/cd/real /tmp/cd/link; cd /tmp/cd/link; pwd; pwd -P; cd -P /tmp/cd/link; pwd
+cd /tmp/cd/missing/.. 2>/dev/null; echo cd=$?
+CDPATH=/tmp/cd/real; cd sub; cd /; echo OLDPWD=$OLDPWD"#,
+        r#"st=1
+alias foo='bar'
+u=2
+e=2
+un=1
+x y a b
+2 2
+0
+/tmp/cd/link
+/tmp/cd/real
+/tmp/cd/real
+cd=1
+/tmp/cd/real/sub
+OLDPWD=/tmp/cd/real/sub
+"#,
+    );
+}
+
+/// Recorded running the script as a file: single quotes in `"${u:-'$v'}"`
+/// are kept and `$v` expands; a here-document delimiter keeps `$(...)` as
+/// written; `test -v` of an array is about its element 0; brace expansion
+/// in a redirection target is an ambiguous redirect; `$LINENO` in `for ((`
+/// is the loop's line; assigning a list to an element fails and abandons
+/// the line.
+#[test]
+fn quoting_in_words_delimiters_and_element_lists() {
+    check(
+        r#"v='a b'; printf '<%s>\n' "${u:-'$v'}" "${u-a\nb}"
+cat <<EOF$(echo 'x')
+in
+EOF$(echo 'x')
+typeset -a arr; test -v arr; echo v=$?; arr[0]=1; test -v arr; echo v=$?
+echo hi > r-{1,2}; echo redir=$?
+for (( i = 0; i < LINENO; i++ )); do
+  :
+done; echo "i=$i"
+a=(1 2)
+a[0]=(3 4); echo not-here
+echo "st=$? ${a[*]}"
+"#,
+        "<'a b'>\n<a\\nb>\nin\nv=1\nv=0\nredir=1\ni=7\nst=1 1 2\n",
+    );
+}

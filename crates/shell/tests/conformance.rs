@@ -241,6 +241,12 @@ fn parse_spec(text: &str, origin: &str) -> Vec<Case> {
             }
             let (qual, rest) = qualifier(meta);
             let (key, value) = rest.split_once(':').unwrap_or((rest, ""));
+            // `## code: text`: the case's script on one line.
+            if key == "code" && qual == Qualifier::Default {
+                script.push_str(value.strip_prefix(' ').unwrap_or(value));
+                script.push('\n');
+                continue;
+            }
             let block = if matches!(key, "STDOUT" | "STDERR") {
                 let mut b = String::new();
                 while let Some(&bl) = lines.peek() {
@@ -520,6 +526,13 @@ mod parser {
                 status: Some(0)
             }]
         );
+    }
+
+    #[test]
+    fn a_code_line_is_the_script() {
+        let cases = parse("#### three\n## code: foo() {\n## status: 2\n");
+        assert_eq!(cases[0].script, "foo() {\n");
+        assert_eq!(cases[0].expect[0].status, Some(2));
     }
 
     #[test]

@@ -444,8 +444,12 @@ impl Shell<'_> {
         if t.is_empty() {
             return Ok(0);
         }
-        if let Ok(n) = t.parse::<i64>() {
-            return Ok(n);
+        // Plain decimals are common; a leading 0 means octal, left to the parser.
+        let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+        if !digits.starts_with('0') || digits == "0" {
+            if let Ok(n) = t.parse::<i64>() {
+                return Ok(n);
+            }
         }
         if self.arith_depth > 64 {
             return Err(self.arith_error("expression recursion level exceeded"));

@@ -25,6 +25,8 @@ pub struct Item {
 #[derive(Debug, Clone)]
 pub struct Pipeline {
     pub negate: bool,
+    /// `time`: its run time goes to stderr.
+    pub timed: bool,
     pub cmds: Vec<Command>,
     /// The line it starts on (1-based, within its source text).
     pub line: usize,
@@ -85,18 +87,23 @@ pub enum Compound {
         var: String,
         words: Option<Vec<Word>>,
         body: Program,
+        /// `var in words` as written (for printing the function).
+        head: Rc<str>,
     },
     /// `select var in words; do body; done`
     Select {
         var: String,
         words: Option<Vec<Word>>,
         body: Program,
+        head: Rc<str>,
     },
     ArithFor {
         init: Option<Arith>,
         cond: Option<Arith>,
         step: Option<Arith>,
         body: Program,
+        /// The three expressions as written.
+        head: [Rc<str>; 3],
     },
     While {
         until: bool,
@@ -106,14 +113,19 @@ pub enum Compound {
     Case {
         word: Word,
         arms: Vec<CaseArm>,
+        /// The subject as written.
+        head: Rc<str>,
     },
     Arith(Arith),
-    Cond(Cond),
+    /// `[[ ... ]]`, with the text between the brackets as written.
+    Cond(Cond, Rc<str>),
 }
 
 #[derive(Debug, Clone)]
 pub struct CaseArm {
     pub patterns: Vec<Word>,
+    /// The patterns as written.
+    pub pattern_text: Vec<Rc<str>>,
     pub body: Program,
     pub term: CaseTerm,
 }
@@ -145,6 +157,9 @@ pub struct Redir {
     pub var_fd: Option<String>,
     pub op: RedirOp,
     pub target: Word,
+    /// The redirection as written; a here-document's also holds its lines
+    /// and delimiter line, after a newline (for printing a function).
+    pub text: Rc<str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +196,8 @@ pub enum Part {
     Tilde(String),
     /// `<(...)` (true) or `>(...)`.
     ProcSub(Rc<Program>, bool),
+    /// `${ ...; }` (false) or `${|...; }` (true, the value of `REPLY`).
+    FunSub(Rc<Program>, bool),
     /// `declare a=(...)`: expands to the name; assigned after the builtin.
     ArrayAssign(Rc<Assign>),
     /// A `${...}` that does not parse: an error when expanded.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use stead_vfs::{Kind, VPath};
 
 use super::expand::attr_letters;
-use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
+use super::vars::{self, Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
 use super::{printf, Fd, Flow, Shell, R};
 use crate::limits::Abort;
 use crate::utils;
@@ -33,8 +33,8 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("read", read),
     ("test", test),
     ("[", bracket),
-    ("type", type_builtin),
-    ("command", command),
+    ("type", super::search::type_builtin),
+    ("command", super::search::command),
     ("builtin", builtin),
     ("getopts", getopts),
     ("exit", exit),
@@ -61,13 +61,11 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("dirs", super::dirs::dirs),
     ("compgen", super::complete::compgen),
     ("compopt", super::complete::compopt),
-    ("hash", |_, _| Ok(0)),
-    ("umask", |sh, args| {
-        if args.len() == 1 {
-            sh.out("0022\n")?;
-        }
-        Ok(0)
-    }),
+    ("hash", super::search::hash),
+    ("history", super::history::history),
+    ("fc", super::history::fc),
+    ("umask", super::resources::umask),
+    ("ulimit", super::resources::ulimit),
     ("exec", exec_builtin),
     ("times", |sh, _| {
         sh.out("0m0.000s 0m0.000s\n0m0.000s 0m0.000s\n")?;
@@ -140,7 +138,7 @@ fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
     }
     let mut text = args[i..].join(" ");
     if escapes {
-        let (s, stop) = printf::unescape(&text, true);
+        let (s, stop) = printf::unescape(&text, printf::Escapes::Echo);
         text = s;
         if stop {
             newline = false;
@@ -192,8 +190,7 @@ impl Shell<'_> {
     /// Sets `name` or `name[key]` (for `printf -v`, `read`).
     pub fn set_var_path(&mut self, target: &str, value: String) -> R<()> {
         if let Some((name, rest)) = target.split_once('[') {
-            let key = rest.trim_end_matches(']');
-            let key = self.subscript_key(name, key)?;
+            let key = self.ref_key(name, rest)?;
             return self.set_element(name, &key, value);
         }
         self.set_scalar(target, value)
@@ -201,6 +198,14 @@ impl Shell<'_> {
 }
 
 fn cd(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let physical = args[1..]
+        .iter()
+        .take_while(|a| a.starts_with('-') && a.len() > 1 && *a != "--")
+        .fold(false, |p, a| match a.as_str() {
+            "-P" => true,
+            "-L" => false,
+            _ => p,
+        });
     let operands: Vec<&String> = args[1..]
         .iter()
         .filter(|a| !matches!(a.as_str(), "-L" | "-P" | "--"))
@@ -223,29 +228,83 @@ fn cd(sh: &mut Shell, args: &[String]) -> R<i32> {
         },
         Some(t) => t.to_string(),
     };
-    let path = match VPath::parse_from(&target, &sh.st.cwd) {
-        Ok(p) => p,
-        Err(e) => return usage(sh, "cd", &format!("{target}: {}", utils::strerror(&e)), 1),
+    let (path, found_on_cdpath) = match cd_target(sh, &target) {
+        Ok(found) => found,
+        Err(why) => return usage(sh, "cd", &format!("{target}: {why}"), 1),
     };
-    match sh.fs.stat(&path, true) {
-        Ok(node) if node.kind == Kind::Dir => {}
-        Ok(_) => return usage(sh, "cd", &format!("{target}: Not a directory"), 1),
-        Err(e) => return usage(sh, "cd", &format!("{target}: {}", utils::strerror(&e)), 1),
-    }
+    let path = if physical {
+        sh.fs.realpath(&path).unwrap_or(path)
+    } else {
+        path
+    };
     let old = sh.st.cwd.as_str().to_string();
     sh.st.cwd = path;
     sh.set_scalar("OLDPWD", old)?;
+    if let Some(v) = sh.st.vars.get_mut("OLDPWD") {
+        v.attrs |= EXPORT;
+    }
     let new = sh.st.cwd.as_str().to_string();
     sh.set_scalar("PWD", new.clone())?;
-    if print {
+    if print || found_on_cdpath {
         sh.out(&format!("{new}\n"))?;
     }
     Ok(0)
 }
 
-fn pwd(sh: &mut Shell, _args: &[String]) -> R<i32> {
-    let p = format!("{}\n", sh.st.cwd.as_str());
-    sh.out(&p)?;
+/// Where `cd target` goes: a relative target not starting with `.` is
+/// looked for in each `CDPATH` folder first (`true` when found there under a
+/// named folder, which `cd` then prints). Like bash, a `..` must follow an
+/// existing directory (`cd missing/..` fails) although `..` is resolved
+/// in the text.
+fn cd_target(sh: &mut Shell, target: &str) -> Result<(VPath, bool), &'static str> {
+    let cdpath = sh.get_scalar("CDPATH").unwrap_or_default();
+    let searched = !target.starts_with('/') && !target.starts_with('.') && !cdpath.is_empty();
+    if searched {
+        for dir in cdpath.split(':') {
+            let candidate = if dir.is_empty() {
+                target.to_string()
+            } else {
+                format!("{}/{target}", dir.trim_end_matches('/'))
+            };
+            if let Ok(path) = cd_directory(sh, &candidate) {
+                return Ok((path, !dir.is_empty()));
+            }
+        }
+    }
+    cd_directory(sh, target).map(|p| (p, false))
+}
+
+/// `target` as an existing directory, from the current one; the error is
+/// its `strerror` text.
+fn cd_directory(sh: &mut Shell, target: &str) -> Result<VPath, &'static str> {
+    let dir = |sh: &mut Shell, text: &str| -> Result<VPath, &'static str> {
+        let path = VPath::parse_from(text, &sh.st.cwd).map_err(|e| utils::strerror(&e))?;
+        match sh.fs.stat(&path, true) {
+            Ok(node) if node.kind == Kind::Dir => Ok(path),
+            Ok(_) => Err("Not a directory"),
+            Err(e) => Err(utils::strerror(&e)),
+        }
+    };
+    let mut prefix = String::new();
+    for part in target.split('/') {
+        if part == ".." && !prefix.is_empty() {
+            dir(sh, &prefix)?;
+        }
+        prefix.push_str(part);
+        prefix.push('/');
+    }
+    dir(sh, target)
+}
+
+fn pwd(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let physical = args[1..].iter().any(|a| a == "-P");
+    let cwd = sh.st.cwd.clone();
+    let shown = if physical {
+        sh.fs.realpath(&cwd).unwrap_or(cwd)
+    } else {
+        cwd
+    };
+    sh.out(&format!("{}\n", shown.as_str()))?;
     Ok(0)
 }
 
@@ -367,7 +426,8 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
                 sh.unset_var(name)?;
                 continue;
             }
-            let key = sh.subscript_key(name, &key)?;
+            let key = sh.ref_key(name, rest)?;
+            let mut bad_index = false;
             if let Some(var) = sh.st.vars.get_mut(name) {
                 match &mut var.value {
                     Value::Indexed(m) => {
@@ -377,6 +437,9 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
                         } else {
                             i
                         };
+                        if i < 0 {
+                            bad_index = true;
+                        }
                         m.remove(&i);
                     }
                     Value::Assoc(m) => {
@@ -387,6 +450,10 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
                     }
                     _ => {}
                 }
+            }
+            if bad_index {
+                sh.err_line(&format!("unset: [{key}]: bad array subscript"))?;
+                status = 1;
             }
             continue;
         }
@@ -572,23 +639,23 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
 }
 
 fn declare_funcs(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
-    let mut all: Vec<String> = if names.is_empty() {
-        sh.st.funcs.keys().cloned().collect()
+    let listing = names.is_empty();
+    let all: Vec<String> = if listing {
+        let mut all: Vec<String> = sh.st.funcs.keys().cloned().collect();
+        all.sort();
+        all
     } else {
         names.to_vec()
     };
-    all.sort();
     let mut status = 0;
     let mut text = String::new();
     for n in all {
-        if sh.st.funcs.contains_key(&n) {
-            if o.func_names {
-                text.push_str(&format!("declare -f {n}\n"));
-            } else {
-                text.push_str(&format!("{n} () \n{{ ... }}\n"));
-            }
-        } else {
-            status = 1;
+        match sh.st.funcs.get(&n) {
+            // `declare -F f` names it; `declare -F` lists declarations.
+            Some(_) if o.func_names && listing => text.push_str(&format!("declare -f {n}\n")),
+            Some(_) if o.func_names => text.push_str(&format!("{n}\n")),
+            Some(f) => text.push_str(&super::print::function(f)),
+            None => status = 1,
         }
     }
     sh.out(&text)?;
@@ -648,7 +715,8 @@ pub(super) fn declare_body(value: &Value) -> String {
         Value::Assoc(m) if m.is_empty() => "=()".to_string(),
         Value::Assoc(m) => format!(
             "=({} )",
-            m.iter()
+            vars::bash_order(m)
+                .into_iter()
                 .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
                 .collect::<Vec<_>>()
                 .join(" ")
@@ -656,7 +724,18 @@ pub(super) fn declare_body(value: &Value) -> String {
     }
 }
 
+/// A special builtin given more operands than it takes: bash reports it
+/// and abandons the rest of the command line, with status 1.
+fn too_many_arguments(sh: &mut Shell, name: &str) -> R<i32> {
+    sh.err_line(&format!("{name}: too many arguments"))?;
+    sh.status = 1;
+    Err(Flow::Error(1))
+}
+
 fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if args.len() > 2 {
+        return too_many_arguments(sh, "shift");
+    }
     let n: usize = match args.get(1) {
         Some(a) => match a.parse() {
             Ok(n) => n,
@@ -672,10 +751,14 @@ fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let skip = if args.get(1).map(String::as_str) == Some("--") {
-        2
-    } else {
-        1
+    let skip = match args.get(1).map(String::as_str) {
+        Some("--") => 2,
+        // eval takes no options: `-z` is refused, a lone `-` is a word.
+        Some(a) if a.starts_with('-') && a.len() > 1 => {
+            sh.err_line(&format!("eval: {a}: invalid option"))?;
+            return usage(sh, "eval", "usage: eval [arg ...]", 2);
+        }
+        _ => 1,
     };
     let text = args[skip..].join(" ");
     let base = sh.line;
@@ -707,7 +790,7 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     let found = if file.contains('/') {
         None
     } else {
-        sh.path_lookup(file)
+        sh.source_lookup(file)
     };
     let path = VPath::parse_from(found.as_deref().unwrap_or(file), &sh.st.cwd);
     let data = match path.and_then(|p| sh.fs.read(&p)) {
@@ -1012,158 +1095,37 @@ fn bracket(sh: &mut Shell, args: &[String]) -> R<i32> {
     sh.test_args(&args[1..args.len() - 1])
 }
 
-fn describe(sh: &Shell, name: &str) -> Option<(&'static str, String)> {
-    if sh.st.aliases.contains_key(name) {
-        return Some((
-            "alias",
-            format!("{name} is aliased to `{}'", sh.st.aliases[name]),
-        ));
-    }
-    if matches!(
-        name,
-        "if" | "then"
-            | "else"
-            | "elif"
-            | "fi"
-            | "for"
-            | "while"
-            | "until"
-            | "do"
-            | "done"
-            | "case"
-            | "esac"
-            | "function"
-            | "[["
-            | "]]"
-            | "{"
-            | "}"
-            | "!"
-            | "in"
-            | "time"
-    ) {
-        return Some(("keyword", format!("{name} is a shell keyword")));
-    }
-    if sh.st.funcs.contains_key(name) {
-        return Some(("function", format!("{name} is a function")));
-    }
-    if is_builtin(name) {
-        return Some(("builtin", format!("{name} is a shell builtin")));
-    }
-    if utils::lookup(name).is_some()
-        || sh.extra.iter().any(|(n, _)| *n == name)
-        || matches!(name, "bash" | "sh")
-    {
-        return Some(("file", format!("{name} is /usr/bin/{name}")));
-    }
-    None
-}
-
-fn type_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut kind_only = false;
-    let mut path_only = false;
-    let mut status = 0;
-    let mut text = String::new();
-    for a in &args[1..] {
-        match a.as_str() {
-            "-t" => kind_only = true,
-            "-p" | "-P" => path_only = true,
-            "-a" | "-f" => {}
-            _ => match describe(sh, a) {
-                Some((kind, desc)) => {
-                    if kind_only {
-                        text.push_str(kind);
-                        text.push('\n');
-                    } else if path_only {
-                        if kind == "file" {
-                            text.push_str(&format!("/usr/bin/{a}\n"));
-                        }
-                    } else {
-                        text.push_str(&desc);
-                        text.push('\n');
-                        if kind == "function" {
-                            text.push_str(&format!("{a} () \n{{ ... }}\n"));
-                        }
-                    }
-                }
-                None => {
-                    status = 1;
-                    if !kind_only && !path_only {
-                        sh.out(&text)?;
-                        text.clear();
-                        sh.err_line(&format!("type: {a}: not found"))?;
-                    }
-                }
-            },
-        }
-    }
-    sh.out(&text)?;
-    Ok(status)
-}
-
-fn command(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut i = 1;
-    let mut verbose = None;
-    while let Some(a) = args.get(i) {
-        match a.as_str() {
-            "-v" => verbose = Some(false),
-            "-V" => verbose = Some(true),
-            "-p" => {}
-            "--" => {
-                i += 1;
-                break;
-            }
-            _ => break,
-        }
-        i += 1;
-    }
-    let Some(name) = args.get(i) else {
-        return Ok(0);
-    };
-    if let Some(long) = verbose {
-        let mut status = 0;
-        for n in &args[i..] {
-            match describe(sh, n) {
-                Some((kind, desc)) => {
-                    let line = if long {
-                        desc
-                    } else if kind == "file" {
-                        format!("/usr/bin/{n}")
-                    } else if kind == "alias" {
-                        format!("alias {n}='{}'", sh.st.aliases[n.as_str()])
-                    } else {
-                        n.clone()
-                    };
-                    sh.out(&format!("{line}\n"))?;
-                }
-                None => {
-                    if long {
-                        sh.err_line(&format!("command: {n}: not found"))?;
-                    }
-                    status = 1;
-                }
-            }
-        }
-        return Ok(status);
-    }
-    let _ = name;
-    let argv = args[i..].to_vec();
-    if let Some(b) = lookup(&argv[0]) {
-        return b(sh, &argv);
-    }
-    sh.run_external(&argv)
-}
-
 fn builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let Some(name) = args.get(1) else {
+    let skip = 1 + usize::from(args.get(1).is_some_and(|a| a == "--"));
+    let Some(name) = args.get(skip) else {
         return Ok(0);
     };
     match lookup(name) {
-        Some(b) => b(sh, &args[1..]),
+        Some(b) => b(sh, &args[skip..]),
         None => usage(sh, "builtin", &format!("{name}: not a shell builtin"), 1),
     }
 }
 
 fn getopts(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let Some(var) = args.get(2) else {
+        return usage(sh, "getopts", "usage: getopts optstring name [arg ...]", 2);
+    };
+    if super::parse::valid_name(var) {
+        return next_option(sh, args);
+    }
+    // bash still parses the option (OPTIND, OPTARG), then refuses the name.
+    next_option(sh, args)?;
+    sh.st.vars.remove(var);
+    usage(
+        sh,
+        "getopts",
+        &format!("`{var}': not a valid identifier"),
+        1,
+    )
+}
+
+/// `getopts spec var [args]`, `var` being checked by the caller.
+fn next_option(sh: &mut Shell, args: &[String]) -> R<i32> {
     let (Some(spec), Some(var)) = (args.get(1), args.get(2)) else {
         return usage(sh, "getopts", "usage: getopts optstring name [arg ...]", 2);
     };
@@ -1183,19 +1145,22 @@ fn getopts(sh: &mut Shell, args: &[String]) -> R<i32> {
         .get_scalar("_GETOPTS_SUB")
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let Some(arg) = params.get(optind - 1).cloned() else {
+    // The end of the options: `?` in the variable, no OPTARG, status 1.
+    let end = |sh: &mut Shell| -> R<i32> {
         sh.set_scalar(var, "?".into())?;
-        return Ok(1);
+        sh.st.vars.remove("OPTARG");
+        Ok(1)
+    };
+    let Some(arg) = params.get(optind - 1).cloned() else {
+        return end(sh);
     };
     if sub == 0 {
         if arg == "--" {
             sh.set_scalar("OPTIND", (optind + 1).to_string())?;
-            sh.set_scalar(var, "?".into())?;
-            return Ok(1);
+            return end(sh);
         }
         if !arg.starts_with('-') || arg == "-" {
-            sh.set_scalar(var, "?".into())?;
-            return Ok(1);
+            return end(sh);
         }
         sub = 1;
     }
@@ -1277,6 +1242,11 @@ fn status_arg(sh: &mut Shell, args: &[String], name: &str) -> R<Result<i32, i32>
 }
 
 fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
+    // A numeric first argument with more after it: bash refuses, stays.
+    if args.len() > 2 && args[1].trim().parse::<i64>().is_ok() {
+        sh.err_line("exit: too many arguments")?;
+        return Ok(1);
+    }
     let status = match status_arg(sh, args, "exit")? {
         Ok(s) | Err(s) => s,
     };
@@ -1284,6 +1254,9 @@ fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 fn return_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    if args.len() > 2 {
+        return too_many_arguments(sh, "return");
+    }
     let status = match status_arg(sh, args, "return")? {
         Ok(s) | Err(s) => s,
     };
@@ -1295,6 +1268,9 @@ fn return_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 fn loop_level(sh: &mut Shell, args: &[String], name: &str) -> R<Result<u32, i32>> {
+    if args.len() > 2 {
+        too_many_arguments(sh, name)?;
+    }
     match args.get(1) {
         None => Ok(Ok(1)),
         Some(a) => match a.parse::<u32>() {
@@ -1436,8 +1412,8 @@ fn print_variables(sh: &mut Shell) -> R<i32> {
                 text.push_str(&format!("{n}=({})\n", items.join(" ")));
             }
             Value::Assoc(m) => {
-                let items: Vec<String> = m
-                    .iter()
+                let items: Vec<String> = vars::bash_order(m)
+                    .into_iter()
                     .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
                     .collect();
                 text.push_str(&format!("{n}=({} )\n", items.join(" ")));
@@ -1450,7 +1426,13 @@ fn print_variables(sh: &mut Shell) -> R<i32> {
 
 fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut status = 0;
-    if args.len() == 1 {
+    // `-p` lists (as no operand does); `--` ends the options.
+    let skip = args[1..]
+        .iter()
+        .take_while(|a| matches!(a.as_str(), "-p" | "--"))
+        .count();
+    let operands = &args[1 + skip..];
+    if operands.is_empty() {
         let text: String = sh
             .st
             .aliases
@@ -1460,7 +1442,7 @@ fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
         sh.out(&text)?;
         return Ok(0);
     }
-    for a in &args[1..] {
+    for a in operands {
         match a.split_once('=') {
             Some((k, v)) => {
                 sh.st.aliases.insert(k.to_string(), v.to_string());
@@ -1482,7 +1464,14 @@ fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
 
 fn unalias(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut status = 0;
-    for a in &args[1..] {
+    let operands = match args.get(1).map(String::as_str) {
+        Some("--") => &args[2..],
+        _ => &args[1..],
+    };
+    if operands.is_empty() {
+        return usage(sh, "unalias", "usage: unalias [-a] name [name ...]", 2);
+    }
+    for a in operands {
         if a == "-a" {
             sh.st.aliases.clear();
         } else if sh.st.aliases.remove(a).is_none() {
@@ -1499,6 +1488,7 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut name = "MAPFILE".to_string();
     let mut count = usize::MAX;
     let mut skip = 0;
+    let mut origin: Option<i64> = None;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
@@ -1519,14 +1509,28 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
                 i += 1;
                 skip = args.get(i).and_then(|n| n.parse().ok()).unwrap_or(0);
             }
+            "-O" => {
+                i += 1;
+                origin = args.get(i).and_then(|n| n.parse().ok());
+            }
             "-u" | "-C" | "-c" => i += 1,
             a => name = a.to_string(),
         }
         i += 1;
     }
-    let mut map = BTreeMap::new();
+    // `-O n` adds from index n to what the array holds; else it is cleared.
+    let mut map = match origin {
+        Some(_) => match sh.st.vars.get(&name).map(|v| &v.value) {
+            Some(Value::Indexed(m)) => m.clone(),
+            Some(Value::Str(s)) => BTreeMap::from([(0, s.clone())]),
+            _ => BTreeMap::new(),
+        },
+        None => BTreeMap::new(),
+    };
+    let first = origin.unwrap_or(0);
+    let mut stored = 0;
     let mut k = 0;
-    while map.len() < count {
+    while stored < count {
         let Some((rec, found)) = read_record(sh, Some(delim), None, 0)? else {
             break;
         };
@@ -1536,11 +1540,13 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
         }
         let rec: Vec<u8> = rec.into_iter().filter(|&b| b != 0).collect();
         let mut s = crate::bytes::decode(&rec);
-        if found && !strip {
+        // A NUL delimiter cannot be kept: values hold no NUL bytes.
+        if found && !strip && delim != 0 {
             s.push(delim as char);
         }
         sh.charge_built(s.len() + 64)?;
-        map.insert(map.len() as i64, s);
+        map.insert(first + stored as i64, s);
+        stored += 1;
         k += 1;
     }
     sh.check_not_readonly(&name)?;
@@ -1555,10 +1561,11 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
-    if args.len() == 1 {
+    let skip = 1 + usize::from(args.get(1).is_some_and(|a| a == "--"));
+    if args.len() == skip {
         return Ok(0);
     }
-    let argv = args[1..].to_vec();
+    let argv = args[skip..].to_vec();
     let status = sh.dispatch(&argv, Vec::new())?;
     Err(Flow::Abort(Abort::Exit(status)))
 }

@@ -59,7 +59,8 @@ impl Shell<'_> {
         for p in &w.0 {
             match p {
                 Part::Quoted(s) => pat.push_str(&regex::escape(s)),
-                Part::Double(_) => {
+                // A quoted part, or a tilde's directory, matches literally.
+                Part::Double(_) | Part::Tilde(_) => {
                     let s = self.expand_single(&Word(vec![p.clone()]))?;
                     pat.push_str(&regex::escape(&s));
                 }
@@ -117,17 +118,14 @@ impl Shell<'_> {
             if key == "@" || key == "*" {
                 return self.get_all(name).is_some_and(|v| !v.is_empty());
             }
-            let Ok(key) = self.subscript_key(name, key) else {
+            let Ok(key) = self.ref_key(name, rest) else {
                 return false;
             };
             return self.get_element(name, &key).is_some();
         }
+        // An array's name stands for its element 0 (bash: `a=(); test -v a`
+        // is false).
         self.get_scalar(arg).is_some()
-            || self
-                .st
-                .vars
-                .get(arg)
-                .is_some_and(|v| v.value != super::Value::Unset)
     }
 
     fn file_test(&self, flag: &str, arg: &str) -> bool {

@@ -203,6 +203,11 @@ impl Shell<'_> {
                     self.charge_built(2 * text.len())?;
                     push_value(f, &text, quoted);
                 }
+                Part::FunSub(prog, reply) => {
+                    let text = self.function_subst(prog, *reply)?;
+                    self.charge_built(2 * text.len())?;
+                    push_value(f, &text, quoted);
+                }
                 Part::Arith(a) => {
                     let v = self.arith(a)?;
                     push_value(f, &v.to_string(), quoted);
@@ -235,24 +240,89 @@ impl Shell<'_> {
 
     /// Runs `$(...)` and returns its output without trailing newlines.
     pub fn command_subst(&mut self, prog: &Program) -> R<String> {
+        if let Some(redir) = file_read_only(prog) {
+            return self.file_subst(redir);
+        }
+        let run = |sh: &mut Self| {
+            // Without `set -E` a command substitution does not inherit the
+            // ERR trap (its failure is the outer command's to report).
+            if !sh.st.opts.errtrace {
+                sh.st.traps.remove("ERR");
+            }
+            sh.run_program(prog)
+        };
+        let (bytes, r) = self.stdout_of(|sh| sh.subshell(run))?;
+        let status = r?;
+        self.status = status;
+        self.cmdsub_status = Some(status);
+        Ok(substituted_text(bytes))
+    }
+
+    /// The indices of `name` when it is an indexed array, in order.
+    fn array_indices(&self, name: &str) -> Option<Vec<i64>> {
+        match &self.st.vars.get(&self.target(name))?.value {
+            Value::Indexed(map) => Some(map.keys().copied().collect()),
+            _ => None,
+        }
+    }
+
+    /// `$(< file)`: the file's contents, without running a command; a
+    /// file that cannot be read is reported, with status 1.
+    fn file_subst(&mut self, redir: &Redir) -> R<String> {
+        let (bytes, status) = match self.apply_redirs(std::slice::from_ref(redir))? {
+            Some(saved) => {
+                let bytes = match self.fds.first().cloned().flatten() {
+                    Some(Fd::In(input)) => {
+                        let data = &input.data[input.pos.get().min(input.data.len())..];
+                        data.to_vec()
+                    }
+                    _ => Vec::new(),
+                };
+                self.restore_fds(saved)?;
+                (bytes, 0)
+            }
+            None => (Vec::new(), 1),
+        };
+        self.status = status;
+        self.cmdsub_status = Some(status);
+        Ok(substituted_text(bytes))
+    }
+
+    /// Runs `run` with standard output going to a fresh slot; returns what
+    /// it wrote and its result.
+    pub(super) fn stdout_of<T>(
+        &mut self,
+        run: impl FnOnce(&mut Self) -> R<T>,
+    ) -> R<(Vec<u8>, R<T>)> {
         let slot = self.open_slot(None);
         let saved = self.fds[1].replace(Fd::Out(slot));
-        let r = self.subshell(|sh| sh.run_program(prog));
+        let r = run(self);
         self.fds[1] = saved;
         let bytes = std::mem::take(&mut self.slots[slot].out).into_bytes();
         self.slots[slot].open = false;
         self.close_slot(slot)?;
-        let status = r?;
-        self.status = status;
-        self.cmdsub_status = Some(status);
-        // bash drops NUL bytes from command output (they cannot be in a
-        // value); other bytes that are not UTF-8 are kept as raw bytes.
-        let bytes: Vec<u8> = bytes.into_iter().filter(|&b| b != 0).collect();
-        let mut text = crate::bytes::decode(&bytes);
-        while text.ends_with('\n') {
-            text.pop();
+        Ok((bytes, r))
+    }
+
+    /// Runs `${ ...; }` in the current shell and returns its output
+    /// without trailing newlines; `${|...; }` leaves the output alone and
+    /// returns `REPLY`, which is local to it.
+    fn function_subst(&mut self, prog: &Program, reply: bool) -> R<String> {
+        if reply {
+            let saved = self.st.vars.remove("REPLY");
+            let r = self.run_program(prog);
+            let value = self.get_scalar("REPLY").unwrap_or_default();
+            match saved {
+                Some(v) => self.st.vars.insert("REPLY".into(), v),
+                None => self.st.vars.remove("REPLY"),
+            };
+            r?;
+            return Ok(value);
         }
-        Ok(text)
+        let (bytes, r) = self.stdout_of(|sh| sh.run_program(prog))?;
+        r?;
+        self.cmdsub_status = Some(self.status);
+        Ok(substituted_text(bytes))
     }
 
     fn expand_param(&mut self, p: &Param, quoted: bool, f: &mut Fields) -> R<()> {
@@ -333,7 +403,10 @@ impl Shell<'_> {
                     f.push(" ", false);
                 }
             }
-            if quoted {
+            // An empty element stays an empty field when IFS holds only
+            // non-blank separators (bash: `IFS=x; set -- a '' b; echo $@`).
+            let keeps_empty = f.split && !f.ifs.is_empty() && !f.ifs.contains([' ', '\t', '\n']);
+            if quoted || (item.is_empty() && keeps_empty) {
                 f.push(item, true);
             } else {
                 f.push_split(item);
@@ -370,7 +443,10 @@ impl Shell<'_> {
             let sub = match inner {
                 "@" => Subscript::All(false),
                 "*" => Subscript::All(true),
-                _ => Subscript::Index(Word(vec![Part::Quoted(inner.to_string())])),
+                // Expanded as written: `ref='A["K"]'`, `ref='A[$key]'`.
+                _ => Subscript::Index(
+                    super::parse::Parser::index_word(inner).map_err(|m| self.fatal(&m))?,
+                ),
             };
             return Ok((n.to_string(), Some(sub)));
         }
@@ -487,15 +563,29 @@ impl Shell<'_> {
                 match val {
                     Val::One(v) => Val::One(v.map(|s| substr(&s, off, len))),
                     Val::Many(mut items, star) => {
+                        if let Some(l) = len.filter(|&l| l < 0) {
+                            return Err(self.fatal(&format!("{l}: substring expression < 0")));
+                        }
                         let mut off = off;
                         if name == "@" || name == "*" {
                             items.insert(0, self.st.arg0.clone());
                         }
+                        // An indexed array's offset is an index: the slice
+                        // starts at the first element at or after it, and a
+                        // negative one counts back from the highest index + 1.
+                        let indices = self.array_indices(name);
+                        let end = indices
+                            .as_ref()
+                            .and_then(|i| i.last())
+                            .map_or(items.len() as i64, |m| m + 1);
                         if off < 0 {
-                            off += items.len() as i64;
+                            off += end;
                             if off < 0 {
                                 return Ok(Val::Many(Vec::new(), star));
                             }
+                        }
+                        if let Some(indices) = indices {
+                            off = indices.iter().take_while(|&&i| i < off).count() as i64;
                         }
                         Val::Many(slice(items, off, len), star)
                     }
@@ -551,7 +641,7 @@ impl Shell<'_> {
         let attrs = self.st.vars.get(name).cloned();
         Ok(match t {
             'Q' => self.map_val(val, printf::single_quote),
-            'E' => self.map_val(val, |s| printf::unescape(s, false).0),
+            'E' => self.map_val(val, |s| printf::unescape(s, printf::Escapes::Text).0),
             'P' => match val {
                 Val::One(Some(s)) => Val::One(Some(self.expand_prompt(&s)?)),
                 Val::One(None) => Val::One(None),
@@ -566,7 +656,14 @@ impl Shell<'_> {
             'U' => self.map_val(val, |s| s.to_uppercase()),
             'L' => self.map_val(val, |s| s.to_lowercase()),
             'u' => self.map_val(val, |s| change_case(s, "", true, false, false)),
-            'a' => Val::One(Some(attr_letters(attrs.as_ref()))),
+            // Each element of `${a[@]@a}` shows the array's attributes.
+            'a' => {
+                let letters = attr_letters(attrs.as_ref());
+                match val {
+                    Val::Many(items, star) => Val::Many(vec![letters; items.len()], star),
+                    Val::One(_) => Val::One(Some(letters)),
+                }
+            }
             'A' => match (attrs, val) {
                 (Some(var), Val::Many(..))
                     if matches!(var.value, Value::Indexed(_) | Value::Assoc(_)) =>
@@ -763,4 +860,41 @@ fn change_case(s: &str, pat: &str, upper: bool, all: bool, ext: bool) -> String 
         }
     }
     out
+}
+
+/// A command substitution's value: its output without NUL bytes (bash
+/// drops them, they cannot be in a value) nor trailing newlines; other
+/// bytes that are not UTF-8 are kept as raw bytes.
+fn substituted_text(mut bytes: Vec<u8>) -> String {
+    bytes.retain(|&b| b != 0);
+    let mut text = crate::bytes::decode(&bytes);
+    while text.ends_with('\n') {
+        text.pop();
+    }
+    text
+}
+
+/// The redirection of a substitution that is only `< file` (`$(< file)`).
+fn file_read_only(prog: &Program) -> Option<&Redir> {
+    let [item] = prog.as_slice() else {
+        return None;
+    };
+    if !item.rest.is_empty() || item.background || item.first.negate || item.first.timed {
+        return None;
+    }
+    let [Command::Simple(cmd)] = item.first.cmds.as_slice() else {
+        return None;
+    };
+    match (
+        cmd.words.as_slice(),
+        cmd.assigns.as_slice(),
+        cmd.redirs.as_slice(),
+    ) {
+        ([], [], [r])
+            if r.op == RedirOp::In && matches!(r.fd, None | Some(0)) && r.var_fd.is_none() =>
+        {
+            Some(r)
+        }
+        _ => None,
+    }
 }

@@ -26,13 +26,18 @@ mod complete;
 mod cond;
 mod dirs;
 mod expand;
+mod history;
+mod invoke;
 mod jobs;
 mod memory;
 mod options;
 pub mod parse;
 mod pattern;
+mod print;
 pub mod printf;
 mod redirect;
+mod resources;
+mod search;
 mod traps;
 mod vars;
 
@@ -172,6 +177,20 @@ pub struct State {
     /// `pushd`'s saved directories, nearest first.
     pub dir_stack: Vec<String>,
     pub func_names: Vec<String>,
+    /// The line each function in `func_names` was called from
+    /// (`BASH_LINENO`).
+    pub call_lines: Vec<usize>,
+    /// Where commands were found (`hash`).
+    pub hashed: BTreeMap<String, search::Hashed>,
+    /// Started with `-i`.
+    pub interactive: bool,
+    /// Running a `bash -c` text (not a script file).
+    pub command_text: bool,
+    /// `ulimit`'s settings.
+    pub limits: resources::Limits,
+    /// `umask`.
+    pub umask: u32,
+    pub history: history::History,
 }
 
 /// Where an output descriptor's bytes go.
@@ -185,6 +204,9 @@ pub struct Slot {
     pub open: bool,
     /// Opened by `exec`: written to the file after every command.
     pub direct: bool,
+    /// The mode to give the file the slot creates, when the `umask` makes
+    /// it other than the usual `0644`.
+    pub mode: Option<u32>,
 }
 
 /// A readable input with a shared position.
@@ -324,11 +346,19 @@ impl<'a> Shell<'a> {
                 completions: Vec::new(),
                 dir_stack: Vec::new(),
                 func_names: Vec::new(),
+                call_lines: Vec::new(),
+                hashed: BTreeMap::new(),
+                interactive: false,
+                command_text: false,
+                limits: Default::default(),
+                umask: 0o022,
+                history: Default::default(),
             },
             status: 0,
             slots: Vec::new(),
             fds: vec![None; 10],
-            pipestatus: vec![0],
+            // Empty until a pipeline has run, as in bash.
+            pipestatus: Vec::new(),
             arith_depth: 0,
             line: 1,
             line_base: 0,
@@ -381,6 +411,7 @@ impl<'a> Shell<'a> {
             replace: false,
             open: true,
             direct: false,
+            mode: None,
         });
         self.slots.len() - 1
     }
@@ -405,6 +436,7 @@ impl<'a> Shell<'a> {
         let bytes = std::mem::take(&mut slot.out).into_bytes();
         let file = slot.file.take();
         let replace = std::mem::replace(&mut slot.replace, false);
+        let mode = slot.mode.take();
         while self.slots.last().is_some_and(|s| !s.open) && self.slots.len() > 2 {
             self.slots.pop();
         }
@@ -413,6 +445,7 @@ impl<'a> Shell<'a> {
         }
         if let Some(path) = file {
             if !bytes.is_empty() || replace {
+                let (bytes, too_large) = self.within_file_size(&path, bytes, replace);
                 self.budget.charge_write(bytes.len() as u64)?;
                 let written = if replace {
                     self.fs.write(&path, &bytes)
@@ -423,6 +456,13 @@ impl<'a> Shell<'a> {
                     self.write_failed = true;
                     let msg = format!("{}: {}", path.as_str(), utils::strerror(&e));
                     self.err_line(&msg)?;
+                }
+                if let Some(mode) = mode {
+                    let _ = self.fs.chmod(&path, mode);
+                }
+                if too_large {
+                    // SIGXFSZ ends the (sub)shell, as the kernel does.
+                    return Err(Flow::Abort(Abort::Exit(128 + 25)));
                 }
             }
         }
@@ -471,6 +511,10 @@ impl<'a> Shell<'a> {
     pub fn fatal_exit(&mut self, message: &str) -> Flow {
         match self.err_line(message) {
             Err(f) => f,
+            // An interactive shell only abandons the line.
+            Ok(()) if self.st.interactive => Flow::Error(1),
+            // bash ends a `-c` text with 127, a script with 1.
+            Ok(()) if self.st.command_text => Flow::Abort(Abort::Exit(127)),
             Ok(()) => Flow::Abort(Abort::Exit(1)),
         }
     }
@@ -505,6 +549,7 @@ impl<'a> Shell<'a> {
             if self.st.opts.expand_aliases {
                 parser.set_aliases(self.st.aliases.clone());
             }
+            parser.set_extglob(self.st.opts.extglob);
             let prog = match parser.next_command_line() {
                 None => return Ok(self.status),
                 Some(Ok(prog)) => prog,
@@ -584,6 +629,77 @@ impl<'a> Shell<'a> {
     }
 
     fn run_pipeline(&mut self, pipe: &Pipeline) -> R<()> {
+        // `$LINENO` in a compound command's own words (`for x in $LINENO`)
+        // is the line it starts on; simple commands set their own.
+        self.line = self.line_base + pipe.line;
+        if !pipe.timed {
+            return self.run_untimed(pipe);
+        }
+        let start = self.clock.now_ms();
+        let r = self.run_untimed(pipe);
+        let elapsed = self.clock.now_ms().saturating_sub(start);
+        self.report_time(elapsed)?;
+        r
+    }
+
+    /// `time`'s report, in `$TIMEFORMAT` (bash's default when unset). The
+    /// isolate measures wall time only: user and system time show as 0.
+    fn report_time(&mut self, elapsed_ms: u64) -> R<()> {
+        let format = self
+            .get_scalar("TIMEFORMAT")
+            .unwrap_or_else(|| "\nreal\t%3lR\nuser\t%3lU\nsys\t%3lS".to_string());
+        let seconds = elapsed_ms as f64 / 1000.0;
+        let mut out = String::new();
+        let mut chars = format.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            let mut precision = 3;
+            let mut long = false;
+            while let Some(&d) = chars.peek() {
+                match d {
+                    '0'..='9' => precision = d.to_digit(10).unwrap_or(3).min(3) as usize,
+                    'l' => long = true,
+                    _ => break,
+                }
+                chars.next();
+            }
+            let value = match chars.next() {
+                Some('R') => seconds,
+                Some('U') | Some('S') => 0.0,
+                Some('P') => {
+                    out.push_str(&format!("{:.*}", precision, 0.0));
+                    continue;
+                }
+                Some('%') => {
+                    out.push('%');
+                    continue;
+                }
+                Some(other) => {
+                    out.push('%');
+                    out.push(other);
+                    continue;
+                }
+                None => break,
+            };
+            if long {
+                let minutes = (value / 60.0).floor();
+                out.push_str(&format!(
+                    "{minutes}m{:.*}s",
+                    precision,
+                    value - minutes * 60.0
+                ));
+            } else {
+                out.push_str(&format!("{:.*}", precision, value));
+            }
+        }
+        out.push('\n');
+        self.write_fd(2, out.as_bytes())
+    }
+
+    fn run_untimed(&mut self, pipe: &Pipeline) -> R<()> {
         self.line = self.line_base + pipe.line;
         if pipe.negate {
             self.no_errexit += 1;
@@ -610,7 +726,7 @@ impl<'a> Shell<'a> {
                 Command::Simple(_) => true,
                 Command::Compound(c, _) => matches!(
                     c.as_ref(),
-                    Compound::Arith(_) | Compound::Cond(_) | Compound::Subshell(_)
+                    Compound::Arith(_) | Compound::Cond(..) | Compound::Subshell(_)
                 ),
                 Command::Function(_) => false,
             };
@@ -816,15 +932,20 @@ impl<'a> Shell<'a> {
                 }
             }
             Compound::While { until, cond, body } => self.run_while(*until, cond, body),
-            Compound::For { var, words, body } => self.run_for(var, words.as_deref(), body),
-            Compound::Select { var, words, body } => self.run_select(var, words.as_deref(), body),
+            Compound::For {
+                var, words, body, ..
+            } => self.run_for(var, words.as_deref(), body),
+            Compound::Select {
+                var, words, body, ..
+            } => self.run_select(var, words.as_deref(), body),
             Compound::ArithFor {
                 init,
                 cond,
                 step,
                 body,
+                ..
             } => self.run_arith_for(init.as_ref(), cond.as_ref(), step.as_ref(), body),
-            Compound::Case { word, arms } => self.run_case(word, arms),
+            Compound::Case { word, arms, .. } => self.run_case(word, arms),
             Compound::Arith(a) => {
                 self.tick()?;
                 self.status = match self.arith(a) {
@@ -834,7 +955,7 @@ impl<'a> Shell<'a> {
                 };
                 Ok(())
             }
-            Compound::Cond(c) => {
+            Compound::Cond(c, _) => {
                 self.tick()?;
                 self.status = match self.eval_cond(c) {
                     Ok(b) => (!b) as i32,
@@ -1029,9 +1150,12 @@ impl<'a> Shell<'a> {
             self.arith(a)?;
         }
         let mut status = 0;
+        // The expressions are on the `for` line, whatever the body ran.
+        let line = self.line;
         loop {
             self.budget.charge_iteration()?;
             self.tick_time()?;
+            self.line = line;
             if let Some(c) = cond {
                 if self.arith(c)? == 0 {
                     break;
@@ -1043,6 +1167,7 @@ impl<'a> Shell<'a> {
                 break;
             }
             if let Some(s) = step {
+                self.line = line;
                 self.arith(s)?;
             }
         }
@@ -1107,10 +1232,12 @@ impl<'a> Shell<'a> {
 
     fn run_simple(&mut self, cmd: &Simple) -> R<()> {
         self.tick()?;
+        let procsubs_before = self.procsubs.len();
         self.line = self.line_base + cmd.line;
         if self.st.traps.contains_key("DEBUG") {
             self.fire_debug_trap(&cmd.text)?;
         }
+        self.cmdsub_status = None;
         let argv = match self.expand_words(&cmd.words) {
             Ok(v) => v,
             Err(Flow::Error(s)) => {
@@ -1120,14 +1247,17 @@ impl<'a> Shell<'a> {
             Err(e) => return Err(e),
         };
         if argv.is_empty() {
-            return self.run_assign_only(cmd);
+            // Words that expand to nothing (`$(false)`) leave the status of
+            // their last command substitution.
+            let words_status = self.cmdsub_status;
+            return self.run_assign_only(cmd, words_status, procsubs_before);
         }
         let deferred = std::mem::take(&mut self.deferred);
         if self.st.opts.xtrace {
             let line = format!(
                 "+ {}\n",
                 argv.iter()
-                    .map(|a| printf::quote(a))
+                    .map(|a| printf::xtrace_quote(a))
                     .collect::<Vec<_>>()
                     .join(" ")
             );
@@ -1136,6 +1266,11 @@ impl<'a> Shell<'a> {
         // Prefix assignments apply to this command only.
         let mut saved_vars = Vec::new();
         for a in &cmd.assigns {
+            // A readonly variable keeps its value; the command still runs.
+            if self.is_readonly(&a.name) {
+                self.err_line(&format!("{}: readonly variable", a.name))?;
+                continue;
+            }
             saved_vars.push((a.name.clone(), self.st.vars.get(&a.name).cloned()));
             self.assign(a)?;
             if let Some(v) = self.st.vars.get_mut(&a.name) {
@@ -1159,7 +1294,7 @@ impl<'a> Shell<'a> {
         if let Some(last) = argv.last() {
             self.last_arg.clone_from(last);
         }
-        if argv[0] == "exec" && argv.len() == 1 {
+        if argv[0] == "exec" && argv[1..].iter().all(|a| a == "--") && argv.len() <= 2 {
             // `exec >file`: the redirections stay.
             self.settle_exec_fds()?;
         } else if let Some(saved) = saved_fds {
@@ -1167,7 +1302,7 @@ impl<'a> Shell<'a> {
         }
         self.flush_direct()?;
         self.restore_vars(saved_vars, &argv[0]);
-        self.finish_procsubs()?;
+        self.finish_procsubs(procsubs_before)?;
         let status = r?;
         self.status = self.status_after_writes(status);
         Ok(())
@@ -1206,25 +1341,51 @@ impl<'a> Shell<'a> {
 
     /// `x=1 y=$(cmd)`: the words see the `$?` of the previous command (so
     /// `rc=$?` works); the status is the last command substitution's, or 0.
-    fn run_assign_only(&mut self, cmd: &Simple) -> R<()> {
-        let mut last_sub = None;
+    fn run_assign_only(
+        &mut self,
+        cmd: &Simple,
+        words_status: Option<i32>,
+        procsubs_before: usize,
+    ) -> R<()> {
+        let mut last_sub = words_status;
         for a in &cmd.assigns {
             self.cmdsub_status = None;
+            // Assigning a readonly variable abandons the line, as bash does.
+            if self.is_readonly(&a.name) {
+                self.err_line(&format!("{}: readonly variable", a.name))?;
+                self.status = 1;
+                self.check_errexit()?;
+                return Err(Flow::Error(1));
+            }
             if let Err(e) = self.assign(a) {
-                if let Flow::Error(s) = e {
-                    self.status = s;
-                }
-                return Err(e);
+                return Err(match e {
+                    // A failed assignment (a readonly array's element, a bad
+                    // subscript) abandons the line, as bash does.
+                    Flow::Error(s) => {
+                        self.status = s;
+                        Flow::Error(s)
+                    }
+                    Flow::Fail(s) => {
+                        self.status = s;
+                        self.check_errexit()?;
+                        Flow::Error(s)
+                    }
+                    e => e,
+                });
             }
             if let Some(s) = self.cmdsub_status {
                 last_sub = Some(s);
             }
         }
         if !cmd.redirs.is_empty() {
-            match self.apply_redirs(&cmd.redirs)? {
+            let persisting = self.persist_fds.len();
+            let applied = self.apply_redirs(&cmd.redirs)?;
+            // `{fd}>file` alone: bash opens (and creates) the file, but
+            // neither the descriptor nor the variable lasts.
+            self.persist_fds.truncate(persisting);
+            match applied {
                 Some(saved) => {
                     self.restore_fds(saved)?;
-                    // `{fd}>file` alone: bash opens nothing that lasts.
                     for r in &cmd.redirs {
                         if let Some(name) = &r.var_fd {
                             self.st.vars.remove(name);
@@ -1238,7 +1399,7 @@ impl<'a> Shell<'a> {
             }
         }
         self.status = last_sub.unwrap_or(0);
-        self.finish_procsubs()?;
+        self.finish_procsubs(procsubs_before)?;
         self.check_errexit()
     }
 
@@ -1258,13 +1419,46 @@ impl<'a> Shell<'a> {
         self.run_external(argv)
     }
 
+    /// Runs a program: a name with a `/` is that file (or, under `/bin` or
+    /// `/usr/bin`, the light shell's program of that name); any other name
+    /// is searched for (see `search.rs`).
     pub fn run_external(&mut self, argv: &[String]) -> R<i32> {
         let name = argv[0].as_str();
-        let base = if name.contains('/') {
-            name.rsplit('/').next().unwrap_or(name)
-        } else {
-            name
-        };
+        if !name.contains('/') {
+            return match self.find_command(name) {
+                Some(found) => self.run_found(found, argv),
+                None => self.not_found(name),
+            };
+        }
+        let base = name.rsplit('/').next().unwrap_or(name);
+        let dir = &name[..name.len() - base.len()];
+        let in_program_dir = crate::utils::which::PROGRAM_DIRS
+            .iter()
+            .any(|d| dir.strip_suffix('/') == Some(d));
+        if in_program_dir && self.is_program(base) {
+            return self.run_program_named(base, argv);
+        }
+        self.run_file(argv)
+    }
+
+    /// Runs what a search found.
+    pub(crate) fn run_found(&mut self, found: utils::which::Found, argv: &[String]) -> R<i32> {
+        use utils::which::Found;
+        match found {
+            Found::Program(path) => {
+                let base = path.rsplit('/').next().unwrap_or("").to_string();
+                self.run_program_named(&base, argv)
+            }
+            Found::File(path) | Found::NotExecutable(path) => {
+                let mut v = argv.to_vec();
+                v[0] = path;
+                self.run_file(&v)
+            }
+        }
+    }
+
+    /// The light shell's program `base`, with `argv[0]` as typed.
+    fn run_program_named(&mut self, base: &str, argv: &[String]) -> R<i32> {
         if matches!(base, "bash" | "sh") {
             return self.run_shell_command(argv);
         }
@@ -1274,31 +1468,20 @@ impl<'a> Shell<'a> {
             .find(|(n, _)| *n == base)
             .map(|(_, u)| *u)
             .or_else(|| utils::lookup(base));
-        if name.contains('/') && (name.starts_with("/bin/") || name.starts_with("/usr/bin/")) {
-            if let Some(b) = builtins::lookup(base) {
-                let mut v = argv.to_vec();
-                v[0] = base.to_string();
-                return b(self, &v);
-            }
-        }
         if let Some(u) = util {
-            if name.contains('/')
-                && !name.starts_with("/bin/")
-                && !name.starts_with("/usr/bin/")
-                && !name.starts_with("/usr/local/bin/")
-            {
-                return self.run_script_file(argv);
-            }
             return self.run_utility(u, argv);
         }
-        if name.contains('/') {
-            return self.run_script_file(argv);
+        match builtins::lookup(base) {
+            Some(b) => {
+                let mut v = argv.to_vec();
+                v[0] = base.to_string();
+                b(self, &v)
+            }
+            None => self.not_found(base),
         }
-        if let Some(path) = self.path_lookup(name) {
-            let mut v = argv.to_vec();
-            v[0] = path;
-            return self.run_script_file(&v);
-        }
+    }
+
+    pub(crate) fn not_found(&mut self, name: &str) -> R<i32> {
         let msg = format!(
             "bash: {name}: command not found in the light shell (it can run on the Linux computer: backend \"computer\")\n"
         );
@@ -1306,8 +1489,9 @@ impl<'a> Shell<'a> {
         Ok(127)
     }
 
-    /// A file called `name` in a `$PATH` directory of the workspace.
-    pub(crate) fn path_lookup(&mut self, name: &str) -> Option<String> {
+    /// A file named by `source`: on `$PATH` (readable is enough, as bash's
+    /// `source` searches), else as given.
+    pub(crate) fn source_lookup(&mut self, name: &str) -> Option<String> {
         let path = self.get_scalar("PATH")?;
         path.split(':').filter(|d| !d.is_empty()).find_map(|dir| {
             let p = VPath::parse_from(dir, &self.st.cwd).ok()?.join(name);
@@ -1316,86 +1500,41 @@ impl<'a> Shell<'a> {
         })
     }
 
-    /// `./script.sh`: runs a file as a bash script when it exists.
-    fn run_script_file(&mut self, argv: &[String]) -> R<i32> {
-        let Ok(path) = VPath::parse_from(&argv[0], &self.st.cwd) else {
-            return Ok(127);
-        };
-        match self.fs.read(&path) {
-            Ok(bytes) => {
-                let text = crate::bytes::decode(&bytes);
-                let args = argv[1..].to_vec();
-                self.run_script_text(&text, &argv[0], args)
-            }
-            Err(e) => {
-                let msg = format!("{}: {}", argv[0], utils::strerror(&e));
-                self.err_line(&msg)?;
-                Ok(127)
-            }
-        }
-    }
-
-    /// `bash -c 'script' name args...` and `bash file args...`.
-    fn run_shell_command(&mut self, argv: &[String]) -> R<i32> {
-        let mut i = 1;
-        let mut opts = Vec::new();
-        while i < argv.len() && argv[i].starts_with('-') && argv[i] != "-c" && argv[i].len() > 1 {
-            opts.push(argv[i].clone());
-            i += 1;
-        }
-        if argv.get(i).map(String::as_str) == Some("-c") {
-            let Some(script) = argv.get(i + 1) else {
-                self.err_line("-c: option requires an argument")?;
-                return Ok(2);
+    /// Runs a workspace file as a program: it must exist, be a file and be
+    /// executable (else 127 or 126 with bash's message); a file with a NUL
+    /// byte in its first line is binary, which the light shell cannot run;
+    /// anything else runs as a bash script.
+    fn run_file(&mut self, argv: &[String]) -> R<i32> {
+        let name = &argv[0];
+        // bash: 127 when there is no such file, 126 when it cannot run.
+        let missing = |e: &stead_vfs::VfsError| {
+            let status = match e.code() {
+                stead_vfs::Errno::Enoent | stead_vfs::Errno::Enotdir => 127,
+                _ => 126,
             };
-            let arg0 = argv.get(i + 2).cloned().unwrap_or_else(|| "bash".into());
-            let args = argv.get(i + 3..).map(|s| s.to_vec()).unwrap_or_default();
-            let script = script.clone();
-            return self.run_script_text_opts(&script, &arg0, args, &opts);
+            Some((status, utils::strerror(e)))
+        };
+        let failure = match VPath::parse_from(name, &self.st.cwd) {
+            Err(e) => missing(&e),
+            Ok(path) => match self.fs.stat(&path, true) {
+                Err(e) => missing(&e),
+                Ok(node) if node.kind == stead_vfs::Kind::Dir => Some((126, "Is a directory")),
+                Ok(node) if node.mode & 0o111 == 0 => Some((126, "Permission denied")),
+                Ok(_) => None,
+            },
+        };
+        if let Some((status, why)) = failure {
+            self.err_line(&format!("{name}: {why}"))?;
+            return Ok(status);
         }
-        match argv.get(i) {
-            Some(file) => {
-                let mut v = vec![file.clone()];
-                v.extend_from_slice(&argv[i + 1..]);
-                self.run_script_file(&v)
-            }
-            None => {
-                let input = self.take_stdin();
-                let text = crate::bytes::decode(&input);
-                self.run_script_text_opts(&text, "bash", Vec::new(), &opts)
-            }
-        }
+        self.run_script_file(argv)
     }
 
-    fn run_script_text(&mut self, text: &str, arg0: &str, args: Vec<String>) -> R<i32> {
-        self.run_script_text_opts(text, arg0, args, &[])
-    }
-
-    fn run_script_text_opts(
-        &mut self,
-        text: &str,
-        arg0: &str,
-        args: Vec<String>,
-        opts: &[String],
-    ) -> R<i32> {
-        let arg0 = arg0.to_string();
-        let opts = opts.to_vec();
-        let label = arg0.clone();
-        self.subshell(move |sh| {
-            // A new bash process: only exported variables survive.
-            sh.st.vars.retain(|_, v| v.attrs & vars::EXPORT != 0);
-            sh.st.funcs.clear();
-            sh.st.opts = Opts::default();
-            for o in &opts {
-                for c in o.chars().skip(1) {
-                    sh.st.opts.set_flag(c, true);
-                }
-            }
-            sh.st.arg0 = arg0;
-            sh.st.positional = args;
-            sh.line_base = 0;
-            sh.run_source(text, Some(&label), SourceKind::Script)
-        })
+    /// Runs a file as a bash script, in a new shell (`bash file args`).
+    fn run_script_file(&mut self, argv: &[String]) -> R<i32> {
+        let mut v = vec!["bash".to_string()];
+        v.extend_from_slice(argv);
+        self.run_shell_command(&v)
     }
 
     pub fn call_function(&mut self, f: &Function, argv: &[String]) -> R<i32> {
@@ -1403,6 +1542,7 @@ impl<'a> Shell<'a> {
         let saved_pos = std::mem::replace(&mut self.st.positional, argv[1..].to_vec());
         self.st.frames.push(Vec::new());
         self.st.func_names.push(f.name.clone());
+        self.st.call_lines.push(self.line);
         self.in_function += 1;
         let saved_loops = std::mem::replace(&mut self.loop_depth, 0);
         let hidden = self.hide_traps_for_function();
@@ -1422,6 +1562,7 @@ impl<'a> Shell<'a> {
         self.loop_depth = saved_loops;
         self.in_function -= 1;
         self.st.func_names.pop();
+        self.st.call_lines.pop();
         if let Some(frame) = self.st.frames.pop() {
             for (name, old) in frame.into_iter().rev() {
                 match old {
@@ -1526,10 +1667,12 @@ impl<'a> Shell<'a> {
     pub fn exported_env(&self) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
         for (name, var) in &self.st.vars {
-            if var.attrs & vars::EXPORT != 0 {
-                if let Some(s) = var.scalar() {
-                    env.insert(name.clone(), s);
-                }
+            // Arrays cannot be in an environment: bash exports only strings.
+            if var.attrs & vars::EXPORT == 0 {
+                continue;
+            }
+            if let Value::Str(s) = &var.value {
+                env.insert(name.clone(), s.clone());
             }
         }
         env
@@ -1632,13 +1775,8 @@ impl<'a> Shell<'a> {
         let path = dir.join(&(63 - n as i64).to_string());
         let mut data = Vec::new();
         if input {
-            let slot = self.open_slot(None);
-            let saved = self.fds[1].replace(Fd::Out(slot));
-            let r = self.subshell(|sh| sh.run_program(prog));
-            self.fds[1] = saved;
-            data = std::mem::take(&mut self.slots[slot].out).into_bytes();
-            self.slots[slot].open = false;
-            self.close_slot(slot)?;
+            let (bytes, r) = self.stdout_of(|sh| sh.subshell(|sh| sh.run_program(prog)))?;
+            data = bytes;
             r?;
         }
         self.budget.charge_write(data.len() as u64)?;
@@ -1648,20 +1786,25 @@ impl<'a> Shell<'a> {
         Ok(path.as_str().to_string())
     }
 
-    /// Runs pending `>(cmd)` consumers with their files as input.
-    fn finish_procsubs(&mut self) -> R<()> {
-        let pending: Vec<(VPath, Rc<Program>)> = self
-            .procsubs
-            .iter_mut()
-            .filter_map(|(p, prog)| prog.take().map(|g| (p.clone(), g)))
-            .collect();
-        for (path, prog) in pending {
-            let data = self.fs.read(&path).unwrap_or_default();
+    /// At the end of a simple command, runs the pending `>(cmd)` consumers
+    /// of the process substitutions it made (from index `first`) with their
+    /// files as input, then removes those files: as in bash, their
+    /// descriptors close with the command, so the next one is `63` again.
+    fn finish_procsubs(&mut self, first: usize) -> R<()> {
+        let first = first.min(self.procsubs.len());
+        let made = self.procsubs.split_off(first);
+        for (path, prog) in &made {
+            let Some(prog) = prog else { continue };
+            let data = self.fs.read(path).unwrap_or_default();
             let saved = self.fds[0].replace(Fd::In(Rc::new(Input::new(data))));
             let status = self.status;
-            self.subshell(|sh| sh.run_program(&prog))?;
+            let r = self.subshell(|sh| sh.run_program(prog));
             self.status = status;
             self.fds[0] = saved;
+            r?;
+        }
+        for (path, _) in made {
+            let _ = self.fs.remove(&path, false);
         }
         Ok(())
     }
@@ -1745,7 +1888,9 @@ fn collect_words(words: &[Word], names: &mut CommandNames) {
 fn collect_parts(parts: &[Part], names: &mut CommandNames) {
     for p in parts {
         match p {
-            Part::Command(prog) | Part::ProcSub(prog, _) => collect_commands(prog, names),
+            Part::Command(prog) | Part::ProcSub(prog, _) | Part::FunSub(prog, _) => {
+                collect_commands(prog, names)
+            }
             Part::Double(inner) => collect_parts(inner, names),
             _ => {}
         }
@@ -1799,7 +1944,7 @@ fn collect_command(cmd: &Command, names: &mut CommandNames) {
                     collect_commands(&a.body, names);
                 }
             }
-            Compound::Arith(_) | Compound::Cond(_) => {}
+            Compound::Arith(_) | Compound::Cond(..) => {}
         },
         Command::Function(f) => {
             names.defined.push(f.name.clone());

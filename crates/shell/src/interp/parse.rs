@@ -32,6 +32,8 @@ pub struct Parser {
     skip_at: Option<(usize, usize)>,
     /// Inside `"${...}"` (single quotes are literal in `:-` words).
     pub(super) in_dq: bool,
+    /// `shopt -s extglob` was on when the command was read.
+    extglob: bool,
     /// Nesting of lists, `[[ ]]` groups and `${...}` being parsed (that of
     /// the enclosing text included, for a parser of a nested text).
     depth: usize,
@@ -83,6 +85,7 @@ impl Parser {
             alias_blank_at: None,
             skip_at: None,
             in_dq: false,
+            extglob: false,
             depth: 0,
         }
     }
@@ -109,6 +112,11 @@ impl Parser {
         r
     }
 
+    /// Whether `extglob` is on for what is read from now on.
+    pub fn set_extglob(&mut self, on: bool) {
+        self.extglob = on;
+    }
+
     /// Sets the aliases expanded from now on.
     pub fn set_aliases(&mut self, aliases: BTreeMap<String, String>) {
         self.aliases = aliases;
@@ -126,6 +134,29 @@ impl Parser {
             return None;
         }
         Some(self.command_line())
+    }
+
+    /// Where the parser is in its text.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The text read since `start` (a [`Parser::position`]).
+    pub fn text_since(&self, start: usize) -> String {
+        let end = self.pos.min(self.src.len());
+        self.src[start.min(end)..end].iter().collect()
+    }
+
+    /// Skips to the next line (after a syntax error, as an interactive
+    /// shell discards the rest of the line it read).
+    pub fn skip_line(&mut self) {
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            if c == '\n' {
+                break;
+            }
+        }
+        self.skip_at = None;
     }
 
     fn command_line(&mut self) -> PResult<Program> {
@@ -306,6 +337,11 @@ impl Parser {
         let mut i = self.pos;
         let mut s = String::new();
         while let Some(&c) = self.src.get(i) {
+            if self.proc_sub_at(i) {
+                // `do<(true)` is one word, not the reserved word `do`.
+                s.push_str("<(");
+                break;
+            }
             if is_meta(c) || matches!(c, '"' | '\'' | '\\' | '$' | '`') {
                 break;
             }
@@ -392,8 +428,14 @@ impl Parser {
     fn word_ends_after(&self, n: usize) -> bool {
         match self.src.get(self.pos + n) {
             None => true,
-            Some(&c) => is_meta(c),
+            Some(&c) => is_meta(c) && !self.proc_sub_at(self.pos + n),
         }
+    }
+
+    /// Whether a process substitution `<(` or `>(` starts at `i`: it
+    /// continues a word rather than ending it.
+    fn proc_sub_at(&self, i: usize) -> bool {
+        matches!(self.src.get(i), Some('<' | '>')) && self.src.get(i + 1) == Some(&'(')
     }
 
     /// The source text from `start` to the current position, blanks trimmed.
@@ -433,9 +475,11 @@ impl Parser {
         self.skip_space();
         let line = self.line();
         let mut negate = false;
+        let mut timed = false;
         loop {
             if self.at_reserved("time") && self.word_ends_after(4) {
                 self.pos += 4;
+                timed = true;
                 self.skip_space();
                 if self.starts("-p ") {
                     self.pos += 2;
@@ -462,6 +506,7 @@ impl Parser {
                             var_fd: None,
                             op: RedirOp::DupOut,
                             target: Word::lit("1"),
+                            text: Rc::from("2>&1"),
                         },
                     );
                 }
@@ -471,7 +516,12 @@ impl Parser {
                 break;
             }
         }
-        Ok(Pipeline { negate, cmds, line })
+        Ok(Pipeline {
+            negate,
+            timed,
+            cmds,
+            line,
+        })
     }
 
     fn command(&mut self) -> PResult<Command> {
@@ -611,7 +661,17 @@ impl Parser {
             "select" => {
                 self.pos += 6;
                 match self.for_rest()? {
-                    Compound::For { var, words, body } => Compound::Select { var, words, body },
+                    Compound::For {
+                        var,
+                        words,
+                        body,
+                        head,
+                    } => Compound::Select {
+                        var,
+                        words,
+                        body,
+                        head,
+                    },
                     _ => return Err("syntax error near unexpected token `(('".into()),
                 }
             }
@@ -621,13 +681,15 @@ impl Parser {
             }
             "[[" => {
                 self.pos += 2;
+                let start = self.pos;
                 let c = self.cond_or()?;
                 self.skip_space();
                 if !self.starts("]]") {
                     return Err(self.unexpected());
                 }
+                let text = self.text_from(start);
                 self.pos += 2;
-                Compound::Cond(c)
+                Compound::Cond(c, text)
             }
             _ => return Ok(None),
         };
@@ -685,6 +747,7 @@ impl Parser {
             if parts.len() != 3 {
                 return Err("syntax error: arithmetic expression required".into());
             }
+            let head = [0, 1, 2].map(|i| Rc::from(parts[i].trim()));
             let mut ariths = Vec::new();
             for p in parts {
                 ariths.push(if p.trim().is_empty() {
@@ -704,8 +767,10 @@ impl Parser {
                 cond: it.next().flatten(),
                 step: it.next().flatten(),
                 body,
+                head,
             });
         }
+        let head_start = self.pos;
         let var = self.peek_word().ok_or_else(|| self.unexpected())?;
         self.pos += var.chars().count();
         if !is_name(&var) {
@@ -728,32 +793,43 @@ impl Parser {
             }
             words = Some(list);
         }
+        let head = self.text_from(head_start);
         self.skip_space();
         if matches!(self.peek(), Some(';')) {
             self.pos += 1;
         }
         let body = self.do_block()?;
-        Ok(Compound::For { var, words, body })
+        Ok(Compound::For {
+            var,
+            words,
+            body,
+            head,
+        })
     }
 
     fn case_rest(&mut self) -> PResult<Compound> {
         self.skip_space();
+        let head_start = self.pos;
         let word = self.word()?;
+        let head = self.text_from(head_start);
         self.expect_word("in")?;
         let mut arms = Vec::new();
         loop {
             self.skip_space_nl()?;
             if self.at_reserved("esac") {
                 self.pos += 4;
-                return Ok(Compound::Case { word, arms });
+                return Ok(Compound::Case { word, arms, head });
             }
             if self.peek() == Some('(') {
                 self.pos += 1;
             }
             let mut patterns = Vec::new();
+            let mut pattern_text = Vec::new();
             loop {
                 self.skip_space();
+                let start = self.pos;
                 patterns.push(self.word()?);
+                pattern_text.push(self.text_from(start));
                 self.skip_space();
                 match self.peek() {
                     Some('|') => self.pos += 1,
@@ -782,6 +858,7 @@ impl Parser {
             };
             arms.push(CaseArm {
                 patterns,
+                pattern_text,
                 body,
                 term,
             });
@@ -820,7 +897,9 @@ impl Parser {
 
     fn cond_not(&mut self) -> PResult<Cond> {
         self.skip_space_nl()?;
-        if self.peek() == Some('!') && self.word_ends_after(1) {
+        // With extglob on, `!(...)` is a pattern word, not a negation.
+        let ext_word = self.extglob && self.peek_at(1) == Some('(');
+        if self.peek() == Some('!') && self.word_ends_after(1) && !ext_word {
             self.pos += 1;
             return Ok(Cond::Not(Box::new(self.nest(Self::cond_not)?)));
         }
@@ -848,7 +927,10 @@ impl Parser {
     fn cond_primary(&mut self) -> PResult<Cond> {
         let first = self.cond_word()?;
         if let Some(op) = first.as_lit() {
-            if op.len() == 2 && op.starts_with('-') && !self.cond_next_is_end() {
+            if is_unary_test(op) {
+                if self.cond_next_is_end() {
+                    return Err("unexpected argument `]]' to conditional unary operator".into());
+                }
                 let op = op.to_string();
                 let arg = self.cond_word()?;
                 return Ok(Cond::Unary(op, arg));
@@ -907,11 +989,13 @@ impl Parser {
             || (self.src.get(i) == Some(&'|') && self.src.get(i + 1) == Some(&'|'))
     }
 
-    /// The right side of `=~`: parentheses and `|` are part of the regex.
+    /// The right side of `=~`: a word in which parentheses nest (and may
+    /// hold blanks), and a leading `~` expands.
     fn regex_word(&mut self) -> PResult<Word> {
         let mut parts = Vec::new();
         let mut depth = 0;
         let mut lit = String::new();
+        let start = self.pos;
         while let Some(c) = self.peek() {
             if depth == 0 && (c == ' ' || c == '\t' || c == '\n') {
                 break;
@@ -920,6 +1004,10 @@ impl Parser {
                 break;
             }
             match c {
+                '~' if self.pos == start => self.tilde(&mut parts, &mut lit),
+                '<' | '>' if self.peek_at(1) == Some('(') => {
+                    self.proc_sub(&mut parts, &mut lit, c)?;
+                }
                 '(' => {
                     depth += 1;
                     lit.push(c);
@@ -1090,7 +1178,8 @@ impl Parser {
             return Ok(None);
         }
         self.pos += 1;
-        if self.peek() == Some('(') && index.is_none() {
+        // `a[0]=(x)` parses too; assigning it fails (see `Shell::assign`).
+        if self.peek() == Some('(') {
             self.pos += 1;
             let elems = self.array_elems()?;
             return Ok(Some(Assign {
@@ -1228,14 +1317,18 @@ impl Parser {
         self.skip_space();
         if op == RedirOp::HereDoc {
             let strip_tabs = tok == "<<-";
-            let delim_word = self.word()?;
-            let (delim, quoted) = heredoc_delim(&delim_word);
-            let body = self.heredoc_body(&delim, quoted, strip_tabs)?;
+            let word_start = self.pos;
+            self.word()?;
+            let raw: String = self.src[word_start..self.pos].iter().collect();
+            let (delim, quoted) = heredoc_delim(&raw);
+            let head = self.text_from(start);
+            let (body, lines) = self.heredoc_body(&delim, quoted, strip_tabs)?;
             return Ok(Some(Redir {
                 fd,
                 var_fd,
                 op,
                 target: body,
+                text: Rc::from(format!("{head}\n{lines}")),
             }));
         }
         if matches!(self.peek(), None | Some('\n' | ';' | '|' | '&')) {
@@ -1247,6 +1340,7 @@ impl Parser {
             var_fd,
             op,
             target,
+            text: self.text_from(start),
         }))
     }
 }
@@ -1277,6 +1371,38 @@ fn split_top(text: &str, sep: char) -> Vec<&str> {
     }
     parts.push(&text[start..]);
     parts
+}
+
+/// The unary operators of `[[ ]]` and `test`.
+pub fn is_unary_test(op: &str) -> bool {
+    matches!(
+        op,
+        "-a" | "-b"
+            | "-c"
+            | "-d"
+            | "-e"
+            | "-f"
+            | "-g"
+            | "-h"
+            | "-k"
+            | "-p"
+            | "-r"
+            | "-s"
+            | "-t"
+            | "-u"
+            | "-w"
+            | "-x"
+            | "-G"
+            | "-L"
+            | "-N"
+            | "-O"
+            | "-S"
+            | "-z"
+            | "-n"
+            | "-o"
+            | "-v"
+            | "-R"
+    )
 }
 
 fn is_decl(word: &Word) -> bool {
@@ -1311,30 +1437,53 @@ fn add_redir(cmd: &mut Command, r: Redir) {
     }
 }
 
-fn heredoc_delim(word: &Word) -> (String, bool) {
+/// A here-document's delimiter: the word as written, with quotes removed
+/// (but not inside `$(...)` or `${...}`) and nothing expanded (`<<${a}`
+/// ends at a line `${a}`); whether any of it was quoted (then the body is
+/// not expanded).
+fn heredoc_delim(raw: &str) -> (String, bool) {
     let mut text = String::new();
     let mut quoted = false;
-    fn walk(parts: &[Part], text: &mut String, quoted: &mut bool) {
-        for p in parts {
-            match p {
-                Part::Lit(s) => text.push_str(s),
-                Part::Quoted(s) => {
-                    *quoted = true;
-                    text.push_str(s)
+    let mut quote: Option<char> = None;
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        // `$(...)` and `${...}` are kept as written, quotes inside included.
+        if quote.is_none() && c == '$' && matches!(chars.peek(), Some('(' | '{')) {
+            let mut depth = 0;
+            text.push(c);
+            for c in chars.by_ref() {
+                text.push(c);
+                match c {
+                    '(' | '{' => depth += 1,
+                    ')' | '}' => depth -= 1,
+                    _ => {}
                 }
-                Part::Double(inner) => {
-                    *quoted = true;
-                    walk(inner, text, quoted)
+                if depth == 0 {
+                    break;
                 }
-                Part::Param(p) => {
-                    text.push('$');
-                    text.push_str(&p.name)
-                }
-                _ => {}
             }
+            continue;
+        }
+        match (quote, c) {
+            (None, '\'' | '"') => {
+                quoted = true;
+                quote = Some(c);
+            }
+            (Some(q), _) if c == q => quote = None,
+            (None, '\\') => {
+                quoted = true;
+                text.extend(chars.next());
+            }
+            (Some('"'), '\\')
+                if chars
+                    .peek()
+                    .is_some_and(|n| matches!(n, '$' | '`' | '"' | '\\')) =>
+            {
+                text.extend(chars.next());
+            }
+            _ => text.push(c),
         }
     }
-    walk(&word.0, &mut text, &mut quoted);
     (text, quoted)
 }
 

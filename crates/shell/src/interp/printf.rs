@@ -1,9 +1,21 @@
 //! `printf` formatting, backslash escapes (`echo -e`, `$'...'`, `%b`) and
 //! shell quoting (`%q`, `${x@Q}`, `set -x`).
 
-/// Processes backslash escapes. `echo` mode takes `\0nnn` octal; the
-/// returned flag is true when `\c` asked to stop output.
-pub fn unescape(s: &str, echo: bool) -> (String, bool) {
+/// Which backslash escapes a text takes (they differ in octal and `\c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escapes {
+    /// `echo -e`: octal only as `\0nnn` (`\1` stays), `\c` stops output.
+    Echo,
+    /// `printf %b` operands: `\0nnn` and `\nnn`, `\c` stops output.
+    Operand,
+    /// `$'...'`, printf formats, `${x@E}`: `\nnn`, `\cX` is a control key.
+    Text,
+}
+
+/// Processes backslash escapes; the returned flag is true when `\c` asked
+/// to stop output.
+pub fn unescape(s: &str, dialect: Escapes) -> (String, bool) {
+    let echo = dialect != Escapes::Text;
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::new();
     let mut i = 0;
@@ -35,6 +47,10 @@ pub fn unescape(s: &str, echo: bool) -> (String, bool) {
                     out.push(char::from_u32((x as u32) & 0x1f).unwrap_or(x));
                     i += 1;
                 }
+            }
+            '1'..='7' if dialect == Escapes::Echo => {
+                out.push('\\');
+                out.push(n);
             }
             '0'..='7' => {
                 // `\0nnn` in echo, `\nnn` elsewhere
@@ -98,6 +114,24 @@ fn push_byte(out: &mut String, v: u32) {
 }
 
 /// Quotes a string for reuse as shell input, as bash's `%q` does.
+/// A word as `set -x` shows it: as is when it is safe, else in single
+/// quotes, or `$'...'` when it holds control characters other than tab and
+/// newline (bash's xtrace rules).
+pub fn xtrace_quote(s: &str) -> String {
+    const METAS: &str = " \t\n'\"\\|&;()<>!{}*[?]^$`";
+    let control = |c: char| {
+        (c.is_control() && c != '\t' && c != '\n') || crate::bytes::char_byte(c).is_some()
+    };
+    if s.chars().any(control) {
+        return quote(s);
+    }
+    let needs = s.is_empty() || s.chars().any(|c| METAS.contains(c)) || s.starts_with(['~', '#']);
+    if !needs {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
 pub fn quote(s: &str) -> String {
     if s.is_empty() {
         return "''".into();
@@ -219,7 +253,7 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
                 }
             }
             let seq: String = chars[i..j].iter().collect();
-            let (s, stop) = unescape(&seq, false);
+            let (s, stop) = unescape(&seq, Escapes::Text);
             f.text.push_str(&s);
             if stop {
                 f.stop = true;
@@ -478,7 +512,7 @@ fn convert(
             None => arg,
         },
         'b' => {
-            let (s, stop) = unescape(&arg, true);
+            let (s, stop) = unescape(&arg, Escapes::Operand);
             if stop {
                 f.text.push_str(&s);
                 f.stop = true;

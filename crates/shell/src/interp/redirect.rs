@@ -129,7 +129,9 @@ impl Shell<'_> {
                 return Ok(true);
             }
             _ => {
-                let words = self.expand_words(std::slice::from_ref(&r.target))?;
+                // Brace expansion applies too: `> a-{1,2}` names two files.
+                let braced = super::parse::brace_expand(r.target.clone()).unwrap_or_default();
+                let words = self.expand_words(&braced)?;
                 if words.len() != 1 {
                     let raw = self.expand_single(&r.target)?;
                     return self.redir_error(&raw, "ambiguous redirect");
@@ -137,6 +139,19 @@ impl Shell<'_> {
                 words.into_iter().next().unwrap_or_default()
             }
         };
+        let opens_file = matches!(
+            r.op,
+            RedirOp::In
+                | RedirOp::ReadWrite
+                | RedirOp::Out
+                | RedirOp::Clobber
+                | RedirOp::Append
+                | RedirOp::AllOut
+                | RedirOp::AllAppend
+        );
+        if opens_file && !target.starts_with("/dev/") && !self.may_open_file() {
+            return self.redir_error(&target, "Too many open files");
+        }
         match r.op {
             RedirOp::DupOut | RedirOp::DupIn => self.dup(fd, &target, r),
             RedirOp::In | RedirOp::ReadWrite => {
@@ -189,6 +204,14 @@ impl Shell<'_> {
                 };
                 self.set_fd(1, Some(f.clone()));
                 self.set_fd(2, Some(f));
+                Ok(true)
+            }
+            // `1>&file`: bash opens the file for the descriptor.
+            Err(_) if r.op == RedirOp::DupOut && fd == 1 => {
+                let Some(f) = self.open_output(target, false, true)? else {
+                    return Ok(false);
+                };
+                self.set_fd(1, Some(f));
                 Ok(true)
             }
             Err(_) => self.redir_error(target, "ambiguous redirect"),
@@ -259,10 +282,15 @@ impl Shell<'_> {
             self.redir_error(target, "cannot overwrite existing file")?;
             return Ok(None);
         }
+        let mode = self.new_file_mode();
         if append {
+            let created = mode.is_some() && self.fs.stat(&path, true).is_err();
             if let Err(e) = self.fs.append(&path, b"") {
                 self.redir_error(target, strerror(&e))?;
                 return Ok(None);
+            }
+            if let (true, Some(m)) = (created, mode) {
+                let _ = self.fs.chmod(&path, m);
             }
             let slot = self.open_slot(Some(path));
             return Ok(Some(Fd::Out(slot)));
@@ -271,6 +299,7 @@ impl Shell<'_> {
         // meanwhile must see it empty); the output replaces it in one write
         // when the descriptor closes. Checking that it can be created costs
         // reads, not writes.
+        let mut created = false;
         match self.fs.stat(&path, true) {
             Ok(node) if node.kind == stead_vfs::Kind::Dir => {
                 self.redir_error(target, "Is a directory")?;
@@ -286,7 +315,7 @@ impl Shell<'_> {
             Err(_) => {
                 let parent = path.parent().unwrap_or_else(VPath::root);
                 match self.fs.stat(&parent, true) {
-                    Ok(node) if node.kind == stead_vfs::Kind::Dir => {}
+                    Ok(node) if node.kind == stead_vfs::Kind::Dir => created = true,
                     Ok(_) => {
                         self.redir_error(target, "Not a directory")?;
                         return Ok(None);
@@ -300,6 +329,9 @@ impl Shell<'_> {
         }
         let slot = self.open_slot(Some(path));
         self.slots[slot].replace = true;
+        if created {
+            self.slots[slot].mode = mode;
+        }
         Ok(Some(Fd::Out(slot)))
     }
 }

@@ -14,6 +14,9 @@ pub const LOWER: u8 = 8;
 pub const UPPER: u8 = 16;
 pub const NAMEREF: u8 = 32;
 
+/// Variables bash sets up readonly.
+const BASH_READONLY: &[&str] = &["SHELLOPTS", "BASHOPTS", "UID", "EUID", "PPID"];
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// Declared without a value (`local x`, `declare -a a` has Indexed).
@@ -52,7 +55,7 @@ impl Var {
             Value::Unset => Vec::new(),
             Value::Str(s) => vec![s.clone()],
             Value::Indexed(m) => m.values().cloned().collect(),
-            Value::Assoc(m) => m.values().cloned().collect(),
+            Value::Assoc(m) => bash_order(m).into_iter().map(|(_, v)| v.clone()).collect(),
         }
     }
 
@@ -61,9 +64,28 @@ impl Var {
             Value::Unset => Vec::new(),
             Value::Str(_) => vec!["0".into()],
             Value::Indexed(m) => m.keys().map(|k| k.to_string()).collect(),
-            Value::Assoc(m) => m.keys().cloned().collect(),
+            Value::Assoc(m) => bash_order(m).into_iter().map(|(k, _)| k.clone()).collect(),
         }
     }
+}
+
+/// An associative array's entries in the order bash lists them: bash keeps
+/// them in a hash table of 1,024 buckets (FNV-1 hash of the key) and walks
+/// the buckets in order, so scripts see that order in `${!a[@]}`,
+/// `${a[@]}` and `declare -p`. Keys sharing a bucket come in key order here
+/// (bash puts the newest first); past 2,048 entries bash's table grows and
+/// its order is no longer this one.
+pub fn bash_order(map: &BTreeMap<String, String>) -> Vec<(&String, &String)> {
+    let mut entries: Vec<(&String, &String)> = map.iter().collect();
+    entries.sort_by_key(|(k, _)| fnv1(k.as_bytes()) & 1023);
+    entries
+}
+
+/// bash's `hash_string`: 32-bit FNV-1.
+fn fnv1(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(2_166_136_261u32, |h, &b| {
+        h.wrapping_mul(16_777_619) ^ u32::from(b)
+    })
 }
 
 impl Shell<'_> {
@@ -85,7 +107,7 @@ impl Shell<'_> {
     }
 
     /// `name` with namerefs resolved (a cycle resolves to an unset name).
-    fn target(&self, name: &str) -> String {
+    pub(super) fn target(&self, name: &str) -> String {
         match self.st.vars.get(name) {
             Some(v) if v.attrs & NAMEREF != 0 => self.resolve_ref(name).unwrap_or_default(),
             _ => name.to_string(),
@@ -133,11 +155,14 @@ impl Shell<'_> {
             "UID" | "EUID" => Some("1000".into()),
             "SHLVL" => Some("1".into()),
             "FUNCNAME" => self.st.func_names.last().cloned(),
+            "BASH_LINENO" => self.st.call_lines.last().map(|n| n.to_string()),
             "PIPESTATUS" => self.pipestatus.first().map(|s| s.to_string()),
             "BASH_VERSION" => Some("5.2.21(1)-release".into()),
             "SHELLOPTS" => Some(self.st.opts.on_list(super::options::Table::Set)),
             "BASHOPTS" => Some(self.st.opts.on_list(super::options::Table::Shopt)),
             "OSTYPE" => Some("linux-gnu".into()),
+            // The isolate has no network name (see `utils/system.rs`).
+            "HOSTNAME" => Some("localhost".into()),
             "HOSTTYPE" | "MACHTYPE" => Some("x86_64".into()),
             _ => None,
         }
@@ -149,7 +174,17 @@ impl Shell<'_> {
             "#" => self.st.positional.len().to_string(),
             "$" => super::jobs::SHELL_PID.to_string(),
             "!" => return self.st.last_bg_pid.map(|p| p.to_string()),
-            "-" => self.st.opts.flags(),
+            "-" => {
+                let mut flags = self.st.opts.flags();
+                if self.st.interactive {
+                    let at = flags.find(|c| "kmnptuvxBCEHPT".contains(c));
+                    flags.insert(at.unwrap_or(flags.len()), 'i');
+                }
+                if self.st.command_text {
+                    flags.push('c');
+                }
+                flags
+            }
             "0" => self.st.arg0.clone(),
             "@" | "*" => {
                 let sep = self.ifs_first();
@@ -197,6 +232,16 @@ impl Shell<'_> {
             "FUNCNAME" if !self.st.vars.contains_key(name) => {
                 return Some(self.st.func_names.iter().rev().cloned().collect())
             }
+            "BASH_LINENO" if !self.st.vars.contains_key(name) => {
+                return Some(
+                    self.st
+                        .call_lines
+                        .iter()
+                        .rev()
+                        .map(|n| n.to_string())
+                        .collect(),
+                )
+            }
             _ => {}
         }
         if self.is_nameref(name) {
@@ -240,6 +285,16 @@ impl Shell<'_> {
             let i: usize = key.parse().ok()?;
             return self.st.func_names.iter().rev().nth(i).cloned();
         }
+        if name == "BASH_LINENO" && !self.st.vars.contains_key(name) {
+            let i: usize = key.parse().ok()?;
+            return self
+                .st
+                .call_lines
+                .iter()
+                .rev()
+                .nth(i)
+                .map(|n| n.to_string());
+        }
         let name = self.target(name);
         let var = self.st.vars.get(&name)?;
         match &var.value {
@@ -258,13 +313,27 @@ impl Shell<'_> {
         }
     }
 
+    /// Whether `name` (through namerefs) is readonly: declared so, or one
+    /// of the variables bash itself makes readonly.
+    pub fn is_readonly(&self, name: &str) -> bool {
+        let target = self.target(name);
+        match self.st.vars.get(&target) {
+            Some(v) => v.attrs & READONLY != 0,
+            None => BASH_READONLY.contains(&target.as_str()),
+        }
+    }
+
+    /// A negative index past the start of an indexed array.
+    pub(super) fn bad_subscript<T>(&mut self, name: &str, key: &str) -> R<T> {
+        self.err_line(&format!("{name}[{key}]: bad array subscript"))?;
+        Err(Flow::Fail(1))
+    }
+
     fn check_writable(&mut self, name: &str) -> R<()> {
-        if let Some(v) = self.st.vars.get(name) {
-            if v.attrs & READONLY != 0 {
-                let msg = format!("{name}: readonly variable");
-                self.err_line(&msg)?;
-                return Err(Flow::Fail(1));
-            }
+        if self.is_readonly(name) {
+            let msg = format!("{name}: readonly variable");
+            self.err_line(&msg)?;
+            return Err(Flow::Fail(1));
         }
         Ok(())
     }
@@ -283,7 +352,21 @@ impl Shell<'_> {
         Ok(value)
     }
 
+    /// Assigns a scalar; assigning `PATH`, `HISTSIZE` or `HISTFILESIZE`
+    /// also acts on what they govern.
     pub fn set_scalar(&mut self, name: &str, value: String) -> R<()> {
+        match name {
+            "PATH" => self.forget_hashed(),
+            "HISTSIZE" | "HISTFILESIZE" => {
+                self.set_scalar_value(name, value)?;
+                return self.history_size_changed(name);
+            }
+            _ => {}
+        }
+        self.set_scalar_value(name, value)
+    }
+
+    fn set_scalar_value(&mut self, name: &str, value: String) -> R<()> {
         if self.is_nameref(name) {
             let t = self.deref_for_write(name)?;
             if let Some((base, rest)) = t.split_once('[') {
@@ -331,8 +414,10 @@ impl Shell<'_> {
         }
     }
 
-    /// The key of a nameref target `base[rest`, expanded as a subscript.
-    fn ref_key(&mut self, base: &str, rest: &str) -> R<String> {
+    /// The key of `base[rest` written in a string (a nameref target,
+    /// `unset 'a[$k]'`, `test -v`, `printf -v`): bash expands the subscript
+    /// then (quotes removed, `$k` expanded; arithmetic for indexed arrays).
+    pub(super) fn ref_key(&mut self, base: &str, rest: &str) -> R<String> {
         let raw = rest.strip_suffix(']').unwrap_or(rest);
         let word = super::parse::Parser::index_word(raw).map_err(|m| self.fatal(&m))?;
         let text = self.expand_single(&word)?;
@@ -369,6 +454,9 @@ impl Shell<'_> {
                 } else {
                     i
                 };
+                if i < 0 {
+                    return self.bad_subscript(name, key);
+                }
                 m.insert(i, value);
             }
             other => {
@@ -386,6 +474,9 @@ impl Shell<'_> {
 
     pub fn unset_var(&mut self, name: &str) -> R<bool> {
         let name = &self.target(name);
+        if name == "PATH" {
+            self.forget_hashed();
+        }
         self.check_writable(name)?;
         Ok(self.st.vars.remove(name).is_some())
     }
@@ -483,6 +574,19 @@ impl Shell<'_> {
                     return self.set_scalar(&a.name, old + &value);
                 }
                 self.set_scalar(&a.name, value)
+            }
+            AssignValue::Array(_) if a.index.is_some() => {
+                let index = a
+                    .index
+                    .as_ref()
+                    .map(|w| self.expand_single(w))
+                    .transpose()?;
+                let index = index.unwrap_or_default();
+                self.err_line(&format!(
+                    "{}[{index}]: cannot assign list to array member",
+                    a.name
+                ))?;
+                Err(Flow::Fail(1))
             }
             AssignValue::Array(elems) => self.assign_array(&a.name, elems, a.append),
         }

@@ -19,11 +19,7 @@ impl Parser {
         while let Some(c) = self.peek() {
             if is_meta(c) {
                 if matches!(c, '<' | '>') && self.peek_at(1) == Some('(') {
-                    flush(&mut parts, &mut lit);
-                    self.pos += 2;
-                    let prog = self.program()?;
-                    self.close_paren()?;
-                    parts.push(Part::ProcSub(Rc::new(prog), c == '<'));
+                    self.proc_sub(&mut parts, &mut lit, c)?;
                     continue;
                 }
                 break;
@@ -34,7 +30,7 @@ impl Parser {
                     self.tilde(&mut parts, &mut lit);
                 }
                 '@' | '*' | '+' | '?' | '!' if self.peek_at(1) == Some('(') => {
-                    self.extglob(&mut lit);
+                    self.extglob(&mut parts, &mut lit)?;
                 }
                 '\\' | '\'' | '"' | '$' | '`' => {
                     flush(&mut parts, &mut lit);
@@ -53,6 +49,21 @@ impl Parser {
         Ok(Word(parts))
     }
 
+    /// `<(list)` or `>(list)`, at `c` (`<` or `>`).
+    pub(super) fn proc_sub(
+        &mut self,
+        parts: &mut Vec<Part>,
+        lit: &mut String,
+        c: char,
+    ) -> PResult<()> {
+        flush(parts, lit);
+        self.pos += 2;
+        let prog = self.program()?;
+        self.close_paren()?;
+        parts.push(Part::ProcSub(Rc::new(prog), c == '<'));
+        Ok(())
+    }
+
     /// An array subscript's text as a word: quotes removed, expansions kept.
     pub(crate) fn index_word(text: &str) -> PResult<Word> {
         let mut sub = Parser::new(&format!("{text}\u{0}"));
@@ -68,14 +79,14 @@ impl Parser {
         Ok(())
     }
 
-    fn tilde(&mut self, parts: &mut Vec<Part>, lit: &mut String) {
+    pub(super) fn tilde(&mut self, parts: &mut Vec<Part>, lit: &mut String) {
         let mut i = self.pos + 1;
         let mut name = String::new();
         while let Some(&c) = self.src.get(i) {
             if c == '/' || c == ':' || c == '}' || is_meta(c) {
                 break;
             }
-            if !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' || c == '+') {
+            if !is_tilde_name_char(c) {
                 lit.push('~');
                 self.pos += 1;
                 return;
@@ -87,28 +98,28 @@ impl Parser {
         parts.push(Part::Tilde(name));
     }
 
-    fn extglob(&mut self, lit: &mut String) {
+    /// An extended glob `@(a|b)`: its operators are pattern text, what is
+    /// inside is expanded as any word is (`@($x|'lit')`), blanks included.
+    fn extglob(&mut self, parts: &mut Vec<Part>, lit: &mut String) -> PResult<()> {
         let mut depth = 0;
         while let Some(c) = self.peek() {
-            lit.push(c);
-            self.pos += 1;
             match c {
+                '\\' | '\'' | '"' | '$' | '`' => {
+                    flush(parts, lit);
+                    self.word_piece(parts, lit, false)?;
+                    continue;
+                }
                 '(' => depth += 1,
-                ')' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return;
-                    }
-                }
-                '\\' => {
-                    if let Some(n) = self.peek() {
-                        lit.push(n);
-                        self.pos += 1;
-                    }
-                }
+                ')' => depth -= 1,
                 _ => {}
             }
+            lit.push(c);
+            self.pos += 1;
+            if depth == 0 && c == ')' {
+                return Ok(());
+            }
         }
+        Ok(())
     }
 
     /// One quoted piece or expansion at `\`, `'`, `"`, `$` or a backquote.
@@ -234,6 +245,10 @@ impl Parser {
 
     fn dollar(&mut self, in_dq: bool) -> PResult<Part> {
         self.pos += 1;
+        // A line continuation may split `$` from its name: `$\<newline>?`.
+        while self.peek() == Some('\\') && self.peek_at(1) == Some('\n') {
+            self.pos += 2;
+        }
         let Some(c) = self.peek() else {
             return Ok(Part::Lit("$".into()));
         };
@@ -254,6 +269,37 @@ impl Parser {
                 let prog = self.program()?;
                 self.close_paren()?;
                 Ok(Part::Command(Rc::new(prog)))
+            }
+            // `$[expr]`: bash's old spelling of `$((expr))`.
+            '[' => {
+                let save = self.pos;
+                self.pos += 1;
+                match self.bracket_arith_text() {
+                    Some(text) => Ok(Part::Arith(self.make_arith(&text)?)),
+                    None => {
+                        self.pos = save;
+                        Ok(Part::Lit("$".into()))
+                    }
+                }
+            }
+            // `${ list; }` and `${|list; }`: bash 5.3's command substitution
+            // run in the current shell (the second's value is `$REPLY`).
+            '{' if matches!(self.peek_at(1), Some(' ' | '\t' | '\n' | '|')) => {
+                self.pos += 1;
+                let reply = self.peek() == Some('|');
+                if reply {
+                    self.pos += 1;
+                }
+                let saved = std::mem::replace(&mut self.in_dq, false);
+                let prog = self.program();
+                self.in_dq = saved;
+                let prog = prog?;
+                self.skip_space_nl()?;
+                if self.peek() != Some('}') {
+                    return Err(self.unexpected());
+                }
+                self.pos += 1;
+                Ok(Part::FunSub(Rc::new(prog), reply))
             }
             '{' => {
                 self.pos += 1;
@@ -295,6 +341,23 @@ impl Parser {
         }
     }
 
+    /// The text of `$[...]` up to its matching `]`.
+    fn bracket_arith_text(&mut self) -> Option<String> {
+        let mut depth = 0;
+        let mut text = String::new();
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            match c {
+                '[' => depth += 1,
+                ']' if depth == 0 => return Some(text),
+                ']' => depth -= 1,
+                _ => {}
+            }
+            text.push(c);
+        }
+        None
+    }
+
     /// `${...}` that does not parse, from `start` (after `${`) to its `}`.
     fn bad_substitution(&mut self, start: usize) -> PResult<Part> {
         self.pos = start;
@@ -332,7 +395,8 @@ impl Parser {
             self.pos += 1;
         }
         self.pos += 1;
-        let mut text = crate::interp::printf::unescape(&raw, false).0;
+        let mut text =
+            crate::interp::printf::unescape(&raw, crate::interp::printf::Escapes::Text).0;
         // A value cannot hold NUL: `$'a\0b'` is `a`.
         if let Some(nul) = text.find('\0') {
             text.truncate(nul);
@@ -340,11 +404,37 @@ impl Parser {
         Ok(text)
     }
 
+    /// After `${`, at `#`: whether it is `${#name}` (a length) rather than
+    /// the parameter `#` with an operator (`${#-x}`, `${##2}`, `${###}`):
+    /// a length needs a whole parameter name, then `}` or `[`.
+    fn is_length_op(&self) -> bool {
+        let at = |n: usize| self.peek_at(n);
+        let end = match at(1) {
+            Some(c) if c.is_ascii_alphabetic() || c == '_' => {
+                let mut n = 2;
+                while at(n).is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    n += 1;
+                }
+                n
+            }
+            Some(c) if c.is_ascii_digit() => {
+                let mut n = 2;
+                while at(n).is_some_and(|c| c.is_ascii_digit()) {
+                    n += 1;
+                }
+                n
+            }
+            Some('@' | '*' | '#' | '?' | '$' | '!' | '-') => 2,
+            _ => return false,
+        };
+        matches!(at(end), Some('}' | '['))
+    }
+
     fn braced_param(&mut self) -> PResult<Part> {
         let bad = || "bad substitution".to_string();
         let mut length = false;
         let mut indirect = false;
-        if self.peek() == Some('#') && !matches!(self.peek_at(1), Some('}')) {
+        if self.peek() == Some('#') && self.is_length_op() {
             length = true;
             self.pos += 1;
         } else if self.peek() == Some('!') && !matches!(self.peek_at(1), Some('}')) {
@@ -483,7 +573,16 @@ impl Parser {
                 if mode != 0 {
                     self.pos += 1;
                 }
-                let pat = self.param_word(&['/', '}'])?;
+                // A pattern is never empty: a slash right after the
+                // operator is its first character (`${x////c}`).
+                let leading_slash = mode == b'/' && self.peek() == Some('/');
+                if leading_slash {
+                    self.pos += 1;
+                }
+                let mut pat = self.param_word(&['/', '}'])?;
+                if leading_slash {
+                    pat.0.insert(0, Part::Lit("/".into()));
+                }
                 let rep = if self.src.get(self.pos - 1) == Some(&'/') {
                     self.param_word(&['}'])?
                 } else {
@@ -538,7 +637,7 @@ impl Parser {
         let mut lit = String::new();
         let mut depth = 0;
         // `${x:-~}` outside double quotes: the word's tilde expands.
-        if !self.in_dq && self.peek() == Some('~') && stops == ['}'] {
+        if !self.in_dq && self.peek() == Some('~') && stops.contains(&'}') {
             self.tilde(&mut parts, &mut lit);
         }
         loop {
@@ -560,11 +659,29 @@ impl Parser {
                     lit.push(c);
                     self.pos += 1;
                 }
+                // In double quotes a backslash quotes only `$`, a backquote,
+                // `"`, `\`, a newline and what ends the word; before anything
+                // else it stays: `"${x-\z}"` is `\z`.
+                '\\' if self.in_dq
+                    && self.peek_at(1).is_some_and(|n| {
+                        !matches!(n, '$' | '`' | '"' | '\\' | '\n') && !stops.contains(&n)
+                    }) =>
+                {
+                    lit.push(c);
+                    lit.extend(self.peek_at(1));
+                    self.pos += 2;
+                }
                 '\'' if literal_squote => {
-                    // kept, but still quoting: `"${x:-'}'}"` is `'}'`
+                    // Kept, and still quoting the word's end (`"${x:-'}'}"`
+                    // is `'}'`), but expansions inside work: `"${x:-'$v'}"`.
                     lit.push(c);
                     self.pos += 1;
                     while let Some(q) = self.peek() {
+                        if matches!(q, '$' | '`') {
+                            flush(&mut parts, &mut lit);
+                            self.word_piece(&mut parts, &mut lit, false)?;
+                            continue;
+                        }
                         lit.push(q);
                         self.pos += 1;
                         if q == '\'' {
@@ -576,12 +693,9 @@ impl Parser {
                     flush(&mut parts, &mut lit);
                     self.word_piece(&mut parts, &mut lit, false)?;
                 }
-                '<' | '>' if self.peek_at(1) == Some('(') => {
-                    flush(&mut parts, &mut lit);
-                    self.pos += 2;
-                    let prog = self.program()?;
-                    self.close_paren()?;
-                    parts.push(Part::ProcSub(Rc::new(prog), c == '<'));
+                // Within double quotes `<(` is text.
+                '<' | '>' if self.peek_at(1) == Some('(') && !self.in_dq => {
+                    self.proc_sub(&mut parts, &mut lit, c)?;
                 }
                 _ => {
                     lit.push(c);
@@ -612,7 +726,14 @@ impl Parser {
     }
 
     /// Reads the body of a here-document that starts after the current line.
-    pub(super) fn heredoc_body(&mut self, delim: &str, quoted: bool, strip: bool) -> PResult<Word> {
+    /// A here-document's body, and its lines as written up to and with the
+    /// delimiter line.
+    pub(super) fn heredoc_body(
+        &mut self,
+        delim: &str,
+        quoted: bool,
+        strip: bool,
+    ) -> PResult<(Word, String)> {
         let (nl, start) = match self.skip_at {
             Some(pair) => pair,
             None => match self.line_end() {
@@ -641,11 +762,13 @@ impl Parser {
             text.push('\n');
         }
         self.skip_at = Some((nl, i));
+        let lines: String = self.src[start.min(i)..i].iter().collect();
         if quoted {
-            return Ok(Word(vec![Part::Quoted(text)]));
+            return Ok((Word(vec![Part::Quoted(text)]), lines));
         }
         let mut sub = self.nested(&text);
-        Ok(Word(vec![Part::Double(sub.dq_parts_mode(None, true)?)]))
+        let body = Word(vec![Part::Double(sub.dq_parts_mode(None, true)?)]);
+        Ok((body, lines))
     }
 }
 
@@ -870,7 +993,38 @@ fn rebuild(toks: Vec<Tok>) -> Word {
         }
     }
     flush(&mut parts, &mut lit);
-    Word(parts)
+    Word(leading_tilde(parts))
+}
+
+fn is_tilde_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+')
+}
+
+/// Tilde expansion follows brace expansion: a word that a brace group left
+/// starting with `~` expands it (`~{/src,root}` is `~/src ~root`).
+fn leading_tilde(mut parts: Vec<Part>) -> Vec<Part> {
+    let Some(Part::Lit(first)) = parts.first() else {
+        return parts;
+    };
+    let Some(rest) = first.strip_prefix('~') else {
+        return parts;
+    };
+    let end = rest.find('/');
+    // The prefix must be all literal: up to a slash, or the whole word.
+    if end.is_none() && parts.len() > 1 {
+        return parts;
+    }
+    let (name, tail) = rest.split_at(end.unwrap_or(rest.len()));
+    if !name.chars().all(is_tilde_name_char) {
+        return parts;
+    }
+    let (name, tail) = (name.to_string(), tail.to_string());
+    parts.remove(0);
+    if !tail.is_empty() {
+        parts.insert(0, Part::Lit(tail));
+    }
+    parts.insert(0, Part::Tilde(name));
+    parts
 }
 
 /// True when `name` is a valid variable name.

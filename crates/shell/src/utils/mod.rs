@@ -19,7 +19,9 @@ mod getopt;
 mod jq;
 mod search;
 mod sed;
+mod system;
 mod text;
+pub(crate) mod which;
 
 /// `strftime` in UTC (for the shell's `printf %(fmt)T`).
 pub(crate) use text::format_utc as strftime_utc;
@@ -78,6 +80,8 @@ const TABLES: &[Table] = &[
     jq::UTILITIES,
     apply_patch::UTILITIES,
     checkpoint::UTILITIES,
+    which::UTILITIES,
+    system::UTILITIES,
 ];
 
 /// The utility called `name`, if the light shell has it.

@@ -258,13 +258,32 @@ impl Layout<'_> {
         out
     }
 
+    /// Characters a full line of `kind` takes before padding.
+    fn natural_width(&self, kind: Type) -> usize {
+        self.width / kind.size() * (kind.width() + 1)
+    }
+
+    /// Each type's line is padded to the widest one's, so that the columns
+    /// of `-t c -t x1` line up; as GNU od does, the padding is spread over
+    /// the fields (the first ones of a short line take their full share).
     fn render_line(&self, kind: Type, line: &[u8]) -> String {
-        let mut text: String = line
-            .chunks(kind.size())
-            .map(|chunk| kind.render(chunk))
-            .collect();
+        let block = self
+            .types
+            .iter()
+            .map(|t| self.natural_width(*t))
+            .max()
+            .unwrap_or(0);
+        let fields = (self.width / kind.size()).max(1);
+        let pad = block - self.natural_width(kind);
+        let mut text = String::new();
+        for (k, chunk) in line.chunks(kind.size()).enumerate() {
+            let i = fields - k.min(fields - 1);
+            let extra = pad * i / fields - pad * (i - 1) / fields;
+            text.push_str(&" ".repeat(extra));
+            text.push_str(&kind.render(chunk));
+        }
         if kind.text {
-            let full = self.width / kind.size() * (kind.width() + 1);
+            let full = block;
             let shown: String = line
                 .iter()
                 .map(|b| {
@@ -308,6 +327,19 @@ mod tests {
         assert_eq!(od(&["-t", "d1"], "ab"), "0000000   97   98\n0000002\n");
         assert_eq!(od(&["-t", "u1"], "ab"), "0000000  97  98\n0000002\n");
         assert_eq!(od(&["-c"], ""), "0000000\n");
+    }
+
+    #[test]
+    fn several_types_share_the_widest_columns() {
+        // Recorded from GNU od 9.1.
+        assert_eq!(
+            od(&["-A", "n", "-t", "c", "-t", "x1"], "abcd\0-\n"),
+            "   a   b   c   d  \\0   -  \\n\n  61  62  63  64  00  2d  0a\n"
+        );
+        assert_eq!(
+            od(&["-t", "x2", "-t", "c"], "abcd"),
+            "0000000    6261    6463\n          a   b   c   d\n0000004\n"
+        );
     }
 
     #[test]
