@@ -30,6 +30,7 @@ use serde_json::json;
 use stead_agent::auth::{self, Caller, Principal};
 use stead_agent::catalog::formats::{render, Format};
 use stead_agent::mcp::http::too_large;
+use stead_agent::shares;
 use stead_agent::{Action, ApiError, Route, MAX_JSON_BODY};
 use worker::{event, Context, Env, Headers, Request, RequestInit, Response, Result};
 
@@ -50,10 +51,26 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let admin_token = env.secret("API_TOKEN").ok().map(|s| s.to_string());
     let header = req.headers().get("authorization")?;
     let now_s = (js_sys::Date::now() / 1000.0) as i64;
+    // A port may be reached with a share link instead (see
+    // `stead_agent::shares`): checked here as a token is, revocation by the
+    // agent.
+    let shared = match &route {
+        Ok(Route::Agent { action, .. }) if action.takes_share_link() => {
+            let cookies = req.headers().get("cookie")?;
+            shares::presented(url.query(), cookies.as_deref()).map(str::to_string)
+        }
+        _ => None,
+    };
     let principal = match auth::authenticate(header.as_deref(), admin_token.as_deref(), now_s) {
         Ok(principal) => Some(principal),
         Err(_) if public => None,
-        Err(error) => return error_response(&error),
+        Err(error) => match (shared, &admin_token) {
+            (Some(capability), Some(key)) => match shares::verify(&capability, key, now_s) {
+                Ok(claims) => Some(Principal::Share(claims)),
+                Err(refused) => return error_response(&refused),
+            },
+            _ => return error_response(&error),
+        },
     };
     match route {
         Ok(Route::Tools) => {

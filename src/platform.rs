@@ -37,6 +37,10 @@ const COMPUTER_BINDING: &str = "COMPUTER";
 const DOH_URL_VAR: &str = "DNS_OVER_HTTPS_URL";
 const DEFAULT_DOH_URL: &str = "https://cloudflare-dns.com/dns-query";
 
+/// How long one alarm follows a computer job (milliseconds); unset: the
+/// core's default.
+const JOB_SLICE_VAR: &str = "JOB_SLICE_MS";
+
 /// Set to `true` in `.dev.vars` only: marks a local development runtime.
 const LOCAL_DEVELOPMENT_VAR: &str = "STEAD_LOCAL_DEVELOPMENT";
 
@@ -237,6 +241,26 @@ impl Host for WorkerHost {
         Ok(addresses)
     }
 
+    fn share_key(&self) -> Option<String> {
+        self.env
+            .secret("API_TOKEN")
+            .ok()
+            .map(|key| key.to_string())
+            .filter(|key| !key.is_empty())
+    }
+
+    async fn sleep(&self, ms: u64) {
+        worker::Delay::from(std::time::Duration::from_millis(ms)).await;
+    }
+
+    fn job_slice_ms(&self) -> u64 {
+        self.env
+            .var(JOB_SLICE_VAR)
+            .ok()
+            .and_then(|v| v.to_string().trim().parse().ok())
+            .unwrap_or(stead_agent::runner::DEFAULT_JOB_SLICE_MS)
+    }
+
     fn local_development(&self) -> bool {
         self.env
             .var(LOCAL_DEVELOPMENT_VAR)
@@ -339,6 +363,38 @@ pub(crate) struct ComputerLink {
     stub: Stub,
     agent: String,
     settings: ComputerSettings,
+}
+
+impl ComputerLink {
+    /// Forwards `req` (its method and body, streamed; `headers` instead of
+    /// its own) to `target` on port `port` of the agent's container,
+    /// through the `Computer` object; its answer as it comes (a WebSocket
+    /// upgrade included).
+    pub(crate) async fn forward(
+        &self,
+        req: worker::Request,
+        port: u16,
+        target: &str,
+        headers: &[(String, String)],
+    ) -> worker::Result<worker::Response> {
+        let list = Headers::new();
+        for (name, value) in headers {
+            list.append(name, value)?;
+        }
+        list.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
+        let mut init = RequestInit::new();
+        init.with_method(req.method()).with_headers(list);
+        if let Some(body) = req.inner().body() {
+            init.with_body(Some(body.into()));
+        }
+        let url = format!(
+            "http://computer{}{port}{target}",
+            stead_sync::host::PORTS_PREFIX
+        );
+        self.stub
+            .fetch_with_request(Request::new_with_init(&url, &init)?)
+            .await
+    }
 }
 
 impl Transport for ComputerLink {

@@ -10,6 +10,7 @@ use futures::StreamExt;
 use stead_agent::auth::{self, Caller};
 use stead_agent::dispatch;
 use stead_agent::mcp::http::{HttpMethod, McpBody, McpHeaders, McpReply, McpRequest};
+use stead_agent::ports::{self, Forward};
 use stead_agent::protocol::{PING, PONG};
 use stead_agent::socket::Incoming;
 use stead_agent::{
@@ -54,11 +55,17 @@ impl DurableObject for Workspace {
                 Err(error) => error_response(&error),
             };
         }
-        let reply = match self.request(req, agent, action) {
-            Ok(request) => self.agent.dispatch(request).await,
-            Err(error) => Err(error),
+        let (request, kept) = match self.request(req, agent, action) {
+            Ok(decoded) => decoded,
+            Err(error) => return error_response(&error),
         };
-        match reply {
+        match self.agent.dispatch(request).await {
+            Ok(Reply::Forward(forward)) => match kept {
+                Some(req) => self.forward(req, &forward).await,
+                None => error_response(&ApiError::Internal(
+                    "a forward for a request that was not kept".into(),
+                )),
+            },
             Ok(reply) => self.respond(reply),
             Err(error) => error_response(&error),
         }
@@ -103,20 +110,24 @@ impl DurableObject for Workspace {
 }
 
 impl Workspace {
-    /// Decodes a request the Worker forwarded.
+    /// Decodes a request the Worker forwarded. A request to a port keeps
+    /// its body for the port (it is streamed on as it came) and comes back
+    /// whole beside the decoded one.
     fn request(
         &self,
         req: Request,
         agent: String,
         action: Action,
-    ) -> std::result::Result<AgentRequest<RequestBody>, ApiError> {
+    ) -> std::result::Result<(AgentRequest<RequestBody>, Option<Request>), ApiError> {
         let url = req
             .url()
             .map_err(|e| ApiError::Internal(format!("request url: {e}")))?;
         let header = |name: &str| req.headers().get(name).ok().flatten();
         let caller = caller_of(&header);
         let upgrade = header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
-        Ok(AgentRequest {
+        let forwarded = matches!(action, Action::Port { .. });
+        let origin = url.origin().ascii_serialization();
+        let request = AgentRequest {
             entry: Entry::Http,
             agent,
             action,
@@ -132,8 +143,48 @@ impl Workspace {
                 idempotency_key: header(dispatch::IDEMPOTENCY_KEY_HEADER),
             },
             upgrade,
-            body: RequestBody::new(req)?,
-        })
+            origin,
+            body: RequestBody::none(),
+        };
+        if forwarded {
+            return Ok((request, Some(req)));
+        }
+        Ok((
+            AgentRequest {
+                body: RequestBody::new(req)?,
+                ..request
+            },
+            None,
+        ))
+    }
+
+    /// Forwards `req` to the port `forward` names on the agent's computer,
+    /// streaming both ways (a WebSocket upgrade included), with the
+    /// headers `stead_agent::ports` lets through each way.
+    async fn forward(&self, req: Request, forward: &Forward) -> Result<Response> {
+        let url = req.url()?;
+        let incoming: Vec<(String, String)> = req.headers().entries().collect();
+        let host = url.host_str().unwrap_or_default().to_string();
+        let host = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host,
+        };
+        let headers = ports::request_headers(&incoming, forward, (&host, url.scheme()));
+        let path = url.path().strip_prefix(&forward.prefix).unwrap_or("");
+        let target = ports::target(path, url.query());
+        let transport = match self.agent.computer() {
+            Ok(link) => link,
+            Err(error) => return error_response(&error),
+        };
+        let response = transport
+            .forward(req, forward.port, &target, &headers)
+            .await?;
+        let answered: Vec<(String, String)> = response.headers().entries().collect();
+        let out = Headers::new();
+        for (name, value) in ports::response_headers(&answered, forward) {
+            out.append(&name, &value)?;
+        }
+        Ok(response.with_headers(out))
     }
 
     /// Decodes a request to the MCP endpoint.
@@ -191,6 +242,9 @@ impl Workspace {
                 headers.set("x-revision", &node.rev.to_string())?;
                 Ok(Response::from_stream(body)?.with_headers(headers))
             }
+            Reply::Forward(_) => error_response(&ApiError::Internal(
+                "a forward is answered by the glue".into(),
+            )),
             Reply::Socket(state) => {
                 let pair = WebSocketPair::new()?;
                 let host = self.agent.host();

@@ -428,13 +428,17 @@ fn run_helper(spec: &Spec) -> io::Result<End> {
         run_init(spec, writer);
     }
     drop(writer);
-    // The group's SIGTERM reaches init, which passes it on; this process
-    // only waits for it.
-    // SAFETY: setting dispositions of this process.
+    // The group's SIGTERM reaches init, which passes it on, and any signal
+    // sent to the group (a process's `signal` route) reaches the shell
+    // directly: this process only waits, and must not die of one first.
+    // SAFETY: setting dispositions of this process (after the fork, so
+    // init and the shell start with the defaults).
     unsafe {
-        libc::signal(libc::SIGTERM, libc::SIG_IGN);
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+        for &(_, signal) in stead_sync::process::SIGNALS {
+            if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                libc::signal(signal, libc::SIG_IGN);
+            }
+        }
     }
     let status = wait_for(init)?;
     let mut report = Vec::new();
@@ -473,13 +477,19 @@ fn run_init(spec: &Spec, report: OwnedFd) -> ! {
         std::process::exit(125);
     }
     // SAFETY: installing a handler that only stores to an atomic; no
-    // SA_RESTART, so waitpid returns on a signal.
+    // SA_RESTART, so waitpid returns on a signal. SIGTERM is how the
+    // program stops a command; any other signal sent to the group (a
+    // process's `signal` route: HUP to reload, INT) is the shell's, which
+    // the group's signal reaches directly, so init must not die of it.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = ask_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
         libc::sigemptyset(&mut action.sa_mask);
-        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::sigaction(signal, &action, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+        for &(_, signal) in stead_sync::process::SIGNALS {
+            if ![libc::SIGTERM, libc::SIGKILL, libc::SIGSTOP].contains(&signal) {
+                libc::signal(signal, libc::SIG_IGN);
+            }
         }
     }
     let shell = spawn_shell(spec);
@@ -519,10 +529,13 @@ fn spawn_shell(spec: &Spec) -> libc::pid_t {
     if pid != 0 {
         return pid;
     }
-    // SAFETY: restoring default dispositions before exec.
+    // SAFETY: restoring default dispositions before exec (an ignored
+    // signal would stay ignored across it).
     unsafe {
-        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::signal(signal, libc::SIG_DFL);
+        for &(_, signal) in stead_sync::process::SIGNALS {
+            if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                libc::signal(signal, libc::SIG_DFL);
+            }
         }
     }
     let error = std::os::unix::process::CommandExt::exec(

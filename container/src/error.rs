@@ -32,6 +32,10 @@ pub enum ApiError {
     Busy(String),
     #[error("no exec {0} (or it is not running / its report was acknowledged)")]
     UnknownExec(String),
+    #[error("no process {0} on this computer")]
+    UnknownProcess(String),
+    #[error("process {0} exists already")]
+    ProcessExists(String),
     #[error("chunk {0} is no longer on disk as reported")]
     ChunkGone(ChunkHash),
     #[error("the computer is shutting down: it starts nothing new")]
@@ -65,6 +69,8 @@ impl ApiError {
             ApiError::AlreadyStarted(_) => ErrorCode::AlreadyStarted,
             ApiError::Busy(_) => ErrorCode::Busy,
             ApiError::UnknownExec(_) => ErrorCode::UnknownExec,
+            ApiError::UnknownProcess(_) => ErrorCode::UnknownProcess,
+            ApiError::ProcessExists(_) => ErrorCode::AlreadyStarted,
             ApiError::ChunkGone(_) => ErrorCode::ChunkGone,
             ApiError::ShuttingDown => ErrorCode::ShuttingDown,
             ApiError::BadPath(_) => ErrorCode::BadPath,
@@ -77,10 +83,13 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::InvalidRequest(_) | ApiError::BadPath(_) => StatusCode::BAD_REQUEST,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::NoRoute | ApiError::UnknownExec(_) => StatusCode::NOT_FOUND,
+            ApiError::NoRoute | ApiError::UnknownExec(_) | ApiError::UnknownProcess(_) => {
+                StatusCode::NOT_FOUND
+            }
             ApiError::StaleInstance { .. }
             | ApiError::AlreadyStarted(_)
             | ApiError::Busy(_)
+            | ApiError::ProcessExists(_)
             | ApiError::ChunkGone(_) => StatusCode::CONFLICT,
             ApiError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Io { .. } => StatusCode::INTERNAL_SERVER_ERROR,

@@ -1,20 +1,23 @@
-//! Running one command and streaming what it does.
+//! Running one command and logging what it does.
 //!
 //! A command runs as `bash -lc <command>` in its own process group, with a
 //! clean environment (never the program's own, which held the secret), so a
 //! timeout, a cancel or a vanished client can stop the whole tree it
-//! started with one signal. Output is forwarded piece by piece as it is
-//! read; the last event carries the exit status and the scan of what the
-//! command changed.
+//! started with one signal. Output goes piece by piece to the exec's
+//! [`OutputLog`], which the exec stream follows (and a reattach reads from
+//! any offset); the log's last event carries the exit status and the scan
+//! of what the command changed.
 //!
-//! If the client goes away mid-stream the command is killed and no report
-//! is made: its changes stay on disk, unacknowledged, and the next
-//! command's scan reports them. If the scan itself fails, the stream ends
-//! with an `error` event instead of `exit`, never silently.
+//! If the client of a command that is not detached goes away mid-stream,
+//! the command is killed and no report is made: its changes stay on disk,
+//! unacknowledged, and the next command's scan reports them. A detached
+//! command keeps running without a client, and its report waits in the log.
+//! If the scan itself fails, the log ends with an `error` event instead of
+//! `exit`, never silently.
 //!
 //! Who runs the command and what it can see is [`crate::confine`]'s
-//! business; a stop (timeout, cancel, or the program's own shutdown) is a
-//! [`StopSignal`] that ends the whole process group.
+//! business; a stop (timeout, cancel, the client gone, or the program's own
+//! shutdown) is a [`StopSignal`] that ends the whole process group.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
@@ -22,25 +25,25 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use stead_sync::{ErrorCode, ErrorDetail, ExecEvent, ExecSpec, Exit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Child;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
+use crate::outlog::{self, OutputLog, Stream};
 use crate::paths;
 use crate::scan::{scan, Workspace};
-use crate::state::{Container, Running};
+use crate::state::{Container, ContainerState, Running};
 
 /// Largest output piece per event.
-const PIECE: usize = 64 * 1024;
+pub const PIECE: usize = 64 * 1024;
 /// How long to keep reading pipes after the command exited: background
 /// children may hold them open forever.
-const GRACE: Duration = Duration::from_millis(200);
+pub const GRACE: Duration = Duration::from_millis(200);
 /// Between SIGTERM and SIGKILL when stopping a command.
 const KILL_AFTER: Duration = Duration::from_secs(2);
 /// The `PATH` commands get.
@@ -53,6 +56,9 @@ pub enum Stop {
     Cancelled,
     /// The program is shutting down.
     Shutdown,
+    /// The client of a command that is not detached went away: killed at
+    /// once, and no report is made.
+    Abandoned,
 }
 
 /// Asks a running command to stop, once, for a reason.
@@ -71,6 +77,11 @@ impl StopSignal {
     /// The program got SIGTERM.
     pub fn shutdown(&self) {
         self.ask(Stop::Shutdown);
+    }
+
+    /// The client went away.
+    pub fn abandon(&self) {
+        self.ask(Stop::Abandoned);
     }
 
     fn ask(&self, why: Stop) {
@@ -101,6 +112,7 @@ pub struct Prepared {
     env: BTreeMap<String, String>,
     stdin: Vec<u8>,
     timeout: Duration,
+    pub detach: bool,
 }
 
 /// Checks a spec against the workspace at `container` (nothing starts yet).
@@ -110,39 +122,83 @@ pub fn prepare(container: &Container, spec: ExecSpec) -> Result<Prepared, ApiErr
             "the exec id must be 1 to 256 bytes".into(),
         ));
     }
-    paths::check(&spec.cwd)?;
-    // A directory the command can enter: in the workspace, not the system's.
-    container
-        .layout
-        .resolve_dir(&container.workspace, &spec.cwd)?;
-    for (key, value) in &spec.env {
-        if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
-            return Err(ApiError::InvalidRequest(format!(
-                "bad environment variable {key:?}"
-            )));
-        }
-    }
+    let cwd = checked_cwd(container, &spec.cwd)?;
+    check_env(&spec.env)?;
     let stdin = BASE64
         .decode(spec.stdin.as_bytes())
         .map_err(|e| ApiError::InvalidRequest(format!("stdin is not base64: {e}")))?;
     Ok(Prepared {
         id: spec.id,
         command: spec.command,
-        cwd: spec.cwd,
+        cwd,
         env: spec.env,
         stdin,
         timeout: Duration::from_millis(spec.timeout_ms),
+        detach: spec.detach,
     })
 }
 
-/// Claims the container for `prepared` and starts it; the events arrive on
-/// the returned channel, ending with `exit` (or cut short on failure).
-pub fn start(
-    container: Arc<Container>,
-    prepared: Prepared,
-) -> Result<mpsc::Receiver<Bytes>, ApiError> {
+/// A command that started: its log, and the signal that stops it.
+pub struct Started {
+    pub log: Arc<OutputLog>,
+    pub stop: Arc<StopSignal>,
+}
+
+/// Workspace path `cwd`, checked: a directory a command can enter (in
+/// the workspace, not the system's).
+pub fn checked_cwd(container: &Container, cwd: &str) -> Result<String, ApiError> {
+    paths::check(cwd)?;
+    container.layout.resolve_dir(&container.workspace, cwd)?;
+    Ok(cwd.to_string())
+}
+
+/// Checks the variables a request adds to a command's environment.
+pub fn check_env(env: &BTreeMap<String, String>) -> Result<(), ApiError> {
+    for (key, value) in env {
+        if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
+            return Err(ApiError::InvalidRequest(format!(
+                "bad environment variable {key:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `bash -lc script` in `cwd`, confined as the container's commands are,
+/// in its own process group, with the clean environment plus `env`, and
+/// its output piped.
+pub fn command(
+    container: &Container,
+    cwd: &str,
+    script: &str,
+    env: &BTreeMap<String, String>,
+) -> std::io::Result<tokio::process::Command> {
+    let mut command =
+        container
+            .confinement
+            .command(&container.workspace, &container.scratch, cwd, script)?;
+    // As in the light shell: home is the workspace's root, and `pwd` says
+    // the cwd as it was asked for (bash keeps an inherited PWD that names
+    // its directory, so a symlinked cwd is not resolved).
+    command
+        .env_clear()
+        .env("PATH", PATH)
+        .env("HOME", "/")
+        .env("LANG", "C.UTF-8")
+        .env("PWD", cwd)
+        .env("WORKSPACE", "/")
+        .envs(env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    Ok(command)
+}
+
+/// Claims the container for `prepared` and starts it; its events go to the
+/// returned log, ending with `exit` (or `error`).
+pub fn start(container: Arc<Container>, prepared: Prepared) -> Result<Started, ApiError> {
     let stop = Arc::new(StopSignal::default());
-    {
+    let log = {
         let mut state = container.lock();
         if container.is_stopping() {
             return Err(ApiError::ShuttingDown);
@@ -153,48 +209,43 @@ pub fn start(
         if let Some(running) = &state.running {
             return Err(ApiError::Busy(running.id.clone()));
         }
+        let dir = outlog::dir_for(&container.logs, "exec", &prepared.id);
+        let log = Arc::new(
+            OutputLog::create(dir).map_err(|e| ApiError::io("creating the output log", e))?,
+        );
         state.seen.insert(&prepared.id);
         state.running = Some(Running {
             id: prepared.id.clone(),
             stop: stop.clone(),
         });
-    }
+        // Logs of commands that left no report (abandoned, or their scan
+        // failed) have been read or never will be.
+        let ContainerState { logs, pending, .. } = &mut *state;
+        logs.retain(|id, _| pending.contains_key(id));
+        logs.insert(prepared.id.clone(), log.clone());
+        log
+    };
     let guard = RunningGuard {
         container: container.clone(),
         id: prepared.id.clone(),
     };
 
-    let mut command = container
-        .confinement
-        .command(
-            &container.workspace,
-            &container.scratch,
-            &prepared.cwd,
-            &prepared.command,
-        )
+    let mut command = command(&container, &prepared.cwd, &prepared.command, &prepared.env)
         .map_err(|e| ApiError::io("preparing the command", e))?;
-    // As in the light shell: home is the workspace's root, and `pwd` says
-    // the cwd as it was asked for (bash keeps an inherited PWD that names
-    // its directory, so a symlinked cwd is not resolved).
-    command
-        .env_clear()
-        .env("PATH", PATH)
-        .env("HOME", "/")
-        .env("LANG", "C.UTF-8")
-        .env("PWD", &prepared.cwd)
-        .env("WORKSPACE", "/")
-        .envs(&prepared.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    command.stdin(Stdio::piped());
     let child = command
         .spawn()
         .map_err(|e| ApiError::io("starting bash", e))?;
 
-    let (tx, rx) = mpsc::channel(16);
-    tokio::spawn(drive(container, child, prepared, tx, stop, guard));
-    Ok(rx)
+    tokio::spawn(drive(
+        container,
+        child,
+        prepared,
+        log.clone(),
+        stop.clone(),
+        guard,
+    ));
+    Ok(Started { log, stop })
 }
 
 /// Clears `running` however the driving task ends (even by panic).
@@ -213,7 +264,7 @@ impl Drop for RunningGuard {
 }
 
 /// Sends a signal to the whole process group `pgid`.
-fn kill_group(pgid: Option<u32>, signal: i32) {
+pub fn kill_group(pgid: Option<u32>, signal: i32) {
     if let Some(pgid) = pgid {
         // SAFETY: kill(2) with a negative pid signals a process group; it
         // has no memory-safety preconditions.
@@ -223,17 +274,19 @@ fn kill_group(pgid: Option<u32>, signal: i32) {
     }
 }
 
-fn line(event: &ExecEvent) -> Bytes {
-    let mut json = serde_json::to_vec(event).expect("an event serializes");
-    json.push(b'\n');
-    Bytes::from(json)
+/// Keeps a piece of output; a log that cannot be written loses the piece,
+/// but the command goes on (and the failure is logged).
+fn keep(log: &OutputLog, stream: Stream, data: &[u8]) {
+    if let Err(error) = log.append(stream, data) {
+        eprintln!("stead-computer: writing an output log: {error}");
+    }
 }
 
 async fn drive(
     container: Arc<Container>,
     mut child: Child,
     prepared: Prepared,
-    tx: mpsc::Sender<Bytes>,
+    log: Arc<OutputLog>,
     stop: Arc<StopSignal>,
     guard: RunningGuard,
 ) {
@@ -257,7 +310,6 @@ async fn drive(
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
     let mut stop_reading: Option<Instant> = None;
     let mut status: Option<ExitStatus> = None;
-    let mut gone = false;
     loop {
         if status.is_some() && stdout.is_none() && stderr.is_none() {
             break;
@@ -265,14 +317,12 @@ async fn drive(
         tokio::select! {
             read = read_some(&mut stdout, &mut out_buf) => {
                 if let Some(n) = read {
-                    let data = BASE64.encode(&out_buf[..n]);
-                    gone = tx.send(line(&ExecEvent::Stdout { data })).await.is_err();
+                    keep(&log, Stream::Stdout, &out_buf[..n]);
                 }
             }
             read = read_some(&mut stderr, &mut err_buf) => {
                 if let Some(n) = read {
-                    let data = BASE64.encode(&err_buf[..n]);
-                    gone = tx.send(line(&ExecEvent::Stderr { data })).await.is_err();
+                    keep(&log, Stream::Stderr, &err_buf[..n]);
                 }
             }
             waited = child.wait(), if status.is_none() => {
@@ -280,12 +330,6 @@ async fn drive(
                 stop_reading = Some(Instant::now() + GRACE);
             }
             _ = tokio::time::sleep_until(stop_reading.unwrap_or(far)), if stop_reading.is_some() => break,
-            _ = tx.closed() => gone = true,
-        }
-        if gone {
-            kill_group(pgid, libc::SIGKILL);
-            let _ = child.wait().await;
-            return;
         }
     }
     let _ = exited.send(());
@@ -293,6 +337,12 @@ async fn drive(
     if stopped.is_some() {
         // Stragglers that ignored SIGTERM go too.
         kill_group(pgid, libc::SIGKILL);
+    }
+    if stopped == Some(Stop::Abandoned) {
+        // Nobody wants the report: the changes stay on disk for the next
+        // command's scan.
+        let _ = child.wait().await;
+        return;
     }
     let status = status.expect("the loop ends after the wait");
 
@@ -329,8 +379,8 @@ async fn drive(
     .await;
     let report = match scanned {
         Ok(Ok(report)) => report,
-        Ok(Err(e)) => return scan_failed(&tx, format!("scanning the workspace: {e}")).await,
-        Err(e) => return scan_failed(&tx, format!("the scan task failed: {e}")).await,
+        Ok(Err(e)) => return scan_failed(&log, format!("scanning the workspace: {e}")),
+        Err(e) => return scan_failed(&log, format!("the scan task failed: {e}")),
     };
     let exit = Exit {
         code: status.code(),
@@ -341,18 +391,24 @@ async fn drive(
         changes: report.changes,
         skipped: report.skipped,
     };
-    let _ = tx.send(line(&ExecEvent::Exit(exit))).await;
+    finish(&log, &ExecEvent::Exit(exit));
 }
 
-/// Ends the stream with an `error` event: the command ran, but what it
+fn finish(log: &OutputLog, last: &ExecEvent) {
+    if let Err(error) = log.finish(last) {
+        eprintln!("stead-computer: writing an output log's last event: {error}");
+    }
+}
+
+/// Ends the log with an `error` event: the command ran, but what it
 /// changed could not be found out.
-async fn scan_failed(tx: &mpsc::Sender<Bytes>, message: String) {
+fn scan_failed(log: &OutputLog, message: String) {
     eprintln!("stead-computer: {message}");
     let error = ExecEvent::Error(ErrorDetail {
         code: ErrorCode::Io,
         message,
     });
-    let _ = tx.send(line(&error)).await;
+    finish(log, &error);
 }
 
 /// Waits for the timeout or a stop, then stops the group: SIGTERM, and
@@ -369,6 +425,10 @@ async fn stop_when_due(
         why = stop.asked() => why,
         _ = &mut exited => return None,
     };
+    if why == Stop::Abandoned {
+        kill_group(pgid, libc::SIGKILL);
+        return Some(why);
+    }
     kill_group(pgid, libc::SIGTERM);
     tokio::select! {
         _ = tokio::time::sleep(KILL_AFTER) => kill_group(pgid, libc::SIGKILL),
@@ -379,7 +439,7 @@ async fn stop_when_due(
 
 /// Reads the next piece from `pipe`; `None` (and the pipe closed) at its
 /// end. A closed pipe never resolves, so `select!` skips it.
-async fn read_some<R: tokio::io::AsyncRead + Unpin>(
+pub async fn read_some<R: tokio::io::AsyncRead + Unpin>(
     pipe: &mut Option<R>,
     buf: &mut [u8],
 ) -> Option<usize> {

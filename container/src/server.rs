@@ -14,7 +14,7 @@ use std::sync::Arc;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderValue};
+use axum::http::{header, HeaderValue, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -23,10 +23,16 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use stead_sync::{
-    frame, Ack, ChunkHash, ChunkRequest, ExecSpec, FrameDecoder, Push, Status, CHUNK_SIZE, PROTOCOL,
+    frame, Ack, ChunkHash, ChunkRequest, ExecSpec, FrameDecoder, OutputQuery, Push, Status,
+    CHUNK_SIZE, PROTOCOL,
+};
+
+use stead_sync::process::{
+    Poll, ProcessList, ProcessSpec, SignalRequest, StopRequest, DEFAULT_GRACE_MS, MAX_GRACE_MS,
 };
 
 use crate::error::ApiError;
+use crate::outlog::OutputLog;
 use crate::state::{Container, Registry};
 
 /// Largest body accepted, and most chunk data in one `/v1/chunks` answer.
@@ -48,7 +54,12 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/sync/ack", post(ack))
         .route("/v1/exec", post(exec))
         .route("/v1/exec/{id}/cancel", post(cancel))
+        .route("/v1/exec/{id}/output", get(exec_output))
         .route("/v1/chunks", post(fetch_chunks))
+        .route("/v1/processes", post(process_start).get(process_list))
+        .route("/v1/processes/poll", post(process_poll))
+        .route("/v1/processes/{id}/signal", post(process_signal))
+        .route("/v1/processes/{id}/stop", post(process_stop))
         .route_layer(middleware::from_fn_with_state(app.clone(), auth));
     Router::new()
         .route(
@@ -131,6 +142,28 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// A query string parsed as a protocol type: each `key=value` pair becomes
+/// a JSON member (numbers when they parse as one), so the type's own rules
+/// (unknown fields refused) apply.
+fn parse_query<T: DeserializeOwned>(uri: &Uri) -> Result<T, ApiError> {
+    let mut object = serde_json::Map::new();
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = match value.parse::<u64>() {
+            Ok(number) => json!(number),
+            Err(_) => json!(value),
+        };
+        object.insert(key.to_string(), value);
+    }
+    serde_json::from_value(serde_json::Value::Object(object))
+        .map_err(|e| ApiError::InvalidRequest(format!("bad query: {e}")))
+}
+
 /// A JSON answer.
 fn json_response(value: &impl serde::Serialize) -> Response {
     let body = serde_json::to_vec(value).expect("answers serialize");
@@ -160,6 +193,7 @@ async fn status(State(app): State<Arc<App>>, Ctx(container): Ctx) -> Result<Resp
             instance: state.instance.clone(),
             running: state.running.as_ref().map(|r| r.id.clone()),
             build: Some(build),
+            busy: container.processes.busy(),
         })
     })
     .await?;
@@ -226,22 +260,118 @@ async fn exec(
     Ctx(container): Ctx,
     JsonBody(spec): JsonBody<ExecSpec>,
 ) -> Result<Response, ApiError> {
-    let events = blocking(move || {
+    let (started, detach) = blocking(move || {
         let prepared = crate::exec::prepare(&container, spec)?;
-        crate::exec::start(container, prepared)
+        let detach = prepared.detach;
+        Ok((crate::exec::start(container, prepared)?, detach))
     })
     .await?;
-    let stream = futures_util::stream::unfold(events, |mut events| async move {
-        events
-            .recv()
-            .await
-            .map(|line| (Ok::<Bytes, std::convert::Infallible>(line), events))
-    });
-    Ok((
+    // A client that goes away abandons a command that is not detached.
+    let abandon = (!detach).then_some(started.stop);
+    Ok(ndjson(follow(started.log, 0, abandon)))
+}
+
+/// `GET /v1/exec/{id}/output?from=N`: the exec's events from output offset
+/// `N`, following the log until its last event.
+async fn exec_output(
+    Ctx(container): Ctx,
+    Path(id): Path<String>,
+    uri: Uri,
+) -> Result<Response, ApiError> {
+    let query: OutputQuery = parse_query(&uri)?;
+    let log = container
+        .lock()
+        .logs
+        .get(&id)
+        .cloned()
+        .ok_or(ApiError::UnknownExec(id))?;
+    let end = log.end();
+    if query.from > end {
+        return Err(ApiError::InvalidRequest(format!(
+            "offset {} is beyond the end of the output ({end})",
+            query.from
+        )));
+    }
+    log.release_below(query.from)
+        .map_err(|e| ApiError::io("releasing read output", e))?;
+    Ok(ndjson(follow(log, query.from, None)))
+}
+
+/// An NDJSON answer streamed from `lines`.
+fn ndjson(
+    lines: impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send + 'static,
+) -> Response {
+    (
         [(header::CONTENT_TYPE, "application/x-ndjson")],
-        Body::from_stream(stream),
+        Body::from_stream(lines),
     )
-        .into_response())
+        .into_response()
+}
+
+/// Most output bytes per piece of a followed stream.
+const FOLLOW_PIECE: usize = 256 << 10;
+
+/// Follows `log` from output offset `from` to its last event, as NDJSON
+/// lines. If the stream is dropped before the end (the client went away)
+/// and `abandon` is given, the command is stopped.
+fn follow(
+    log: Arc<OutputLog>,
+    from: u64,
+    abandon: Option<Arc<crate::exec::StopSignal>>,
+) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send + 'static {
+    struct Follower {
+        grown: tokio::sync::watch::Receiver<u64>,
+        next: u64,
+        done: bool,
+        guard: AbandonGuard,
+    }
+    /// Stops the command when dropped before the last event went out.
+    struct AbandonGuard {
+        log: Arc<OutputLog>,
+        abandon: Option<Arc<crate::exec::StopSignal>>,
+    }
+    impl Drop for AbandonGuard {
+        fn drop(&mut self) {
+            if let Some(stop) = &self.abandon {
+                if !self.log.is_finished() {
+                    stop.abandon();
+                }
+            }
+        }
+    }
+    let follower = Follower {
+        grown: log.subscribe(),
+        next: from,
+        done: false,
+        guard: AbandonGuard { log, abandon },
+    };
+    futures_util::stream::unfold(follower, |mut f| async move {
+        loop {
+            if f.done {
+                return None;
+            }
+            let batch = match f.guard.log.read(f.next, FOLLOW_PIECE) {
+                Ok(Ok(batch)) => batch,
+                Ok(Err(beyond)) => return Some((Err(std::io::Error::other(beyond)), f)),
+                Err(error) => return Some((Err(error), f)),
+            };
+            if batch.events.is_empty() {
+                // Wait for more; the sender lives as long as the log.
+                if f.grown.changed().await.is_err() {
+                    return None;
+                }
+                continue;
+            }
+            f.next = batch.next;
+            f.done = batch.finished;
+            let mut lines = Vec::new();
+            for event in &batch.events {
+                serde_json::to_writer(&mut lines, event).expect("events serialize");
+                lines.push(b'\n');
+            }
+            return Some((Ok(Bytes::from(lines)), f));
+        }
+    })
 }
 
 async fn cancel(Ctx(container): Ctx, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -257,6 +387,62 @@ async fn cancel(Ctx(container): Ctx, Path(id): Path<String>) -> Result<Response,
     })
     .await?;
     Ok(json_response(&json!({ "cancelled": true })))
+}
+
+async fn process_start(
+    Ctx(container): Ctx,
+    JsonBody(spec): JsonBody<ProcessSpec>,
+) -> Result<Response, ApiError> {
+    let status = crate::procs::start(&container, spec)?;
+    Ok((axum::http::StatusCode::CREATED, json_response(&status)).into_response())
+}
+
+async fn process_list(Ctx(container): Ctx) -> Result<Response, ApiError> {
+    let processes = container
+        .processes
+        .all()
+        .iter()
+        .map(|p| p.status())
+        .collect();
+    Ok(json_response(&ProcessList { processes }))
+}
+
+async fn process_poll(
+    Ctx(container): Ctx,
+    JsonBody(poll): JsonBody<Poll>,
+) -> Result<Response, ApiError> {
+    let reply = blocking(move || {
+        let instance = container.lock().instance.clone();
+        crate::procs::poll(&container, instance, &poll.from)
+    })
+    .await?;
+    Ok(json_response(&reply))
+}
+
+async fn process_signal(
+    Ctx(container): Ctx,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<SignalRequest>,
+) -> Result<Response, ApiError> {
+    let status = container.processes.get(&id)?.signal(&request.signal)?;
+    Ok(json_response(&status))
+}
+
+/// Stops a process and answers once it has ended.
+async fn process_stop(
+    Ctx(container): Ctx,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<StopRequest>,
+) -> Result<Response, ApiError> {
+    let grace = request.grace_ms.unwrap_or(DEFAULT_GRACE_MS);
+    if grace > MAX_GRACE_MS {
+        return Err(ApiError::InvalidRequest(format!(
+            "grace_ms must be at most {MAX_GRACE_MS}"
+        )));
+    }
+    let process = container.processes.get(&id)?;
+    process.stop(std::time::Duration::from_millis(grace));
+    Ok(json_response(&process.ended().await))
 }
 
 /// Answers with the asked chunks of an exec's report, framed, as a stream:

@@ -22,6 +22,8 @@ use crate::error::ApiError;
 use crate::exec::StopSignal;
 use crate::ids::ExecIds;
 use crate::layout::Layout;
+use crate::outlog::OutputLog;
+use crate::procs::Processes;
 use crate::scan::Report;
 use crate::staged::Staged;
 
@@ -38,6 +40,10 @@ pub struct Container {
     /// Outside the workspace: a confined command's `/tmp`, `/var/tmp` and
     /// `/run/lock`, kept while the container lives (see [`crate::confine`]).
     pub scratch: PathBuf,
+    /// Where output logs live (see [`crate::outlog`]).
+    pub logs: PathBuf,
+    /// Long-running processes (see [`crate::procs`]).
+    pub processes: Processes,
     /// How commands are run, and who owns what the program writes.
     pub confinement: Arc<Confinement>,
     /// Shared with the registry: set when the program began to shut down.
@@ -63,6 +69,10 @@ pub struct ContainerState {
     pub hidden: std::collections::BTreeSet<String>,
     /// Reports not yet acknowledged, by exec id (at most [`MAX_PENDING`]).
     pub pending: HashMap<String, Report>,
+    /// The output logs of the running exec and of those whose reports are
+    /// pending: kept until acknowledged, so a client can read them again
+    /// from any offset.
+    pub logs: HashMap<String, Arc<OutputLog>>,
     /// Reports acknowledged or superseded (a repeated ack is answered, not
     /// refused), bounded.
     pub acked: ExecIds,
@@ -101,11 +111,15 @@ impl Container {
                 fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777))?;
             }
         }
+        let logs = state_dir.join("logs");
+        fs::create_dir_all(&logs)?;
         Ok(Container {
             workspace,
             layout,
             staged,
             scratch,
+            logs,
+            processes: Processes::default(),
             confinement,
             stopping,
             state: Mutex::new(ContainerState {
@@ -116,6 +130,7 @@ impl Container {
                 running: None,
                 hidden: Default::default(),
                 pending: HashMap::new(),
+                logs: HashMap::new(),
                 acked: ExecIds::new(),
                 epoch: 0,
                 pushed_at: HashMap::new(),
@@ -152,6 +167,7 @@ impl ContainerState {
                 .map(|(id, _)| id.clone())
                 .expect("not empty");
             self.pending.remove(&oldest);
+            self.logs.remove(&oldest);
             self.acked.insert(&oldest);
         }
     }
@@ -160,6 +176,7 @@ impl ContainerState {
     /// covered, except paths a push wrote after the report was made.
     pub fn ack(&mut self, exec: &str) -> Result<(), ApiError> {
         let Some(report) = self.pending.remove(exec) else {
+            self.logs.remove(exec);
             return if self.acked.contains(exec) {
                 Ok(())
             } else {
@@ -184,6 +201,7 @@ impl ContainerState {
             }
         }
         self.acked.insert(exec);
+        self.logs.remove(exec);
         // Older reports are superseded: whatever they reported that still
         // differs was reported again by this later scan. Acking one of them
         // later is then a no-op, not an error.
@@ -195,6 +213,7 @@ impl ContainerState {
             .collect();
         for id in older {
             self.pending.remove(&id);
+            self.logs.remove(&id);
             self.acked.insert(&id);
         }
         Ok(())
@@ -291,6 +310,8 @@ impl Registry {
             if let Some(running) = &state.running {
                 running.stop.shutdown();
             }
+            drop(state);
+            container.processes.stop_all();
         }
     }
 

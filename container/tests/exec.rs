@@ -303,6 +303,61 @@ fn a_disconnect_kills_the_command() {
 }
 
 #[test]
+fn a_detached_command_outlives_its_client_and_its_log_is_read_from_any_offset() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let mut detached = spec("det", "echo one; sleep 1; echo two; echo made > made.txt");
+    detached["detach"] = json!(true);
+    let (status, mut reader) = client.exec_stream(&detached);
+    assert_eq!(status, 200);
+    let first = next_event(&mut reader).unwrap();
+    assert_eq!(
+        first,
+        ExecEvent::Stdout {
+            data: BASE64.encode("one\n")
+        }
+    );
+    drop(reader);
+    wait_until("the command to end", Duration::from_secs(10), || {
+        client.get("/v1/status").json()["running"].is_null()
+    });
+    // Read on from offset 4 (after "one\n"): the rest, then the report.
+    let answer = client.get("/v1/exec/det/output?from=4");
+    assert_eq!(
+        answer.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let (out, _, exit) = collect(parse_events(&answer.body));
+    assert_eq!(out, "two\n");
+    assert_eq!(exit.code, Some(0));
+    assert!(
+        exit.changes.iter().any(|c| c.path == "/made.txt"),
+        "{exit:?}"
+    );
+    // From inside a piece: the piece is cut there.
+    let (out, _, _) = collect(parse_events(&client.get("/v1/exec/det/output?from=2").body));
+    assert_eq!(out, "e\ntwo\n");
+    // Bad offsets and ids are refused with the protocol's errors.
+    let beyond = client.get("/v1/exec/det/output?from=99");
+    assert_eq!(
+        (beyond.status, beyond.code()),
+        (400, "INVALID_REQUEST".to_string())
+    );
+    let unknown = client.get("/v1/exec/nope/output?from=0");
+    assert_eq!(
+        (unknown.status, unknown.code()),
+        (404, "UNKNOWN_EXEC".to_string())
+    );
+    let junk = client.get("/v1/exec/det/output?from=x&y=1");
+    assert_eq!(junk.status, 400);
+    // Acknowledged, the report and its log are gone.
+    assert_eq!(client.ack("det").status, 200);
+    assert_eq!(client.get("/v1/exec/det/output?from=0").status, 404);
+}
+
+#[test]
 fn the_environment_is_clean() {
     let computer = Computer::start();
     let client = computer.client();

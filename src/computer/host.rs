@@ -22,7 +22,9 @@
 //! alarm stops: a released computer costs nothing, and the next request
 //! starts a fresh one (whose new instance id makes the workspace push the
 //! full manifest). The routes of [`stead_sync::host`] answer the state and
-//! release the container on request.
+//! release the container on request, and forward requests to the ports of
+//! the processes it runs ([`stead_sync::host::PORTS_PREFIX`], through
+//! `get_tcp_port`), streaming both ways.
 //!
 //! Locally without containers (`wrangler dev --enable-containers=false`)
 //! `state.container()` is `None`: requests go to the program started as a
@@ -39,7 +41,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::random::random_hex;
 use stead_sync::host::{
-    ComputerState, Lifecycle, Provision, DEFAULT_IDLE_MS, STATE_PATH, STOP_PATH,
+    ComputerState, Lifecycle, Provision, DEFAULT_IDLE_MS, PORTS_PREFIX, STATE_PATH, STOP_PATH,
 };
 use stead_sync::{ErrorBody, ErrorCode, Status, AUTH_HEADER, CONTAINER_HEADER, IDLE_HEADER};
 use worker::{
@@ -77,6 +79,10 @@ struct Record {
     last_used_ms: Option<i64>,
     /// The idle timeout last sent (None: the default).
     idle_ms: Option<u64>,
+    /// The last container was released on purpose (idle, on request)
+    /// rather than lost; cleared when one starts.
+    #[serde(default)]
+    released: bool,
 }
 
 impl Record {
@@ -156,6 +162,11 @@ impl DurableObject for Computer {
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         let url = req.url()?;
         let path = url.path().to_string();
+        // What is forwarded: the path with its query (`?from=` of a reattach).
+        let target = match url.query() {
+            Some(query) => format!("{path}?{query}"),
+            None => path.clone(),
+        };
         let method = req.method();
         let idle = req
             .headers()
@@ -168,6 +179,9 @@ impl DurableObject for Computer {
                 return self.answer_state(&req).await;
             }
             _ => {}
+        }
+        if let Some(rest) = path.strip_prefix(PORTS_PREFIX) {
+            return self.forward_port(req, rest, url.query()).await;
         }
         let body = req.bytes().await?;
         let headers = Headers::new();
@@ -184,7 +198,7 @@ impl DurableObject for Computer {
             if !body.is_empty() {
                 init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
             }
-            Request::new_with_init(&format!("{base}{path}"), &init)
+            Request::new_with_init(&format!("{base}{target}"), &init)
         };
         let Some(container) = self.state.container() else {
             let Some((base, secret)) = self.local_program() else {
@@ -201,10 +215,17 @@ impl DurableObject for Computer {
         if idle.is_some() {
             record.idle_ms = idle;
         }
-        record.last_used_ms = Some(now_ms());
-        let mut secret = self
-            .ensure_started(&container, internet, &mut record)
-            .await?;
+        let mut secret = if stead_sync::host::is_background(&path) {
+            // Watching is not use, and never starts a computer.
+            match (&record.secret, container.running()) {
+                (Some(secret), true) => secret.clone(),
+                _ => return not_running(record.released),
+            }
+        } else {
+            record.last_used_ms = Some(now_ms());
+            self.ensure_started(&container, internet, &mut record)
+                .await?
+        };
         self.keep(&before, &record).await?;
         if !self.alarm_set.get() {
             self.schedule(&record).await?;
@@ -217,7 +238,7 @@ impl DurableObject for Computer {
                 .fetch_request(build("http://container", &secret)?)
                 .await
             {
-                Ok(resp) if resp.status_code() == 503 && path != "/v1/exec" && !replaced => {
+                Ok(resp) if resp.status_code() == 503 && !runs_an_exec(&path) && !replaced => {
                     let (resp, stopping) = shutting_down(resp).await?;
                     if !stopping {
                         return Ok(resp);
@@ -274,13 +295,15 @@ impl DurableObject for Computer {
         }
         let now = now_ms();
         if now >= record.deadline(self.default_idle()) {
-            if self.runs_a_command(&container, &record).await {
-                // Still working: that is activity.
+            if self.is_at_work(&container, &record).await {
+                // Still working (a command, or a process serving a port):
+                // that is activity.
                 record.last_used_ms = Some(now);
                 self.save(&record).await?;
             } else {
                 container.destroy(Some("idle")).await?;
                 record.stopped();
+                record.released = true;
                 self.save(&record).await?;
                 return Response::ok("released");
             }
@@ -376,6 +399,7 @@ impl Computer {
             container.destroy(Some("secret lost")).await?;
         }
         record.stopped();
+        record.released = false;
         let secret = random_hex(64)?;
         start_container(container, &[("STEAD_COMPUTER_SECRET", &secret)], internet)?;
         record.secret = Some(secret.clone());
@@ -404,8 +428,9 @@ impl Computer {
         Ok(Response::from_bytes(bytes)?.with_headers(headers))
     }
 
-    /// Whether the container's program reports a running command.
-    async fn runs_a_command(&self, container: &Container, record: &Record) -> bool {
+    /// Whether the container's program reports a running command, or a
+    /// process that keeps it awake (one serving a port).
+    async fn is_at_work(&self, container: &Container, record: &Record) -> bool {
         let Some(secret) = &record.secret else {
             return false;
         };
@@ -418,7 +443,70 @@ impl Computer {
             let mut resp = container.get_tcp_port(PORT)?.fetch_request(req).await?;
             resp.json::<Status>().await
         };
-        asked.await.is_ok_and(|status| status.running.is_some())
+        asked
+            .await
+            .is_ok_and(|status| status.running.is_some() || status.busy)
+    }
+
+    /// Forwards `req` to a port of the container: `rest` is `{port}{path}`
+    /// (see [`PORTS_PREFIX`]). The body streams on as it came, and the
+    /// answer as it comes, a WebSocket upgrade included. A port request is
+    /// use of the computer, but it never starts one.
+    async fn forward_port(
+        &self,
+        req: Request,
+        rest: &str,
+        query: Option<&str>,
+    ) -> Result<Response> {
+        let (number, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let Ok(port) = number.parse::<u16>() else {
+            let body = json!({ "error": {
+                "code": ErrorCode::InvalidRequest, "message": format!("{number:?} is not a port"),
+            }});
+            return Ok(Response::from_json(&body)?.with_status(400));
+        };
+        let tail = if tail.is_empty() { "/" } else { tail };
+        let target = match query {
+            Some(query) => format!("{tail}?{query}"),
+            None => tail.to_string(),
+        };
+        let headers = Headers::new();
+        for (name, value) in req.headers().entries() {
+            if !name.starts_with("x-stead-") {
+                headers.append(&name, &value)?;
+            }
+        }
+        let mut init = RequestInit::new();
+        init.with_method(req.method()).with_headers(headers);
+        if let Some(body) = req.inner().body() {
+            init.with_body(Some(body.into()));
+        }
+        let Some(container) = self.state.container() else {
+            let Some((base, _)) = self.local_program() else {
+                return unavailable();
+            };
+            let host = worker::Url::parse(&base)?
+                .host_str()
+                .unwrap_or("127.0.0.1")
+                .to_string();
+            let url = format!("http://{host}:{port}{target}");
+            return Fetch::Request(Request::new_with_init(&url, &init)?)
+                .send()
+                .await;
+        };
+        let mut record = self.load().await?;
+        if record.secret.is_none() || !container.running() {
+            return not_running(record.released);
+        }
+        let before = record.clone();
+        record.last_used_ms = Some(now_ms());
+        self.keep(&before, &record).await?;
+        // The dev server sees `localhost`, the host name dev servers allow.
+        let url = format!("http://localhost:{port}{target}");
+        container
+            .get_tcp_port(port)?
+            .fetch_request(Request::new_with_init(&url, &init)?)
+            .await
     }
 
     /// Destroys the container now, if one runs.
@@ -431,6 +519,7 @@ impl Computer {
         }
         let mut record = self.load().await?;
         record.stopped();
+        record.released = true;
         self.save(&record).await?;
         self.alarm_set.set(false);
         self.state.storage().delete_alarm().await
@@ -520,6 +609,23 @@ async fn shutting_down(mut resp: Response) -> Result<(Response, bool)> {
     Ok((resp, stopping))
 }
 
+/// Whether `path` starts or reads an exec, which is never moved to another
+/// container (it would run on a disk that was not pushed, or read a log
+/// that is not there).
+fn runs_an_exec(path: &str) -> bool {
+    path == "/v1/exec" || path.starts_with("/v1/exec/")
+}
+
+/// The answer to a background request when no container runs.
+fn not_running(released: bool) -> Result<Response> {
+    let (code, message) = match released {
+        true => (ErrorCode::Released, "the computer was released"),
+        false => (ErrorCode::Gone, "no container runs for this agent"),
+    };
+    let body = json!({ "error": { "code": code, "message": message } });
+    Ok(Response::from_json(&body)?.with_status(503))
+}
+
 fn unavailable() -> Result<Response> {
     let body = json!({ "error": {
         "code": ErrorCode::Unavailable,
@@ -541,6 +647,7 @@ mod tests {
             image: Some("b".into()),
             last_used_ms: Some(last_used),
             idle_ms: idle,
+            released: false,
         }
     }
 

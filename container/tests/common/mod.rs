@@ -418,6 +418,7 @@ pub fn collect(events: Vec<ExecEvent>) -> (String, String, Exit) {
             ExecEvent::Stderr { data } => err.extend(BASE64.decode(data).unwrap()),
             ExecEvent::Exit(e) => exit = Some(e),
             ExecEvent::Error(error) => panic!("the exec ended with an error: {error:?}"),
+            ExecEvent::Dropped { bytes } => panic!("{bytes} bytes of output were dropped"),
         }
     }
     (

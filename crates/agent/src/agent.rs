@@ -17,11 +17,13 @@ use stead_vfs::Vfs;
 use stead_vfs::{Operation, Scope};
 
 use crate::checkpoints;
-use crate::computer::{self, OutputSink};
+use crate::computer::detached::{self, DetachedJob};
+use crate::computer::{self, ComputerError, OutputSink, Ran};
 use crate::error::ApiError;
 use crate::exec::{self, Run};
 use crate::host::Host;
-use crate::outcome::ExecOutcome;
+use crate::outcome::{ExecOutcome, OutputEncoding};
+use crate::processes;
 use crate::settings::{self, Quotas};
 
 /// One agent, on its host.
@@ -31,13 +33,17 @@ pub struct Agent<H: Host> {
     ready: Cell<bool>,
     /// Whether this instance has set the alarm since it started.
     pub(crate) armed: Cell<bool>,
-    /// Held while a command runs on the computer: one at a time.
-    computer_turn: futures::lock::Mutex<()>,
+    /// Held while a command runs on the computer (one at a time), and
+    /// while anything else pushes to it.
+    pub(crate) computer_turn: futures::lock::Mutex<()>,
     /// The command running on the computer, so cancelling its job can stop
     /// it.
     running: RefCell<Option<RunningExec>>,
     /// The workspace's quotas, read once per instance (and after a change).
     quotas: Cell<Option<Quotas>>,
+    /// The newest revision live sync pushed to the computer while its
+    /// processes run (see `crate::processes::serve`); 0 for none yet.
+    pub(crate) live_pushed: Cell<i64>,
 }
 
 /// A command running on the computer.
@@ -68,6 +74,7 @@ impl<H: Host> Agent<H> {
             ready: Cell::new(false),
             armed: Cell::new(false),
             computer_turn: futures::lock::Mutex::new(()),
+            live_pushed: Cell::new(0),
             running: RefCell::new(None),
             quotas: Cell::new(None),
         }
@@ -171,12 +178,16 @@ impl<H: Host> Agent<H> {
 
     /// Runs an exec request on the backend it asks for, passing output to
     /// `sink` as it comes (the light shell's all at once, at the end).
+    /// `until`: for a job, when to stop following a computer command and
+    /// leave it running (see [`computer::Handling::until`]); `None` runs
+    /// it to its end.
     pub(crate) async fn exec(
         &self,
         actor: &str,
         body: &[u8],
         sink: &dyn OutputSink,
-    ) -> Result<ExecOutcome, ApiError> {
+        until: Option<i64>,
+    ) -> Result<Ran, ApiError> {
         let plan = exec::plan(body)?;
         match plan.run {
             Run::Shell(request) => {
@@ -210,41 +221,142 @@ impl<H: Host> Agent<H> {
                         write(&stream.bytes);
                     }
                 }
-                Ok(outcome)
+                Ok(Ran::Finished(outcome))
             }
             Run::Computer(command) => {
                 exec::check_cwd(&self.vfs(), &command.cwd)?;
                 let transport = self.computer()?;
                 let _turn = self.computer_turn.lock().await;
-                let running = RunningExec {
-                    job: sink.job(),
-                    exec: self.exec_id()?,
-                    cancelled: Rc::new(Cell::new(false)),
-                };
-                let (id, cancelled) = (running.exec.clone(), running.cancelled.clone());
-                self.running.replace(Some(running));
+                if let Some(other) = detached::first(self.db())? {
+                    // A job's command runs on between alarms: the computer
+                    // runs one command at a time.
+                    return Err(ComputerError::held_by_job(other.job).into());
+                }
+                let pushed = self.bring_in_step(&transport).await?;
+                let id = self.exec_id()?;
+                let cancelled = self.begin_running(sink.job(), &id);
                 let note = command.command.clone();
-                // The command's changes follow in the same synchronous step,
-                // so the checkpoint is settled as it is taken.
-                let before_apply = || {
-                    let vfs = self.vfs();
-                    let (scope, operation) = (Scope::Whole, Operation::Computer);
-                    let pending =
-                        checkpoints::before(self.db(), &vfs, actor, operation, scope, Some(&note))?;
-                    let id = pending.as_ref().map(checkpoints::Pending::id);
-                    checkpoints::settle(pending, &vfs, Ok::<_, stead_vfs::VfsError>(id))
+                let before_apply = self.checkpoint_before_apply(actor, &note);
+                let on_detached = |started: &computer::Detached| match sink.job() {
+                    Some(job) => Ok(detached::started(self.db(), job, started)?),
+                    None => Ok(()),
                 };
                 let exec = computer::Exec {
                     id: &id,
                     command,
-                    encoding: plan.encoding,
-                    cancelled: &cancelled,
-                    before_apply: &before_apply,
+                    handling: computer::Handling {
+                        encoding: plan.encoding,
+                        cancelled: &cancelled,
+                        before_apply: &before_apply,
+                        until,
+                        on_detached: &on_detached,
+                    },
                 };
-                let outcome = computer::run(self.db(), || self.vfs(), &transport, exec, sink).await;
+                let ran =
+                    computer::run(&self.host, || self.vfs(), &transport, pushed, exec, sink).await;
                 self.running.replace(None);
-                Ok(outcome?)
+                Ok(ran?)
             }
+        }
+    }
+
+    /// Runs an exec request to its end.
+    pub(crate) async fn exec_to_end(
+        &self,
+        actor: &str,
+        body: &[u8],
+        sink: &dyn OutputSink,
+    ) -> Result<ExecOutcome, ApiError> {
+        match self.exec(actor, body, sink, None).await? {
+            Ran::Finished(outcome) => Ok(outcome),
+            Ran::Suspended(_) => Err(ApiError::Internal(
+                "a command followed to its end was left running".into(),
+            )),
+        }
+    }
+
+    /// Brings the computer's copy of the workspace in step, starting the
+    /// computer if it does not run. On a computer new to the workspace the
+    /// processes of an earlier one are lost, and those whose policy says so
+    /// start again there (see `crate::processes`).
+    pub(crate) async fn bring_in_step(
+        &self,
+        transport: &H::Computer,
+    ) -> Result<computer::Pushed, ApiError> {
+        let pushed = computer::bring_in_step(self.db(), || self.vfs(), transport).await?;
+        if pushed.fresh {
+            processes::revive(self.db(), self.now_ms(), transport, &pushed).await?;
+        }
+        Ok(pushed)
+    }
+
+    /// Picks job `job`'s detached command back up (see
+    /// [`computer::resume`]), following it until it ends or `until`.
+    pub(crate) async fn resume_computer(
+        &self,
+        job: &DetachedJob,
+        offset: u64,
+        cancel_requested: bool,
+        sink: &dyn OutputSink,
+        until: i64,
+    ) -> Result<Ran, ApiError> {
+        let transport = self.computer()?;
+        let _turn = self.computer_turn.lock().await;
+        let cancelled = self.begin_running(Some(job.job), &job.detached.exec);
+        cancelled.set(cancel_requested);
+        let actor = format!("job:{}", job.job);
+        let before_apply = self.checkpoint_before_apply(&actor, "computer job");
+        let handling = computer::Handling {
+            encoding: OutputEncoding::Utf8,
+            cancelled: &cancelled,
+            before_apply: &before_apply,
+            until: Some(until),
+            on_detached: &|_| Ok(()),
+        };
+        let detached = computer::Detached {
+            offset,
+            ..job.detached.clone()
+        };
+        let ran = computer::resume(
+            &self.host,
+            || self.vfs(),
+            &transport,
+            detached,
+            handling,
+            sink,
+        )
+        .await;
+        self.running.replace(None);
+        Ok(ran?)
+    }
+
+    /// Notes the command running on the computer (so cancelling its job can
+    /// reach it); returns its cancel flag.
+    fn begin_running(&self, job: Option<i64>, exec: &str) -> Rc<Cell<bool>> {
+        let cancelled = Rc::new(Cell::new(false));
+        self.running.replace(Some(RunningExec {
+            job,
+            exec: exec.to_string(),
+            cancelled: cancelled.clone(),
+        }));
+        cancelled
+    }
+
+    /// Takes the automatic checkpoint of a computer command's apply: the
+    /// command's changes follow in the same synchronous step, so the
+    /// checkpoint is settled as it is taken.
+    fn checkpoint_before_apply<'s>(
+        &'s self,
+        actor: &'s str,
+        note: &'s str,
+    ) -> impl Fn() -> Result<Option<i64>, stead_vfs::VfsError> + 's {
+        move || {
+            let vfs = self.vfs();
+            let (scope, operation) = (Scope::Whole, Operation::Computer);
+            let pending =
+                checkpoints::before(self.db(), &vfs, actor, operation, scope, Some(note))?;
+            let id = pending.as_ref().map(checkpoints::Pending::id);
+            checkpoints::settle(pending, &vfs, Ok::<_, stead_vfs::VfsError>(id))
         }
     }
 
@@ -259,23 +371,32 @@ impl<H: Host> Agent<H> {
     }
 
     /// The transport to this agent's computer, with its settings.
-    pub(crate) fn computer(&self) -> Result<H::Computer, ApiError> {
+    pub fn computer(&self) -> Result<H::Computer, ApiError> {
         let settings = settings::computer(self.db())?;
         Ok(self.host.computer(&self.name()?, settings)?)
     }
 
-    /// Stops job `job`'s command if it is running on the computer.
+    /// Stops job `job`'s command if it is running on the computer (being
+    /// followed now, or detached between alarms).
     pub(crate) async fn cancel_computer_job(&self, job: i64) -> Result<(), ApiError> {
         let running = self.running.borrow().clone();
-        let Some(running) = running.filter(|r| r.job == Some(job)) else {
-            return Ok(());
+        let exec = match running.filter(|r| r.job == Some(job)) {
+            Some(running) => {
+                // Whatever stage the command is at, the flag stops it:
+                // before it starts, it never does; once it runs, the cancel
+                // below (or the driver, if the exec request is still on its
+                // way) ends it.
+                running.cancelled.set(true);
+                running.exec
+            }
+            None => match detached::of_job(self.db(), job)? {
+                // The next alarm reads it on to its (cancelled) end.
+                Some(waiting) => waiting.detached.exec,
+                None => return Ok(()),
+            },
         };
-        // Whatever stage the command is at, the flag stops it: before it
-        // starts, it never does; once it runs, the cancel below (or the
-        // driver, if the exec request is still on its way) ends it.
-        running.cancelled.set(true);
         let transport = self.computer()?;
-        match computer::cancel(&transport, &running.exec).await {
+        match computer::cancel(&transport, &exec).await {
             Err(computer::ComputerError::Refused {
                 code: stead_sync::ErrorCode::UnknownExec,
                 ..

@@ -92,7 +92,9 @@ pub fn route_target(action: &Action) -> Option<String> {
         | Action::ScheduleDelete(name)
         | Action::HookPut(name)
         | Action::HookDelete(name)
-        | Action::HookCall(name) => Some(name.clone()),
+        | Action::HookCall(name)
+        | Action::ProcessSignal(name)
+        | Action::ProcessStop(name) => Some(name.clone()),
         _ => None,
     }
 }

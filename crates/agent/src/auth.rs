@@ -43,6 +43,9 @@ pub enum Scope {
     /// Create and delete the agent, revoke its tokens, read its audit log.
     #[serde(rename = "admin")]
     Admin,
+    /// Reach the ports of processes on the computer, and share them.
+    #[serde(rename = "ports")]
+    Ports,
 }
 
 impl Scope {
@@ -55,6 +58,7 @@ impl Scope {
             Scope::ExecComputer,
             Scope::Schedule,
             Scope::Admin,
+            Scope::Ports,
         ]
         .into_iter()
         .find(|scope| scope.name() == name)
@@ -68,6 +72,7 @@ impl Scope {
             Scope::ExecComputer => "exec:computer",
             Scope::Schedule => "schedule",
             Scope::Admin => "admin",
+            Scope::Ports => "ports",
         }
     }
 }
@@ -89,6 +94,9 @@ pub struct Claims {
 pub enum Principal {
     Admin,
     Token(Claims),
+    /// A share link, which opens one port of one agent (see
+    /// `crate::shares`).
+    Share(crate::shares::ShareClaims),
 }
 
 const PREFIX: &str = "stk_";
@@ -157,6 +165,9 @@ pub enum Caller {
     Admin,
     /// An agent token, by id, with its scopes.
     Token { id: String, scopes: Vec<Scope> },
+    /// A share link, by id: it opens only its port, which the agent checks
+    /// with its revocation.
+    Share { id: String },
     /// No bearer credential (a hook call, whose secret the agent checks).
     #[default]
     Anonymous,
@@ -176,7 +187,7 @@ impl From<Caller> for CallerWire {
         let scopes = match caller {
             Caller::Admin => None,
             Caller::Token { scopes, .. } => Some(scopes),
-            Caller::Anonymous => Some(Vec::new()),
+            Caller::Share { .. } | Caller::Anonymous => Some(Vec::new()),
         };
         CallerWire { actor, scopes }
     }
@@ -189,6 +200,12 @@ impl TryFrom<CallerWire> for Caller {
         match (wire.actor.as_str(), wire.scopes) {
             ("admin", None) => Ok(Caller::Admin),
             ("anonymous", _) => Ok(Caller::Anonymous),
+            (actor, Some(scopes)) if actor.starts_with("share:") && scopes.is_empty() => {
+                match actor.strip_prefix("share:") {
+                    Some(id) if !id.is_empty() => Ok(Caller::Share { id: id.to_string() }),
+                    _ => Err(format!("unknown actor {actor:?}")),
+                }
+            }
             (actor, Some(scopes)) => match actor.strip_prefix("token:") {
                 Some(id) if !id.is_empty() => Ok(Caller::Token {
                     id: id.to_string(),
@@ -209,15 +226,20 @@ impl Caller {
                 id: claims.id.clone(),
                 scopes: claims.scopes.clone(),
             },
+            Some(Principal::Share(claims)) => Caller::Share {
+                id: claims.id.clone(),
+            },
             None => Caller::Anonymous,
         }
     }
 
-    /// The name the audit log records: `admin`, `token:<id>`, `anonymous`.
+    /// The name the audit log records: `admin`, `token:<id>`,
+    /// `share:<id>`, `anonymous`.
     pub fn actor(&self) -> String {
         match self {
             Caller::Admin => "admin".into(),
             Caller::Token { id, .. } => format!("token:{id}"),
+            Caller::Share { id } => format!("share:{id}"),
             Caller::Anonymous => "anonymous".into(),
         }
     }
@@ -231,7 +253,7 @@ impl Caller {
                 .map(|s| s.name())
                 .collect::<Vec<_>>()
                 .join(","),
-            Caller::Anonymous => String::new(),
+            Caller::Share { .. } | Caller::Anonymous => String::new(),
         };
         [(ACTOR_HEADER, self.actor()), (SCOPES_HEADER, scopes)]
     }
@@ -265,7 +287,7 @@ impl Caller {
     pub fn token_id(&self) -> Option<&str> {
         match self {
             Caller::Token { id, .. } => Some(id),
-            Caller::Admin | Caller::Anonymous => None,
+            Caller::Admin | Caller::Share { .. } | Caller::Anonymous => None,
         }
     }
 
@@ -276,6 +298,9 @@ impl Caller {
             Caller::Token { scopes, .. } if scopes.contains(&scope) => Ok(()),
             Caller::Token { .. } => Err(ApiError::Forbidden {
                 reason: format!("the token lacks the {:?} scope", scope.name()),
+            }),
+            Caller::Share { .. } => Err(ApiError::Forbidden {
+                reason: "a share link opens only its port".into(),
             }),
             Caller::Anonymous => Err(ApiError::Unauthorized),
         }

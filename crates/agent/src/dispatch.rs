@@ -16,7 +16,7 @@ use stead_vfs::{Node, Operation, Scope, VPath, WriteOptions, CHUNK_SIZE};
 
 use crate::agent::Agent;
 use crate::auth::{self, Caller};
-use crate::computer::{self, Discard};
+use crate::computer::{self, detached, Discard};
 use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::host::Host;
@@ -24,7 +24,7 @@ use crate::policy::{self, Access, Audit, Policy};
 use crate::protocol::SocketState;
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::scheduling;
-use crate::{audit, checkpoints, settings, tools};
+use crate::{audit, checkpoints, ports, settings, shares, tools};
 
 /// The headers of a hook call.
 pub const HOOK_SECRET_HEADER: &str = "x-hook-secret";
@@ -124,6 +124,10 @@ pub struct Request<B> {
     pub hook: HookHeaders,
     /// Whether the request asks for a WebSocket upgrade.
     pub upgrade: bool,
+    /// The scheme and host the request came to (`https://stead.example`),
+    /// for answers that hand out links; empty when there is none (a
+    /// socket call).
+    pub origin: String,
     pub body: B,
 }
 
@@ -141,6 +145,9 @@ pub enum Reply {
     },
     /// Accept the WebSocket, with this attachment.
     Socket(SocketState),
+    /// Forward the request, as it came, to a port on the computer (see
+    /// `crate::ports`).
+    Forward(ports::Forward),
 }
 
 impl Reply {
@@ -356,7 +363,18 @@ impl<H: Host> Agent<H> {
                 json!({ "revoked": revoke.id })
             }
             Action::Jobs => scheduling::list_jobs(db, &request.query)?,
-            Action::Job(id) => scheduling::job_json(&Jobs::new(db).get(*id)?),
+            Action::Job(id) => {
+                let mut job = scheduling::job_json(&Jobs::new(db).get(*id)?);
+                // A command running detached on the computer: which alarm
+                // follows it now (see `crate::runner`).
+                if let Some(running) = detached::of_job(db, *id).map_err(SchedError::from)? {
+                    job["computer"] = json!({
+                        "exec": running.detached.exec,
+                        "alarms": running.slices,
+                    });
+                }
+                job
+            }
             Action::JobOutput(id) => scheduling::job_output(db, *id, &request.query)?,
             Action::JobCancel(id) => {
                 let job = scheduling::cancel_job(db, *id, self.now_ms())?;
@@ -501,6 +519,55 @@ impl<H: Host> Agent<H> {
             Action::ComputerStop => {
                 json!({ "computer": computer::stop(&self.computer()?).await? })
             }
+            Action::Processes => self.list_processes()?,
+            Action::Process(id) => json!({ "process": self.process(id)?.to_json() }),
+            Action::ProcessOutput(id) => {
+                scheduling::job_output(db, self.process(id)?.job, &request.query)?
+            }
+            Action::ProcessStart => {
+                let started = self.start_process(&json_body).await?;
+                return Ok(Reply::Json {
+                    status: 201,
+                    body: started,
+                });
+            }
+            Action::ProcessSignal(id) => self.signal_process(id, &json_body).await?,
+            Action::Port { port, .. } => {
+                let capability = request
+                    .query
+                    .iter()
+                    .find(|(key, _)| key == shares::QUERY_PARAM)
+                    .map(|(_, value)| value.as_str());
+                let secure = request.origin.starts_with("https:");
+                let forward = ports::admit(
+                    db,
+                    &request.caller,
+                    (&agent, *port),
+                    capability,
+                    (self.now_ms(), secure),
+                )?;
+                return Ok(Reply::Forward(forward));
+            }
+            Action::ShareCreate(port) => {
+                let key = self.host.share_key().ok_or(ApiError::NotConfigured)?;
+                let id = self.host.random_hex(16)?;
+                let origin = &request.origin;
+                let created = shares::create(
+                    db,
+                    (&agent, *port),
+                    &json_body,
+                    (&key, origin),
+                    id,
+                    self.now_ms(),
+                )?;
+                return Ok(Reply::Json {
+                    status: 201,
+                    body: created,
+                });
+            }
+            Action::Shares => shares::list(db, self.now_ms() / 1000)?,
+            Action::ShareRevoke(id) => shares::revoke(db, id, self.now_ms())?,
+            Action::ProcessStop(id) => self.stop_process(id, &request.query).await?,
             Action::Download(path) => {
                 let path = VPath::parse(path)?;
                 let (node, chunks) = self.vfs().file_chunks(&path)?;
@@ -537,7 +604,10 @@ impl<H: Host> Agent<H> {
             Some((false, request)) => request.to_string().into_bytes(),
             None => body,
         };
-        let outcome = self.exec(&caller.actor(), &body, &Discard).await?;
+        let outcome = self.exec_to_end(&caller.actor(), &body, &Discard).await?;
+        // The command may have brought up a new computer and started
+        // processes on it again: the alarm watches them.
+        self.arm().await?;
         Ok(Reply::ok(outcome.to_json()))
     }
 

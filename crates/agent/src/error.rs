@@ -77,6 +77,25 @@ pub enum ApiError {
     WebhookRefused(crate::outbound::Refused),
     #[error("this route takes a WebSocket upgrade (Upgrade: websocket)")]
     UpgradeRequired,
+    #[error("no process {id:?}")]
+    ProcessNotFound { id: String },
+    #[error(
+        "no running process serves port {port}: start one that declares it (\"ports\": [{port}])"
+    )]
+    PortNotServed { port: u16 },
+    #[error("the share link is not valid")]
+    ShareLinkInvalid,
+    #[error("the share link has expired")]
+    ShareLinkExpired,
+    #[error("the share link has been revoked")]
+    ShareLinkRevoked,
+    #[error("no share link {id:?}")]
+    ShareLinkNotFound { id: String },
+    #[error("process {id:?} is not running (it is {state:?})")]
+    ProcessNotRunning {
+        id: String,
+        state: crate::processes::record::State,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -135,6 +154,13 @@ impl ApiError {
             ApiError::ForkTargetExists { .. } => "AGENT_EXISTS",
             ApiError::ForkFailed { .. } => "FORK_FAILED",
             ApiError::UpgradeRequired => "UPGRADE_REQUIRED",
+            ApiError::ProcessNotFound { .. } => "PROCESS_NOT_FOUND",
+            ApiError::ProcessNotRunning { .. } => "PROCESS_NOT_RUNNING",
+            ApiError::PortNotServed { .. } => "PORT_NOT_SERVED",
+            ApiError::ShareLinkInvalid => "SHARE_LINK_INVALID",
+            ApiError::ShareLinkExpired => "SHARE_LINK_EXPIRED",
+            ApiError::ShareLinkRevoked => "SHARE_LINK_REVOKED",
+            ApiError::ShareLinkNotFound { .. } => "SHARE_LINK_NOT_FOUND",
             ApiError::Host(_) | ApiError::Internal(_) => "INTERNAL",
         }
     }
@@ -177,6 +203,12 @@ impl ApiError {
             ApiError::Forking | ApiError::ForkTargetExists { .. } => 409,
             ApiError::ForkFailed { .. } => 502,
             ApiError::UpgradeRequired => 426,
+            ApiError::ProcessNotFound { .. } => 404,
+            ApiError::ProcessNotRunning { .. } => 409,
+            ApiError::PortNotServed { .. } | ApiError::ShareLinkNotFound { .. } => 404,
+            ApiError::ShareLinkInvalid
+            | ApiError::ShareLinkExpired
+            | ApiError::ShareLinkRevoked => 401,
             ApiError::Host(_) | ApiError::Internal(_) => 500,
         }
     }

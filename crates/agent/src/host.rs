@@ -85,6 +85,18 @@ pub trait Host {
     /// The addresses host name `name` resolves to (A and AAAA records).
     async fn resolve(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String>;
 
+    /// The key share links are signed with (the admin token), if the
+    /// deployment has one.
+    fn share_key(&self) -> Option<String>;
+
+    /// Resolves after `ms` milliseconds (a timer of the platform's).
+    async fn sleep(&self, ms: u64);
+
+    /// How long one alarm follows a computer job before it leaves the
+    /// command running and hands over to the next alarm: well inside the
+    /// platform's wall-time limit for an alarm.
+    fn job_slice_ms(&self) -> u64;
+
     /// Whether this is a local development runtime (never a deployment):
     /// the only place a workspace may let webhooks reach private addresses.
     fn local_development(&self) -> bool;

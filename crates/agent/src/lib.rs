@@ -20,7 +20,11 @@
 //! - [`computer`]: the driver that syncs the workspace with the computer and
 //!   runs commands there;
 //! - [`runner`]: where a job runs, the alarm loop; [`scheduling`]: jobs,
-//!   schedules and hooks as the API shows them;
+//!   schedules and hooks as the API shows them; [`joblog`]: where a job's
+//!   output goes;
+//! - [`processes`]: long-running processes on the computer, their records
+//!   and their lives across computers; [`ports`]: requests to the ports
+//!   they serve; [`shares`]: share links to a port;
 //! - [`protocol`]: the WebSocket messages; [`socket`]: where a socket
 //!   message is answered; [`subscriptions`]: where job output and change
 //!   events are sent;
@@ -47,15 +51,19 @@ mod error;
 pub mod exec;
 pub mod fork;
 pub mod host;
+pub mod joblog;
 pub mod mcp;
 pub mod outbound;
 pub mod outcome;
 pub mod policy;
+pub mod ports;
+pub mod processes;
 pub mod protocol;
 pub mod route;
 pub mod runner;
 pub mod scheduling;
 pub mod settings;
+pub mod shares;
 pub mod socket;
 pub mod subscriptions;
 pub mod tools;

@@ -22,7 +22,7 @@ pub enum OutputEncoding {
 }
 
 /// Files and bytes moved one way between the workspace and the computer.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transfer {
     /// Paths described (created, changed or deleted).
     pub files: u64,

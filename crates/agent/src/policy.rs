@@ -26,6 +26,9 @@ pub enum Access {
     /// A hook call: no bearer credential, the hook's own secret instead,
     /// which the agent checks.
     HookSecret,
+    /// A request to a port: a caller holding `ports`, or a share link
+    /// (which the agent checks is for that port and not revoked).
+    Port,
     /// Any credential for the agent: what it may then do is checked per
     /// call (the MCP endpoint, whose tool calls are dispatched like their
     /// HTTP twins).
@@ -115,6 +118,16 @@ impl Action {
             Action::ForkImport => records(Scope::Admin, "fork.import"),
             Action::Computer => reads(Scope::Read),
             Action::ComputerStop => records(Scope::ExecComputer, "computer.stop"),
+            Action::Processes | Action::Process(_) | Action::ProcessOutput(_) => reads(Scope::Read),
+            // A process is a command on the computer.
+            Action::ProcessStart => records(Scope::ExecComputer, "process.start"),
+            Action::ProcessSignal(_) => records(Scope::ExecComputer, "process.signal"),
+            Action::ProcessStop(_) => records(Scope::ExecComputer, "process.stop"),
+            // A dev server's every asset is a request: not recorded.
+            Action::Port { .. } => policy(Access::Port, Audit::ReadOnly),
+            Action::ShareCreate(_) => records(Scope::Ports, "share.create"),
+            Action::Shares => reads(Scope::Ports),
+            Action::ShareRevoke(_) => records(Scope::Ports, "share.revoke"),
         }
     }
 
@@ -135,9 +148,14 @@ impl Access {
                 .or_else(|_| caller.require(Scope::ExecComputer)),
             // The hook's own secret is checked by the agent.
             Access::HookSecret => Ok(()),
+            Access::Port => match caller {
+                Caller::Share { .. } => Ok(()),
+                other => other.require(Scope::Ports),
+            },
+            // A share link opens only its port.
             Access::Credential => match caller {
                 Caller::Admin | Caller::Token { .. } => Ok(()),
-                Caller::Anonymous => Err(ApiError::Unauthorized),
+                Caller::Share { .. } | Caller::Anonymous => Err(ApiError::Unauthorized),
             },
         }
     }
@@ -148,12 +166,18 @@ impl Principal {
     /// that agent and holds the scope. An exec is let in with either exec
     /// scope; the agent checks the one its backend needs once it knows it.
     pub fn admit(&self, agent: &str, access: Access) -> Result<(), ApiError> {
-        if let Principal::Token(claims) = self {
-            if claims.agent != agent {
+        match self {
+            Principal::Token(claims) if claims.agent != agent => {
                 return Err(ApiError::Forbidden {
                     reason: format!("the token is for agent {:?}", claims.agent),
                 });
             }
+            Principal::Share(claims) if claims.agent != agent || access != Access::Port => {
+                return Err(ApiError::Forbidden {
+                    reason: "a share link opens only its own port".into(),
+                });
+            }
+            _ => {}
         }
         access.admits(&Caller::of(Some(self)))
     }

@@ -210,6 +210,30 @@ pub enum Action {
     Computer,
     /// `POST /agents/{id}/computer/stop`: release the computer now.
     ComputerStop,
+    /// `GET /agents/{id}/processes`: every process.
+    Processes,
+    /// `POST /agents/{id}/processes`: start a long-running process.
+    ProcessStart,
+    /// `GET /agents/{id}/processes/{pid}`.
+    Process(String),
+    /// `GET /agents/{id}/processes/{pid}/output?from=<offset>`: its output
+    /// (its job's log).
+    ProcessOutput(String),
+    /// `POST /agents/{id}/processes/{pid}/signal`.
+    ProcessSignal(String),
+    /// `DELETE /agents/{id}/processes/{pid}?grace_ms=<ms>`: stop it (or
+    /// forget one that ended).
+    ProcessStop(String),
+    /// Any method on `/agents/{id}/ports/{port}{path}`: forwarded to that
+    /// port on the computer. `path` is the rest of the URL path as it came
+    /// (percent-encoded), empty or starting with `/`.
+    Port { port: u16, path: String },
+    /// `POST /agents/{id}/ports/{port}/share`: a share link to the port.
+    ShareCreate(u16),
+    /// `GET /agents/{id}/shares`: the share links not yet expired.
+    Shares,
+    /// `DELETE /agents/{id}/shares/{share}`: revoke one.
+    ShareRevoke(String),
 }
 
 impl Action {
@@ -230,8 +254,17 @@ impl Action {
                 | Action::Restore
                 | Action::Undo
                 | Action::Fork
+                | Action::ProcessStart
+                | Action::ProcessSignal(_)
+                | Action::ShareCreate(_)
                 | Action::Mcp
         )
+    }
+
+    /// Whether a share link (rather than a bearer credential) may let the
+    /// request in.
+    pub fn takes_share_link(&self) -> bool {
+        self.policy().access == crate::policy::Access::Port
     }
 
     /// Whether the action works on an agent that does not exist yet.
@@ -318,6 +351,28 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
                 _ => return Err(not_allowed()),
             }
         }
+        (method, rest) if rest.starts_with("ports/") => route_ports(method, rest)?,
+        ("GET", "shares") => Action::Shares,
+        (_, "shares") => return Err(not_allowed()),
+        (method, rest) if rest.starts_with("shares/") => {
+            let id = percent_decode(&rest["shares/".len()..])?;
+            match method {
+                "DELETE" if !id.is_empty() && !id.contains('/') => Action::ShareRevoke(id),
+                "DELETE" => return Err(no_route()),
+                _ => return Err(not_allowed()),
+            }
+        }
+        (method, rest) if rest == "processes" || rest.starts_with("processes/") => {
+            route_processes(method, rest).ok_or_else(|| {
+                let parts: Vec<&str> = rest.split('/').collect();
+                match parts.as_slice() {
+                    ["processes"] | ["processes", _] | ["processes", _, "signal" | "output"] => {
+                        not_allowed()
+                    }
+                    _ => no_route(),
+                }
+            })??
+        }
         (method, rest)
             if ["schedules", "hooks"]
                 .iter()
@@ -359,6 +414,44 @@ fn route_jobs(method: &str, rest: &str) -> Option<Action> {
         ("POST", ["jobs", _, "cancel"]) => id().map(Action::JobCancel),
         _ => None,
     }
+}
+
+/// Routes `method` on `ports/{port}{path}`: `POST ports/{port}/share`
+/// mints a share link, anything else goes to the port.
+fn route_ports(method: &str, rest: &str) -> Result<Action, ApiError> {
+    let after = &rest["ports/".len()..];
+    let (number, path) = match after.find('/') {
+        Some(slash) => (&after[..slash], &after[slash..]),
+        None => (after, ""),
+    };
+    let port = number
+        .parse::<u16>()
+        .ok()
+        .filter(|port| *port > 0 && number.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| ApiError::InvalidRequest(format!("{number:?} is not a port (1-65535)")))?;
+    Ok(match (method, path) {
+        ("POST", "/share") => Action::ShareCreate(port),
+        _ => Action::Port {
+            port,
+            path: path.to_string(),
+        },
+    })
+}
+
+/// Routes `method` on `processes`, `processes/{pid}` and
+/// `processes/{pid}/{signal|output}`; `None` when they do not fit.
+fn route_processes(method: &str, rest: &str) -> Option<Result<Action, ApiError>> {
+    let parts: Vec<&str> = rest.split('/').collect();
+    let id = |raw: &str| percent_decode(raw);
+    Some(match (method, parts.as_slice()) {
+        ("GET", ["processes"]) => Ok(Action::Processes),
+        ("POST", ["processes"]) => Ok(Action::ProcessStart),
+        ("GET", ["processes", pid]) if !pid.is_empty() => id(pid).map(Action::Process),
+        ("DELETE", ["processes", pid]) if !pid.is_empty() => id(pid).map(Action::ProcessStop),
+        ("GET", ["processes", pid, "output"]) => id(pid).map(Action::ProcessOutput),
+        ("POST", ["processes", pid, "signal"]) => id(pid).map(Action::ProcessSignal),
+        _ => return None,
+    })
 }
 
 /// Whether `rest` is a jobs path some other method would take.

@@ -18,68 +18,58 @@
 //! it: a run whose job could not even be recorded ends `failed` with the
 //! reason, never `running` until the next restart.
 //!
-//! Output reaches the job log through [`JobSink`], which appends each piece
-//! as the backend hands it over and pushes it to subscribed WebSockets in
-//! the same synchronous step, so a subscriber never misses or doubles a
-//! piece (see `crate::subscriptions`).
+//! **Computer jobs longer than one alarm.** An alarm's handler has a
+//! limited wall time, and a build may take hours. So a job's command runs
+//! detached on the computer, and one alarm follows it for at most the
+//! host's job slice ([`Host::job_slice_ms`]); then the alarm ends with the
+//! command still running, and the next one (armed for now) reads its
+//! output on from the offset where the job's log ends, until the command
+//! exits and its changes are applied (see `crate::computer::detached`).
+//! The computer runs one command at a time, so such a job goes first in
+//! every alarm, and the jobs queued after it wait for it; a schedule's
+//! run is followed to its end within its alarm.
+//!
+//! Output reaches the job log through `crate::joblog::JobSink`, which
+//! appends each piece as the backend hands it over and pushes it to
+//! subscribed WebSockets in the same synchronous step, so a subscriber
+//! never misses or doubles a piece (see `crate::subscriptions`).
 
 use serde_json::Value;
 use stead_scheduler::{
-    jobs::Stream, signing, Job, JobState, Jobs, RunOutcome, RunTicket, SchedError, ScheduleAction,
-    Schedules,
+    signing, Job, JobState, Jobs, RunOutcome, RunTicket, SchedError, ScheduleAction, Schedules,
 };
 
 use crate::agent::Agent;
-use crate::computer::OutputSink;
+use crate::computer::detached::{self, DetachedJob};
+use crate::computer::Ran;
 use crate::error::ApiError;
 use crate::host::Host;
+use crate::joblog::JobSink;
 use crate::{checkpoints, outbound, scheduling, settings, subscriptions};
+
+/// How long one alarm follows a computer job unless the host says
+/// otherwise: inside the 15 minutes of wall time an alarm gets in
+/// production.
+pub const DEFAULT_JOB_SLICE_MS: u64 = 10 * 60_000;
 
 /// Most runs one alarm carries out before re-arming for the rest.
 const MAX_RUNS_PER_ALARM: usize = 50;
-
-/// Appends a job's output to its log and pushes it to subscribers.
-pub struct JobSink<'a, H: Host> {
-    agent: &'a Agent<H>,
-    job: i64,
-}
-
-impl<H: Host> JobSink<'_, H> {
-    fn push(&self, stream: Stream, data: &[u8]) {
-        // An output piece that cannot be stored is lost to the log, but the
-        // job goes on; the outcome still carries the output.
-        if let Ok(pieces) = self
-            .agent
-            .jobs()
-            .append(self.job, stream, data, self.agent.now_ms())
-        {
-            subscriptions::broadcast_output(self.agent, self.job, &pieces);
-        }
-    }
-}
-
-impl<H: Host> OutputSink for JobSink<'_, H> {
-    fn stdout(&self, data: &[u8]) {
-        self.push(Stream::Stdout, data);
-    }
-
-    fn stderr(&self, data: &[u8]) {
-        self.push(Stream::Stderr, data);
-    }
-
-    fn job(&self) -> Option<i64> {
-        Some(self.job)
-    }
-}
 
 impl<H: Host> Agent<H> {
     /// Sets the alarm to the earliest due time (now if a job is queued), or
     /// clears it when nothing is due.
     pub(crate) async fn arm(&self) -> Result<(), ApiError> {
-        let queued = Jobs::new(self.db()).has_queued()?.then(|| self.now_ms());
+        let waiting = Jobs::new(self.db()).has_queued()?
+            || detached::first(self.db())
+                .map_err(SchedError::from)?
+                .is_some();
+        let queued = waiting.then(|| self.now_ms());
+        let watch = self
+            .processes_to_watch()?
+            .then(|| self.now_ms() + crate::processes::serve::TICK_MS);
         let due = Schedules::new(self.db()).next_wake()?;
         let fork = checkpoints::import_deadline(self.db(), &self.vfs())?;
-        let at = [queued, due, fork].into_iter().flatten().min();
+        let at = [queued, due, fork, watch].into_iter().flatten().min();
         self.host.set_alarm(at).await?;
         Ok(())
     }
@@ -103,17 +93,32 @@ impl<H: Host> Agent<H> {
         if self.drop_stalled_fork().await? {
             return Ok(());
         }
-        let outcome = self.drain().await;
+        let until = self.now_ms() + i64::try_from(self.host.job_slice_ms()).unwrap_or(i64::MAX);
+        let outcome = self.drain(until).await;
+        // Live processes: their output and states, every tick.
+        let watched = self.watch_processes().await;
+        let outcome = outcome.and(watched);
         // Re-arm whatever happened, so a failure is retried and nothing
         // stalls.
         let armed = self.arm().await;
         outcome.and(armed)
     }
 
-    async fn drain(&self) -> Result<(), ApiError> {
+    /// Runs what is due until `until`: first the job whose command runs on
+    /// the computer from an earlier alarm, then queued jobs and due
+    /// schedule runs. Returns early when a computer job is still running
+    /// at `until`.
+    async fn drain(&self, until: i64) -> Result<(), ApiError> {
+        if let Some(waiting) = detached::first(self.db()).map_err(SchedError::from)? {
+            if self.resume_job(waiting, until).await?.is_none() {
+                return Ok(());
+            }
+        }
         for _ in 0..MAX_RUNS_PER_ALARM {
             if let Some(job) = Jobs::new(self.db()).claim_next(self.now_ms())? {
-                self.run_job(job).await?;
+                if self.run_job(job, Some(until)).await?.is_none() {
+                    return Ok(());
+                }
                 continue;
             }
             let Some(ticket) = Schedules::new(self.db()).take_due(self.now_ms())? else {
@@ -135,20 +140,51 @@ impl<H: Host> Agent<H> {
         Ok(())
     }
 
-    /// Runs the claimed job `job` to its end and tells subscribers.
-    async fn run_job(&self, job: Job) -> Result<Job, ApiError> {
-        let sink = JobSink {
-            agent: self,
-            job: job.id,
-        };
+    /// Runs the claimed job `job` and tells subscribers how it ended; `None`
+    /// when its computer command is still running at `until` (a later
+    /// alarm picks it up). Without `until` it runs to its end.
+    async fn run_job(&self, job: Job, until: Option<i64>) -> Result<Option<Job>, ApiError> {
+        let sink = JobSink::new(self, job.id);
         let body = job.request.to_string();
         let actor = format!("job:{}", job.id);
-        let result = self.exec(&actor, body.as_bytes(), &sink).await;
+        let result = self.exec(&actor, body.as_bytes(), &sink, until).await;
+        self.end_job(job.id, result)
+    }
+
+    /// Follows job `waiting`'s detached command on from where its log ends,
+    /// until it ends or `until`; as [`Agent::run_job`].
+    async fn resume_job(&self, waiting: DetachedJob, until: i64) -> Result<Option<Job>, ApiError> {
+        let job = match self.jobs().get(waiting.job) {
+            Ok(job) if job.state == JobState::Running => job,
+            // It ended some other way: nothing runs any more.
+            Ok(_) | Err(SchedError::JobNotFound { .. }) => {
+                detached::finished(self.db(), waiting.job).map_err(SchedError::from)?;
+                return Ok(self.jobs().get(waiting.job).ok());
+            }
+            Err(error) => return Err(error.into()),
+        };
+        detached::next_slice(self.db(), job.id).map_err(SchedError::from)?;
+        let sink = JobSink::new(self, job.id);
+        let offset = u64::try_from(job.output_bytes).unwrap_or(0) + waiting.dropped;
+        let result = self
+            .resume_computer(&waiting, offset, job.cancel_requested, &sink, until)
+            .await;
+        self.end_job(job.id, result)
+    }
+
+    /// Records how job `id` ended, if it did, and tells subscribers.
+    fn end_job(&self, id: i64, result: Result<Ran, ApiError>) -> Result<Option<Job>, ApiError> {
+        let result = match result {
+            Ok(Ran::Suspended(_)) => return Ok(None),
+            Ok(Ran::Finished(outcome)) => Ok(outcome),
+            Err(error) => Err(error),
+        };
         let outcome = scheduling::outcome_of(&result);
-        let job = self.jobs().finish(job.id, &outcome, self.now_ms())?;
+        let job = self.jobs().finish(id, &outcome, self.now_ms())?;
+        detached::finished(self.db(), id).map_err(SchedError::from)?;
         subscriptions::broadcast_job_end(self, &job);
         subscriptions::notify_changes(self);
-        Ok(job)
+        Ok(Some(job))
     }
 
     /// A schedule's exec run: a job, recorded in the ledger before it
@@ -167,7 +203,11 @@ impl<H: Host> Agent<H> {
                 ..RunOutcome::failed("the job was cancelled before it started".into())
             });
         };
-        let job = self.run_job(job).await?;
+        let Some(job) = self.run_job(job, None).await? else {
+            return Err(ApiError::Internal(
+                "a scheduled run followed to its end was left running".into(),
+            ));
+        };
         let error = match (job.state, &job.error, job.exit_code) {
             (JobState::Succeeded, _, _) => None,
             (_, Some(error), _) => Some(error.clone()),

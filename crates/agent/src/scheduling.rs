@@ -5,8 +5,8 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 use stead_scheduler::{
-    jobs::Outcome, Hook, HookOptions, Hooks, Job, Jobs, NewJob, OutputPage, Piece, ScheduleRequest,
-    Schedules,
+    jobs::Outcome, Hook, HookOptions, Hooks, Job, Jobs, NewJob, OutputPage, Piece, SchedError,
+    ScheduleRequest, Schedules,
 };
 use stead_sql::Sql;
 
@@ -306,10 +306,14 @@ pub fn hook_request(hook: &Hook, body: &[u8]) -> Value {
 }
 
 /// Work cut off by a restart: called once per instance, before anything
-/// runs. Running jobs fail with the reason; interrupted schedule runs are
-/// recorded and retried where allowed.
+/// runs. Running jobs fail with the reason, except those whose work goes on
+/// on the computer: a detached command (a later alarm picks it up) and a
+/// process's log;
+/// interrupted schedule runs are recorded and retried where allowed.
 pub fn recover<S: Sql>(db: &S, now_ms: i64) -> Result<(), ApiError> {
-    Jobs::new(db).fail_interrupted(now_ms)?;
+    let mut going_on = crate::computer::detached::jobs(db).map_err(SchedError::from)?;
+    going_on.extend(crate::processes::record::open_jobs(db).map_err(SchedError::from)?);
+    Jobs::new(db).fail_interrupted(now_ms, &going_on)?;
     Schedules::new(db).interrupt_running(now_ms)?;
     Ok(())
 }

@@ -158,14 +158,15 @@ impl<H: Host> Agent<H> {
             caller: state.caller.clone(),
             query: Vec::new(),
             hook: HookHeaders::default(),
+            origin: String::new(),
             upgrade: false,
             body: Bytes(body),
         };
         match self.dispatch(request).await? {
             Reply::Json { body, .. } => Ok(body),
-            Reply::File { .. } | Reply::Socket(_) => Err(ApiError::Internal(format!(
-                "{tool} does not answer in JSON"
-            ))),
+            Reply::File { .. } | Reply::Socket(_) | Reply::Forward(_) => Err(ApiError::Internal(
+                format!("{tool} does not answer in JSON"),
+            )),
         }
     }
 }

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::*;
 use serde_json::{json, Value};
 use stead_agent::auth::Caller;
@@ -53,16 +51,6 @@ fn setup() -> (
 
 fn transport(agent: &Agent<FakeHost>) -> FaultyTransport {
     agent.host().computer.borrow().clone().unwrap()
-}
-
-/// Waits `ms` without blocking the executor.
-async fn pause(ms: u64) {
-    let (done, waited) = futures::channel::oneshot::channel();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(ms));
-        let _ = done.send(());
-    });
-    let _ = waited.await;
 }
 
 #[test]

@@ -37,6 +37,7 @@ fn route_accepts(agent: &stead_agent::Agent<FakeHost>, tool: ModelTool, argument
         query: invocation.query,
         hook: HookHeaders::default(),
         upgrade: false,
+        origin: "http://stead.test".into(),
         body: Bytes(invocation.body),
     };
     match block_on(agent.dispatch(request)) {

@@ -92,16 +92,21 @@ pub fn docker(args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// Cargo's build directory: `CARGO_TARGET_DIR` when set (relative to the
+/// repository root), else `target/`.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => repo_root().join(dir),
+        None => repo_root().join("target"),
+    }
+}
+
 /// Builds the container-side program once per process; returns its path.
 pub fn build_computer() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            // Where cargo puts it: CARGO_TARGET_DIR when set.
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo_root().join("target"));
-            let binary = target.join("release/stead-computer");
+            let binary = target_dir().join("release/stead-computer");
             if std::env::var("STEAD_SKIP_BUILD").as_deref() == Ok("1") && binary.exists() {
                 return binary;
             }

@@ -445,9 +445,15 @@ impl Socket {
     /// Connects to `/agents/{agent}/ws` on `base` (an `http://` URL) with
     /// the bearer `token`; the error names the refusal.
     pub fn connect(base: &str, agent: &str, token: Option<&str>) -> Result<Socket, String> {
+        Socket::connect_to(base, &format!("/agents/{agent}/ws"), token)
+    }
+
+    /// Connects to `path` (with its query) on `base` with the bearer
+    /// `token`: any WebSocket route, such as a port's.
+    pub fn connect_to(base: &str, path: &str, token: Option<&str>) -> Result<Socket, String> {
         use tungstenite::client::IntoClientRequest;
         let host = base.trim_start_matches("http://");
-        let url = format!("ws://{host}/agents/{agent}/ws");
+        let url = format!("ws://{host}{path}");
         let mut request = url.into_client_request().map_err(|e| e.to_string())?;
         if let Some(token) = token {
             let value = format!("Bearer {token}")
@@ -486,24 +492,18 @@ impl Socket {
             .expect("websocket send");
     }
 
-    /// The next JSON message, or `None` after `timeout` without one. Panics
-    /// if the socket closes.
-    pub fn recv(&mut self, timeout: Duration) -> Option<Value> {
+    /// The next text message, or `None` after `timeout` without one.
+    /// Panics if the socket closes.
+    pub fn recv_text(&mut self, timeout: Duration) -> Option<String> {
         self.ws
             .get_mut()
             .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
             .expect("read timeout");
         loop {
             match self.ws.read() {
-                Ok(tungstenite::Message::Text(text)) => {
-                    return Some(
-                        serde_json::from_str(&text).unwrap_or_else(|e| {
-                            panic!("websocket message is not JSON ({e}): {text}")
-                        }),
-                    )
-                }
+                Ok(tungstenite::Message::Text(text)) => return Some(text.to_string()),
                 Ok(tungstenite::Message::Close(frame)) => {
-                    panic!("the agent closed the socket: {frame:?}")
+                    panic!("the peer closed the socket: {frame:?}")
                 }
                 Ok(_) => continue,
                 Err(tungstenite::Error::Io(e))
@@ -517,6 +517,15 @@ impl Socket {
                 Err(e) => panic!("websocket read failed: {e}"),
             }
         }
+    }
+
+    /// The next JSON message, or `None` after `timeout` without one. Panics
+    /// if the socket closes.
+    pub fn recv(&mut self, timeout: Duration) -> Option<Value> {
+        self.recv_text(timeout).map(|text| {
+            serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("websocket message is not JSON ({e}): {text}"))
+        })
     }
 
     /// Reads messages until one satisfies `done` (returned last), panicking

@@ -493,16 +493,29 @@ impl<'a, S: Sql> Jobs<'a, S> {
         self.get(id)
     }
 
-    /// Marks every `running` job failed: called when the agent starts, when
-    /// no job of this instance can be running. Returns their ids.
-    pub fn fail_interrupted(&self, now_ms: i64) -> Result<Vec<i64>> {
-        let rows = self.db.query(
-            "UPDATE jobs SET state = 'failed', finished_ms = ?, \
-             error = 'interrupted: the agent restarted while the job ran; it was not re-run' \
-             WHERE state = 'running' RETURNING id",
-            params![now_ms],
-        )?;
-        rows.iter().map(|r| Ok(r.int(0)?)).collect()
+    /// Marks every `running` job failed but those in `keep` (jobs whose
+    /// work goes on outside this instance, such as a command running
+    /// detached on the computer): called when the agent starts, when no
+    /// job of this instance can be running. Returns their ids.
+    pub fn fail_interrupted(&self, now_ms: i64, keep: &[i64]) -> Result<Vec<i64>> {
+        let running = self
+            .db
+            .query("SELECT id FROM jobs WHERE state = 'running'", params![])?;
+        let mut failed = Vec::new();
+        for row in running {
+            let id = row.int(0)?;
+            if keep.contains(&id) {
+                continue;
+            }
+            self.db.execute(
+                "UPDATE jobs SET state = 'failed', finished_ms = ?, \
+                 error = 'interrupted: the agent restarted while the job ran; it was not re-run' \
+                 WHERE id = ?",
+                params![now_ms, id],
+            )?;
+            failed.push(id);
+        }
+        Ok(failed)
     }
 
     /// Output of job `id` from byte offset `from`, at most about `max_bytes`
@@ -866,7 +879,7 @@ mod tests {
         let a = jobs.create(&new_job("a"), 1).unwrap().id;
         let b = jobs.create(&new_job("b"), 1).unwrap().id;
         jobs.claim(a, 2).unwrap();
-        assert_eq!(jobs.fail_interrupted(9).unwrap(), vec![a]);
+        assert_eq!(jobs.fail_interrupted(9, &[]).unwrap(), vec![a]);
         let job = jobs.get(a).unwrap();
         assert_eq!(job.state, JobState::Failed);
         assert!(job.error.unwrap().contains("interrupted"));

@@ -9,6 +9,13 @@
 //! still running counts as activity); a released computer costs nothing,
 //! and the next command starts a fresh one and gets the full manifest.
 //!
+//! A **background** request ([`is_background`]: the workspace side's poll
+//! of its processes) is forwarded like any other, but it never starts a
+//! container and does not count as use: watching a computer must not keep
+//! it from being released. On a computer that does not run it is answered
+//! `503` with [`crate::ErrorCode::Released`] (released on purpose: idle, on
+//! request) or [`crate::ErrorCode::Gone`] (it died, or never ran).
+//!
 //! Two routes of the `Computer` object itself (never forwarded):
 //!
 //! - `GET` [`STATE_PATH`] → [`ComputerState`];
@@ -26,6 +33,22 @@ pub const STATE_PATH: &str = "/computer/state";
 
 /// The `Computer` object's stop route.
 pub const STOP_PATH: &str = "/computer/stop";
+
+/// Where the `Computer` object forwards to a port of the container:
+/// `/computer/ports/{port}{path}` reaches `{path}` on `{port}` (HTTP and
+/// WebSocket upgrades, bodies streamed both ways). Such a request counts as
+/// use, but never starts a container: the process serving the port ran on
+/// the one that is there (or it is gone, answered as a background request
+/// is).
+pub const PORTS_PREFIX: &str = "/computer/ports/";
+
+/// The processes' poll (see `crate::process`): a background request.
+pub const POLL_PATH: &str = "/v1/processes/poll";
+
+/// Whether a request to `path` is a background one (see the module docs).
+pub fn is_background(path: &str) -> bool {
+    path == POLL_PATH
+}
 
 /// Where the computer is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -27,10 +27,18 @@
 //!
 //! An exec id is never run twice: a repeated `POST /v1/exec` is refused, so
 //! an ambiguous disconnect cannot replay a command.
+//!
+//! A command's output is kept in the container until its report is
+//! acknowledged: `GET /v1/exec/{id}/output?from=N` reads it on from byte
+//! offset `N` ([`OutputQuery`]) to the exit event, which is how a
+//! **detached** command ([`ExecSpec::detach`]) that outlives the alarm
+//! that started it is picked back up. Long-running **processes** (dev
+//! servers) have routes of their own: [`process`].
 
 pub mod frame;
 pub mod host;
 pub mod ignore;
+pub mod process;
 mod wire;
 
 pub use frame::{FrameDecoder, FrameError};

@@ -101,6 +101,12 @@ pub struct Status {
     /// (absent from peers that predate it).
     #[serde(default)]
     pub build: Option<String>,
+    /// A process that declared a port (or asked to keep the computer
+    /// awake) is running: that is activity, as a running exec is, so the
+    /// computer is not released as idle. Absent (false) from peers that
+    /// predate processes.
+    #[serde(default)]
+    pub busy: bool,
 }
 
 /// `POST /v1/sync/apply`: bring the container's disk in step.
@@ -145,6 +151,14 @@ pub struct ExecSpec {
     pub stdin: String,
     /// Kill the command's process group after this long.
     pub timeout_ms: u64,
+    /// Keep running when the client goes away: the output stays in the
+    /// container's log, readable from any offset
+    /// (`GET /v1/exec/{id}/output?from=N`), and the exit event with the
+    /// report comes at the end of it. Without it, a client that goes away
+    /// kills the command and no report is made. Sent only when set, so a
+    /// peer that predates it reads the spec as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detach: bool,
 }
 
 /// One line of the `POST /v1/exec` response stream.
@@ -158,6 +172,11 @@ pub enum ExecEvent {
     Stdout { data: String },
     /// Bytes the command wrote to standard error (base64).
     Stderr { data: String },
+    /// Output the container no longer holds from the offset asked (it keeps
+    /// at most a bounded amount nobody has read): the offset moves on by
+    /// `bytes`. Only in a read from an offset, never in a stream that
+    /// started at 0 and kept up.
+    Dropped { bytes: u64 },
     /// The command ended; the last event.
     Exit(Exit),
     /// The command ended but the container could not say what it changed
@@ -206,6 +225,16 @@ pub struct ChunkRequest {
     pub chunks: Vec<ChunkHash>,
 }
 
+/// The query of `GET /v1/exec/{id}/output`: the output offset to read from
+/// (standard output and error in one offset space, as the agent's job log
+/// counts bytes). Reading from `from` tells the container that every byte
+/// before it arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputQuery {
+    pub from: u64,
+}
+
 /// `POST /v1/sync/ack`: the workspace holds what `exec` reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -241,6 +270,8 @@ pub enum ErrorCode {
     Busy,
     /// No such exec (or its report was acknowledged and dropped).
     UnknownExec,
+    /// No such process on this container instance.
+    UnknownProcess,
     /// A requested chunk is no longer on disk as reported.
     ChunkGone,
     /// A path that escapes the workspace or is otherwise unusable.
@@ -253,6 +284,13 @@ pub enum ErrorCode {
     /// No container can be started for this workspace (answered by the
     /// Worker's side, not by the program).
     Unavailable,
+    /// The computer was released on purpose (idle, or on request), and a
+    /// background request does not start it (answered by the Worker's
+    /// side).
+    Released,
+    /// No container runs (it died, or never ran), and a background request
+    /// does not start one (answered by the Worker's side).
+    Gone,
 }
 
 #[cfg(test)]

@@ -38,6 +38,16 @@ impl From<stead_sql::SqlError> for ComputerError {
 }
 
 impl ComputerError {
+    /// The computer is running job `job`'s command, which outlives alarms:
+    /// the computer runs one command at a time (answered `COMPUTER_BUSY`).
+    pub fn held_by_job(job: i64) -> Self {
+        ComputerError::Refused {
+            step: "exec",
+            code: ErrorCode::Busy,
+            message: format!("job {job} is running on the computer"),
+        }
+    }
+
     /// Whether retrying later may help (the computer is busy or starting).
     pub fn is_busy(&self) -> bool {
         matches!(

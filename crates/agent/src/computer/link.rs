@@ -115,6 +115,15 @@ impl<'t, T: Transport> Link<'t, T> {
     ) -> Result<ByteStream, ComputerError> {
         self.send(step, Method::Post, path, Some(json(body))).await
     }
+
+    /// GETs `path` and streams the answer.
+    pub async fn get_stream(
+        &self,
+        step: &'static str,
+        path: &str,
+    ) -> Result<ByteStream, ComputerError> {
+        self.send(step, Method::Get, path, None).await
+    }
 }
 
 /// A JSON request body.

@@ -14,19 +14,25 @@
 //! lock); the agent's other requests go on meanwhile, which is how a
 //! conflict can arise at all.
 //!
+//! - [`detached`]: what is kept of a job's command that outlives its
+//!   alarm, to pick it back up ([`resume`]);
+//! - [`processes`]: the protocol's calls for long-running processes;
 //! - [`link`]: the protocol's calls and error rules over the host's
 //!   [`Transport`] (on Workers: HTTP to the agent's `Computer` Durable
 //!   Object, which owns the container and its secret);
 //! - protocol types: `stead_sync`.
 
+pub mod detached;
 pub mod error;
 pub mod link;
+pub mod processes;
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use base64::Engine;
 use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 use stead_sql::{params, Sql};
 use stead_sync::host::ComputerState;
 use stead_sync::{
@@ -38,9 +44,10 @@ use stead_vfs::{VPath, Vfs, VfsError};
 pub use error::ComputerError;
 pub use link::Link;
 
-use crate::host::{Method, Transport};
+use crate::host::{ByteStream, Host, Method, Transport};
 use crate::outcome::{
-    Backend, Captured, ComputerReport, ExecOutcome, ExecStatus, OutputEncoding, Transfer,
+    Backend, Captured, ComputerReport, ExecOutcome, ExecStatus, OutputEncoding, SyncReport,
+    Transfer,
 };
 
 /// Chunk bytes per request, each way: bounded memory in the Durable Object.
@@ -53,6 +60,9 @@ const MAX_OUTPUT: usize = 16 << 20;
 pub trait OutputSink {
     fn stdout(&self, data: &[u8]);
     fn stderr(&self, data: &[u8]);
+    /// The computer no longer held `bytes` of output (nobody read them in
+    /// time): they are not in the log.
+    fn dropped(&self, _bytes: u64) {}
     /// The job the output belongs to, if the command runs as one (so that
     /// cancelling the job can stop the command).
     fn job(&self) -> Option<i64> {
@@ -82,27 +92,77 @@ pub struct Exec<'a> {
     /// The exec id: the container runs each id at most once.
     pub id: &'a str,
     pub command: Command,
+    pub handling: Handling<'a>,
+}
+
+/// How an exec's run is followed and finished, whether it is started now
+/// or picked back up ([`resume`]).
+pub struct Handling<'a> {
     pub encoding: OutputEncoding,
     /// Set when the exec's job is cancelled, at any stage.
     pub cancelled: &'a Cell<bool>,
     /// Takes the automatic checkpoint just before the command's changes are
     /// applied (only when there are some); returns its id.
     pub before_apply: &'a dyn Fn() -> Result<Option<i64>, VfsError>,
+    /// For a job: the command is detached (it runs on without a client,
+    /// its output kept by the container) and following it stops at this
+    /// time (ms since the epoch), the command still running: the run is
+    /// then [`Ran::Suspended`]. `None`: followed to its end.
+    pub until: Option<i64>,
+    /// Told once a detached command has started, so it can be picked back
+    /// up even if this run is cut off.
+    pub on_detached: &'a dyn Fn(&Detached) -> Result<(), VfsError>,
 }
 
-/// Runs an exec on the agent's computer; see the module docs. `vfs` gives a
-/// view of the workspace at the current time (the run spans many awaits).
-pub async fn run<'db, S: Sql, T: Transport>(
+/// How far a run got.
+#[derive(Debug)]
+pub enum Ran {
+    /// It ended, whichever way.
+    Finished(ExecOutcome),
+    /// Its time ran out with the detached command still running on the
+    /// computer: pick it up with [`resume`].
+    Suspended(Detached),
+}
+
+/// A detached command on the computer: what picking it back up needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Detached {
+    pub exec: String,
+    /// The container instance it runs on (another one means it is gone).
+    pub instance: String,
+    /// The workspace revision the container held when it started.
+    pub base: i64,
+    /// Output bytes received so far: the offset to read on from.
+    pub offset: u64,
+    /// What the push before it sent.
+    pub sent: Transfer,
+}
+
+/// Finds which container instance answers (starting the computer if it
+/// does not run) and brings its copy of the workspace in step. `vfs` gives
+/// a view of the workspace at the current time (this spans many awaits).
+pub async fn bring_in_step<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: impl Fn() -> Vfs<'db, S>,
     transport: &T,
+) -> Result<Pushed, ComputerError> {
+    connect_and_push(db, &vfs, &Link::new(transport)).await
+}
+
+/// Runs an exec on the agent's computer, whose copy [`bring_in_step`] just
+/// brought in step (`pushed`); see the module docs.
+pub async fn run<'db, H: Host>(
+    host: &'db H,
+    vfs: impl Fn() -> Vfs<'db, H::Db>,
+    transport: &H::Computer,
+    pushed: Pushed,
     exec: Exec<'_>,
     sink: &dyn OutputSink,
-) -> Result<ExecOutcome, ComputerError> {
+) -> Result<Ran, ComputerError> {
     let link = Link::new(transport);
     let mut report = ComputerReport::default();
-    let base = connect_and_push(db, &vfs, &link, &mut report.sync.sent).await?;
-
+    report.sync.sent = pushed.sent.clone();
+    let handling = exec.handling;
     let spec = ExecSpec {
         id: exec.id.to_string(),
         command: exec.command.command,
@@ -110,31 +170,129 @@ pub async fn run<'db, S: Sql, T: Transport>(
         env: exec.command.env,
         stdin: base64::engine::general_purpose::STANDARD.encode(&exec.command.stdin),
         timeout_ms: exec.command.timeout_ms,
+        detach: handling.until.is_some(),
     };
-    let mut output = Output::new(exec.encoding);
-    if exec.cancelled.get() {
+    if handling.cancelled.get() {
         // Cancelled while the workspace was being pushed: never start it.
         let revision = vfs().revision()?;
-        return Ok(output.into_outcome(ExecStatus::Cancelled, None, None, revision, report));
+        let output = Output::new(handling.encoding);
+        let outcome = output.into_outcome(ExecStatus::Cancelled, None, None, revision, report);
+        return Ok(Ran::Finished(outcome));
     }
-    let exit = match stream_exec(&link, &spec, exec.cancelled, sink, &mut output).await {
-        Ok(exit) => exit,
-        Err(broken) => {
-            // Nothing was applied, and the command is never replayed. A
-            // container that died (or the way to it) is forgotten, so the
-            // next command starts over with the whole workspace; one that
-            // is alive but could not report keeps its copy, and its next
-            // scan reports what this command changed.
-            if broken.computer_lost {
-                forget(db)?;
-            }
-            let revision = vfs().revision()?;
-            let mut outcome = output.into_outcome(ExecStatus::Lost, None, None, revision, report);
-            outcome.message = Some(format!(
-                "the command's outcome is unknown; the workspace is unchanged: {}",
-                broken.reason
-            ));
-            return Ok(outcome);
+    let stream = match link.stream("exec", "/v1/exec", &spec).await {
+        Ok(stream) => stream,
+        Err(error) => {
+            let broken = Broken::lost(error.to_string());
+            let output = Output::new(handling.encoding);
+            return lost(host.db(), &vfs, output, report, broken).map(Ran::Finished);
+        }
+    };
+    let detached = Detached {
+        exec: spec.id.clone(),
+        instance: pushed.instance,
+        base: pushed.base,
+        offset: 0,
+        sent: report.sync.sent.clone(),
+    };
+    if handling.until.is_some() {
+        (handling.on_detached)(&detached)?;
+    }
+    if handling.cancelled.get() {
+        // Cancelled while the request was on its way: the command runs now,
+        // so it can be stopped (it reports `cancelled`).
+        let _ = cancel_exec(&link, &spec.id).await;
+    }
+    finish(host, &vfs, &link, handling, detached, stream, report, sink).await
+}
+
+/// Picks a detached command back up where `detached` left it: if the
+/// container that runs it is still there, reads its output on from the
+/// offset, and finishes it as [`run`] does.
+pub async fn resume<'db, H: Host>(
+    host: &'db H,
+    vfs: impl Fn() -> Vfs<'db, H::Db>,
+    transport: &H::Computer,
+    detached: Detached,
+    handling: Handling<'_>,
+    sink: &dyn OutputSink,
+) -> Result<Ran, ComputerError> {
+    let link = Link::new(transport);
+    let report = ComputerReport {
+        sync: SyncReport {
+            sent: detached.sent.clone(),
+            ..SyncReport::default()
+        },
+        ..ComputerReport::default()
+    };
+    let gone = |reason: String| {
+        let output = Output::new(handling.encoding);
+        lost(
+            host.db(),
+            &vfs,
+            output,
+            report.clone(),
+            Broken::lost(reason),
+        )
+        .map(Ran::Finished)
+    };
+    let status: Status = match link
+        .json("status", Method::Get, "/v1/status", None::<&()>)
+        .await
+    {
+        Ok(status) => status,
+        Err(error) => return gone(error.to_string()),
+    };
+    if status.instance != detached.instance {
+        return gone("the computer that ran it is gone".into());
+    }
+    if handling.cancelled.get() {
+        let _ = cancel_exec(&link, &detached.exec).await;
+    }
+    let path = format!("/v1/exec/{}/output?from={}", detached.exec, detached.offset);
+    let stream = match link.get_stream("reattach", &path).await {
+        Ok(stream) => stream,
+        Err(error) => return gone(error.to_string()),
+    };
+    finish(host, &vfs, &link, handling, detached, stream, report, sink).await
+}
+
+/// Follows an exec's event stream and, once it exits, pulls, applies and
+/// acknowledges its changes.
+#[allow(clippy::too_many_arguments)]
+async fn finish<'db, H: Host>(
+    host: &'db H,
+    vfs: &impl Fn() -> Vfs<'db, H::Db>,
+    link: &Link<'_, H::Computer>,
+    handling: Handling<'_>,
+    mut detached: Detached,
+    stream: ByteStream,
+    mut report: ComputerReport,
+    sink: &dyn OutputSink,
+) -> Result<Ran, ComputerError> {
+    let mut output = Output::new(handling.encoding);
+    let started_at = detached.offset;
+    let exit = match follow(
+        host,
+        stream,
+        handling.until,
+        sink,
+        &mut output,
+        &mut detached.offset,
+    )
+    .await
+    {
+        Followed::Exit(exit) => exit,
+        Followed::Paused => return Ok(Ran::Suspended(detached)),
+        // A detached command outlives its stream: if this one made
+        // progress before it broke, the next alarm reads on from where it
+        // stopped (or finds the computer gone).
+        Followed::Broken(broken)
+            if handling.until.is_some() && broken.transient && detached.offset > started_at =>
+        {
+            return Ok(Ran::Suspended(detached))
+        }
+        Followed::Broken(broken) => {
+            return lost(host.db(), vfs, output, report, broken).map(Ran::Finished)
         }
     };
 
@@ -142,11 +300,11 @@ pub async fn run<'db, S: Sql, T: Transport>(
     received.files = exit.changes.len() as u64;
     received.manifest_bytes = serde_json::to_vec(&exit.changes).map_or(0, |v| v.len() as u64);
     let applied = pull_and_apply(
-        db,
-        &vfs,
-        &link,
-        (exec.id, exec.before_apply),
-        base,
+        host.db(),
+        vfs,
+        link,
+        (&detached.exec, handling.before_apply),
+        detached.base,
         &exit.changes,
         received,
     )
@@ -154,7 +312,7 @@ pub async fn run<'db, S: Sql, T: Transport>(
     // Until acknowledged, the container keeps reporting these changes; a
     // failed acknowledgement only costs a harmless repeat next time.
     let ack = Ack {
-        exec: exec.id.to_string(),
+        exec: detached.exec.clone(),
     };
     let _ = link
         .bytes("ack", Method::Post, "/v1/sync/ack", Some(link::json(&ack)))
@@ -178,7 +336,43 @@ pub async fn run<'db, S: Sql, T: Transport>(
     let mut outcome =
         output.into_outcome(status, Some(code), exit.signal, applied.revision, report);
     outcome.checkpoint = checkpoint;
+    Ok(Ran::Finished(outcome))
+}
+
+/// The outcome of a command whose end is unknown. Nothing was applied, and
+/// the command is never replayed. A container that died (or the way to it)
+/// is forgotten, so the next command starts over with the whole
+/// workspace; one that is alive but could not report keeps its copy, and
+/// its next scan reports what this command changed.
+fn lost<'db, S: Sql + 'db>(
+    db: &S,
+    vfs: &impl Fn() -> Vfs<'db, S>,
+    output: Output,
+    report: ComputerReport,
+    broken: Broken,
+) -> Result<ExecOutcome, ComputerError> {
+    if broken.computer_lost {
+        forget(db)?;
+    }
+    let revision = vfs().revision()?;
+    let mut outcome = output.into_outcome(ExecStatus::Lost, None, None, revision, report);
+    outcome.message = Some(format!(
+        "the command's outcome is unknown; the workspace is unchanged: {}",
+        broken.reason
+    ));
     Ok(outcome)
+}
+
+/// The container instance a push reached, and the revision it now holds.
+#[derive(Debug, Clone)]
+pub struct Pushed {
+    pub instance: String,
+    pub base: i64,
+    /// The instance is new to the workspace (its disk was empty): whatever
+    /// ran on an earlier one is gone.
+    pub fresh: bool,
+    /// What the push sent.
+    pub sent: Transfer,
 }
 
 /// Finds which container instance answers and brings its copy in step. A
@@ -188,8 +382,8 @@ async fn connect_and_push<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
     link: &Link<'_, T>,
-    sent: &mut Transfer,
-) -> Result<i64, ComputerError> {
+) -> Result<Pushed, ComputerError> {
+    let mut sent = Transfer::default();
     let mut attempts = 0;
     loop {
         let status: Status = link
@@ -201,12 +395,21 @@ async fn connect_and_push<'db, S: Sql, T: Transport>(
                 expected: PROTOCOL,
             });
         }
-        match push(db, vfs, link, &status.instance, sent).await {
+        let fresh = load(db)?.is_none_or(|synced| synced.instance != status.instance);
+        match push(db, vfs, link, &status.instance, &mut sent).await {
             Err(ComputerError::Refused {
                 code: ErrorCode::StaleInstance,
                 ..
             }) if attempts == 0 => attempts += 1,
-            other => return other,
+            Ok(base) => {
+                return Ok(Pushed {
+                    instance: status.instance,
+                    base,
+                    fresh,
+                    sent,
+                })
+            }
+            Err(error) => return Err(error),
         }
     }
 }
@@ -444,6 +647,10 @@ struct Broken {
     /// The container (or the way to it) is gone; otherwise it is alive
     /// and said why it could not report.
     computer_lost: bool,
+    /// The stream itself broke (rather than carrying something wrong): a
+    /// detached command may still be running, and reading it again can
+    /// tell.
+    transient: bool,
 }
 
 impl Broken {
@@ -451,66 +658,111 @@ impl Broken {
         Broken {
             reason: reason.into(),
             computer_lost: true,
+            transient: false,
+        }
+    }
+
+    fn cut(reason: impl Into<String>) -> Self {
+        Broken {
+            transient: true,
+            ..Broken::lost(reason)
         }
     }
 }
 
-/// Runs the command, passing output on; `Err` when the stream ended before
-/// the exit event.
-async fn stream_exec<T: Transport>(
-    link: &Link<'_, T>,
-    spec: &ExecSpec,
-    cancelled: &Cell<bool>,
+/// How following an exec's events ended.
+enum Followed {
+    Exit(Exit),
+    Broken(Broken),
+    /// The time given ran out first (the command may still run).
+    Paused,
+}
+
+/// Reads an exec's events, passing output on and counting its bytes in
+/// `offset`, until the exit event, a break, or `until`.
+async fn follow<H: Host>(
+    host: &H,
+    mut stream: ByteStream,
+    until: Option<i64>,
     sink: &dyn OutputSink,
     output: &mut Output,
-) -> Result<Exit, Broken> {
-    let mut stream = link
-        .stream("exec", "/v1/exec", spec)
-        .await
-        .map_err(|e| Broken::lost(e.to_string()))?;
-    if cancelled.get() {
-        // Cancelled while the request was on its way: the command runs now,
-        // so it can be stopped (it reports `cancelled`).
-        let _ = cancel_exec(link, &spec.id).await;
-    }
+    offset: &mut u64,
+) -> Followed {
+    let deadline = async {
+        match until {
+            Some(at) => {
+                host.sleep(u64::try_from(at - host.now_ms()).unwrap_or(0))
+                    .await
+            }
+            None => futures::future::pending().await,
+        }
+    };
+    let mut deadline = std::pin::pin!(deadline);
     let mut pending: Vec<u8> = Vec::new();
     let b64 = base64::engine::general_purpose::STANDARD;
-    while let Some(piece) = stream.next().await {
-        pending.extend_from_slice(&piece.map_err(Broken::lost)?);
+    loop {
+        let piece = match futures::future::select(stream.next(), deadline.as_mut()).await {
+            futures::future::Either::Left((piece, _)) => piece,
+            futures::future::Either::Right(((), _)) => return Followed::Paused,
+        };
+        let piece = match piece {
+            Some(Ok(piece)) => piece,
+            Some(Err(reason)) => return Followed::Broken(Broken::cut(reason)),
+            None => {
+                return Followed::Broken(Broken::cut(
+                    "the output stream ended before the command did",
+                ))
+            }
+        };
+        pending.extend_from_slice(&piece);
         while let Some(end) = pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
-            let event: ExecEvent = serde_json::from_slice(&line)
-                .map_err(|e| Broken::lost(format!("bad event from the computer: {e}")))?;
+            let event: ExecEvent = match serde_json::from_slice(&line) {
+                Ok(event) => event,
+                Err(e) => {
+                    return Followed::Broken(Broken::lost(format!(
+                        "bad event from the computer: {e}"
+                    )))
+                }
+            };
             match event {
-                ExecEvent::Stdout { data } => {
-                    let data = b64.decode(data).map_err(|e| Broken::lost(e.to_string()))?;
-                    sink.stdout(&data);
-                    Output::keep(&mut output.stdout, &data, &mut output.truncated);
+                ExecEvent::Stdout { data } => match b64.decode(data) {
+                    Ok(data) => {
+                        *offset += data.len() as u64;
+                        sink.stdout(&data);
+                        Output::keep(&mut output.stdout, &data, &mut output.truncated);
+                    }
+                    Err(e) => return Followed::Broken(Broken::lost(e.to_string())),
+                },
+                ExecEvent::Stderr { data } => match b64.decode(data) {
+                    Ok(data) => {
+                        *offset += data.len() as u64;
+                        sink.stderr(&data);
+                        Output::keep(&mut output.stderr, &data, &mut output.truncated);
+                    }
+                    Err(e) => return Followed::Broken(Broken::lost(e.to_string())),
+                },
+                ExecEvent::Dropped { bytes } => {
+                    *offset += bytes;
+                    sink.dropped(bytes);
                 }
-                ExecEvent::Stderr { data } => {
-                    let data = b64.decode(data).map_err(|e| Broken::lost(e.to_string()))?;
-                    sink.stderr(&data);
-                    Output::keep(&mut output.stderr, &data, &mut output.truncated);
-                }
-                ExecEvent::Exit(exit) => return Ok(exit),
+                ExecEvent::Exit(exit) => return Followed::Exit(exit),
                 // The command ended but its changes could not be scanned:
                 // they stay on the container's disk, unreported, so this
                 // command's outcome is unknown, as when the stream breaks.
                 ExecEvent::Error(error) => {
-                    return Err(Broken {
+                    return Followed::Broken(Broken {
                         reason: format!(
                             "the computer could not report the command's changes ({:?}): {}",
                             error.code, error.message
                         ),
                         computer_lost: false,
+                        transient: false,
                     })
                 }
             }
         }
     }
-    Err(Broken::lost(
-        "the output stream ended before the command did",
-    ))
 }
 
 /// Fetches the content the workspace lacks, then applies every change in

@@ -313,6 +313,7 @@ impl<H: Host> Agent<H> {
                     revision,
                     agent: &request.agent,
                     caller: &request.caller,
+                    origin: &request.origin,
                     session: Some(&session),
                 };
                 self.mcp_method(&call, &method, &params).await
@@ -328,6 +329,7 @@ impl<H: Host> Agent<H> {
                     revision,
                     agent: &request.agent,
                     caller: &request.caller,
+                    origin: &request.origin,
                     session: None,
                 };
                 self.mcp_method(&call, &method, &params).await

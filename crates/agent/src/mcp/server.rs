@@ -44,6 +44,8 @@ pub(crate) struct Call<'a> {
     pub(crate) revision: Revision,
     pub(crate) agent: &'a str,
     pub(crate) caller: &'a Caller,
+    /// The endpoint's own origin (a share link's URL starts with it).
+    pub(crate) origin: &'a str,
     /// The 2025-11-25 session the request belongs to.
     pub(crate) session: Option<&'a Session>,
 }
@@ -197,6 +199,7 @@ impl<H: Host> Agent<H> {
             query: invocation.query,
             hook: HookHeaders::default(),
             upgrade: false,
+            origin: call.origin.to_string(),
             body: Bytes(invocation.body),
         };
         // Dispatching from here makes dispatch (and what it calls) part of
@@ -207,7 +210,7 @@ impl<H: Host> Agent<H> {
                 "structuredContent": body,
                 "isError": false,
             })),
-            Ok(Reply::File { .. } | Reply::Socket(_)) => Err(RpcError::new(
+            Ok(Reply::File { .. } | Reply::Socket(_) | Reply::Forward(_)) => Err(RpcError::new(
                 INTERNAL_ERROR,
                 format!("{name} does not answer in JSON"),
             )),

@@ -259,6 +259,8 @@ pub struct FakeHost {
     pub local: Cell<bool>,
     /// Other agents of the same deployment, by id (a fork's targets).
     pub peers: RefCell<Vec<(String, Rc<Agent<FakeHost>>)>>,
+    /// How long one alarm follows a computer job.
+    pub job_slice_ms: Cell<u64>,
     random: Cell<u64>,
 }
 
@@ -277,6 +279,7 @@ impl FakeHost {
             names: RefCell::default(),
             local: Cell::new(false),
             peers: RefCell::default(),
+            job_slice_ms: Cell::new(10 * 60_000),
             random: Cell::new(0),
         }
     }
@@ -431,6 +434,20 @@ impl Host for FakeHost {
             .ok_or_else(|| format!("{name}: no such name"))
     }
 
+    async fn sleep(&self, ms: u64) {
+        // A real timer (the clock the test moves is for the agent's
+        // records; a slice ends in real time, as on the platform).
+        pause(ms).await;
+    }
+
+    fn job_slice_ms(&self) -> u64 {
+        self.job_slice_ms.get()
+    }
+
+    fn share_key(&self) -> Option<String> {
+        Some(SHARE_KEY.into())
+    }
+
     fn local_development(&self) -> bool {
         self.local.get()
     }
@@ -448,6 +465,9 @@ impl Host for FakeHost {
     }
 }
 
+/// The key share links are signed with in tests.
+pub const SHARE_KEY: &str = "test-admin-token";
+
 /// An agent on a fresh fake host.
 pub fn agent() -> Agent<FakeHost> {
     Agent::new(FakeHost::new(FaultySql::new()))
@@ -463,6 +483,7 @@ pub fn request(agent: &str, action: Action, caller: Caller, body: &str) -> Reque
         query: Vec::new(),
         hook: HookHeaders::default(),
         upgrade: false,
+        origin: "http://stead.test".into(),
         body: Bytes(body.as_bytes().to_vec()),
     }
 }
@@ -667,6 +688,16 @@ impl Transport for FaultyTransport {
             None => self.inner.send(method, path, body).await,
         }
     }
+}
+
+/// Waits `ms` on another thread, without blocking the executor.
+pub async fn pause(ms: u64) {
+    let (done, waited) = futures::channel::oneshot::channel();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        let _ = done.send(());
+    });
+    let _ = waited.await;
 }
 
 /// A free local port.

@@ -1,0 +1,285 @@
+//! Ports: HTTP and WebSockets to a port a running process declared, under
+//! `/agents/{id}/ports/{port}/...`.
+//!
+//! The agent decides whether a request may go through (the port is served
+//! by one of its running processes; a share link is for that port and not
+//! revoked) and how it is rewritten; the platform's glue carries it,
+//! streaming both ways, through the `Computer` object that owns the
+//! container (see `stead_sync::host::PORTS_PREFIX`). The rules here are
+//! plain functions over header lists, so they are tested without a
+//! platform:
+//!
+//! - to the dev server go the request's headers minus hop-by-hop ones
+//!   (kept for a WebSocket upgrade, which needs them), our credentials
+//!   (`Authorization`, the share cookie) and the headers the Worker sets
+//!   for the agent; the target is the path after the prefix with the query
+//!   minus the share parameter; `X-Forwarded-Prefix` says where it is
+//!   mounted, `X-Forwarded-Host` and `-Proto` where the browser is;
+//! - back come its headers minus hop-by-hop ones, with redirects to an
+//!   absolute path (`Location: /login`) and cookie paths moved under the
+//!   prefix, so a redirect stays on the port and a dev server's cookie is
+//!   never sent to another agent's ports on the same origin.
+//!
+//! Absolute links inside pages (`<script src="/app.js">`) are the dev
+//! server's own: it must be told its base path (README, "Ports").
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::processes::record::{self, State};
+use crate::shares;
+
+/// Headers that describe one connection, not the message (RFC 9110 7.6.1).
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// What the glue forwards, once the agent has let a port request through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    pub port: u16,
+    /// Where the port is mounted: `/agents/{id}/ports/{port}`.
+    pub prefix: String,
+    /// A cookie to set on the answer: the share link's capability, when it
+    /// came in the query (a browser's first visit).
+    pub set_cookie: Option<String>,
+}
+
+/// The path and query to ask the dev server for: `path` (what follows
+/// the prefix, as it came, `/` when empty) and `query` minus the share
+/// parameter.
+pub fn target(path: &str, query: Option<&str>) -> String {
+    let path = if path.is_empty() { "/" } else { path };
+    let kept: Vec<&str> = query
+        .unwrap_or("")
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| pair.split('=').next() != Some(shares::QUERY_PARAM))
+        .collect();
+    if kept.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", kept.join("&"))
+    }
+}
+
+/// The headers to send the dev server, from the request's.
+pub fn request_headers(
+    headers: &[(String, String)],
+    forward: &Forward,
+    (host, proto): (&str, &str),
+) -> Vec<(String, String)> {
+    let upgrade = headers.iter().any(|(name, value)| {
+        name.eq_ignore_ascii_case("upgrade") && value.eq_ignore_ascii_case("websocket")
+    });
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (name, value) in headers {
+        let lower = name.to_ascii_lowercase();
+        let ours = lower == "authorization"
+            || lower == "host"
+            || lower.starts_with("x-stead-")
+            || lower.starts_with("x-forwarded-")
+            || lower.starts_with("cf-");
+        let hop = HOP_BY_HOP.contains(&lower.as_str()) && !(upgrade && is_upgrade_header(&lower));
+        if ours || hop {
+            continue;
+        }
+        if lower == "cookie" {
+            let rest: Vec<&str> = value
+                .split(';')
+                .map(str::trim)
+                .filter(|pair| pair.split('=').next() != Some(shares::COOKIE))
+                .filter(|pair| !pair.is_empty())
+                .collect();
+            if !rest.is_empty() {
+                out.push((name.clone(), rest.join("; ")));
+            }
+            continue;
+        }
+        out.push((name.clone(), value.clone()));
+    }
+    out.push(("x-forwarded-prefix".into(), forward.prefix.clone()));
+    out.push(("x-forwarded-host".into(), host.to_string()));
+    out.push(("x-forwarded-proto".into(), proto.to_string()));
+    out
+}
+
+fn is_upgrade_header(lower: &str) -> bool {
+    lower == "upgrade" || lower == "connection"
+}
+
+/// The headers to answer with, from the dev server's.
+pub fn response_headers(headers: &[(String, String)], forward: &Forward) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, value) in headers {
+        let lower = name.to_ascii_lowercase();
+        if HOP_BY_HOP.contains(&lower.as_str()) {
+            continue;
+        }
+        let value = match lower.as_str() {
+            "location" if value.starts_with('/') && !value.starts_with("//") => {
+                format!("{}{value}", forward.prefix)
+            }
+            "set-cookie" => under_prefix(value, &forward.prefix),
+            _ => value.clone(),
+        };
+        out.push((name.clone(), value));
+    }
+    if let Some(cookie) = &forward.set_cookie {
+        out.push(("set-cookie".into(), cookie.clone()));
+    }
+    out
+}
+
+/// A `Set-Cookie` value with its `Path` moved under `prefix` (a cookie
+/// without one gets the prefix).
+fn under_prefix(cookie: &str, prefix: &str) -> String {
+    let mut has_path = false;
+    let parts: Vec<String> = cookie
+        .split(';')
+        .map(|part| {
+            let trimmed = part.trim();
+            match trimmed.split_once('=') {
+                Some((key, path)) if key.trim().eq_ignore_ascii_case("path") => {
+                    has_path = true;
+                    let path = path.trim();
+                    let path = if path.starts_with('/') { path } else { "/" };
+                    format!("Path={prefix}{path}")
+                }
+                _ => trimmed.to_string(),
+            }
+        })
+        .collect();
+    let mut cookie = parts.join("; ");
+    if !has_path {
+        cookie.push_str(&format!("; Path={prefix}/"));
+    }
+    cookie
+}
+
+/// Checks that `caller` may reach `port` of agent `agent` now, and says
+/// how to forward: the port must be one a running process declared, and
+/// a share link must be for it, live and not revoked. `capability_in_query`
+/// is the share link's capability when the request carried it in its
+/// query (then kept as a cookie), `secure` whether the browser is on
+/// HTTPS.
+pub fn admit(
+    db: &impl stead_sql::Sql,
+    caller: &Caller,
+    (agent, port): (&str, u16),
+    capability_in_query: Option<&str>,
+    (now_ms, secure): (i64, bool),
+) -> Result<Forward, ApiError> {
+    let now_s = now_ms / 1000;
+    let mut set_cookie = None;
+    if let Caller::Share { id } = caller {
+        let expires_at = shares::check(db, id, port, now_s)?;
+        if let Some(capability) = capability_in_query {
+            let max_age = (expires_at - now_s).max(0);
+            set_cookie = Some(shares::cookie(agent, port, capability, max_age, secure));
+        }
+    }
+    let served = record::all(db)?
+        .iter()
+        .any(|process| process.state == State::Running && process.ports.contains(&port));
+    if !served {
+        return Err(ApiError::PortNotServed { port });
+    }
+    Ok(Forward {
+        port,
+        prefix: shares::prefix(agent, port),
+        set_cookie,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn forward() -> Forward {
+        Forward {
+            port: 3000,
+            prefix: "/agents/a/ports/3000".into(),
+            set_cookie: None,
+        }
+    }
+
+    #[test]
+    fn the_target_drops_the_capability_only() {
+        assert_eq!(target("", None), "/");
+        assert_eq!(
+            target("/a/b", Some("x=1&stead_share=shr_q.s&y=2")),
+            "/a/b?x=1&y=2"
+        );
+        assert_eq!(target("/", Some("stead_share=shr_q.s")), "/");
+        assert_eq!(target("/p", Some("stead_shares=1")), "/p?stead_shares=1");
+    }
+
+    #[test]
+    fn credentials_and_hop_by_hop_headers_stay_behind() {
+        let incoming = pairs(&[
+            ("Authorization", "Bearer secret"),
+            ("Cookie", "theme=dark; stead_share=shr_x.y"),
+            ("Connection", "keep-alive"),
+            ("Accept", "text/html"),
+            ("x-stead-actor", "admin"),
+            ("Host", "example.com"),
+        ]);
+        let out = request_headers(&incoming, &forward(), ("example.com", "https"));
+        let names: Vec<String> = out.iter().map(|(n, _)| n.to_ascii_lowercase()).collect();
+        assert!(!names.contains(&"authorization".into()));
+        assert!(!names.contains(&"connection".into()));
+        assert!(!names.contains(&"x-stead-actor".into()));
+        assert!(out.contains(&("Cookie".into(), "theme=dark".into())));
+        assert!(out.contains(&("Accept".into(), "text/html".into())));
+        assert!(out.contains(&("x-forwarded-prefix".into(), "/agents/a/ports/3000".into())));
+        // A WebSocket upgrade keeps what the upgrade needs.
+        let upgrade = pairs(&[("Upgrade", "websocket"), ("Connection", "Upgrade")]);
+        let out = request_headers(&upgrade, &forward(), ("h", "http"));
+        assert!(out.iter().any(|(n, _)| n == "Upgrade"));
+        assert!(out.iter().any(|(n, _)| n == "Connection"));
+    }
+
+    #[test]
+    fn redirects_and_cookies_stay_under_the_prefix() {
+        let answer = pairs(&[
+            ("Location", "/login?next=/"),
+            ("Set-Cookie", "sid=1; Path=/; HttpOnly"),
+            ("Set-Cookie", "pref=2"),
+            ("Transfer-Encoding", "chunked"),
+            ("Content-Type", "text/html"),
+        ]);
+        let mut shared = forward();
+        shared.set_cookie = Some("stead_share=c".into());
+        let out = response_headers(&answer, &shared);
+        assert!(out.contains(&(
+            "Location".into(),
+            "/agents/a/ports/3000/login?next=/".into()
+        )));
+        assert!(out.contains(&(
+            "Set-Cookie".into(),
+            "sid=1; Path=/agents/a/ports/3000/; HttpOnly".into()
+        )));
+        assert!(out.contains(&(
+            "Set-Cookie".into(),
+            "pref=2; Path=/agents/a/ports/3000/".into()
+        )));
+        assert!(!out.iter().any(|(n, _)| n == "Transfer-Encoding"));
+        assert!(out.contains(&("set-cookie".into(), "stead_share=c".into())));
+        let elsewhere = response_headers(&pairs(&[("Location", "https://x.example/")]), &forward());
+        assert_eq!(elsewhere[0].1, "https://x.example/");
+    }
+}

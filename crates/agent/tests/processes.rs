@@ -1,0 +1,305 @@
+//! Long-running processes through the agent, against a real
+//! `stead-computer`: started after the workspace is pushed, their output in
+//! their job's log as the alarm watches them, signalled and stopped, lost
+//! when their computer goes away and started again on a fresh one by their
+//! policy, with the workspace as it is then. Bad requests start nothing.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use stead_agent::auth::{Caller, Scope};
+use stead_agent::{Action, Agent, Tool};
+
+fn setup() -> (
+    Agent<FakeHost>,
+    stead_harness::ComputerProcess,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent();
+    create(&agent, "a");
+    let process = with_computer(&agent, "a", dir.path());
+    (agent, process, dir)
+}
+
+fn start(agent: &Agent<FakeHost>, body: Value) -> Value {
+    let (status, answer) = call(
+        agent,
+        request("a", Action::ProcessStart, Caller::Admin, &body.to_string()),
+    );
+    assert_eq!(status, 201, "{answer}");
+    answer["process"].clone()
+}
+
+fn get(agent: &Agent<FakeHost>, id: &str) -> Value {
+    ok(agent, "a", Action::Process(id.into()), "")["process"].clone()
+}
+
+fn output(agent: &Agent<FakeHost>, id: &str) -> String {
+    let page = ok(agent, "a", Action::ProcessOutput(id.into()), "");
+    page["output"]
+        .as_array()
+        .expect("output pieces")
+        .iter()
+        .map(|p| p["data"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Runs alarms (each one tick of the watch) until `done` holds, at most
+/// about ten seconds.
+fn tick_until(agent: &Agent<FakeHost>, what: &str, done: impl Fn() -> bool) {
+    for _ in 0..40 {
+        block_on(agent.alarm()).expect("the alarm runs");
+        if done() {
+            return;
+        }
+        block_on(pause(250));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn write(agent: &Agent<FakeHost>, path: &str, content: &str) {
+    let body = json!({ "path": path, "content": content }).to_string();
+    ok(agent, "a", Action::Tool(Tool::Write), &body);
+}
+
+#[test]
+fn a_process_runs_its_output_reaches_its_log_and_a_stop_ends_it() {
+    let (agent, _computer, _dir) = setup();
+    write(&agent, "/app/name.txt", "alpha\n");
+    let started = start(
+        &agent,
+        json!({ "command": "cat name.txt; for i in 1 2 3; do echo tick $i; sleep 0.1; done; sleep 60",
+                "cwd": "/app", "ports": [8000] }),
+    );
+    let id = started["id"].as_str().unwrap().to_string();
+    assert_eq!(started["state"], "running", "{started}");
+    assert!(started["pid"].as_u64().is_some());
+    assert!(
+        agent.host().alarm.get().is_some(),
+        "the alarm watches a live process"
+    );
+    tick_until(&agent, "its output", || {
+        output(&agent, &id).contains("tick 3")
+    });
+    assert_eq!(output(&agent, &id), "alpha\ntick 1\ntick 2\ntick 3\n");
+    let job = get(&agent, &id)["job"].as_i64().unwrap();
+    assert_eq!(
+        job_text(&agent, job),
+        output(&agent, &id),
+        "the log is its job's"
+    );
+
+    let listed = ok(&agent, "a", Action::Processes, "");
+    assert_eq!(listed["processes"][0]["id"], id.as_str());
+
+    let stopped = ok(&agent, "a", Action::ProcessStop(id.clone()), "");
+    let stopped = &stopped["process"];
+    assert_eq!(
+        (stopped["state"].clone(), stopped["stopped"].clone()),
+        (json!("exited"), json!(true)),
+        "{stopped}"
+    );
+    let job = ok(&agent, "a", Action::Job(job), "");
+    assert_eq!(job["state"], "cancelled", "stopped on request: {job}");
+    assert!(
+        !ok(&agent, "a", Action::Processes, "")["processes"][0]["state"].eq("running"),
+        "nothing runs"
+    );
+    // A second delete forgets the ended process.
+    ok(&agent, "a", Action::ProcessStop(id.clone()), "");
+    let (status, gone) = call(&agent, request("a", Action::Process(id), Caller::Admin, ""));
+    assert_eq!(failure(status, &gone), (404, "PROCESS_NOT_FOUND"));
+}
+
+#[test]
+fn signals_reach_the_process() {
+    let (agent, _computer, _dir) = setup();
+    let started = start(
+        &agent,
+        json!({ "command": "trap 'echo got hup' HUP; echo ready; while true; do sleep 0.1; done" }),
+    );
+    let id = started["id"].as_str().unwrap().to_string();
+    tick_until(&agent, "ready", || output(&agent, &id).contains("ready"));
+    let body = json!({ "signal": "HUP" }).to_string();
+    ok(&agent, "a", Action::ProcessSignal(id.clone()), &body);
+    tick_until(&agent, "the trap", || {
+        output(&agent, &id).contains("got hup")
+    });
+    assert_eq!(get(&agent, &id)["state"], "running");
+}
+
+#[test]
+fn the_agents_edits_reach_a_running_process() {
+    let (agent, _computer, _dir) = setup();
+    write(&agent, "/site/page.txt", "old\n");
+    let started = start(
+        &agent,
+        json!({
+            "command": "echo watching; until grep -qx new page.txt; do sleep 0.1; done; echo saw new; sleep 60",
+            "cwd": "/site",
+        }),
+    );
+    let id = started["id"].as_str().unwrap().to_string();
+    tick_until(&agent, "the watcher", || {
+        output(&agent, &id).contains("watching")
+    });
+    write(&agent, "/site/page.txt", "new\n");
+    tick_until(&agent, "the edit on the computer", || {
+        output(&agent, &id).contains("saw new")
+    });
+    assert_eq!(get(&agent, &id)["state"], "running");
+}
+
+#[test]
+fn a_lost_process_starts_again_on_a_fresh_computer_with_the_latest_files() {
+    let (agent, mut computer, _dir) = setup();
+    write(&agent, "/site/version.txt", "v1\n");
+    let keeps = start(
+        &agent,
+        json!({ "command": "cat version.txt; sleep 60", "cwd": "/site", "restart": "always" }),
+    );
+    let once = start(&agent, json!({ "command": "sleep 60" }));
+    let (keeps, once) = (keeps["id"].as_str().unwrap(), once["id"].as_str().unwrap());
+    tick_until(&agent, "v1", || output(&agent, keeps).contains("v1"));
+    write(&agent, "/site/version.txt", "v2\n");
+
+    computer.restart();
+    tick_until(&agent, "the restart", || {
+        get(&agent, keeps)["restarts"] == 1
+    });
+    tick_until(&agent, "v2", || output(&agent, keeps).contains("v2"));
+    assert_eq!(
+        output(&agent, keeps),
+        "v1\nv2\n",
+        "one log across computers"
+    );
+    assert_eq!(get(&agent, keeps)["state"], "running");
+    let lost = get(&agent, once);
+    assert_eq!(lost["state"], "lost", "{lost}");
+    let job = ok(&agent, "a", Action::Job(lost["job"].as_i64().unwrap()), "");
+    assert_eq!(
+        job["state"], "failed",
+        "a lost process that never restarts ends its job: {job}"
+    );
+}
+
+#[test]
+fn a_process_outlives_an_agent_restart() {
+    let (agent, _computer, _dir) = setup();
+    let started = start(&agent, json!({ "command": "echo up; sleep 60" }));
+    let id = started["id"].as_str().unwrap().to_string();
+    let restarted = Agent::new(FakeHost::new(agent.host().db.clone()));
+    *restarted.host().computer.borrow_mut() = agent.host().computer.borrow().clone();
+    let job = get(&restarted, &id)["job"].as_i64().unwrap();
+    assert_eq!(
+        ok(&restarted, "a", Action::Job(job), "")["state"],
+        "running"
+    );
+    tick_until(&restarted, "its output", || {
+        output(&restarted, &id).contains("up")
+    });
+}
+
+#[test]
+fn bad_requests_start_nothing() {
+    let (agent, _computer, _dir) = setup();
+    let refused = |body: Value, status: u16, code: &str| {
+        let (got, answer) = call(
+            &agent,
+            request("a", Action::ProcessStart, Caller::Admin, &body.to_string()),
+        );
+        assert_eq!(failure(got, &answer), (status, code), "{body}: {answer}");
+    };
+    refused(json!({ "command": " " }), 400, "INVALID_REQUEST");
+    refused(
+        json!({ "command": "x", "ports": [0] }),
+        400,
+        "INVALID_REQUEST",
+    );
+    refused(
+        json!({ "command": "x", "ports": [70000] }),
+        400,
+        "INVALID_REQUEST",
+    );
+    refused(
+        json!({ "command": "x", "ports": [3000, 3000] }),
+        400,
+        "INVALID_REQUEST",
+    );
+    refused(
+        json!({ "command": "x", "ports": [8080] }),
+        400,
+        "INVALID_REQUEST",
+    );
+    refused(
+        json!({ "command": "x", "restart": "sometimes" }),
+        400,
+        "INVALID_REQUEST",
+    );
+    refused(
+        json!({ "command": "x", "env": { "A=B": "1" } }),
+        400,
+        "INVALID_REQUEST",
+    );
+    refused(json!({ "command": "x", "cwd": "/missing" }), 404, "ENOENT");
+    refused(
+        json!({ "command": "x", "bogus": true }),
+        400,
+        "INVALID_REQUEST",
+    );
+    let shell_only = token("t", &[Scope::ExecShell, Scope::Read]);
+    let (status, answer) = call(
+        &agent,
+        request(
+            "a",
+            Action::ProcessStart,
+            shell_only,
+            &json!({ "command": "sleep 1" }).to_string(),
+        ),
+    );
+    assert_eq!(failure(status, &answer), (403, "FORBIDDEN"));
+    assert_eq!(
+        ok(&agent, "a", Action::Processes, "")["processes"],
+        json!([]),
+        "nothing was recorded"
+    );
+    let sent = agent
+        .host()
+        .computer
+        .borrow()
+        .clone()
+        .unwrap()
+        .sent
+        .borrow()
+        .clone();
+    assert!(
+        !sent.iter().any(|s| s.contains("/v1/processes")),
+        "nothing reached the computer: {sent:?}"
+    );
+
+    let started = start(&agent, json!({ "command": "sleep 60" }));
+    let id = started["id"].as_str().unwrap().to_string();
+    let body = json!({ "signal": "SIGNOPE" }).to_string();
+    let (status, answer) = call(
+        &agent,
+        request("a", Action::ProcessSignal(id.clone()), Caller::Admin, &body),
+    );
+    assert_eq!(failure(status, &answer), (400, "INVALID_REQUEST"));
+    let (status, answer) = call(
+        &agent,
+        request(
+            "a",
+            Action::ProcessSignal("p-nope".into()),
+            Caller::Admin,
+            r#"{"signal":"TERM"}"#,
+        ),
+    );
+    assert_eq!(failure(status, &answer), (404, "PROCESS_NOT_FOUND"));
+    let mut stop = request("a", Action::ProcessStop(id.clone()), Caller::Admin, "");
+    stop.query = vec![("grace_ms".into(), "999999999".into())];
+    let (status, answer) = call(&agent, stop);
+    assert_eq!(failure(status, &answer), (400, "INVALID_REQUEST"));
+    assert_eq!(get(&agent, &id)["state"], "running", "still running");
+}

@@ -1,0 +1,443 @@
+//! End-to-end: dev servers on the computer. The real Worker under
+//! `wrangler dev` starts a real `python3 -m http.server` on the agent's
+//! computer (in real containers when a Docker engine runs, else as a local
+//! process), lists it, serves its pages through the port route, sees an
+//! edit made with the file API within 2 s (live sync), shares the port
+//! with a link that works without a token until it is revoked or expires,
+//! refuses bad input with structured errors, and stops the process; a
+//! process whose computer is killed is lost, then started again by its
+//! policy on a fresh computer with the agent's latest files; a small Node
+//! server's WebSocket echoes through the port route.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{expect_error, expect_ok, expect_status, with_runtime, Agent};
+use serde_json::{json, Value};
+use stead_harness::{temp_state, Client, Reply, Runtime, Socket};
+
+/// A port no other process on this machine holds now (in the local-process
+/// mode every agent's processes share the machine's ports).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+/// Starts `python3 -m http.server` on `port` in `/site`; its record.
+fn serve(agent: &Agent, port: u16) -> Value {
+    let reply = agent.send(
+        "POST",
+        "/processes",
+        json!({
+            "command": format!("exec python3 -m http.server {port} --bind 127.0.0.1"),
+            "cwd": "/site",
+            "ports": [port],
+        })
+        .to_string()
+        .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    reply.json()["process"].clone()
+}
+
+/// `GET` of `path` under the port's prefix, until it answers 200 (the
+/// server may still be starting); the answer.
+fn fetch_when_up(client: &Client, agent: &Agent, port: u16, path: &str) -> Reply {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let reply = client.send("GET", &agent.url(&format!("/ports/{port}{path}")), b"");
+        if reply.status == 200 {
+            return reply;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the port never served {path}: {} {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn text(reply: &Reply) -> String {
+    String::from_utf8_lossy(&reply.body).into_owned()
+}
+
+#[test]
+fn a_dev_server_is_served_through_its_port_sees_edits_and_stops() {
+    let agent = Agent::new("procs-dev-server");
+    let client = with_runtime(|runtime| {
+        eprintln!("computer: {}", runtime.mode().describe());
+        runtime.client()
+    });
+    agent.write("/site/index.html", "<h1>first</h1>\n");
+    let port = free_port();
+    let process = serve(&agent, port);
+    let id = process["id"].as_str().expect("a process id").to_string();
+    assert_eq!(process["state"], "running", "{process}");
+    assert_eq!(process["restart"], "never", "{process}");
+
+    // Listed, and readable one by one.
+    let listed = expect_ok(&agent.send("GET", "/processes", b""));
+    let ids: Vec<&str> = listed["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .filter_map(|p| p["id"].as_str())
+        .collect();
+    assert_eq!(ids, [id.as_str()], "{listed}");
+    let one = expect_ok(&agent.send("GET", &format!("/processes/{id}"), b""));
+    assert_eq!(one["process"]["ports"], json!([port]), "{one}");
+
+    // Its page through the port route.
+    let page = fetch_when_up(&client, &agent, port, "/index.html");
+    assert_eq!(text(&page), "<h1>first</h1>\n");
+    // The port's root is the server's `/` (which serves the index).
+    let root = fetch_when_up(&client, &agent, port, "");
+    assert_eq!(text(&root), "<h1>first</h1>\n");
+
+    // An edit through the file API is served within 2 s.
+    agent.write("/site/index.html", "<h1>second</h1>\n");
+    let edited = Instant::now();
+    loop {
+        let page = fetch_when_up(&client, &agent, port, "/index.html");
+        if text(&page) == "<h1>second</h1>\n" {
+            break;
+        }
+        assert!(
+            edited.elapsed() < Duration::from_secs(2),
+            "the edit was not served within 2 s: {}",
+            text(&page)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("edit served after {:?}", edited.elapsed());
+
+    // Its output is a job log, readable by offset.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = expect_ok(&agent.send("GET", &format!("/processes/{id}/output"), b""));
+        let all: String = out["output"]
+            .as_array()
+            .expect("output pieces")
+            .iter()
+            .filter_map(|p| p["data"].as_str())
+            .collect();
+        if all.contains("GET /index.html") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no request log: {out}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // Stopped: the port no longer serves, the record says how it ended.
+    let stopped = expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+    assert_eq!(stopped["process"]["state"], "exited", "{stopped}");
+    expect_error(
+        &client.send("GET", &agent.url(&format!("/ports/{port}/")), b""),
+        404,
+        "PORT_NOT_SERVED",
+    );
+}
+
+#[test]
+fn a_share_link_opens_its_port_without_a_token_until_revoked_or_expired() {
+    let agent = Agent::new("procs-share");
+    let anonymous = with_runtime(|runtime| runtime.client().with_token(None));
+    agent.write("/site/index.html", "shared\n");
+    let port = free_port();
+    let process = serve(&agent, port);
+    let id = process["id"].as_str().unwrap().to_string();
+    let authorized = with_runtime(|runtime| runtime.client());
+    fetch_when_up(&authorized, &agent, port, "/index.html");
+
+    // Without a credential the port is closed.
+    expect_error(
+        &anonymous.send("GET", &agent.url(&format!("/ports/{port}/index.html")), b""),
+        401,
+        "UNAUTHORIZED",
+    );
+
+    let share = |ttl: i64| -> Value {
+        let reply = agent.send(
+            "POST",
+            &format!("/ports/{port}/share"),
+            json!({ "ttl_seconds": ttl }).to_string().as_bytes(),
+        );
+        expect_status(&reply, 201);
+        reply.json()["share"].clone()
+    };
+    let link = share(600);
+    let url = link["url"].as_str().expect("a share URL");
+    let target = &url[url.find("/agents/").expect("a path")..];
+    let (path, query) = target.split_once('?').expect("a query");
+    let page = anonymous.send("GET", &format!("{path}index.html?{query}"), b"");
+    expect_status(&page, 200);
+    assert_eq!(text(&page), "shared\n");
+    // The answer keeps the capability as a cookie for the page's own
+    // requests, scoped to the port's prefix.
+    let cookie = page.header("set-cookie").expect("a cookie").to_string();
+    assert!(
+        cookie.contains(&format!("Path=/agents/{}/ports/{port}/", agent.id)),
+        "{cookie}"
+    );
+
+    // A forged link (its signature changed) is refused.
+    let forged = {
+        let mut forged = query.to_string();
+        let last = forged.pop().unwrap();
+        forged.push(if last == '0' { '1' } else { '0' });
+        forged
+    };
+    expect_error(
+        &anonymous.send("GET", &format!("{path}index.html?{forged}"), b""),
+        401,
+        "SHARE_LINK_INVALID",
+    );
+    // A link opens only its port: not the agent's other routes.
+    let other = anonymous.send("GET", &format!("{}?{query}", agent.url("/processes")), b"");
+    assert!(
+        matches!(other.status, 401 | 403),
+        "a share link opened another route: {} {}",
+        other.status,
+        text(&other)
+    );
+
+    // Revoked: refused from then on.
+    let share_id = link["id"].as_str().expect("a share id");
+    expect_ok(&agent.send("DELETE", &format!("/shares/{share_id}"), b""));
+    expect_error(
+        &anonymous.send("GET", &format!("{path}index.html?{query}"), b""),
+        401,
+        "SHARE_LINK_REVOKED",
+    );
+
+    // Expired: a one-second link stops working.
+    let short = share(1);
+    let url = short["url"].as_str().unwrap();
+    let (path, query) = url[url.find("/agents/").unwrap()..]
+        .split_once('?')
+        .unwrap();
+    expect_status(&anonymous.send("GET", &format!("{path}?{query}"), b""), 200);
+    std::thread::sleep(Duration::from_millis(2100));
+    expect_error(
+        &anonymous.send("GET", &format!("{path}?{query}"), b""),
+        401,
+        "SHARE_LINK_EXPIRED",
+    );
+
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
+
+#[test]
+fn bad_process_and_port_requests_get_structured_errors_and_start_nothing() {
+    let agent = Agent::new("procs-bad-input");
+    agent.write("/site/index.html", "x\n");
+    let client = with_runtime(|runtime| runtime.client());
+    let post = |body: Value| agent.send("POST", "/processes", body.to_string().as_bytes());
+
+    expect_error(&post(json!({ "command": "" })), 400, "INVALID_REQUEST");
+    expect_error(
+        &post(json!({ "command": "true", "restart": "sometimes" })),
+        400,
+        "INVALID_REQUEST",
+    );
+    expect_error(
+        &post(json!({ "command": "true", "ports": [8080] })),
+        400,
+        "INVALID_REQUEST",
+    );
+    expect_error(
+        &post(json!({ "command": "true", "cwd": "/no/such/dir" })),
+        404,
+        "ENOENT",
+    );
+    let listed = expect_ok(&agent.send("GET", "/processes", b""));
+    assert_eq!(listed["processes"], json!([]), "nothing started: {listed}");
+
+    // Unknown process.
+    expect_error(
+        &agent.send("GET", "/processes/p-nope", b""),
+        404,
+        "PROCESS_NOT_FOUND",
+    );
+    expect_error(
+        &agent.send("POST", "/processes/p-nope/signal", br#"{"signal":"HUP"}"#),
+        404,
+        "PROCESS_NOT_FOUND",
+    );
+    expect_error(
+        &agent.send("DELETE", "/processes/p-nope", b""),
+        404,
+        "PROCESS_NOT_FOUND",
+    );
+    // A port no process declared, and one that is not a port.
+    expect_error(
+        &client.send("GET", &agent.url("/ports/4999/"), b""),
+        404,
+        "PORT_NOT_SERVED",
+    );
+    expect_error(
+        &client.send("GET", &agent.url("/ports/70000/"), b""),
+        400,
+        "INVALID_REQUEST",
+    );
+
+    // A running process: a signal that does not exist is refused, and it
+    // runs on.
+    let port = free_port();
+    let process = serve(&agent, port);
+    let id = process["id"].as_str().unwrap().to_string();
+    expect_error(
+        &agent.send(
+            "POST",
+            &format!("/processes/{id}/signal"),
+            br#"{"signal":"SIGNOPE"}"#,
+        ),
+        400,
+        "INVALID_REQUEST",
+    );
+    // A port it did not declare is not served.
+    let undeclared = if port == 65535 { port - 1 } else { port + 1 };
+    expect_error(
+        &client.send("GET", &agent.url(&format!("/ports/{undeclared}/")), b""),
+        404,
+        "PORT_NOT_SERVED",
+    );
+    let after = expect_ok(&agent.send("GET", &format!("/processes/{id}"), b""));
+    assert_eq!(after["process"]["state"], "running", "{after}");
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
+
+/// The process's output so far.
+fn output_of(agent: &Agent, id: &str) -> String {
+    let out = expect_ok(&agent.send("GET", &format!("/processes/{id}/output"), b""));
+    out["output"]
+        .as_array()
+        .expect("output pieces")
+        .iter()
+        .filter_map(|p| p["data"].as_str())
+        .collect()
+}
+
+/// Polls process `id` until `done` holds for it (at most 60 s).
+fn wait_process(agent: &Agent, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let process =
+            expect_ok(&agent.send("GET", &format!("/processes/{id}"), b""))["process"].clone();
+        if done(&process) {
+            return process;
+        }
+        assert!(Instant::now() < deadline, "{what}: {process}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_process_whose_computer_is_killed_is_lost_then_restarted_by_its_policy() {
+    let state = temp_state();
+    let runtime = Runtime::start(state.path());
+    eprintln!("computer: {}", runtime.mode().describe());
+    let agent = Agent::create_on(runtime.client(), "procs-killed");
+    agent.write("/app/version.txt", "v1\n");
+    let reply = agent.send(
+        "POST",
+        "/processes",
+        json!({
+            "command": "echo started $(cat version.txt); exec sleep 120",
+            "cwd": "/app",
+            "restart": "always",
+        })
+        .to_string()
+        .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let id = reply.json()["process"]["id"].as_str().unwrap().to_string();
+    let first = wait_process(&agent, &id, "never ran", |_| {
+        output_of(&agent, &id).contains("started v1")
+    });
+    assert_eq!(first["restarts"], 0, "{first}");
+    agent.write("/app/version.txt", "v2\n");
+
+    // The computer dies (a container that vanishes): the process does not
+    // end by anyone's choice, so a fresh computer is brought up for it and
+    // it starts again there with the workspace as it is now.
+    let machine = runtime.machine(&agent.id);
+    machine.kill();
+    let again = wait_process(&agent, &id, "never started again", |p| {
+        p["state"] == "running" && p["restarts"] == 1
+    });
+    assert_ne!(again["pid"], first["pid"], "{again}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !output_of(&agent, &id).contains("started v2") {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted process never ran on the latest files: {}",
+            output_of(&agent, &id)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
+
+/// A WebSocket echo server in plain Node (no packages): the RFC 6455
+/// handshake, then each masked text frame from the client (under 126
+/// bytes) sent back unmasked, prefixed `echo: `.
+const ECHO_SERVER: &str = r#"
+const http = require('http'), crypto = require('crypto');
+const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+const server = http.createServer((req, res) => res.end('plain http\n'));
+server.on('upgrade', (req, socket) => {
+  const accept = crypto.createHash('sha1').update(req.headers['sec-websocket-key'] + GUID).digest('base64');
+  socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+    'Sec-WebSocket-Accept: ' + accept + '\r\n\r\n');
+  socket.on('data', (frame) => {
+    if ((frame[0] & 0x0f) !== 1) return;
+    const len = frame[1] & 0x7f, mask = frame.slice(2, 6);
+    const text = Buffer.from(frame.slice(6, 6 + len).map((b, i) => b ^ mask[i % 4])).toString();
+    const out = Buffer.from('echo: ' + text);
+    socket.write(Buffer.concat([Buffer.from([0x81, out.length]), out]));
+  });
+});
+server.listen(Number(process.argv[2]), '127.0.0.1', () => console.log('listening'));
+"#;
+
+#[test]
+fn a_websocket_echoes_through_the_port_route() {
+    let agent = Agent::new("procs-websocket");
+    agent.write("/ws/echo.js", ECHO_SERVER);
+    let port = free_port();
+    let reply = agent.send(
+        "POST",
+        "/processes",
+        json!({ "command": format!("exec node echo.js {port}"), "cwd": "/ws", "ports": [port] })
+            .to_string()
+            .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let id = reply.json()["process"]["id"].as_str().unwrap().to_string();
+    let client = with_runtime(|runtime| runtime.client());
+    let plain = fetch_when_up(&client, &agent, port, "/");
+    assert_eq!(text(&plain), "plain http\n");
+
+    let path = agent.url(&format!("/ports/{port}/socket"));
+    let token = stead_harness::DEV_TOKEN;
+    let mut socket = Socket::connect_to(common::base(), &path, Some(token))
+        .unwrap_or_else(|e| panic!("the upgrade through the port route: {e}"));
+    for message in ["hello", "second message"] {
+        socket.send_text(message);
+        let echoed = socket
+            .recv_text(Duration::from_secs(10))
+            .expect("an echo within 10 s");
+        assert_eq!(echoed, format!("echo: {message}"));
+    }
+    // Without a credential the upgrade is refused.
+    let refused = Socket::connect_to(common::base(), &path, None).err();
+    assert!(
+        refused.as_deref().is_some_and(|e| e.contains("401")),
+        "{refused:?}"
+    );
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
