@@ -514,7 +514,9 @@ fn a_tokens_scopes_decide_which_tools_it_sees_and_may_call() {
             "grep",
             "job_output",
             "schedule_list",
-            "hook_list"
+            "hook_list",
+            "checkpoint_list",
+            "diff"
         ]
     );
     assert_eq!(listed.result()["cacheScope"], "private");

@@ -174,7 +174,9 @@ mod tests {
                 "grep",
                 "job_output",
                 "schedule_list",
-                "hook_list"
+                "hook_list",
+                "checkpoint_list",
+                "diff"
             ]
         );
         assert_eq!(names(&Caller::Admin).len(), ModelTool::ALL.len());
