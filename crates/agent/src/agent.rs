@@ -232,9 +232,18 @@ impl<H: Host> Agent<H> {
                     // runs one command at a time.
                     return Err(ComputerError::held_by_job(other.job).into());
                 }
-                let pushed = self.bring_in_step(&transport).await?;
+                // Noted as running before the push (a cold start takes
+                // seconds), so a cancel meanwhile sets its flag and the
+                // command never starts.
                 let id = self.exec_id()?;
                 let cancelled = self.begin_running(sink.job(), &id);
+                let pushed = match self.bring_in_step(&transport).await {
+                    Ok(pushed) => pushed,
+                    Err(error) => {
+                        self.running.replace(None);
+                        return Err(error);
+                    }
+                };
                 let note = command.command.clone();
                 let before_apply = self.checkpoint_before_apply(actor, &note);
                 let on_detached = |started: &computer::Detached| match sink.job() {
