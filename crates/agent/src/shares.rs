@@ -133,7 +133,9 @@ pub fn create(
         id,
         agent: agent.to_string(),
         port,
-        exp: now_ms / 1000 + ttl,
+        // Expiry is in whole seconds: rounded up, so a link lives at least
+        // `ttl` seconds (at most one more), never less.
+        exp: now_ms.div_euclid(1000) + i64::from(now_ms.rem_euclid(1000) != 0) + ttl,
     };
     db.execute(
         "INSERT INTO share_links (id, port, created_ms, expires_at) VALUES (?, ?, ?, ?)",
