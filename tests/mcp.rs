@@ -118,7 +118,10 @@ fn assert_scenario(summary: &Value, label: &str) {
             "schedule_list",
             "hook_list",
             "checkpoint_list",
-            "diff"
+            "diff",
+            "process_list",
+            "process_get",
+            "process_output"
         ]
     );
     assert_eq!(summary["refused"], "FORBIDDEN");
