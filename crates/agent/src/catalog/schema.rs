@@ -282,6 +282,19 @@ mod tests {
         let hook = input_schema(ModelTool::HookPut);
         assert_eq!(hook["required"], json!(["name", "exec"]));
         assert_eq!(hook["properties"]["exec"]["required"], json!(["command"]));
+        let signal = input_schema(ModelTool::ProcessSignal);
+        assert_eq!(signal["required"], json!(["id", "signal"]));
+        let start = input_schema(ModelTool::ProcessStart);
+        let restarts: Vec<&Value> = start["properties"]["restart"]["oneOf"]
+            .as_array()
+            .expect("restart's variants")
+            .iter()
+            .map(|variant| &variant["const"])
+            .collect();
+        assert_eq!(
+            restarts,
+            [&json!("never"), &json!("on-failure"), &json!("always")]
+        );
     }
 
     #[test]
