@@ -46,19 +46,6 @@ fn output(agent: &Agent<FakeHost>, id: &str) -> String {
         .collect()
 }
 
-/// Runs alarms (each one tick of the watch) until `done` holds, at most
-/// about ten seconds.
-fn tick_until(agent: &Agent<FakeHost>, what: &str, done: impl Fn() -> bool) {
-    for _ in 0..40 {
-        block_on(agent.alarm()).expect("the alarm runs");
-        if done() {
-            return;
-        }
-        block_on(pause(250));
-    }
-    panic!("timed out waiting for {what}");
-}
-
 fn write(agent: &Agent<FakeHost>, path: &str, content: &str) {
     let body = json!({ "path": path, "content": content }).to_string();
     ok(agent, "a", Action::Tool(Tool::Write), &body);

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use stead_scheduler::jobs::{Outcome, Stream};
@@ -34,26 +35,36 @@ const CATCH_UP_POLLS: usize = 8;
 /// Most live reports one tick applies (each at most `live::BATCH` changes).
 const LIVE_REPORTS_PER_TICK: usize = 8;
 
-/// `POST /agents/{id}/processes`.
-#[derive(Deserialize)]
+/// `POST /agents/{id}/processes` (its field docs are the tool's schema).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ProcessRequest {
+pub(crate) struct ProcessRequest {
+    /// The command line, in bash syntax, run on the computer.
     command: String,
+    /// Working directory (default `/`).
     cwd: Option<String>,
+    /// Environment variables for the process.
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// The ports it listens on (1-65535, not 8080), reachable at
+    /// `/agents/{agent}/ports/{port}/`.
     #[serde(default)]
+    #[schemars(length(max = MAX_PORTS), inner(range(min = 1)))]
     ports: Vec<u16>,
+    /// Whether it is started again when it exits (default `never`).
     #[serde(default)]
     restart: Restart,
+    /// Keep the computer from being released when idle while it runs (one
+    /// that declares a port does anyway).
     #[serde(default)]
     keep_awake: bool,
 }
 
 /// `POST /agents/{id}/processes/{pid}/signal`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct SignalBody {
+pub(crate) struct SignalBody {
+    /// The signal's name, with or without `SIG` (`TERM`, `HUP`, `INT`, ...).
     signal: String,
 }
 
