@@ -631,7 +631,12 @@ fn mount_point(at: &Path) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    fs::create_dir(at)
+    // The workspace is shared: a process starting at the same moment may
+    // have made this mount point just now.
+    match fs::create_dir(at) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && at.is_dir() => Ok(()),
+        made => made,
+    }
 }
 
 /// Makes the workspace the root, with the system names provided, and moves

@@ -323,12 +323,7 @@ fn a_detached_command_outlives_its_client_and_its_log_is_read_from_any_offset() 
     });
     // Read on from offset 4 (after "one\n"): the rest, then the report.
     let answer = client.get("/v1/exec/det/output?from=4");
-    assert_eq!(
-        answer.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&answer.body)
-    );
+    answer.expect(200);
     let (out, _, exit) = collect(parse_events(&answer.body));
     assert_eq!(out, "two\n");
     assert_eq!(exit.code, Some(0));

@@ -14,12 +14,7 @@ use stead_sync::{frame, hash_content, Change, Entry};
 
 fn scan(client: &Client, id: &str, limit: usize) -> LiveReport {
     let answer = client.post("/v1/live/scan", &json!({ "id": id, "limit": limit }));
-    assert_eq!(
-        answer.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&answer.body)
-    );
+    answer.expect(200);
     serde_json::from_slice(&answer.body).unwrap()
 }
 

@@ -15,12 +15,7 @@ use stead_sync::ExecEvent;
 
 fn start(client: &Client, spec: Value) -> Value {
     let answer = client.post("/v1/processes", &spec);
-    assert_eq!(
-        answer.status,
-        201,
-        "{}",
-        String::from_utf8_lossy(&answer.body)
-    );
+    answer.expect(201);
     answer.json()
 }
 
@@ -28,12 +23,7 @@ fn start(client: &Client, spec: Value) -> Value {
 /// offset.
 fn poll(client: &Client, id: &str, from: u64) -> (Value, String, u64) {
     let answer = client.post("/v1/processes/poll", &json!({ "from": { id: from } }));
-    assert_eq!(
-        answer.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&answer.body)
-    );
+    answer.expect(200);
     let reply = answer.json();
     let polled = reply["processes"]
         .as_array()
@@ -90,8 +80,8 @@ fn a_process_runs_beside_commands_and_its_output_is_read_by_offset() {
     assert_eq!(started["id"], "srv");
     assert!(started["pid"].as_u64().is_some(), "{started}");
     // Commands run meanwhile: the process does not hold the computer.
-    let (out, _, exit) = client.exec("beside", "echo beside");
-    assert_eq!((out.as_str(), exit.code), ("beside\n", Some(0)));
+    let (out, err, exit) = client.exec("beside", "echo beside");
+    assert_eq!((out.as_str(), exit.code), ("beside\n", Some(0)), "{err}");
     let all = output_until(&client, "srv", "tick 3\n");
     assert_eq!(all, "tick 1\ntick 2\ntick 3\n");
     // From an offset inside the output: each byte once.

@@ -207,6 +207,19 @@ impl Answer {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
 
+    /// Asserts the status is `status` (showing the body if not); the
+    /// answer, to read on.
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Answer {
+        assert_eq!(
+            self.status,
+            status,
+            "{}",
+            String::from_utf8_lossy(&self.body)
+        );
+        self
+    }
+
     /// The error code of an `ErrorBody`.
     pub fn code(&self) -> String {
         self.json()["error"]["code"]
@@ -307,13 +320,7 @@ impl Client {
 
     pub fn push_reply(&self, full: bool, changes: &[Change]) -> ApplyReply {
         let answer = self.push(full, changes);
-        assert_eq!(
-            answer.status,
-            200,
-            "{}",
-            String::from_utf8_lossy(&answer.body)
-        );
-        serde_json::from_slice(&answer.body).unwrap()
+        serde_json::from_slice(&answer.expect(200).body).unwrap()
     }
 
     pub fn upload(&self, pieces: &[&[u8]]) -> Answer {
