@@ -1,0 +1,524 @@
+//! `stead-bench ports`: a dev server on the agent's computer, reached
+//! through the port route, and live sync both ways while it runs.
+//!
+//! Per mode (as in `computer`), on a fresh agent, a small Python server
+//! ([`SERVER`], written into the workspace and started as a process that
+//! declares its port, cwd `/`) answers a fixed body on `/hello`, serves the
+//! workspace's files as `python3 -m http.server` does, and writes a file
+//! on `/touch`. Three measures:
+//!
+//! 1. **Port route against direct**: `GET /hello` through
+//!    `/agents/{id}/ports/{port}/hello` (Worker, agent object, `Computer`
+//!    object, container), straight to the server from the host, and
+//!    `POST /agents/{id}/ping` (the Worker-to-Durable-Object floor), sent
+//!    in turn on keep-alive connections, rotating which goes first, after a
+//!    warm-up. Aim: the route adds at most 1.2x the floor's median to the
+//!    direct median.
+//! 2. **Write to visible**: a file written through the file API with
+//!    fresh content, polled through the port route until the server serves
+//!    it; timed from the write's answer to the answer of the first poll
+//!    that has it. Aim: median under 300 ms.
+//! 3. **Back**: `/touch` makes the server write a file with fresh content;
+//!    the file is polled with the `read` tool until it has it; timed from
+//!    `/touch`'s answer (the file exists in the container by then) to the
+//!    answer of the first read that has it. Aim: median under 1 s.
+//!
+//! Each sync sample starts after a pseudo-random wait of up to one alarm
+//! tick, so the samples fall evenly over the agent's 500 ms tick instead of
+//! locking to its phase (a write made just after the last one was seen
+//! would always land at the same point of the tick). A sample not seen
+//! within [`SYNC_LIMIT`] ends its measure: the row says so, with no
+//! figure.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use stead_harness::computer::docker;
+use stead_harness::{Client, Machine, Reply, Runtime};
+
+use crate::agent::{expect_success, Agent, Call};
+use crate::gen::Rng;
+use crate::report::{Aim, Measured, Report, Row, Unit};
+use crate::shell::unpanicked;
+use crate::stats::{millis, timed, Latency};
+
+/// How much each measure does.
+#[derive(Clone, Copy)]
+pub struct Sizes {
+    /// Rounds of the three requests of the route measure.
+    rounds: usize,
+    /// Samples of each sync direction.
+    samples: usize,
+}
+
+impl Sizes {
+    pub const FULL: Sizes = Sizes {
+        rounds: 50,
+        samples: 20,
+    };
+    pub const QUICK: Sizes = Sizes {
+        rounds: 10,
+        samples: 5,
+    };
+}
+
+/// Untimed rounds before the route measure.
+const WARM_UP: usize = 5;
+/// Aim: the port route adds at most this times the floor's median.
+const ROUTE_AIM: f64 = 1.2;
+/// Aim: a write is served by the running process within this, median.
+const VISIBLE_AIM_MS: f64 = 300.0;
+/// Aim: a file the process writes is readable within this, median.
+const BACK_AIM_MS: f64 = 1000.0;
+/// Pause between two polls of a sync sample.
+const POLL: Duration = Duration::from_millis(10);
+/// A sync sample not seen within this is reported as not reached.
+const SYNC_LIMIT: Duration = Duration::from_secs(5);
+/// The agent's alarm tick while a process runs (`TICK_MS` in
+/// crates/agent/src/processes/serve.rs).
+const TICK_MS: usize = 500;
+/// How long the server may take to answer its first request (a cold
+/// container included).
+const UP_LIMIT: Duration = Duration::from_secs(120);
+/// The workspace folder the benchmark's files live in.
+const DIR: &str = "bench-ports";
+/// What `/hello` answers.
+const HELLO: &[u8] = b"hello\n";
+
+/// The benchmark's dev server (see the module docs). `sys.argv`: the port
+/// and the address to listen on.
+const SERVER: &str = r#"# stead-bench ports: the dev server (bench/src/ports.rs).
+import http.server, os, sys, urllib.parse
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    # HTTP/1.1 keeps connections open (every answer has a length), and
+    # without Nagle a header and its body leave at once.
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def do_GET(self):
+        url = urllib.parse.urlsplit(self.path)
+        if url.path == "/hello":
+            self.answer(b"hello\n")
+        elif url.path == "/touch":
+            query = urllib.parse.parse_qs(url.query)
+            name = os.path.basename(query["name"][0])
+            os.makedirs("bench-ports/back", exist_ok=True)
+            with open(os.path.join("bench-ports/back", name), "w") as out:
+                out.write(query["content"][0])
+            self.answer(b"written\n")
+        else:
+            super().do_GET()
+
+    def answer(self, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    # Quiet: every logged request would be output for the agent to keep.
+    def log_message(self, *args):
+        pass
+
+port, address = int(sys.argv[1]), sys.argv[2]
+http.server.ThreadingHTTPServer((address, port), Handler).serve_forever()
+"#;
+
+/// How the benchmark reaches the server without stead in between.
+pub enum Direct<'a> {
+    /// The local process: the server listens on the host's loopback.
+    Loopback,
+    /// Real containers: the server listens on every interface of its
+    /// container, reached at the container's address on Docker's bridge
+    /// network (found through the runtime once the container runs).
+    Bridge(&'a Runtime),
+    /// A Worker elsewhere (`--url`): no direct path; the reason.
+    Unavailable(&'static str),
+}
+
+impl Direct<'_> {
+    /// The address the server listens on.
+    fn listen(&self) -> &'static str {
+        match self {
+            Direct::Loopback | Direct::Unavailable(_) => "127.0.0.1",
+            Direct::Bridge(_) => "0.0.0.0",
+        }
+    }
+
+    /// A client of the server at `port`, or why there is none.
+    fn client(&self, agent: &Agent, port: u16) -> Result<Client, String> {
+        let host = match self {
+            Direct::Loopback => "127.0.0.1".to_string(),
+            Direct::Bridge(runtime) => container_address(runtime, agent)?,
+            Direct::Unavailable(why) => return Err(why.to_string()),
+        };
+        Ok(Client::new(&format!("http://{host}:{port}"), None))
+    }
+}
+
+/// The agent's container's address on Docker's bridge network: that of
+/// the container whose network it shares (the sidecar), or its own.
+fn container_address(runtime: &Runtime, agent: &Agent) -> Result<String, String> {
+    let name = match unpanicked(|| Ok(runtime.machine(agent.id())))? {
+        Machine::Container { name } => name,
+        Machine::Local { .. } => return Ok("127.0.0.1".into()),
+    };
+    let network = docker(&["inspect", "--format", "{{.HostConfig.NetworkMode}}", &name])?;
+    let holder = network.strip_prefix("container:").unwrap_or(&name);
+    let address = docker(&[
+        "inspect",
+        "--format",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+        holder,
+    ])?;
+    address
+        .split_whitespace()
+        .next()
+        .map(str::to_string)
+        .ok_or_else(|| format!("container {holder} has no address on a Docker network"))
+}
+
+/// A port no other process on this machine holds now (in the
+/// local-process mode every agent's processes share the host's ports).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("its address").port()
+}
+
+/// `GET /agents/{id}/ports/{port}{path}`.
+fn port_call(agent: &Agent, port: u16, path: &str) -> Call {
+    agent.route_call("GET", &format!("ports/{port}{path}"), Vec::new())
+}
+
+/// Writes the server into the workspace and starts it; its process id.
+fn start_server(agent: &Agent, port: u16, listen: &str) -> String {
+    agent.tool(
+        "write",
+        &json!({ "path": format!("/{DIR}/server.py"), "content": SERVER }),
+    );
+    let request = json!({
+        "command": format!("exec python3 {DIR}/server.py {port} {listen}"),
+        "cwd": "/",
+        "ports": [port],
+    });
+    let reply = agent.send(&agent.tool_call("processes", &request));
+    expect_success(&reply, "start the server");
+    let process = reply.json();
+    process["process"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no process id in {process}"))
+        .to_string()
+}
+
+/// Polls `/hello` through the port route until the server answers.
+fn wait_up(agent: &Agent, port: u16) {
+    let call = port_call(agent, port, "/hello");
+    let deadline = Instant::now() + UP_LIMIT;
+    loop {
+        let reply = agent.send(&call);
+        if reply.status == 200 && reply.body == HELLO {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not answer within {UP_LIMIT:?}: HTTP {} {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn expect_hello(reply: &Reply, way: Way) {
+    expect_success(reply, way.label());
+    assert_eq!(reply.body, HELLO, "{}: another body", way.label());
+}
+
+/// One statistic of a [`Latency`].
+type Stat = fn(&Latency) -> Duration;
+
+/// How a request of the route measure travels.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    Route,
+    Direct,
+    Floor,
+}
+
+impl Way {
+    const ALL: [Way; 3] = [Way::Route, Way::Direct, Way::Floor];
+
+    fn label(self) -> &'static str {
+        match self {
+            Way::Route => "GET /hello through the port route",
+            Way::Direct => "GET /hello straight to the server",
+            Way::Floor => "POST /ping",
+        }
+    }
+}
+
+/// Measures one mode's computer (`label` names it) on a fresh agent.
+pub fn run(agent: &Agent, label: &str, direct: Direct, sizes: Sizes, report: &mut Report) {
+    let section = format!("ports ({label})");
+    let port = free_port();
+    eprintln!("ports ({label}): starting the server on port {port}");
+    let process = start_server(agent, port, direct.listen());
+    wait_up(agent, port);
+    let direct = direct.client(agent, port);
+    if let Err(why) = &direct {
+        report.warn(format!("{section}: no direct path to the server: {why}"));
+    }
+    eprintln!("ports ({label}): {} rounds of three requests", sizes.rounds);
+    route_against_direct(agent, port, direct, sizes.rounds, &section, report);
+    // Seeded: the same waits every run.
+    let mut rng = Rng::new(16);
+    eprintln!(
+        "ports ({label}): write to visible, {} samples",
+        sizes.samples
+    );
+    write_to_visible(agent, port, sizes.samples, &mut rng, &section, report);
+    eprintln!(
+        "ports ({label}): back from the process, {} samples",
+        sizes.samples
+    );
+    back_from_process(agent, port, sizes.samples, &mut rng, &section, report);
+    let stop = agent.send(&agent.route_call("DELETE", &format!("processes/{process}"), Vec::new()));
+    expect_success(&stop, "stop the server");
+}
+
+fn route_against_direct(
+    agent: &Agent,
+    port: u16,
+    direct: Result<Client, String>,
+    rounds: usize,
+    section: &str,
+    report: &mut Report,
+) {
+    let route = port_call(agent, port, "/hello");
+    let ping = agent.ping_call();
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    for round in 0..WARM_UP + rounds {
+        for turn in 0..Way::ALL.len() {
+            let index = (round + turn) % Way::ALL.len();
+            let way = Way::ALL[index];
+            let (elapsed, reply) = match (way, &direct) {
+                (Way::Route, _) => timed(|| agent.send(&route)),
+                (Way::Direct, Ok(client)) => timed(|| client.send("GET", "/hello", b"")),
+                (Way::Direct, Err(_)) => continue,
+                (Way::Floor, _) => timed(|| agent.send(&ping)),
+            };
+            match way {
+                Way::Floor => expect_success(&reply, way.label()),
+                Way::Route | Way::Direct => expect_hello(&reply, way),
+            }
+            if round >= WARM_UP {
+                samples[index].push(elapsed);
+            }
+        }
+    }
+    let [route, straight, floor] = samples.map(|s| (!s.is_empty()).then(|| Latency::of(&s)));
+    let route = route.expect("route samples");
+    let floor = floor.expect("floor samples");
+    let straight: Result<Latency, String> = match (straight, &direct) {
+        (Some(latency), _) => Ok(latency),
+        (None, Err(why)) => Err(why.clone()),
+        (None, Ok(_)) => unreachable!("a direct client sends every round"),
+    };
+    let row = |measure: String, figure: Measured, baseline: Measured, label: &str, aim| Row {
+        section: section.into(),
+        measure,
+        figure,
+        unit: Unit::Millis,
+        baseline,
+        baseline_label: label.into(),
+        aim,
+    };
+    let percentiles: [(&str, Stat); 2] = [("p50", |l| l.p50), ("p90", |l| l.p90)];
+    for (stat, of) in percentiles {
+        let direct = straight
+            .as_ref()
+            .map(|l| millis(of(l)))
+            .map_err(Clone::clone);
+        report.rows.push(row(
+            format!("{} ({stat}, {rounds} rounds)", Way::Route.label()),
+            Ok(millis(of(&route))),
+            direct.clone(),
+            "straight to the server",
+            None,
+        ));
+        // The aim is on the median; the p90 row shows the spread.
+        report.rows.push(row(
+            format!("port route - direct ({stat})"),
+            direct.map(|direct| millis(of(&route)) - direct),
+            Ok(millis(of(&floor))),
+            "POST /ping (Worker-to-DO floor)",
+            (stat == "p50").then_some(Aim::AtMost(ROUTE_AIM)),
+        ));
+    }
+}
+
+/// Polls with `seen` every [`POLL`] until it holds; the time from the call
+/// to the answer that held, or `None` after [`SYNC_LIMIT`].
+fn poll_until(mut seen: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    loop {
+        if seen() {
+            return Some(start.elapsed());
+        }
+        if start.elapsed() > SYNC_LIMIT {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Waits a pseudo-random part of one alarm tick (see the module docs).
+fn random_phase(rng: &mut Rng) {
+    std::thread::sleep(Duration::from_millis(rng.between(0, TICK_MS) as u64));
+}
+
+/// The delays of `samples` sync samples, or why they stopped.
+struct Synced {
+    delays: Result<Vec<Duration>, String>,
+    /// Round trips of the polls, for the resolution.
+    polls: Vec<Duration>,
+}
+
+impl Synced {
+    /// Runs `sample(i, polls)` for each sample, stopping at the first that
+    /// is not seen; `unseen` says what was not, for the row (`not served`).
+    fn collect(
+        samples: usize,
+        rng: &mut Rng,
+        unseen: &str,
+        mut sample: impl FnMut(usize, &mut Vec<Duration>) -> Option<Duration>,
+    ) -> Synced {
+        let mut polls = Vec::new();
+        let mut delays = Vec::new();
+        for i in 0..samples {
+            random_phase(rng);
+            match sample(i, &mut polls) {
+                Some(delay) => delays.push(delay),
+                None => {
+                    let delays = Err(format!(
+                        "{unseen} within {SYNC_LIMIT:?} (sample {} of {samples})",
+                        i + 1
+                    ));
+                    return Synced { delays, polls };
+                }
+            }
+        }
+        Synced {
+            delays: Ok(delays),
+            polls,
+        }
+    }
+
+    /// The rows: median against the aim, p90, and the poll's round trip.
+    fn rows(&self, measure: &str, aim_ms: f64, section: &str, report: &mut Report) {
+        let latency = self.delays.as_ref().map(|d| Latency::of(d));
+        let figure = |of: Stat| -> Measured {
+            latency
+                .as_ref()
+                .map(|l| millis(of(l)))
+                .map_err(|e| e.to_string())
+        };
+        let row = |measure: String, figure: Measured, baseline: Measured, label: &str, aim| Row {
+            section: section.into(),
+            measure,
+            figure,
+            unit: Unit::Millis,
+            baseline,
+            baseline_label: label.into(),
+            aim,
+        };
+        if let Err(why) = &self.delays {
+            report.warn(format!("{section}: {measure}: {why}"));
+        }
+        let samples = self.delays.as_ref().map_or(0, Vec::len);
+        report.rows.push(row(
+            format!("{measure} (p50, {samples} samples)"),
+            figure(|l| l.p50),
+            Ok(aim_ms),
+            "aim",
+            Some(Aim::AtMost(1.0)),
+        ));
+        report.rows.push(row(
+            format!("{measure} (p90)"),
+            figure(|l| l.p90),
+            Ok(aim_ms),
+            "aim (for the median)",
+            None,
+        ));
+        if !self.polls.is_empty() {
+            let poll = Latency::of(&self.polls).p50 + POLL;
+            report.rows.push(row(
+                "  resolution: one poll's round trip + pause (p50)".into(),
+                Ok(millis(poll)),
+                figure(|l| l.p50),
+                "of the median above",
+                None,
+            ));
+        }
+    }
+}
+
+fn write_to_visible(
+    agent: &Agent,
+    port: u16,
+    samples: usize,
+    rng: &mut Rng,
+    section: &str,
+    report: &mut Report,
+) {
+    let path = format!("/{DIR}/seen.txt");
+    let poll = port_call(agent, port, &path);
+    let synced = Synced::collect(samples, rng, "not served", |i, polls| {
+        let content = format!("edit {i} of agent {}\n", agent.id());
+        agent.tool("write", &json!({ "path": path, "content": content }));
+        poll_until(|| {
+            let (elapsed, reply) = timed(|| agent.send(&poll));
+            polls.push(elapsed);
+            reply.status == 200 && reply.body == content.as_bytes()
+        })
+    });
+    synced.rows(
+        "write -> served by the process",
+        VISIBLE_AIM_MS,
+        section,
+        report,
+    );
+}
+
+fn back_from_process(
+    agent: &Agent,
+    port: u16,
+    samples: usize,
+    rng: &mut Rng,
+    section: &str,
+    report: &mut Report,
+) {
+    let synced = Synced::collect(samples, rng, "not readable", |i, polls| {
+        let name = format!("back-{i}.txt");
+        let content = format!("back-{i}-of-{}", agent.id());
+        let touch = port_call(
+            agent,
+            port,
+            &format!("/touch?name={name}&content={content}"),
+        );
+        expect_success(&agent.send(&touch), "touch");
+        let read = agent.tool_call("read", &json!({ "path": format!("/{DIR}/back/{name}") }));
+        poll_until(|| {
+            let (elapsed, reply) = timed(|| agent.send(&read));
+            polls.push(elapsed);
+            reply.status == 200 && reply.json()["content"] == content.as_str()
+        })
+    });
+    synced.rows(
+        "process writes -> readable through the file API",
+        BACK_AIM_MS,
+        section,
+        report,
+    );
+}
