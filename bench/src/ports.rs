@@ -317,30 +317,17 @@ fn route_against_direct(
             }
         }
     }
-    let [route, straight, floor] = samples.map(|s| (!s.is_empty()).then(|| Latency::of(&s)));
-    let route = route.expect("route samples");
-    let floor = floor.expect("floor samples");
-    let straight: Result<Latency, String> = match (straight, &direct) {
-        (Some(latency), _) => Ok(latency),
-        (None, Err(why)) => Err(why.clone()),
-        (None, Ok(_)) => unreachable!("a direct client sends every round"),
-    };
-    let row = |measure: String, figure: Measured, baseline: Measured, label: &str, aim| Row {
-        section: section.into(),
-        measure,
-        figure,
-        unit: Unit::Millis,
-        baseline,
-        baseline_label: label.into(),
-        aim,
-    };
+    let [route, straight, floor] = &samples;
+    let (route, floor) = (Latency::of(route), Latency::of(floor));
+    let straight = direct.as_ref().map(|_| Latency::of(straight));
     let percentiles: [(&str, Stat); 2] = [("p50", |l| l.p50), ("p90", |l| l.p90)];
     for (stat, of) in percentiles {
         let direct = straight
             .as_ref()
             .map(|l| millis(of(l)))
-            .map_err(Clone::clone);
-        report.rows.push(row(
+            .map_err(|why| why.to_string());
+        report.rows.push(millis_row(
+            section,
             format!("{} ({stat}, {rounds} rounds)", Way::Route.label()),
             Ok(millis(of(&route))),
             direct.clone(),
@@ -348,13 +335,34 @@ fn route_against_direct(
             None,
         ));
         // The aim is on the median; the p90 row shows the spread.
-        report.rows.push(row(
+        report.rows.push(millis_row(
+            section,
             format!("port route - direct ({stat})"),
             direct.map(|direct| millis(of(&route)) - direct),
             Ok(millis(of(&floor))),
             "POST /ping (Worker-to-DO floor)",
             (stat == "p50").then_some(Aim::AtMost(ROUTE_AIM)),
         ));
+    }
+}
+
+/// A row of milliseconds in `section`.
+fn millis_row(
+    section: &str,
+    measure: String,
+    figure: Measured,
+    baseline: Measured,
+    baseline_label: &str,
+    aim: Option<Aim>,
+) -> Row {
+    Row {
+        section: section.into(),
+        measure,
+        figure,
+        unit: Unit::Millis,
+        baseline,
+        baseline_label: baseline_label.into(),
+        aim,
     }
 }
 
@@ -424,27 +432,20 @@ impl Synced {
                 .map(|l| millis(of(l)))
                 .map_err(|e| e.to_string())
         };
-        let row = |measure: String, figure: Measured, baseline: Measured, label: &str, aim| Row {
-            section: section.into(),
-            measure,
-            figure,
-            unit: Unit::Millis,
-            baseline,
-            baseline_label: label.into(),
-            aim,
-        };
         if let Err(why) = &self.delays {
             report.warn(format!("{section}: {measure}: {why}"));
         }
         let samples = self.delays.as_ref().map_or(0, Vec::len);
-        report.rows.push(row(
+        report.rows.push(millis_row(
+            section,
             format!("{measure} (p50, {samples} samples)"),
             figure(|l| l.p50),
             Ok(aim_ms),
             "aim",
             Some(Aim::AtMost(1.0)),
         ));
-        report.rows.push(row(
+        report.rows.push(millis_row(
+            section,
             format!("{measure} (p90)"),
             figure(|l| l.p90),
             Ok(aim_ms),
@@ -453,7 +454,8 @@ impl Synced {
         ));
         if !self.polls.is_empty() {
             let poll = Latency::of(&self.polls).p50 + POLL;
-            report.rows.push(row(
+            report.rows.push(millis_row(
+                section,
                 "  resolution: one poll's round trip + pause (p50)".into(),
                 Ok(millis(poll)),
                 figure(|l| l.p50),
