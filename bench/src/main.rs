@@ -24,6 +24,7 @@ mod mcp;
 mod ports;
 mod report;
 mod shell;
+mod sidecar;
 mod small_files;
 mod stats;
 mod ws;

@@ -13,7 +13,9 @@
 //!    `POST /agents/{id}/ping` (the Worker-to-Durable-Object floor), sent
 //!    in turn on keep-alive connections, rotating which goes first, after a
 //!    warm-up. Aim: the route adds at most 1.2x the floor's median to the
-//!    direct median.
+//!    direct median. With real containers a fourth way, through the
+//!    container's sidecar as workerd goes (`sidecar.rs`), shows what the
+//!    sidecar alone costs.
 //! 2. **Write to visible**: a file written through the file API with
 //!    fresh content, polled through the port route until the server serves
 //!    it; timed from the write's answer to the answer of the first poll
@@ -40,6 +42,7 @@ use crate::agent::{expect_success, Agent, Call};
 use crate::gen::Rng;
 use crate::report::{Aim, Measured, Report, Row, Unit};
 use crate::shell::unpanicked;
+use crate::sidecar::Ingress;
 use crate::stats::{millis, timed, Latency};
 
 /// How much each measure does.
@@ -146,37 +149,65 @@ impl Direct<'_> {
         }
     }
 
-    /// A client of the server at `port`, or why there is none.
-    fn client(&self, agent: &Agent, port: u16) -> Result<Client, String> {
-        let host = match self {
-            Direct::Loopback => "127.0.0.1".to_string(),
-            Direct::Bridge(runtime) => container_address(runtime, agent)?,
-            Direct::Unavailable(why) => return Err(why.to_string()),
-        };
-        Ok(Client::new(&format!("http://{host}:{port}"), None))
+    /// The ways to the server at `port` that bypass stead.
+    fn bypass(&self, agent: &Agent, port: u16) -> Bypass {
+        let client = |host: &str| Client::new(&format!("http://{host}:{port}"), None);
+        match self {
+            Direct::Loopback => Bypass {
+                direct: Ok(client("127.0.0.1")),
+                ingress: None,
+            },
+            Direct::Bridge(runtime) => match sidecar_of(runtime, agent) {
+                Ok((sidecar, address)) => Bypass {
+                    direct: Ok(client(&address)),
+                    ingress: Some(Ingress::find(&sidecar, port)),
+                },
+                Err(why) => Bypass {
+                    direct: Err(why.clone()),
+                    ingress: Some(Err(why)),
+                },
+            },
+            Direct::Unavailable(why) => Bypass {
+                direct: Err(why.to_string()),
+                ingress: None,
+            },
+        }
     }
 }
 
-/// The agent's container's address on Docker's bridge network: that of
-/// the container whose network it shares (the sidecar), or its own.
-fn container_address(runtime: &Runtime, agent: &Agent) -> Result<String, String> {
+/// The ways to the server that bypass stead.
+struct Bypass {
+    /// Straight to the server.
+    direct: Result<Client, String>,
+    /// Through the container's sidecar as workerd goes (see `sidecar.rs`);
+    /// `None` where there is no sidecar.
+    ingress: Option<Result<Ingress, String>>,
+}
+
+/// The sidecar of the agent's container (whose network the container
+/// shares), and its address on Docker's bridge network.
+fn sidecar_of(runtime: &Runtime, agent: &Agent) -> Result<(String, String), String> {
     let name = match unpanicked(|| Ok(runtime.machine(agent.id())))? {
         Machine::Container { name } => name,
-        Machine::Local { .. } => return Ok("127.0.0.1".into()),
+        Machine::Local { .. } => return Err("the computer is a local process".into()),
     };
     let network = docker(&["inspect", "--format", "{{.HostConfig.NetworkMode}}", &name])?;
-    let holder = network.strip_prefix("container:").unwrap_or(&name);
+    let sidecar = network
+        .strip_prefix("container:")
+        .ok_or_else(|| format!("container {name} shares no other container's network: {network}"))?
+        .to_string();
     let address = docker(&[
         "inspect",
         "--format",
         "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
-        holder,
+        &sidecar,
     ])?;
-    address
+    let address = address
         .split_whitespace()
         .next()
-        .map(str::to_string)
-        .ok_or_else(|| format!("container {holder} has no address on a Docker network"))
+        .ok_or_else(|| format!("container {sidecar} has no address on a Docker network"))?
+        .to_string();
+    Ok((sidecar, address))
 }
 
 /// A port no other process on this machine holds now (in the
@@ -243,16 +274,18 @@ type Stat = fn(&Latency) -> Duration;
 enum Way {
     Route,
     Direct,
+    Ingress,
     Floor,
 }
 
 impl Way {
-    const ALL: [Way; 3] = [Way::Route, Way::Direct, Way::Floor];
+    const ALL: [Way; 4] = [Way::Route, Way::Direct, Way::Ingress, Way::Floor];
 
     fn label(self) -> &'static str {
         match self {
             Way::Route => "GET /hello through the port route",
             Way::Direct => "GET /hello straight to the server",
+            Way::Ingress => "GET /hello through the sidecar's ingress",
             Way::Floor => "POST /ping",
         }
     }
@@ -265,12 +298,17 @@ pub fn run(agent: &Agent, label: &str, direct: Direct, sizes: Sizes, report: &mu
     eprintln!("ports ({label}): starting the server on port {port}");
     let process = start_server(agent, port, direct.listen());
     wait_up(agent, port);
-    let direct = direct.client(agent, port);
-    if let Err(why) = &direct {
+    let bypass = direct.bypass(agent, port);
+    if let Err(why) = &bypass.direct {
         report.warn(format!("{section}: no direct path to the server: {why}"));
     }
-    eprintln!("ports ({label}): {} rounds of three requests", sizes.rounds);
-    route_against_direct(agent, port, direct, sizes.rounds, &section, report);
+    if let Some(Err(why)) = &bypass.ingress {
+        report.warn(format!(
+            "{section}: no path through the sidecar's ingress: {why}"
+        ));
+    }
+    eprintln!("ports ({label}): {} rounds of the requests", sizes.rounds);
+    route_against_direct(agent, port, &bypass, sizes.rounds, &section, report);
     // Seeded: the same waits every run.
     let mut rng = Rng::new(16);
     eprintln!(
@@ -290,36 +328,51 @@ pub fn run(agent: &Agent, label: &str, direct: Direct, sizes: Sizes, report: &mu
 fn route_against_direct(
     agent: &Agent,
     port: u16,
-    direct: Result<Client, String>,
+    bypass: &Bypass,
     rounds: usize,
     section: &str,
     report: &mut Report,
 ) {
     let route = port_call(agent, port, "/hello");
     let ping = agent.ping_call();
-    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let ingress = bypass.ingress.as_ref().and_then(|i| i.as_ref().ok());
+    let mut samples: [Vec<Duration>; 4] = Default::default();
     for round in 0..WARM_UP + rounds {
         for turn in 0..Way::ALL.len() {
             let index = (round + turn) % Way::ALL.len();
             let way = Way::ALL[index];
-            let (elapsed, reply) = match (way, &direct) {
-                (Way::Route, _) => timed(|| agent.send(&route)),
-                (Way::Direct, Ok(client)) => timed(|| client.send("GET", "/hello", b"")),
-                (Way::Direct, Err(_)) => continue,
-                (Way::Floor, _) => timed(|| agent.send(&ping)),
+            let elapsed = match (way, &bypass.direct, ingress) {
+                (Way::Route, _, _) => {
+                    let (elapsed, reply) = timed(|| agent.send(&route));
+                    expect_hello(&reply, way);
+                    elapsed
+                }
+                (Way::Direct, Ok(client), _) => {
+                    let (elapsed, reply) = timed(|| client.send("GET", "/hello", b""));
+                    expect_hello(&reply, way);
+                    elapsed
+                }
+                (Way::Ingress, _, Some(ingress)) => {
+                    let (elapsed, body) = timed(|| ingress.get("/hello"));
+                    let body = body.unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!(body, HELLO, "{}: another body", way.label());
+                    elapsed
+                }
+                (Way::Floor, _, _) => {
+                    let (elapsed, reply) = timed(|| agent.send(&ping));
+                    expect_success(&reply, way.label());
+                    elapsed
+                }
+                (Way::Direct, Err(_), _) | (Way::Ingress, _, None) => continue,
             };
-            match way {
-                Way::Floor => expect_success(&reply, way.label()),
-                Way::Route | Way::Direct => expect_hello(&reply, way),
-            }
             if round >= WARM_UP {
                 samples[index].push(elapsed);
             }
         }
     }
-    let [route, straight, floor] = &samples;
+    let [route, straight, through_ingress, floor] = &samples;
     let (route, floor) = (Latency::of(route), Latency::of(floor));
-    let straight = direct.as_ref().map(|_| Latency::of(straight));
+    let straight = bypass.direct.as_ref().map(|_| Latency::of(straight));
     let percentiles: [(&str, Stat); 2] = [("p50", |l| l.p50), ("p90", |l| l.p90)];
     for (stat, of) in percentiles {
         let direct = straight
@@ -342,6 +395,25 @@ fn route_against_direct(
             Ok(millis(of(&floor))),
             "POST /ping (Worker-to-DO floor)",
             (stat == "p50").then_some(Aim::AtMost(ROUTE_AIM)),
+        ));
+    }
+    // What the sidecar alone costs, where there is one.
+    if let Some(ingress) = &bypass.ingress {
+        let figure = ingress
+            .as_ref()
+            .map(|_| millis(Latency::of(through_ingress).p50))
+            .map_err(|why| why.to_string());
+        let direct = straight
+            .as_ref()
+            .map(|l| millis(l.p50))
+            .map_err(|why| why.to_string());
+        report.rows.push(millis_row(
+            section,
+            format!("{}, a tunnel per request (p50)", Way::Ingress.label()),
+            figure,
+            direct,
+            "straight to the server",
+            None,
         ));
     }
 }
