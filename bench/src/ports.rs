@@ -507,10 +507,13 @@ impl Synced {
         if let Err(why) = &self.delays {
             report.warn(format!("{section}: {measure}: {why}"));
         }
-        let samples = self.delays.as_ref().map_or(0, Vec::len);
+        let median = match &self.delays {
+            Ok(delays) => format!("p50, {} samples", delays.len()),
+            Err(_) => "p50".into(),
+        };
         report.rows.push(millis_row(
             section,
-            format!("{measure} (p50, {samples} samples)"),
+            format!("{measure} ({median})"),
             figure(|l| l.p50),
             Ok(aim_ms),
             "aim",
