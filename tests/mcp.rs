@@ -4,7 +4,9 @@
 //! which speaks 2025-11-25) and v2 (`@modelcontextprotocol/client`, which
 //! speaks 2026-07-28). Each lists tools, calls write, read, edit,
 //! apply_patch, grep and bash, reads a detached job's output by offset,
-//! reads a file resource, receives a notification for a write made over
+//! starts a process on the computer (a real container when a Docker engine
+//! runs, else a local process), lists it, follows its output by offset and
+//! stops it, reads a file resource, receives a notification for a write made over
 //! HTTP, and checks that a read-only token sees no write tools and cannot
 //! write. Raw HTTP covers what an SDK never sends: bad input and refused
 //! credentials, and `GET /tools` in every format.
@@ -30,7 +32,7 @@ fn mint(agent: &str, scopes: &[&str], ttl_seconds: i64) -> String {
     reply.json()["token"].as_str().unwrap().to_string()
 }
 
-const WRITER: &[&str] = &["read", "write", "exec:shell", "schedule"];
+const WRITER: &[&str] = &["read", "write", "exec:shell", "exec:computer", "schedule"];
 
 /// Runs `tests/mcp/<script>` against a fresh agent; its summary (the last
 /// line it prints).
@@ -91,10 +93,28 @@ fn assert_scenario(summary: &Value, label: &str) {
         "diff",
         "restore",
         "undo",
+        "process_start",
+        "process_list",
+        "process_get",
+        "process_output",
+        "process_signal",
+        "process_stop",
     ] {
         assert!(tools.contains(&tool), "{label}: {tool} listed: {tools:?}");
     }
     assert_eq!(summary["jobText"], "line1\nline2\nline3\nline4\nline5\n");
+    assert_eq!(
+        summary["processText"],
+        format!("hello-from-process-{label}\n")
+    );
+    assert_eq!(
+        (
+            summary["processState"].as_str(),
+            summary["processJob"].as_str()
+        ),
+        (Some("exited"), Some("cancelled")),
+        "stopped on request: {summary}"
+    );
     assert_eq!(summary["file"], "1\nTWO\none more line\n");
     let uri = format!("file:///e2e-{label}/notes.md");
     assert!(
@@ -118,7 +138,10 @@ fn assert_scenario(summary: &Value, label: &str) {
             "schedule_list",
             "hook_list",
             "checkpoint_list",
-            "diff"
+            "diff",
+            "process_list",
+            "process_get",
+            "process_output"
         ]
     );
     assert_eq!(summary["refused"], "FORBIDDEN");

@@ -6,8 +6,10 @@
 //! with a link that works without a token until it is revoked or expires,
 //! refuses bad input with structured errors, and stops the process; a
 //! process whose computer is killed is lost, then started again by its
-//! policy on a fresh computer with the agent's latest files; a small Node
-//! server's WebSocket echoes through the port route.
+//! policy on a fresh computer with the agent's latest files; a process
+//! that writes 5,000 files has them all back in the workspace while it
+//! runs, a bounded report at a time; a small Node server's WebSocket
+//! echoes through the port route.
 
 mod common;
 
@@ -213,14 +215,15 @@ fn a_share_link_opens_its_port_without_a_token_until_revoked_or_expired() {
         "SHARE_LINK_REVOKED",
     );
 
-    // Expired: a one-second link stops working.
-    let short = share(1);
+    // Expired: a two-second link stops working (it lives two to three
+    // seconds: expiry is in whole seconds, rounded up).
+    let short = share(2);
     let url = short["url"].as_str().unwrap();
     let (path, query) = url[url.find("/agents/").unwrap()..]
         .split_once('?')
         .unwrap();
     expect_status(&anonymous.send("GET", &format!("{path}?{query}"), b""), 200);
-    std::thread::sleep(Duration::from_millis(2100));
+    std::thread::sleep(Duration::from_millis(3100));
     expect_error(
         &anonymous.send("GET", &format!("{path}?{query}"), b""),
         401,
@@ -407,6 +410,80 @@ server.on('upgrade', (req, socket) => {
 });
 server.listen(Number(process.argv[2]), '127.0.0.1', () => console.log('listening'));
 "#;
+
+/// Files the many-files process writes.
+const MANY_FILES: usize = 5_000;
+
+/// Writes COUNT small files, says so, and runs on.
+const WRITE_MANY: &str = r#"import os, time
+os.makedirs("out", exist_ok=True)
+for i in range(COUNT):
+    with open(f"out/f{i:05}.txt", "w") as f:
+        f.write(f"file {i}\n")
+with open("done", "w") as f:
+    f.write("yes\n")
+print("wrote", flush=True)
+time.sleep(600)
+"#;
+
+#[test]
+fn a_process_writing_thousands_of_files_brings_them_all_back_while_it_runs() {
+    let agent = Agent::new("procs-many-files");
+    let script = WRITE_MANY.replace("COUNT", &MANY_FILES.to_string());
+    agent.write("/build/write.py", &script);
+    let reply = agent.send(
+        "POST",
+        "/processes",
+        json!({ "command": "exec python3 write.py", "cwd": "/build" })
+            .to_string()
+            .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let id = reply.json()["process"]["id"].as_str().unwrap().to_string();
+
+    // No command runs: only live sync can bring them.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let live = loop {
+        let computer = expect_ok(&agent.send("GET", "/computer", b""));
+        let live = computer["live_sync"].clone();
+        if live["files"].as_u64() >= Some(MANY_FILES as u64 + 2) {
+            break live;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every file came back within 180 s: {live}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let page = agent.ok(
+        "glob",
+        json!({ "pattern": "*.txt", "path": "/build/out", "limit": 10000 }),
+    );
+    assert_eq!(
+        page["matches"].as_array().unwrap().len(),
+        MANY_FILES,
+        "{live}"
+    );
+    assert_eq!(agent.read("/build/done"), "yes\n");
+    for i in [0, MANY_FILES / 2, MANY_FILES - 1] {
+        assert_eq!(
+            agent.read(&format!("/build/out/f{i:05}.txt")),
+            format!("file {i}\n")
+        );
+    }
+    // In bounded memory: one bounded report at a time.
+    let limit = live["report_limit"].as_u64().unwrap();
+    assert!(limit < MANY_FILES as u64, "{live}");
+    assert!(live["largest_report"].as_u64().unwrap() <= limit, "{live}");
+    assert!(
+        live["pulls"].as_u64().unwrap() >= (MANY_FILES as u64).div_ceil(limit),
+        "{live}"
+    );
+    assert_eq!(live["last_error"], Value::Null, "{live}");
+    let process = expect_ok(&agent.send("GET", &format!("/processes/{id}"), b""));
+    assert_eq!(process["process"]["state"], "running", "{process}");
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
 
 #[test]
 fn a_websocket_echoes_through_the_port_route() {

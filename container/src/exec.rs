@@ -36,7 +36,6 @@ use tokio::time::Instant;
 use crate::error::ApiError;
 use crate::outlog::{self, OutputLog, Stream};
 use crate::paths;
-use crate::scan::{scan, Workspace};
 use crate::state::{Container, ContainerState, Running};
 
 /// Largest output piece per event.
@@ -349,23 +348,7 @@ async fn drive(
     let scanned = tokio::task::spawn_blocking(move || {
         let mut locked = container.lock();
         let state = &mut *locked;
-        // A command may have removed the workspace directory itself.
-        if !container.workspace.exists() && std::fs::create_dir_all(&container.workspace).is_ok() {
-            let _ = container.confinement.own(&container.workspace);
-        }
-        state.scans += 1;
-        let workspace = Workspace {
-            root: &container.workspace,
-            layout: &container.layout,
-            hidden: &state.hidden,
-        };
-        let report = scan(
-            workspace,
-            &mut state.baseline,
-            &state.ignore,
-            state.epoch,
-            state.scans,
-        );
+        let report = container.scan(state);
         if let Ok(report) = &report {
             state.keep_report(&prepared.id, report.clone());
         }

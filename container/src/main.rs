@@ -14,6 +14,7 @@ mod error;
 mod exec;
 mod ids;
 mod layout;
+mod live;
 mod outlog;
 mod paths;
 mod procs;

@@ -141,6 +141,28 @@ pub fn scan(
     })
 }
 
+impl Report {
+    /// Keeps the first `limit` changes (in path order) and what serving
+    /// and acknowledging them needs; whether any were dropped. The dropped
+    /// ones stay as they differ from the baseline, so a later scan reports
+    /// them again.
+    pub fn truncate(&mut self, limit: usize) -> bool {
+        if self.changes.len() <= limit {
+            return false;
+        }
+        let dropped = self.changes.split_off(limit);
+        for change in &dropped {
+            self.snapshot.remove(&change.path);
+        }
+        // Changes are in path order and a hash is indexed at its first
+        // file, so an entry pointing at or past the cut is a dropped one's.
+        let cut = &dropped[0].path;
+        self.index
+            .retain(|_, (path, _)| path.as_str() < cut.as_str());
+        true
+    }
+}
+
 struct Walk<'a> {
     baseline: &'a mut Baseline,
     rules: &'a IgnoreRules,

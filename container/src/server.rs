@@ -27,6 +27,7 @@ use stead_sync::{
     CHUNK_SIZE, PROTOCOL,
 };
 
+use stead_sync::live::{self, LiveAck, LiveScan};
 use stead_sync::process::{
     Poll, ProcessList, ProcessSpec, SignalRequest, StopRequest, DEFAULT_GRACE_MS, MAX_GRACE_MS,
 };
@@ -56,6 +57,9 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/exec/{id}/cancel", post(cancel))
         .route("/v1/exec/{id}/output", get(exec_output))
         .route("/v1/chunks", post(fetch_chunks))
+        .route(live::SCAN_PATH, post(live_scan))
+        .route(live::CHUNKS_PATH, post(live_chunks))
+        .route(live::ACK_PATH, post(live_ack))
         .route("/v1/processes", post(process_start).get(process_list))
         .route("/v1/processes/poll", post(process_poll))
         .route("/v1/processes/{id}/signal", post(process_signal))
@@ -252,7 +256,23 @@ async fn upload_chunks(Ctx(container): Ctx, request: Request) -> Result<Response
 }
 
 async fn ack(Ctx(container): Ctx, JsonBody(ack): JsonBody<Ack>) -> Result<Response, ApiError> {
-    blocking(move || container.lock().ack(&ack.exec)).await?;
+    blocking(move || container.lock().ack(&ack.exec, &[])).await?;
+    Ok(json_response(&json!({ "acked": true })))
+}
+
+async fn live_scan(
+    Ctx(container): Ctx,
+    JsonBody(request): JsonBody<LiveScan>,
+) -> Result<Response, ApiError> {
+    let report = blocking(move || crate::live::scan(&container, request)).await?;
+    Ok(json_response(&report))
+}
+
+async fn live_ack(
+    Ctx(container): Ctx,
+    JsonBody(ack): JsonBody<LiveAck>,
+) -> Result<Response, ApiError> {
+    blocking(move || container.lock().ack(&ack.report, &ack.left_out)).await?;
     Ok(json_response(&json!({ "acked": true })))
 }
 
@@ -445,16 +465,44 @@ async fn process_stop(
     Ok(json_response(&process.ended().await))
 }
 
-/// Answers with the asked chunks of an exec's report, framed, as a stream:
-/// each chunk is read from the file the report found it in as the body is
-/// sent, so memory holds one chunk whatever the answer's size. The sources
-/// are checked before the answer starts (a typed `CHUNK_GONE` if a file's
-/// stat data moved since the scan); a chunk that changes on disk while the
-/// answer is sent cuts the stream, which the caller sees as a failed pull,
-/// never as content.
+/// What to do with an asked chunk whose file moved since its report's
+/// scan.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Moved {
+    /// Refuse the request (`CHUNK_GONE`) or cut the answer: an exec's
+    /// report is applied whole or not at all.
+    Refuse,
+    /// Leave the chunk out of the answer: a live report is applied without
+    /// the files that moved (see `stead_sync::live`).
+    LeaveOut,
+}
+
+/// `POST /v1/chunks`: chunks of an exec's report.
 async fn fetch_chunks(
     Ctx(container): Ctx,
     JsonBody(request): JsonBody<ChunkRequest>,
+) -> Result<Response, ApiError> {
+    serve_chunks(container, request, Moved::Refuse).await
+}
+
+/// `POST /v1/live/chunks`: chunks of a live report.
+async fn live_chunks(
+    Ctx(container): Ctx,
+    JsonBody(request): JsonBody<ChunkRequest>,
+) -> Result<Response, ApiError> {
+    serve_chunks(container, request, Moved::LeaveOut).await
+}
+
+/// Answers with the asked chunks of a report, framed, as a stream: each
+/// chunk is read from the file the report found it in as the body is sent,
+/// so memory holds one chunk whatever the answer's size. The sources are
+/// checked before the answer starts, and each chunk again as it is read:
+/// one whose file's stat data or content moved since the scan is handled
+/// as `moved` says, never sent as content.
+async fn serve_chunks(
+    container: Arc<Container>,
+    request: ChunkRequest,
+    moved: Moved,
 ) -> Result<Response, ApiError> {
     let workspace = container.workspace.clone();
     let sources = blocking(move || {
@@ -470,13 +518,16 @@ async fn fetch_chunks(
             }
             let (path, index) = state.chunk_source(&request.exec, &hash).ok_or_else(|| {
                 ApiError::InvalidRequest(format!(
-                    "chunk {hash} is not part of exec {}'s report",
+                    "chunk {hash} is not part of report {}",
                     request.exec
                 ))
             })?;
             let abs = crate::paths::on_disk(&workspace, &path);
             if !state.unchanged_since_report(&request.exec, &path, &abs) {
-                return Err(ApiError::ChunkGone(hash));
+                match moved {
+                    Moved::Refuse => return Err(ApiError::ChunkGone(hash)),
+                    Moved::LeaveOut => continue,
+                }
             }
             sources.push(ChunkSource { hash, abs, index });
             // The caller batches: one answer carries at most BODY_LIMIT of
@@ -488,10 +539,16 @@ async fn fetch_chunks(
         Ok(sources)
     })
     .await?;
-    let frames = futures_util::stream::iter(sources).then(|source| async move {
-        tokio::task::spawn_blocking(move || source.frame())
+    let frames = futures_util::stream::iter(sources).then(move |source| async move {
+        let framed = tokio::task::spawn_blocking(move || source.frame())
             .await
-            .map_err(std::io::Error::other)?
+            .map_err(std::io::Error::other)?;
+        match (framed, moved) {
+            (Ok(Some(frame)), _) => Ok(frame),
+            (Ok(None), Moved::LeaveOut) => Ok(Bytes::new()),
+            (Ok(None), Moved::Refuse) => Err(std::io::Error::other("a chunk changed on disk")),
+            (Err(error), _) => Err(error),
+        }
     });
     Ok((
         [(header::CONTENT_TYPE, "application/octet-stream")],
@@ -508,14 +565,15 @@ struct ChunkSource {
 }
 
 impl ChunkSource {
-    /// Reads and frames the chunk; an error if it is no longer there as
+    /// Reads and frames the chunk; `None` if it is no longer there as
     /// reported.
-    fn frame(self) -> std::io::Result<Bytes> {
-        let data = crate::disk::read_chunk(&self.abs, self.index, &self.hash)?
-            .ok_or_else(|| std::io::Error::other(format!("chunk {} changed on disk", self.hash)))?;
+    fn frame(self) -> std::io::Result<Option<Bytes>> {
+        let Some(data) = crate::disk::read_chunk(&self.abs, self.index, &self.hash)? else {
+            return Ok(None);
+        };
         let mut framed = Vec::with_capacity(data.len() + 36);
         frame::encode(&mut framed, &data);
-        Ok(Bytes::from(framed))
+        Ok(Some(Bytes::from(framed)))
     }
 }
 

@@ -24,7 +24,7 @@ use crate::ids::ExecIds;
 use crate::layout::Layout;
 use crate::outlog::OutputLog;
 use crate::procs::Processes;
-use crate::scan::Report;
+use crate::scan::{Report, Workspace};
 use crate::staged::Staged;
 
 /// Reports kept unacknowledged at most: each scan reports everything that
@@ -145,6 +145,28 @@ impl Container {
         self.stopping.load(Ordering::SeqCst)
     }
 
+    /// Scans the workspace against the baseline now (see [`crate::scan`]),
+    /// numbering the report after the scans before it.
+    pub fn scan(&self, state: &mut ContainerState) -> io::Result<Report> {
+        // A command may have removed the workspace directory itself.
+        if !self.workspace.exists() && fs::create_dir_all(&self.workspace).is_ok() {
+            let _ = self.confinement.own(&self.workspace);
+        }
+        state.scans += 1;
+        let workspace = Workspace {
+            root: &self.workspace,
+            layout: &self.layout,
+            hidden: &state.hidden,
+        };
+        crate::scan::scan(
+            workspace,
+            &mut state.baseline,
+            &state.ignore,
+            state.epoch,
+            state.scans,
+        )
+    }
+
     /// Locks the state; a panic elsewhere while holding it does not make
     /// the container unusable (every change to the state is whole).
     pub fn lock(&self) -> MutexGuard<'_, ContainerState> {
@@ -173,8 +195,9 @@ impl ContainerState {
     }
 
     /// Makes the baseline the snapshot of `exec`'s report for the paths it
-    /// covered, except paths a push wrote after the report was made.
-    pub fn ack(&mut self, exec: &str) -> Result<(), ApiError> {
+    /// covered, except paths a push wrote after the report was made and
+    /// those the workspace `left_out` (see `stead_sync::live`).
+    pub fn ack(&mut self, exec: &str, left_out: &[String]) -> Result<(), ApiError> {
         let Some(report) = self.pending.remove(exec) else {
             self.logs.remove(exec);
             return if self.acked.contains(exec) {
@@ -188,7 +211,7 @@ impl ContainerState {
             let overtaken = std::iter::once(path.as_str())
                 .chain(crate::paths::ancestors(path))
                 .any(|p| self.pushed_at.get(p).is_some_and(|&at| at > report.epoch));
-            if overtaken {
+            if overtaken || left_out.contains(path) {
                 continue;
             }
             match report.snapshot.get(path) {

@@ -57,6 +57,20 @@ export async function call(client, name, args) {
   return result.structuredContent;
 }
 
+/** The text of an output page read from `from`, checking that its pieces
+ * follow each other with no gap or overlap and that `next` is where it ended. */
+function pageText(page, from) {
+  let at = from;
+  let text = "";
+  for (const piece of page.output) {
+    assert.equal(piece.offset, at);
+    at += Buffer.byteLength(piece.data);
+    text += piece.data;
+  }
+  assert.equal(page.next, at);
+  return text;
+}
+
 /** The whole output of a detached job, read page by page from offset 0. */
 export async function jobOutput(client, job) {
   let from = 0;
@@ -65,22 +79,31 @@ export async function jobOutput(client, job) {
   for (;;) {
     const page = await call(client, "job_output", { job, from, limit: 4 });
     pages += 1;
-    // Pieces follow each other with no gap or overlap, and `next` is
-    // where the page ended.
-    let at = from;
-    for (const piece of page.output) {
-      assert.equal(piece.offset, at);
-      at += Buffer.byteLength(piece.data);
-      text += piece.data;
-    }
-    assert.equal(page.next, at);
+    text += pageText(page, from);
     from = page.next;
     if (page.done) return { text, pages, state: page.state };
     if (page.output.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-/** The scenario both revisions run: every tool kind, a job, a resource. */
+/** A running process's output, followed by offset until it holds `expected`. */
+export async function followProcess(client, id, expected) {
+  let from = 0;
+  let text = "";
+  return until(
+    `${JSON.stringify(expected)} from process ${id}`,
+    async () => {
+      const page = await call(client, "process_output", { id, from });
+      text += pageText(page, from);
+      from = page.next;
+      return text.includes(expected) && text;
+    },
+    60000,
+  );
+}
+
+/** The scenario both revisions run: every tool kind, a job, a process, a
+ * resource. */
 export async function exercise(client, label) {
   const dir = `/e2e-${label}`;
   const wrote = await call(client, "write", { path: `${dir}/notes.md`, content: "one\ntwo\none more\n" });
@@ -124,6 +147,26 @@ export async function exercise(client, label) {
   assert.equal(undone.undone.checkpoint.operation, "tool:write");
   const listed = await call(client, "checkpoint_list", { limit: 200 });
   assert.ok(listed.checkpoints.some((c) => c.name === name), "the named checkpoint is listed");
+  // A long-running process on the computer: started, listed, its output
+  // followed by offset until its line shows, then stopped for good.
+  const line = `hello-from-process-${label}\n`;
+  const launched = await call(client, "process_start", {
+    command: `echo ${line.trim()}; exec sleep 300`,
+    cwd: dir,
+  });
+  assert.equal(launched.process.state, "running");
+  const id = launched.process.id;
+  const processes = await call(client, "process_list", {});
+  assert.deepEqual(
+    processes.processes.filter((p) => p.id === id).map((p) => p.state),
+    ["running"],
+  );
+  const processText = await followProcess(client, id, line);
+  const stopped = await call(client, "process_stop", { id, grace_ms: 1000 });
+  assert.equal(stopped.process.stopped, true);
+  const after = await call(client, "process_get", { id });
+  const ended = await call(client, "process_output", { id, from: 0 });
+  assert.equal(ended.done, true, "its log is complete once it is stopped");
   const resource = await client.readResource({ uri: `file://${dir}/notes.md` });
   assert.deepEqual(resource.contents, [
     { uri: `file://${dir}/notes.md`, mimeType: "text/markdown", text: "1\nTWO\none more line\n" },
@@ -131,7 +174,15 @@ export async function exercise(client, label) {
   const failed = await client.callTool({ name: "read", arguments: { path: `${dir}/missing` } });
   assert.equal(failed.isError, true);
   assert.equal(failed.structuredContent.error.code, "ENOENT");
-  return { job, jobPages: output.pages, jobText: output.text, file: resource.contents[0].text };
+  return {
+    job,
+    jobPages: output.pages,
+    jobText: output.text,
+    processText,
+    processState: after.process.state,
+    processJob: ended.state,
+    file: resource.contents[0].text,
+  };
 }
 
 /** Prints the summary tests/mcp.rs reads (the last line of stdout). */

@@ -371,7 +371,7 @@ impl<H: Host> Agent<H> {
 
     /// A new exec id: time-ordered (the container refuses ids at or below
     /// the highest it has forgotten), then random.
-    fn exec_id(&self) -> Result<String, ApiError> {
+    pub(crate) fn exec_id(&self) -> Result<String, ApiError> {
         Ok(format!(
             "{:013}{}",
             self.now_ms().max(0),

@@ -513,9 +513,10 @@ impl<H: Host> Agent<H> {
                 }
                 imported?
             }
-            Action::Computer => {
-                json!({ "computer": computer::state(&self.computer()?).await? })
-            }
+            Action::Computer => json!({
+                "computer": computer::state(&self.computer()?).await?,
+                "live_sync": computer::live::status(self.db())?,
+            }),
             Action::ComputerStop => {
                 json!({ "computer": computer::stop(&self.computer()?).await? })
             }

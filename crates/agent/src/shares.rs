@@ -15,6 +15,7 @@
 //! WebSockets. Neither ever reaches the dev server.
 
 use base64::Engine;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stead_sql::{params, Sql, SqlError};
@@ -111,9 +112,12 @@ pub fn cookie(agent: &str, port: u16, capability: &str, max_age: i64, secure: bo
     )
 }
 
-#[derive(Deserialize)]
+/// `POST /agents/{id}/ports/{port}/share`'s body.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ShareRequest {
+pub(crate) struct ShareRequest {
+    /// How long the link works, in seconds (at most 30 days).
+    #[schemars(range(min = 1, max = MAX_TTL_SECONDS))]
     ttl_seconds: i64,
 }
 
@@ -133,7 +137,9 @@ pub fn create(
         id,
         agent: agent.to_string(),
         port,
-        exp: now_ms / 1000 + ttl,
+        // Expiry is in whole seconds: rounded up, so a link lives at least
+        // `ttl` seconds (at most one more), never less.
+        exp: now_ms.div_euclid(1000) + i64::from(now_ms.rem_euclid(1000) != 0) + ttl,
     };
     db.execute(
         "INSERT INTO share_links (id, port, created_ms, expires_at) VALUES (?, ?, ?, ?)",

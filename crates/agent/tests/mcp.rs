@@ -1,8 +1,9 @@
 //! The MCP server on the fake host (real SQLite): JSON-RPC framing and
 //! errors, both protocol revisions, sessions across restarts, tools shown
 //! and refused by scope, tool failures as `isError` results, calls audited
-//! as their HTTP twins, resources paged and read, and change notifications
-//! resumed without loss.
+//! as their HTTP twins, resources paged and read, change notifications
+//! resumed without loss, and processes on a real `stead-computer` started,
+//! followed, signalled and stopped through the tools.
 
 mod common;
 
@@ -516,7 +517,10 @@ fn a_tokens_scopes_decide_which_tools_it_sees_and_may_call() {
             "schedule_list",
             "hook_list",
             "checkpoint_list",
-            "diff"
+            "diff",
+            "process_list",
+            "process_get",
+            "process_output"
         ]
     );
     assert_eq!(listed.result()["cacheScope"], "private");
@@ -1250,5 +1254,264 @@ fn apply_patch_and_fuzzy_edit_answer_through_the_tools() {
             .unwrap()
             .contains("Hey"),
         "{strict}"
+    );
+}
+
+/// The page of a process's output `process_output` answers from `from`.
+fn process_output(agent: &Agent<FakeHost>, caller: &Caller, id: &str, from: i64) -> Value {
+    let page = call_tool(
+        agent,
+        caller,
+        "process_output",
+        json!({ "id": id, "from": from }),
+    );
+    assert_eq!(page["isError"], false, "{page}");
+    page["structuredContent"].clone()
+}
+
+fn page_text(page: &Value) -> String {
+    page["output"]
+        .as_array()
+        .expect("output pieces")
+        .iter()
+        .map(|p| p["data"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn processes_are_started_followed_signalled_and_stopped_through_the_tools() {
+    let agent = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let _computer = with_computer(&agent, "a", dir.path());
+    write(&agent, "/app/name.txt", "alpha\n");
+
+    // Without `exec:computer` the tools that run something are not shown,
+    // and calling one is refused as the route refuses it, and audited.
+    let shell_only = token("s", &[Scope::Read, Scope::ExecShell]);
+    let names = tool_names(modern(&agent, &shell_only, 1, "tools/list", json!({})).result());
+    for shown in ["process_list", "process_get", "process_output"] {
+        assert!(names.iter().any(|n| n == shown), "{shown}: {names:?}");
+    }
+    for hidden in ["process_start", "process_signal", "process_stop"] {
+        assert!(!names.iter().any(|n| n == hidden), "{hidden}: {names:?}");
+    }
+    let body = json!({ "command": "sleep 30" });
+    let refused = call_tool(&agent, &shell_only, "process_start", body.clone());
+    assert_eq!(refused["isError"], true, "{refused}");
+    let (status, over_http) = call(
+        &agent,
+        request(
+            "a",
+            Action::ProcessStart,
+            shell_only.clone(),
+            &body.to_string(),
+        ),
+    );
+    assert_eq!(failure(status, &over_http), (403, "FORBIDDEN"));
+    assert_eq!(refused["structuredContent"], over_http, "the route's error");
+    let audit = ok(&agent, "a", Action::Audit, "");
+    let refusals: Vec<(&str, &str)> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["actor"] == "token:s")
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap(),
+                e["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        refusals,
+        [
+            ("process.start", "FORBIDDEN"),
+            ("process.start", "FORBIDDEN")
+        ]
+    );
+    let none = call_tool(&agent, &shell_only, "process_list", json!({}));
+    assert_eq!(none["structuredContent"]["processes"], json!([]));
+
+    let operator = token("o", &[Scope::Read, Scope::ExecComputer]);
+    let started = call_tool(
+        &agent,
+        &operator,
+        "process_start",
+        json!({
+            "command": "trap 'echo got usr1' USR1; cat name.txt; echo hello-from-process; while true; do sleep 0.1; done",
+            "cwd": "/app",
+            "restart": "on-failure",
+        }),
+    );
+    assert_eq!(started["isError"], false, "{started}");
+    let process = &started["structuredContent"]["process"];
+    assert_eq!(
+        (process["state"].as_str(), process["restart"].as_str()),
+        (Some("running"), Some("on-failure")),
+        "{process}"
+    );
+    let id = process["id"].as_str().unwrap().to_string();
+    let job = process["job"].as_i64().expect("its job");
+
+    // Its output is read by offset, page after page, and is its job's log.
+    tick_until(&agent, "its output", || {
+        page_text(&process_output(&agent, &operator, &id, 0)).contains("hello-from-process")
+    });
+    let first = call_tool(
+        &agent,
+        &operator,
+        "process_output",
+        json!({ "id": id, "from": 0, "limit": 1 }),
+    );
+    let first = &first["structuredContent"];
+    let next = first["next"].as_i64().unwrap();
+    assert!(page_text(first).starts_with("alpha\n"), "{first}");
+    assert_eq!(next as usize, page_text(first).len());
+    let rest = process_output(&agent, &operator, &id, next);
+    assert_eq!(
+        format!("{}{}", page_text(first), page_text(&rest)),
+        "alpha\nhello-from-process\n"
+    );
+    assert_eq!(rest["done"], false, "it still runs");
+    let by_job = call_tool(&agent, &operator, "job_output", json!({ "job": job }));
+    assert_eq!(
+        page_text(&by_job["structuredContent"]),
+        "alpha\nhello-from-process\n"
+    );
+
+    let listed = call_tool(&agent, &shell_only, "process_list", json!({}));
+    let listed = &listed["structuredContent"]["processes"];
+    assert_eq!(
+        (listed[0]["id"].as_str(), listed[0]["state"].as_str()),
+        (Some(id.as_str()), Some("running")),
+        "{listed}"
+    );
+    let got = call_tool(&agent, &shell_only, "process_get", json!({ "id": id }));
+    assert_eq!(got["structuredContent"]["process"]["job"], job);
+
+    let signalled = call_tool(
+        &agent,
+        &operator,
+        "process_signal",
+        json!({ "id": id, "signal": "SIGUSR1" }),
+    );
+    assert_eq!(signalled["structuredContent"]["signal"], "SIGUSR1");
+    tick_until(&agent, "the trap", || {
+        page_text(&process_output(&agent, &operator, &id, 0)).contains("got usr1")
+    });
+    let unknown = call_tool(
+        &agent,
+        &operator,
+        "process_signal",
+        json!({ "id": id, "signal": "NOPE" }),
+    );
+    assert_eq!(
+        unknown["structuredContent"]["error"]["code"],
+        "INVALID_REQUEST"
+    );
+    let bad_grace = call_tool(
+        &agent,
+        &operator,
+        "process_stop",
+        json!({ "id": id, "grace_ms": 60001 }),
+    );
+    assert_eq!(
+        bad_grace["structuredContent"]["error"]["code"],
+        "INVALID_REQUEST"
+    );
+
+    let stopped = call_tool(
+        &agent,
+        &operator,
+        "process_stop",
+        json!({ "id": id, "grace_ms": 1000 }),
+    );
+    let process = &stopped["structuredContent"]["process"];
+    assert_eq!(
+        (process["state"].as_str(), process["stopped"].as_bool()),
+        (Some("exited"), Some(true)),
+        "{stopped}"
+    );
+    let end = process_output(&agent, &operator, &id, 0);
+    assert_eq!(
+        (end["done"].as_bool(), end["state"].as_str()),
+        (Some(true), Some("cancelled")),
+        "{end}"
+    );
+    // Stopping it again forgets it; its job's log stays.
+    let forgotten = call_tool(&agent, &operator, "process_stop", json!({ "id": id }));
+    assert_eq!(forgotten["structuredContent"]["deleted"], id.as_str());
+    let gone = call_tool(&agent, &operator, "process_get", json!({ "id": id }));
+    assert_eq!(
+        gone["structuredContent"]["error"]["code"],
+        "PROCESS_NOT_FOUND"
+    );
+    assert!(job_text(&agent, job).contains("got usr1"));
+
+    let audit = ok(&agent, "a", Action::Audit, "");
+    let recorded: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["actor"] == "token:o" && e["outcome"] == "ok")
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            "process.start",
+            "process.signal",
+            "process.stop",
+            "process.stop"
+        ]
+    );
+}
+
+#[test]
+fn a_port_is_shared_through_the_tool() {
+    let agent = setup();
+    let sharer = token("p", &[Scope::Read, Scope::Ports]);
+    let shared = call_tool(
+        &agent,
+        &sharer,
+        "port_share",
+        json!({ "port": 3000, "ttl_seconds": 600 }),
+    );
+    assert_eq!(shared["isError"], false, "{shared}");
+    let share = &shared["structuredContent"]["share"];
+    let url = share["url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("{ORIGIN}/agents/a/ports/3000/?stead_share=shr_")),
+        "a link on the endpoint's own origin: {url}"
+    );
+    let listed = ok(&agent, "a", Action::Shares, "");
+    assert_eq!(listed["shares"][0]["id"], share["id"], "{listed}");
+    // Without the `ports` scope the tool is neither shown nor callable.
+    let reader = token("r", &[Scope::Read]);
+    let names = tool_names(modern(&agent, &reader, 1, "tools/list", json!({})).result());
+    assert!(!names.iter().any(|n| n == "port_share"), "{names:?}");
+    let refused = call_tool(
+        &agent,
+        &reader,
+        "port_share",
+        json!({ "port": 3000, "ttl_seconds": 600 }),
+    );
+    assert_eq!(refused["structuredContent"]["error"]["code"], "FORBIDDEN");
+    let zero = call_tool(
+        &agent,
+        &sharer,
+        "port_share",
+        json!({ "port": 0, "ttl_seconds": 600 }),
+    );
+    assert_eq!(
+        zero["structuredContent"]["error"]["code"],
+        "INVALID_REQUEST"
+    );
+    assert_eq!(
+        ok(&agent, "a", Action::Shares, "")["shares"]
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "the refused calls made no link"
     );
 }

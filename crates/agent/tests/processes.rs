@@ -46,19 +46,6 @@ fn output(agent: &Agent<FakeHost>, id: &str) -> String {
         .collect()
 }
 
-/// Runs alarms (each one tick of the watch) until `done` holds, at most
-/// about ten seconds.
-fn tick_until(agent: &Agent<FakeHost>, what: &str, done: impl Fn() -> bool) {
-    for _ in 0..40 {
-        block_on(agent.alarm()).expect("the alarm runs");
-        if done() {
-            return;
-        }
-        block_on(pause(250));
-    }
-    panic!("timed out waiting for {what}");
-}
-
 fn write(agent: &Agent<FakeHost>, path: &str, content: &str) {
     let body = json!({ "path": path, "content": content }).to_string();
     ok(agent, "a", Action::Tool(Tool::Write), &body);
@@ -302,4 +289,91 @@ fn bad_requests_start_nothing() {
     let (status, answer) = call(&agent, stop);
     assert_eq!(failure(status, &answer), (400, "INVALID_REQUEST"));
     assert_eq!(get(&agent, &id)["state"], "running", "still running");
+}
+
+fn read(agent: &Agent<FakeHost>, path: &str) -> Option<String> {
+    let body = json!({ "path": path }).to_string();
+    let (status, answer) = call(
+        agent,
+        request("a", Action::Tool(Tool::Read), Caller::Admin, &body),
+    );
+    (status == 200).then(|| answer["content"].as_str().unwrap().to_string())
+}
+
+fn live_status(agent: &Agent<FakeHost>) -> Value {
+    stead_agent::computer::live::status(&agent.host().db).unwrap()
+}
+
+#[test]
+fn files_a_process_writes_come_back_while_it_runs_a_bounded_report_at_a_time() {
+    let (agent, _computer, _dir) = setup();
+    let count = 2 * stead_agent::computer::live::BATCH + 500;
+    start(
+        &agent,
+        json!({
+            "command": format!(
+                "mkdir -p out; i=1; while [ $i -le {count} ]; do echo $i > out/f$i; i=$((i+1)); done; \
+                 echo done > out.flag; sleep 60"
+            ),
+        }),
+    );
+    tick_until(&agent, "every file in the workspace", || {
+        read(&agent, "/out.flag").is_some()
+            && live_status(&agent)["files"].as_u64() >= Some(count as u64 + 2)
+    });
+    for i in [1, count / 2, count] {
+        assert_eq!(read(&agent, &format!("/out/f{i}")), Some(format!("{i}\n")));
+    }
+    let status = live_status(&agent);
+    let limit = status["report_limit"].as_u64().unwrap();
+    assert!(
+        status["largest_report"].as_u64().unwrap() <= limit,
+        "no report beyond the limit: {status}"
+    );
+    assert!(
+        status["pulls"].as_u64().unwrap() >= (count as u64).div_ceil(limit),
+        "{status}"
+    );
+    assert_eq!(status["last_error"], Value::Null, "{status}");
+}
+
+#[test]
+fn a_file_both_sides_change_keeps_the_workspaces_version_and_the_conflict_is_reported() {
+    let (agent, _computer, dir) = setup();
+    write(&agent, "/shared.txt", "first\n");
+    start(
+        &agent,
+        json!({
+            "command": "until [ -f go ]; do sleep 0.05; done; echo computer > shared.txt; sleep 60",
+        }),
+    );
+    write(&agent, "/go", "");
+    // One tick pushes `/go`; the computer then writes, and the agent edits
+    // the same file before the next tick pulls.
+    block_on(agent.alarm()).expect("the alarm runs");
+    let on_disk = dir.path().join("workspaces/a/shared.txt");
+    for _ in 0..100 {
+        if std::fs::read_to_string(&on_disk).is_ok_and(|text| text == "computer\n") {
+            break;
+        }
+        block_on(pause(50));
+    }
+    assert_eq!(std::fs::read_to_string(&on_disk).unwrap(), "computer\n");
+    write(&agent, "/shared.txt", "agent\n");
+    tick_until(&agent, "the conflict", || {
+        !live_status(&agent)["conflicts"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    });
+    assert_eq!(read(&agent, "/shared.txt").as_deref(), Some("agent\n"));
+    let status = live_status(&agent);
+    let conflict = &status["conflicts"][0];
+    assert_eq!(conflict["path"], "/shared.txt", "{status}");
+    let copy = conflict["container_copy"].as_str().unwrap();
+    assert_eq!(read(&agent, copy).as_deref(), Some("computer\n"));
+    // The workspace's version then goes to the computer.
+    tick_until(&agent, "the workspace's version on the computer", || {
+        std::fs::read_to_string(&on_disk).is_ok_and(|text| text == "agent\n")
+    });
 }

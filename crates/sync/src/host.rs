@@ -10,7 +10,7 @@
 //! and the next command starts a fresh one and gets the full manifest.
 //!
 //! A **background** request ([`is_background`]: the workspace side's poll
-//! of its processes) is forwarded like any other, but it never starts a
+//! of its processes and its live sync of their files) is forwarded like any other, but it never starts a
 //! container and does not count as use: watching a computer must not keep
 //! it from being released. On a computer that does not run it is answered
 //! `503` with [`crate::ErrorCode::Released`] (released on purpose: idle, on
@@ -45,9 +45,10 @@ pub const PORTS_PREFIX: &str = "/computer/ports/";
 /// The processes' poll (see `crate::process`): a background request.
 pub const POLL_PATH: &str = "/v1/processes/poll";
 
-/// Whether a request to `path` is a background one (see the module docs).
+/// Whether a request to `path` is a background one (see the module docs):
+/// the processes' poll and live sync ([`crate::live`]).
 pub fn is_background(path: &str) -> bool {
-    path == POLL_PATH
+    path == POLL_PATH || path.starts_with(crate::live::PREFIX)
 }
 
 /// Where the computer is in its life.

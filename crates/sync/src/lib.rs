@@ -33,11 +33,13 @@
 //! offset `N` ([`OutputQuery`]) to the exit event, which is how a
 //! **detached** command ([`ExecSpec::detach`]) that outlives the alarm
 //! that started it is picked back up. Long-running **processes** (dev
-//! servers) have routes of their own: [`process`].
+//! servers) have routes of their own: [`process`]; what they write comes
+//! back while they run through [`live`] scans.
 
 pub mod frame;
 pub mod host;
 pub mod ignore;
+pub mod live;
 pub mod process;
 mod wire;
 

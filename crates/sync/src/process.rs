@@ -26,6 +26,7 @@ use crate::ExecEvent;
 
 /// When the container starts a process again after it exits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Restart {
     /// Never: its exit is final.

@@ -206,7 +206,7 @@ impl<S: Sql> Vfs<'_, S> {
         Ok(out)
     }
 
-    /// Those of `hashes` the workspace does not hold.
+    /// Those of `hashes` the workspace does not hold, sorted.
     pub fn missing_chunks(&self, hashes: &[ChunkHash]) -> Result<Vec<ChunkHash>> {
         let mut wanted: Vec<ChunkHash> = hashes.to_vec();
         wanted.sort_unstable();

@@ -176,7 +176,10 @@ mod tests {
                 "schedule_list",
                 "hook_list",
                 "checkpoint_list",
-                "diff"
+                "diff",
+                "process_list",
+                "process_get",
+                "process_output"
             ]
         );
         assert_eq!(names(&Caller::Admin).len(), ModelTool::ALL.len());

@@ -20,9 +20,11 @@ mod strict;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use stead_sync::process::MAX_GRACE_MS;
 
 use crate::auth::Caller;
 use crate::checkpoints::MAX_LIST;
+use crate::decode::within;
 use crate::error::ApiError;
 use crate::policy::{Access, Audit};
 use crate::route::{Action, Tool};
@@ -52,6 +54,13 @@ pub enum ModelTool {
     Diff,
     Restore,
     Undo,
+    ProcessStart,
+    ProcessList,
+    ProcessGet,
+    ProcessOutput,
+    ProcessSignal,
+    ProcessStop,
+    PortShare,
 }
 
 /// What a tool call becomes: the HTTP twin's action, query and JSON body.
@@ -112,6 +121,48 @@ pub(crate) struct CheckpointListArgs {
     limit: Option<i64>,
 }
 
+/// Arguments naming one process.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProcessIdArgs {
+    /// The process's id (`p-...`), as `process_start` returned it.
+    id: String,
+}
+
+/// `process_output`'s arguments: the route's path and query parameters.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProcessOutputArgs {
+    /// The process's id (`p-...`), as `process_start` returned it.
+    id: String,
+    /// Byte offset to read from: the `next` of the previous call (default:
+    /// the oldest output kept).
+    from: Option<i64>,
+    /// Bytes to read at most (default and largest 1 MiB).
+    #[schemars(range(min = 1, max = OUTPUT_PAGE))]
+    limit: Option<i64>,
+}
+
+/// `process_stop`'s arguments: the route's path and query parameters.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProcessStopArgs {
+    /// The process's id (`p-...`), as `process_start` returned it.
+    id: String,
+    /// Milliseconds between SIGTERM and SIGKILL (default 5000).
+    #[schemars(range(max = MAX_GRACE_MS))]
+    grace_ms: Option<u64>,
+}
+
+/// The port a share link opens: the route's path parameter.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PortArgs {
+    /// The port, as a process declared it in `ports`.
+    #[schemars(range(min = 1))]
+    port: u16,
+}
+
 /// No arguments at all.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -120,7 +171,7 @@ pub(crate) struct NoArgs {}
 impl ModelTool {
     /// Every tool, in the order `tools/list` and `/tools` show them (a
     /// fixed order keeps clients' caches and prompt caches warm).
-    pub const ALL: [ModelTool; 21] = [
+    pub const ALL: [ModelTool; 28] = [
         ModelTool::Read,
         ModelTool::Write,
         ModelTool::Edit,
@@ -142,6 +193,13 @@ impl ModelTool {
         ModelTool::Diff,
         ModelTool::Restore,
         ModelTool::Undo,
+        ModelTool::ProcessStart,
+        ModelTool::ProcessList,
+        ModelTool::ProcessGet,
+        ModelTool::ProcessOutput,
+        ModelTool::ProcessSignal,
+        ModelTool::ProcessStop,
+        ModelTool::PortShare,
     ];
 
     /// The name a model calls.
@@ -168,6 +226,13 @@ impl ModelTool {
             ModelTool::Diff => "diff",
             ModelTool::Restore => "restore",
             ModelTool::Undo => "undo",
+            ModelTool::ProcessStart => "process_start",
+            ModelTool::ProcessList => "process_list",
+            ModelTool::ProcessGet => "process_get",
+            ModelTool::ProcessOutput => "process_output",
+            ModelTool::ProcessSignal => "process_signal",
+            ModelTool::ProcessStop => "process_stop",
+            ModelTool::PortShare => "port_share",
         }
     }
 
@@ -200,6 +265,13 @@ impl ModelTool {
             ModelTool::Diff => "Compare two points in time",
             ModelTool::Restore => "Restore a checkpoint",
             ModelTool::Undo => "Undo the last change",
+            ModelTool::ProcessStart => "Start a long-running process",
+            ModelTool::ProcessList => "List processes",
+            ModelTool::ProcessGet => "Get a process",
+            ModelTool::ProcessOutput => "Read a process's output",
+            ModelTool::ProcessSignal => "Signal a process",
+            ModelTool::ProcessStop => "Stop a process",
+            ModelTool::PortShare => "Share a port",
         }
     }
 
@@ -281,7 +353,7 @@ impl ModelTool {
             }
             ModelTool::JobOutput => {
                 "Reads a background job's output (a job started by `bash` with `detach`, a \
-                 schedule or a hook) from byte offset `from`: pieces of stdout and stderr with \
+                 schedule, a hook, or a process's log) from byte offset `from`: pieces of stdout and stderr with \
                  their offsets, the job's `state`, `next` (the offset to read from next) and \
                  `done` (true once the job has ended and everything was read). Call again with \
                  `from` set to `next` until `done`; at most 1 MiB a call."
@@ -343,6 +415,59 @@ impl ModelTool {
                  automatic checkpoint taken just before it. Calling it again undoes the one \
                  before that. Returns what changed."
             }
+            ModelTool::ProcessStart => {
+                "Starts a long-running process on the agent's Linux computer (a dev server, a \
+                 watcher, a worker): `command` in bash syntax, in `cwd` (default `/`), with `env`. \
+                 Unlike `bash` it is not waited for: the answer is the process's record at once \
+                 (`id`, `state`, `pid`, and `job`, the job its output goes to). The workspace is \
+                 pushed to the computer first, and later edits to the workspace reach the \
+                 running process within a second (hot reload sees them); files the process \
+                 writes come back when the next command on the computer ends. `ports` declares \
+                 the ports it listens on, served at `/agents/{agent}/ports/{port}/` and shareable \
+                 with `port_share`. `restart`: `never` (default), `on-failure` or `always` start \
+                 it again when it exits, and on a fresh computer if the computer goes away. Read \
+                 its output with `process_output`; stop it with `process_stop`."
+            }
+            ModelTool::ProcessList => {
+                "Lists the agent's processes, running and ended (until `process_stop` forgets \
+                 them): each one's `id`, `command`, `state` (`starting`, `running`, `exited`, \
+                 `failed` or `lost`), `pid`, `exit_code` or `signal`, `restarts`, `ports` and \
+                 `job` (the job its output goes to)."
+            }
+            ModelTool::ProcessGet => {
+                "Gets one process's record: `state` (`starting`, `running`, `exited`, `failed` \
+                 or `lost`), `pid`, `exit_code` or `signal`, `restarts`, `error`, its start and \
+                 end times, and `job` (the job its output goes to)."
+            }
+            ModelTool::ProcessOutput => {
+                "Reads a process's output, stdout and stderr across its restarts, from byte \
+                 offset `from`: pieces with their stream and offset, `state` (its job's), `next` \
+                 (the offset to read from next) and `done` (true once the process has ended and \
+                 everything was read). Output arrives as the process prints it, about twice a \
+                 second: call again with `from` set to `next` to follow it; at most 1 MiB a \
+                 call. This is the log of the process's job (the record's `job`), which \
+                 `job_output` reads the same way."
+            }
+            ModelTool::ProcessSignal => {
+                "Sends a signal to a running process: `signal` is a name such as `HUP`, `INT`, \
+                 `TERM`, `KILL`, `USR1` or `USR2`, with or without `SIG`. A process ended by a \
+                 signal may be started again by its `restart` policy; to end it for good, use \
+                 `process_stop`."
+            }
+            ModelTool::ProcessStop => {
+                "Stops a running process for good: SIGTERM, then SIGKILL after `grace_ms` \
+                 (default 5000, at most 60,000) if it has not exited; it never restarts. Returns \
+                 its final record; its output stays readable. Called on a process that has \
+                 already ended, it forgets it: the record goes (`process_list` no longer shows \
+                 it), its job's output stays readable with `job_output`."
+            }
+            ModelTool::PortShare => {
+                "Creates a share link to a port of the computer: a URL that opens what a \
+                 running process serves on `port` (one it declared in `ports`) from any browser, \
+                 with no other credential, for `ttl_seconds` (at most 30 days). Give it to a \
+                 person to see a dev server. Returns `{share: {id, port, url, expires_at}}`; a \
+                 link can be revoked over the HTTP API."
+            }
         }
     }
 
@@ -371,6 +496,13 @@ impl ModelTool {
             ModelTool::Diff => Action::Diff,
             ModelTool::Restore => Action::Restore,
             ModelTool::Undo => Action::Undo,
+            ModelTool::ProcessStart => Action::ProcessStart,
+            ModelTool::ProcessList => Action::Processes,
+            ModelTool::ProcessGet => Action::Process(String::new()),
+            ModelTool::ProcessOutput => Action::ProcessOutput(String::new()),
+            ModelTool::ProcessSignal => Action::ProcessSignal(String::new()),
+            ModelTool::ProcessStop => Action::ProcessStop(String::new()),
+            ModelTool::PortShare => Action::ShareCreate(0),
         }
     }
 
@@ -389,10 +521,10 @@ impl ModelTool {
         self.action_kind().policy().audit == Audit::ReadOnly
     }
 
-    /// Whether the tool may reach beyond the workspace (the computer may
-    /// have network access).
+    /// Whether the tool may reach beyond the workspace (what runs on the
+    /// computer may have network access).
     pub fn open_world(self) -> bool {
-        matches!(self, ModelTool::Bash)
+        matches!(self, ModelTool::Bash | ModelTool::ProcessStart)
     }
 
     /// The tools `caller` may call, in order.
@@ -430,16 +562,13 @@ impl ModelTool {
             | ModelTool::Bash
             | ModelTool::Checkpoint
             | ModelTool::Diff
-            | ModelTool::Restore => body_only(self.action_kind(), arguments),
+            | ModelTool::Restore
+            | ModelTool::ProcessStart => body_only(self.action_kind(), arguments),
             ModelTool::JobOutput => {
                 let args: JobOutputArgs = arguments_as(arguments)?;
-                let query = [("from", args.from), ("limit", args.limit)]
-                    .into_iter()
-                    .filter_map(|(key, value)| value.map(|v| (key.to_string(), v.to_string())))
-                    .collect();
                 Invocation {
                     action: Action::JobOutput(args.job),
-                    query,
+                    query: query_of([("from", args.from), ("limit", args.limit)]),
                     body: Vec::new(),
                 }
             }
@@ -469,17 +598,8 @@ impl ModelTool {
                 parameters_only(Action::Hooks)
             }
             ModelTool::HookPut => {
-                let mut arguments = arguments;
-                let name = match arguments.remove("name") {
-                    Some(Value::String(name)) => name,
-                    Some(other) => {
-                        return Err(ApiError::InvalidRequest(format!(
-                            "name must be a string, not {other}"
-                        )))
-                    }
-                    None => return Err(ApiError::InvalidRequest("missing field `name`".into())),
-                };
-                body_only(Action::HookPut(name), arguments)
+                let (HookNameArgs { name }, body) = split_path(arguments, "name")?;
+                body_only(Action::HookPut(name), body)
             }
             ModelTool::HookDelete => {
                 let args: HookNameArgs = arguments_as(arguments)?;
@@ -487,13 +607,9 @@ impl ModelTool {
             }
             ModelTool::CheckpointList => {
                 let args: CheckpointListArgs = arguments_as(arguments)?;
-                let query = [("before", args.before), ("limit", args.limit)]
-                    .into_iter()
-                    .filter_map(|(key, value)| value.map(|v| (key.to_string(), v.to_string())))
-                    .collect();
                 Invocation {
                     action: Action::Checkpoints,
-                    query,
+                    query: query_of([("before", args.before), ("limit", args.limit)]),
                     body: Vec::new(),
                 }
             }
@@ -501,8 +617,62 @@ impl ModelTool {
                 let NoArgs {} = arguments_as(arguments)?;
                 parameters_only(Action::Undo)
             }
+            ModelTool::ProcessList => {
+                let NoArgs {} = arguments_as(arguments)?;
+                parameters_only(Action::Processes)
+            }
+            ModelTool::ProcessGet => {
+                let ProcessIdArgs { id } = arguments_as(arguments)?;
+                parameters_only(Action::Process(id))
+            }
+            ModelTool::ProcessOutput => {
+                let args: ProcessOutputArgs = arguments_as(arguments)?;
+                Invocation {
+                    action: Action::ProcessOutput(args.id),
+                    query: query_of([("from", args.from), ("limit", args.limit)]),
+                    body: Vec::new(),
+                }
+            }
+            ModelTool::ProcessSignal => {
+                let (ProcessIdArgs { id }, body) = split_path(arguments, "id")?;
+                body_only(Action::ProcessSignal(id), body)
+            }
+            ModelTool::ProcessStop => {
+                let args: ProcessStopArgs = arguments_as(arguments)?;
+                Invocation {
+                    action: Action::ProcessStop(args.id),
+                    query: query_of([("grace_ms", args.grace_ms)]),
+                    body: Vec::new(),
+                }
+            }
+            ModelTool::PortShare => {
+                let (PortArgs { port }, body) = split_path(arguments, "port")?;
+                // The route's own reading of a port: 0 is none.
+                let port = within("port", port, 1, u16::MAX)?;
+                body_only(Action::ShareCreate(port), body)
+            }
         })
     }
+}
+
+/// Query parameters from the arguments that stand for them, those given.
+fn query_of<T: ToString, const N: usize>(
+    parameters: [(&str, Option<T>); N],
+) -> Vec<(String, String)> {
+    parameters
+        .into_iter()
+        .filter_map(|(key, value)| value.map(|v| (key.to_string(), v.to_string())))
+        .collect()
+}
+
+/// Splits a call's arguments into the path parameter `key` (decoded as
+/// `T`, the type naming it) and the rest, the route's body.
+fn split_path<T: serde::de::DeserializeOwned>(
+    mut arguments: Map<String, Value>,
+    key: &str,
+) -> Result<(T, Map<String, Value>), ApiError> {
+    let path = arguments.remove_entry(key).into_iter().collect();
+    Ok((arguments_as(path)?, arguments))
 }
 
 /// Decodes arguments that stand for path and query parameters, with the

@@ -22,11 +22,14 @@ use schemars::JsonSchema;
 use serde_json::{json, Value};
 
 use super::{
-    CheckpointListArgs, HookNameArgs, JobArgs, JobOutputArgs, ModelTool, NoArgs, ScheduleIdArgs,
+    CheckpointListArgs, HookNameArgs, JobArgs, JobOutputArgs, ModelTool, NoArgs, PortArgs,
+    ProcessIdArgs, ProcessOutputArgs, ProcessStopArgs, ScheduleIdArgs,
 };
 use crate::checkpoints::{CreateReq, DiffReq, RestoreReq};
 use crate::exec::ExecReq;
+use crate::processes::serve::{ProcessRequest, SignalBody};
 use crate::scheduling::HookReq;
+use crate::shares::ShareRequest;
 use crate::tools::{ApplyPatchReq, EditReq, GlobReq, GrepReq, LsReq, ReadReq, WriteReq};
 
 /// The schema of `T`, as every tool's schema is made.
@@ -101,7 +104,10 @@ fn build(tool: ModelTool) -> Value {
         ModelTool::Bash => bash(),
         ModelTool::JobOutput => schema_of::<JobOutputArgs>(),
         ModelTool::JobCancel => schema_of::<JobArgs>(),
-        ModelTool::ScheduleList | ModelTool::HookList | ModelTool::Undo => schema_of::<NoArgs>(),
+        ModelTool::ScheduleList
+        | ModelTool::HookList
+        | ModelTool::Undo
+        | ModelTool::ProcessList => schema_of::<NoArgs>(),
         ModelTool::SchedulePut => {
             let mut schema = schema_of::<stead_scheduler::ScheduleRequest>();
             // Stored requests are checked as exec requests; null means none.
@@ -114,19 +120,30 @@ fn build(tool: ModelTool) -> Value {
         }
         ModelTool::ScheduleDelete => schema_of::<ScheduleIdArgs>(),
         ModelTool::HookPut => {
-            // The name is the route's path parameter; the rest is its body.
             let mut schema = schema_of::<HookReq>();
             replace_property(&mut schema, "exec", |_| schema_of::<ExecReq>());
-            let name = schema_of::<HookNameArgs>()["properties"]["name"].clone();
-            add_property(&mut schema, "name", name, true);
-            schema
+            with_path::<HookNameArgs>(schema, "name")
         }
         ModelTool::HookDelete => schema_of::<HookNameArgs>(),
         ModelTool::Checkpoint => schema_of::<CreateReq>(),
         ModelTool::CheckpointList => schema_of::<CheckpointListArgs>(),
         ModelTool::Diff => schema_of::<DiffReq>(),
         ModelTool::Restore => schema_of::<RestoreReq>(),
+        ModelTool::ProcessStart => schema_of::<ProcessRequest>(),
+        ModelTool::ProcessGet => schema_of::<ProcessIdArgs>(),
+        ModelTool::ProcessOutput => schema_of::<ProcessOutputArgs>(),
+        ModelTool::ProcessSignal => with_path::<ProcessIdArgs>(schema_of::<SignalBody>(), "id"),
+        ModelTool::ProcessStop => schema_of::<ProcessStopArgs>(),
+        ModelTool::PortShare => with_path::<PortArgs>(schema_of::<ShareRequest>(), "port"),
     }
+}
+
+/// A route's body schema with its path parameter `name` (from `P`, the
+/// type the tool decodes it with) added first, as the tool takes both.
+fn with_path<P: JsonSchema>(mut body: Value, name: &str) -> Value {
+    let parameter = schema_of::<P>()["properties"][name].clone();
+    add_property(&mut body, name, parameter, true);
+    body
 }
 
 /// The exec request plus `detach`, which the exec route takes off before
@@ -265,6 +282,19 @@ mod tests {
         let hook = input_schema(ModelTool::HookPut);
         assert_eq!(hook["required"], json!(["name", "exec"]));
         assert_eq!(hook["properties"]["exec"]["required"], json!(["command"]));
+        let signal = input_schema(ModelTool::ProcessSignal);
+        assert_eq!(signal["required"], json!(["id", "signal"]));
+        let start = input_schema(ModelTool::ProcessStart);
+        let restarts: Vec<&Value> = start["properties"]["restart"]["oneOf"]
+            .as_array()
+            .expect("restart's variants")
+            .iter()
+            .map(|variant| &variant["const"])
+            .collect();
+        assert_eq!(
+            restarts,
+            [&json!("never"), &json!("on-failure"), &json!("always")]
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! - [`detached`]: what is kept of a job's command that outlives its
 //!   alarm, to pick it back up ([`resume`]);
 //! - [`processes`]: the protocol's calls for long-running processes;
+//! - [`live`]: what running processes write, pulled back while they run;
 //! - [`link`]: the protocol's calls and error rules over the host's
 //!   [`Transport`] (on Workers: HTTP to the agent's `Computer` Durable
 //!   Object, which owns the container and its secret);
@@ -25,6 +26,7 @@
 pub mod detached;
 pub mod error;
 pub mod link;
+pub mod live;
 pub mod processes;
 
 use std::cell::Cell;
@@ -299,16 +301,15 @@ async fn finish<'db, H: Host>(
     let received = &mut report.sync.received;
     received.files = exit.changes.len() as u64;
     received.manifest_bytes = serde_json::to_vec(&exit.changes).map_or(0, |v| v.len() as u64);
-    let applied = pull_and_apply(
-        host.db(),
-        vfs,
-        link,
-        (&detached.exec, handling.before_apply),
-        detached.base,
-        &exit.changes,
-        received,
-    )
-    .await?;
+    let pull = Pull {
+        id: &detached.exec,
+        base: detached.base,
+        changes: &exit.changes,
+        moved: Moved::Fail,
+    };
+    let applied = pull_and_apply(host.db(), vfs, link, &pull, handling.before_apply, received)
+        .await?
+        .applied;
     // Until acknowledged, the container keeps reporting these changes; a
     // failed acknowledgement only costs a harmless repeat next time.
     let ack = Ack {
@@ -765,18 +766,55 @@ async fn follow<H: Host>(
     }
 }
 
+/// A report of changes on the computer's disk, to pull and apply.
+struct Pull<'a> {
+    /// The exec (or live report) id the container keeps it under.
+    id: &'a str,
+    /// The workspace revision the container's copy was pushed at.
+    base: i64,
+    changes: &'a [Change],
+    moved: Moved,
+}
+
+/// What becomes of a file whose content the container did not send.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Moved {
+    /// The pull fails (an exec's changes are applied whole): the
+    /// container refuses such a request itself.
+    Fail,
+    /// The file is left out of the apply and named in the result (a live
+    /// report, see `stead_sync::live`).
+    LeaveOut,
+}
+
+impl Moved {
+    fn chunks_path(self) -> &'static str {
+        match self {
+            Moved::Fail => "/v1/chunks",
+            Moved::LeaveOut => stead_sync::live::CHUNKS_PATH,
+        }
+    }
+}
+
+/// What a pull applied.
+struct Pulled {
+    applied: (stead_vfs::SyncOutcome, Option<i64>),
+    /// Paths left out (only with [`Moved::LeaveOut`]).
+    left_out: Vec<String>,
+}
+
 /// Fetches the content the workspace lacks, then applies every change in
-/// one transaction.
+/// one transaction (the checkpoint `before_apply` takes first, if there
+/// are changes).
 async fn pull_and_apply<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
     link: &Link<'_, T>,
-    (exec, before_apply): (&str, &dyn Fn() -> Result<Option<i64>, VfsError>),
-    base: i64,
-    changes: &[Change],
+    pull: &Pull<'_>,
+    before_apply: &dyn Fn() -> Result<Option<i64>, VfsError>,
     received: &mut Transfer,
-) -> Result<(stead_vfs::SyncOutcome, Option<i64>), ComputerError> {
-    let hashes: Vec<_> = stead_sync::chunk_hashes(changes).collect();
+) -> Result<Pulled, ComputerError> {
+    let hashes: Vec<_> = stead_sync::chunk_hashes(pull.changes).collect();
     let view = vfs();
     let missing = view.missing_chunks(&hashes)?;
     let staging = view.begin_staging()?;
@@ -784,14 +822,14 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
         let mut idx = 0;
         for batch in missing.chunks(BATCH_BYTES / stead_sync::CHUNK_SIZE) {
             let request = ChunkRequest {
-                exec: exec.to_string(),
+                exec: pull.id.to_string(),
                 chunks: batch.to_vec(),
             };
             let body = link
                 .bytes(
                     "pull",
                     Method::Post,
-                    "/v1/chunks",
+                    pull.moved.chunks_path(),
                     Some(link::json(&request)),
                 )
                 .await?;
@@ -808,28 +846,44 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
         // Synchronous from here: nothing else runs between reading the
         // revision and applying, so "unchanged since base" is exact.
         let view = vfs();
+        let (changes, left_out) = match pull.moved {
+            Moved::Fail => (std::borrow::Cow::Borrowed(pull.changes), Vec::new()),
+            Moved::LeaveOut => {
+                let still = view.missing_chunks(&hashes)?;
+                let (kept, left): (Vec<Change>, Vec<Change>) =
+                    pull.changes.iter().cloned().partition(|change| {
+                        stead_sync::chunk_hashes(std::slice::from_ref(change))
+                            .all(|hash| still.binary_search(&hash).is_err())
+                    });
+                let left = left.into_iter().map(|change| change.path).collect();
+                (std::borrow::Cow::Owned(kept), left)
+            }
+        };
         let before = view.revision()?;
         let checkpoint = match changes.is_empty() {
             true => None,
             false => before_apply()?,
         };
-        let outcome = view.apply_sync(base, changes)?;
-        Ok::<_, ComputerError>((before, outcome, checkpoint))
+        let outcome = view.apply_sync(pull.base, &changes)?;
+        Ok::<_, ComputerError>((before, outcome, checkpoint, left_out))
     }
     .await;
     vfs().abort_upload(staging)?;
-    let (before, outcome, checkpoint) = staged?;
+    let (before, outcome, checkpoint, left_out) = staged?;
     if let Some(synced) = load(db)? {
         // The container now holds `base` plus its own changes. If the
         // workspace changed nothing else meanwhile, that is exactly the new
         // revision; otherwise the next push sends everything since `base`
         // (what the container already holds costs no content).
-        let acked = if before == base && outcome.conflicts.is_empty() {
+        let acked = if before == pull.base && outcome.conflicts.is_empty() {
             outcome.revision
         } else {
-            base
+            pull.base
         };
         save(db, &synced.instance, acked)?;
     }
-    Ok((outcome, checkpoint))
+    Ok(Pulled {
+        applied: (outcome, checkpoint),
+        left_out,
+    })
 }

@@ -35,9 +35,11 @@ const TOOLS_TTL_MS: i64 = 60 * 60 * 1000;
 /// What the server tells a model about itself.
 pub const INSTRUCTIONS: &str = "This server is one agent's durable workspace: a filesystem that \
 persists across conversations, a bash shell over it (with a Linux computer for anything else), \
-background jobs, schedules and webhooks. Paths are absolute (`/src/main.rs`). Read a file before \
-editing it; use `edit` for changes within a file and `write` for whole files. Long commands: \
-`bash` with `detach: true`, then `job_output`. Files are also resources (`file:///<path>`).";
+background jobs, long-running processes, schedules and webhooks. Paths are absolute \
+(`/src/main.rs`). Read a file before editing it; use `edit` for changes within a file and `write` \
+for whole files. Long commands: `bash` with `detach: true`, then `job_output`. Servers and \
+watchers: `process_start`, then `process_output`; `process_stop` ends them. Files are also \
+resources (`file:///<path>`).";
 
 /// Who is calling, in which revision.
 pub(crate) struct Call<'a> {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use stead_scheduler::jobs::{Outcome, Stream};
@@ -16,7 +17,7 @@ use stead_vfs::VPath;
 use super::record::{self, Process, State};
 use super::{comes_back, is_gone, lose, Loss};
 use crate::agent::Agent;
-use crate::computer::{self, detached, ComputerError};
+use crate::computer::{self, detached, live, ComputerError};
 use crate::decode::{decode, within};
 use crate::error::ApiError;
 use crate::host::Host;
@@ -31,27 +32,39 @@ const MAX_PORTS: usize = 16;
 const PROGRAM_PORT: u16 = 8080;
 /// Most polls one tick makes to catch up with a process's output.
 const CATCH_UP_POLLS: usize = 8;
+/// Most live reports one tick applies (each at most `live::BATCH` changes).
+const LIVE_REPORTS_PER_TICK: usize = 8;
 
-/// `POST /agents/{id}/processes`.
-#[derive(Deserialize)]
+/// `POST /agents/{id}/processes` (its field docs are the tool's schema).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ProcessRequest {
+pub(crate) struct ProcessRequest {
+    /// The command line, in bash syntax, run on the computer.
     command: String,
+    /// Working directory (default `/`).
     cwd: Option<String>,
+    /// Environment variables for the process.
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// The ports it listens on (1-65535, not 8080), reachable at
+    /// `/agents/{agent}/ports/{port}/`.
     #[serde(default)]
+    #[schemars(length(max = MAX_PORTS), inner(range(min = 1)))]
     ports: Vec<u16>,
+    /// Whether it is started again when it exits (default `never`).
     #[serde(default)]
     restart: Restart,
+    /// Keep the computer from being released when idle while it runs (one
+    /// that declares a port does anyway).
     #[serde(default)]
     keep_awake: bool,
 }
 
 /// `POST /agents/{id}/processes/{pid}/signal`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct SignalBody {
+pub(crate) struct SignalBody {
+    /// The signal's name, with or without `SIG` (`TERM`, `HUP`, `INT`, ...).
     signal: String,
 }
 
@@ -304,6 +317,7 @@ impl<H: Host> Agent<H> {
             }
         }
         self.close_ended()?;
+        self.pull_edits().await?;
         self.push_edits().await?;
         let revive = record::all(self.db())?
             .iter()
@@ -320,6 +334,51 @@ impl<H: Host> Agent<H> {
         Ok(())
     }
 
+    /// Live sync back from the computer: while a process runs there, what
+    /// it wrote comes into the workspace, one bounded report at a time (a
+    /// few per tick while more wait). Skipped while a command holds the
+    /// computer (its own report at its end covers the same files). A pull
+    /// that fails is noted and tried again at the next tick.
+    async fn pull_edits(&self) -> Result<(), ApiError> {
+        if !self.any_running()? {
+            return Ok(());
+        }
+        let Some(_turn) = self.computer_turn.try_lock() else {
+            return Ok(());
+        };
+        if detached::first(self.db())?.is_some() {
+            return Ok(());
+        }
+        let transport = self.computer()?;
+        for _ in 0..LIVE_REPORTS_PER_TICK {
+            let id = self.exec_id()?;
+            match live::pull(self.db(), || self.vfs(), &transport, &id).await {
+                Ok(Some(round)) => {
+                    if round.reported > 0 {
+                        live::record(self.db(), &round, self.now_ms())?;
+                    }
+                    if !round.more {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                // The computer going away is the poll's to find out.
+                Err(error) if is_gone(&error).is_some() => break,
+                Err(error) => {
+                    live::record_error(self.db(), &error.to_string(), self.now_ms())?;
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn any_running(&self) -> Result<bool, ApiError> {
+        Ok(record::all(self.db())?
+            .iter()
+            .any(|p| p.state == State::Running))
+    }
+
     /// Live sync toward the computer: while a process runs there, the
     /// agent's edits (file API, light shell, `apply_patch`, a restore)
     /// reach its copy at the next tick, so a dev server's hot reload sees
@@ -327,10 +386,7 @@ impl<H: Host> Agent<H> {
     /// when the workspace has not moved; a command that holds the computer
     /// pushes for itself.
     async fn push_edits(&self) -> Result<(), ApiError> {
-        let running = record::all(self.db())?
-            .iter()
-            .any(|p| p.state == State::Running);
-        if !running || self.vfs().revision()? <= self.live_pushed.get() {
+        if !self.any_running()? || self.vfs().revision()? <= self.live_pushed.get() {
             return Ok(());
         }
         let Some(_turn) = self.computer_turn.try_lock() else {

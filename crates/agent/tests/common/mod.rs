@@ -700,6 +700,19 @@ pub async fn pause(ms: u64) {
     let _ = waited.await;
 }
 
+/// Runs alarms (each one tick of the watch over processes) until `done`
+/// holds, at most about ten seconds.
+pub fn tick_until(agent: &Agent<FakeHost>, what: &str, done: impl Fn() -> bool) {
+    for _ in 0..40 {
+        block_on(agent.alarm()).expect("the alarm runs");
+        if done() {
+            return;
+        }
+        block_on(pause(250));
+    }
+    panic!("timed out waiting for {what}");
+}
+
 /// A free local port.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
