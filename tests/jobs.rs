@@ -326,8 +326,12 @@ fn cancel_ends_a_queued_job_and_stops_a_running_one() {
     // it would have written after the sleep never comes back.
     let ended = wait_job(&agent, running);
     assert_eq!(ended["state"], "cancelled", "{ended}");
-    // Stopped, it has no exit status of its own.
-    assert_eq!(ended["exit_code"], Value::Null, "stopped: {ended}");
+    // Stopped before it started (a cold computer), it has no exit status;
+    // killed while it ran, its status is bash's for SIGTERM, 128 + 15.
+    assert!(
+        ended["exit_code"] == Value::Null || ended["exit_code"] == 143,
+        "stopped: {ended}"
+    );
     expect_error(
         &agent.call("stat", json!({ "path": "/slept.txt" })),
         404,
@@ -370,8 +374,12 @@ fn a_job_cut_off_by_a_restart_is_marked_failed_not_rerun() {
     };
     let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""));
     assert_eq!(job["state"], "failed", "{job}");
+    // Cut off with the runtime (a container outlives it and the job is
+    // found interrupted), or with its computer too (the local program
+    // stops with the runtime, so the job finds its computer gone).
+    let error = job["error"].as_str().unwrap();
     assert!(
-        job["error"].as_str().unwrap().contains("interrupted"),
+        error.contains("interrupted") || error.contains("computer that ran it is gone"),
         "{job}"
     );
     assert!(job["finished_ms"].is_i64());

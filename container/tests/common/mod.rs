@@ -221,7 +221,7 @@ impl Client {
         self.root.join(path.trim_start_matches('/'))
     }
 
-    fn post_builder(
+    pub fn post_builder(
         &self,
         path: &str,
         auth: Option<&str>,
