@@ -40,21 +40,21 @@ impl Agent {
     /// `POST /agents/{id}/ping`: reaches the agent's Durable Object and does
     /// nothing; the transport floor.
     pub fn ping_call(&self) -> Call {
-        Call {
-            method: "POST",
-            path: format!("/agents/{}/ping", self.id),
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
+        self.route_call("POST", "ping", Vec::new())
     }
 
     /// `POST /agents/{id}/{tool}` with a JSON body.
     pub fn tool_call(&self, tool: &str, body: &Value) -> Call {
+        self.route_call("POST", tool, body.to_string().into_bytes())
+    }
+
+    /// `method /agents/{id}/{route}` with a raw body.
+    pub fn route_call(&self, method: &'static str, route: &str, body: Vec<u8>) -> Call {
         Call {
-            method: "POST",
-            path: format!("/agents/{}/{tool}", self.id),
+            method,
+            path: format!("/agents/{}/{route}", self.id),
             headers: Vec::new(),
-            body: body.to_string().into_bytes(),
+            body,
         }
     }
 

@@ -4,10 +4,11 @@
 //! `bench/out/shell.json`; `checkpoint` measures checkpoints, diffs and forks
 //! on the VFS over SQLite and writes `bench/out/checkpoint.json`; `mcp`
 //! measures a tool call over MCP against its HTTP route and writes
-//! `bench/out/mcp.json`.
+//! `bench/out/mcp.json`; `ports` measures a dev server on the computer
+//! (the port route, live sync both ways) and writes `bench/out/ports.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell|computer|checkpoint|mcp] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
@@ -20,8 +21,10 @@ mod gen;
 mod grep;
 mod large_file;
 mod mcp;
+mod ports;
 mod report;
 mod shell;
+mod sidecar;
 mod small_files;
 mod stats;
 mod ws;
@@ -38,10 +41,12 @@ use report::Report;
 use stats::MIB;
 
 const USAGE: &str =
-    "usage: stead-bench [shell|computer|checkpoint|mcp] [--quick] [--url http://host:port]
+    "usage: stead-bench [shell|computer|ports|checkpoint|mcp] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
   computer    bytes and time the computer backend's sync costs
+  ports       a dev server on the computer: the port route against a direct
+              request, and live sync both ways (see bench/src/ports.rs)
   checkpoint  checkpoints, diffs and forks on the VFS over SQLite (no Worker)
   mcp         a tool call over MCP (both revisions) vs its HTTP route
               (without any: the file tools)
@@ -76,6 +81,7 @@ impl Sizes {
 struct Options {
     shell: bool,
     computer: bool,
+    ports: bool,
     checkpoint: bool,
     mcp: bool,
     quick: bool,
@@ -86,6 +92,7 @@ fn parse_args() -> Options {
     let mut options = Options {
         shell: false,
         computer: false,
+        ports: false,
         checkpoint: false,
         mcp: false,
         quick: false,
@@ -96,6 +103,7 @@ fn parse_args() -> Options {
         match arg.as_str() {
             "shell" => options.shell = true,
             "computer" => options.computer = true,
+            "ports" => options.ports = true,
             "checkpoint" => options.checkpoint = true,
             "mcp" => options.mcp = true,
             "--quick" => options.quick = true,
@@ -183,6 +191,8 @@ fn main() {
         shell_main(&options);
     } else if options.computer {
         computer_main(&options);
+    } else if options.ports {
+        ports_main(&options);
     } else if options.checkpoint {
         checkpoint_main(&options);
     } else if options.mcp {
@@ -240,30 +250,72 @@ fn computer_main(options: &Options) {
     if let Some(url) = &options.url {
         measure(remote_client(url), url, &mut report);
     } else {
-        let mut modes = vec![ComputerMode::LocalProcess];
-        if ComputerMode::from_env() == ComputerMode::Container {
-            modes.insert(0, ComputerMode::Container);
-        }
         let mut cold = Vec::new();
-        for mode in modes {
-            let label = match mode {
-                ComputerMode::Container => "real container",
-                ComputerMode::LocalProcess => "local process",
-            };
-            eprintln!(
-                "computer: starting wrangler dev, the computer {}",
-                mode.describe()
-            );
-            let state = temp_state();
-            let runtime = Runtime::start_with(state.path(), mode, &[]);
+        each_mode("computer", |runtime, _, label| {
             cold.push(measure(runtime.client(), label, &mut report));
-            runtime.stop();
-        }
+        });
         if let [container, local] = &cold[..] {
             report.rows.push(computer::compare_cold(container, local));
         }
     }
     print_and_save(&report, "computer.json");
+}
+
+/// Runs `measure` on each way the computer can run, each on a `wrangler
+/// dev` of its own: real containers first (only when a Docker engine
+/// answers), then the local process. `measure` gets the mode and its label.
+fn each_mode(bench: &str, mut measure: impl FnMut(&Runtime, ComputerMode, &str)) {
+    let mut modes = vec![ComputerMode::LocalProcess];
+    if ComputerMode::from_env() == ComputerMode::Container {
+        modes.insert(0, ComputerMode::Container);
+    }
+    for mode in modes {
+        let label = match mode {
+            ComputerMode::Container => "real container",
+            ComputerMode::LocalProcess => "local process",
+        };
+        eprintln!(
+            "{bench}: starting wrangler dev, the computer {}",
+            mode.describe()
+        );
+        let state = temp_state();
+        let runtime = Runtime::start_with(state.path(), mode, &[]);
+        measure(&runtime, mode, label);
+        runtime.stop();
+    }
+}
+
+/// The ports benchmark (see `ports.rs`): per mode as the computer
+/// benchmark, or on `--url`'s Worker (without the direct requests).
+fn ports_main(options: &Options) {
+    let (sizes, size) = if options.quick {
+        (ports::Sizes::QUICK, "quick")
+    } else {
+        (ports::Sizes::FULL, "full")
+    };
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let mut report = Report::new(
+        format!("stead-bench ports ({size}) against {target}"),
+        json!({ "mode": size, "target": target, "unix_time": unix_seconds() }),
+    );
+    let measure = |client: Client, label: &str, direct: ports::Direct, report: &mut Report| {
+        let agent = Agent::create(client, agent_id("bench-ports"));
+        ports::run(&agent, label, direct, sizes, report);
+        agent.delete();
+    };
+    if let Some(url) = &options.url {
+        let direct = ports::Direct::Unavailable("a Worker at --url: its containers are not here");
+        measure(remote_client(url), url, direct, &mut report);
+    } else {
+        each_mode("ports", |runtime, mode, label| {
+            let direct = match mode {
+                ComputerMode::Container => ports::Direct::Bridge(runtime),
+                ComputerMode::LocalProcess => ports::Direct::Loopback,
+            };
+            measure(runtime.client(), label, direct, &mut report);
+        });
+    }
+    print_and_save(&report, "ports.json");
 }
 
 /// The checkpoint benchmark: the VFS over SQLite in this process, no Worker

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 pub struct Latency {
     pub mean: Duration,
     pub p50: Duration,
+    pub p90: Duration,
     pub p99: Duration,
 }
 
@@ -20,6 +21,7 @@ impl Latency {
         Latency {
             mean: total / sorted.len() as u32,
             p50: percentile(&sorted, 0.50),
+            p90: percentile(&sorted, 0.90),
             p99: percentile(&sorted, 0.99),
         }
     }
@@ -76,6 +78,7 @@ mod tests {
         let samples: Vec<Duration> = (1..=100).rev().map(Duration::from_millis).collect();
         let latency = Latency::of(&samples);
         assert_eq!(latency.p50, Duration::from_millis(50));
+        assert_eq!(latency.p90, Duration::from_millis(90));
         assert_eq!(latency.p99, Duration::from_millis(99));
         assert_eq!(latency.mean, Duration::from_micros(50_500));
         assert_eq!(
