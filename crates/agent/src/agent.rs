@@ -44,6 +44,10 @@ pub struct Agent<H: Host> {
     /// The newest revision live sync pushed to the computer while its
     /// processes run (see `crate::processes::serve`); 0 for none yet.
     pub(crate) live_pushed: Cell<i64>,
+    /// When this instance last set the alarm to fire (`None`: not set by
+    /// it, or cleared), so an edit can bring the alarm forward without
+    /// pushing it back (see `crate::processes::serve`).
+    pub(crate) alarm_at: Cell<Option<i64>>,
 }
 
 /// A command running on the computer.
@@ -75,6 +79,7 @@ impl<H: Host> Agent<H> {
             armed: Cell::new(false),
             computer_turn: futures::lock::Mutex::new(()),
             live_pushed: Cell::new(0),
+            alarm_at: Cell::new(None),
             running: RefCell::new(None),
             quotas: Cell::new(None),
         }

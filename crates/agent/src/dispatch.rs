@@ -179,6 +179,9 @@ impl<H: Host> Agent<H> {
         }
         if outcome.is_ok() {
             crate::subscriptions::notify_changes(self);
+            // Best effort: the next tick pushes the edit anyway (and a
+            // deleted agent has nothing to push).
+            let _ = self.hasten_live_push().await;
         }
         outcome
     }
@@ -306,6 +309,7 @@ impl<H: Host> Agent<H> {
                 crate::subscriptions::close_all(self);
                 self.host.wipe().await?;
                 self.host.set_alarm(None).await?;
+                self.alarm_at.set(None);
                 self.closed();
                 json!({ "agent": agent, "deleted": true })
             }

@@ -120,6 +120,7 @@ impl<H: Host> Agent<H> {
                 self.vfs().abort_import()?;
                 self.host.wipe().await?;
                 self.host.set_alarm(None).await?;
+                self.alarm_at.set(None);
                 self.closed();
                 Ok(true)
             }

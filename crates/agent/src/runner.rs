@@ -71,6 +71,7 @@ impl<H: Host> Agent<H> {
         let fork = checkpoints::import_deadline(self.db(), &self.vfs())?;
         let at = [queued, due, fork, watch].into_iter().flatten().min();
         self.host.set_alarm(at).await?;
+        self.alarm_at.set(at);
         Ok(())
     }
 

@@ -377,3 +377,34 @@ fn a_file_both_sides_change_keeps_the_workspaces_version_and_the_conflict_is_rep
         std::fs::read_to_string(&on_disk).is_ok_and(|text| text == "agent\n")
     });
 }
+
+#[test]
+fn an_edit_while_a_process_runs_brings_the_alarm_forward_once() {
+    let (agent, _computer, _dir) = setup();
+    write(&agent, "/before.txt", "no process yet\n");
+    assert_eq!(agent.host().alarm.get(), None, "nothing to push to");
+    start(&agent, json!({ "command": "sleep 60" }));
+    block_on(agent.alarm()).expect("the alarm runs");
+    let now = agent.host().clock.get();
+    let tick = agent.host().alarm.get().expect("the next tick");
+    assert_eq!(tick, now + 500, "a tick while nothing changed");
+    write(&agent, "/edit.txt", "one\n");
+    let hastened = agent.host().alarm.get().unwrap();
+    assert_eq!(hastened, now + 100, "the edit is pushed soon");
+    // More edits do not put it off.
+    agent.host().advance(50);
+    write(&agent, "/edit.txt", "two\n");
+    assert_eq!(agent.host().alarm.get(), Some(hastened));
+    // Once pushed, the ticks go back to their pace.
+    agent.host().advance(50);
+    block_on(agent.alarm()).expect("the alarm runs");
+    assert_eq!(agent.host().alarm.get(), Some(now + 100 + 500));
+    let pushed = agent.host().alarm.get();
+    ok(
+        &agent,
+        "a",
+        Action::Tool(Tool::Read),
+        r#"{"path":"/edit.txt"}"#,
+    );
+    assert_eq!(agent.host().alarm.get(), pushed, "a read changes nothing");
+}

@@ -26,6 +26,9 @@ use crate::{exec, subscriptions};
 
 /// Between two polls of the computer while processes run.
 pub const TICK_MS: i64 = 500;
+/// At most this long after an edit, while a process runs, the alarm
+/// pushes it (rather than at the next tick): edits within it go together.
+const EDIT_PUSH_MS: i64 = 100;
 /// Most ports one process may declare.
 const MAX_PORTS: usize = 16;
 /// The port of the computer's own program, which no process may take.
@@ -370,6 +373,23 @@ impl<H: Host> Agent<H> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// After a request that may have changed the workspace: if it did and
+    /// a process runs, the alarm fires within [`EDIT_PUSH_MS`] to push the
+    /// edit, unless it fires sooner anyway. Brought forward, never put off,
+    /// so a stream of edits is pushed every [`EDIT_PUSH_MS`], not never.
+    pub(crate) async fn hasten_live_push(&self) -> Result<(), ApiError> {
+        let soon = self.now_ms() + EDIT_PUSH_MS;
+        if self.alarm_at.get().is_some_and(|at| at <= soon)
+            || self.vfs().revision()? <= self.live_pushed.get()
+            || !self.any_running()?
+        {
+            return Ok(());
+        }
+        self.host.set_alarm(Some(soon)).await?;
+        self.alarm_at.set(Some(soon));
         Ok(())
     }
 
