@@ -40,7 +40,10 @@
 //! unshares the namespaces, and its child, PID 1 of the new namespace,
 //! assembles the root, pivots into it and runs `bash -lc`, forwarding
 //! SIGTERM to everything in the namespace and reaping orphans. The helper
-//! itself waits and exits the way the command did.
+//! itself waits and exits the way the command did. Nothing it started
+//! outlives the program: every helper holds the read end of one
+//! **lifeline** pipe whose write end only the program holds, and its
+//! init ends everything in the namespace when that end closes, however the program went away, `SIGKILL` included.
 //!
 //! Not isolated in the local mode: the network (commands share the host's,
 //! including abstract Unix sockets), CPU, memory and disk use, and what
@@ -50,11 +53,12 @@
 use std::ffi::{CString, OsString};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use thiserror::Error;
 
@@ -232,6 +236,7 @@ impl Confinement {
                     .arg(scratch)
                     .arg(cwd)
                     .arg(script)
+                    .arg(lifeline()?.to_string())
                     // The helper starts here and moves into the workspace.
                     .current_dir("/");
                 command
@@ -291,12 +296,41 @@ impl Confinement {
     }
 }
 
+/// The read end of the program's lifeline (see the module docs), made on
+/// first use: inherited by every helper, while the write end, kept open
+/// for the program's whole life, is closed on exec, so the program holds
+/// the only one.
+fn lifeline() -> io::Result<RawFd> {
+    static LIFELINE: OnceLock<RawFd> = OnceLock::new();
+    if let Some(&read) = LIFELINE.get() {
+        return Ok(read);
+    }
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two-element array.
+    check(
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) },
+        "lifeline pipe",
+    )?;
+    // SAFETY: clearing close-on-exec on the read end just made.
+    check(
+        unsafe { libc::fcntl(fds[0], libc::F_SETFD, 0) },
+        "lifeline pipe",
+    )?;
+    // A second caller racing here keeps the first pipe; this one's ends
+    // stay unused.
+    Ok(*LIFELINE.get_or_init(|| fds[0]))
+}
+
 /// Runs the helper (the binary was started with [`HELPER_ARG`] first);
 /// never returns. `args` are the ones after [`HELPER_ARG`]: workspace,
-/// scratch, cwd, script.
+/// scratch, cwd, script, and the lifeline's descriptor.
 pub fn helper_main(args: &[OsString]) -> ! {
-    let [workspace, scratch, cwd, script] = args else {
-        eprintln!("stead-computer: {HELPER_ARG} takes: workspace scratch cwd script");
+    let [workspace, scratch, cwd, script, lifeline] = args else {
+        eprintln!("stead-computer: {HELPER_ARG} takes: workspace scratch cwd script lifeline");
+        std::process::exit(125);
+    };
+    let Some(lifeline) = lifeline.to_str().and_then(|fd| fd.parse::<RawFd>().ok()) else {
+        eprintln!("stead-computer: {HELPER_ARG}: the lifeline is a descriptor number");
         std::process::exit(125);
     };
     let spec = Spec {
@@ -304,6 +338,7 @@ pub fn helper_main(args: &[OsString]) -> ! {
         scratch: PathBuf::from(scratch),
         cwd: PathBuf::from(cwd),
         script: script.clone(),
+        lifeline,
     };
     match run_helper(&spec) {
         Ok(end) => end.mirror(),
@@ -323,6 +358,8 @@ struct Spec {
     /// A workspace path: where the command starts, once `/` is the workspace.
     cwd: PathBuf,
     script: OsString,
+    /// The read end of the program's lifeline.
+    lifeline: RawFd,
 }
 
 /// How the confined shell ended.
@@ -417,6 +454,12 @@ fn run_helper(spec: &Spec) -> io::Result<End> {
     // SAFETY: both descriptors were just created and are owned here only.
     let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
 
+    // The shell must not inherit the lifeline.
+    // SAFETY: setting close-on-exec on a descriptor this process holds.
+    check(
+        unsafe { libc::fcntl(spec.lifeline, libc::F_SETFD, libc::FD_CLOEXEC) },
+        "the lifeline",
+    )?;
     // SAFETY: the process is single-threaded, so the child may run
     // arbitrary code.
     let init = unsafe { libc::fork() };
@@ -444,6 +487,29 @@ fn run_helper(spec: &Spec) -> io::Result<End> {
     let mut report = Vec::new();
     let _ = File::from(reader).read_to_end(&mut report);
     Ok(End::decode(&report).unwrap_or(End::from_status(status)))
+}
+
+/// Ends this namespace (init calls it, once the shell runs and nothing
+/// more is forked) when the program's end of the lifeline closes: nobody
+/// writes to it, so a read returns only then. The watch is a thread of
+/// init's, as only init can have one: the helper, having unshared the PID
+/// namespace, cannot start threads.
+fn watch_lifeline(lifeline: RawFd) {
+    // SAFETY: init owns its inherited copy of the descriptor.
+    let mut lifeline = File::from(unsafe { OwnedFd::from_raw_fd(lifeline) });
+    std::thread::spawn(move || loop {
+        match lifeline.read(&mut [0u8; 1]) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            // Not a lifeline after all: nothing to watch.
+            Err(_) => return,
+            Ok(_) => {
+                // SAFETY: from init, kill(-1) signals every other process
+                // of this PID namespace; init's own exit ends the rest.
+                unsafe { libc::kill(-1, libc::SIGKILL) };
+                std::process::exit(128 + libc::SIGKILL);
+            }
+        }
+    });
 }
 
 /// Waits for `pid`, through interruptions; its wait status.
@@ -493,6 +559,7 @@ fn run_init(spec: &Spec, report: OwnedFd) -> ! {
         }
     }
     let shell = spawn_shell(spec);
+    watch_lifeline(spec.lifeline);
     let mut end = End::Exited(127);
     loop {
         let mut status = 0;

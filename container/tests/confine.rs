@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 
 #[test]
@@ -117,4 +119,30 @@ fn scratch_directories_are_the_containers_own_and_never_synced() {
     // Nor the host's.
     let host_tmp = std::fs::read_to_string("/tmp/s").unwrap_or_default();
     assert_ne!(host_tmp, "a-tmp\n");
+}
+
+#[test]
+fn nothing_a_command_started_outlives_the_program() {
+    let mut computer = Computer::start_with(true);
+    let a = computer.container("a");
+    let answer = a.post(
+        "/v1/processes",
+        &serde_json::json!({
+            "id": "forever", "cwd": "/",
+            "command": "trap '' TERM HUP; while true; do sleep 0.2; done",
+        }),
+    );
+    answer.expect(201);
+    let shell = running(&[
+        "bash",
+        "-lc",
+        "trap '' TERM HUP; while true; do sleep 0.2; done",
+    ]);
+
+    // Killed outright: no shutdown of its own runs.
+    computer.signal(libc::SIGKILL);
+    computer.wait_exit(Duration::from_secs(5)).expect("killed");
+    wait_until("the process to end", Duration::from_secs(5), || {
+        process_gone(shell)
+    });
 }
