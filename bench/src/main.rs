@@ -220,8 +220,12 @@ fn shell_main(options: &Options) {
     let agent = client.and_then(|client| {
         shell::unpanicked(|| Agent::try_create(client, agent_id("bench-shell")))
     });
-    let report = shell::run(options.quick, agent, target);
-    print_and_save(&report, "shell.json");
+    let measured = shell::run(options.quick, agent, target);
+    print_and_save(&measured.report, "shell.json");
+    if !measured.stead_complete {
+        eprintln!("shell: stead's side failed (see the warnings above): nothing of it is measured");
+        std::process::exit(1);
+    }
 }
 
 /// The computer benchmark: 1,000 files / 50 MB (quick: 100 / 5 MB), on

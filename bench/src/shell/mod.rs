@@ -37,7 +37,14 @@ const GNU: &str = "GNU bash";
 
 /// Runs every script through the three shells. `agent` is the stead agent
 /// to exec in, or why there is none (its side then shows `n/a`).
-pub fn run(quick: bool, agent: Result<Agent, String>, target: &str) -> Report {
+/// A run's report, and whether stead's side ran every script (a run
+/// whose stead side failed measured nothing of stead's).
+pub struct ShellRun {
+    pub report: Report,
+    pub stead_complete: bool,
+}
+
+pub fn run(quick: bool, agent: Result<Agent, String>, target: &str) -> ShellRun {
     let sizes = if quick { Sizes::QUICK } else { Sizes::FULL };
     let (data, scripts) = scripts::scripts(sizes);
     let local = tempfile::tempdir().expect("temp dir");
@@ -132,6 +139,7 @@ pub fn run(quick: bool, agent: Result<Agent, String>, target: &str) -> Report {
             &gnu_ran,
         );
     }
+    let stead_complete = !failures.any(STEAD);
     failures.report(&mut report);
     report.details = json!({ "scripts": details });
     if let Some(agent) = stead.into_agent() {
@@ -142,7 +150,10 @@ pub fn run(quick: bool, agent: Result<Agent, String>, target: &str) -> Report {
             report.warn(format!("deleting the agent failed: {error}"));
         }
     }
-    report
+    ShellRun {
+        report,
+        stead_complete,
+    }
 }
 
 /// Runs `f`, turning a panic (a failed request, a Worker that did not
@@ -316,6 +327,10 @@ impl Failures {
             .entry((side.into(), error.into()))
             .or_default()
             .push(script);
+    }
+
+    fn any(&self, side: &str) -> bool {
+        self.0.keys().any(|(failed, _)| failed == side)
     }
 
     fn report(self, report: &mut Report) {
