@@ -9,7 +9,7 @@
 use stead_vfs::VPath;
 
 use super::options::Table;
-use super::{Shell, SourceKind, R};
+use super::{flags, Shell, SourceKind, R};
 
 /// bash's default `$HISTSIZE` and `$HISTFILESIZE` in an interactive shell.
 pub const DEFAULT_SIZE: usize = 500;
@@ -233,33 +233,19 @@ impl Shell<'_> {
 /// `history [n]`, `-c`, `-d offset[-offset]`, `-anrw [file]`, `-s args`,
 /// `-p args`.
 pub fn history(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut i = 1;
+    let parsed = match flags::parse(args, "canrwspd", "d") {
+        Ok(parsed) => parsed,
+        Err(bad) => return usage(sh, &bad.message()),
+    };
     let mut flags = String::new();
     let mut delete = None;
-    while let Some(a) = args.get(i) {
-        if a == "--" {
-            i += 1;
-            break;
+    for (c, argument) in parsed.flags {
+        match (c, argument) {
+            ('d', Some(offset)) => delete = Some(offset.to_string()),
+            (c, _) => flags.push(c),
         }
-        if !a.starts_with('-') || a.len() < 2 {
-            break;
-        }
-        for c in a[1..].chars() {
-            match c {
-                'c' | 'a' | 'n' | 'r' | 'w' | 's' | 'p' => flags.push(c),
-                'd' => {
-                    i += 1;
-                    match args.get(i) {
-                        Some(d) => delete = Some(d.clone()),
-                        None => return usage(sh, "-d: option requires an argument"),
-                    }
-                }
-                _ => return usage(sh, &format!("-{c}: invalid option")),
-            }
-        }
-        i += 1;
     }
-    let rest = &args[i..];
+    let rest = parsed.operands;
     if flags.contains('c') {
         sh.st.history.clear();
     }

@@ -26,6 +26,7 @@ mod complete;
 mod cond;
 mod dirs;
 mod expand;
+mod flags;
 mod history;
 mod invoke;
 mod jobs;

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Shell, R};
+use super::{flags, Shell, R};
 
 /// `RLIM_INFINITY`.
 const UNLIMITED: u64 = u64::MAX;
@@ -127,31 +127,27 @@ fn shown(value: u64, scale: u64) -> String {
 
 /// `ulimit [-SHa] [-RcdefilmnpqrstuvxT...] [limit]`
 pub fn ulimit(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let known: String = "SHa"
+        .chars()
+        .chain(RESOURCES.iter().map(|r| r.flag))
+        .collect();
+    let parsed = match flags::parse(args, &known, "") {
+        Ok(parsed) => parsed,
+        Err(bad) => {
+            sh.err_line(&format!("ulimit: {}", bad.message()))?;
+            sh.err_line("ulimit: usage: ulimit [-SHabcdefiklmnpqrstuvxPRT] [limit]")?;
+            return Ok(2);
+        }
+    };
     let (mut soft, mut hard, mut all) = (false, false, false);
     let mut flags = Vec::new();
-    let mut i = 1;
-    while let Some(a) = args.get(i) {
-        if a == "--" {
-            i += 1;
-            break;
+    for (c, _) in parsed.flags {
+        match c {
+            'S' => soft = true,
+            'H' => hard = true,
+            'a' => all = true,
+            c => flags.push(c),
         }
-        if !a.starts_with('-') || a.len() < 2 {
-            break;
-        }
-        for c in a[1..].chars() {
-            match c {
-                'S' => soft = true,
-                'H' => hard = true,
-                'a' => all = true,
-                c if resource(c).is_some() => flags.push(c),
-                _ => {
-                    sh.err_line(&format!("ulimit: -{c}: invalid option"))?;
-                    sh.err_line("ulimit: usage: ulimit [-SHabcdefiklmnpqrstuvxPRT] [limit]")?;
-                    return Ok(2);
-                }
-            }
-        }
-        i += 1;
     }
     if all {
         return print_all(sh, hard && !soft);
@@ -159,7 +155,7 @@ pub fn ulimit(sh: &mut Shell, args: &[String]) -> R<i32> {
     if flags.is_empty() {
         flags.push('f');
     }
-    let Some(value) = args.get(i) else {
+    let Some(value) = parsed.operands.first() else {
         let mut text = String::new();
         for &flag in &flags {
             let r = resource(flag).expect("known resource");

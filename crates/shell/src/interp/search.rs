@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{builtins, Shell, R};
+use super::{builtins, flags, Shell, R};
 use crate::utils::which::{self, Found, DEFAULT_PATH};
 
 /// A remembered location (`hash`).
@@ -156,43 +156,26 @@ impl Shell<'_> {
 
 /// `hash [-r] [-d] [-t] [-l] [-p path] [name ...]`
 pub fn hash(sh: &mut Shell, args: &[String]) -> R<i32> {
-    let mut i = 1;
+    let parsed = match flags::parse(args, "rdtlp", "p") {
+        Ok(parsed) => parsed,
+        Err(bad) => {
+            sh.err_line(&format!("hash: {}", bad.message()))?;
+            sh.err_line("hash: usage: hash [-lr] [-p pathname] [-dt] [name ...]")?;
+            return Ok(2);
+        }
+    };
     let (mut delete, mut show, mut list) = (false, false, false);
     let mut given_path = None;
-    while let Some(a) = args.get(i) {
-        if a == "--" {
-            i += 1;
-            break;
+    for (c, argument) in parsed.flags {
+        match c {
+            'r' => sh.forget_hashed(),
+            'd' => delete = true,
+            't' => show = true,
+            'l' => list = true,
+            _ => given_path = argument.map(str::to_string),
         }
-        if !a.starts_with('-') || a.len() < 2 {
-            break;
-        }
-        for c in a[1..].chars() {
-            match c {
-                'r' => sh.forget_hashed(),
-                'd' => delete = true,
-                't' => show = true,
-                'l' => list = true,
-                'p' => {
-                    i += 1;
-                    match args.get(i) {
-                        Some(p) => given_path = Some(p.clone()),
-                        None => {
-                            sh.err_line("hash: -p: option requires an argument")?;
-                            return Ok(2);
-                        }
-                    }
-                }
-                _ => {
-                    sh.err_line(&format!("hash: -{c}: invalid option"))?;
-                    sh.err_line("hash: usage: hash [-lr] [-p pathname] [-dt] [name ...]")?;
-                    return Ok(2);
-                }
-            }
-        }
-        i += 1;
     }
-    let names = &args[i..];
+    let names = parsed.operands;
     if names.is_empty() {
         if delete || show || given_path.is_some() {
             return Ok(0);
@@ -253,35 +236,27 @@ fn print_table(sh: &mut Shell, reusable: bool) -> R<i32> {
 
 /// `type [-afptP] name...`
 pub fn type_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+    let parsed = match flags::parse(args, "aftpP", "") {
+        Ok(parsed) => parsed,
+        Err(bad) => {
+            sh.err_line(&format!("type: {}", bad.message()))?;
+            sh.err_line("type: usage: type [-afptP] name [name ...]")?;
+            return Ok(2);
+        }
+    };
     let (mut all, mut functions, mut kind_only, mut path, mut force_path) =
         (false, true, false, false, false);
-    let mut i = 1;
-    while let Some(a) = args.get(i) {
-        if a == "--" {
-            i += 1;
-            break;
+    for (c, _) in parsed.flags {
+        match c {
+            'a' => all = true,
+            'f' => functions = false,
+            't' => kind_only = true,
+            'p' => path = true,
+            _ => force_path = true,
         }
-        if !a.starts_with('-') || a.len() < 2 {
-            break;
-        }
-        for c in a[1..].chars() {
-            match c {
-                'a' => all = true,
-                'f' => functions = false,
-                't' => kind_only = true,
-                'p' => path = true,
-                'P' => force_path = true,
-                _ => {
-                    sh.err_line(&format!("type: -{c}: invalid option"))?;
-                    sh.err_line("type: usage: type [-afptP] name [name ...]")?;
-                    return Ok(2);
-                }
-            }
-        }
-        i += 1;
     }
     let mut status = 0;
-    for name in &args[i..] {
+    for name in parsed.operands {
         let kinds = sh.kinds(name, all, functions, force_path);
         if kinds.is_empty() {
             status = 1;
