@@ -8,7 +8,10 @@
 //! output (by offset, followed on the WebSocket). The alarm watches the
 //! live ones ([`serve`]): each tick polls the computer for their states and
 //! new output, in one background request that neither starts the computer
-//! nor counts as use of it.
+//! nor counts as use of it, then keeps the two copies in step while they
+//! run: what the processes wrote comes back (`crate::computer::live`, one
+//! bounded report at a time) and the agent's edits go out (an edit brings
+//! the tick forward, so it goes out within about 100 ms).
 //!
 //! **When the computer goes away** (released when idle or on request, or
 //! died), its processes are `lost`. Those whose policy restarts them
