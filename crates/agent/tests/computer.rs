@@ -40,10 +40,7 @@ fn setup() -> (
     stead_harness::ComputerProcess,
     tempfile::TempDir,
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let agent = agent();
-    create(&agent, "a");
-    let process = with_computer(&agent, "a", dir.path());
+    let (agent, process, dir) = agent_with_computer();
     write(&agent, "/notes/plan.md", "step one\n");
     write(&agent, "/keep.txt", "kept\n");
     (agent, process, dir)

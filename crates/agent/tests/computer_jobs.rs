@@ -26,10 +26,7 @@ fn setup() -> (
     stead_harness::ComputerProcess,
     tempfile::TempDir,
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let agent = agent();
-    create(&agent, "a");
-    let process = with_computer(&agent, "a", dir.path());
+    let (agent, process, dir) = agent_with_computer();
     agent.host().job_slice_ms.set(SLICE_MS);
     (agent, process, dir)
 }

@@ -11,18 +11,6 @@ use serde_json::{json, Value};
 use stead_agent::auth::{Caller, Scope};
 use stead_agent::{Action, Agent, Tool};
 
-fn setup() -> (
-    Agent<FakeHost>,
-    stead_harness::ComputerProcess,
-    tempfile::TempDir,
-) {
-    let dir = tempfile::tempdir().unwrap();
-    let agent = agent();
-    create(&agent, "a");
-    let process = with_computer(&agent, "a", dir.path());
-    (agent, process, dir)
-}
-
 fn start(agent: &Agent<FakeHost>, body: Value) -> Value {
     let (status, answer) = call(
         agent,
@@ -53,7 +41,7 @@ fn write(agent: &Agent<FakeHost>, path: &str, content: &str) {
 
 #[test]
 fn a_process_runs_its_output_reaches_its_log_and_a_stop_ends_it() {
-    let (agent, _computer, _dir) = setup();
+    let (agent, _computer, _dir) = agent_with_computer();
     write(&agent, "/app/name.txt", "alpha\n");
     let started = start(
         &agent,
@@ -102,7 +90,7 @@ fn a_process_runs_its_output_reaches_its_log_and_a_stop_ends_it() {
 
 #[test]
 fn signals_reach_the_process() {
-    let (agent, _computer, _dir) = setup();
+    let (agent, _computer, _dir) = agent_with_computer();
     let started = start(
         &agent,
         json!({ "command": "trap 'echo got hup' HUP; echo ready; while true; do sleep 0.1; done" }),
@@ -119,7 +107,7 @@ fn signals_reach_the_process() {
 
 #[test]
 fn the_agents_edits_reach_a_running_process() {
-    let (agent, _computer, _dir) = setup();
+    let (agent, _computer, _dir) = agent_with_computer();
     write(&agent, "/site/page.txt", "old\n");
     let started = start(
         &agent,
@@ -141,7 +129,7 @@ fn the_agents_edits_reach_a_running_process() {
 
 #[test]
 fn a_lost_process_starts_again_on_a_fresh_computer_with_the_latest_files() {
-    let (agent, mut computer, _dir) = setup();
+    let (agent, mut computer, _dir) = agent_with_computer();
     write(&agent, "/site/version.txt", "v1\n");
     let keeps = start(
         &agent,
@@ -174,7 +162,7 @@ fn a_lost_process_starts_again_on_a_fresh_computer_with_the_latest_files() {
 
 #[test]
 fn a_process_outlives_an_agent_restart() {
-    let (agent, _computer, _dir) = setup();
+    let (agent, _computer, _dir) = agent_with_computer();
     let started = start(&agent, json!({ "command": "echo up; sleep 60" }));
     let id = started["id"].as_str().unwrap().to_string();
     let restarted = Agent::new(FakeHost::new(agent.host().db.clone()));
@@ -191,7 +179,7 @@ fn a_process_outlives_an_agent_restart() {
 
 #[test]
 fn bad_requests_start_nothing() {
-    let (agent, _computer, _dir) = setup();
+    let (agent, _computer, _dir) = agent_with_computer();
     let refused = |body: Value, status: u16, code: &str| {
         let (got, answer) = call(
             &agent,
@@ -306,7 +294,7 @@ fn live_status(agent: &Agent<FakeHost>) -> Value {
 
 #[test]
 fn files_a_process_writes_come_back_while_it_runs_a_bounded_report_at_a_time() {
-    let (agent, _computer, _dir) = setup();
+    let (agent, _computer, _dir) = agent_with_computer();
     let count = 2 * stead_agent::computer::live::BATCH + 500;
     start(
         &agent,
@@ -339,7 +327,7 @@ fn files_a_process_writes_come_back_while_it_runs_a_bounded_report_at_a_time() {
 
 #[test]
 fn a_file_both_sides_change_keeps_the_workspaces_version_and_the_conflict_is_reported() {
-    let (agent, _computer, dir) = setup();
+    let (agent, _computer, dir) = agent_with_computer();
     write(&agent, "/shared.txt", "first\n");
     start(
         &agent,
@@ -380,7 +368,7 @@ fn a_file_both_sides_change_keeps_the_workspaces_version_and_the_conflict_is_rep
 
 #[test]
 fn an_edit_while_a_process_runs_brings_the_alarm_forward_once() {
-    let (agent, _computer, _dir) = setup();
+    let (agent, _computer, _dir) = agent_with_computer();
     write(&agent, "/before.txt", "no process yet\n");
     assert_eq!(agent.host().alarm.get(), None, "nothing to push to");
     start(&agent, json!({ "command": "sleep 60" }));

@@ -733,6 +733,20 @@ pub fn with_computer(
     process
 }
 
+/// Agent `a`, created, with a real `stead-computer` in a temporary
+/// directory (kept alive by the values returned beside it).
+pub fn agent_with_computer() -> (
+    Agent<FakeHost>,
+    stead_harness::ComputerProcess,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent();
+    create(&agent, "a");
+    let process = with_computer(&agent, "a", dir.path());
+    (agent, process, dir)
+}
+
 /// Unwraps an error as its code.
 pub fn code<T: std::fmt::Debug>(result: Result<T, ApiError>) -> String {
     result.expect_err("expected an error").code().to_string()
