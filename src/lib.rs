@@ -32,7 +32,9 @@ use stead_agent::catalog::formats::{render, Format};
 use stead_agent::mcp::http::too_large;
 use stead_agent::shares;
 use stead_agent::{Action, ApiError, Route, MAX_JSON_BODY};
-use worker::{event, Context, Env, Headers, Request, RequestInit, Response, Result};
+use worker::{
+    event, Context, Env, Headers, Request, RequestInit, RequestRedirect, Response, Result,
+};
 
 use workspace::{error_response, json_response};
 
@@ -136,8 +138,13 @@ fn with_caller(req: Request, caller: &Caller) -> Result<Request> {
     for (name, value) in caller.headers() {
         headers.set(name, &value)?;
     }
+    // A redirect the agent answers (a dev server's, through the port
+    // route) is the client's to follow: a request made here would follow
+    // it by default.
     let mut init = RequestInit::new();
-    init.with_method(req.method()).with_headers(headers);
+    init.with_method(req.method())
+        .with_headers(headers)
+        .with_redirect(RequestRedirect::Manual);
     if let Some(body) = req.inner().body() {
         init.with_body(Some(body.into()));
     }

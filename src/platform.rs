@@ -382,8 +382,12 @@ impl ComputerLink {
             list.append(name, value)?;
         }
         list.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
+        // The dev server's redirects go back to the client as they came
+        // (see `stead_agent::ports`): never followed on the way.
         let mut init = RequestInit::new();
-        init.with_method(req.method()).with_headers(list);
+        init.with_method(req.method())
+            .with_headers(list)
+            .with_redirect(RequestRedirect::Manual);
         if let Some(body) = req.inner().body() {
             init.with_body(Some(body.into()));
         }

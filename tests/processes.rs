@@ -2,8 +2,10 @@
 //! `wrangler dev` starts a real `python3 -m http.server` on the agent's
 //! computer (in real containers when a Docker engine runs, else as a local
 //! process), lists it, serves its pages through the port route, sees an
-//! edit made with the file API within 2 s (live sync), shares the port
-//! with a link that works without a token until it is revoked or expires,
+//! edit made with the file API within 2 s (live sync), passes the server's
+//! redirects and cookies through to the client rewritten under the port's
+//! prefix, shares the port with a link that works without a token until it
+//! is revoked or expires,
 //! refuses bad input with structured errors, and stops the process; a
 //! process whose computer is killed is lost, then started again by its
 //! policy on a fresh computer with the agent's latest files; a process
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::{expect_error, expect_ok, expect_status, with_runtime, Agent};
 use serde_json::{json, Value};
-use stead_harness::{temp_state, Client, Reply, Runtime, Socket};
+use stead_harness::{temp_state, Client, ComputerMode, Reply, Runtime, Socket};
 
 /// A port no other process on this machine holds now (in the local-process
 /// mode every agent's processes share the machine's ports).
@@ -233,6 +235,103 @@ fn a_share_link_opens_its_port_without_a_token_until_revoked_or_expired() {
     expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
 }
 
+/// A dev server that redirects with a cookie: `GET /login` answers `302
+/// Location: /target` with `Set-Cookie: session=...; Path=/`, `/target`
+/// answers 200. `python3 -m http.server`'s own `301 /about -> /about/`
+/// comes from the directory `/site/about`.
+const REDIRECTING_SERVER: &str = r#"
+import http.server, sys
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/login":
+            self.send_response(302)
+            self.send_header("Location", "/target")
+            self.send_header("Set-Cookie", "session=abc; Path=/; HttpOnly")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/target":
+            body = b"the target\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        else:
+            super().do_GET()
+
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"#;
+
+#[test]
+fn a_dev_servers_redirects_reach_the_client_rewritten_under_the_prefix() {
+    let agent = Agent::new("procs-redirects");
+    let client = with_runtime(|runtime| runtime.client());
+    agent.write("/site/server.py", REDIRECTING_SERVER);
+    agent.write("/site/about/index.html", "about\n");
+    let port = free_port();
+    let reply = agent.send(
+        "POST",
+        "/processes",
+        json!({
+            "command": format!("exec python3 server.py {port}"),
+            "cwd": "/site",
+            "ports": [port],
+        })
+        .to_string()
+        .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let id = reply.json()["process"]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        text(&fetch_when_up(&client, &agent, port, "/target")),
+        "the target\n"
+    );
+    let prefix = format!("/agents/{}/ports/{port}", agent.id);
+
+    // The 302 itself, not the page it points to: its Location and its
+    // cookie moved under the port's prefix.
+    let login = client.send("GET", &agent.url(&format!("/ports/{port}/login")), b"");
+    expect_status(&login, 302);
+    assert_eq!(
+        login.header("location"),
+        Some(format!("{prefix}/target").as_str()),
+        "{:?}",
+        login.headers
+    );
+    let cookie = login.header("set-cookie").expect("the dev server's cookie");
+    assert!(cookie.starts_with("session=abc"), "{cookie}");
+    assert!(cookie.contains(&format!("Path={prefix}/")), "{cookie}");
+
+    // http.server's own redirect of a directory to its slash form.
+    let about = client.send("GET", &agent.url(&format!("/ports/{port}/about")), b"");
+    expect_status(&about, 301);
+    assert_eq!(
+        about.header("location"),
+        Some(format!("{prefix}/about/").as_str())
+    );
+
+    // The same through a share link, without a token.
+    let share = agent.send(
+        "POST",
+        &format!("/ports/{port}/share"),
+        json!({ "ttl_seconds": 600 }).to_string().as_bytes(),
+    );
+    expect_status(&share, 201);
+    let url = share.json()["share"]["url"].as_str().unwrap().to_string();
+    let (path, query) = url[url.find("/agents/").unwrap()..]
+        .split_once('?')
+        .unwrap();
+    let anonymous = client.with_token(None);
+    let shared = anonymous.send("GET", &format!("{path}login?{query}"), b"");
+    expect_status(&shared, 302);
+    assert_eq!(
+        shared.header("location"),
+        Some(format!("{prefix}/target").as_str())
+    );
+
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
+
 #[test]
 fn bad_process_and_port_requests_get_structured_errors_and_start_nothing() {
     let agent = Agent::new("procs-bad-input");
@@ -386,6 +485,58 @@ fn a_process_whose_computer_is_killed_is_lost_then_restarted_by_its_policy() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
+
+#[test]
+fn a_stop_holds_until_the_next_command_which_brings_an_always_process_back() {
+    let agent = Agent::new("procs-stop-holds");
+    let mode = with_runtime(|runtime| runtime.mode());
+    let reply = agent.send(
+        "POST",
+        "/processes",
+        json!({ "command": "echo up; exec sleep 600", "restart": "always" })
+            .to_string()
+            .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let id = reply.json()["process"]["id"].as_str().unwrap().to_string();
+    wait_process(&agent, &id, "never ran", |_| {
+        output_of(&agent, &id).contains("up")
+    });
+
+    let stopped = expect_ok(&agent.send("POST", "/computer/stop", b""));
+    if mode == ComputerMode::LocalProcess {
+        // The one local program is never stopped from the Worker: nothing
+        // is lost (README, "The computer").
+        assert_eq!(stopped["computer"]["state"], "running", "{stopped}");
+        let process = wait_process(&agent, &id, "still running", |_| true);
+        assert_eq!(process["state"], "running", "{process}");
+        expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+        return;
+    }
+    assert_eq!(stopped["computer"]["state"], "stopped", "{stopped}");
+    let lost = wait_process(&agent, &id, "lost at once", |_| true);
+    assert_eq!(lost["state"], "lost", "{lost}");
+    // The stop holds: several ticks later nothing has brought a computer
+    // back for the process.
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(300));
+        let computer = expect_ok(&agent.send("GET", "/computer", b""));
+        assert_eq!(computer["computer"]["state"], "stopped", "{computer}");
+        let process = wait_process(&agent, &id, "read", |_| true);
+        assert_eq!(process["state"], "lost", "{process}");
+    }
+    // The next command brings the computer up, and the process with it.
+    let ran = agent.ok(
+        "exec",
+        json!({ "command": "echo hi", "backend": "computer" }),
+    );
+    assert_eq!(ran["stdout"], "hi\n", "{ran}");
+    let back = wait_process(&agent, &id, "never came back", |p| {
+        p["state"] == "running" && p["restarts"] == 1
+    });
+    assert_eq!(back["restarts"], 1, "{back}");
     expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
 }
 

@@ -208,6 +208,15 @@ impl Confinement {
         }
     }
 
+    /// Gives the opened `file` to the commands' user, by its descriptor
+    /// (no path a command could swap in between).
+    pub fn own_file(&self, file: &fs::File) -> io::Result<()> {
+        match self.owner {
+            Some(Owner { uid, gid }) => std::os::unix::fs::fchown(file, Some(uid), Some(gid)),
+            None => Ok(()),
+        }
+    }
+
     /// The process that runs `bash -lc <script>` in workspace path `cwd`
     /// of the workspace at `workspace` (`scratch` holds a confined
     /// command's scratch directories). The caller adds the environment

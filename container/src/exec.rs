@@ -178,7 +178,11 @@ pub fn command(
             .command(&container.workspace, &container.scratch, cwd, script)?;
     // As in the light shell: home is the workspace's root, and `pwd` says
     // the cwd as it was asked for (bash keeps an inherited PWD that names
-    // its directory, so a symlinked cwd is not resolved).
+    // its directory, so a symlinked cwd is not resolved). Python writes its
+    // output as it goes, not when a buffer fills, so a log shows a dev
+    // server's banner when it is printed. git's global configuration is
+    // the computer's (see `state::GIT_CONFIG_NAME`), not a file at the
+    // workspace's root. The request's `env` may set any of these.
     command
         .env_clear()
         .env("PATH", PATH)
@@ -186,6 +190,11 @@ pub fn command(
         .env("LANG", "C.UTF-8")
         .env("PWD", cwd)
         .env("WORKSPACE", "/")
+        .env("PYTHONUNBUFFERED", "1")
+        .env(
+            "GIT_CONFIG_GLOBAL",
+            format!("/var/tmp/{}", crate::state::GIT_CONFIG_NAME),
+        )
         .envs(env)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -111,6 +111,11 @@ impl Container {
                 fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777))?;
             }
         }
+        let scratch_var_tmp = match confinement.isolation {
+            Isolation::Container => PathBuf::from("/var/tmp"),
+            Isolation::Namespaces => scratch.join("var/tmp"),
+        };
+        seed_git_config(&scratch_var_tmp.join(GIT_CONFIG_NAME), &confinement)?;
         let logs = state_dir.join("logs");
         fs::create_dir_all(&logs)?;
         Ok(Container {
@@ -398,4 +403,39 @@ fn empty_dir(dir: &Path) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The name, in the computer's `/var/tmp`, of the git configuration its
+/// commands get as their global one (`GIT_CONFIG_GLOBAL`, see
+/// [`crate::exec::command`]).
+pub const GIT_CONFIG_NAME: &str = ".gitconfig";
+
+/// What a fresh computer's global git configuration says: an identity, so
+/// `git commit` works without set-up. The commands' home is the
+/// workspace's root, so git's default global file would be `/.gitconfig`
+/// in the workspace (a stray file in a project at the root); it lives in
+/// the computer's scratch instead. A repository's own config (`git config
+/// user.name ...`, kept in the workspace's `.git/config`) overrides it.
+const GIT_CONFIG: &str = "[user]\n\tname = stead agent\n\temail = agent@stead.invalid\n";
+
+/// Writes the global git configuration at `path` for the commands' user,
+/// unless something is there already: never through a link a command
+/// planted, and owned by that user (as a home's dotfile is), so `git config
+/// --global` can rewrite it.
+fn seed_git_config(path: &Path, confinement: &Confinement) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let created = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(path);
+    let mut file = match created {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    file.write_all(GIT_CONFIG.as_bytes())?;
+    confinement.own_file(&file)
 }

@@ -369,6 +369,7 @@ fn the_environment_is_clean() {
         "WORKSPACE=/",
         "PWD=/",
         "LANG=C.UTF-8",
+        "PYTHONUNBUFFERED=1",
         "FOO=bar baz",
     ] {
         assert!(out.lines().any(|l| l == line), "{line} missing in {out}");
@@ -378,6 +379,27 @@ fn the_environment_is_clean() {
         .any(|l| l.starts_with("PATH=") && l.contains("/usr/bin")));
     // The program's own environment (the test runner's) is not passed on.
     assert!(!out.contains("CARGO_"), "{out}");
+}
+
+#[test]
+fn git_commits_without_set_up_and_its_global_config_stays_out_of_the_workspace() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let script = "set -e; mkdir /repo; cd /repo; git init -q; echo x > f; git add f; \
+                  git commit -qm first; git log -1 --format='%an <%ae>'; \
+                  git config --global core.editor true; git config --global core.editor; \
+                  git config user.name 'Someone Else'; echo y >> f; git commit -qam second; \
+                  git log -1 --format='%an'";
+    let (out, err, exit) = client.exec("git", script);
+    assert_eq!(exit.code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "stead agent <agent@stead.invalid>\ntrue\nSomeone Else\n"
+    );
+    // `git config --global` wrote the computer's file, not `/.gitconfig`.
+    assert!(!client.disk("/.gitconfig").exists());
+    let (out, _, _) = client.exec("ls", "ls -A /");
+    assert!(!out.lines().any(|name| name == ".gitconfig"), "{out}");
 }
 
 #[test]

@@ -46,7 +46,7 @@ use stead_sync::host::{
 use stead_sync::{ErrorBody, ErrorCode, Status, AUTH_HEADER, CONTAINER_HEADER, IDLE_HEADER};
 use worker::{
     durable_object, Container, Date, Delay, DurableObject, Env, Fetch, Headers, Method, Request,
-    RequestInit, Response, Result, State,
+    RequestInit, RequestRedirect, Response, Result, State,
 };
 
 /// The port the container program listens on.
@@ -215,7 +215,8 @@ impl DurableObject for Computer {
         if idle.is_some() {
             record.idle_ms = idle;
         }
-        let mut secret = if stead_sync::host::is_background(&path) {
+        let background = stead_sync::host::is_background(&path);
+        let mut secret = if background {
             // Watching is not use, and never starts a computer.
             match (&record.secret, container.running()) {
                 (Some(secret), true) => secret.clone(),
@@ -243,6 +244,11 @@ impl DurableObject for Computer {
                     if !stopping {
                         return Ok(resp);
                     }
+                    if background {
+                        // Watching never starts a computer, nor a
+                        // replacement for one that is going.
+                        return not_running(self.load().await?.released);
+                    }
                     // The program got SIGTERM and is draining a command it
                     // stopped. This request plans new work (the previous
                     // command, acknowledged or abandoned, is over: commands
@@ -263,6 +269,11 @@ impl DurableObject for Computer {
                     self.keep(&before, &record).await?;
                 }
                 Ok(resp) => return self.answered(resp, &path, &mut record).await,
+                Err(_) if background => {
+                    // The container went (or is going) between the check
+                    // above and this request: say so, start nothing.
+                    return not_running(self.load().await?.released);
+                }
                 Err(_) if tries < START_TRIES => {
                     tries += 1;
                     Delay::from(std::time::Duration::from_millis(250)).await;
@@ -476,8 +487,13 @@ impl Computer {
                 headers.append(&name, &value)?;
             }
         }
+        // A dev server's redirect is the client's to follow (its Location
+        // and cookies are rewritten under the prefix on the way back), so
+        // no hop between here and the browser may follow it.
         let mut init = RequestInit::new();
-        init.with_method(req.method()).with_headers(headers);
+        init.with_method(req.method())
+            .with_headers(headers)
+            .with_redirect(RequestRedirect::Manual);
         if let Some(body) = req.inner().body() {
             init.with_body(Some(body.into()));
         }
@@ -514,13 +530,17 @@ impl Computer {
         let Some(container) = self.state.container() else {
             return Ok(());
         };
-        if container.running() {
-            container.destroy(Some(why)).await?;
-        }
+        // Released before the container is destroyed: a background request
+        // that comes in meanwhile (the processes' poll) finds the
+        // computer released, not gone, and nothing takes the destroy's
+        // silence for a death to repair.
         let mut record = self.load().await?;
         record.stopped();
         record.released = true;
         self.save(&record).await?;
+        if container.running() {
+            container.destroy(Some(why)).await?;
+        }
         self.alarm_set.set(false);
         self.state.storage().delete_alarm().await
     }

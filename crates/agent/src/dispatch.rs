@@ -521,9 +521,7 @@ impl<H: Host> Agent<H> {
                 "computer": computer::state(&self.computer()?).await?,
                 "live_sync": computer::live::status(self.db())?,
             }),
-            Action::ComputerStop => {
-                json!({ "computer": computer::stop(&self.computer()?).await? })
-            }
+            Action::ComputerStop => json!({ "computer": self.stop_computer().await? }),
             Action::Processes => self.list_processes()?,
             Action::Process(id) => json!({ "process": self.process(id)?.to_json() }),
             Action::ProcessOutput(id) => {

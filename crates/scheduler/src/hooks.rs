@@ -254,7 +254,12 @@ impl<'a, S: Sql> Hooks<'a, S> {
                     {
                         return Err(SchedError::HookReplayed);
                     }
-                    self.remember(name, &format!("sig:{signature}"), None, now_ms)?;
+                    // Kept for as long as the timestamp stays fresh: a
+                    // window past the later of receipt and the timestamp,
+                    // which may lie ahead of now (clock skew), so a call
+                    // dated in the future cannot be replayed once a record
+                    // dated at receipt would have aged out.
+                    self.remember(name, &format!("sig:{signature}"), None, now_ms.max(at))?;
                 }
                 fresh && genuine
             }
@@ -461,6 +466,51 @@ mod tests {
         assert!(matches!(
             call(&ts, &signature, body, now + 59_500),
             Err(SchedError::HookReplayed)
+        ));
+        assert_eq!(hooks.get("ci").unwrap().calls, 1);
+    }
+
+    #[test]
+    fn a_call_dated_ahead_cannot_be_replayed_while_its_timestamp_is_fresh() {
+        let db = test_db();
+        let hooks = Hooks::new(&db);
+        let window = 60_000;
+        let signed = HookOptions {
+            signed: true,
+            replay_window_ms: window,
+        };
+        hooks
+            .put("ci", SECRET, &json!({ "command": "cat" }), signed, 0)
+            .unwrap();
+        let now = 1_000_000;
+        let body = br#"{"ref":"main"}"#;
+        // Dated a whole window ahead of the receiver's clock: still fresh.
+        let at = now + window;
+        let (ts, signature) = (at.to_string(), crate::signing::signature(SECRET, at, body));
+        let call = |received: i64| {
+            hooks.authenticate(
+                "ci",
+                Credential::Signed {
+                    timestamp: &ts,
+                    signature: &signature,
+                    body,
+                },
+                received,
+            )
+        };
+        call(now).unwrap();
+        // Past a window after receipt the timestamp is fresh for another
+        // window: the signature is still remembered.
+        for received in [now + window + 1, at + window] {
+            assert!(
+                matches!(call(received), Err(SchedError::HookReplayed)),
+                "replayed at {received}"
+            );
+        }
+        // Once the timestamp is stale, the call is refused as stale.
+        assert!(matches!(
+            call(at + window + 1),
+            Err(SchedError::HookRefused)
         ));
         assert_eq!(hooks.get("ci").unwrap().calls, 1);
     }

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use stead_scheduler::jobs::{Outcome, Stream};
 use stead_scheduler::{Backend, JobState, Jobs, NewJob, SchedError};
 use stead_sql::Sql;
+use stead_sync::host::{ComputerState, Lifecycle};
 use stead_sync::process::{signal_number, Poll, Polled, ProcessState, Restart, SIGNALS};
 use stead_sync::ExecEvent;
 use stead_vfs::VPath;
@@ -266,6 +267,30 @@ impl<H: Host> Agent<H> {
         record::save(self.db(), &process)?;
         self.close_ended()?;
         Ok(json!({ "process": self.process(id)?.to_json() }))
+    }
+
+    /// `POST /agents/{id}/computer/stop`: releases the computer, and with
+    /// it its processes, which are `lost` from this moment: a stop holds
+    /// until the next command or process start, which brings a computer up
+    /// and starts again those whose policy says so. Marking them here, with
+    /// the computer held, is what keeps a tick from taking the released
+    /// computer's silence for a death and bringing one straight back (or
+    /// from pushing an edit to it, which would start one). The one local
+    /// program is never stopped from the Worker: there nothing is lost.
+    pub(crate) async fn stop_computer(&self) -> Result<ComputerState, ApiError> {
+        let _turn = self.computer_turn.lock().await;
+        let state = computer::stop(&self.computer()?).await?;
+        if state.state == Lifecycle::Stopped {
+            let now = self.now_ms();
+            for mut process in record::all(self.db())? {
+                if process.state.is_live() {
+                    lose(&mut process, Loss::Released, now);
+                    record::save(self.db(), &process)?;
+                }
+            }
+            self.close_ended()?;
+        }
+        Ok(state)
     }
 
     /// The alarm's tick over live processes: their states and new output
