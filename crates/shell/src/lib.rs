@@ -225,7 +225,7 @@ pub fn light_shell_gaps(script: &str) -> Option<Vec<Gap>> {
     let prog = interp::parse::parse_script(script).ok()?;
     let mut names = interp::CommandNames::default();
     interp::collect_commands(&prog, &mut names);
-    let runs_utility = |name: &str| {
+    let runs_a_program = |name: &str| {
         !interp::builtins::is_builtin(name) && !names.defined.iter().any(|d| d == name)
     };
     let mut gaps = Vec::new();
@@ -233,7 +233,7 @@ pub fn light_shell_gaps(script: &str) -> Option<Vec<Gap>> {
         let Some(Some(name)) = argv.first() else {
             continue;
         };
-        if !runs_utility(name) {
+        if !runs_a_program(name) {
             continue;
         }
         let gap = if utils::lookup(name).is_none() {

@@ -388,9 +388,10 @@ fn parse(data: &[u8]) -> Result<Vec<Member>, ReadError> {
         let flag = h[156];
         let is_member = !matches!(flag, b'L' | b'K' | b'x' | b'g');
         let header_size = field_num(&h[124..136]).ok_or(ReadError::NotTar)?;
-        let size = match is_member {
-            true => local.size.over(&global.size).unwrap_or(header_size),
-            false => header_size,
+        let size = if is_member {
+            local.size.over(&global.size).unwrap_or(header_size)
+        } else {
+            header_size
         };
         let size = usize::try_from(size).map_err(|_| ReadError::Truncated)?;
         let start = at + BLOCK;
