@@ -78,11 +78,32 @@ fn free_port() -> u16 {
 /// How much of a server's log a start-up failure shows.
 const LOG_TAIL_LINES: usize = 40;
 
-/// The last [`LOG_TAIL_LINES`] lines of the log at `path`.
+/// The last [`LOG_TAIL_LINES`] lines of the log at `path`, without the
+/// terminal colour codes wrangler writes even into a file.
 fn log_tail(path: &Path) -> String {
     let log = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = log.lines().collect();
-    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
+    without_colours(&lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n"))
+}
+
+/// `text` without ANSI escape sequences (`ESC [ ... letter`).
+fn without_colours(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Ends the process group `child` leads and waits for it.
@@ -639,7 +660,7 @@ mod tests {
         let dir = temp_state();
         let log = dir.path().join("wrangler.log");
         let server = stand_in(
-            "echo 'starting'; echo '✘ [ERROR] no Docker engine for containers' >&2; exit 1",
+            "echo 'starting'; printf '\\033[31m✘ \\033[41;31m[ERROR]\\033[0m no Docker engine\\n' >&2; exit 1",
         );
         let started = Instant::now();
         let error = start_server(server, &log, &unused_base(), Duration::from_secs(600))
@@ -654,8 +675,8 @@ mod tests {
             "{error}"
         );
         assert!(
-            error.ends_with("starting\n✘ [ERROR] no Docker engine for containers"),
-            "{error}"
+            error.ends_with("starting\n✘ [ERROR] no Docker engine"),
+            "{error:?}"
         );
     }
 
