@@ -3,9 +3,11 @@
 //!
 //! `backend` picks where: `"shell"` (the in-isolate interpreter), `"computer"`
 //! (a Linux container, see `crate::computer`) or `"auto"`, the default, which
-//! uses the light shell when it implements every command the script names
-//! and the computer otherwise. Deciding is [`plan`]; running is the agent's
-//! (`crate::Agent::exec`).
+//! uses the light shell when it implements every command the script names,
+//! with every option given to it, and the computer otherwise (see
+//! [`stead_shell::light_shell_gaps`]: decided before running, since the
+//! light shell writes as it goes and cannot fail over halfway). Deciding is
+//! [`plan`]; running is the agent's (`crate::Agent::exec`).
 //!
 //! In the light shell each exec starts with fresh shell state; its writes go
 //! straight to the workspace, one transaction per file operation, so they are
@@ -43,22 +45,23 @@ pub enum BackendChoice {
     Shell,
     /// Real bash on the agent's Linux computer (a container).
     Computer,
-    /// The light shell when it has every command the script names, else
-    /// the computer.
+    /// The light shell when it has every command the script names and
+    /// supports the options they are given, else the computer.
     #[default]
     Auto,
 }
 
 impl BackendChoice {
     /// Where `command` runs with this choice. `auto`: on the computer when
-    /// it names a command the light shell lacks, or when the light shell
-    /// cannot parse it (real bash may know syntax it does not).
+    /// it names a command the light shell lacks or gives a light-shell
+    /// utility an option that utility does not support, or when the light
+    /// shell cannot parse it (real bash may know syntax it does not).
     fn resolve(self, command: &str) -> Backend {
         let on_computer = match self {
             BackendChoice::Shell => false,
             BackendChoice::Computer => true,
             BackendChoice::Auto => {
-                stead_shell::unsupported_commands(command).is_none_or(|missing| !missing.is_empty())
+                stead_shell::light_shell_gaps(command).is_none_or(|gaps| !gaps.is_empty())
             }
         };
         if on_computer {
@@ -218,4 +221,45 @@ pub fn run_shell<S: Sql>(
         message: None,
         computer: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(body: &str) -> Backend {
+        let plan = plan(body.as_bytes()).unwrap();
+        assert_eq!(destination(body.as_bytes()), Some(plan.ran()), "{body}");
+        plan.ran()
+    }
+
+    /// `auto` sends a script to the computer when it names a command the
+    /// light shell lacks, or gives a light-shell utility an option that
+    /// utility lacks; an explicit backend is taken as asked.
+    #[test]
+    fn auto_runs_on_the_computer_what_the_light_shell_lacks() {
+        for (body, want) in [
+            (r#"{"command":"ls -la src | sort -r"}"#, Backend::Shell),
+            (r#"{"command":"python3 -V"}"#, Backend::Computer),
+            (
+                r#"{"command":"cd src && ls --time-style=long-iso -l"}"#,
+                Backend::Computer,
+            ),
+            (
+                r#"{"command":"for f in *; do grep --line-buffered x \"$f\"; done"}"#,
+                Backend::Computer,
+            ),
+            (r#"{"command":"if then"}"#, Backend::Computer),
+            (
+                r#"{"command":"ls --time-style=long-iso","backend":"shell"}"#,
+                Backend::Shell,
+            ),
+            (
+                r#"{"command":"ls","backend":"computer"}"#,
+                Backend::Computer,
+            ),
+        ] {
+            assert_eq!(planned(body), want, "{body}");
+        }
+    }
 }

@@ -35,30 +35,12 @@ pub enum ComputerMode {
 }
 
 impl ComputerMode {
-    /// `STEAD_COMPUTER_MODE` (`container` or `local`) when set, else real
-    /// containers when a Docker engine answers. The choice is announced
-    /// once per process on standard error (uncaptured, so test runs show it).
+    /// `STEAD_COMPUTER_MODE` (`container` or `local`) when set; otherwise
+    /// what `scripts/computer-mode` decides, as `scripts/dev` and
+    /// `scripts/test` do (see [`environment`]). The choice is announced once
+    /// per process on standard error (uncaptured, so test runs show it).
     pub fn from_env() -> ComputerMode {
-        static MODE: OnceLock<ComputerMode> = OnceLock::new();
-        *MODE.get_or_init(|| {
-            let mode = match std::env::var("STEAD_COMPUTER_MODE").as_deref() {
-                Ok("container") => ComputerMode::Container,
-                Ok("local") => ComputerMode::LocalProcess,
-                Ok(other) if !other.is_empty() => {
-                    panic!("STEAD_COMPUTER_MODE must be `container` or `local`, not {other:?}")
-                }
-                _ if docker(&["info", "--format", "{{.ServerVersion}}"]).is_ok() => {
-                    ComputerMode::Container
-                }
-                _ => ComputerMode::LocalProcess,
-            };
-            let _ = writeln!(
-                std::io::stderr(),
-                "stead-harness: the computer runs {}",
-                mode.describe()
-            );
-            mode
-        })
+        discovered().mode
     }
 
     /// What the mode is, in words.
@@ -72,6 +54,101 @@ impl ComputerMode {
             }
         }
     }
+
+    fn parse(text: &str) -> Option<ComputerMode> {
+        match text {
+            "container" => Some(ComputerMode::Container),
+            "local" => Some(ComputerMode::LocalProcess),
+            _ => None,
+        }
+    }
+}
+
+/// The computer mode this process uses, and the environment wrangler needs
+/// for it.
+struct Discovered {
+    mode: ComputerMode,
+    env: Vec<(String, String)>,
+}
+
+fn discovered() -> &'static Discovered {
+    static FOUND: OnceLock<Discovered> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        let found = match std::env::var("STEAD_COMPUTER_MODE") {
+            Ok(text) if !text.is_empty() => Discovered {
+                mode: ComputerMode::parse(&text).unwrap_or_else(|| {
+                    panic!("STEAD_COMPUTER_MODE must be `container` or `local`, not {text:?}")
+                }),
+                env: Vec::new(),
+            },
+            _ => run_computer_mode(),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "stead-harness: the computer runs {}",
+            found.mode.describe()
+        );
+        found
+    })
+}
+
+/// The variables `scripts/computer-mode` exported for this process's mode
+/// (on the development machines, what wrangler needs to run the project's
+/// containers: `WRANGLER_DOCKER_BIN`, `MINIFLARE_CONTAINER_EGRESS_IMAGE`,
+/// ...); empty when `STEAD_COMPUTER_MODE` was set, since whoever set it
+/// (`scripts/test`) has exported them already.
+pub fn environment() -> &'static [(String, String)] {
+    &discovered().env
+}
+
+/// Sources `scripts/computer-mode` as `scripts/dev` does.
+fn run_computer_mode() -> Discovered {
+    source_mode_script(&repo_root().join("scripts/computer-mode"))
+        .unwrap_or_else(|why| panic!("{why}; STEAD_COMPUTER_MODE=local uses the local process"))
+}
+
+/// Sources `script` in `sh` from the repository root (its messages, and
+/// those of the container environment's `prepare`, on our standard error)
+/// and takes the mode it exported as `STEAD_COMPUTER_MODE` and every other
+/// variable it set or changed.
+fn source_mode_script(script: &Path) -> Result<Discovered, String> {
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(". \"$0\" >&2 && env -0")
+        .arg(script)
+        .current_dir(repo_root())
+        .env_remove("STEAD_COMPUTER_MODE")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run sh for {}: {e}", script.display()))?;
+    if !output.status.success() {
+        return Err(format!("{} failed ({})", script.display(), output.status));
+    }
+    // The shell's own bookkeeping is not the mode's environment.
+    const SHELL_OWN: [&str; 4] = ["PWD", "OLDPWD", "SHLVL", "_"];
+    let mut mode = None;
+    let mut env = Vec::new();
+    for entry in output.stdout.split(|b| *b == 0) {
+        let entry = String::from_utf8_lossy(entry);
+        let Some((name, value)) = entry.split_once('=') else {
+            continue;
+        };
+        if name == "STEAD_COMPUTER_MODE" {
+            mode = ComputerMode::parse(value);
+        } else if !SHELL_OWN.contains(&name)
+            && std::env::var_os(name).is_none_or(|ours| ours.to_string_lossy() != value)
+        {
+            env.push((name.to_string(), value.to_string()));
+        }
+    }
+    let mode = mode.ok_or_else(|| {
+        format!(
+            "{} exported no STEAD_COMPUTER_MODE of `container` or `local`",
+            script.display()
+        )
+    })?;
+    Ok(Discovered { mode, env })
 }
 
 /// Runs the Docker CLI; its standard output, or why it failed.
@@ -414,4 +491,57 @@ impl Machine<'_> {
 
 fn lock(process: &Mutex<ComputerProcess>) -> MutexGuard<'_, ComputerProcess> {
     process.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = crate::temp_state();
+        let path = dir.path().join("computer-mode");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    /// The harness takes its mode and wrangler's environment from the
+    /// mode script, as `scripts/dev` does by sourcing it.
+    #[test]
+    fn the_mode_script_gives_the_mode_and_the_environment_it_exports() {
+        let (_dir, path) = script(
+            "echo 'computer: real containers'\n\
+             export WRANGLER_DOCKER_BIN=/opt/shim MINIFLARE_CONTAINER_EGRESS_IMAGE='127.0.0.1:5055/p:local'\n\
+             unexported=1\ncd /\nSTEAD_COMPUTER_MODE=container\nexport STEAD_COMPUTER_MODE\n",
+        );
+        let found = source_mode_script(&path).unwrap();
+        assert_eq!(found.mode, ComputerMode::Container);
+        let mut env = found.env;
+        env.sort();
+        assert_eq!(
+            env,
+            [
+                (
+                    "MINIFLARE_CONTAINER_EGRESS_IMAGE".to_string(),
+                    "127.0.0.1:5055/p:local".to_string()
+                ),
+                ("WRANGLER_DOCKER_BIN".to_string(), "/opt/shim".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failing_mode_script_says_so() {
+        let (_dir, path) = script("echo 'computer-mode: no engine' >&2; exit 1\n");
+        let error = source_mode_script(&path).err().unwrap();
+        assert!(
+            error.ends_with("computer-mode failed (exit status: 1)"),
+            "{error}"
+        );
+        let (_dir, path) = script("export STEAD_COMPUTER_MODE=podman\n");
+        let error = source_mode_script(&path).err().unwrap();
+        assert!(
+            error.ends_with("exported no STEAD_COMPUTER_MODE of `container` or `local`"),
+            "{error}"
+        );
+    }
 }

@@ -6,8 +6,12 @@
 //! runtime ends its whole process group, so no `workerd` outlives a test
 //! (wrangler removes the containers it started). Starting a second runtime
 //! on the same folder is a restart: the workspace must be exactly as the
-//! first one left it. The computer runs in real containers when a Docker
-//! engine answers, else as a local process (see [`computer`]).
+//! first one left it. The computer runs the way `scripts/computer-mode`
+//! decides, as for `scripts/dev`: in real containers when a Docker engine
+//! answers (with the environment that script exports), else as a local
+//! process (see [`computer`]). A wrangler that exits before it is ready, or
+//! is not ready by its deadline, fails the start at once with the end of
+//! its log.
 
 pub mod computer;
 
@@ -71,12 +75,113 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// How much of a server's log a start-up failure shows.
+const LOG_TAIL_LINES: usize = 40;
+
+/// The last [`LOG_TAIL_LINES`] lines of the log at `path`, without the
+/// terminal colour codes wrangler writes even into a file.
+fn log_tail(path: &Path) -> String {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    without_colours(&lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n"))
+}
+
+/// `text` without ANSI escape sequences (`ESC [ ... letter`).
+fn without_colours(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Ends the process group `child` leads and waits for it.
+fn end_group(child: &mut Child) {
+    let pid = child.id() as i32;
+    // SAFETY: kill(2) on our own child's process group; no memory involved.
+    unsafe {
+        libc::kill(-pid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+/// Starts `command` (a `wrangler dev`) in a process group of its own, its
+/// output into `log`, and waits until `base` answers `GET /health` with
+/// 200. Watches the child while it waits: if it exits first, or `patience`
+/// passes (then it is ended), the error says so with the tail of its log,
+/// which holds wrangler's own message.
+fn start_server(
+    mut command: Command,
+    log: &Path,
+    base: &str,
+    patience: Duration,
+) -> Result<Child, String> {
+    let log_file = std::fs::File::create(log).expect("runtime log file");
+    command
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone().expect("log file"))
+        .stderr(log_file);
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let program = command.get_program().to_string_lossy().into_owned();
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let deadline = Instant::now() + patience;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            // Its children (workerd) may still hold the group.
+            end_group(&mut child);
+            return Err(format!(
+                "{program} exited ({status}) before it was ready; the end of its log ({}):\n{}",
+                log.display(),
+                log_tail(log)
+            ));
+        }
+        if let Ok(response) = ureq::get(&format!("{base}/health")).call() {
+            if response.status() == 200 {
+                return Ok(child);
+            }
+        }
+        if Instant::now() >= deadline {
+            end_group(&mut child);
+            return Err(format!(
+                "{program} was not ready within {} s; the end of its log ({}):\n{}",
+                patience.as_secs(),
+                log.display(),
+                log_tail(log)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A running `wrangler dev`, with its computer.
 pub struct Runtime {
     child: Child,
     base: String,
     persist: PathBuf,
-    log: PathBuf,
     mode: ComputerMode,
     computers: Computers,
 }
@@ -94,7 +199,6 @@ impl Runtime {
         build_worker();
         let port = free_port();
         let log = persist.join("wrangler.log");
-        let log_file = std::fs::File::create(&log).expect("runtime log file");
         let mut command = Command::new(repo_root().join("node_modules/.bin/wrangler"));
         command
             .args(["dev", "--port", &port.to_string()])
@@ -127,51 +231,38 @@ impl Runtime {
         }
         command
             .current_dir(repo_root())
+            .envs(computer::environment().iter().map(|(k, v)| (k, v)))
             .env("PATH", node_path())
-            .env("STEAD_SKIP_BUILD", "1")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("log file"))
-            .stderr(log_file);
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let child = command.spawn().expect("start wrangler dev");
-        let runtime = Runtime {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-            persist: persist.to_path_buf(),
-            log,
-            mode,
-            computers,
-        };
-        runtime.wait_ready();
-        runtime
-    }
-
-    fn wait_ready(&self) {
+            .env("STEAD_SKIP_BUILD", "1");
         // With containers, wrangler first builds the image (minutes when
         // nothing is cached yet).
-        let patience = match self.mode {
+        let patience = match mode {
             ComputerMode::Container => Duration::from_secs(1200),
             ComputerMode::LocalProcess => Duration::from_secs(90),
         };
-        let deadline = Instant::now() + patience;
-        while Instant::now() < deadline {
-            if let Ok(response) = ureq::get(&format!("{}/health", self.base)).call() {
-                if response.status() == 200 {
-                    return;
-                }
+        let base = format!("http://127.0.0.1:{port}");
+        let child = match start_server(command, &log, &base, patience) {
+            Ok(child) => child,
+            Err(why) => {
+                let hint = match mode {
+                    ComputerMode::Container => {
+                        "\n(real containers: where Docker Hub cannot be reached, run \
+                         ../shared/container-env/prepare and source the environment it prints, \
+                         or leave STEAD_COMPUTER_MODE unset so scripts/computer-mode does; \
+                         STEAD_COMPUTER_MODE=local uses the local process)"
+                    }
+                    ComputerMode::LocalProcess => "",
+                };
+                panic!("{why}{hint}");
             }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let hint = match self.mode {
-            ComputerMode::Container => {
-                "\n(real containers: where Docker Hub cannot be reached, run \
-                 ../shared/container-env/prepare and source the environment it prints, \
-                 or run scripts/test; STEAD_COMPUTER_MODE=local uses the local process)"
-            }
-            ComputerMode::LocalProcess => "",
         };
-        panic!("wrangler dev did not become ready; its log:\n{log}{hint}");
+        Runtime {
+            child,
+            base,
+            persist: persist.to_path_buf(),
+            mode,
+            computers,
+        }
     }
 
     /// The base URL, such as `http://127.0.0.1:8787`.
@@ -218,23 +309,7 @@ impl Runtime {
     }
 
     fn kill(&mut self) {
-        let pid = self.child.id() as i32;
-        // SAFETY: kill(2) on our own child's process group; no memory involved.
-        unsafe {
-            libc::kill(-pid, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // SAFETY: as above.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-        let _ = self.child.wait();
+        end_group(&mut self.child);
     }
 }
 
@@ -561,5 +636,68 @@ impl Socket {
     pub fn close(mut self) {
         let _ = self.ws.close(None);
         let _ = self.ws.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server command standing in for wrangler: `sh -c script`.
+    fn stand_in(script: &str) -> Command {
+        let mut command = Command::new("sh");
+        command.arg("-c").arg(script);
+        command
+    }
+
+    fn unused_base() -> String {
+        format!("http://127.0.0.1:{}", free_port())
+    }
+
+    /// A wrangler that cannot start (as it exits at once when real
+    /// containers lack the environment they need) fails the start at once
+    /// with its own message, instead of a wait for a start-up that never
+    /// comes.
+    #[test]
+    fn a_server_that_exits_at_once_fails_the_start_with_its_log() {
+        let dir = temp_state();
+        let log = dir.path().join("wrangler.log");
+        let server = stand_in(
+            "echo 'starting'; printf '\\033[31m✘ \\033[41;31m[ERROR]\\033[0m no Docker engine\\n' >&2; exit 1",
+        );
+        let started = Instant::now();
+        let error = start_server(server, &log, &unused_base(), Duration::from_secs(600))
+            .expect_err("the server exited");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            error.contains("sh exited (exit status: 1) before it was ready"),
+            "{error}"
+        );
+        assert!(
+            error.ends_with("starting\n✘ [ERROR] no Docker engine"),
+            "{error:?}"
+        );
+    }
+
+    /// One that runs but never answers is ended at its deadline.
+    #[test]
+    fn a_server_that_never_answers_fails_at_its_deadline() {
+        let dir = temp_state();
+        let log = dir.path().join("wrangler.log");
+        let server = stand_in("echo 'building the image'; exec sleep 60");
+        let started = Instant::now();
+        let error = start_server(server, &log, &unused_base(), Duration::from_secs(1))
+            .expect_err("the server never answered");
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(error.contains("sh was not ready within 1 s"), "{error}");
+        assert!(error.ends_with("building the image"), "{error}");
     }
 }

@@ -17,7 +17,7 @@
 //!
 //! The public API is deliberately small: [`exec`] / [`exec_with_commands`]
 //! and their request and result types, the limits, [`commands_used`] and
-//! [`unsupported_commands`] (how `auto` routes a script), and [`Ctx`],
+//! [`light_shell_gaps`] (how `auto` routes a script), and [`Ctx`],
 //! [`Utility`], [`Runner`] and [`Output`] for commands a host adds (the tests'
 //! `argv.py`). Everything else is private so the compiler finds dead code.
 //!
@@ -199,25 +199,62 @@ pub fn commands_used(script: &str) -> Option<Vec<String>> {
     Some(names.used)
 }
 
-/// The commands a script names that the light shell cannot run: neither a
-/// builtin, nor one of its utilities, nor a function the script defines.
-/// `None` when the script cannot be parsed. This is how `auto` routes a
-/// script to the Linux computer. Names built at run time (`$cmd`) are not
-/// seen: such a script runs in the light shell.
-pub fn unsupported_commands(script: &str) -> Option<Vec<String>> {
+/// What keeps a script from running in the light shell as the real
+/// programs would: how `auto` routes a script to the Linux computer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gap {
+    /// A command that is neither a builtin, nor one of the light shell's
+    /// utilities, nor a function the script defines.
+    Command(String),
+    /// A light-shell utility given options it does not support (as its
+    /// own option parser reads them): the utility and the parser's message.
+    Options { utility: String, message: String },
+}
+
+/// The [`Gap`]s of a script, found without running it (the light shell
+/// writes to the workspace as it goes, so failing over after a failure
+/// would not be safe). `None` when the script cannot be parsed.
+///
+/// Every simple command whose name is literal is checked: a utility's
+/// words go through the same option parser it runs with, a word known only
+/// once expanded (`"$f"`, `$(cmd)`) standing for a plain operand. Names
+/// built at run time (`$cmd`), options that only expansion produces, and
+/// the commands `xargs`, `find -exec` or `env` run are not seen: such a
+/// script runs in the light shell.
+pub fn light_shell_gaps(script: &str) -> Option<Vec<Gap>> {
     let prog = interp::parse::parse_script(script).ok()?;
     let mut names = interp::CommandNames::default();
     interp::collect_commands(&prog, &mut names);
-    let mut missing: Vec<String> = names
-        .used
-        .into_iter()
-        .filter(|name| {
-            !interp::builtins::is_builtin(name)
-                && utils::lookup(name).is_none()
-                && !names.defined.contains(name)
-        })
-        .collect();
-    missing.sort();
-    missing.dedup();
-    Some(missing)
+    let runs_a_program = |name: &str| {
+        !interp::builtins::is_builtin(name) && !names.defined.iter().any(|d| d == name)
+    };
+    let mut gaps = Vec::new();
+    for argv in &names.argvs {
+        let Some(Some(name)) = argv.first() else {
+            continue;
+        };
+        if !runs_a_program(name) {
+            continue;
+        }
+        let gap = if utils::lookup(name).is_none() {
+            Gap::Command(name.clone())
+        } else {
+            // An expanded word stands for an operand: "." is one to every parser.
+            let words: Vec<String> = argv
+                .iter()
+                .map(|word| word.clone().unwrap_or_else(|| ".".to_string()))
+                .collect();
+            match utils::check_options(&words) {
+                Ok(()) => continue,
+                Err(message) => Gap::Options {
+                    utility: name.clone(),
+                    message,
+                },
+            }
+        };
+        if !gaps.contains(&gap) {
+            gaps.push(gap);
+        }
+    }
+    Some(gaps)
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{db, out, run, run_in, write_files};
-use stead_shell::{commands_used, unsupported_commands, LimitKind, Limits};
+use stead_shell::{commands_used, light_shell_gaps, Gap, LimitKind, Limits};
 
 fn check(script: &str, want: &str) {
     assert_eq!(out(script), want, "script: {script}");
@@ -323,17 +323,62 @@ fn commands_used_lists_simple_command_names() {
 }
 
 #[test]
-fn unsupported_commands_are_what_the_light_shell_lacks() {
-    let missing = unsupported_commands(
-        "build() { cc -o app main.c; }; for f in *.c; do grep -c x \"$f\"; done; build; python3 t.py | sort; cd / && [ -d x ]",
+fn gaps_are_the_commands_the_light_shell_lacks() {
+    let gaps = light_shell_gaps(
+        "build() { cc -o app main.c; }; for f in *.c; do grep -c x \"$f\"; done; build; python3 t.py | sort; cd / && [ -d x ]; cc x.c",
     )
     .unwrap();
-    assert_eq!(missing, vec!["cc", "python3"]);
     assert_eq!(
-        unsupported_commands("echo hi | wc -l").unwrap(),
-        Vec::<String>::new()
+        gaps,
+        vec![Gap::Command("cc".into()), Gap::Command("python3".into())]
     );
-    assert!(unsupported_commands("if then").is_none());
+    assert_eq!(light_shell_gaps("echo hi | wc -l").unwrap(), vec![]);
+    assert!(light_shell_gaps("if then").is_none());
+}
+
+/// `auto`'s other rule: a utility the light shell has, given an option its
+/// own parser does not take, is a gap too (checked before running, with
+/// the parser the utility runs with).
+#[test]
+fn gaps_include_options_a_utility_lacks() {
+    let option_gap = |script: &str| match light_shell_gaps(script).unwrap().as_slice() {
+        [Gap::Options { utility, message }] => format!("{utility}: {message}"),
+        other => panic!("{script}: {other:?}"),
+    };
+    assert_eq!(
+        option_gap("ls --time-style=long-iso -l"),
+        "ls: unrecognized option '--time-style'"
+    );
+    assert_eq!(
+        option_gap("cd /src && grep -rn --line-buffered TODO . | head -5"),
+        "grep: unrecognized option '--line-buffered'"
+    );
+    assert_eq!(
+        option_gap("x=$(sort --files0-from=list)"),
+        "sort: unrecognized option '--files0-from'"
+    );
+    assert_eq!(
+        option_gap("find . -name '*.rs' -fprint out"),
+        "find: unknown predicate `-fprint'"
+    );
+    assert_eq!(
+        option_gap("tar --zstd -cf a.tar.zst src"),
+        "tar: unrecognized option '--zstd'"
+    );
+    // What every one of these utilities supports stays in the light shell,
+    // with expanded words standing for operands and xargs' command left
+    // to that command.
+    let fine = "ls -la --color \"$d\"; grep -rn -e \"$pat\" --include='*.rs' src; sed -i -E 's/a/b/' f; \
+                find . -type f -name '*.md' -newer x -print0 | xargs -0 -n1 ls --time-style=iso; \
+                sort -k2,2n -t, f | uniq -c | head -n 3; tail -5 f; head -c 10 f; cut -d: -f1 f; \
+                cat -n f; wc -l f; cp -a a b; mv -f b c; rm -rf c; tar -czf x.tgz src; tar xzf x.tgz; \
+                date -u +%Y; date -Iseconds; stat -c %s f; du -sh .; diff -u a b; grep --version";
+    assert_eq!(light_shell_gaps(fine).unwrap(), vec![]);
+    // A function named like a utility is the function.
+    assert_eq!(
+        light_shell_gaps("ls() { command ls \"$@\"; }; ls --time-style=full-iso").unwrap(),
+        vec![]
+    );
 }
 
 /// A tight loop runs to its end within the loop budget, and one iteration
@@ -483,6 +528,44 @@ fn a_refused_write_fails_the_command() {
     assert_eq!(String::from_utf8_lossy(&r.stdout), "0\n1\n1\n1\n");
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert!(stderr.contains("/b: No space left on device"), "{stderr}");
+}
+
+/// A quota error names the quota and how to raise it, as the API does,
+/// whichever utility or redirection met it (one message, not per utility).
+#[test]
+fn a_quota_error_names_the_quota() {
+    let db = db();
+    write_files(&db, &[("/a", b"a"), ("/big", b"0123456789")]);
+    // The root and the two files: three nodes, and room for one more.
+    let vfs = stead_vfs::Vfs::new(&db, 1_700_000_000_000).with_limits(stead_vfs::Limits {
+        max_nodes: 4,
+        max_file_bytes: 8,
+        ..stead_vfs::Limits::default()
+    });
+    let request = stead_shell::ExecRequest {
+        command: "touch /b; echo x > /c; cp /a /d; mkdir /e; tar -cf /f a; cat /big /big > /b"
+            .to_string(),
+        cwd: stead_vfs::VPath::parse("/").unwrap(),
+        env: Default::default(),
+        stdin: Vec::new(),
+        limits: Limits::default(),
+    };
+    let r = stead_shell::exec(&vfs, &common::HostClock, request);
+    let nodes = "No space left on device (quota max_nodes = 4 reached; \
+                 raise it with PUT /agents/{id}/settings or delete files)";
+    let size = "File too large (quota max_file_bytes = 8 reached; \
+                raise it with PUT /agents/{id}/settings)";
+    assert_eq!(
+        String::from_utf8_lossy(&r.stderr),
+        format!(
+            "bash: /c: {nodes}\n\
+             cp: cannot copy '/a': {nodes}\n\
+             mkdir: cannot create directory '/e': {nodes}\n\
+             tar: /f: Cannot open: {size}\n\
+             tar: Exiting with failure status due to previous errors\n\
+             bash: /b: {size}\n"
+        )
+    );
 }
 
 #[test]

@@ -256,7 +256,7 @@ fn cd(sh: &mut Shell, args: &[String]) -> R<i32> {
 /// named folder, which `cd` then prints). Like bash, a `..` must follow an
 /// existing directory (`cd missing/..` fails) although `..` is resolved
 /// in the text.
-fn cd_target(sh: &mut Shell, target: &str) -> Result<(VPath, bool), &'static str> {
+fn cd_target(sh: &mut Shell, target: &str) -> Result<(VPath, bool), String> {
     let cdpath = sh.get_scalar("CDPATH").unwrap_or_default();
     let searched = !target.starts_with('/') && !target.starts_with('.') && !cdpath.is_empty();
     if searched {
@@ -276,12 +276,12 @@ fn cd_target(sh: &mut Shell, target: &str) -> Result<(VPath, bool), &'static str
 
 /// `target` as an existing directory, from the current one; the error is
 /// its `strerror` text.
-fn cd_directory(sh: &mut Shell, target: &str) -> Result<VPath, &'static str> {
-    let dir = |sh: &mut Shell, text: &str| -> Result<VPath, &'static str> {
+fn cd_directory(sh: &mut Shell, target: &str) -> Result<VPath, String> {
+    let dir = |sh: &mut Shell, text: &str| -> Result<VPath, String> {
         let path = VPath::parse_from(text, &sh.st.cwd).map_err(|e| utils::strerror(&e))?;
         match sh.fs.stat(&path, true) {
             Ok(node) if node.kind == Kind::Dir => Ok(path),
-            Ok(_) => Err("Not a directory"),
+            Ok(_) => Err("Not a directory".into()),
             Err(e) => Err(utils::strerror(&e)),
         }
     };
@@ -814,7 +814,7 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     let path = VPath::parse_from(found.as_deref().unwrap_or(file), &sh.st.cwd);
     let data = match path.and_then(|p| sh.fs.read(&p)) {
         Ok(d) => d,
-        Err(e) => return usage(sh, file, utils::strerror(&e), 1),
+        Err(e) => return usage(sh, file, &utils::strerror(&e), 1),
     };
     let text = crate::bytes::decode(&data);
     let saved =

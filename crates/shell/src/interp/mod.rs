@@ -1526,8 +1526,10 @@ impl<'a> Shell<'a> {
             Err(e) => missing(&e),
             Ok(path) => match self.fs.stat(&path, true) {
                 Err(e) => missing(&e),
-                Ok(node) if node.kind == stead_vfs::Kind::Dir => Some((126, "Is a directory")),
-                Ok(node) if node.mode & 0o111 == 0 => Some((126, "Permission denied")),
+                Ok(node) if node.kind == stead_vfs::Kind::Dir => {
+                    Some((126, "Is a directory".into()))
+                }
+                Ok(node) if node.mode & 0o111 == 0 => Some((126, "Permission denied".into())),
                 Ok(_) => None,
             },
         };
@@ -1869,12 +1871,14 @@ pub fn vars_export() -> u8 {
     vars::EXPORT
 }
 
-/// Collects the literal names of simple commands in a program.
-/// The command names a script mentions literally, and the functions it defines.
+/// The command names a script mentions literally, the functions it
+/// defines, and the words of each simple command whose name is literal
+/// (`None` for a word known only once expanded: `$x`, `$(cmd)`).
 #[derive(Debug, Default)]
 pub struct CommandNames {
     pub used: Vec<String>,
     pub defined: Vec<String>,
+    pub argvs: Vec<Vec<Option<String>>>,
 }
 
 pub fn collect_commands(prog: &[Item], names: &mut CommandNames) {
@@ -1911,6 +1915,7 @@ fn collect_command(cmd: &Command, names: &mut CommandNames) {
             if let Some(first) = s.words.first() {
                 if let Some(name) = literal_text(first) {
                     names.used.push(name);
+                    names.argvs.push(s.words.iter().map(literal_text).collect());
                 }
             }
             collect_words(&s.words, names);

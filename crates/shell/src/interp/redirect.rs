@@ -242,7 +242,7 @@ impl Shell<'_> {
         }
         let path = match VPath::parse_from(target, &self.st.cwd) {
             Ok(p) => p,
-            Err(e) => return self.redir_error(target, strerror(&e)),
+            Err(e) => return self.redir_error(target, &strerror(&e)),
         };
         match self.fs.read(&path) {
             Ok(data) => {
@@ -252,12 +252,12 @@ impl Shell<'_> {
             }
             Err(e) if create && e.code() == Errno::Enoent => {
                 if let Err(e) = self.fs.write(&path, b"") {
-                    return self.redir_error(target, strerror(&e));
+                    return self.redir_error(target, &strerror(&e));
                 }
                 self.set_fd(fd, Some(input_fd(Vec::new())));
                 Ok(true)
             }
-            Err(e) => self.redir_error(target, strerror(&e)),
+            Err(e) => self.redir_error(target, &strerror(&e)),
         }
     }
 
@@ -274,7 +274,7 @@ impl Shell<'_> {
         let path = match VPath::parse_from(target, &self.st.cwd) {
             Ok(p) => p,
             Err(e) => {
-                self.redir_error(target, strerror(&e))?;
+                self.redir_error(target, &strerror(&e))?;
                 return Ok(None);
             }
         };
@@ -286,7 +286,7 @@ impl Shell<'_> {
         if append {
             let created = mode.is_some() && self.fs.stat(&path, true).is_err();
             if let Err(e) = self.fs.append(&path, b"") {
-                self.redir_error(target, strerror(&e))?;
+                self.redir_error(target, &strerror(&e))?;
                 return Ok(None);
             }
             if let (true, Some(m)) = (created, mode) {
@@ -307,7 +307,7 @@ impl Shell<'_> {
             }
             Ok(node) if node.size > 0 => {
                 if let Err(e) = self.fs.write(&path, b"") {
-                    self.redir_error(target, strerror(&e))?;
+                    self.redir_error(target, &strerror(&e))?;
                     return Ok(None);
                 }
             }
@@ -321,7 +321,7 @@ impl Shell<'_> {
                         return Ok(None);
                     }
                     Err(e) => {
-                        self.redir_error(target, strerror(&e))?;
+                        self.redir_error(target, &strerror(&e))?;
                         return Ok(None);
                     }
                 }

@@ -93,6 +93,34 @@ pub fn lookup(name: &str) -> Option<Utility> {
         .map(|(_, u)| *u)
 }
 
+/// Checks an argv's options against its utility's own option parser,
+/// without running it: `Err` is the parser's message. `auto` sends a script
+/// to the computer when one of its commands fails this. Utilities with no
+/// check listed accept every argv here (they are the rarely used ones).
+pub fn check_options(argv: &[String]) -> Result<(), String> {
+    let Some(name) = argv.first() else {
+        return Ok(());
+    };
+    OPTION_CHECKS
+        .iter()
+        .flat_map(|checks| checks.iter())
+        .find(|(n, _)| n == name)
+        .map_or(Ok(()), |(_, check)| check(argv))
+}
+
+/// Checks one utility's argv (`argv[0]` its name) as its parser would.
+type OptionCheck = fn(&[String]) -> Result<(), String>;
+
+/// A family's option checks, by utility name.
+type Checks = &'static [(&'static str, OptionCheck)];
+
+const OPTION_CHECKS: &[Checks] = &[
+    text::OPTION_CHECKS,
+    files::OPTION_CHECKS,
+    search::OPTION_CHECKS,
+    sed::OPTION_CHECKS,
+];
+
 /// Every utility's name, sorted.
 pub fn names() -> Vec<&'static str> {
     let mut names: Vec<_> = TABLES
@@ -103,9 +131,39 @@ pub fn names() -> Vec<&'static str> {
     names
 }
 
-/// The `strerror` text for a filesystem error, as GNU tools print it.
-pub fn strerror(error: &VfsError) -> &'static str {
-    match error.code() {
+/// The `strerror` text for a filesystem error, as GNU tools print it; for
+/// a workspace quota, followed by which quota it is and how to raise it, as
+/// the API names it (the limit is the workspace's, not a disk's, so the
+/// bare text would leave an agent looking for a disk to free). Every
+/// utility's and redirection's message goes through here.
+pub fn strerror(error: &VfsError) -> String {
+    let text = errno_text(error.code());
+    match quota_note(error) {
+        Some(note) => format!("{text} ({note})"),
+        None => text.to_string(),
+    }
+}
+
+/// Which workspace quota `error` reached, and what to do about it.
+fn quota_note(error: &VfsError) -> Option<String> {
+    const RAISE: &str = "raise it with PUT /agents/{id}/settings";
+    match error {
+        VfsError::NoSpace { quota, limit, .. } => Some(format!(
+            "quota {quota} = {limit} reached; {RAISE} or delete files"
+        )),
+        VfsError::FileTooLarge { limit, .. } => {
+            Some(format!("quota max_file_bytes = {limit} reached; {RAISE}"))
+        }
+        VfsError::TooDeep { limit, .. } => {
+            Some(format!("quota max_path_depth = {limit} reached; {RAISE}"))
+        }
+        _ => None,
+    }
+}
+
+/// The C library's text for an error code.
+fn errno_text(code: Errno) -> &'static str {
+    match code {
         Errno::Enoent => "No such file or directory",
         Errno::Eexist => "File exists",
         Errno::Enotdir => "Not a directory",

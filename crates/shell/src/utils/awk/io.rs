@@ -125,7 +125,7 @@ fn flush(ctx: &mut Ctx<'_>, stream: &mut Stream) -> R<i32> {
     }
     let path = ctx
         .path(&stream.name)
-        .map_err(|e| Stop::Fatal(redirect_error(&stream.name, strerror(&e))))?;
+        .map_err(|e| Stop::Fatal(redirect_error(&stream.name, &strerror(&e))))?;
     ctx.budget.charge_write(data.len() as u64)?;
     let truncate = stream.kind == Redir::File && !stream.started;
     stream.started = true;
@@ -134,7 +134,7 @@ fn flush(ctx: &mut Ctx<'_>, stream: &mut Stream) -> R<i32> {
     } else {
         ctx.fs.append(&path, &data)
     };
-    result.map_err(|e| Stop::Fatal(redirect_error(&stream.name, strerror(&e))))?;
+    result.map_err(|e| Stop::Fatal(redirect_error(&stream.name, &strerror(&e))))?;
     Ok(0)
 }
 
@@ -191,7 +191,7 @@ impl Inputs {
 }
 
 /// A whole input file (`-` and `/dev/stdin` are stdin), or why not.
-pub fn read_file(ctx: &mut Ctx<'_>, name: &str) -> R<Result<String, &'static str>> {
+pub fn read_file(ctx: &mut Ctx<'_>, name: &str) -> R<Result<String, String>> {
     let bytes = match name {
         "-" | "/dev/stdin" => ctx.stdin.all()?.to_vec(),
         _ => match ctx.path(name).and_then(|p| ctx.fs.read(&p)) {

@@ -675,11 +675,34 @@ fn parse_expr(tokens: &[String], now_ms: i64) -> Parsed<(Expr, Walk)> {
 }
 
 /// `find [PATH...] [EXPRESSION]`
-pub(super) fn find(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let options = args[1..]
+/// How many of `args` (after the name) are the leading `-L`/`-H`/`-P`.
+fn leading_options(args: &[String]) -> usize {
+    args[1..]
         .iter()
         .take_while(|a| matches!(a.as_str(), "-L" | "-H" | "-P"))
-        .count();
+        .count()
+}
+
+/// Whether `find` accepts `args`' expression, as it parses it when it runs
+/// (a `-newer` file's time is not looked up).
+pub(super) fn check_options(args: &[String]) -> Result<(), String> {
+    let (_, tokens) = split_args(&args[1 + leading_options(args)..]);
+    let mut resolved = Vec::with_capacity(tokens.len());
+    let mut tokens = tokens.iter();
+    while let Some(token) = tokens.next() {
+        if token != "-newer" {
+            resolved.push(token.clone());
+        } else if tokens.next().is_some() {
+            resolved.extend(["-newer-ms".to_string(), "0".to_string()]);
+        } else {
+            return Err("missing argument to `-newer'".into());
+        }
+    }
+    parse_expr(&resolved, 0).map(drop)
+}
+
+pub(super) fn find(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let options = leading_options(args);
     let follow = args[1..=options]
         .iter()
         .rev()

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use flate2::read::MultiGzDecoder;
 use flate2::{Compression, GzBuilder};
 
-use super::{base_name, options, Opts};
+use super::{base_name, options, Opts, Spec};
 use crate::limits::Abort;
 use crate::utils::{strerror, Ctx};
 
@@ -100,13 +100,11 @@ pub(super) fn zcat(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
     run(ctx, args, true, true)
 }
 
-fn run(
-    ctx: &mut Ctx<'_>,
-    args: &[String],
-    decompress: bool,
-    to_stdout: bool,
-) -> Result<i32, Abort> {
-    let long = [
+/// The options of `gzip`, `gunzip` and `zcat` (their parser and `auto`'s
+/// check read this one table).
+pub(super) const GZIP_OPTIONS: Spec = Spec {
+    short: "cdkfqvnN123456789",
+    long: &[
         ("stdout", 'c'),
         ("to-stdout", 'c'),
         ("decompress", 'd'),
@@ -117,8 +115,16 @@ fn run(
         ("verbose", 'v'),
         ("best", '9'),
         ("fast", '1'),
-    ];
-    let opts: Opts = match options(ctx, args, "cdkfqvnN123456789", &long, 1)? {
+    ],
+};
+
+fn run(
+    ctx: &mut Ctx<'_>,
+    args: &[String],
+    decompress: bool,
+    to_stdout: bool,
+) -> Result<i32, Abort> {
+    let opts: Opts = match options(ctx, args, &GZIP_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };

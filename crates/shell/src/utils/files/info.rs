@@ -3,7 +3,7 @@
 use stead_vfs::{Errno, Kind, Node, VPath, VfsError};
 
 use super::time::full;
-use super::{mode_string, options, shown_size, usage_kib, OWNER, OWNER_ID};
+use super::{mode_string, options, shown_size, usage_kib, Spec, OWNER, OWNER_ID};
 use crate::limits::Abort;
 use crate::utils::{strerror, Ctx};
 
@@ -100,15 +100,20 @@ fn default_report(name: &str, node: &Node) -> String {
     )
 }
 
-/// `stat [-L] [-c FORMAT | --printf FORMAT] FILE...`
-pub(super) fn stat(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `stat`'s options (its parser and `auto`'s check read this one table).
+pub(super) const STAT_OPTIONS: Spec = Spec {
+    short: "Lc:P:tf",
+    long: &[
         ("dereference", 'L'),
         ("format", 'c'),
         ("printf", 'P'),
         ("terse", 't'),
-    ];
-    let opts = match options(ctx, args, "Lc:P:tf", &long, 1)? {
+    ],
+};
+
+/// `stat [-L] [-c FORMAT | --printf FORMAT] FILE...`
+pub(super) fn stat(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &STAT_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -197,9 +202,10 @@ fn relative(path: &VPath, base: &VPath) -> String {
     }
 }
 
-/// `realpath [-e|-m] [-s] [--relative-to=DIR] FILE...`
-pub(super) fn realpath(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `realpath`'s options (its parser and `auto`'s check read this one table).
+pub(super) const REALPATH_OPTIONS: Spec = Spec {
+    short: "emsqzLPR:",
+    long: &[
         ("canonicalize-existing", 'e'),
         ("canonicalize-missing", 'm'),
         ("strip", 's'),
@@ -207,8 +213,12 @@ pub(super) fn realpath(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort>
         ("relative-to", 'R'),
         ("quiet", 'q'),
         ("zero", 'z'),
-    ];
-    let opts = match options(ctx, args, "emsqzLPR:", &long, 1)? {
+    ],
+};
+
+/// `realpath [-e|-m] [-s] [--relative-to=DIR] FILE...`
+pub(super) fn realpath(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &REALPATH_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -263,9 +273,10 @@ pub(super) fn realpath(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort>
     Ok(status)
 }
 
-/// `readlink [-f|-e|-m] [-n] FILE...`
-pub(super) fn readlink(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `readlink`'s options (its parser and `auto`'s check read this one table).
+pub(super) const READLINK_OPTIONS: Spec = Spec {
+    short: "femnvqsz",
+    long: &[
         ("canonicalize", 'f'),
         ("canonicalize-existing", 'e'),
         ("canonicalize-missing", 'm'),
@@ -274,8 +285,12 @@ pub(super) fn readlink(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort>
         ("quiet", 'q'),
         ("silent", 's'),
         ("zero", 'z'),
-    ];
-    let opts = match options(ctx, args, "femnvqsz", &long, 1)? {
+    ],
+};
+
+/// `readlink [-f|-e|-m] [-n] FILE...`
+pub(super) fn readlink(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &READLINK_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -339,9 +354,15 @@ fn describe(data: &[u8]) -> &'static str {
     }
 }
 
+/// `file`'s options (its parser and `auto`'s check read this one table).
+pub(super) const FILE_OPTIONS: Spec = Spec {
+    short: "bL",
+    long: &[("brief", 'b')],
+};
+
 /// `file FILE...`: a rough guess at content type (text, empty, directory, data...).
 pub(super) fn file(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let opts = match options(ctx, args, "bL", &[("brief", 'b')], 1)? {
+    let opts = match options(ctx, args, &FILE_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };

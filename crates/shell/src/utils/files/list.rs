@@ -5,7 +5,9 @@ use stead_vfs::{DirEntry, Kind, Node, VPath};
 
 use super::find::fnmatch;
 use super::time::ls_date;
-use super::{human_size, join_operand, mode_string, options, shown_size, usage_kib, Opts, OWNER};
+use super::{
+    human_size, join_operand, mode_string, options, shown_size, usage_kib, Opts, Spec, OWNER,
+};
 use crate::limits::Abort;
 use crate::utils::Ctx;
 
@@ -77,9 +79,10 @@ impl LsMode {
     }
 }
 
-/// `ls [-laA1RhtrSdF] [FILE]...`
-pub(super) fn ls(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `ls`'s options (its parser and `auto`'s check read this one table).
+pub(super) const LS_OPTIONS: Spec = Spec {
+    short: "laA1RhtrSdFpCxUGo",
+    long: &[
         ("all", 'a'),
         ("almost-all", 'A'),
         ("recursive", 'R'),
@@ -89,8 +92,12 @@ pub(super) fn ls(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
         ("classify", 'F'),
         ("color", 'c'),
         ("group-directories-first", 'g'),
-    ];
-    let opts = match options(ctx, args, "laA1RhtrSdFpCxUGo", &long, 2)? {
+    ],
+};
+
+/// `ls [-laA1RhtrSdF] [FILE]...`
+pub(super) fn ls(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &LS_OPTIONS, 2)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -303,10 +310,15 @@ struct TreeCount {
     files: u64,
 }
 
+/// `tree`'s options (its parser and `auto`'s check read this one table).
+pub(super) const TREE_OPTIONS: Spec = Spec {
+    short: "adL:fI:P:",
+    long: &[("dirsfirst", 'D'), ("noreport", 'N')],
+};
+
 /// `tree [-a] [-d] [-L LEVEL] [DIR]...`
 pub(super) fn tree(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [("dirsfirst", 'D'), ("noreport", 'N')];
-    let opts = match options(ctx, args, "adL:fI:P:", &long, 1)? {
+    let opts = match options(ctx, args, &TREE_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -493,9 +505,10 @@ impl DuMode {
     }
 }
 
-/// `du [-sahckb] [-d N] [FILE]...`
-pub(super) fn du(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `du`'s options (its parser and `auto`'s check read this one table).
+pub(super) const DU_OPTIONS: Spec = Spec {
+    short: "sahckbAd:",
+    long: &[
         ("summarize", 's'),
         ("all", 'a'),
         ("human-readable", 'h'),
@@ -503,8 +516,12 @@ pub(super) fn du(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
         ("bytes", 'b'),
         ("max-depth", 'd'),
         ("apparent-size", 'A'),
-    ];
-    let opts = match options(ctx, args, "sahckbAd:", &long, 1)? {
+    ],
+};
+
+/// `du [-sahckb] [-d N] [FILE]...`
+pub(super) fn du(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &DU_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };

@@ -5,7 +5,7 @@
 use stead_vfs::{Errno, Kind, Node, VPath, VfsError};
 
 use super::time::{parse_date, parse_stamp};
-use super::{base_name, join_operand, options, Opts};
+use super::{base_name, join_operand, options, Opts, Spec};
 use crate::limits::Abort;
 use crate::utils::{strerror, Ctx};
 
@@ -31,10 +31,15 @@ fn failed(
     ctx.error(util, &format!("{action} '{operand}': {}", strerror(error)))
 }
 
+/// `mkdir`'s options (its parser and `auto`'s check read this one table).
+pub(super) const MKDIR_OPTIONS: Spec = Spec {
+    short: "pm:v",
+    long: &[("parents", 'p'), ("mode", 'm'), ("verbose", 'v')],
+};
+
 /// `mkdir [-pv] [-m MODE] DIR...`
 pub(super) fn mkdir(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [("parents", 'p'), ("mode", 'm'), ("verbose", 'v')];
-    let opts = match options(ctx, args, "pm:v", &long, 1)? {
+    let opts = match options(ctx, args, &MKDIR_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -133,9 +138,10 @@ fn mkdir_parents(
     Ok(Ok(created))
 }
 
-/// `rm [-rRfvd] FILE...`
-pub(super) fn rm(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `rm`'s options (its parser and `auto`'s check read this one table).
+pub(super) const RM_OPTIONS: Spec = Spec {
+    short: "rRfvdiI",
+    long: &[
         ("recursive", 'r'),
         ("force", 'f'),
         ("verbose", 'v'),
@@ -143,8 +149,12 @@ pub(super) fn rm(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
         ("interactive", 'i'),
         ("no-preserve-root", 'N'),
         ("preserve-root", 'P'),
-    ];
-    let opts = match options(ctx, args, "rRfvdiI", &long, 1)? {
+    ],
+};
+
+/// `rm [-rRfvd] FILE...`
+pub(super) fn rm(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &RM_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -231,14 +241,19 @@ fn report_removals(ctx: &mut Ctx<'_>, path: &VPath, shown: &str) -> Result<(), A
     Ok(())
 }
 
-/// `rmdir [-pv] DIR...`
-pub(super) fn rmdir(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `rmdir`'s options (its parser and `auto`'s check read this one table).
+pub(super) const RMDIR_OPTIONS: Spec = Spec {
+    short: "pv",
+    long: &[
         ("parents", 'p'),
         ("verbose", 'v'),
         ("ignore-fail-on-non-empty", 'I'),
-    ];
-    let opts = match options(ctx, args, "pv", &long, 1)? {
+    ],
+};
+
+/// `rmdir [-pv] DIR...`
+pub(super) fn rmdir(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &RMDIR_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -342,17 +357,22 @@ fn exists(ctx: &Ctx<'_>, operand: &str) -> bool {
         .is_ok()
 }
 
-/// `mv [-fnvT] [-t DIR] SOURCE... DEST`
-pub(super) fn mv(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `mv`'s options (its parser and `auto`'s check read this one table).
+pub(super) const MV_OPTIONS: Spec = Spec {
+    short: "fnvTt:iu",
+    long: &[
         ("force", 'f'),
         ("no-clobber", 'n'),
         ("verbose", 'v'),
         ("no-target-directory", 'T'),
         ("target-directory", 't'),
         ("interactive", 'i'),
-    ];
-    let opts = match options(ctx, args, "fnvTt:iu", &long, 1)? {
+    ],
+};
+
+/// `mv [-fnvT] [-t DIR] SOURCE... DEST`
+pub(super) fn mv(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &MV_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -403,9 +423,10 @@ struct CpMode {
     verbose: bool,
 }
 
-/// `cp [-rRapfnvPLT] [-t DIR] SOURCE... DEST`
-pub(super) fn cp(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `cp`'s options (its parser and `auto`'s check read this one table).
+pub(super) const CP_OPTIONS: Spec = Spec {
+    short: "rRapfnvdPLTt:iu",
+    long: &[
         ("recursive", 'r'),
         ("archive", 'a'),
         ("preserve", 'p'),
@@ -417,8 +438,12 @@ pub(super) fn cp(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
         ("no-target-directory", 'T'),
         ("target-directory", 't'),
         ("interactive", 'i'),
-    ];
-    let opts = match options(ctx, args, "rRapfnvdPLTt:iu", &long, 1)? {
+    ],
+};
+
+/// `cp [-rRapfnvPLT] [-t DIR] SOURCE... DEST`
+pub(super) fn cp(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &CP_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -568,15 +593,20 @@ fn copy_node(
     Ok(Ok(()))
 }
 
-/// `touch [-c] [-d DATE | -t STAMP | -r FILE] FILE...`
-pub(super) fn touch(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `touch`'s options (its parser and `auto`'s check read this one table).
+pub(super) const TOUCH_OPTIONS: Spec = Spec {
+    short: "acmd:t:r:hf",
+    long: &[
         ("no-create", 'c'),
         ("date", 'd'),
         ("reference", 'r'),
         ("no-dereference", 'h'),
-    ];
-    let opts = match options(ctx, args, "acmd:t:r:hf", &long, 1)? {
+    ],
+};
+
+/// `touch [-c] [-d DATE | -t STAMP | -r FILE] FILE...`
+pub(super) fn touch(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let opts = match options(ctx, args, &TOUCH_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -632,18 +662,23 @@ pub(super) fn touch(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
     Ok(status)
 }
 
-/// `ln -s [-fnvT] [-t DIR] TARGET... [LINK]`. Hard links do not exist in
-/// the workspace, so `ln` without `-s` fails rather than copying silently.
-pub(super) fn ln(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `ln`'s options (its parser and `auto`'s check read this one table).
+pub(super) const LN_OPTIONS: Spec = Spec {
+    short: "sfnvTt:r",
+    long: &[
         ("symbolic", 's'),
         ("force", 'f'),
         ("no-dereference", 'n'),
         ("verbose", 'v'),
         ("no-target-directory", 'T'),
         ("target-directory", 't'),
-    ];
-    let mut opts = match options(ctx, args, "sfnvTt:r", &long, 1)? {
+    ],
+};
+
+/// `ln -s [-fnvT] [-t DIR] TARGET... [LINK]`. Hard links do not exist in
+/// the workspace, so `ln` without `-s` fails rather than copying silently.
+pub(super) fn ln(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
+    let mut opts = match options(ctx, args, &LN_OPTIONS, 1)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };

@@ -21,7 +21,7 @@ mod time;
 use stead_vfs::{Kind, Node};
 
 use super::getopt::{getopt, Opt};
-use super::{Ctx, Table};
+use super::{Checks, Ctx, Table};
 use crate::limits::Abort;
 
 pub(crate) const UTILITIES: Table = &[
@@ -82,17 +82,25 @@ impl Opts {
     }
 }
 
-/// Parses options with the utilities' one parser (`utils::getopt`). `short`
-/// lists the short flags, a `:` after one meaning it takes a value; `long`
-/// maps long names to the flag they stand for (the flag must be in `short`
-/// when it takes a value).
-fn parse_opts(args: &[String], short: &str, long: &[(&'static str, char)]) -> Result<Opts, String> {
+/// A utility's options: `short` lists the short flags, a `:` after one
+/// meaning it takes a value; `long` maps long names to the flag they stand
+/// for (the flag must be in `short` when it takes a value). The utility
+/// parses with it and `auto` checks a command line against it, so the two
+/// cannot disagree.
+pub(super) struct Spec {
+    pub short: &'static str,
+    pub long: &'static [(&'static str, char)],
+}
+
+/// Parses options with the utilities' one parser (`utils::getopt`).
+fn parse_opts(args: &[String], spec: &Spec) -> Result<Opts, String> {
+    let short = spec.short;
     let takes_value = |c: char| {
         short
             .find(c)
             .is_some_and(|i| short[i + c.len_utf8()..].starts_with(':'))
     };
-    let mut spec: Vec<Opt> = short
+    let mut opts: Vec<Opt> = short
         .chars()
         .filter(|&c| c != ':')
         .map(|c| Opt {
@@ -101,14 +109,14 @@ fn parse_opts(args: &[String], short: &str, long: &[(&'static str, char)]) -> Re
             arg: takes_value(c),
         })
         .collect();
-    for &(name, key) in long {
-        spec.push(Opt {
+    for &(name, key) in spec.long {
+        opts.push(Opt {
             key,
             long: name,
             arg: takes_value(key),
         });
     }
-    let parsed = getopt(&args[1..], &spec)?;
+    let parsed = getopt(&args[1..], &opts)?;
     Ok(Opts {
         flags: parsed
             .opts
@@ -126,11 +134,10 @@ fn parse_opts(args: &[String], short: &str, long: &[(&'static str, char)]) -> Re
 fn options(
     ctx: &mut Ctx<'_>,
     args: &[String],
-    short: &str,
-    long: &[(&'static str, char)],
+    spec: &Spec,
     usage_status: i32,
 ) -> Result<Result<Opts, i32>, Abort> {
-    match parse_opts(args, short, long) {
+    match parse_opts(args, spec) {
         Ok(opts) => Ok(Ok(opts)),
         Err(message) => {
             let util = args[0].as_str();
@@ -141,6 +148,34 @@ fn options(
         }
     }
 }
+
+/// Checks `args` against `spec` as the utility's parser would.
+fn check(args: &[String], spec: &Spec) -> Result<(), String> {
+    parse_opts(args, spec).map(drop)
+}
+
+/// How `auto` checks these utilities' options (see `utils::check_options`).
+pub(crate) const OPTION_CHECKS: Checks = &[
+    ("ls", |a| check(a, &list::LS_OPTIONS)),
+    ("tree", |a| check(a, &list::TREE_OPTIONS)),
+    ("du", |a| check(a, &list::DU_OPTIONS)),
+    ("stat", |a| check(a, &info::STAT_OPTIONS)),
+    ("realpath", |a| check(a, &info::REALPATH_OPTIONS)),
+    ("readlink", |a| check(a, &info::READLINK_OPTIONS)),
+    ("file", |a| check(a, &info::FILE_OPTIONS)),
+    ("mkdir", |a| check(a, &manage::MKDIR_OPTIONS)),
+    ("rm", |a| check(a, &manage::RM_OPTIONS)),
+    ("rmdir", |a| check(a, &manage::RMDIR_OPTIONS)),
+    ("mv", |a| check(a, &manage::MV_OPTIONS)),
+    ("cp", |a| check(a, &manage::CP_OPTIONS)),
+    ("touch", |a| check(a, &manage::TOUCH_OPTIONS)),
+    ("ln", |a| check(a, &manage::LN_OPTIONS)),
+    ("find", find::check_options),
+    ("tar", tar::check_options),
+    ("gzip", |a| check(a, &gzip::GZIP_OPTIONS)),
+    ("gunzip", |a| check(a, &gzip::GZIP_OPTIONS)),
+    ("zcat", |a| check(a, &gzip::GZIP_OPTIONS)),
+];
 
 /// `ls -l`'s ten-character type and permission string, e.g. `drwxr-xr-x`.
 fn mode_string(kind: Kind, mode: u32) -> String {
@@ -257,12 +292,20 @@ mod tests {
         let args = strings(&[
             "x", "-la", "file", "-mvalue", "--all", "--mode=7", "--", "-z",
         ]);
-        let opts = parse_opts(&args, "lam:", &[("all", 'a'), ("mode", 'm')]).unwrap();
+        let spec = Spec {
+            short: "lam:",
+            long: &[("all", 'a'), ("mode", 'm')],
+        };
+        let opts = parse_opts(&args, &spec).unwrap();
         assert!(opts.has('l') && opts.has('a'));
         assert_eq!(opts.value('m'), Some("7"));
         assert_eq!(opts.operands, strings(&["file", "-z"]));
-        assert!(parse_opts(&strings(&["x", "-q"]), "l", &[]).is_err());
-        assert!(parse_opts(&strings(&["x", "--nope"]), "l", &[]).is_err());
+        let spec = Spec {
+            short: "l",
+            long: &[],
+        };
+        assert!(parse_opts(&strings(&["x", "-q"]), &spec).is_err());
+        assert!(parse_opts(&strings(&["x", "--nope"]), &spec).is_err());
     }
 
     #[test]

@@ -1,6 +1,16 @@
 //! `tar`: create, list and extract ustar archives (optionally gzipped),
 //! written and read by hand.
 //!
+//! Reading follows POSIX.1-2001's pax format as GNU tar does: `x` extended
+//! headers give the next member's `path`, `linkpath`, `mtime` (with its
+//! fraction) and `size`, `g` headers give them for every member after it,
+//! a record with an empty value deletes the value it would override, and
+//! GNU's `L`/`K` long-name members are read too. `uid`, `gid`, `uname` and
+//! `gname` are read and dropped: every node belongs to `agent`. Writing
+//! uses ustar fields where a value fits, and a pax `x` header before a
+//! member whose path, link target or mtime (negative, too large, or with
+//! milliseconds) does not, as GNU tar's `--format=pax` does.
+//!
 //! Extraction is a security boundary: an archive comes from anywhere. Every
 //! member name is made relative (leading `/` stripped, as GNU does), a name
 //! with a `..` component is refused, and nothing is ever written through a
@@ -12,7 +22,7 @@ use stead_vfs::{Kind, Node, VPath, VfsError};
 
 use super::gzip::{deflate, inflate, MAX_INFLATED};
 use super::time::minutes;
-use super::{join_operand, mode_string, options, Opts, OWNER, OWNER_ID};
+use super::{join_operand, mode_string, options, parse_opts, Opts, Spec, OWNER, OWNER_ID};
 use crate::limits::Abort;
 use crate::utils::{strerror, Ctx};
 
@@ -36,7 +46,8 @@ struct Member {
     name: String,
     kind: MemberKind,
     mode: u32,
-    mtime: i64,
+    /// Milliseconds since the epoch, as the workspace keeps it.
+    mtime_ms: i64,
     link: String,
     data: Vec<u8>,
 }
@@ -72,7 +83,11 @@ fn checksum(header: &[u8]) -> u64 {
         .sum()
 }
 
-/// One 512-byte ustar header.
+/// The largest value an 11-digit octal field (size, mtime) holds.
+const MAX_OCTAL_11: i64 = 8_i64.pow(11) - 1;
+
+/// One 512-byte ustar header; `mtime` in whole seconds (clamped to what
+/// the field holds: a pax record carries the exact value).
 fn header(
     name: &str,
     prefix: &str,
@@ -88,7 +103,7 @@ fn header(
     put_octal(&mut h[108..116], u64::from(OWNER_ID));
     put_octal(&mut h[116..124], u64::from(OWNER_ID));
     put_octal(&mut h[124..136], size);
-    put_octal(&mut h[136..148], mtime.max(0) as u64);
+    put_octal(&mut h[136..148], mtime.clamp(0, MAX_OCTAL_11) as u64);
     h[156] = flag;
     put_str(&mut h[157..257], link);
     h[257..265].copy_from_slice(b"ustar\x0000");
@@ -126,8 +141,34 @@ fn truncate(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// Appends one member, with GNU long-name records when the name or link
-/// target does not fit ustar's fields.
+/// One pax record, `LEN key=value\n`, where LEN counts the whole record,
+/// its own digits included.
+fn pax_record(key: &str, value: &str) -> String {
+    let body = key.len() + value.len() + 3;
+    let mut len = body + body.to_string().len();
+    if len.to_string().len() > body.to_string().len() {
+        len += 1;
+    }
+    format!("{len} {key}={value}\n")
+}
+
+/// A millisecond time as pax writes it: decimal seconds, the fraction only
+/// when there is one (`1700000000`, `1700000000.5`, `-1.25`).
+fn pax_time(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "" };
+    let (secs, frac) = (ms.unsigned_abs() / 1000, ms.unsigned_abs() % 1000);
+    if frac == 0 {
+        format!("{sign}{secs}")
+    } else {
+        let frac = format!("{frac:03}");
+        format!("{sign}{secs}.{}", frac.trim_end_matches('0'))
+    }
+}
+
+/// Appends one member, with a pax `x` header first for what its ustar
+/// fields cannot hold: a path that does not split into prefix and name, a
+/// link target over 100 bytes, an mtime before 1970, past the octal field
+/// or with milliseconds.
 fn put_member(out: &mut Vec<u8>, m: &Member) {
     let flag = match m.kind {
         MemberKind::Dir => b'5',
@@ -135,45 +176,45 @@ fn put_member(out: &mut Vec<u8>, m: &Member) {
         MemberKind::HardLink => b'1',
         _ => b'0',
     };
+    let split = split_name(&m.name);
+    let secs = m.mtime_ms.div_euclid(1000);
+    let mut records = String::new();
+    if split.is_none() {
+        records.push_str(&pax_record("path", &m.name));
+    }
     if m.link.len() > 100 {
-        let long = format!("{}\0", m.link);
+        records.push_str(&pax_record("linkpath", &m.link));
+    }
+    if m.mtime_ms % 1000 != 0 || !(0..=MAX_OCTAL_11).contains(&secs) {
+        records.push_str(&pax_record("mtime", &pax_time(m.mtime_ms)));
+    }
+    if !records.is_empty() {
+        // GNU's name for the extended header: DIR/PaxHeaders/BASE.
+        let (dir, base) = match m.name.trim_end_matches('/').rsplit_once('/') {
+            Some((dir, base)) => (format!("{dir}/"), base),
+            None => (String::new(), m.name.trim_end_matches('/')),
+        };
+        let pax_name = format!("{dir}PaxHeaders/{base}");
         out.extend_from_slice(&header(
-            "././@LongLink",
+            truncate(&pax_name, 100),
             "",
-            b'K',
+            b'x',
             0o644,
-            long.len() as u64,
-            0,
+            records.len() as u64,
+            secs,
             "",
         ));
-        put_data(out, long.as_bytes());
+        put_data(out, records.as_bytes());
     }
-    let (prefix, name) = match split_name(&m.name) {
-        Some(split) => split,
-        None => {
-            let long = format!("{}\0", m.name);
-            out.extend_from_slice(&header(
-                "././@LongLink",
-                "",
-                b'L',
-                0o644,
-                long.len() as u64,
-                0,
-                "",
-            ));
-            put_data(out, long.as_bytes());
-            ("", truncate(&m.name, 100))
-        }
-    };
-    let link = truncate(&m.link, 100);
+    let (prefix, name) = split.unwrap_or(("", truncate(&m.name, 100)));
     out.extend_from_slice(&header(
         name,
         prefix,
         flag,
         m.mode,
         m.data.len() as u64,
-        m.mtime,
-        link,
+        secs,
+        truncate(&m.link, 100),
     ));
     put_data(out, &m.data);
 }
@@ -216,26 +257,114 @@ fn field_num(field: &[u8]) -> Option<u64> {
     u64::from_str_radix(text, 8).ok()
 }
 
-/// Reads pax `x` records (`LEN key=value\n`) for `path` and `linkpath`.
-fn pax_records(data: &[u8], name: &mut Option<String>, link: &mut Option<String>) {
-    let text = String::from_utf8_lossy(data);
-    let mut rest = text.as_ref();
-    while let Some((len, _)) = rest.split_once(' ') {
-        let Ok(len) = len.parse::<usize>() else {
+/// One value of a pax extended header, as it bears on a member.
+#[derive(Debug, Clone, Default)]
+enum PaxValue<T> {
+    /// No record: the value below (a global one, or the ustar field) holds.
+    #[default]
+    Absent,
+    /// A record with an empty value: the ustar field holds, whatever a
+    /// global header said.
+    Deleted,
+    Given(T),
+}
+
+impl<T: Clone> PaxValue<T> {
+    /// This value (a member's own record) over `global`'s; `None` means
+    /// the member's header field.
+    fn over(&self, global: &PaxValue<T>) -> Option<T> {
+        match (self, global) {
+            (PaxValue::Given(v), _) | (PaxValue::Absent, PaxValue::Given(v)) => Some(v.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The pax values the workspace keeps, from one `x` header (the next
+/// member's) or from the `g` headers so far (every later member's).
+#[derive(Debug, Clone, Default)]
+struct PaxValues {
+    path: PaxValue<String>,
+    linkpath: PaxValue<String>,
+    mtime_ms: PaxValue<i64>,
+    size: PaxValue<u64>,
+}
+
+/// A pax time (`[-]SECONDS[.FRACTION]`, decimal) in milliseconds, the
+/// fraction cut to them as the workspace keeps time.
+fn parse_pax_time(text: &str) -> Option<i64> {
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (secs, frac) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(secs) || !(frac.is_empty() || digits(frac)) {
+        return None;
+    }
+    let ms: String = frac.chars().chain("000".chars()).take(3).collect();
+    let value = secs
+        .parse::<i64>()
+        .ok()?
+        .checked_mul(1000)?
+        .checked_add(ms.parse::<i64>().ok()?)?;
+    Some(if negative { -value } else { value })
+}
+
+/// Reads the records (`LEN key=value\n`) of an extended header into
+/// `values`. In a global header an empty value removes the global value;
+/// in a member's own header it deletes (see [`PaxValue::Deleted`]). A
+/// malformed record ends the header, as GNU tar stops reading it; unknown
+/// keywords are ignored, as POSIX asks.
+fn read_pax_records(data: &[u8], values: &mut PaxValues, global: bool) {
+    fn set<T>(slot: &mut PaxValue<T>, value: Option<T>, global: bool) {
+        *slot = match (value, global) {
+            (Some(v), _) => PaxValue::Given(v),
+            (None, true) => PaxValue::Absent,
+            (None, false) => PaxValue::Deleted,
+        };
+    }
+    let mut rest = data;
+    while !rest.is_empty() {
+        let Some(space) = rest.iter().position(|b| *b == b' ') else {
             return;
         };
-        if len == 0 || len > rest.len() {
+        let Some(len) = std::str::from_utf8(&rest[..space])
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return;
+        };
+        if len <= space + 1 || len > rest.len() || rest[len - 1] != b'\n' {
             return;
         }
-        let record = &rest[..len];
+        let record = &rest[space + 1..len - 1];
         rest = &rest[len..];
-        let Some((_, kv)) = record.split_once(' ') else {
+        let Some(eq) = record.iter().position(|b| *b == b'=') else {
             return;
         };
-        let kv = kv.trim_end_matches('\n');
-        match kv.split_once('=') {
-            Some(("path", v)) => *name = Some(v.to_string()),
-            Some(("linkpath", v)) => *link = Some(v.to_string()),
+        let key = String::from_utf8_lossy(&record[..eq]);
+        let value = String::from_utf8_lossy(&record[eq + 1..]).into_owned();
+        let given = (!value.is_empty()).then_some(value);
+        match key.as_ref() {
+            "path" => set(&mut values.path, given, global),
+            "linkpath" => set(&mut values.linkpath, given, global),
+            "mtime" => {
+                let time = given.as_deref().map(parse_pax_time);
+                if let Some(None) = time {
+                    continue; // not a number: ignored, as GNU tar does
+                }
+                set(&mut values.mtime_ms, time.flatten(), global)
+            }
+            "size" => {
+                let size = given.as_deref().map(|s| s.parse::<u64>().ok());
+                if let Some(None) = size {
+                    continue;
+                }
+                set(&mut values.size, size.flatten(), global)
+            }
+            // atime, ctime, uid, gid, uname, gname, charset, comment,
+            // hdrcharset and vendor keywords: nothing the workspace keeps.
             _ => {}
         }
     }
@@ -246,6 +375,7 @@ fn parse(data: &[u8]) -> Result<Vec<Member>, ReadError> {
     let mut members = Vec::new();
     let mut at = 0;
     let (mut long_name, mut long_link) = (None, None);
+    let (mut global, mut local) = (PaxValues::default(), PaxValues::default());
     while at + BLOCK <= data.len() {
         let h = &data[at..at + BLOCK];
         if h.iter().all(|b| *b == 0) {
@@ -255,7 +385,15 @@ fn parse(data: &[u8]) -> Result<Vec<Member>, ReadError> {
         if stored != checksum(h) {
             return Err(ReadError::NotTar);
         }
-        let size = field_num(&h[124..136]).ok_or(ReadError::NotTar)? as usize;
+        let flag = h[156];
+        let is_member = !matches!(flag, b'L' | b'K' | b'x' | b'g');
+        let header_size = field_num(&h[124..136]).ok_or(ReadError::NotTar)?;
+        let size = if is_member {
+            local.size.over(&global.size).unwrap_or(header_size)
+        } else {
+            header_size
+        };
+        let size = usize::try_from(size).map_err(|_| ReadError::Truncated)?;
         let start = at + BLOCK;
         let end = start.checked_add(size).ok_or(ReadError::Truncated)?;
         if end > data.len() {
@@ -263,18 +401,25 @@ fn parse(data: &[u8]) -> Result<Vec<Member>, ReadError> {
         }
         let body = &data[start..end];
         at = start + size.next_multiple_of(BLOCK);
-        let flag = h[156];
         match flag {
             b'L' => long_name = Some(field_str(body)),
             b'K' => long_link = Some(field_str(body)),
-            b'x' => pax_records(body, &mut long_name, &mut long_link),
-            b'g' => {}
+            b'x' => read_pax_records(body, &mut local, false),
+            b'g' => read_pax_records(body, &mut global, true),
             _ => {
+                let mine = std::mem::take(&mut local);
                 let mut name = field_str(&h[0..100]);
                 let prefix = field_str(&h[345..500]);
                 if &h[257..262] == b"ustar" && !prefix.is_empty() {
                     name = format!("{prefix}/{name}");
                 }
+                // pax over GNU's long names over the ustar fields.
+                let (long, long_target) = (long_name.take(), long_link.take());
+                let name = mine.path.over(&global.path).or(long).unwrap_or(name);
+                let link = (mine.linkpath.over(&global.linkpath))
+                    .or(long_target)
+                    .unwrap_or_else(|| field_str(&h[157..257]));
+                let header_mtime = field_num(&h[136..148]).unwrap_or(0) as i64;
                 let kind = match flag {
                     b'0' | 0 | b'7' if name.ends_with('/') => MemberKind::Dir,
                     b'0' | 0 | b'7' => MemberKind::File,
@@ -284,11 +429,14 @@ fn parse(data: &[u8]) -> Result<Vec<Member>, ReadError> {
                     _ => MemberKind::Other,
                 };
                 members.push(Member {
-                    name: long_name.take().unwrap_or(name),
+                    name,
                     kind,
                     mode: field_num(&h[100..108]).unwrap_or(0o644) as u32 & 0o7777,
-                    mtime: field_num(&h[136..148]).unwrap_or(0) as i64,
-                    link: long_link.take().unwrap_or_else(|| field_str(&h[157..257])),
+                    mtime_ms: mine
+                        .mtime_ms
+                        .over(&global.mtime_ms)
+                        .unwrap_or(header_mtime.saturating_mul(1000)),
+                    link,
                     data: if kind == MemberKind::File {
                         body.to_vec()
                     } else {
@@ -394,9 +542,10 @@ fn parse_args(opts: &Opts) -> Result<TarArgs, String> {
     })
 }
 
-/// `tar -c|-x|-t [-zvaO] [-f ARCHIVE] [-C DIR] [--strip-components=N] [--exclude=PAT] [MEMBER]...`
-pub(super) fn tar(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
-    let long = [
+/// `tar`'s options (its parser and `auto`'s check read this one table).
+pub(super) const TAR_OPTIONS: Spec = Spec {
+    short: "ctxf:zvC:S:E:OajJopWkmhwnN",
+    long: &[
         ("create", 'c'),
         ("extract", 'x'),
         ("get", 'x'),
@@ -420,9 +569,18 @@ pub(super) fn tar(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
         ("no-wildcards", 'n'),
         ("no-same-permissions", 'N'),
         ("touch", 'm'),
-    ];
+    ],
+};
+
+/// Whether `tar` accepts `args`' options, as it reads them when it runs.
+pub(super) fn check_options(args: &[String]) -> Result<(), String> {
+    parse_args(&parse_opts(&normalise_args(args), &TAR_OPTIONS)?).map(drop)
+}
+
+/// `tar -c|-x|-t [-zvaO] [-f ARCHIVE] [-C DIR] [--strip-components=N] [--exclude=PAT] [MEMBER]...`
+pub(super) fn tar(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
     let args = normalise_args(args);
-    let opts = match options(ctx, &args, "ctxf:zvC:S:E:OajJopWkmhwnN", &long, 2)? {
+    let opts = match options(ctx, &args, &TAR_OPTIONS, 2)? {
         Ok(opts) => opts,
         Err(status) => return Ok(status),
     };
@@ -596,7 +754,7 @@ fn add_tree(
         name: shown,
         kind,
         mode: node.mode,
-        mtime: node.mtime.div_euclid(1000),
+        mtime_ms: node.mtime,
         link: node.target.clone().unwrap_or_default(),
         data,
     };
@@ -724,13 +882,13 @@ fn read_archive(
             None => list_member(ctx, args, member)?,
             Some(dest) => {
                 if let Some(dir) = extract_member(ctx, args, state, dest, member)? {
-                    dir_times.push((dir, member.mtime));
+                    dir_times.push((dir, member.mtime_ms));
                 }
             }
         }
     }
     for (dir, mtime) in dir_times.into_iter().rev() {
-        let _ = ctx.fs.touch(&dir, Some(mtime * 1000));
+        let _ = ctx.fs.touch(&dir, Some(mtime));
     }
     for (member, found) in args.members.iter().zip(seen) {
         if !found {
@@ -758,7 +916,7 @@ fn list_member(ctx: &mut Ctx<'_>, args: &TarArgs, m: &Member) -> Result<(), Abor
     let width = 19usize.saturating_sub(owner.len() + 1).max(size.len());
     let mut line = format!(
         "{modes} {owner} {size:>width$} {} {}",
-        minutes(m.mtime * 1000),
+        minutes(m.mtime_ms),
         m.name
     );
     match m.kind {
@@ -929,7 +1087,7 @@ fn write_member(
     }
     Ok(ctx.write_file(path, &m.data)?.and_then(|()| {
         ctx.fs.chmod(path, m.mode & 0o1777)?;
-        ctx.fs.touch(path, Some(m.mtime * 1000))
+        ctx.fs.touch(path, Some(m.mtime_ms))
     }))
 }
 
@@ -989,7 +1147,7 @@ mod tests {
             name: name.into(),
             kind,
             mode: 0o644,
-            mtime: 1000,
+            mtime_ms: 1_000_000,
             link: link.into(),
             data: data.to_vec(),
         }
@@ -1129,6 +1287,108 @@ mod tests {
         files(&db, &[("/junk.tar", "not an archive at all")]);
         let r = run(&db, &["tar", "-tf", "/junk.tar"], "");
         assert_eq!(r.status, 2);
+    }
+
+    /// An extended header (`x` or `g`) with `records`, as an archive part.
+    fn pax_header(flag: u8, records: &[(&str, &str)]) -> Vec<u8> {
+        let body: String = records.iter().map(|(k, v)| pax_record(k, v)).collect();
+        let mut out = header("PaxHeaders/x", "", flag, 0o644, body.len() as u64, 0, "").to_vec();
+        put_data(&mut out, body.as_bytes());
+        out
+    }
+
+    #[test]
+    fn pax_records_count_their_own_length() {
+        assert_eq!(pax_record("path", "a"), "9 path=a\n");
+        assert_eq!(pax_record("mtime", ""), "9 mtime=\n");
+        // 98 bytes and 2 digits make 100, which has 3 digits: 101.
+        let record = pax_record("path", &"x".repeat(91));
+        assert_eq!(record.len(), 101);
+        assert!(record.starts_with("101 "));
+        assert_eq!(pax_time(1_700_000_000_500), "1700000000.5");
+        assert_eq!(pax_time(-1250), "-1.25");
+        assert_eq!(
+            parse_pax_time("1700000000.123456789"),
+            Some(1_700_000_000_123)
+        );
+        assert_eq!(parse_pax_time("-1.5"), Some(-1500));
+        assert_eq!(parse_pax_time("12"), Some(12_000));
+        assert_eq!(parse_pax_time("1e9"), None);
+    }
+
+    /// POSIX.1-2001: `x` records are the next member's, `g` records every
+    /// later member's, an empty value deletes; `size` says how long the
+    /// member's data is. The ustar fields say otherwise throughout.
+    #[test]
+    fn pax_headers_override_the_ustar_fields() {
+        let ustar = |name: &str, data: &[u8]| {
+            let mut out = Vec::new();
+            let mut m = member(name, MemberKind::File, "", data);
+            m.mtime_ms = 0;
+            put_member(&mut out, &m);
+            out
+        };
+        let mut data = pax_header(b'g', &[("mtime", "1600000000.25"), ("comment", "hi")]);
+        data.extend(pax_header(
+            b'x',
+            &[
+                ("path", "real/name.txt"),
+                ("mtime", "1700000000.123456789"),
+                ("uid", "0"),
+            ],
+        ));
+        data.extend(ustar("short", b"one"));
+        data.extend(ustar("global-time", b"two"));
+        data.extend(pax_header(b'x', &[("mtime", "")]));
+        data.extend(ustar("header-time", b"three"));
+        // A member whose real size is 5, though its header says 3.
+        data.extend(pax_header(b'x', &[("size", "5")]));
+        let mut sized = header("sized", "", b'0', 0o644, 3, 0, "").to_vec();
+        put_data(&mut sized, b"12345");
+        data.extend(sized);
+        data.extend(pax_header(b'g', &[("mtime", "")]));
+        data.extend(ustar("after", b"four"));
+        let members = parse(&finish(data)).unwrap();
+        let got: Vec<(&str, i64, &[u8])> = members
+            .iter()
+            .map(|m| (m.name.as_str(), m.mtime_ms, m.data.as_slice()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("real/name.txt", 1_700_000_000_123, &b"one"[..]),
+                ("global-time", 1_600_000_000_250, b"two"),
+                ("header-time", 0, b"three"),
+                ("sized", 1_600_000_000_250, b"12345"),
+                ("after", 0, b"four"),
+            ]
+        );
+    }
+
+    #[test]
+    fn writes_pax_records_only_where_ustar_cannot_hold_the_value() {
+        let long = "n".repeat(150);
+        let target = "t".repeat(120);
+        let mut exact = member("exact", MemberKind::File, "", b"1");
+        exact.mtime_ms = 1_700_000_000_000;
+        let mut fine = member(&long, MemberKind::Symlink, &target, b"");
+        fine.mtime_ms = 1_700_000_000_123;
+        let mut old = member("old", MemberKind::File, "", b"2");
+        old.mtime_ms = -86_400_000;
+        let data = archive(&[exact.clone(), fine.clone(), old.clone()]);
+        let text = String::from_utf8_lossy(&data);
+        assert!(text.contains(&format!("path={long}\n")));
+        assert!(text.contains(&format!("linkpath={target}\n")));
+        assert!(text.contains("mtime=1700000000.123\n"));
+        assert!(text.contains("mtime=-86400\n"));
+        assert_eq!(text.matches("PaxHeaders/").count(), 2);
+        let members = parse(&data).unwrap();
+        for (got, want) in members.iter().zip([&exact, &fine, &old]) {
+            assert_eq!(
+                (&got.name, &got.link, got.mtime_ms),
+                (&want.name, &want.link, want.mtime_ms)
+            );
+        }
     }
 
     #[test]

@@ -118,17 +118,47 @@ pub(super) fn info_option(
     version: &str,
     usage: &str,
 ) -> Result<Option<i32>, Abort> {
-    for arg in args.iter().take_while(|a| *a != "--") {
-        let text = match arg.as_str() {
-            "--version" => version,
-            "--help" => usage,
-            _ => continue,
-        };
-        ctx.stdout.write_str(text)?;
-        return Ok(Some(0));
-    }
-    Ok(None)
+    let text = match info_request(args) {
+        Some(Info::Version) => version,
+        Some(Info::Help) => usage,
+        None => return Ok(None),
+    };
+    ctx.stdout.write_str(text)?;
+    Ok(Some(0))
 }
+
+/// What `--version` or `--help` asks for.
+pub(super) enum Info {
+    Version,
+    Help,
+}
+
+/// The first of `--version` and `--help` before `--`, if any: it answers
+/// instead of running.
+pub(super) fn info_request(args: &[String]) -> Option<Info> {
+    args.iter()
+        .take_while(|a| *a != "--")
+        .find_map(|arg| match arg.as_str() {
+            "--version" => Some(Info::Version),
+            "--help" => Some(Info::Help),
+            _ => None,
+        })
+}
+
+/// Whether `grep` accepts `argv`'s options, as it reads them when it runs.
+fn check_options(argv: &[String]) -> Result<(), String> {
+    match info_request(&argv[1..]) {
+        Some(_) => Ok(()),
+        None => Options::parse(&argv[1..]).map(drop),
+    }
+}
+
+/// How `auto` checks these utilities' options (see `utils::check_options`).
+pub(crate) const OPTION_CHECKS: super::Checks = &[
+    ("grep", check_options),
+    ("egrep", check_options),
+    ("fgrep", check_options),
+];
 
 /// Every pattern from `-e`, `-f` and the first operand, one per line.
 fn collect_patterns(ctx: &mut Ctx<'_>, opts: &Options) -> Result<Option<Vec<String>>, Abort> {

@@ -90,6 +90,18 @@ fn sed(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     Ok(engine.quit.unwrap_or(status))
 }
 
+/// Whether `sed` accepts `argv`'s options, as it reads them when it runs
+/// (the script itself is not checked).
+fn check_options(argv: &[String]) -> Result<(), String> {
+    match super::search::info_request(&argv[1..]) {
+        Some(_) => Ok(()),
+        None => parse_options(&argv[1..]).map(drop),
+    }
+}
+
+/// How `auto` checks `sed`'s options (see `utils::check_options`).
+pub(crate) const OPTION_CHECKS: super::Checks = &[("sed", check_options)];
+
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut opts = Options {
         line_wrap: 70,

@@ -6,7 +6,7 @@
 //! `2024-01-15T10:30:00Z`), `now`/`today`/`yesterday`/`tomorrow`, and
 //! trailing relative items such as `+1 day` or `3 hours ago`.
 
-use super::{flag, getopt, usage, with_arg};
+use super::{flag, getopt, usage, with_arg, Opt, Parsed};
 use crate::limits::Abort;
 use crate::utils::civil::{civil_from_days, days_from_civil};
 use crate::utils::Ctx;
@@ -101,16 +101,18 @@ impl Civil {
     }
 }
 
-pub(super) fn date(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
-    let opts = [
-        flag('u', "utc"),
-        flag('u', "universal"),
-        with_arg('d', "date"),
-        flag('R', "rfc-email"),
-        with_arg('r', "reference"),
-        with_arg('\u{1}', "iso-8601"),
-        flag('\u{2}', "I"),
-    ];
+const DATE_OPTS: &[Opt] = &[
+    flag('u', "utc"),
+    flag('u', "universal"),
+    with_arg('d', "date"),
+    flag('R', "rfc-email"),
+    with_arg('r', "reference"),
+    with_arg('\u{1}', "iso-8601"),
+    flag('\u{2}', "I"),
+];
+
+/// Parses `date`'s options (for running it, and for `auto`'s check).
+pub(super) fn parse_options(argv: &[String]) -> Result<Parsed, String> {
     // `-I` takes an optional attached argument; rewrite it to the long form.
     let args: Vec<String> = argv[1..]
         .iter()
@@ -127,7 +129,11 @@ pub(super) fn date(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
             }
         })
         .collect();
-    let parsed = match getopt(&args, &opts) {
+    getopt(&args, DATE_OPTS)
+}
+
+pub(super) fn date(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
+    let parsed = match parse_options(argv) {
         Ok(p) => p,
         Err(message) => return usage(ctx, "date", &message, 1),
     };

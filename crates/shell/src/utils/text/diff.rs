@@ -6,7 +6,7 @@
 use similar::{capture_diff_slices, Algorithm, DiffOp};
 use stead_vfs::Kind;
 
-use super::{flag, getopt, with_arg, Parsed};
+use super::{flag, getopt, with_arg, Opt, Parsed};
 use crate::limits::Abort;
 use crate::utils::Ctx;
 
@@ -30,20 +30,21 @@ struct Input {
     mtime_ms: i64,
 }
 
+pub(super) const DIFF_OPTS: &[Opt] = &[
+    flag('u', "unified"),
+    with_arg('U', ""),
+    flag('q', "brief"),
+    flag('i', "ignore-case"),
+    flag('w', "ignore-all-space"),
+    flag('b', "ignore-space-change"),
+    flag('r', "recursive"),
+    flag('N', "new-file"),
+    flag('a', "text"),
+    flag('s', "report-identical-files"),
+];
+
 pub(super) fn diff(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
-    let opts = [
-        flag('u', "unified"),
-        with_arg('U', ""),
-        flag('q', "brief"),
-        flag('i', "ignore-case"),
-        flag('w', "ignore-all-space"),
-        flag('b', "ignore-space-change"),
-        flag('r', "recursive"),
-        flag('N', "new-file"),
-        flag('a', "text"),
-        flag('s', "report-identical-files"),
-    ];
-    let parsed = match getopt(&argv[1..], &opts) {
+    let parsed = match getopt(&argv[1..], DIFF_OPTS) {
         Ok(p) => p,
         Err(message) => return diff_usage(ctx, &message, 2),
     };

@@ -48,7 +48,7 @@ impl Ranges {
     }
 }
 
-const CUT_OPTS: &[Opt] = &[
+pub(super) const CUT_OPTS: &[Opt] = &[
     with_arg('b', "bytes"),
     with_arg('c', "characters"),
     with_arg('f', "fields"),
@@ -275,7 +275,7 @@ fn paste_parallel(
     }
 }
 
-const JOIN_OPTS: &[Opt] = &[
+pub(super) const JOIN_OPTS: &[Opt] = &[
     with_arg('t', ""),
     with_arg('1', ""),
     with_arg('2', ""),
@@ -643,7 +643,7 @@ fn fill_columns(rows: &[&str], width: usize, across: bool) -> String {
     out
 }
 
-const NL_OPTS: &[Opt] = &[
+pub(super) const NL_OPTS: &[Opt] = &[
     with_arg('b', "body-numbering"),
     with_arg('n', "number-format"),
     with_arg('w', "number-width"),

@@ -607,7 +607,7 @@ pub(super) fn timeout(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> 
     }
 }
 
-const XARGS_OPTS: &[Opt] = &[
+pub(super) const XARGS_OPTS: &[Opt] = &[
     with_arg('n', "max-args"),
     with_arg('I', ""),
     with_arg('i', "replace"),

@@ -83,6 +83,36 @@ pub(crate) const UTILITIES: Table = &[
 
 pub(super) use super::getopt::{flag, getopt, getopt_until, with_arg, Opt, Parsed};
 
+/// Checks `argv` against `opts` as a utility parsing `getopt(&argv[1..], opts)` would.
+fn check(argv: &[String], opts: &[Opt]) -> Result<(), String> {
+    getopt(&argv[1..], opts).map(drop)
+}
+
+/// How `auto` checks these utilities' options (see `utils::check_options`):
+/// with the tables and parsers they run with.
+pub(crate) const OPTION_CHECKS: super::Checks = &[
+    ("cat", |a| check(a, view::CAT_OPTS)),
+    ("head", |a| {
+        getopt(&view::obsolete_count(&a[1..], false), view::HEAD_TAIL_OPTS).map(drop)
+    }),
+    ("tail", |a| {
+        getopt(&view::obsolete_count(&a[1..], true), view::HEAD_TAIL_OPTS).map(drop)
+    }),
+    ("wc", |a| check(a, view::WC_OPTS)),
+    ("sort", |a| check(a, sort::SORT_OPTS)),
+    ("uniq", |a| check(a, sort::UNIQ_OPTS)),
+    ("cut", |a| check(a, fields::CUT_OPTS)),
+    ("join", |a| check(a, fields::JOIN_OPTS)),
+    ("nl", |a| check(a, fields::NL_OPTS)),
+    ("tr", |a| check(a, tr::TR_OPTS)),
+    // The first operand is the command xargs runs: its options are its own.
+    ("xargs", |a| {
+        getopt_until(&a[1..], misc::XARGS_OPTS, true).map(drop)
+    }),
+    ("date", |a| date::parse_options(a).map(drop)),
+    ("diff", |a| check(a, diff::DIFF_OPTS)),
+];
+
 /// Prints `util: message` and the `Try` line; returns `status`.
 pub(super) fn usage(
     ctx: &mut Ctx<'_>,
@@ -214,7 +244,7 @@ pub(super) fn open_all_with(
         match ctx.open_operand(operand)? {
             Ok(content) => inputs.push((operand.clone(), content)),
             Err(error) => {
-                ctx.error(util, &describe(operand, super::strerror(&error)))?;
+                ctx.error(util, &describe(operand, &super::strerror(&error)))?;
                 failed = true;
             }
         }

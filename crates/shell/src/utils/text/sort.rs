@@ -12,7 +12,7 @@ use super::{flag, getopt, read_concat, records, usage, with_arg, Opt, Parsed};
 use crate::limits::Abort;
 use crate::utils::Ctx;
 
-const SORT_OPTS: &[Opt] = &[
+pub(super) const SORT_OPTS: &[Opt] = &[
     flag('b', "ignore-leading-blanks"),
     flag('d', "dictionary-order"),
     flag('f', "ignore-case"),
@@ -718,7 +718,7 @@ fn verrevcmp(a: &[u8], b: &[u8]) -> Ordering {
     Ordering::Equal
 }
 
-const UNIQ_OPTS: &[Opt] = &[
+pub(super) const UNIQ_OPTS: &[Opt] = &[
     flag('c', "count"),
     flag('d', "repeated"),
     flag('D', "all-repeated"),

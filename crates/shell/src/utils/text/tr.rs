@@ -9,7 +9,7 @@ use super::{flag, getopt, usage, Opt};
 use crate::limits::Abort;
 use crate::utils::Ctx;
 
-const TR_OPTS: &[Opt] = &[
+pub(super) const TR_OPTS: &[Opt] = &[
     flag('c', "complement"),
     flag('C', ""),
     flag('d', "delete"),

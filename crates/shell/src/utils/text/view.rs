@@ -7,7 +7,7 @@ use super::{
 use crate::limits::{Abort, LimitKind};
 use crate::utils::Ctx;
 
-const CAT_OPTS: &[Opt] = &[
+pub(super) const CAT_OPTS: &[Opt] = &[
     flag('A', "show-all"),
     flag('b', "number-nonblank"),
     flag('e', ""),
@@ -129,7 +129,7 @@ fn push_visible(out: &mut Vec<u8>, byte: u8, style: &CatStyle) {
     }
 }
 
-const HEAD_TAIL_OPTS: &[Opt] = &[
+pub(super) const HEAD_TAIL_OPTS: &[Opt] = &[
     with_arg('n', "lines"),
     with_arg('c', "bytes"),
     flag('q', "quiet"),
@@ -154,7 +154,7 @@ struct Span {
 }
 
 /// Rewrites the obsolete `head -5` / `tail -5` / `tail +5` forms.
-fn obsolete_count(args: &[String], allow_plus: bool) -> Vec<String> {
+pub(super) fn obsolete_count(args: &[String], allow_plus: bool) -> Vec<String> {
     let mut args = args.to_vec();
     if let Some(first) = args.first() {
         let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
@@ -357,7 +357,7 @@ pub(super) fn rev(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     Ok(i32::from(failed))
 }
 
-const WC_OPTS: &[Opt] = &[
+pub(super) const WC_OPTS: &[Opt] = &[
     flag('l', "lines"),
     flag('w', "words"),
     flag('m', "chars"),
