@@ -22,8 +22,18 @@ use std::time::{Duration, Instant};
 
 use crate::{repo_root, Client};
 
-/// The computer secret `.dev.vars` configures for the local process.
-pub const DEV_COMPUTER_SECRET: &str = "dev-computer-secret";
+/// A fresh secret for one local program: 32 random bytes, in hex. Never a
+/// fixed one: the program listens on the loopback that the commands it
+/// runs share, so a secret anyone can know would let a command drive it
+/// for every agent.
+fn random_secret() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .expect("read /dev/urandom");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// How the computer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,11 +214,17 @@ pub struct ComputerProcess {
     child: Child,
     port: u16,
     dir: PathBuf,
+    secret: String,
 }
 
 impl ComputerProcess {
-    /// Starts the program on `port` with its workspaces under `dir`.
+    /// Starts the program on `port` with its workspaces under `dir`, and a
+    /// secret of its own.
     pub fn start(dir: &Path, port: u16) -> ComputerProcess {
+        ComputerProcess::start_with_secret(dir, port, random_secret())
+    }
+
+    fn start_with_secret(dir: &Path, port: u16, secret: String) -> ComputerProcess {
         let binary = build_computer();
         std::fs::create_dir_all(dir).expect("computer dir");
         let log = std::fs::OpenOptions::new()
@@ -229,7 +245,7 @@ impl ComputerProcess {
             command.args(["--run-as", "nobody"]);
         }
         let child = command
-            .env("STEAD_COMPUTER_SECRET", DEV_COMPUTER_SECRET)
+            .env("STEAD_COMPUTER_SECRET", &secret)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
             .stderr(log)
@@ -239,6 +255,7 @@ impl ComputerProcess {
             child,
             port,
             dir: dir.to_path_buf(),
+            secret,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
@@ -258,6 +275,11 @@ impl ComputerProcess {
 
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The secret requests to the program carry (`Authorization: Bearer`).
+    pub fn secret(&self) -> &str {
+        &self.secret
     }
 
     /// The directory holding agent `agent`'s copy of its workspace.
@@ -286,10 +308,11 @@ impl ComputerProcess {
     }
 
     /// Starts a fresh program on the same port (its disk wiped), after
-    /// killing this one if it still runs.
+    /// killing this one if it still runs; the Worker knows it by the same
+    /// secret.
     pub fn restart(&mut self) {
         self.kill();
-        *self = ComputerProcess::start(&self.dir, self.port);
+        *self = ComputerProcess::start_with_secret(&self.dir, self.port, self.secret.clone());
     }
 }
 
@@ -439,9 +462,9 @@ impl Machine<'_> {
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect()
             }
-            Machine::Local { .. } => vec![(
+            Machine::Local { process, .. } => vec![(
                 "STEAD_COMPUTER_SECRET".to_string(),
-                DEV_COMPUTER_SECRET.to_string(),
+                lock(process).secret().to_string(),
             )],
         }
     }

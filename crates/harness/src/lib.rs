@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use computer::Computers;
-pub use computer::{ComputerMode, ComputerProcess, Machine, DEV_COMPUTER_SECRET};
+pub use computer::{ComputerMode, ComputerProcess, Machine};
 
 /// The token `.dev.vars` configures for local runs.
 pub const DEV_TOKEN: &str = "dev-token";
@@ -222,7 +222,9 @@ impl Runtime {
                 command
                     .arg("--enable-containers=false")
                     .arg("--var")
-                    .arg(format!("COMPUTER_DEV_URL:{}", process.url()));
+                    .arg(format!("COMPUTER_DEV_URL:{}", process.url()))
+                    .arg("--var")
+                    .arg(format!("COMPUTER_DEV_SECRET:{}", process.secret()));
                 Computers::Local(std::sync::Mutex::new(process))
             }
         };

@@ -539,13 +539,16 @@ pub fn token(id: &str, scopes: &[Scope]) -> Caller {
 pub struct HttpTransport {
     base: String,
     agent: String,
+    secret: String,
 }
 
 impl HttpTransport {
-    pub fn new(base: &str, agent: &str) -> Self {
+    /// Agent `agent`'s computer on the program `process`.
+    pub fn new(process: &stead_harness::ComputerProcess, agent: &str) -> Self {
         HttpTransport {
-            base: base.to_string(),
+            base: process.url(),
             agent: agent.to_string(),
+            secret: process.secret().to_string(),
         }
     }
 }
@@ -561,12 +564,12 @@ impl Transport for HttpTransport {
         let (body_tx, body_rx) = futures::channel::mpsc::unbounded();
         let url = format!("{}{path}", self.base);
         let agent = self.agent.clone();
+        let secret = format!("Bearer {}", self.secret);
         std::thread::spawn(move || {
             let config = ureq::Agent::config_builder()
                 .http_status_as_error(false)
                 .build();
             let client: ureq::Agent = config.into();
-            let secret = format!("Bearer {}", stead_harness::DEV_COMPUTER_SECRET);
             let response = match (method, body) {
                 (Method::Get, _) => client
                     .get(&url)
@@ -728,7 +731,7 @@ pub fn with_computer(
     dir: &Path,
 ) -> stead_harness::ComputerProcess {
     let process = stead_harness::ComputerProcess::start(dir, free_port());
-    let transport = FaultyTransport::new(HttpTransport::new(&process.url(), id));
+    let transport = FaultyTransport::new(HttpTransport::new(&process, id));
     *agent.host().computer.borrow_mut() = Some(transport);
     process
 }
