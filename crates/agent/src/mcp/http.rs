@@ -29,14 +29,18 @@ use crate::auth::{Caller, Scope};
 use crate::dispatch::{read_body, Body};
 use crate::error::ApiError;
 use crate::host::{EventStream, Host};
+use crate::mcp::gate::{self, Origins};
 use crate::mcp::jsonrpc::{
     self, Id, Message, RpcError, HEADER_MISMATCH, INVALID_REQUEST, METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::mcp::listen::{Channel, Cursor, ListenState};
 use crate::mcp::notify::catch_up;
-use crate::mcp::revision::{Revision, CLIENT_CAPABILITIES_KEY, CURSOR_KEY, PROTOCOL_VERSION_KEY};
-use crate::mcp::server::{capabilities, refusal, server_info, Call, INSTRUCTIONS};
+use crate::mcp::resume::{Listener, Positions};
+use crate::mcp::revision::{
+    Revision, Version, CLIENT_CAPABILITIES_KEY, CURSOR_KEY, PROTOCOL_VERSION_KEY,
+};
+use crate::mcp::server::{capabilities, server_info, Call, INSTRUCTIONS};
 use crate::mcp::session::{Session, Sessions};
 use crate::mcp::sse;
 use crate::policy::Access;
@@ -86,10 +90,9 @@ pub struct McpRequest<B> {
     pub caller: Caller,
     pub method: HttpMethod,
     pub headers: McpHeaders,
-    /// The endpoint's own origin (`https://host[:port]`).
-    pub origin: String,
-    /// Other origins allowed to call (`MCP_ALLOWED_ORIGINS`).
-    pub allowed_origins: Vec<String>,
+    /// The origins that may call: the endpoint's own and those of
+    /// `MCP_ALLOWED_ORIGINS`.
+    pub origins: Origins,
     pub body: B,
 }
 
@@ -111,7 +114,7 @@ pub struct McpReply<S> {
 }
 
 impl<S> McpReply<S> {
-    fn new(status: u16, body: McpBody<S>) -> Self {
+    pub(crate) fn new(status: u16, body: McpBody<S>) -> Self {
         McpReply {
             status,
             headers: Vec::new(),
@@ -119,14 +122,18 @@ impl<S> McpReply<S> {
         }
     }
 
-    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+    pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
         self
     }
 
-    /// A JSON-RPC error as the whole answer.
-    fn error(error: &RpcError, id: Option<&Id>) -> Self {
-        McpReply::new(error.status, McpBody::Json(error.to_response(id)))
+    /// A JSON-RPC error as the whole answer (with its challenge, if any).
+    pub(crate) fn error(error: &RpcError, id: Option<&Id>) -> Self {
+        let reply = McpReply::new(error.status, McpBody::Json(error.to_response(id)));
+        match &error.challenge {
+            Some(challenge) => reply.header("www-authenticate", challenge.as_ref()),
+            None => reply,
+        }
     }
 
     /// An API error (refused credential, unknown agent) as the API answers
@@ -207,31 +214,36 @@ fn decode_header_value(value: &str) -> Option<String> {
 }
 
 impl<H: Host> Agent<H> {
-    /// Serves one HTTP request to the MCP endpoint.
+    /// Serves one HTTP request to the MCP endpoint, with the CORS headers
+    /// of an allowed page's origin.
     pub async fn mcp<B: Body>(&self, mut request: McpRequest<B>) -> McpReply<H::Stream> {
-        if let Some(origin) = &request.headers.origin {
-            let allowed =
-                origin == &request.origin || request.allowed_origins.iter().any(|o| o == origin);
-            if !allowed {
-                let error = RpcError::new(
-                    INVALID_REQUEST,
-                    format!("Forbidden: origin {origin} may not call this server"),
-                )
-                .status(403);
-                return McpReply::error(&error, None);
-            }
+        let origin = request.headers.origin.clone();
+        let reply = self.mcp_serve(&mut request).await;
+        request.origins.cors(reply, origin.as_deref())
+    }
+
+    async fn mcp_serve<B: Body>(&self, request: &mut McpRequest<B>) -> McpReply<H::Stream> {
+        if let Some(refused) = request.origins.refusal(request.headers.origin.as_deref()) {
+            return refused;
         }
         if let Err(error) = self.admit(&request.agent, &request.caller, Action::Mcp.policy().access)
         {
-            return McpReply::api(&error);
+            // The request's id, from its body if it has one.
+            let body = match request.method {
+                HttpMethod::Post => read_body(&mut request.body, gate::ID_PROBE_BYTES)
+                    .await
+                    .unwrap_or_default(),
+                HttpMethod::Get | HttpMethod::Delete => Vec::new(),
+            };
+            return gate::refused(&error, gate::presented(&request.caller), &body);
         }
         if let Err(error) = self.open(Some(&request.agent), false) {
             return McpReply::api(&error);
         }
         match request.method {
-            HttpMethod::Post => self.mcp_post(&mut request).await,
-            HttpMethod::Get => self.mcp_get(&request),
-            HttpMethod::Delete => self.mcp_delete(&request),
+            HttpMethod::Post => self.mcp_post(request).await,
+            HttpMethod::Get => self.mcp_get(request),
+            HttpMethod::Delete => self.mcp_delete(request),
         }
     }
 
@@ -313,7 +325,7 @@ impl<H: Host> Agent<H> {
                     revision,
                     agent: &request.agent,
                     caller: &request.caller,
-                    origin: &request.origin,
+                    origin: request.origins.own(),
                     session: Some(&session),
                 };
                 self.mcp_method(&call, &method, &params).await
@@ -329,7 +341,7 @@ impl<H: Host> Agent<H> {
                     revision,
                     agent: &request.agent,
                     caller: &request.caller,
-                    origin: &request.origin,
+                    origin: request.origins.own(),
                     session: None,
                 };
                 self.mcp_method(&call, &method, &params).await
@@ -361,7 +373,9 @@ impl<H: Host> Agent<H> {
             }
         }
         match headers.protocol_version.as_deref() {
-            Some(version) => Revision::from_version(version).ok_or_else(|| unsupported(version)),
+            Some(version) => Version::parse(version)
+                .map(Version::revision)
+                .ok_or_else(|| unsupported(version)),
             None if headers.session_id.is_some() => Ok(Revision::Sessions),
             None => {
                 let declares_modern = match message {
@@ -405,11 +419,14 @@ impl<H: Host> Agent<H> {
                 RpcError::new(INVALID_REQUEST, "Session not found; initialize again").status(404);
             return Err(McpReply::error(&error, None));
         };
+        // Without the header the session's version holds: a 2025-03-26
+        // client never sends it, and the spec's fallback ("assume
+        // 2025-03-26") is for a server with no other way to know.
         if let Some(version) = request.headers.protocol_version.as_deref() {
-            if version != session.protocol {
+            if Version::parse(version) != Some(session.protocol) {
                 let error = RpcError::invalid_request(format!(
                     "Bad Request: MCP-Protocol-Version {version} is not the session's {}",
-                    session.protocol
+                    session.protocol.as_str()
                 ));
                 return Err(McpReply::error(&error, None));
             }
@@ -425,9 +442,7 @@ impl<H: Host> Agent<H> {
         params: &Map<String, Value>,
         accepts: Accepts,
     ) -> McpReply<H::Stream> {
-        // The version asked for if served with sessions, else ours (the
-        // client then decides whether it can speak it).
-        let version = Revision::Sessions.version();
+        let version = Version::negotiate(params.get("protocolVersion").and_then(Value::as_str));
         let client = params.get("clientInfo").cloned().unwrap_or(Value::Null);
         let session_id = match self.host.random_hex(32) {
             Ok(session_id) => session_id,
@@ -439,7 +454,7 @@ impl<H: Host> Agent<H> {
             return McpReply::api(&error);
         }
         let result = json!({
-            "protocolVersion": version,
+            "protocolVersion": version.as_str(),
             "capabilities": capabilities(),
             "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,
@@ -456,7 +471,7 @@ impl<H: Host> Agent<H> {
                 "Method Not Allowed: 2026-07-28 has no GET stream; use subscriptions/listen",
             )
             .status(405);
-            return McpReply::error(&error, None).header("allow", "POST");
+            return McpReply::error(&error, None).header("allow", "POST, OPTIONS");
         }
         if !Accepts::of(request.headers.accept.as_deref()).events {
             let error =
@@ -464,7 +479,8 @@ impl<H: Host> Agent<H> {
             return McpReply::error(&error, None);
         }
         if let Err(error) = Access::Scope(Scope::Read).admits(&request.caller) {
-            return McpReply::error(&refusal(&error), None);
+            let refusal = gate::refusal(&error, gate::presented(&request.caller));
+            return McpReply::error(&refusal, None);
         }
         let session = match self.session_of(request) {
             Ok(session) => session,
@@ -534,7 +550,8 @@ impl<H: Host> Agent<H> {
         let list_changed = filter.get("resourcesListChanged") == Some(&json!(true));
         if wants_resources || list_changed {
             if let Err(error) = Access::Scope(Scope::Read).admits(&request.caller) {
-                return McpReply::error(&refusal(&error), Some(id));
+                let refusal = gate::refusal(&error, gate::presented(&request.caller));
+                return McpReply::error(&refusal, Some(id));
             }
         }
         let mut paths = Vec::new();
@@ -564,10 +581,13 @@ impl<H: Host> Agent<H> {
                 }
             }
         }
+        let listener = Listener::new(request.caller.actor(), &paths, list_changed);
+        let positions = Positions::new(self.db(), self.now_ms());
         let resume = params
             .get("_meta")
             .and_then(|meta| meta.get(CURSOR_KEY))
             .and_then(Value::as_str);
+        // The cursor sent back, else where this listener left off, else now.
         let start = match resume {
             Some(text) => match Cursor::parse(text) {
                 Some(cursor) => cursor,
@@ -579,9 +599,13 @@ impl<H: Host> Agent<H> {
                     return McpReply::error(&error, Some(id));
                 }
             },
-            None => match self.vfs().revision() {
-                Ok(revision) => Cursor::after(revision),
-                Err(error) => return McpReply::api(&error.into()),
+            None => match positions.find(&listener) {
+                Ok(Some(cursor)) => cursor,
+                Ok(None) => match self.vfs().revision() {
+                    Ok(revision) => Cursor::after(revision),
+                    Err(error) => return McpReply::api(&error.into()),
+                },
+                Err(error) => return McpReply::api(&error),
             },
         };
         // Only what this server can send is acknowledged (tools and prompts
@@ -603,6 +627,7 @@ impl<H: Host> Agent<H> {
         let state = ListenState {
             channel: Channel::Listen {
                 subscription: id.clone(),
+                listener: listener.clone(),
             },
             resources: paths,
             list_changed,
@@ -616,6 +641,9 @@ impl<H: Host> Agent<H> {
             if catch_up(stream, &self.vfs(), &mut state) {
                 stream.save(&state);
             }
+            // Kept before the backlog, which may yet be lost in flight (see
+            // `crate::mcp::resume`); a position not kept costs only that.
+            let _ = positions.record(&listener, start);
         }
         reply
     }
@@ -641,7 +669,7 @@ impl<H: Host> Agent<H> {
                 "Method Not Allowed: DELETE ends a session; send its Mcp-Session-Id",
             )
             .status(405);
-            return McpReply::error(&error, None).header("allow", "POST");
+            return McpReply::error(&error, None).header("allow", gate::ALLOWED_METHODS);
         };
         let sessions = Sessions::new(self.db(), self.now_ms());
         match sessions.delete(id, &request.caller.actor()) {
@@ -737,7 +765,7 @@ fn mismatch(message: String) -> RpcError {
 
 fn unsupported(version: &str) -> RpcError {
     RpcError::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
-        .data(json!({ "supported": Revision::versions(), "requested": version }))
+        .data(json!({ "supported": Version::supported(), "requested": version }))
         .status(400)
 }
 

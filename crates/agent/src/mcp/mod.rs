@@ -39,11 +39,13 @@
 //! - `null` for a tool argument whose schema does not take it means "left
 //!   out", for strict-mode clients.
 
+pub mod gate;
 pub mod http;
 pub mod jsonrpc;
 pub mod listen;
 pub mod notify;
 pub mod resources;
+pub mod resume;
 pub mod revision;
 pub mod server;
 pub mod session;
