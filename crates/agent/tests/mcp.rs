@@ -1768,3 +1768,64 @@ fn a_port_is_shared_through_the_tool() {
         "the refused calls made no link"
     );
 }
+
+#[test]
+fn a_2025_03_26_session_takes_batches_and_later_ones_do_not() {
+    let agent = setup();
+    let post = |session: &str, body: &str| {
+        let headers = McpHeaders {
+            session_id: Some(session.to_string()),
+            ..json_headers()
+        };
+        send(
+            &agent,
+            &Caller::Admin,
+            HttpMethod::Post,
+            headers,
+            body.as_bytes().to_vec(),
+        )
+    };
+    let session = initialize_as(&agent, "2025-03-26");
+    let session = session.header("mcp-session-id").unwrap().to_string();
+    let batch = post(
+        &session,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},
+            {"jsonrpc":"2.0","method":"notifications/initialized"},
+            {"jsonrpc":"2.0","id":"t","method":"tools/call","params":{"name":"read","arguments":{"path":"/none"}}},
+            {"jsonrpc":"2.0","id":3,"method":"initialize","params":{}},
+            {"jsonrpc":"2.0","id":4,"method":"nope"},
+            7]"#,
+    );
+    assert_eq!(batch.status, 200);
+    let responses = batch.json().as_array().unwrap().clone();
+    let ids: Vec<&Value> = responses.iter().map(|r| &r["id"]).collect();
+    assert_eq!(
+        ids,
+        [&json!(1), &json!("t"), &json!(3), &json!(4), &Value::Null]
+    );
+    assert_eq!(responses[0]["result"], json!({}));
+    assert_eq!(responses[1]["result"]["isError"], true);
+    assert_eq!(
+        responses[2]["error"]["code"], -32600,
+        "initialize is not batched"
+    );
+    assert_eq!(responses[3]["error"]["code"], -32601);
+    assert_eq!(responses[4]["error"]["code"], -32600);
+    // Only notifications: accepted, nothing to answer.
+    let notes = post(
+        &session,
+        r#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#,
+    );
+    assert_eq!(notes.status, 202);
+    let empty = post(&session, "[]");
+    assert_eq!((empty.status, empty.code()), (400, -32600));
+    // 2025-06-18 removed batches.
+    let later = initialize_as(&agent, "2025-06-18");
+    let later = later.header("mcp-session-id").unwrap().to_string();
+    let refused = post(&later, r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+    assert_eq!((refused.status, refused.code()), (400, -32600));
+    assert!(refused.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("2025-03-26"));
+}

@@ -278,7 +278,17 @@ impl<H: Host> Agent<H> {
             }
             Err(error) => return McpReply::api(&error),
         };
-        let message = match jsonrpc::parse(&body) {
+        let value = match jsonrpc::read(&body) {
+            Ok(value) => value,
+            Err(error) => return McpReply::error(&error, None),
+        };
+        let value = match value {
+            Value::Array(batch) if headers.session_id.is_some() => {
+                return self.mcp_batch(request, batch, accepts).await
+            }
+            value => value,
+        };
+        let message = match jsonrpc::message(value) {
             Ok(message) => message,
             Err((id, error)) => return McpReply::error(&error, id.as_ref()),
         };
@@ -362,6 +372,66 @@ impl<H: Host> Agent<H> {
                     McpReply::error(&error, Some(&id))
                 }
             }
+        }
+    }
+
+    /// A JSON-RPC batch in a session: served element by element when the
+    /// session speaks 2025-03-26, which requires it ("MUST support
+    /// receiving JSON-RPC batches"); refused in a later one. The answer is
+    /// the array of the requests' responses (`202` when it held only
+    /// notifications and responses); `initialize` may not be in one.
+    async fn mcp_batch<B>(
+        &self,
+        request: &McpRequest<B>,
+        batch: Vec<Value>,
+        accepts: Accepts,
+    ) -> McpReply<H::Stream> {
+        let session = match self.session_of(request) {
+            Ok(session) => session,
+            Err(reply) => return reply,
+        };
+        let refused = match batch.is_empty() {
+            _ if !session.protocol.takes_batches() => Some(jsonrpc::NO_BATCHES),
+            true => Some("Invalid Request: an empty batch"),
+            false => None,
+        };
+        if let Some(message) = refused {
+            return McpReply::error(&RpcError::invalid_request(message), None);
+        }
+        let call = Call {
+            revision: Revision::Sessions,
+            agent: &request.agent,
+            caller: &request.caller,
+            origin: request.origins.own(),
+            session: Some(&session),
+        };
+        let mut responses = Vec::new();
+        for item in batch {
+            match jsonrpc::message(item) {
+                Ok(Message::Request { id, method, .. }) if method == "initialize" => {
+                    let error = RpcError::invalid_request(
+                        "Invalid Request: initialize may not be part of a batch",
+                    );
+                    responses.push(error.to_response(Some(&id)));
+                }
+                Ok(Message::Request { id, method, params }) => {
+                    responses.push(match self.mcp_method(&call, &method, &params).await {
+                        Ok(result) => jsonrpc::result_response(&id, result),
+                        Err(error) => error.to_response(Some(&id)),
+                    });
+                }
+                Ok(Message::Notification { .. } | Message::Response) => {}
+                Err((id, error)) => responses.push(error.to_response(id.as_ref())),
+            }
+        }
+        if responses.is_empty() {
+            return McpReply::new(202, McpBody::Empty);
+        }
+        if accepts.json {
+            McpReply::new(200, McpBody::Json(Value::Array(responses)))
+        } else {
+            let events = responses.iter().map(|r| sse::event(None, r)).collect();
+            stream_headers(McpReply::new(200, McpBody::Events(events)))
         }
     }
 

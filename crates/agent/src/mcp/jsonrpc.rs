@@ -1,6 +1,7 @@
-//! JSON-RPC 2.0 as MCP uses it: one message per HTTP request (no batches
-//! in either revision served), request ids that are strings or integers
-//! and never `null`, and the error codes of both revisions.
+//! JSON-RPC 2.0 as MCP uses it: one message per HTTP request (a batch only
+//! in a 2025-03-26 session, the one revision served that has them), request
+//! ids that are strings or integers and never `null`, and the error codes
+//! of both revisions.
 
 use serde_json::{json, Map, Value};
 
@@ -21,6 +22,10 @@ pub const RESOURCE_NOT_FOUND: i64 = -32002;
 pub const HEADER_MISMATCH: i64 = -32020;
 /// 2026-07-28: the protocol version asked for is not served.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The refusal of a batch where none is served.
+pub const NO_BATCHES: &str =
+    "Invalid Request: batches are served only in a 2025-03-26 session; send one message per request";
 
 /// A request id: a string or an integer.
 pub type Id = Value;
@@ -124,20 +129,22 @@ impl Message {
 /// Parses one message. On failure, the error and the request's id when it
 /// could be read.
 pub fn parse(body: &[u8]) -> Result<Message, (Option<Id>, RpcError)> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        let error = RpcError::new(PARSE_ERROR, format!("Parse error: {e}")).status(400);
-        (None, error)
-    })?;
+    message(read(body).map_err(|error| (None, error))?)
+}
+
+/// Reads a body as JSON (a message, or a batch of them).
+pub fn read(body: &[u8]) -> Result<Value, RpcError> {
+    serde_json::from_slice(body)
+        .map_err(|e| RpcError::new(PARSE_ERROR, format!("Parse error: {e}")).status(400))
+}
+
+/// Reads one message from `value` (a batch is refused: only a 2025-03-26
+/// session takes one, element by element). On failure, the error and the
+/// request's id when it could be read.
+pub fn message(value: Value) -> Result<Message, (Option<Id>, RpcError)> {
     let object = match value {
         Value::Object(object) => object,
-        Value::Array(_) => {
-            return Err((
-                None,
-                RpcError::invalid_request(
-                    "Invalid Request: batches are not supported; send one message per request",
-                ),
-            ))
-        }
+        Value::Array(_) => return Err((None, RpcError::invalid_request(NO_BATCHES))),
         _ => {
             return Err((
                 None,

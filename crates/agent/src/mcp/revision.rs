@@ -34,7 +34,9 @@ impl Revision {
 /// The three session versions share the Streamable HTTP shape (sessions,
 /// a GET stream, `Last-Event-ID`); what differs between them and matters
 /// here is whether the client sends `MCP-Protocol-Version` after
-/// `initialize` (from 2025-06-18; see [`Version::sends_version_header`]).
+/// `initialize` (from 2025-06-18; see [`Version::sends_version_header`])
+/// and whether it may send JSON-RPC batches (2025-03-26 only; see
+/// [`Version::takes_batches`]).
 /// Everything else a newer version added (structured tool output, titles,
 /// icons) is fields an older client ignores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +88,12 @@ impl Version {
         !matches!(self, Version::V2025_03_26)
     }
 
+    /// Whether a client may POST a JSON-RPC batch (an array of messages):
+    /// 2025-03-26 requires servers to accept them; 2025-06-18 removed them.
+    pub fn takes_batches(self) -> bool {
+        matches!(self, Version::V2025_03_26)
+    }
+
     /// Every version served, newest first.
     pub fn supported() -> Vec<&'static str> {
         Version::ALL.iter().map(|v| v.as_str()).collect()
@@ -134,5 +142,6 @@ mod tests {
         );
         assert!(!Version::V2025_03_26.sends_version_header());
         assert!(Version::V2025_06_18.sends_version_header());
+        assert!(Version::V2025_03_26.takes_batches() && !Version::V2025_06_18.takes_batches());
     }
 }
