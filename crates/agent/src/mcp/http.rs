@@ -1,10 +1,12 @@
 //! The Streamable HTTP transport of `/agents/{id}/mcp`, serving both
 //! revisions from one endpoint, chosen by what the client sends.
 //!
-//! - A POST of `initialize` starts a 2025-11-25 session; a request with
-//!   `Mcp-Session-Id` (or `MCP-Protocol-Version: 2025-11-25`) belongs to
-//!   one; GET opens the session's notification stream and DELETE ends the
-//!   session. (2025-11-25 basic/transports, "Session Management".)
+//! - A POST of `initialize` starts a session in the version negotiated
+//!   (2025-11-25, 2025-06-18 or 2025-03-26); a request with
+//!   `Mcp-Session-Id` (or `MCP-Protocol-Version` naming a session version)
+//!   belongs to one; GET opens the session's notification stream and DELETE
+//!   ends the session. (2025-11-25 basic/transports, "Session
+//!   Management".) A 2025-03-26 session also takes JSON-RPC batches.
 //! - A POST with `MCP-Protocol-Version: 2026-07-28` is served statelessly:
 //!   its `_meta` must carry the protocol version and client capabilities,
 //!   and `Mcp-Method` / `Mcp-Name` must match the body, else `400` with
@@ -17,10 +19,9 @@
 //!
 //! Answers are `application/json` unless the client accepts only
 //! `text/event-stream` (then one SSE event); notifications and responses
-//! get `202`. An `Origin` other than the endpoint's own (or one listed in
-//! the `MCP_ALLOWED_ORIGINS` variable) is refused with `403`, as both
-//! revisions ask against DNS rebinding. The caller is checked before any
-//! method (its token may have been revoked since the Worker checked it).
+//! get `202`. Origins, CORS and refused credentials are answered as
+//! `crate::mcp::gate` says; the caller is checked before any method (its
+//! token may have been revoked since the Worker checked it).
 
 use serde_json::{json, Map, Value};
 
