@@ -56,13 +56,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     }
     // The MCP endpoint answers a browser's preflight (which carries no
     // credential) and methods it does not serve before any credential.
-    let mcp = gate::is_endpoint(url.path()).then(|| {
-        let listed = env.var(workspace::ALLOWED_ORIGINS_VAR).ok();
-        Origins::new(
-            url.origin().ascii_serialization(),
-            listed.map(|v| v.to_string()).as_deref(),
-        )
-    });
+    let mcp = gate::is_endpoint(url.path()).then(|| workspace::mcp_origins(&env, &url));
     if let Some(origins) = &mcp {
         let origin = req.headers().get("origin")?;
         match req.method() {

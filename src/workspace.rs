@@ -203,11 +203,7 @@ impl Workspace {
             Method::Delete => HttpMethod::Delete,
             _ => HttpMethod::Post,
         };
-        let listed = self.agent.host().env.var(ALLOWED_ORIGINS_VAR).ok();
-        let origins = Origins::new(
-            url.origin().ascii_serialization(),
-            listed.map(|v| v.to_string()).as_deref(),
-        );
+        let origins = mcp_origins(&self.agent.host().env, &url);
         Ok(McpRequest {
             agent,
             caller: caller_of(&header),
@@ -256,7 +252,15 @@ impl Workspace {
 
 /// Origins besides the endpoint's own that may call the MCP endpoint
 /// (comma-separated), for browser-based clients.
-pub(crate) const ALLOWED_ORIGINS_VAR: &str = "MCP_ALLOWED_ORIGINS";
+const ALLOWED_ORIGINS_VAR: &str = "MCP_ALLOWED_ORIGINS";
+
+/// The origins that may call the MCP endpoint at `url`: its own and those
+/// the variable lists (read by the Worker for preflights and refusals, and
+/// by the agent's object for everything else).
+pub(crate) fn mcp_origins(env: &Env, url: &worker::Url) -> Origins {
+    let listed = env.var(ALLOWED_ORIGINS_VAR).ok().map(|v| v.to_string());
+    Origins::new(url.origin().ascii_serialization(), listed.as_deref())
+}
 
 /// The agent and action a request the Worker forwarded is for.
 fn route(req: &Request) -> std::result::Result<(String, Action), ApiError> {
