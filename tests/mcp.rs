@@ -1,15 +1,19 @@
 //! End-to-end: the MCP server of the real Worker under `wrangler dev`,
 //! driven by the official MCP TypeScript SDK clients (tests/mcp/*.mjs, run
 //! with the Node 22 of node_modules/.bin): v1 (`@modelcontextprotocol/sdk`,
-//! which speaks 2025-11-25) and v2 (`@modelcontextprotocol/client`, which
-//! speaks 2026-07-28). Each lists tools, calls write, read, edit,
+//! which speaks 2025-11-25, and two older releases under npm aliases, whose
+//! newest protocols are 2025-06-18 and 2025-03-26) and v2
+//! (`@modelcontextprotocol/client`, which speaks 2026-07-28). Each lists tools, calls write, read, edit,
 //! apply_patch, grep and bash, reads a detached job's output by offset,
 //! starts a process on the computer (a real container when a Docker engine
 //! runs, else a local process), lists it, follows its output by offset and
 //! stops it, reads a file resource, receives a notification for a write made over
 //! HTTP, and checks that a read-only token sees no write tools and cannot
-//! write. Raw HTTP covers what an SDK never sends: bad input and refused
-//! credentials, and `GET /tools` in every format.
+//! write. Raw HTTP covers what an SDK never sends: bad input, refused
+//! credentials and their challenge, `/.well-known`, other methods, `GET
+//! /tools` in every format; and, on a runtime of its own with the MCP
+//! settings set, keep-alive comments on a quiet stream and a listed page's
+//! CORS preflight and headers.
 
 mod common;
 

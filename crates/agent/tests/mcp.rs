@@ -1,9 +1,11 @@
 //! The MCP server on the fake host (real SQLite): JSON-RPC framing and
-//! errors, both protocol revisions, sessions across restarts, tools shown
-//! and refused by scope, tool failures as `isError` results, calls audited
-//! as their HTTP twins, resources paged and read, change notifications
-//! resumed without loss, and processes on a real `stead-computer` started,
-//! followed, signalled and stopped through the tools.
+//! errors, both protocol shapes and the session versions negotiated (with
+//! 2025-03-26 batches), sessions across restarts, tools shown and refused by
+//! scope, every route error as an `isError` result, refused credentials
+//! with their challenge, CORS headers, calls audited as their HTTP twins,
+//! resources paged and read, change notifications resumed without loss
+//! (between two listens too), and processes on a real `stead-computer`
+//! started, followed, signalled and stopped through the tools.
 
 mod common;
 
