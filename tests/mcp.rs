@@ -683,6 +683,5 @@ fn settings_shorten_the_keep_alive_and_let_a_listed_page_call() {
         (wrong.status, wrong.header("access-control-allow-origin")),
         (401, Some("https://app.test"))
     );
-    drop(agent);
     runtime.stop();
 }
