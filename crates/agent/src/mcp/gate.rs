@@ -26,7 +26,7 @@
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::mcp::http::{McpBody, McpReply};
-use crate::mcp::jsonrpc::{self, RpcError, INVALID_REQUEST};
+use crate::mcp::jsonrpc::{self, RpcError, INTERNAL_ERROR, INVALID_REQUEST};
 use crate::route::{route, Action, Route};
 
 /// The methods the endpoint serves, for `Allow` and preflights.
@@ -159,12 +159,20 @@ pub fn challenge(error: &ApiError, presented: bool) -> String {
 }
 
 /// A refused credential as a JSON-RPC error: `-32600` with the API's error
-/// object as `data`, the challenge attached.
+/// object as `data`, the challenge attached. A check that could not be made
+/// (the service has no `API_TOKEN`, storage failed) is no refusal of the
+/// credential: `-32603`, without a challenge.
 pub fn refusal(error: &ApiError, presented: bool) -> RpcError {
-    RpcError::new(INVALID_REQUEST, error.public_message())
+    let refused = RpcError::new(INVALID_REQUEST, error.public_message())
         .data(error.body())
-        .status(error.status())
-        .challenge(challenge(error, presented))
+        .status(error.status());
+    match error.status() {
+        401 | 403 => refused.challenge(challenge(error, presented)),
+        _ => RpcError {
+            code: INTERNAL_ERROR,
+            ..refused
+        },
+    }
 }
 
 /// The answer to a request whose credential was refused with `error`;
@@ -282,6 +290,13 @@ mod tests {
             "{scope}"
         );
         assert_eq!(self::challenge(&ApiError::Unauthorized, false), "Bearer");
+        let unconfigured: Reply = refused(&ApiError::NotConfigured, true, b"");
+        assert_eq!(unconfigured.status, 503);
+        assert!(header(&unconfigured, "www-authenticate").is_none());
+        let McpBody::Json(body) = &unconfigured.body else {
+            panic!("a JSON body")
+        };
+        assert_eq!(body["error"]["code"], -32603);
         assert_eq!(id("{nope"), Value::Null);
         assert_eq!(id(r#"{"id":{}}"#), Value::Null);
         assert_eq!(id(r#"{"id":7}"#), json!(7));

@@ -137,8 +137,8 @@ impl<S> McpReply<S> {
         }
     }
 
-    /// An API error (refused credential, unknown agent) as the API answers
-    /// it.
+    /// An API error (an unknown agent, a failure of storage) as the API
+    /// answers it.
     fn api(error: &ApiError) -> Self {
         McpReply::new(error.status(), McpBody::Json(error.body()))
     }
@@ -229,6 +229,11 @@ impl<H: Host> Agent<H> {
         }
         if let Err(error) = self.admit(&request.agent, &request.caller, Action::Mcp.policy().access)
         {
+            // Checking can fail for other reasons (storage): only a refusal
+            // is answered as one.
+            if !matches!(error.status(), 401 | 403) {
+                return McpReply::api(&error);
+            }
             // The request's id, from its body if it has one.
             let body = match request.method {
                 HttpMethod::Post => read_body(&mut request.body, gate::ID_PROBE_BYTES)
