@@ -29,14 +29,15 @@ mod workspace;
 use serde_json::json;
 use stead_agent::auth::{self, Caller, Principal};
 use stead_agent::catalog::formats::{render, Format};
+use stead_agent::mcp::gate::{self, Origins};
 use stead_agent::mcp::http::too_large;
 use stead_agent::shares;
 use stead_agent::{Action, ApiError, Route, MAX_JSON_BODY};
 use worker::{
-    event, Context, Env, Headers, Request, RequestInit, RequestRedirect, Response, Result,
+    event, Context, Env, Headers, Method, Request, RequestInit, RequestRedirect, Response, Result,
 };
 
-use workspace::{error_response, json_response};
+use workspace::{error_response, json_response, respond_mcp};
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
@@ -45,6 +46,29 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let route = stead_agent::route(req.method().as_ref(), url.path());
     if let Ok(Route::Health) = route {
         return json_response(200, &json!({ "ok": true }));
+    }
+    // No discovery documents (OAuth metadata and the like) are published,
+    // and saying so needs no credential: an MCP client looking for an
+    // authorization server learns there is none instead of a 401.
+    if url.path().starts_with("/.well-known/") {
+        return error_response(&ApiError::NoRoute {
+            method: req.method().to_string(),
+            path: url.path().to_string(),
+        });
+    }
+    // The MCP endpoint answers a browser's preflight (which carries no
+    // credential) and methods it does not serve before any credential.
+    let mcp = gate::is_endpoint(url.path()).then(|| workspace::mcp_origins(&env, &url));
+    if let Some(origins) = &mcp {
+        let origin = req.headers().get("origin")?;
+        match req.method() {
+            Method::Options => return respond_mcp(origins.preflight(origin.as_deref())),
+            Method::Get | Method::Post | Method::Delete => {}
+            other => {
+                let refused = gate::method_not_allowed(other.as_ref());
+                return respond_mcp(origins.cors(refused, origin.as_deref()));
+            }
+        }
     }
     // Everything else needs a credential, even to learn that a route is
     // wrong; but a hook call carries the hook's own secret, which the agent
@@ -71,7 +95,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
                 Ok(claims) => Some(Principal::Share(claims)),
                 Err(refused) => return error_response(&refused),
             },
-            _ => return error_response(&error),
+            _ => return refuse(req, &error, header.is_some(), mcp.as_ref()).await,
         },
     };
     match route {
@@ -94,7 +118,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(Route::Agent { id, action }) => {
             if let Some(principal) = &principal {
                 if let Err(error) = principal.admit(&id, action.policy().access) {
-                    return error_response(&error);
+                    return refuse(req, &error, true, mcp.as_ref()).await;
                 }
             }
             // Refuse an oversized JSON body here, before it travels on: an
@@ -124,6 +148,31 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Ok(Route::Health) => unreachable!("answered above"),
         Err(error) => error_response(&error),
     }
+}
+
+/// The answer to a refused credential; on the MCP endpoint (`mcp`), as MCP
+/// clients read one: a JSON-RPC error with the request's id (from a small
+/// body) and a `WWW-Authenticate` challenge (`stead_agent::mcp::gate`).
+async fn refuse(
+    mut req: Request,
+    error: &ApiError,
+    presented: bool,
+    mcp: Option<&Origins>,
+) -> Result<Response> {
+    let Some(origins) = mcp else {
+        return error_response(error);
+    };
+    let declared = req.headers().get("content-length")?;
+    let small = declared
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|len| len <= gate::ID_PROBE_BYTES);
+    let body = match small {
+        true => req.bytes().await.unwrap_or_default(),
+        false => Vec::new(),
+    };
+    let origin = req.headers().get("origin")?;
+    let refused = gate::refused(error, presented, &body);
+    respond_mcp(origins.cors(refused, origin.as_deref()))
 }
 
 /// The request as the agent gets it: the caller in headers the Worker sets,

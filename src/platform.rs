@@ -41,6 +41,11 @@ const DEFAULT_DOH_URL: &str = "https://cloudflare-dns.com/dns-query";
 /// core's default.
 const JOB_SLICE_VAR: &str = "JOB_SLICE_MS";
 
+/// How long an MCP event stream may be quiet before it gets a keep-alive
+/// comment (milliseconds); unset: `stead_agent::mcp::sse::DEFAULT_KEEP_ALIVE_MS`.
+/// Tests shorten it.
+const KEEP_ALIVE_VAR: &str = "MCP_KEEPALIVE_MS";
+
 /// Set to `true` in `.dev.vars` only: marks a local development runtime.
 const LOCAL_DEVELOPMENT_VAR: &str = "STEAD_LOCAL_DEVELOPMENT";
 
@@ -129,10 +134,18 @@ impl Host for WorkerHost {
 
     fn open_stream(&self, state: ListenState) -> WorkerStream {
         let (sender, receiver) = mpsc::unbounded();
+        let keep_alive_ms = self
+            .env
+            .var(KEEP_ALIVE_VAR)
+            .ok()
+            .and_then(|v| v.to_string().trim().parse().ok())
+            .filter(|ms| *ms > 0)
+            .unwrap_or(stead_agent::mcp::sse::DEFAULT_KEEP_ALIVE_MS);
         let stream = WorkerStream(Rc::new(StreamHandle {
             sender,
             receiver: RefCell::new(Some(receiver)),
             state: RefCell::new(state),
+            keep_alive: Duration::from_millis(keep_alive_ms),
         }));
         self.streams.borrow_mut().push(stream.clone());
         stream
@@ -327,12 +340,21 @@ pub(crate) struct StreamHandle {
     /// Taken once, for the response.
     receiver: RefCell<Option<mpsc::UnboundedReceiver<Vec<u8>>>>,
     state: RefCell<ListenState>,
+    /// How long the body may be quiet before a keep-alive comment.
+    keep_alive: Duration,
 }
 
 impl WorkerStream {
-    /// The response body (once).
-    pub(crate) fn body(&self) -> Option<mpsc::UnboundedReceiver<Vec<u8>>> {
-        self.0.receiver.borrow_mut().take()
+    /// The response body (once), with keep-alive comments when it is quiet
+    /// (`stead_agent::mcp::sse::with_keep_alive`: the timer lives only as
+    /// long as the body is read).
+    pub(crate) fn body(&self) -> Option<impl futures::Stream<Item = Vec<u8>>> {
+        let receiver = self.0.receiver.borrow_mut().take()?;
+        let interval = self.0.keep_alive;
+        Some(stead_agent::mcp::sse::with_keep_alive(
+            receiver,
+            move || worker::Delay::from(interval),
+        ))
     }
 }
 

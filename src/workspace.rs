@@ -9,6 +9,7 @@
 use futures::StreamExt;
 use stead_agent::auth::{self, Caller};
 use stead_agent::dispatch;
+use stead_agent::mcp::gate::Origins;
 use stead_agent::mcp::http::{HttpMethod, McpBody, McpHeaders, McpReply, McpRequest};
 use stead_agent::ports::{self, Forward};
 use stead_agent::protocol::{PING, PONG};
@@ -202,24 +203,13 @@ impl Workspace {
             Method::Delete => HttpMethod::Delete,
             _ => HttpMethod::Post,
         };
-        let allowed_origins = self
-            .agent
-            .host()
-            .env
-            .var(ALLOWED_ORIGINS_VAR)
-            .map(|v| v.to_string())
-            .unwrap_or_default()
-            .split(',')
-            .map(|origin| origin.trim().to_string())
-            .filter(|origin| !origin.is_empty())
-            .collect();
+        let origins = mcp_origins(&self.agent.host().env, &url);
         Ok(McpRequest {
             agent,
             caller: caller_of(&header),
             method,
             headers: McpHeaders::read(header),
-            origin: url.origin().ascii_serialization(),
-            allowed_origins,
+            origins,
             body: RequestBody::new(req)?,
         })
     }
@@ -264,6 +254,14 @@ impl Workspace {
 /// (comma-separated), for browser-based clients.
 const ALLOWED_ORIGINS_VAR: &str = "MCP_ALLOWED_ORIGINS";
 
+/// The origins that may call the MCP endpoint at `url`: its own and those
+/// the variable lists (read by the Worker for preflights and refusals, and
+/// by the agent's object for everything else).
+pub(crate) fn mcp_origins(env: &Env, url: &worker::Url) -> Origins {
+    let listed = env.var(ALLOWED_ORIGINS_VAR).ok().map(|v| v.to_string());
+    Origins::new(url.origin().ascii_serialization(), listed.as_deref())
+}
+
 /// The agent and action a request the Worker forwarded is for.
 fn route(req: &Request) -> std::result::Result<(String, Action), ApiError> {
     let url = req
@@ -287,7 +285,7 @@ fn caller_of(header: &impl Fn(&str) -> Option<String>) -> Caller {
 
 /// Encodes the MCP endpoint's reply; an event stream's body is the channel
 /// the agent keeps writing to.
-fn respond_mcp(reply: McpReply<WorkerStream>) -> Result<Response> {
+pub(crate) fn respond_mcp(reply: McpReply<WorkerStream>) -> Result<Response> {
     let McpReply {
         status,
         headers: extra,

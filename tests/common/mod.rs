@@ -300,7 +300,18 @@ pub fn bearer() -> String {
 /// added unless `headers` set it or `Transfer-Encoding` (then `body` must
 /// already be encoded).
 pub fn raw(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
-    let host = base().trim_start_matches("http://");
+    raw_at(base(), method, target, headers, body)
+}
+
+/// [`raw`] to the runtime at `base` (one a test started itself).
+pub fn raw_at(
+    base: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    let host = base.trim_start_matches("http://");
     let mut stream = TcpStream::connect(host).expect("connect");
     // A server that never answers fails the test instead of hanging it.
     stream

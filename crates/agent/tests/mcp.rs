@@ -1,15 +1,18 @@
 //! The MCP server on the fake host (real SQLite): JSON-RPC framing and
-//! errors, both protocol revisions, sessions across restarts, tools shown
-//! and refused by scope, tool failures as `isError` results, calls audited
-//! as their HTTP twins, resources paged and read, change notifications
-//! resumed without loss, and processes on a real `stead-computer` started,
-//! followed, signalled and stopped through the tools.
+//! errors, both protocol shapes and the session versions negotiated (with
+//! 2025-03-26 batches), sessions across restarts, tools shown and refused by
+//! scope, every route error as an `isError` result, refused credentials
+//! with their challenge, CORS headers, calls audited as their HTTP twins,
+//! resources paged and read, change notifications resumed without loss
+//! (between two listens too), and processes on a real `stead-computer`
+//! started, followed, signalled and stopped through the tools.
 
 mod common;
 
 use common::*;
 use serde_json::{json, Value};
 use stead_agent::auth::{Caller, Scope};
+use stead_agent::mcp::gate::Origins;
 use stead_agent::mcp::http::{HttpMethod, McpBody, McpHeaders, McpReply, McpRequest};
 use stead_agent::{Action, Agent, Bytes, Tool};
 
@@ -68,8 +71,7 @@ fn send(
         caller: caller.clone(),
         method,
         headers,
-        origin: ORIGIN.into(),
-        allowed_origins: vec!["https://app.example".into()],
+        origins: Origins::new(ORIGIN, Some("https://app.example")),
         body: Bytes(body),
     };
     let McpReply {
@@ -227,6 +229,15 @@ fn setup() -> Agent<FakeHost> {
     agent
 }
 
+/// The id of the request in `body` when it is a valid one, else `null`.
+fn jsonrpc_id(body: &str) -> Value {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("id").cloned())
+        .filter(|id| id.is_string() || id.is_i64())
+        .unwrap_or(Value::Null)
+}
+
 #[test]
 fn malformed_messages_get_json_rpc_errors_and_http_statuses() {
     let agent = setup();
@@ -250,7 +261,20 @@ fn malformed_messages_get_json_rpc_errors_and_http_statuses() {
         let answer = raw(&agent, json_headers(), body);
         assert_eq!((answer.status, answer.code()), (status, code), "{body}");
         assert_eq!(answer.json()["jsonrpc"], "2.0");
+        // JSON-RPC 2.0: an error carries the request's id, "id": null when
+        // it could not be read.
+        let id = jsonrpc_id(body);
+        assert_eq!(answer.json().get("id"), Some(&id), "{body}");
     }
+    let bad_id = raw(
+        &agent,
+        json_headers(),
+        r#"{"jsonrpc":"2.0","id":{"n":1},"method":"tools/list"}"#,
+    );
+    assert_eq!(
+        bad_id.json()["error"]["message"],
+        "Invalid Request: id must be a string or an integer, got an object"
+    );
     let wrong_type = McpHeaders {
         content_type: Some("text/plain".into()),
         ..json_headers()
@@ -278,11 +302,25 @@ fn malformed_messages_get_json_rpc_errors_and_http_statuses() {
         .as_str()
         .unwrap()
         .contains("evil.example"));
+    assert_eq!(answer.header("access-control-allow-origin"), None);
     let listed = McpHeaders {
         origin: Some("https://app.example".into()),
         ..json_headers()
     };
-    assert_ne!(raw(&agent, listed, "{}").status, 403);
+    let answer = raw(&agent, listed, "{}");
+    assert_ne!(answer.status, 403);
+    // An allowed page can read every answer, errors included.
+    assert_eq!(
+        (
+            answer.header("access-control-allow-origin"),
+            answer.header("vary")
+        ),
+        (Some("https://app.example"), Some("Origin"))
+    );
+    assert!(answer
+        .header("access-control-expose-headers")
+        .unwrap()
+        .contains("Mcp-Session-Id"));
 }
 
 #[test]
@@ -290,7 +328,10 @@ fn the_stateless_revision_checks_meta_and_headers() {
     let agent = setup();
     let discover = modern(&agent, &Caller::Admin, 1, "server/discover", json!({}));
     let result = discover.result();
-    assert_eq!(result["supportedVersions"], json!([MODERN, LEGACY]));
+    assert_eq!(
+        result["supportedVersions"],
+        json!([MODERN, LEGACY, "2025-06-18", "2025-03-26"])
+    );
     assert_eq!(result["resultType"], "complete");
     assert_eq!(
         result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
@@ -358,7 +399,7 @@ fn the_stateless_revision_checks_meta_and_headers() {
     assert_eq!((answer.status, answer.code()), (400, -32022));
     assert_eq!(
         answer.json()["error"]["data"],
-        json!({ "supported": [MODERN, LEGACY], "requested": "1900-01-01" })
+        json!({ "supported": [MODERN, LEGACY, "2025-06-18", "2025-03-26"], "requested": "1900-01-01" })
     );
     // _meta says modern, but no version header: the header is required.
     let answer = raw(&agent, json_headers(), &body(full));
@@ -498,6 +539,69 @@ fn sessions_of_the_previous_revision_survive_a_restart_and_are_their_creators() 
         legacy(&restarted, &alice, &session, "tools/list", json!({})).status,
         404
     );
+}
+
+/// `initialize` asking for `version`; the answer.
+fn initialize_as(agent: &Agent<FakeHost>, version: &str) -> Answer {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": { "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } },
+    });
+    send(
+        agent,
+        &Caller::Admin,
+        HttpMethod::Post,
+        json_headers(),
+        body.to_string().into_bytes(),
+    )
+}
+
+#[test]
+fn initialize_echoes_each_session_version_served_and_keeps_its_header_rules() {
+    let agent = setup();
+    // A version served with sessions is echoed; any other gets the newest.
+    for (asked, answered) in [
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        (LEGACY, LEGACY),
+        ("2024-11-05", LEGACY),
+        (MODERN, LEGACY),
+    ] {
+        let answer = initialize_as(&agent, asked);
+        assert_eq!(answer.status, 200, "{asked}");
+        assert_eq!(answer.result()["protocolVersion"], answered, "{asked}");
+    }
+    let in_session = |session: &str, header: Option<&str>| {
+        let headers = McpHeaders {
+            protocol_version: header.map(str::to_string),
+            session_id: Some(session.to_string()),
+            ..json_headers()
+        };
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" });
+        send(
+            &agent,
+            &Caller::Admin,
+            HttpMethod::Post,
+            headers,
+            body.to_string().into_bytes(),
+        )
+    };
+    for version in ["2025-03-26", "2025-06-18"] {
+        let session = initialize_as(&agent, version);
+        let session = session.header("mcp-session-id").unwrap().to_string();
+        // Its own version in the header, or none (a 2025-03-26 client
+        // sends none; the session says which version it speaks).
+        for header in [Some(version), None] {
+            let answer = in_session(&session, header);
+            assert_eq!(answer.status, 200, "{version} {header:?}");
+            assert!(tool_names(answer.result()).contains(&"read".to_string()));
+        }
+        // Another version served is not this session's; one not served is
+        // unsupported.
+        assert_eq!(in_session(&session, Some(LEGACY)).status, 400);
+        let unsupported = in_session(&session, Some("2024-11-05"));
+        assert_eq!((unsupported.status, unsupported.code()), (400, -32022));
+    }
 }
 
 #[test]
@@ -805,6 +909,64 @@ fn bad_calls_name_the_problem_and_change_nothing() {
 }
 
 #[test]
+fn every_error_of_the_dispatched_route_is_a_tool_result_the_model_reads() {
+    let agent = setup();
+    // A quota refusal is a 507 of the route: still the tool's result, with
+    // its code and message in the text a model sees.
+    ok(
+        &agent,
+        "a",
+        Action::SettingsPut,
+        r#"{"quotas":{"max_file_bytes":4}}"#,
+    );
+    for revision in [MODERN, LEGACY] {
+        let arguments = json!({ "path": "/big.txt", "content": "too big for the quota" });
+        let result = match revision {
+            MODERN => call_tool(&agent, &Caller::Admin, "write", arguments),
+            _ => {
+                let session = initialize(&agent, &Caller::Admin);
+                let answer = legacy(
+                    &agent,
+                    &Caller::Admin,
+                    &session,
+                    "tools/call",
+                    json!({ "name": "write", "arguments": arguments }),
+                );
+                assert_eq!(answer.status, 200);
+                answer.result().clone()
+            }
+        };
+        assert_eq!(result["isError"], true, "{revision}: {result}");
+        let error = &result["structuredContent"]["error"];
+        assert_eq!(error["code"], "EFBIG", "{revision}: {result}");
+        let text: Value =
+            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text["error"]["code"], "EFBIG");
+        assert!(text["error"]["message"].as_str().unwrap().len() > 5);
+    }
+    ok(
+        &agent,
+        "a",
+        Action::SettingsPut,
+        r#"{"quotas":{"max_stored_bytes":8}}"#,
+    );
+    let full = call_tool(
+        &agent,
+        &Caller::Admin,
+        "write",
+        json!({ "path": "/full.txt", "content": "more than eight bytes" }),
+    );
+    assert_eq!(
+        (
+            &full["isError"],
+            &full["structuredContent"]["error"]["code"]
+        ),
+        (&json!(true), &json!("ENOSPC")),
+        "a 5xx of the route is the tool's result too: {full}"
+    );
+}
+
+#[test]
 fn a_revoked_or_foreign_credential_is_refused_before_any_method() {
     let agent = setup();
     let holder = token("t1", &[Scope::Read, Scope::Write]);
@@ -815,9 +977,34 @@ fn a_revoked_or_foreign_credential_is_refused_before_any_method() {
     ok(&agent, "a", Action::RevokeToken, r#"{"id":"t1"}"#);
     let refused = modern(&agent, &holder, 2, "tools/list", json!({}));
     assert_eq!(refused.status, 401);
-    assert_eq!(refused.json()["error"]["code"], "TOKEN_REVOKED");
+    // A JSON-RPC error for the request, the API's error as its data, and a
+    // Bearer challenge naming the problem (RFC 6750).
+    assert_eq!(refused.json()["id"], 2);
+    assert_eq!(refused.code(), -32600);
+    assert_eq!(
+        refused.json()["error"]["data"]["error"]["code"],
+        "TOKEN_REVOKED"
+    );
+    let challenge = refused.header("www-authenticate").unwrap();
+    assert!(
+        challenge.starts_with("Bearer error=\"invalid_token\", error_description=\""),
+        "{challenge}"
+    );
     let anonymous = modern(&agent, &Caller::Anonymous, 3, "tools/list", json!({}));
     assert_eq!(anonymous.status, 401);
+    assert_eq!(anonymous.header("www-authenticate"), Some("Bearer"));
+    // A missing scope is a 403 with insufficient_scope.
+    let writer = token("t2", &[Scope::Write]);
+    let session = initialize(&agent, &writer);
+    let resources = legacy(&agent, &writer, &session, "resources/list", json!({}));
+    assert_eq!(
+        (resources.status, resources.json()["id"].as_str()),
+        (403, Some("x"))
+    );
+    assert!(resources
+        .header("www-authenticate")
+        .unwrap()
+        .starts_with("Bearer error=\"insufficient_scope\""));
     // An agent that does not exist.
     let fresh = stead_agent::Agent::new(FakeHost::new(FaultySql::new()));
     let answer = modern(&fresh, &Caller::Admin, 4, "tools/list", json!({}));
@@ -1160,6 +1347,74 @@ fn subscriptions_listen_acknowledges_then_streams_and_resumes_from_a_cursor() {
         .status,
         406
     );
+}
+
+/// A 2026-07-28 `subscriptions/listen` for `filter`, with request id `id`.
+fn listen(agent: &Agent<FakeHost>, caller: &Caller, id: i64, filter: Value) -> FakeStream {
+    let opened = modern(
+        agent,
+        caller,
+        id,
+        "subscriptions/listen",
+        json!({ "notifications": filter }),
+    );
+    assert_eq!(opened.status, 200, "{:?}", opened.json);
+    opened.stream.expect("a stream")
+}
+
+/// The URIs of the `resources/updated` notifications among `events`.
+fn updated(events: &[(Option<String>, Value)]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|(_, m)| m["method"] == "notifications/resources/updated")
+        .map(|(_, m)| m["params"]["uri"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_change_made_between_two_listens_reaches_the_client() {
+    let agent = setup();
+    let filter = json!({ "resourceSubscriptions": ["file:///src/"] });
+    // A first listener starts from now: nothing from before.
+    write(&agent, "/src/old.rs", "0");
+    let first = listen(&agent, &Caller::Admin, 1, filter.clone());
+    assert_eq!(updated(&first.events()), Vec::<String>::new());
+    write(&agent, "/src/a.rs", "1");
+    assert_eq!(updated(&first.events()), ["file:///src/a.rs"]);
+    write(&agent, "/src/b.rs", "2");
+    assert_eq!(updated(&first.events()), ["file:///src/b.rs"]);
+    // The stream dies; a change is made; the client listens again, as SDK
+    // clients do, without any cursor of ours.
+    first.disconnect();
+    write(&agent, "/src/c.rs", "3");
+    let second = listen(&agent, &Caller::Admin, 2, filter.clone());
+    let got = updated(&second.events());
+    assert!(
+        got.ends_with(&["file:///src/c.rs".to_string()]),
+        "the change made in between arrives: {got:?}"
+    );
+    // At most the last push is repeated (it may have been lost in flight);
+    // nothing older.
+    assert!(
+        !got.contains(&"file:///src/a.rs".to_string()) && got.len() <= 2,
+        "{got:?}"
+    );
+    // The same filter in another order is the same listener; another
+    // filter, or another credential, starts from now.
+    second.disconnect();
+    write(&agent, "/src/d.rs", "4");
+    let reordered = json!({ "resourceSubscriptions": ["file:///src/", "file:///src/"] });
+    let third = listen(&agent, &Caller::Admin, 3, reordered);
+    assert!(updated(&third.events()).contains(&"file:///src/d.rs".to_string()));
+    let other = token("other", &[Scope::Read]);
+    let stranger = listen(&agent, &other, 4, filter.clone());
+    assert_eq!(updated(&stranger.events()), Vec::<String>::new());
+    // A listener unseen for longer than an hour starts from now.
+    third.disconnect();
+    write(&agent, "/src/e.rs", "5");
+    agent.host().advance(61 * 60 * 1000);
+    let late = listen(&agent, &Caller::Admin, 5, filter);
+    assert_eq!(updated(&late.events()), Vec::<String>::new());
 }
 
 #[test]
@@ -1514,4 +1769,65 @@ fn a_port_is_shared_through_the_tool() {
         Some(1),
         "the refused calls made no link"
     );
+}
+
+#[test]
+fn a_2025_03_26_session_takes_batches_and_later_ones_do_not() {
+    let agent = setup();
+    let post = |session: &str, body: &str| {
+        let headers = McpHeaders {
+            session_id: Some(session.to_string()),
+            ..json_headers()
+        };
+        send(
+            &agent,
+            &Caller::Admin,
+            HttpMethod::Post,
+            headers,
+            body.as_bytes().to_vec(),
+        )
+    };
+    let session = initialize_as(&agent, "2025-03-26");
+    let session = session.header("mcp-session-id").unwrap().to_string();
+    let batch = post(
+        &session,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},
+            {"jsonrpc":"2.0","method":"notifications/initialized"},
+            {"jsonrpc":"2.0","id":"t","method":"tools/call","params":{"name":"read","arguments":{"path":"/none"}}},
+            {"jsonrpc":"2.0","id":3,"method":"initialize","params":{}},
+            {"jsonrpc":"2.0","id":4,"method":"nope"},
+            7]"#,
+    );
+    assert_eq!(batch.status, 200);
+    let responses = batch.json().as_array().unwrap().clone();
+    let ids: Vec<&Value> = responses.iter().map(|r| &r["id"]).collect();
+    assert_eq!(
+        ids,
+        [&json!(1), &json!("t"), &json!(3), &json!(4), &Value::Null]
+    );
+    assert_eq!(responses[0]["result"], json!({}));
+    assert_eq!(responses[1]["result"]["isError"], true);
+    assert_eq!(
+        responses[2]["error"]["code"], -32600,
+        "initialize is not batched"
+    );
+    assert_eq!(responses[3]["error"]["code"], -32601);
+    assert_eq!(responses[4]["error"]["code"], -32600);
+    // Only notifications: accepted, nothing to answer.
+    let notes = post(
+        &session,
+        r#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#,
+    );
+    assert_eq!(notes.status, 202);
+    let empty = post(&session, "[]");
+    assert_eq!((empty.status, empty.code()), (400, -32600));
+    // 2025-06-18 removed batches.
+    let later = initialize_as(&agent, "2025-06-18");
+    let later = later.header("mcp-session-id").unwrap().to_string();
+    let refused = post(&later, r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+    assert_eq!((refused.status, refused.code()), (400, -32600));
+    assert!(refused.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("2025-03-26"));
 }

@@ -1,10 +1,12 @@
 //! The Streamable HTTP transport of `/agents/{id}/mcp`, serving both
 //! revisions from one endpoint, chosen by what the client sends.
 //!
-//! - A POST of `initialize` starts a 2025-11-25 session; a request with
-//!   `Mcp-Session-Id` (or `MCP-Protocol-Version: 2025-11-25`) belongs to
-//!   one; GET opens the session's notification stream and DELETE ends the
-//!   session. (2025-11-25 basic/transports, "Session Management".)
+//! - A POST of `initialize` starts a session in the version negotiated
+//!   (2025-11-25, 2025-06-18 or 2025-03-26); a request with
+//!   `Mcp-Session-Id` (or `MCP-Protocol-Version` naming a session version)
+//!   belongs to one; GET opens the session's notification stream and DELETE
+//!   ends the session. (2025-11-25 basic/transports, "Session
+//!   Management".) A 2025-03-26 session also takes JSON-RPC batches.
 //! - A POST with `MCP-Protocol-Version: 2026-07-28` is served statelessly:
 //!   its `_meta` must carry the protocol version and client capabilities,
 //!   and `Mcp-Method` / `Mcp-Name` must match the body, else `400` with
@@ -17,10 +19,9 @@
 //!
 //! Answers are `application/json` unless the client accepts only
 //! `text/event-stream` (then one SSE event); notifications and responses
-//! get `202`. An `Origin` other than the endpoint's own (or one listed in
-//! the `MCP_ALLOWED_ORIGINS` variable) is refused with `403`, as both
-//! revisions ask against DNS rebinding. The caller is checked before any
-//! method (its token may have been revoked since the Worker checked it).
+//! get `202`. Origins, CORS and refused credentials are answered as
+//! `crate::mcp::gate` says; the caller is checked before any method (its
+//! token may have been revoked since the Worker checked it).
 
 use serde_json::{json, Map, Value};
 
@@ -29,14 +30,18 @@ use crate::auth::{Caller, Scope};
 use crate::dispatch::{read_body, Body};
 use crate::error::ApiError;
 use crate::host::{EventStream, Host};
+use crate::mcp::gate::{self, Origins};
 use crate::mcp::jsonrpc::{
     self, Id, Message, RpcError, HEADER_MISMATCH, INVALID_REQUEST, METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::mcp::listen::{Channel, Cursor, ListenState};
 use crate::mcp::notify::catch_up;
-use crate::mcp::revision::{Revision, CLIENT_CAPABILITIES_KEY, CURSOR_KEY, PROTOCOL_VERSION_KEY};
-use crate::mcp::server::{capabilities, refusal, server_info, Call, INSTRUCTIONS};
+use crate::mcp::resume::{Listener, Positions};
+use crate::mcp::revision::{
+    Revision, Version, CLIENT_CAPABILITIES_KEY, CURSOR_KEY, PROTOCOL_VERSION_KEY,
+};
+use crate::mcp::server::{capabilities, server_info, Call, INSTRUCTIONS};
 use crate::mcp::session::{Session, Sessions};
 use crate::mcp::sse;
 use crate::policy::Access;
@@ -86,10 +91,9 @@ pub struct McpRequest<B> {
     pub caller: Caller,
     pub method: HttpMethod,
     pub headers: McpHeaders,
-    /// The endpoint's own origin (`https://host[:port]`).
-    pub origin: String,
-    /// Other origins allowed to call (`MCP_ALLOWED_ORIGINS`).
-    pub allowed_origins: Vec<String>,
+    /// The origins that may call: the endpoint's own and those of
+    /// `MCP_ALLOWED_ORIGINS`.
+    pub origins: Origins,
     pub body: B,
 }
 
@@ -111,7 +115,7 @@ pub struct McpReply<S> {
 }
 
 impl<S> McpReply<S> {
-    fn new(status: u16, body: McpBody<S>) -> Self {
+    pub(crate) fn new(status: u16, body: McpBody<S>) -> Self {
         McpReply {
             status,
             headers: Vec::new(),
@@ -119,18 +123,22 @@ impl<S> McpReply<S> {
         }
     }
 
-    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+    pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
         self
     }
 
-    /// A JSON-RPC error as the whole answer.
-    fn error(error: &RpcError, id: Option<&Id>) -> Self {
-        McpReply::new(error.status, McpBody::Json(error.to_response(id)))
+    /// A JSON-RPC error as the whole answer (with its challenge, if any).
+    pub(crate) fn error(error: &RpcError, id: Option<&Id>) -> Self {
+        let reply = McpReply::new(error.status, McpBody::Json(error.to_response(id)));
+        match &error.challenge {
+            Some(challenge) => reply.header("www-authenticate", challenge.as_ref()),
+            None => reply,
+        }
     }
 
-    /// An API error (refused credential, unknown agent) as the API answers
-    /// it.
+    /// An API error (an unknown agent, a failure of storage) as the API
+    /// answers it.
     fn api(error: &ApiError) -> Self {
         McpReply::new(error.status(), McpBody::Json(error.body()))
     }
@@ -207,31 +215,41 @@ fn decode_header_value(value: &str) -> Option<String> {
 }
 
 impl<H: Host> Agent<H> {
-    /// Serves one HTTP request to the MCP endpoint.
+    /// Serves one HTTP request to the MCP endpoint, with the CORS headers
+    /// of an allowed page's origin.
     pub async fn mcp<B: Body>(&self, mut request: McpRequest<B>) -> McpReply<H::Stream> {
-        if let Some(origin) = &request.headers.origin {
-            let allowed =
-                origin == &request.origin || request.allowed_origins.iter().any(|o| o == origin);
-            if !allowed {
-                let error = RpcError::new(
-                    INVALID_REQUEST,
-                    format!("Forbidden: origin {origin} may not call this server"),
-                )
-                .status(403);
-                return McpReply::error(&error, None);
-            }
+        let origin = request.headers.origin.clone();
+        let reply = self.mcp_serve(&mut request).await;
+        request.origins.cors(reply, origin.as_deref())
+    }
+
+    async fn mcp_serve<B: Body>(&self, request: &mut McpRequest<B>) -> McpReply<H::Stream> {
+        if let Some(refused) = request.origins.refusal(request.headers.origin.as_deref()) {
+            return refused;
         }
         if let Err(error) = self.admit(&request.agent, &request.caller, Action::Mcp.policy().access)
         {
-            return McpReply::api(&error);
+            // Checking can fail for other reasons (storage): only a refusal
+            // is answered as one.
+            if !matches!(error.status(), 401 | 403) {
+                return McpReply::api(&error);
+            }
+            // The request's id, from its body if it has one.
+            let body = match request.method {
+                HttpMethod::Post => read_body(&mut request.body, gate::ID_PROBE_BYTES)
+                    .await
+                    .unwrap_or_default(),
+                HttpMethod::Get | HttpMethod::Delete => Vec::new(),
+            };
+            return gate::refused(&error, gate::presented(&request.caller), &body);
         }
         if let Err(error) = self.open(Some(&request.agent), false) {
             return McpReply::api(&error);
         }
         match request.method {
-            HttpMethod::Post => self.mcp_post(&mut request).await,
-            HttpMethod::Get => self.mcp_get(&request),
-            HttpMethod::Delete => self.mcp_delete(&request),
+            HttpMethod::Post => self.mcp_post(request).await,
+            HttpMethod::Get => self.mcp_get(request),
+            HttpMethod::Delete => self.mcp_delete(request),
         }
     }
 
@@ -266,7 +284,17 @@ impl<H: Host> Agent<H> {
             }
             Err(error) => return McpReply::api(&error),
         };
-        let message = match jsonrpc::parse(&body) {
+        let value = match jsonrpc::read(&body) {
+            Ok(value) => value,
+            Err(error) => return McpReply::error(&error, None),
+        };
+        let value = match value {
+            Value::Array(batch) if headers.session_id.is_some() => {
+                return self.mcp_batch(request, batch, accepts).await
+            }
+            value => value,
+        };
+        let message = match jsonrpc::message(value) {
             Ok(message) => message,
             Err((id, error)) => return McpReply::error(&error, id.as_ref()),
         };
@@ -313,7 +341,7 @@ impl<H: Host> Agent<H> {
                     revision,
                     agent: &request.agent,
                     caller: &request.caller,
-                    origin: &request.origin,
+                    origin: request.origins.own(),
                     session: Some(&session),
                 };
                 self.mcp_method(&call, &method, &params).await
@@ -329,7 +357,7 @@ impl<H: Host> Agent<H> {
                     revision,
                     agent: &request.agent,
                     caller: &request.caller,
-                    origin: &request.origin,
+                    origin: request.origins.own(),
                     session: None,
                 };
                 self.mcp_method(&call, &method, &params).await
@@ -353,6 +381,66 @@ impl<H: Host> Agent<H> {
         }
     }
 
+    /// A JSON-RPC batch in a session: served element by element when the
+    /// session speaks 2025-03-26, which requires it ("MUST support
+    /// receiving JSON-RPC batches"); refused in a later one. The answer is
+    /// the array of the requests' responses (`202` when it held only
+    /// notifications and responses); `initialize` may not be in one.
+    async fn mcp_batch<B>(
+        &self,
+        request: &McpRequest<B>,
+        batch: Vec<Value>,
+        accepts: Accepts,
+    ) -> McpReply<H::Stream> {
+        let session = match self.session_of(request) {
+            Ok(session) => session,
+            Err(reply) => return reply,
+        };
+        let refused = match batch.is_empty() {
+            _ if !session.protocol.takes_batches() => Some(jsonrpc::NO_BATCHES),
+            true => Some("Invalid Request: an empty batch"),
+            false => None,
+        };
+        if let Some(message) = refused {
+            return McpReply::error(&RpcError::invalid_request(message), None);
+        }
+        let call = Call {
+            revision: Revision::Sessions,
+            agent: &request.agent,
+            caller: &request.caller,
+            origin: request.origins.own(),
+            session: Some(&session),
+        };
+        let mut responses = Vec::new();
+        for item in batch {
+            match jsonrpc::message(item) {
+                Ok(Message::Request { id, method, .. }) if method == "initialize" => {
+                    let error = RpcError::invalid_request(
+                        "Invalid Request: initialize may not be part of a batch",
+                    );
+                    responses.push(error.to_response(Some(&id)));
+                }
+                Ok(Message::Request { id, method, params }) => {
+                    responses.push(match self.mcp_method(&call, &method, &params).await {
+                        Ok(result) => jsonrpc::result_response(&id, result),
+                        Err(error) => error.to_response(Some(&id)),
+                    });
+                }
+                Ok(Message::Notification { .. } | Message::Response) => {}
+                Err((id, error)) => responses.push(error.to_response(id.as_ref())),
+            }
+        }
+        if responses.is_empty() {
+            return McpReply::new(202, McpBody::Empty);
+        }
+        if accepts.json {
+            McpReply::new(200, McpBody::Json(Value::Array(responses)))
+        } else {
+            let events = responses.iter().map(|r| sse::event(None, r)).collect();
+            stream_headers(McpReply::new(200, McpBody::Events(events)))
+        }
+    }
+
     /// Which revision a POST speaks.
     fn revision_of(&self, headers: &McpHeaders, message: &Message) -> Result<Revision, RpcError> {
         if let Message::Request { method, .. } = message {
@@ -361,7 +449,9 @@ impl<H: Host> Agent<H> {
             }
         }
         match headers.protocol_version.as_deref() {
-            Some(version) => Revision::from_version(version).ok_or_else(|| unsupported(version)),
+            Some(version) => Version::parse(version)
+                .map(Version::revision)
+                .ok_or_else(|| unsupported(version)),
             None if headers.session_id.is_some() => Ok(Revision::Sessions),
             None => {
                 let declares_modern = match message {
@@ -405,11 +495,14 @@ impl<H: Host> Agent<H> {
                 RpcError::new(INVALID_REQUEST, "Session not found; initialize again").status(404);
             return Err(McpReply::error(&error, None));
         };
+        // Without the header the session's version holds: a 2025-03-26
+        // client never sends it, and the spec's fallback ("assume
+        // 2025-03-26") is for a server with no other way to know.
         if let Some(version) = request.headers.protocol_version.as_deref() {
-            if version != session.protocol {
+            if Version::parse(version) != Some(session.protocol) {
                 let error = RpcError::invalid_request(format!(
                     "Bad Request: MCP-Protocol-Version {version} is not the session's {}",
-                    session.protocol
+                    session.protocol.as_str()
                 ));
                 return Err(McpReply::error(&error, None));
             }
@@ -425,9 +518,7 @@ impl<H: Host> Agent<H> {
         params: &Map<String, Value>,
         accepts: Accepts,
     ) -> McpReply<H::Stream> {
-        // The version asked for if served with sessions, else ours (the
-        // client then decides whether it can speak it).
-        let version = Revision::Sessions.version();
+        let version = Version::negotiate(params.get("protocolVersion").and_then(Value::as_str));
         let client = params.get("clientInfo").cloned().unwrap_or(Value::Null);
         let session_id = match self.host.random_hex(32) {
             Ok(session_id) => session_id,
@@ -439,7 +530,7 @@ impl<H: Host> Agent<H> {
             return McpReply::api(&error);
         }
         let result = json!({
-            "protocolVersion": version,
+            "protocolVersion": version.as_str(),
             "capabilities": capabilities(),
             "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,
@@ -456,7 +547,7 @@ impl<H: Host> Agent<H> {
                 "Method Not Allowed: 2026-07-28 has no GET stream; use subscriptions/listen",
             )
             .status(405);
-            return McpReply::error(&error, None).header("allow", "POST");
+            return McpReply::error(&error, None).header("allow", "POST, OPTIONS");
         }
         if !Accepts::of(request.headers.accept.as_deref()).events {
             let error =
@@ -464,7 +555,8 @@ impl<H: Host> Agent<H> {
             return McpReply::error(&error, None);
         }
         if let Err(error) = Access::Scope(Scope::Read).admits(&request.caller) {
-            return McpReply::error(&refusal(&error), None);
+            let refusal = gate::refusal(&error, gate::presented(&request.caller));
+            return McpReply::error(&refusal, None);
         }
         let session = match self.session_of(request) {
             Ok(session) => session,
@@ -534,7 +626,8 @@ impl<H: Host> Agent<H> {
         let list_changed = filter.get("resourcesListChanged") == Some(&json!(true));
         if wants_resources || list_changed {
             if let Err(error) = Access::Scope(Scope::Read).admits(&request.caller) {
-                return McpReply::error(&refusal(&error), Some(id));
+                let refusal = gate::refusal(&error, gate::presented(&request.caller));
+                return McpReply::error(&refusal, Some(id));
             }
         }
         let mut paths = Vec::new();
@@ -564,10 +657,13 @@ impl<H: Host> Agent<H> {
                 }
             }
         }
+        let listener = Listener::new(request.caller.actor(), &paths, list_changed);
+        let positions = Positions::new(self.db(), self.now_ms());
         let resume = params
             .get("_meta")
             .and_then(|meta| meta.get(CURSOR_KEY))
             .and_then(Value::as_str);
+        // The cursor sent back, else where this listener left off, else now.
         let start = match resume {
             Some(text) => match Cursor::parse(text) {
                 Some(cursor) => cursor,
@@ -579,9 +675,13 @@ impl<H: Host> Agent<H> {
                     return McpReply::error(&error, Some(id));
                 }
             },
-            None => match self.vfs().revision() {
-                Ok(revision) => Cursor::after(revision),
-                Err(error) => return McpReply::api(&error.into()),
+            None => match positions.find(&listener) {
+                Ok(Some(cursor)) => cursor,
+                Ok(None) => match self.vfs().revision() {
+                    Ok(revision) => Cursor::after(revision),
+                    Err(error) => return McpReply::api(&error.into()),
+                },
+                Err(error) => return McpReply::api(&error),
             },
         };
         // Only what this server can send is acknowledged (tools and prompts
@@ -603,6 +703,7 @@ impl<H: Host> Agent<H> {
         let state = ListenState {
             channel: Channel::Listen {
                 subscription: id.clone(),
+                listener: listener.clone(),
             },
             resources: paths,
             list_changed,
@@ -616,6 +717,9 @@ impl<H: Host> Agent<H> {
             if catch_up(stream, &self.vfs(), &mut state) {
                 stream.save(&state);
             }
+            // Kept before the backlog, which may yet be lost in flight (see
+            // `crate::mcp::resume`); a position not kept costs only that.
+            let _ = positions.record(&listener, start);
         }
         reply
     }
@@ -641,7 +745,7 @@ impl<H: Host> Agent<H> {
                 "Method Not Allowed: DELETE ends a session; send its Mcp-Session-Id",
             )
             .status(405);
-            return McpReply::error(&error, None).header("allow", "POST");
+            return McpReply::error(&error, None).header("allow", gate::ALLOWED_METHODS);
         };
         let sessions = Sessions::new(self.db(), self.now_ms());
         match sessions.delete(id, &request.caller.actor()) {
@@ -737,7 +841,7 @@ fn mismatch(message: String) -> RpcError {
 
 fn unsupported(version: &str) -> RpcError {
     RpcError::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
-        .data(json!({ "supported": Revision::versions(), "requested": version }))
+        .data(json!({ "supported": Version::supported(), "requested": version }))
         .status(400)
 }
 

@@ -1,6 +1,7 @@
-//! JSON-RPC 2.0 as MCP uses it: one message per HTTP request (no batches
-//! in either revision served), request ids that are strings or integers
-//! and never `null`, and the error codes of both revisions.
+//! JSON-RPC 2.0 as MCP uses it: one message per HTTP request (a batch only
+//! in a 2025-03-26 session, the one revision served that has them), request
+//! ids that are strings or integers and never `null`, and the error codes
+//! of both revisions.
 
 use serde_json::{json, Map, Value};
 
@@ -22,6 +23,10 @@ pub const HEADER_MISMATCH: i64 = -32020;
 /// 2026-07-28: the protocol version asked for is not served.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
+/// The refusal of a batch where none is served.
+pub const NO_BATCHES: &str =
+    "Invalid Request: batches are served only in a 2025-03-26 session; send one message per request";
+
 /// A request id: a string or an integer.
 pub type Id = Value;
 
@@ -32,6 +37,9 @@ pub struct RpcError {
     pub message: String,
     pub data: Option<Value>,
     pub status: u16,
+    /// The `WWW-Authenticate` challenge of a refused credential (boxed:
+    /// errors travel in `Result`s, kept small).
+    pub challenge: Option<Box<str>>,
 }
 
 impl RpcError {
@@ -41,6 +49,7 @@ impl RpcError {
             message: message.into(),
             data: None,
             status: 200,
+            challenge: None,
         }
     }
 
@@ -55,6 +64,12 @@ impl RpcError {
         self
     }
 
+    /// The same error, answered with `WWW-Authenticate: challenge`.
+    pub fn challenge(mut self, challenge: String) -> RpcError {
+        self.challenge = Some(challenge.into());
+        self
+    }
+
     pub fn invalid_request(message: impl Into<String>) -> RpcError {
         RpcError::new(INVALID_REQUEST, message).status(400)
     }
@@ -63,18 +78,15 @@ impl RpcError {
         RpcError::new(INVALID_PARAMS, message)
     }
 
-    /// The error response for request `id` (`None` when it could not be
-    /// read).
+    /// The error response for request `id`; `None` when it could not be
+    /// read (a parse error, an invalid request), which JSON-RPC 2.0 answers
+    /// with `"id": null` (section 5, "Response object").
     pub fn to_response(&self, id: Option<&Id>) -> Value {
         let mut error = json!({ "code": self.code, "message": self.message });
         if let Some(data) = &self.data {
             error["data"] = data.clone();
         }
-        let mut response = json!({ "jsonrpc": "2.0", "error": error });
-        if let Some(id) = id {
-            response["id"] = id.clone();
-        }
-        response
+        json!({ "jsonrpc": "2.0", "id": id.cloned().unwrap_or(Value::Null), "error": error })
     }
 }
 
@@ -117,20 +129,22 @@ impl Message {
 /// Parses one message. On failure, the error and the request's id when it
 /// could be read.
 pub fn parse(body: &[u8]) -> Result<Message, (Option<Id>, RpcError)> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        let error = RpcError::new(PARSE_ERROR, format!("Parse error: {e}")).status(400);
-        (None, error)
-    })?;
+    message(read(body).map_err(|error| (None, error))?)
+}
+
+/// Reads a body as JSON (a message, or a batch of them).
+pub fn read(body: &[u8]) -> Result<Value, RpcError> {
+    serde_json::from_slice(body)
+        .map_err(|e| RpcError::new(PARSE_ERROR, format!("Parse error: {e}")).status(400))
+}
+
+/// Reads one message from `value` (a batch is refused: only a 2025-03-26
+/// session takes one, element by element). On failure, the error and the
+/// request's id when it could be read.
+pub fn message(value: Value) -> Result<Message, (Option<Id>, RpcError)> {
     let object = match value {
         Value::Object(object) => object,
-        Value::Array(_) => {
-            return Err((
-                None,
-                RpcError::invalid_request(
-                    "Invalid Request: batches are not supported; send one message per request",
-                ),
-            ))
-        }
+        Value::Array(_) => return Err((None, RpcError::invalid_request(NO_BATCHES))),
         _ => {
             return Err((
                 None,
@@ -155,7 +169,10 @@ pub fn parse(body: &[u8]) -> Result<Message, (Option<Id>, RpcError)> {
         }),
         (Some(Value::String(method)), Some(id)) => {
             if !valid_id(id) {
-                return fail("id must be a string or an integer, not null");
+                return fail(&format!(
+                    "id must be a string or an integer, got {}",
+                    kind_of(id)
+                ));
             }
             let params = match object.get("params") {
                 None => Map::new(),
@@ -179,6 +196,29 @@ pub fn parse(body: &[u8]) -> Result<Message, (Option<Id>, RpcError)> {
             Ok(Message::Response)
         }
         (None, _) => fail("a request needs a method"),
+    }
+}
+
+/// The id of the request in `body`, if it is one that parses, whatever else
+/// is wrong with it.
+pub fn id_of(body: &[u8]) -> Option<Id> {
+    serde_json::from_slice::<Value>(body)
+        .ok()?
+        .get("id")
+        .filter(|id| valid_id(id))
+        .cloned()
+}
+
+/// What a JSON value is, for a message naming what was sent.
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(number) if number.is_f64() => "a fractional number",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -254,7 +294,27 @@ mod tests {
         assert_eq!(error.status, 400);
         assert_eq!(
             error.to_response(None),
-            json!({ "jsonrpc": "2.0", "error": { "code": -32700, "message": error.message } })
+            json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": error.message } })
         );
+    }
+
+    #[test]
+    fn a_bad_id_is_named_in_the_message() {
+        for (id, kind) in [
+            ("null", "null"),
+            ("{}", "an object"),
+            ("[1]", "an array"),
+            ("1.5", "a fractional number"),
+            ("true", "a boolean"),
+        ] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            let (read, error) = parse(body.as_bytes()).unwrap_err();
+            assert_eq!(read, None);
+            assert_eq!(
+                error.message,
+                format!("Invalid Request: id must be a string or an integer, got {kind}")
+            );
+            assert_eq!(error.to_response(read.as_ref())["id"], Value::Null);
+        }
     }
 }

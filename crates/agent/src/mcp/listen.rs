@@ -12,6 +12,8 @@
 
 use serde_json::Value;
 
+use crate::mcp::resume::Listener;
+
 /// A position in the change log: everything up to revision `revision` has
 /// been considered, or, with `index`, everything before and the changes of
 /// `revision` up to and including its `index`th (from 0; one revision can
@@ -59,8 +61,12 @@ pub enum Channel {
     Session { id: String },
     /// A 2026-07-28 `subscriptions/listen` answer: each notification
     /// carries the listen request's id as its subscription id (and no SSE
-    /// id: that revision has no resumption by `Last-Event-ID`).
-    Listen { subscription: Value },
+    /// id: that revision has no resumption by `Last-Event-ID`); where it is
+    /// is kept for its listener (`crate::mcp::resume`).
+    Listen {
+        subscription: Value,
+        listener: Listener,
+    },
 }
 
 /// What a stream follows.

@@ -28,6 +28,7 @@ use crate::host::{EventStream, Host};
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::listen::{Channel, Cursor, ListenState};
 use crate::mcp::resources::{concerns, uri_of};
+use crate::mcp::resume::Positions;
 use crate::mcp::revision::{CURSOR_KEY, SUBSCRIPTION_ID_KEY};
 use crate::mcp::sse;
 
@@ -44,13 +45,21 @@ pub fn notify_streams<H: Host>(agent: &Agent<H>) {
     let Ok(revision) = vfs.revision() else {
         return;
     };
+    let positions = Positions::new(agent.db(), agent.now_ms());
     for stream in streams {
         let mut state = stream.state();
-        if state.cursor == Cursor::after(revision) {
+        let before = state.cursor;
+        if before == Cursor::after(revision) {
             continue;
         }
         if catch_up(&stream, &vfs, &mut state) {
             stream.save(&state);
+            // One push behind, so the one in flight is sent again if this
+            // stream turns out to have died (see `crate::mcp::resume`). A
+            // position not kept costs only that resumption, not the stream.
+            if let Channel::Listen { listener, .. } = &state.channel {
+                let _ = positions.record(listener, before);
+            }
         } else {
             stream.close();
         }
@@ -162,7 +171,7 @@ fn send_all(
         let mut meta = json!({ CURSOR_KEY: cursor.to_string() });
         let id = match &state.channel {
             Channel::Session { .. } => (at + 1 == count).then(|| cursor.to_string()),
-            Channel::Listen { subscription } => {
+            Channel::Listen { subscription, .. } => {
                 meta[SUBSCRIPTION_ID_KEY] = subscription.clone();
                 None
             }

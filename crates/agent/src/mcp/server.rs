@@ -3,10 +3,14 @@
 //! `tools/call` turns the call into its HTTP twin (`crate::catalog`) and
 //! dispatches it through `crate::dispatch` with [`Entry::Mcp`], so who may
 //! call what and what the audit log records are the HTTP API's own. A tool
-//! that fails (a refusal, a bad argument, a file that is not there) answers
-//! a result with `isError: true` and the API's error object, which a model
-//! can read and act on; only an unknown tool or malformed call parameters
-//! are JSON-RPC errors, as the spec asks (server/tools, "Error Handling").
+//! that fails (a refusal, a quota, a bad argument, a file that is not
+//! there, a failed computer: any `4xx`/`5xx` of the route) answers a result
+//! with `isError: true` and the API's error object, which a model can read
+//! and act on; invalid arguments are such results too, as the spec asks
+//! ("Input validation errors" are tool execution errors). Only an unknown
+//! tool, call parameters that are not a `CallToolRequest` (no name,
+//! `arguments` not an object) and the server's own machinery are JSON-RPC
+//! errors (server/tools, "Error Handling").
 
 use serde_json::{json, Map, Value};
 use stead_vfs::Errno;
@@ -19,12 +23,13 @@ use crate::catalog::ModelTool;
 use crate::dispatch::{Bytes, Entry, HookHeaders, Reply, Request};
 use crate::error::ApiError;
 use crate::host::{EventStream, Host};
+use crate::mcp::gate;
 use crate::mcp::jsonrpc::{
     RpcError, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND,
 };
 use crate::mcp::listen::Channel;
 use crate::mcp::resources;
-use crate::mcp::revision::{Revision, SERVER_INFO_KEY};
+use crate::mcp::revision::{Revision, Version, SERVER_INFO_KEY};
 use crate::mcp::session::{Session, Sessions};
 use crate::policy::Access;
 
@@ -78,7 +83,7 @@ impl<H: Host> Agent<H> {
             ("ping", Revision::Sessions) => json!({}),
             ("server/discover", Revision::Stateless) => {
                 json!({
-                    "supportedVersions": Revision::versions(),
+                    "supportedVersions": Version::supported(),
                     "capabilities": capabilities(),
                     "instructions": INSTRUCTIONS,
                     "ttlMs": TOOLS_TTL_MS,
@@ -191,7 +196,7 @@ impl<H: Host> Agent<H> {
         };
         let invocation = match tool.invocation(arguments) {
             Ok(invocation) => invocation,
-            Err(error) => return tool_error(&error),
+            Err(error) => return Ok(tool_error(&error)),
         };
         let request = Request {
             entry: Entry::Mcp,
@@ -216,7 +221,7 @@ impl<H: Host> Agent<H> {
                 INTERNAL_ERROR,
                 format!("{name} does not answer in JSON"),
             )),
-            Err(error) => tool_error(&error),
+            Err(error) => Ok(tool_error(&error)),
         }
     }
 
@@ -248,33 +253,26 @@ impl<H: Host> Agent<H> {
     }
 }
 
-/// A tool's failure as the model sees it: a result with `isError` and the
-/// API's error object; a failure of the server's own machinery is a
-/// JSON-RPC internal error instead.
-fn tool_error(error: &ApiError) -> Result<Value, RpcError> {
-    if error.status() >= 500 {
-        return Err(RpcError::new(INTERNAL_ERROR, error.public_message()).data(error.body()));
-    }
+/// A tool's failure as the model sees it: a result with `isError` whose
+/// text is the API's error object (its code and message), for every error
+/// of the dispatched route, a refusal or a failure of the workspace alike
+/// (a `5xx` too: the model can retry or work round it, where a JSON-RPC
+/// error would reach it as a bare "an error occurred"). JSON-RPC errors
+/// are kept for the MCP machinery itself.
+fn tool_error(error: &ApiError) -> Value {
     let body = error.body();
-    Ok(json!({
+    json!({
         "content": [{ "type": "text", "text": body.to_string() }],
         "structuredContent": body,
         "isError": true,
-    }))
+    })
 }
 
 /// Resources need the `read` scope, as the `read` tool does.
 fn require_read(caller: &Caller) -> Result<(), RpcError> {
     Access::Scope(Scope::Read)
         .admits(caller)
-        .map_err(|e| refusal(&e))
-}
-
-/// A refused credential: an HTTP 401/403 carrying the API's error.
-pub(crate) fn refusal(error: &ApiError) -> RpcError {
-    RpcError::new(INVALID_REQUEST, error.public_message())
-        .data(error.body())
-        .status(error.status())
+        .map_err(|e| gate::refusal(&e, gate::presented(caller)))
 }
 
 /// A resource request's failure: "not found" in each revision's code
@@ -291,7 +289,13 @@ fn resource_error(error: &ApiError, revision: Revision, uri: Option<&str>) -> Rp
             Revision::Stateless => INVALID_PARAMS,
         },
         _ if error.status() >= 500 => INTERNAL_ERROR,
-        _ if matches!(error.status(), 401 | 403) => return refusal(error),
+        // A file the caller may not read (`EACCES`): a refusal of the
+        // request, not of its credential.
+        _ if matches!(error.status(), 401 | 403) => {
+            return RpcError::new(INVALID_REQUEST, error.public_message())
+                .data(data)
+                .status(error.status())
+        }
         _ => INVALID_PARAMS,
     };
     let message = match error {

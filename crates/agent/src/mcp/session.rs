@@ -14,6 +14,7 @@ use serde_json::Value;
 use stead_sql::{params, Sql};
 
 use crate::error::ApiError;
+use crate::mcp::revision::Version;
 
 /// A session unused this long is gone.
 pub const IDLE_MS: i64 = 24 * 60 * 60 * 1000;
@@ -27,7 +28,8 @@ const TOUCH_MS: i64 = 60 * 1000;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {
     pub id: String,
-    pub protocol: String,
+    /// The version `initialize` agreed on.
+    pub protocol: Version,
     /// Workspace paths subscribed to with `resources/subscribe`.
     pub subscriptions: Vec<String>,
 }
@@ -48,7 +50,7 @@ impl<'a, S: Sql> Sessions<'a, S> {
         &self,
         id: &str,
         actor: &str,
-        protocol: &str,
+        protocol: Version,
         client: &Value,
     ) -> Result<Session, ApiError> {
         self.db.transaction(|| {
@@ -65,13 +67,20 @@ impl<'a, S: Sql> Sessions<'a, S> {
             self.db.execute(
                 "INSERT INTO mcp_sessions (id, actor, protocol, client, created_ms, used_ms) \
                  VALUES (?, ?, ?, ?, ?, ?)",
-                params![id, actor, protocol, &client, self.now_ms, self.now_ms],
+                params![
+                    id,
+                    actor,
+                    protocol.as_str(),
+                    &client,
+                    self.now_ms,
+                    self.now_ms
+                ],
             )?;
             Ok::<(), ApiError>(())
         })?;
         Ok(Session {
             id: id.to_string(),
-            protocol: protocol.to_string(),
+            protocol,
             subscriptions: Vec::new(),
         })
     }
@@ -99,9 +108,12 @@ impl<'a, S: Sql> Sessions<'a, S> {
         }
         let subscriptions = serde_json::from_str(row.text(1)?)
             .map_err(|e| ApiError::Internal(format!("session subscriptions: {e}")))?;
+        let protocol = row.text(0)?;
+        let protocol = Version::parse(protocol)
+            .ok_or_else(|| ApiError::Internal(format!("session protocol {protocol:?}")))?;
         Ok(Some(Session {
             id: id.to_string(),
-            protocol: row.text(0)?.to_string(),
+            protocol,
             subscriptions,
         }))
     }
