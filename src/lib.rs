@@ -217,8 +217,11 @@ async fn revoke_token(
     url.set_path(&format!("/agents/{agent}/tokens/revoke"));
     url.set_query(None);
     let forwarded = Request::new_with_init(url.as_ref(), &init).map_err(platform)?;
-    env.durable_object(platform::WORKSPACE_BINDING)
-        .and_then(|namespace| namespace.id_from_name(agent))
+    let namespace = env
+        .durable_object(platform::WORKSPACE_BINDING)
+        .map_err(platform)?;
+    namespace
+        .id_from_name(agent)
         .and_then(|id| id.get_stub())
         .map_err(platform)?
         .fetch_with_request(forwarded)

@@ -556,7 +556,10 @@ impl<H: Host> Agent<H> {
             Action::Fork => {
                 let fork = checkpoints::fork_request(&self.vfs(), &agent, &json_body)?;
                 note.target = Some(fork.to.clone());
-                self.fork_out(&agent, &request.caller.actor(), fork).await?
+                let to = fork.to.clone();
+                let forked = self.fork_out(&agent, &request.caller.actor(), fork).await?;
+                // A fork makes a new agent.
+                return Ok(Reply::made(true, forked, resource(&to, &[])));
             }
             Action::ForkImport => {
                 // A fork makes a new agent: one that exists, and is not this
@@ -660,8 +663,15 @@ impl<H: Host> Agent<H> {
             }
             Action::Upload(path) => {
                 let options = upload_options(&request.query)?;
-                self.upload(&VPath::parse(path)?, options, &mut request.body)
-                    .await?
+                let path = VPath::parse(path)?;
+                let written = self.upload(&path, options, &mut request.body).await?;
+                let segments: Vec<&str> = std::iter::once("files")
+                    .chain(path.as_str().split('/').filter(|s| !s.is_empty()))
+                    .collect();
+                let created = written.created;
+                let body =
+                    serde_json::to_value(written).map_err(|e| ApiError::Internal(e.to_string()))?;
+                return Ok(Reply::made(created, body, resource(&agent, &segments)));
             }
         };
         Ok(Reply::ok(answer))
@@ -739,7 +749,7 @@ impl<H: Host> Agent<H> {
         path: &VPath,
         options: WriteOptions,
         body: &mut impl Body,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<stead_vfs::Written, ApiError> {
         let vfs = self.vfs();
         let limit = vfs.limits().max_file_bytes;
         let upload = vfs.begin_upload(path, options)?;
@@ -778,9 +788,7 @@ impl<H: Host> Agent<H> {
         let committed =
             staged.and_then(|total| Ok(self.vfs().commit_upload(upload, path, total, options)?));
         match committed {
-            Ok(written) => {
-                serde_json::to_value(written).map_err(|e| ApiError::Internal(e.to_string()))
-            }
+            Ok(written) => Ok(written),
             Err(error) => {
                 self.vfs().abort_upload(upload)?;
                 Err(error)
