@@ -18,8 +18,8 @@ use stead_agent::{
 };
 use stead_vfs::Vfs;
 use worker::{
-    durable_object, DurableObject, Env, Headers, Method, Request, Response, Result, State,
-    WebSocketPair,
+    durable_object, DurableObject, Env, Headers, Method, Request, Response, ResponseBody,
+    Result, State, WebSocketPair,
 };
 
 use crate::body::RequestBody;
@@ -258,7 +258,12 @@ impl Workspace {
                 for (name, value) in dispatch::file_headers(&node) {
                     headers.set(name, &value)?;
                 }
-                Ok(Response::from_stream(body)?.with_headers(headers))
+                // A stream of a known length, so the runtime sends the
+                // Content-Length rather than chunks.
+                let fixed: worker::worker_sys::FixedLengthStream =
+                    worker::FixedLengthStream::wrap(body, node.size).into();
+                Ok(Response::from_body(ResponseBody::Stream(fixed.readable()))?
+                    .with_headers(headers))
             }
             Reply::Forward(_) => error_response(&ApiError::Internal(
                 "a forward is answered by the glue".into(),
