@@ -18,8 +18,8 @@ use stead_agent::{
 };
 use stead_vfs::Vfs;
 use worker::{
-    durable_object, DurableObject, Env, Headers, Method, Request, Response, ResponseBody,
-    Result, State, WebSocketPair,
+    durable_object, DurableObject, Env, Headers, Method, Request, Response, ResponseBody, Result,
+    State, WebSocketPair,
 };
 
 use crate::body::RequestBody;

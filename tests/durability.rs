@@ -127,7 +127,7 @@ fn a_fork_cut_off_by_a_restart_leaves_no_usable_agent_and_resumes() {
     assert_eq!(status, 200);
     assert_eq!(common::assert_same_stream(body, Noise::new(3, SIZE)), SIZE);
     let done = source.send("POST", "/fork", br#"{"to":"fork-dst"}"#);
-    expect_ok(&done);
+    expect_made(&done);
     let (status, body) = target.client.download(&target.id, "/big.bin");
     assert_eq!(status, 200);
     assert_eq!(common::assert_same_stream(body, Noise::new(3, SIZE)), SIZE);

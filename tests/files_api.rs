@@ -563,6 +563,11 @@ fn download_describes_the_file_in_headers() {
     let missing = raw_authorized("HEAD", &agent.url("/files/nope"), b"");
     expect_status(&missing, 404);
     assert_eq!(missing.body, b"");
+    // Every GET route takes a HEAD: the agent's info too.
+    let info = raw_authorized("HEAD", &agent.url(""), b"");
+    expect_status(&info, 200);
+    assert_eq!(info.body, b"");
+    assert_eq!(info.header("content-type"), Some("application/json"));
 }
 
 /// A directory is not a download: the refusal points to `ls`. A binary

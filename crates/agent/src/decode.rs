@@ -118,6 +118,8 @@ mod tests {
         for crate_dir in [".", "../scheduler"] {
             sources(&root.join(crate_dir).join("src"), &mut files);
         }
+        // Spelt in two pieces, so this test does not find itself.
+        let range = concat!("..", "=");
         let mut found = Vec::new();
         for file in &files {
             let text = std::fs::read_to_string(file).unwrap();
@@ -128,7 +130,7 @@ mod tests {
                     .split('"')
                     .skip(1)
                     .step_by(2)
-                    .any(|s| s.contains("..="))
+                    .any(|s| s.contains(range))
                 {
                     found.push(format!(
                         "{}:{}: {}",

@@ -181,11 +181,10 @@ impl Reply {
 
     /// The answer of a request that queued job `job`: `202 Accepted`,
     /// pointing at the job.
-    fn queued(agent: &str, job: &stead_scheduler::Job, mut body: Value) -> Reply {
-        body["job"] = scheduling::job_json(job);
+    fn queued(agent: &str, job: &stead_scheduler::Job) -> Reply {
         Reply::Json {
             status: 202,
-            body,
+            body: json!({ "job": scheduling::job_json(job) }),
             location: Some(resource(agent, &["jobs", &job.id.to_string()])),
         }
     }
@@ -695,7 +694,7 @@ impl<H: Host> Agent<H> {
         let body = match scheduling::split_detach(&body)? {
             Some((true, request)) => {
                 let job = self.start_job(source, request).await?;
-                return Ok(Reply::queued(agent, &job, json!({})));
+                return Ok(Reply::queued(agent, &job));
             }
             Some((false, request)) => request.to_string().into_bytes(),
             None => body,
@@ -739,7 +738,7 @@ impl<H: Host> Agent<H> {
             Ok::<_, ApiError>(job)
         })?;
         self.arm().await?;
-        Ok(Reply::queued(agent, &job, json!({})))
+        Ok(Reply::queued(agent, &job))
     }
 
     /// Streams a request body into the file at `path`: chunks are staged as
