@@ -115,6 +115,10 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             Ok(response) => Ok(response),
             Err(error) => error_response(&error),
         },
+        Ok(Route::RevokeToken) => match revoke_token(req, principal, &env).await {
+            Ok(response) => Ok(response),
+            Err(error) => error_response(&error),
+        },
         Ok(Route::Agent { id, action }) => {
             if let Some(principal) = &principal {
                 if let Err(error) = principal.admit(&id, action.policy().access) {
@@ -230,4 +234,53 @@ async fn mint_token(
                  "scopes": claims.scopes, "expires_at": claims.exp }),
     )
     .map_err(platform)
+}
+
+/// `POST /tokens/revoke`: the admin token revokes a token named by its
+/// agent and id; the revocation is kept by that agent, so the request goes
+/// on to it as `POST /agents/{agent}/tokens/revoke`.
+async fn revoke_token(
+    mut req: Request,
+    principal: Option<Principal>,
+    env: &Env,
+) -> std::result::Result<Response, ApiError> {
+    let platform = |e: worker::Error| ApiError::Internal(e.to_string());
+    if principal != Some(Principal::Admin) {
+        return Err(ApiError::Forbidden {
+            reason: "only the admin token revokes tokens".into(),
+        });
+    }
+    let body = req.bytes().await.map_err(platform)?;
+    if body.len() > MAX_JSON_BODY {
+        return Err(ApiError::BodyTooLarge {
+            limit: MAX_JSON_BODY,
+        });
+    }
+    let request: auth::RevokeRequest = stead_agent::decode::decode(&body)?;
+    let agent = request.agent()?;
+    let headers = Headers::new();
+    for (name, value) in Caller::Admin.headers() {
+        headers.set(name, &value).map_err(platform)?;
+    }
+    headers
+        .set("content-type", "application/json")
+        .map_err(platform)?;
+    let mut init = RequestInit::new();
+    init.with_method(worker::Method::Post)
+        .with_headers(headers)
+        .with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
+    let mut url = req.url().map_err(platform)?;
+    url.set_path(&format!("/agents/{agent}/tokens/revoke"));
+    url.set_query(None);
+    let forwarded = Request::new_with_init(url.as_ref(), &init).map_err(platform)?;
+    let namespace = env
+        .durable_object(platform::WORKSPACE_BINDING)
+        .map_err(platform)?;
+    namespace
+        .id_from_name(agent)
+        .and_then(|id| id.get_stub())
+        .map_err(platform)?
+        .fetch_with_request(forwarded)
+        .await
+        .map_err(platform)
 }

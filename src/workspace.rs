@@ -19,8 +19,8 @@ use stead_agent::{
 };
 use stead_vfs::Vfs;
 use worker::{
-    durable_object, DurableObject, Env, Headers, Method, Request, Response, Result, State,
-    WebSocketPair,
+    durable_object, DurableObject, Env, Headers, Method, Request, Response, ResponseBody, Result,
+    State, WebSocketPair,
 };
 
 use crate::body::RequestBody;
@@ -46,30 +46,11 @@ impl DurableObject for Workspace {
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
-        let (agent, action) = match route(&req) {
-            Ok(routed) => routed,
-            Err(error) => return error_response(&error),
-        };
-        if action == Action::Mcp {
-            return match self.mcp_request(req, agent) {
-                Ok(request) => respond_mcp(self.agent.mcp(request).await),
-                Err(error) => error_response(&error),
-            };
+        // A HEAD is served as its GET, then sent without the body.
+        if req.method() == Method::Head {
+            return without_body(self.serve(req).await?);
         }
-        let (request, kept) = match self.request(req, agent, action) {
-            Ok(decoded) => decoded,
-            Err(error) => return error_response(&error),
-        };
-        match self.agent.dispatch(request).await {
-            Ok(Reply::Forward(forward)) => match kept {
-                Some(req) => self.forward(req, &forward).await,
-                None => error_response(&ApiError::Internal(
-                    "a forward for a request that was not kept".into(),
-                )),
-            },
-            Ok(reply) => self.respond(reply),
-            Err(error) => error_response(&error),
-        }
+        self.serve(req).await
     }
 
     async fn alarm(&self) -> Result<Response> {
@@ -111,6 +92,34 @@ impl DurableObject for Workspace {
 }
 
 impl Workspace {
+    /// Serves a request the Worker forwarded.
+    async fn serve(&self, req: Request) -> Result<Response> {
+        let (agent, action) = match route(&req) {
+            Ok(routed) => routed,
+            Err(error) => return error_response(&error),
+        };
+        if action == Action::Mcp {
+            return match self.mcp_request(req, agent) {
+                Ok(request) => respond_mcp(self.agent.mcp(request).await),
+                Err(error) => error_response(&error),
+            };
+        }
+        let (request, kept) = match self.request(req, agent, action) {
+            Ok(decoded) => decoded,
+            Err(error) => return error_response(&error),
+        };
+        match self.agent.dispatch(request).await {
+            Ok(Reply::Forward(forward)) => match kept {
+                Some(req) => self.forward(req, &forward).await,
+                None => error_response(&ApiError::Internal(
+                    "a forward for a request that was not kept".into(),
+                )),
+            },
+            Ok(reply) => self.respond(reply),
+            Err(error) => error_response(&error),
+        }
+    }
+
     /// Decodes a request the Worker forwarded. A request to a port keeps
     /// its body for the port (it is streamed on as it came) and comes back
     /// whole beside the decoded one.
@@ -217,7 +226,17 @@ impl Workspace {
     /// Encodes the agent's reply.
     fn respond(&self, reply: Reply) -> Result<Response> {
         match reply {
-            Reply::Json { status, body } => json_response(status, &body),
+            Reply::Json {
+                status,
+                body,
+                location,
+            } => {
+                let mut response = json_response(status, &body)?;
+                if let Some(location) = location {
+                    response.headers_mut().set("location", &location)?;
+                }
+                Ok(response)
+            }
             Reply::File { path, node, chunks } => {
                 let db = self.agent.host().db.clone();
                 let body = futures::stream::iter(chunks).map(move |id| {
@@ -226,11 +245,15 @@ impl Workspace {
                         .map_err(|e| worker::Error::RustError(e.to_string()))
                 });
                 let headers = Headers::new();
-                headers.set("content-type", "application/octet-stream")?;
-                headers.set("x-file-size", &node.size.to_string())?;
-                headers.set("x-file-mode", &format!("{:04o}", node.mode))?;
-                headers.set("x-revision", &node.rev.to_string())?;
-                Ok(Response::from_stream(body)?.with_headers(headers))
+                for (name, value) in dispatch::file_headers(&node) {
+                    headers.set(name, &value)?;
+                }
+                // A stream of a known length, so the runtime sends the
+                // Content-Length rather than chunks.
+                let fixed: worker::worker_sys::FixedLengthStream =
+                    worker::FixedLengthStream::wrap(body, node.size).into();
+                Ok(Response::from_body(ResponseBody::Stream(fixed.readable()))?
+                    .with_headers(headers))
             }
             Reply::Forward(_) => error_response(&ApiError::Internal(
                 "a forward is answered by the glue".into(),
@@ -269,9 +292,9 @@ fn route(req: &Request) -> std::result::Result<(String, Action), ApiError> {
         .map_err(|e| ApiError::Internal(format!("request url: {e}")))?;
     match stead_agent::route(req.method().as_ref(), url.path())? {
         Route::Agent { id, action } => Ok((id, action)),
-        Route::Health | Route::MintToken | Route::Tools => Err(ApiError::Internal(
-            "this route is answered by the Worker".into(),
-        )),
+        Route::Health | Route::MintToken | Route::RevokeToken | Route::Tools => Err(
+            ApiError::Internal("this route is answered by the Worker".into()),
+        ),
     }
 }
 
@@ -308,6 +331,14 @@ pub(crate) fn respond_mcp(reply: McpReply<WorkerStream>) -> Result<Response> {
         },
     };
     Ok(response.with_status(status).with_headers(headers))
+}
+
+/// The answer to a HEAD: the GET's status and headers, without its body
+/// (a file's `content-length` stays its size).
+fn without_body(response: Response) -> Result<Response> {
+    Ok(Response::empty()?
+        .with_status(response.status_code())
+        .with_headers(response.headers().clone()))
 }
 
 /// A JSON response with `status`.

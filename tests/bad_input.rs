@@ -10,7 +10,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::{
-    base, bearer, chunked, client, expect_error, expect_ok, raw, raw_authorized, Agent, Noise,
+    base, bearer, chunked, client, expect_error, expect_made, expect_ok, raw, raw_authorized,
+    Agent, Noise,
 };
 use serde_json::{json, Value};
 use stead_harness::Reply;
@@ -636,8 +637,8 @@ fn interrupted_uploads_change_nothing() {
     }
     assert_eq!(agent.snapshot(), before, "an abandoned upload left traces");
     // Both paths are usable afterwards.
-    expect_ok(&agent.upload("/partial.bin", "", Noise::new(1, 1 << 20)));
-    expect_ok(&agent.upload("/probe.txt", "", &b"replaced"[..]));
+    expect_made(&agent.upload("/partial.bin", "", Noise::new(1, 1 << 20)));
+    expect_made(&agent.upload("/probe.txt", "", &b"replaced"[..]));
     assert_eq!(agent.read("/probe.txt"), "replaced");
 }
 

@@ -44,7 +44,7 @@ fn a_detached_computer_job_outlives_several_alarms() {
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut most_alarms = 0;
     let job = loop {
-        let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""));
+        let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""))["job"].clone();
         if let Some(alarms) = job["computer"]["alarms"].as_i64() {
             most_alarms = most_alarms.max(alarms);
         }

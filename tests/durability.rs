@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{expect_ok, Agent, Noise};
+use common::{expect_made, expect_ok, Agent, Noise};
 use serde_json::json;
 use stead_harness::{temp_state, Runtime};
 
@@ -22,7 +22,7 @@ fn workspace_survives_restart() {
         "write",
         json!({ "path": "/bin/run.sh", "content": "#!/bin/sh\necho hi\n", "mode": "755" }),
     );
-    expect_ok(&agent.upload("/data/blob.bin", "", Noise::new(BLOB_SEED, BLOB_LEN as u64)));
+    expect_made(&agent.upload("/data/blob.bin", "", Noise::new(BLOB_SEED, BLOB_LEN as u64)));
     agent.ok("mkdir", json!({ "path": "/empty/nested", "parents": true }));
     agent.ok(
         "symlink",
@@ -78,7 +78,7 @@ fn a_fork_cut_off_by_a_restart_leaves_no_usable_agent_and_resumes() {
     let state = temp_state();
     let first = Runtime::start(state.path());
     let source = Agent::create_on(first.client(), "fork-src");
-    expect_ok(&source.upload("/big.bin", "", Noise::new(3, SIZE)));
+    expect_made(&source.upload("/big.bin", "", Noise::new(3, SIZE)));
     let client = first.client();
     let fork = std::thread::spawn(move || {
         client.send("POST", "/agents/fork-src/fork", br#"{"to":"fork-dst"}"#)
@@ -127,7 +127,7 @@ fn a_fork_cut_off_by_a_restart_leaves_no_usable_agent_and_resumes() {
     assert_eq!(status, 200);
     assert_eq!(common::assert_same_stream(body, Noise::new(3, SIZE)), SIZE);
     let done = source.send("POST", "/fork", br#"{"to":"fork-dst"}"#);
-    expect_ok(&done);
+    expect_made(&done);
     let (status, body) = target.client.download(&target.id, "/big.bin");
     assert_eq!(status, 200);
     assert_eq!(common::assert_same_stream(body, Noise::new(3, SIZE)), SIZE);

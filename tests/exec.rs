@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{expect_error, expect_ok, Agent};
+use common::{expect_error, expect_made, expect_ok, Agent};
 use std::io::Read;
 
 use serde_json::{json, Value};
@@ -155,7 +155,7 @@ fn runaway_scripts_end_with_a_named_limit() {
 fn cpu_budget_ends_work_over_big_data() {
     let agent = Agent::new("shell-cpu");
     // 16 MiB, read 100 times: past the 1e9-unit CPU budget.
-    expect_ok(&agent.upload("/big.bin", "", std::io::repeat(b'x').take(16 << 20)));
+    expect_made(&agent.upload("/big.bin", "", std::io::repeat(b'x').take(16 << 20)));
     assert_limit(
         &agent,
         "for i in $(seq 100); do cat /big.bin > /dev/null; done",

@@ -9,7 +9,8 @@ use std::io::Read;
 
 use base64::Engine;
 use common::{
-    assert_same_stream, expect_error, expect_ok, expect_status, raw_authorized, Agent, Noise,
+    assert_same_stream, expect_error, expect_made, expect_ok, expect_status, raw_authorized, Agent,
+    Noise,
 };
 use serde_json::{json, Value};
 
@@ -485,7 +486,12 @@ fn upload_and_download_raw_bytes() {
     let agent = Agent::new("upload_and_download_raw_bytes");
     // Three chunks and a bit, so chunk boundaries are crossed.
     let len = 3 * 512 * 1024 + 12_345;
-    let uploaded = expect_ok(&agent.upload("/bin/tool", "?mode=755", Noise::new(7, len as u64)));
+    let reply = agent.upload("/bin/tool", "?mode=755", Noise::new(7, len as u64));
+    // A PUT that creates answers 201 with where the new file is.
+    expect_status(&reply, 201);
+    let location = format!("/agents/{}/files/bin/tool", agent.id);
+    assert_eq!(reply.header("location"), Some(location.as_str()));
+    let uploaded = reply.json();
     assert_eq!(
         uploaded,
         json!({ "path": "/bin/tool", "size": len, "created": true, "revision": 1 })
@@ -500,11 +506,11 @@ fn upload_and_download_raw_bytes() {
     assert_eq!(replaced["created"], false);
     assert_eq!(agent.download("/bin/tool"), b"tiny");
     assert_eq!(agent.stat("/bin/tool")["mode"], "0755");
-    expect_ok(&agent.upload("/empty", "", &b""[..]));
+    expect_made(&agent.upload("/empty", "", &b""[..]));
     assert_eq!(agent.download("/empty"), b"");
 
     // Names with spaces and non-ASCII travel percent-encoded.
-    expect_ok(&agent.upload("/dir%20x/na%C3%AFve.txt", "?parents=true", &b"hi"[..]));
+    expect_made(&agent.upload("/dir%20x/na%C3%AFve.txt", "?parents=true", &b"hi"[..]));
     assert_eq!(agent.read("/dir x/na\u{ef}ve.txt"), "hi");
     assert_eq!(agent.download("/dir%20x/na%C3%AFve.txt"), b"hi");
 }
@@ -512,7 +518,7 @@ fn upload_and_download_raw_bytes() {
 #[test]
 fn download_describes_the_file_in_headers() {
     let agent = Agent::new("download_headers");
-    expect_ok(&agent.upload("/run.sh", "?mode=0750", &b"#!/bin/sh\n"[..]));
+    expect_made(&agent.upload("/run.sh", "?mode=0750", &b"#!/bin/sh\n"[..]));
     let revision = agent.revision();
     let reply = raw_authorized("GET", &agent.url("/files/run.sh"), b"");
     expect_status(&reply, 200);
@@ -526,6 +532,70 @@ fn download_describes_the_file_in_headers() {
     assert_eq!(
         reply.header("content-type"),
         Some("application/octet-stream")
+    );
+    assert_eq!(reply.header("content-length"), Some("10"));
+    let etag = reply.header("etag").expect("an ETag").to_string();
+    assert!(
+        reply
+            .header("last-modified")
+            .is_some_and(|d| d.ends_with(" GMT")),
+        "{:?}",
+        reply.headers
+    );
+    // HEAD: the same status and headers, no body.
+    let head = raw_authorized("HEAD", &agent.url("/files/run.sh"), b"");
+    expect_status(&head, 200);
+    assert_eq!(head.body, b"", "a HEAD has no body");
+    for name in [
+        "content-length",
+        "etag",
+        "last-modified",
+        "x-file-size",
+        "x-revision",
+    ] {
+        assert_eq!(head.header(name), reply.header(name), "{name}");
+    }
+    // The ETag changes when the file does.
+    agent.write("/run.sh", "#!/bin/sh\necho\n");
+    let changed = raw_authorized("HEAD", &agent.url("/files/run.sh"), b"");
+    assert_ne!(changed.header("etag"), Some(etag.as_str()));
+    assert_eq!(changed.header("content-length"), Some("15"));
+    let missing = raw_authorized("HEAD", &agent.url("/files/nope"), b"");
+    expect_status(&missing, 404);
+    assert_eq!(missing.body, b"");
+    // Every GET route takes a HEAD: the agent's info too.
+    let info = raw_authorized("HEAD", &agent.url(""), b"");
+    expect_status(&info, 200);
+    assert_eq!(info.body, b"");
+    assert_eq!(info.header("content-type"), Some("application/json"));
+}
+
+/// A directory is not a download: the refusal points to `ls`. A binary
+/// file read by line says how to get its bytes.
+#[test]
+fn a_directory_download_and_a_binary_read_say_where_to_go() {
+    let agent = Agent::new("download_directory");
+    agent.write("/src/main.rs", "fn main() {}\n");
+    let error = expect_error(
+        &raw_authorized("GET", &agent.url("/files/src"), b""),
+        409,
+        "EISDIR",
+    );
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("/ls") && message.contains("/src"),
+        "{message}"
+    );
+    expect_made(&agent.upload("/blob.bin", "", &b"\x00\x01binary\x00"[..]));
+    let read = agent.ok("read", json!({ "path": "/blob.bin" }));
+    assert_eq!(
+        (read["binary"].as_bool(), read["content"].as_str()),
+        (Some(true), Some(""))
+    );
+    let hint = read["hint"].as_str().expect("a hint");
+    assert!(
+        hint.contains("byte_offset") && hint.contains("/files/blob.bin"),
+        "{hint}"
     );
 }
 
@@ -548,7 +618,7 @@ fn concurrent_requests_to_one_agent_serialise() {
                     }
                     // A streamed upload too, whose chunks arrive over many awaits.
                     let body = Noise::new(t as u64, UPLOAD as u64);
-                    let uploaded = expect_ok(&agent.upload(&format!("/up{t}.bin"), "", body));
+                    let uploaded = expect_made(&agent.upload(&format!("/up{t}.bin"), "", body));
                     revisions.push(uploaded["revision"].as_i64().unwrap());
                     revisions
                 })
@@ -584,7 +654,7 @@ fn hundred_mebibytes_round_trip() {
     const LEN: u64 = 100 << 20;
     const SEED: u64 = 0x5eed;
     let agent = Agent::new("hundred_mebibytes_round_trip");
-    let uploaded = expect_ok(&agent.upload("/big.bin", "", Noise::new(SEED, LEN)));
+    let uploaded = expect_made(&agent.upload("/big.bin", "", Noise::new(SEED, LEN)));
     assert_eq!(uploaded["size"], LEN);
     assert_eq!(uploaded["created"], true);
     let usage = agent.info()["usage"].clone();
@@ -603,7 +673,7 @@ fn hundred_mebibytes_round_trip() {
 fn download_outliving_its_file_never_serves_other_bytes() {
     const LEN: u64 = 64 << 20;
     let agent = Agent::new("download_outliving_its_file");
-    expect_ok(&agent.upload("/a.bin", "", Noise::new(1, LEN)));
+    expect_made(&agent.upload("/a.bin", "", Noise::new(1, LEN)));
     let (status, mut body) = agent.client.download(&agent.id, "/a.bin");
     assert_eq!(status, 200);
     let mut start = vec![0u8; 1 << 20];
@@ -611,7 +681,7 @@ fn download_outliving_its_file_never_serves_other_bytes() {
     // Let the pipeline fill up, so the server waits on the reader.
     std::thread::sleep(std::time::Duration::from_secs(3));
     agent.ok("rm", json!({ "path": "/a.bin" }));
-    expect_ok(&agent.upload("/b.bin", "", Noise::new(2, LEN)));
+    expect_made(&agent.upload("/b.bin", "", Noise::new(2, LEN)));
     let mut rest = Vec::new();
     if body.read_to_end(&mut rest).is_err() {
         return; // Cut short: acceptable.

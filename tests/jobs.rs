@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{expect_error, expect_ok, expect_status, Agent};
+use common::{expect_error, expect_made, expect_ok, expect_status, Agent};
 use serde_json::{json, Value};
 use stead_harness::Reply;
 
@@ -26,7 +26,7 @@ fn detach(agent: &Agent, request: Value) -> i64 {
 fn wait_job(agent: &Agent, id: i64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""));
+        let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""))["job"].clone();
         if !matches!(job["state"].as_str(), Some("queued" | "running")) {
             return job;
         }
@@ -219,7 +219,7 @@ fn hook_call(agent: &str, name: &str, secret: Option<&str>, body: &str) -> Reply
 #[test]
 fn a_hook_runs_its_command_with_the_body_on_stdin_and_a_wrong_secret_runs_nothing() {
     let agent = Agent::new("jobs-hooks");
-    let made = expect_ok(
+    let made = expect_made(
         &agent.send(
             "PUT",
             "/hooks/github",
@@ -308,13 +308,17 @@ fn cancel_ends_a_queued_job_and_stops_a_running_one() {
     );
     let queued = detach(&agent, json!({ "command": "echo never > /never.txt" }));
     let deadline = Instant::now() + Duration::from_secs(30);
-    while expect_ok(&agent.send("GET", &format!("/jobs/{running}"), b""))["state"] != "running" {
+    while expect_ok(&agent.send("GET", &format!("/jobs/{running}"), b""))["job"]["state"]
+        != "running"
+    {
         assert!(Instant::now() < deadline, "the first job never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let cancelled = expect_ok(&agent.send("POST", &format!("/jobs/{queued}/cancel"), b""));
+    let cancelled =
+        expect_ok(&agent.send("POST", &format!("/jobs/{queued}/cancel"), b""))["job"].clone();
     assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
-    let flagged = expect_ok(&agent.send("POST", &format!("/jobs/{running}/cancel"), b""));
+    let flagged =
+        expect_ok(&agent.send("POST", &format!("/jobs/{running}/cancel"), b""))["job"].clone();
     assert_eq!(
         (
             flagged["state"].clone(),
@@ -338,7 +342,7 @@ fn cancel_ends_a_queued_job_and_stops_a_running_one() {
         "ENOENT",
     );
     std::thread::sleep(Duration::from_millis(300));
-    let never = expect_ok(&agent.send("GET", &format!("/jobs/{queued}"), b""));
+    let never = expect_ok(&agent.send("GET", &format!("/jobs/{queued}"), b""))["job"].clone();
     assert_eq!(
         (never["state"].clone(), never["started_ms"].clone()),
         (json!("cancelled"), Value::Null)
@@ -360,7 +364,7 @@ fn a_job_cut_off_by_a_restart_is_marked_failed_not_rerun() {
         json!({ "command": "echo started; sleep 20; echo finished > done.txt", "backend": "computer", "timeout_ms": 60000 }),
     );
     let deadline = Instant::now() + Duration::from_secs(30);
-    while expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""))["state"] != "running" {
+    while expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""))["job"]["state"] != "running" {
         assert!(Instant::now() < deadline, "the job never started");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -372,7 +376,7 @@ fn a_job_cut_off_by_a_restart_is_marked_failed_not_rerun() {
         client: second.client(),
         ..agent
     };
-    let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""));
+    let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""))["job"].clone();
     assert_eq!(job["state"], "failed", "{job}");
     // Cut off with the runtime (a container outlives it and the job is
     // found interrupted), or with its computer too (the local program
@@ -386,7 +390,7 @@ fn a_job_cut_off_by_a_restart_is_marked_failed_not_rerun() {
     // Not re-run: nothing more happens to it.
     std::thread::sleep(Duration::from_millis(1000));
     assert_eq!(
-        expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b"")),
+        expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""))["job"],
         job
     );
     expect_error(

@@ -12,12 +12,12 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{expect_error, expect_ok, expect_status, Agent};
+use common::{expect_error, expect_made, expect_ok, expect_status, Agent};
 use serde_json::{json, Value};
 use stead_harness::{temp_state, Runtime};
 
 fn put(agent: &Agent, id: &str, body: Value) -> Value {
-    expect_ok(&agent.send(
+    expect_made(&agent.send(
         "PUT",
         &format!("/schedules/{id}"),
         body.to_string().as_bytes(),
@@ -82,6 +82,7 @@ fn a_one_shot_schedule_fires_and_its_job_output_is_readable() {
         json!({ "delay_ms": 300, "exec": { "command": "echo scheduled; echo hi > /from-schedule" } }),
     );
     assert_eq!(made["schedule"]["kind"], "once");
+    assert_eq!(made["schedule"]["state"], "scheduled");
     let due = made["schedule"]["next_due_ms"].as_i64().unwrap();
     let schedule = wait_for(&agent, "hello", 20, |s| runs(s).iter().any(finished));
     let run = &runs(&schedule)[0];
@@ -99,12 +100,17 @@ fn a_one_shot_schedule_fires_and_its_job_output_is_readable() {
     let output = expect_ok(&agent.send("GET", &format!("/jobs/{job}/output"), b""));
     assert_eq!(output["output"][0]["data"], "scheduled\n");
     assert_eq!(output["done"], true);
-    let job = expect_ok(&agent.send("GET", &format!("/jobs/{job}"), b""));
+    let job = expect_ok(&agent.send("GET", &format!("/jobs/{job}"), b""))["job"].clone();
     assert_eq!(job["source"], "schedule:hello");
     assert_eq!(agent.read("/from-schedule"), "hi\n");
-    // Nothing more ever runs for it.
+    // Nothing more ever runs for it; it stays listed, done, for a while.
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(runs(&get(&agent, "hello")).len(), 1);
+    let done = get(&agent, "hello");
+    assert_eq!(runs(&done).len(), 1);
+    assert_eq!(done["schedule"]["state"], "done", "{done}");
+    assert_eq!(done["schedule"]["done_ms"], run["finished_ms"], "{done}");
+    let listed = expect_ok(&agent.send("GET", "/schedules", b""));
+    assert_eq!(listed["schedules"][0]["state"], "done", "{listed}");
 }
 
 /// Checks the ledger of an every-2-seconds schedule: each due time at most

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{client, expect_error, expect_ok, expect_status, Agent};
+use common::{client, expect_error, expect_made, expect_ok, expect_status, Agent};
 use serde_json::{json, Value};
 use stead_harness::{Client, Socket};
 
@@ -58,6 +58,16 @@ fn a_read_only_token_reads_and_nothing_else() {
     ] {
         expect_error(&reader.call(tool, body), 403, "FORBIDDEN");
     }
+    // A refused command names the scope it needs where it would run.
+    for (command, needed) in [("echo hi", "exec:shell"), ("python3 -c 1", "exec:computer")] {
+        let refused = expect_error(
+            &reader.call("exec", json!({ "command": command })),
+            403,
+            "FORBIDDEN",
+        );
+        let message = refused["message"].as_str().unwrap();
+        assert!(message.contains(needed), "{command}: {message}");
+    }
     expect_error(&reader.send("DELETE", "", b""), 403, "FORBIDDEN");
     expect_error(
         &reader.send("PUT", "/files/up.bin", b"data"),
@@ -102,7 +112,7 @@ fn scheduling_a_command_needs_the_scopes_to_run_it() {
     let later = |command: &str| json!({ "delay_ms": 3_600_000, "exec": { "command": command } });
     expect_error(&put(&scheduler, "a", later("echo hi")), 403, "FORBIDDEN");
     expect_error(&put(&shell, "b", later("python3 -c 1")), 403, "FORBIDDEN");
-    expect_status(&put(&shell, "c", later("echo hi")), 200);
+    expect_status(&put(&shell, "c", later("echo hi")), 201);
     let hook = json!({ "exec": { "command": "cat" } }).to_string();
     expect_error(
         &as_token(&agent, &scheduler).send("PUT", "/hooks/h", hook.as_bytes()),
@@ -293,7 +303,7 @@ fn quotas_refuse_with_the_limit_named_and_change_nothing() {
     let schedule = json!({ "delay_ms": 3_600_000, "exec": { "command": "true" } }).to_string();
     expect_status(
         &agent.send("PUT", "/schedules/one", schedule.as_bytes()),
-        200,
+        201,
     );
     check(
         agent.send("PUT", "/schedules/two", schedule.as_bytes()),
@@ -340,7 +350,7 @@ fn kept_job_output_is_bounded_by_its_quota() {
         let id = reply.json()["job"]["id"].as_i64().unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
-            let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""));
+            let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""))["job"].clone();
             if job["state"] == "succeeded" {
                 break;
             }
@@ -366,6 +376,60 @@ fn kept_job_output_is_bounded_by_its_quota() {
     assert_eq!(text.len(), 600, "{last}");
 }
 
+/// Tokens are minted at `POST /tokens` and revoked beside it at `POST
+/// /tokens/revoke` (naming the token's agent), as on the agent's route.
+#[test]
+fn tokens_are_revoked_beside_where_they_are_minted() {
+    let agent = Agent::new("sec-revoke-top");
+    agent.write("/a.txt", "a\n");
+    let (token, id) = mint(&agent.id, &["read"], 600);
+    let holder = as_token(&agent, &token);
+    assert_eq!(holder.read("/a.txt"), "a\n");
+    let revoke = |client: &stead_harness::Client, body: Value| {
+        client.send("POST", "/tokens/revoke", body.to_string().as_bytes())
+    };
+    expect_error(
+        &revoke(&client(), json!({ "id": id })),
+        400,
+        "INVALID_REQUEST",
+    );
+    expect_error(
+        &revoke(&holder.client, json!({ "agent": agent.id, "id": id })),
+        403,
+        "FORBIDDEN",
+    );
+    expect_error(
+        &revoke(&client(), json!({ "agent": "sec-revoke-nobody", "id": id })),
+        404,
+        "AGENT_NOT_FOUND",
+    );
+    assert_eq!(holder.read("/a.txt"), "a\n", "not revoked yet");
+    let revoked = expect_ok(&revoke(&client(), json!({ "agent": agent.id, "id": id })));
+    assert_eq!(revoked, json!({ "revoked": id, "agent": agent.id }));
+    expect_error(
+        &holder.call("read", json!({ "path": "/a.txt" })),
+        401,
+        "TOKEN_REVOKED",
+    );
+    expect_error(
+        &client().send("GET", "/tokens/revoke", b""),
+        405,
+        "METHOD_NOT_ALLOWED",
+    );
+    // The agent's route refuses a body naming another agent.
+    expect_error(
+        &agent.send(
+            "POST",
+            "/tokens/revoke",
+            json!({ "agent": "someone-else", "id": id })
+                .to_string()
+                .as_bytes(),
+        ),
+        400,
+        "INVALID_REQUEST",
+    );
+}
+
 #[test]
 fn token_settings_and_audit_requests_are_validated() {
     let agent = Agent::new("sec-validate");
@@ -378,6 +442,10 @@ fn token_settings_and_audit_requests_are_validated() {
         (r#"{"agent":"a/b","scopes":["read"]}"#, "INVALID_AGENT_ID"),
         (
             r#"{"agent":"a","scopes":["read"],"ttl_seconds":-5}"#,
+            "INVALID_REQUEST",
+        ),
+        (
+            r#"{"agent":"a","scopes":["read"],"ttl_seconds":7776001}"#,
             "INVALID_REQUEST",
         ),
         (
@@ -445,10 +513,12 @@ fn the_audit_log_records_who_changed_what() {
     as_token(&agent, &token).write("/b.txt", "2");
     agent.read("/a.txt");
     let log = expect_ok(&agent.send("GET", "/audit", b""));
+    // Newest first: read oldest first to compare with what was done.
     let entries: Vec<(String, String, String, String)> = log["entries"]
         .as_array()
         .unwrap()
         .iter()
+        .rev()
         .map(|e| {
             let text = |k: &str| e[k].as_str().unwrap_or("").to_string();
             (
@@ -465,7 +535,7 @@ fn the_audit_log_records_who_changed_what() {
             (
                 "admin".into(),
                 "agent.create".into(),
-                "".into(),
+                "sec-audit".into(),
                 "ok".into()
             ),
             ("admin".into(), "write".into(), "/a.txt".into(), "ok".into()),
@@ -484,10 +554,34 @@ fn the_audit_log_records_who_changed_what() {
         ],
         "reads are not audited"
     );
-    // Paging and admin only.
-    let first = log["entries"][0]["id"].as_i64().unwrap();
-    let page = expect_ok(&agent.send("GET", &format!("/audit?after={first}&limit=1"), b""));
-    assert_eq!(page["entries"].as_array().unwrap().len(), 1);
+    // Paging by an opaque cursor, within time bounds, and admin only.
+    let page = expect_ok(&agent.send("GET", "/audit?limit=3", b""));
+    assert_eq!(
+        page["entries"].as_array().unwrap()[..],
+        log["entries"].as_array().unwrap()[..3]
+    );
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    let rest = expect_ok(&agent.send("GET", &format!("/audit?limit=3&cursor={cursor}"), b""));
+    assert_eq!(rest["entries"].as_array().unwrap().len(), 1, "{rest}");
+    assert_eq!(rest["entries"][0]["action"], "agent.create");
+    assert_eq!(rest["next_cursor"], Value::Null);
+    let newest = log["entries"][0]["at"].as_i64().unwrap();
+    let window = expect_ok(&agent.send("GET", &format!("/audit?since={newest}"), b""));
+    assert!(window["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["at"].as_i64() >= Some(newest)));
+    for bad in ["since=5&before=5", "before=soon", "cursor=3", "after=1"] {
+        expect_error(
+            &agent.send("GET", &format!("/audit?{bad}"), b""),
+            400,
+            "INVALID_REQUEST",
+        );
+    }
     expect_error(
         &as_token(&agent, &token).send("GET", "/audit", b""),
         403,
@@ -526,7 +620,7 @@ fn paths_cannot_escape_the_workspace_from_any_entry_point() {
     assert!(reply.status >= 400 || !String::from_utf8_lossy(&reply.body).contains("root:"));
     // Archive extraction: a member climbing out of the extraction folder
     // (zip-slip) is refused.
-    expect_ok(&agent.send(
+    expect_made(&agent.send(
         "PUT",
         "/files/slip.tar",
         &tar_member("../../evil.txt", b"x"),
@@ -603,7 +697,7 @@ fn webhooks_may_not_reach_the_agents_own_network() {
 fn a_signed_hook_call_runs_once() {
     let agent = Agent::new("sec-hook-replay");
     let secret = "a-hook-secret-of-enough-length";
-    expect_ok(&agent.send(
+    expect_made(&agent.send(
         "PUT",
         "/hooks/deploy",
         json!({ "exec": { "command": "cat >> /deliveries" }, "secret": secret, "signed": true })

@@ -171,7 +171,7 @@ fn a_large_fork_reads_back_byte_exact_while_the_source_serves_writes() {
     const SIZE: u64 = 200 << 20;
     expect_status(
         &source.upload("/data/big.bin", "", Noise::new(7, SIZE)),
-        200,
+        201,
     );
     const NOTES: &str = "at fork time\n";
     source.write("/notes.md", NOTES);
@@ -193,7 +193,9 @@ fn a_large_fork_reads_back_byte_exact_while_the_source_serves_writes() {
         source.write(&format!("/later/{i}.txt"), "during the fork\n");
     }
     let forked = fork.join().unwrap();
-    expect_status(&forked, 200);
+    // A new agent: 201, and where it is.
+    expect_status(&forked, 201);
+    assert_eq!(forked.header("location"), Some("/agents/tt-fork-target"));
     let forked = forked.json();
     // The fork copies the checkpoint taken when it began: the big file and
     // the notes, none of the writes landing meanwhile.
@@ -220,7 +222,28 @@ fn a_large_fork_reads_back_byte_exact_while_the_source_serves_writes() {
         404,
         "ENOENT",
     );
-    // Forking onto an agent that exists is refused, and changes nothing.
+    // The checkpoint forked from came along, and only it.
+    let checkpoints = expect_ok(&target.send("GET", "/checkpoints", b""));
+    let checkpoints = checkpoints["checkpoints"].as_array().unwrap();
+    assert_eq!(checkpoints.len(), 1, "{checkpoints:?}");
+    assert_eq!(checkpoints[0]["actor"], "fork", "{checkpoints:?}");
+    // Forking onto an agent that exists is refused, and changes nothing;
+    // an empty one too.
     let again = source.send("POST", "/fork", br#"{"to":"tt-fork-target"}"#);
-    expect_error(&again, 409, "AGENT_EXISTS");
+    let error = expect_error(&again, 409, "AGENT_EXISTS");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("delete that agent"),
+        "{error}"
+    );
+    let empty = Agent::new("tt-fork-empty");
+    let onto_empty = source.send("POST", "/fork", br#"{"to":"tt-fork-empty"}"#);
+    expect_error(&onto_empty, 409, "AGENT_EXISTS");
+    assert_eq!(
+        empty.tree(),
+        Vec::<String>::new(),
+        "the empty agent is unchanged"
+    );
 }

@@ -39,7 +39,7 @@ fn contiguous(messages: &[Value], from: i64) -> (String, i64) {
 
 fn wait_job(agent: &Agent, id: i64) -> Value {
     for _ in 0..600 {
-        let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""));
+        let job = expect_ok(&agent.send("GET", &format!("/jobs/{id}"), b""))["job"].clone();
         if !matches!(job["state"].as_str(), Some("queued" | "running")) {
             return job;
         }

@@ -82,6 +82,20 @@ pub fn expect_ok(reply: &Reply) -> Value {
     reply.json()
 }
 
+/// Asserts `reply` made a resource: `201` with its `Location` (a new one)
+/// or `200` without (a `PUT` that replaced one); returns the JSON.
+#[track_caller]
+pub fn expect_made(reply: &Reply) -> Value {
+    match reply.status {
+        201 => assert!(
+            reply.header("location").is_some(),
+            "a 201 without a Location"
+        ),
+        _ => expect_status(reply, 200),
+    }
+    reply.json()
+}
+
 /// Asserts `reply` is the error `code` with `status` and returns the error
 /// object (`{"code","message",...}`).
 #[track_caller]

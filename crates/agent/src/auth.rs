@@ -329,12 +329,12 @@ impl MintRequest {
         if self.scopes.is_empty() {
             return Err(ApiError::InvalidRequest("scopes must not be empty".into()));
         }
-        let ttl = self.ttl_seconds.unwrap_or(3600);
-        if !(1..=MAX_TTL_SECONDS).contains(&ttl) {
-            return Err(ApiError::InvalidRequest(format!(
-                "ttl_seconds must be 1..={MAX_TTL_SECONDS}"
-            )));
-        }
+        let ttl = crate::decode::within(
+            "ttl_seconds",
+            self.ttl_seconds.unwrap_or(3600),
+            1,
+            MAX_TTL_SECONDS,
+        )?;
         let mut scopes = self.scopes;
         scopes.sort();
         scopes.dedup();
@@ -366,11 +366,43 @@ pub fn is_revoked(db: &impl Sql, id: &str) -> Result<bool, SqlError> {
         .is_some())
 }
 
-/// `POST /agents/{id}/tokens/revoke`: which token.
+/// `POST /tokens/revoke` and `POST /agents/{id}/tokens/revoke`: which
+/// token. `agent` is the token's agent: required at `/tokens/revoke` (it
+/// says which agent keeps the revocation), and on an agent's route, if
+/// given, it must be that agent.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RevokeRequest {
+    /// The token's id (`id` in the answer of `POST /tokens`).
     pub id: String,
+    /// The token's agent.
+    pub agent: Option<String>,
+}
+
+impl RevokeRequest {
+    /// The agent whose token this is, for `POST /tokens/revoke`.
+    pub fn agent(&self) -> Result<&str, ApiError> {
+        let agent = self.agent.as_deref().ok_or_else(|| {
+            ApiError::InvalidRequest(
+                "name the token's agent: {\"agent\": \"<agent id>\", \"id\": \"<token id>\"}"
+                    .into(),
+            )
+        })?;
+        if !crate::route::valid_agent_id(agent) {
+            return Err(ApiError::InvalidAgentId { id: agent.into() });
+        }
+        Ok(agent)
+    }
+
+    /// Checks the request is for agent `agent` (when it names one).
+    pub fn check_agent(&self, agent: &str) -> Result<(), ApiError> {
+        match self.agent.as_deref() {
+            Some(named) if named != agent => Err(ApiError::InvalidRequest(format!(
+                "agent {named:?} in the body differs from {agent:?} in the path"
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Compares secrets in constant time (the length is not secret).
@@ -539,10 +571,13 @@ pub(crate) mod tests {
         assert!(request(r#"{"agent":"a b","scopes":["read"]}"#)
             .claims("id".into(), 0)
             .is_err());
-        assert!(
-            request(r#"{"agent":"a","scopes":["read"],"ttl_seconds":0}"#)
-                .claims("id".into(), 0)
-                .is_err()
+        let error = request(r#"{"agent":"a","scopes":["read"],"ttl_seconds":0}"#)
+            .claims("id".into(), 0)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("invalid request: ttl_seconds must be between 1 and {MAX_TTL_SECONDS} (got 0)"),
+            "the bound in words, as every bound is"
         );
         assert!(serde_json::from_str::<MintRequest>(r#"{"agent":"a","scopes":["root"]}"#).is_err());
     }

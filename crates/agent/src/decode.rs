@@ -96,6 +96,54 @@ mod tests {
         edits: Vec<Edit>,
     }
 
+    /// Every `.rs` file under `dir`.
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// A bound in a message a caller reads is in words (`between 1 and
+    /// 20`, as [`within`] says it), never Rust's range syntax: no string
+    /// literal in the crates that answer requests holds `..=`.
+    #[test]
+    fn no_message_states_a_bound_in_rust_syntax() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        for crate_dir in [".", "../scheduler"] {
+            sources(&root.join(crate_dir).join("src"), &mut files);
+        }
+        // Spelt in two pieces, so this test does not find itself.
+        let range = concat!("..", "=");
+        let mut found = Vec::new();
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (number, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                // The odd pieces between quotes are string literals.
+                if code
+                    .split('"')
+                    .skip(1)
+                    .step_by(2)
+                    .any(|s| s.contains(range))
+                {
+                    found.push(format!(
+                        "{}:{}: {}",
+                        file.display(),
+                        number + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+        assert!(found.is_empty(), "bounds in Rust syntax: {found:#?}");
+    }
+
     #[test]
     fn errors_name_the_field_at_fault() {
         let error = decode::<Body>(br#"{"edits":[{"old":"a"},{"old":3}]}"#).unwrap_err();

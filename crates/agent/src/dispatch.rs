@@ -17,7 +17,7 @@ use stead_vfs::{Node, Operation, Scope, VPath, WriteOptions, CHUNK_SIZE};
 use crate::agent::Agent;
 use crate::auth::{self, Caller};
 use crate::computer::{self, detached, Discard};
-use crate::decode::{decode, within};
+use crate::decode::decode;
 use crate::error::ApiError;
 use crate::host::Host;
 use crate::policy::{self, Access, Audit, Policy};
@@ -134,8 +134,14 @@ pub struct Request<B> {
 /// What the agent answers.
 #[derive(Debug)]
 pub enum Reply {
-    /// A JSON answer.
-    Json { status: u16, body: Value },
+    /// A JSON answer; `location` is the URL path of the resource a request
+    /// created (a `201`) or of the job it queued (a `202`): the glue sends
+    /// it as `Location`.
+    Json {
+        status: u16,
+        body: Value,
+        location: Option<String>,
+    },
     /// A file to stream out, one chunk at a time
     /// (`Vfs::chunk(id, &path)` for each of `chunks`).
     File {
@@ -152,7 +158,35 @@ pub enum Reply {
 
 impl Reply {
     fn ok(body: Value) -> Reply {
-        Reply::Json { status: 200, body }
+        Reply::Json {
+            status: 200,
+            body,
+            location: None,
+        }
+    }
+
+    /// The answer of a request that made a resource: `201 Created` with
+    /// its location, or `200` for one that replaced it (a `PUT` of one
+    /// that exists).
+    fn made(created: bool, body: Value, location: String) -> Reply {
+        match created {
+            true => Reply::Json {
+                status: 201,
+                body,
+                location: Some(location),
+            },
+            false => Reply::ok(body),
+        }
+    }
+
+    /// The answer of a request that queued job `job`: `202 Accepted`,
+    /// pointing at the job.
+    fn queued(agent: &str, job: &stead_scheduler::Job) -> Reply {
+        Reply::Json {
+            status: 202,
+            body: json!({ "job": scheduling::job_json(job) }),
+            location: Some(resource(agent, &["jobs", &job.id.to_string()])),
+        }
     }
 
     /// The answer for a failure.
@@ -160,6 +194,7 @@ impl Reply {
         Reply::Json {
             status: error.status(),
             body: error.body(),
+            location: None,
         }
     }
 }
@@ -168,14 +203,17 @@ impl<H: Host> Agent<H> {
     /// Serves a request from any entry point: authorize, carry out, audit.
     pub async fn dispatch<B: Body>(&self, mut request: Request<B>) -> Result<Reply, ApiError> {
         let policy: Policy = request.action.policy();
-        let mut target = audit::route_target(&request.action);
+        let mut note = audit::Note {
+            target: audit::route_target(&request.agent, &request.action),
+            detail: None,
+        };
         // A refusal is recorded like any other outcome: who tried what.
         let outcome = match self.authorize(&request, policy) {
-            Ok(()) => self.perform(&mut request, &mut target).await,
+            Ok(()) => self.perform(&mut request, &mut note).await,
             Err(refused) => Err(refused),
         };
         if let Audit::Record(name) = policy.audit {
-            self.audit(&request.caller, name, target.as_deref(), &outcome);
+            self.audit(&request.caller, name, &note, &outcome);
         }
         if outcome.is_ok() {
             crate::subscriptions::notify_changes(self);
@@ -201,7 +239,7 @@ impl<H: Host> Agent<H> {
         caller: &Caller,
         access: Access,
     ) -> Result<(), ApiError> {
-        access.admits(caller)?;
+        access.lets_in(caller)?;
         let Some(token) = caller.token_id() else {
             return Ok(());
         };
@@ -225,7 +263,7 @@ impl<H: Host> Agent<H> {
         &self,
         caller: &Caller,
         action: &str,
-        target: Option<&str>,
+        note: &audit::Note,
         outcome: &Result<T, ApiError>,
     ) {
         if !self.is_open() {
@@ -241,7 +279,7 @@ impl<H: Host> Agent<H> {
             self.now_ms(),
             &caller.actor(),
             action,
-            target,
+            note,
             result,
             revision,
         );
@@ -251,7 +289,7 @@ impl<H: Host> Agent<H> {
     async fn perform<B: Body>(
         &self,
         request: &mut Request<B>,
-        target: &mut Option<String>,
+        note: &mut audit::Note,
     ) -> Result<Reply, ApiError> {
         let agent = request.agent.clone();
         let created = match self.open(Some(&agent), request.action.creates()) {
@@ -281,7 +319,7 @@ impl<H: Host> Agent<H> {
         };
         let json_body = if request.action.takes_json() {
             let body = read_body(&mut request.body, MAX_JSON_BODY).await?;
-            *target = target.take().or_else(|| audit::target_of(&body));
+            note.target = note.target.take().or_else(|| audit::target_of(&body));
             body
         } else {
             Vec::new()
@@ -289,12 +327,10 @@ impl<H: Host> Agent<H> {
         let db = self.db();
         let answer = match &request.action {
             Action::Create => {
-                return Ok(Reply::Json {
-                    status: if created { 201 } else { 200 },
-                    body: json!({
-                        "agent": agent, "created": created, "revision": self.vfs().revision()?,
-                    }),
-                })
+                let body = json!({
+                    "agent": agent, "created": created, "revision": self.vfs().revision()?,
+                });
+                return Ok(Reply::made(created, body, resource(&agent, &[])));
             }
             Action::Info => json!({
                 "agent": agent,
@@ -316,7 +352,10 @@ impl<H: Host> Agent<H> {
             Action::Ping => json!({ "agent": agent }),
             Action::Tool(tool) => {
                 let vfs = self.vfs();
-                let pending = match tool.mutates() {
+                if tool.mutates() && tools::dry_run(&json_body) {
+                    note.detail = Some(json!({ "dry_run": true }));
+                }
+                let pending = match tools::writes(*tool, &json_body) {
                     true => checkpoints::before(
                         db,
                         &vfs,
@@ -331,7 +370,9 @@ impl<H: Host> Agent<H> {
             }
             Action::Exec => {
                 let source = request.entry.job_source();
-                return self.exec_request(&request.caller, source, json_body).await;
+                return self
+                    .exec_request(&agent, &request.caller, source, json_body)
+                    .await;
             }
             Action::Mcp => {
                 return Err(ApiError::Internal(
@@ -348,23 +389,23 @@ impl<H: Host> Agent<H> {
                     ..SocketState::default()
                 }));
             }
-            Action::Audit => {
-                let (after, limit) = audit_page(&request.query)?;
-                json!({ "entries": audit::list(db, after, limit)? })
-            }
+            Action::Audit => audit::list(db, audit::Page::from_query(&request.query)?)?,
             Action::Settings => settings::get(db)?,
             Action::SettingsPut => {
-                let settings = settings::put(db, &json_body, self.host.local_development())?;
+                let (settings, changed) =
+                    settings::put(db, &json_body, self.host.local_development())?;
+                note.detail = Some(json!({ "changed": changed }));
                 self.quotas_changed();
                 settings
             }
             Action::RevokeToken => {
                 let revoke: auth::RevokeRequest = decode(&json_body)?;
-                *target = Some(revoke.id.clone());
+                revoke.check_agent(&agent)?;
+                note.target = Some(revoke.id.clone());
                 let now_s = self.now_ms() / 1000;
                 // Kept for the longest lifetime a token can have.
                 auth::revoke(db, &revoke.id, now_s + auth::MAX_TTL_SECONDS, now_s)?;
-                json!({ "revoked": revoke.id })
+                json!({ "revoked": revoke.id, "agent": agent })
             }
             Action::Jobs => scheduling::list_jobs(db, &request.query)?,
             Action::Job(id) => {
@@ -377,10 +418,12 @@ impl<H: Host> Agent<H> {
                         "alarms": running.slices,
                     });
                 }
-                job
+                json!({ "job": job })
             }
             Action::JobOutput(id) => scheduling::job_output(db, *id, &request.query)?,
             Action::JobCancel(id) => {
+                // Stopping a command needs the scope running it did.
+                policy::require_exec(&request.caller, Jobs::new(db).get(*id)?.backend)?;
                 let job = scheduling::cancel_job(db, *id, self.now_ms())?;
                 if job.state.is_final() {
                     crate::subscriptions::broadcast_job_end(self, &job);
@@ -388,10 +431,10 @@ impl<H: Host> Agent<H> {
                     // Running: on the computer, stop the command itself.
                     self.cancel_computer_job(*id).await?;
                 }
-                scheduling::job_json(&job)
+                json!({ "job": scheduling::job_json(&job) })
             }
-            Action::Schedules => scheduling::list_schedules(db)?,
-            Action::Schedule(id) => scheduling::get_schedule(db, id)?,
+            Action::Schedules => scheduling::list_schedules(db, self.now_ms())?,
+            Action::Schedule(id) => scheduling::get_schedule(db, id, self.now_ms())?,
             Action::ScheduleCreate | Action::SchedulePut(_) => {
                 policy::require_exec_of(&request.caller, &json_body)?;
                 if let Some(url) = scheduling::webhook_url(&json_body) {
@@ -402,7 +445,7 @@ impl<H: Host> Agent<H> {
                     _ => None,
                 };
                 let generated_id = format!("s-{}", self.host.random_hex(12)?);
-                let answer = scheduling::put_schedule(
+                let (answer, made) = scheduling::put_schedule(
                     db,
                     path_id,
                     &json_body,
@@ -412,11 +455,12 @@ impl<H: Host> Agent<H> {
                     self.quotas().max_schedules as i64,
                 )?;
                 self.arm().await?;
-                let status = if path_id.is_some() { 200 } else { 201 };
-                return Ok(Reply::Json {
-                    status,
-                    body: answer,
-                });
+                let id = made.id.clone();
+                return Ok(Reply::made(
+                    made.created,
+                    answer,
+                    resource(&agent, &["schedules", &id]),
+                ));
             }
             Action::ScheduleDelete(id) => {
                 Schedules::new(db).delete(id)?;
@@ -428,7 +472,13 @@ impl<H: Host> Agent<H> {
             Action::HookPut(name) => {
                 policy::require_exec_of(&request.caller, &json_body)?;
                 let secret = self.host.random_hex(48)?;
-                scheduling::put_hook(db, name, &json_body, &secret, self.now_ms())?
+                let (answer, created) =
+                    scheduling::put_hook(db, name, &json_body, &secret, self.now_ms())?;
+                return Ok(Reply::made(
+                    created,
+                    answer,
+                    resource(&agent, &["hooks", name]),
+                ));
             }
             Action::HookDelete(name) => {
                 Hooks::new(db).delete(name)?;
@@ -451,17 +501,24 @@ impl<H: Host> Agent<H> {
                     }
                 };
                 return self
-                    .run_hook(&hook, request.hook.idempotency_key.as_deref(), &json_body)
+                    .run_hook(
+                        &agent,
+                        &hook,
+                        request.hook.idempotency_key.as_deref(),
+                        &json_body,
+                    )
                     .await;
             }
             Action::Checkpoints => checkpoints::list(&self.vfs(), &request.query)?,
             Action::CheckpointCreate => {
                 let created =
                     checkpoints::create(&self.vfs(), &request.caller.actor(), &json_body)?;
-                return Ok(Reply::Json {
-                    status: 201,
-                    body: created,
-                });
+                let id = created["checkpoint"]["id"].to_string();
+                return Ok(Reply::made(
+                    true,
+                    created,
+                    resource(&agent, &["checkpoints", &id]),
+                ));
             }
             Action::Checkpoint(key) => checkpoints::show(&self.vfs(), key)?,
             Action::CheckpointDelete(key) => checkpoints::delete(&self.vfs(), key)?,
@@ -497,16 +554,25 @@ impl<H: Host> Agent<H> {
             }
             Action::Fork => {
                 let fork = checkpoints::fork_request(&self.vfs(), &agent, &json_body)?;
-                *target = Some(fork.to.clone());
-                self.fork_out(&request.caller.actor(), fork).await?
+                note.target = Some(fork.to.clone());
+                let to = fork.to.clone();
+                let forked = self.fork_out(&agent, &request.caller.actor(), fork).await?;
+                // A fork makes a new agent.
+                return Ok(Reply::made(true, forked, resource(&to, &[])));
             }
             Action::ForkImport => {
+                // A fork makes a new agent: one that exists, and is not this
+                // fork's copy under way, is not overwritten (nor merged into).
+                if !created && !self.forking()? {
+                    return Err(ApiError::AgentExists { id: agent });
+                }
                 let status_only = request.query.iter().any(|(key, _)| key == "status");
+                let origin = crate::fork::ForkOrigin::from_query(&request.query);
                 let page = match status_only {
                     true => Vec::new(),
                     false => read_body(&mut request.body, checkpoints::MAX_FORK_PAGE).await?,
                 };
-                let imported = self.fork_in(status_only, &page);
+                let imported = self.fork_in(status_only, &page, origin.as_ref());
                 if created && (status_only || imported.is_err()) {
                     // Asking, or a fork that never began, leaves nothing.
                     self.host.wipe().await?;
@@ -529,10 +595,15 @@ impl<H: Host> Agent<H> {
             }
             Action::ProcessStart => {
                 let started = self.start_process(&json_body).await?;
-                return Ok(Reply::Json {
-                    status: 201,
-                    body: started,
-                });
+                let id = started["process"]["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                return Ok(Reply::made(
+                    true,
+                    started,
+                    resource(&agent, &["processes", &id]),
+                ));
             }
             Action::ProcessSignal(id) => self.signal_process(id, &json_body).await?,
             Action::Port { port, .. } => {
@@ -563,9 +634,12 @@ impl<H: Host> Agent<H> {
                     id,
                     self.now_ms(),
                 )?;
+                // A share link has no route of its own to point at (it is
+                // listed with the others, and its URL is in the answer).
                 return Ok(Reply::Json {
                     status: 201,
                     body: created,
+                    location: None,
                 });
             }
             Action::Shares => shares::list(db, self.now_ms() / 1000)?,
@@ -573,13 +647,28 @@ impl<H: Host> Agent<H> {
             Action::ProcessStop(id) => self.stop_process(id, &request.query).await?,
             Action::Download(path) => {
                 let path = VPath::parse(path)?;
-                let (node, chunks) = self.vfs().file_chunks(&path)?;
+                let (node, chunks) = self.vfs().file_chunks(&path).map_err(|error| {
+                    match error {
+                        // A directory has no bytes: say where its listing is.
+                        stead_vfs::VfsError::IsADirectory { path } => {
+                            ApiError::DownloadOfDirectory { path }
+                        }
+                        other => other.into(),
+                    }
+                })?;
                 return Ok(Reply::File { path, node, chunks });
             }
             Action::Upload(path) => {
                 let options = upload_options(&request.query)?;
-                self.upload(&VPath::parse(path)?, options, &mut request.body)
-                    .await?
+                let path = VPath::parse(path)?;
+                let written = self.upload(&path, options, &mut request.body).await?;
+                let segments: Vec<&str> = std::iter::once("files")
+                    .chain(path.as_str().split('/').filter(|s| !s.is_empty()))
+                    .collect();
+                let created = written.created;
+                let body =
+                    serde_json::to_value(written).map_err(|e| ApiError::Internal(e.to_string()))?;
+                return Ok(Reply::made(created, body, resource(&agent, &segments)));
             }
         };
         Ok(Reply::ok(answer))
@@ -589,20 +678,21 @@ impl<H: Host> Agent<H> {
     /// then runs it now, or queues it as a job with `detach`.
     pub(crate) async fn exec_request(
         &self,
+        agent: &str,
         caller: &Caller,
         source: &str,
         body: Vec<u8>,
     ) -> Result<Reply, ApiError> {
-        if let Some(destination) = crate::exec::destination(&body) {
-            policy::require_exec(caller, destination)?;
+        match crate::exec::destination(&body) {
+            Some(destination) => policy::require_exec(caller, destination)?,
+            // A body that does not decode runs nowhere (the exec says why);
+            // still, only a caller who may run commands learns why.
+            None => Access::Exec.admits(caller)?,
         }
         let body = match scheduling::split_detach(&body)? {
             Some((true, request)) => {
                 let job = self.start_job(source, request).await?;
-                return Ok(Reply::Json {
-                    status: 202,
-                    body: json!({ "job": scheduling::job_json(&job) }),
-                });
+                return Ok(Reply::queued(agent, &job));
             }
             Some((false, request)) => request.to_string().into_bytes(),
             None => body,
@@ -619,6 +709,7 @@ impl<H: Host> Agent<H> {
     /// with that call's job and runs nothing.
     async fn run_hook(
         &self,
+        agent: &str,
         hook: &Hook,
         idempotency_key: Option<&str>,
         body: &[u8],
@@ -628,10 +719,9 @@ impl<H: Host> Agent<H> {
         if let Some(key) = &key {
             if let Some(job) = hooks.delivered(&hook.name, key, self.now_ms())? {
                 let job = job.map(|id| Jobs::new(self.db()).get(id)).transpose()?;
-                return Ok(Reply::Json {
-                    status: 200,
-                    body: json!({ "job": job.as_ref().map(scheduling::job_json), "replayed": true }),
-                });
+                return Ok(Reply::ok(
+                    json!({ "job": job.as_ref().map(scheduling::job_json), "replayed": true }),
+                ));
             }
         }
         let request = scheduling::hook_request(hook, body);
@@ -646,10 +736,7 @@ impl<H: Host> Agent<H> {
             Ok::<_, ApiError>(job)
         })?;
         self.arm().await?;
-        Ok(Reply::Json {
-            status: 202,
-            body: json!({ "job": scheduling::job_json(&job) }),
-        })
+        Ok(Reply::queued(agent, &job))
     }
 
     /// Streams a request body into the file at `path`: chunks are staged as
@@ -659,7 +746,7 @@ impl<H: Host> Agent<H> {
         path: &VPath,
         options: WriteOptions,
         body: &mut impl Body,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<stead_vfs::Written, ApiError> {
         let vfs = self.vfs();
         let limit = vfs.limits().max_file_bytes;
         let upload = vfs.begin_upload(path, options)?;
@@ -698,9 +785,7 @@ impl<H: Host> Agent<H> {
         let committed =
             staged.and_then(|total| Ok(self.vfs().commit_upload(upload, path, total, options)?));
         match committed {
-            Ok(written) => {
-                serde_json::to_value(written).map_err(|e| ApiError::Internal(e.to_string()))
-            }
+            Ok(written) => Ok(written),
             Err(error) => {
                 self.vfs().abort_upload(upload)?;
                 Err(error)
@@ -709,24 +794,60 @@ impl<H: Host> Agent<H> {
     }
 }
 
-/// `after` and `limit` of an audit page, from the query string.
-fn audit_page(query: &[(String, String)]) -> Result<(i64, i64), ApiError> {
-    let (mut after, mut limit) = (0, audit::PAGE);
-    for (key, value) in query {
-        let number = value
-            .parse::<i64>()
-            .map_err(|_| ApiError::InvalidRequest(format!("{key}={value:?} is not a number")))?;
-        match key.as_str() {
-            "after" => after = within("after", number, 0, i64::MAX)?,
-            "limit" => limit = within("limit", number, 1, audit::PAGE)?,
-            other => {
-                return Err(ApiError::InvalidRequest(format!(
-                    "unknown query parameter {other:?}"
-                )))
-            }
-        }
+/// The headers a file's download carries (a `HEAD` of it too): its type
+/// (bytes), length, mode and revision, and validators: an `ETag` that
+/// changes whenever the file does (its inode and the revision of its last
+/// change) and `Last-Modified` (its mtime).
+pub fn file_headers(node: &Node) -> Vec<(&'static str, String)> {
+    vec![
+        ("content-type", "application/octet-stream".into()),
+        ("content-length", node.size.to_string()),
+        ("etag", format!("\"{}-{}\"", node.ino, node.rev)),
+        ("last-modified", http_date(node.mtime)),
+        ("x-file-size", node.size.to_string()),
+        ("x-file-mode", format!("{:04o}", node.mode)),
+        ("x-revision", node.rev.to_string()),
+    ]
+}
+
+/// `ms` (since the Unix epoch) as an HTTP date (RFC 9110, 5.6.7:
+/// `Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn http_date(ms: i64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let seconds = ms.div_euclid(1000);
+    let (days, time) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[(month - 1) as usize],
+        time / 3600,
+        time % 3600 / 60,
+        time % 60
+    )
+}
+
+/// The URL path of a resource of agent `agent`: `/agents/{agent}/{segments}`,
+/// each segment percent-encoded.
+fn resource(agent: &str, segments: &[&str]) -> String {
+    let mut path = format!("/agents/{}", crate::route::percent_encode(agent));
+    for segment in segments {
+        path.push('/');
+        path.push_str(&crate::route::percent_encode(segment));
     }
-    Ok((after, limit))
+    path
 }
 
 /// Upload options from the query string: `mode=755`, `parents=false`.

@@ -69,12 +69,17 @@ pub enum ApiError {
     Sched(#[from] SchedError),
     #[error("this agent is a fork still being copied; it is usable once the copy is complete")]
     Forking,
-    #[error("cannot fork into that agent: {reason}")]
-    ForkTargetExists { reason: String },
+    #[error("agent {id:?} already exists: fork into a new agent id, or delete that agent first")]
+    AgentExists { id: String },
     #[error("the fork failed: {reason}; the source is unchanged, and asking again resumes it")]
     ForkFailed { reason: String },
     #[error("webhook target refused: {0}")]
     WebhookRefused(crate::outbound::Refused),
+    #[error(
+        "{path} is a directory: list it with POST /agents/{{id}}/ls {{\"path\": \"{path}\"}} (the \
+         files route serves files)"
+    )]
+    DownloadOfDirectory { path: String },
     #[error("this route takes a WebSocket upgrade (Upgrade: websocket)")]
     UpgradeRequired,
     #[error("no process {id:?}")]
@@ -151,8 +156,9 @@ impl ApiError {
             ApiError::Sched(error) => error.code(),
             ApiError::WebhookRefused(_) => "WEBHOOK_TARGET_REFUSED",
             ApiError::Forking => "AGENT_FORKING",
-            ApiError::ForkTargetExists { .. } => "AGENT_EXISTS",
+            ApiError::AgentExists { .. } => "AGENT_EXISTS",
             ApiError::ForkFailed { .. } => "FORK_FAILED",
+            ApiError::DownloadOfDirectory { .. } => Errno::Eisdir.as_str(),
             ApiError::UpgradeRequired => "UPGRADE_REQUIRED",
             ApiError::ProcessNotFound { .. } => "PROCESS_NOT_FOUND",
             ApiError::ProcessNotRunning { .. } => "PROCESS_NOT_RUNNING",
@@ -200,8 +206,9 @@ impl ApiError {
             ApiError::Computer(_) => 502,
             ApiError::Sched(error) => error.status(),
             ApiError::WebhookRefused(_) => 400,
-            ApiError::Forking | ApiError::ForkTargetExists { .. } => 409,
+            ApiError::Forking | ApiError::AgentExists { .. } => 409,
             ApiError::ForkFailed { .. } => 502,
+            ApiError::DownloadOfDirectory { .. } => 409,
             ApiError::UpgradeRequired => 426,
             ApiError::ProcessNotFound { .. } => 404,
             ApiError::ProcessNotRunning { .. } => 409,
@@ -232,6 +239,9 @@ impl ApiError {
     /// The JSON body.
     pub fn body(&self) -> Value {
         let mut error = json!({ "code": self.code(), "message": self.public_message() });
+        if let ApiError::DownloadOfDirectory { path } = self {
+            error["path"] = json!(path);
+        }
         if let ApiError::Fs(fs) = self {
             if let Some(path) = fs.path() {
                 error["path"] = json!(path);

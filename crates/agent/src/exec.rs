@@ -95,6 +95,15 @@ pub(crate) struct ExecReq {
     /// How stdout and stderr come back: `utf8` text (default) or `base64`.
     #[serde(default)]
     output_encoding: OutputEncoding,
+    /// Run as a background job (`POST /exec` only). The route takes it off
+    /// before planning (`crate::scheduling::split_detach`); it is a field
+    /// so that the type names every field the route takes, and an unknown
+    /// field's error lists it. A stored request (a schedule's, a hook's, a
+    /// job's) always runs as a job and refuses it. The tool schemas add it
+    /// to `bash` only.
+    #[serde(default)]
+    #[schemars(skip)]
+    detach: Option<bool>,
 }
 
 /// A decoded exec request, with the backend decided.
@@ -122,6 +131,11 @@ impl Plan {
 /// Decodes an exec request and decides where it runs.
 pub fn plan(body: &[u8]) -> Result<Plan, ApiError> {
     let req: ExecReq = decode(body)?;
+    if req.detach.is_some() {
+        return Err(ApiError::InvalidRequest(
+            "detach: a stored command always runs as a job; leave detach out".into(),
+        ));
+    }
     if req.command.trim().is_empty() {
         return Err(ApiError::InvalidRequest("command must not be empty".into()));
     }

@@ -13,22 +13,78 @@
 //! resumes where the target's staging stopped. The source only reads its
 //! own workspace: it keeps serving writes meanwhile, and they are not part
 //! of the fork (the checkpoint pins what is copied).
+//!
+//! A fork makes a new agent: a target that exists (and is not this fork's
+//! copy under way) is refused (`409 AGENT_EXISTS`), an empty one too. The
+//! checkpoint forked from travels: the new agent's first checkpoint pins
+//! the copied tree, under the source checkpoint's name, noting where it
+//! came from ([`ForkOrigin`]). The source's other checkpoints do not: they
+//! are its history, not the fork's.
 
 use serde_json::{json, Value};
-use stead_vfs::{CheckpointId, ExportCursor, Operation, Scope};
+use stead_sql::Sql;
+use stead_vfs::{CheckpointId, ExportCursor, ImportProgress, NewCheckpoint, Operation, Scope};
 
 use crate::agent::Agent;
 use crate::checkpoints::{self, ForkRequest, FORK_PAGE_BYTES};
 use crate::error::ApiError;
 use crate::host::Host;
+use crate::route::percent_encode;
 
 /// The target route a source sends its pages to.
 pub const IMPORT_PATH: &str = "/fork/import";
+
+/// The checkpoint a fork copies, as the target records it: sent in the
+/// query of every page (`from`, `checkpoint`, `name`), it becomes the new
+/// agent's first checkpoint when the last page is in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkOrigin {
+    /// The source agent.
+    pub agent: String,
+    /// The checkpoint's id there.
+    pub checkpoint: i64,
+    /// Its name there, which the copy takes.
+    pub name: Option<String>,
+}
+
+impl ForkOrigin {
+    /// The query string a page carries it in.
+    fn query(&self) -> String {
+        let mut query = format!(
+            "from={}&checkpoint={}",
+            percent_encode(&self.agent),
+            self.checkpoint
+        );
+        if let Some(name) = &self.name {
+            query.push_str(&format!("&name={}", percent_encode(name)));
+        }
+        query
+    }
+
+    /// The origin a page's query names, if it names one.
+    pub fn from_query(query: &[(String, String)]) -> Option<ForkOrigin> {
+        let value = |key: &str| query.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        Some(ForkOrigin {
+            agent: value("from")?,
+            checkpoint: value("checkpoint")?.parse().ok()?,
+            name: value("name"),
+        })
+    }
+
+    /// The note of the copy's checkpoint.
+    fn note(&self) -> String {
+        format!(
+            "forked from agent {:?}, checkpoint {}",
+            self.agent, self.checkpoint
+        )
+    }
+}
 
 impl<H: Host> Agent<H> {
     /// The source side: streams the checkpoint to the new agent.
     pub(crate) async fn fork_out(
         &self,
+        agent: &str,
         actor: &str,
         request: ForkRequest,
     ) -> Result<Value, ApiError> {
@@ -36,6 +92,12 @@ impl<H: Host> Agent<H> {
             Some(id) => id,
             None => self.fork_checkpoint(actor)?,
         };
+        let origin = ForkOrigin {
+            agent: agent.to_string(),
+            checkpoint: checkpoint.0,
+            name: self.vfs().checkpoint(checkpoint)?.name,
+        };
+        let page_path = format!("{IMPORT_PATH}?{}", origin.query());
         // A target that already staged part of this fork resumes it.
         let (status, probe) = self
             .host
@@ -44,7 +106,7 @@ impl<H: Host> Agent<H> {
             .map_err(|reason| ApiError::ForkFailed { reason })?;
         let mut cursor = match status {
             200 => checkpoints::resume_point(&probe).unwrap_or(ExportCursor::Start),
-            _ => return Err(target_refused(status, &probe)),
+            _ => return Err(target_refused(&request.to, status, &probe)),
         };
         let (mut pages, mut bytes) = (0u64, 0u64);
         loop {
@@ -55,11 +117,11 @@ impl<H: Host> Agent<H> {
             pages += 1;
             let (status, answer) = self
                 .host
-                .call_agent(&request.to, IMPORT_PATH, page.frames)
+                .call_agent(&request.to, &page_path, page.frames)
                 .await
                 .map_err(|reason| ApiError::ForkFailed { reason })?;
             if status != 200 {
-                return Err(target_refused(status, &answer));
+                return Err(target_refused(&request.to, status, &answer));
             }
             match page.next {
                 Some(next) => cursor = next,
@@ -96,13 +158,30 @@ impl<H: Host> Agent<H> {
     }
 
     /// The target side: one page of the stream, or (`?status`) where the
-    /// staging stands.
-    pub(crate) fn fork_in(&self, status_only: bool, page: &[u8]) -> Result<Value, ApiError> {
+    /// staging stands. The last page makes the workspace and, in the same
+    /// transaction, its first checkpoint: the one forked from (`origin`).
+    pub(crate) fn fork_in(
+        &self,
+        status_only: bool,
+        page: &[u8],
+        origin: Option<&ForkOrigin>,
+    ) -> Result<Value, ApiError> {
         let vfs = self.vfs();
         if status_only {
             return Ok(json!({ "import": vfs.import_status()? }));
         }
-        let progress = vfs.import_page(page)?;
+        let progress = self.db().transaction(|| {
+            let progress = vfs.import_page(page)?;
+            if let (ImportProgress::Finished { .. }, Some(origin)) = (&progress, origin) {
+                let note = origin.note();
+                vfs.create_checkpoint(NewCheckpoint {
+                    actor: "fork",
+                    name: origin.name.as_deref(),
+                    note: Some(&note),
+                })?;
+            }
+            Ok::<_, ApiError>(progress)
+        })?;
         checkpoints::note_import_page(self.db(), self.now_ms())?;
         Ok(json!({ "import": checkpoints::progress_json(&progress) }))
     }
@@ -129,16 +208,17 @@ impl<H: Host> Agent<H> {
     }
 }
 
-/// The error for a target that refused a page: one that already exists is
-/// the caller's mistake; anything else is a failed fork.
-fn target_refused(status: u16, answer: &Value) -> ApiError {
+/// The error for a target `to` that refused a page: one that already
+/// exists (or holds another fork's copy) is the caller's mistake; anything
+/// else is a failed fork.
+fn target_refused(to: &str, status: u16, answer: &Value) -> ApiError {
     let message = answer["error"]["message"]
         .as_str()
         .unwrap_or("no reason given");
     match answer["error"]["code"].as_str() {
-        Some("EEXIST" | "AGENT_FORKING") => ApiError::ForkTargetExists {
-            reason: message.to_string(),
-        },
+        Some("AGENT_EXISTS" | "EEXIST" | "AGENT_FORKING") => {
+            ApiError::AgentExists { id: to.to_string() }
+        }
         _ => ApiError::ForkFailed {
             reason: format!("the new agent refused the copy ({status}): {message}"),
         },

@@ -20,8 +20,11 @@ pub enum Access {
     /// A caller holding this scope.
     Scope(Scope),
     /// A command: `exec:shell` to run it in the light shell, `exec:computer`
-    /// on the computer. Either lets the request in; the agent checks the
-    /// one the command's backend needs once it is decided.
+    /// on the computer. Which one a request needs depends on where the
+    /// command runs, which only its body (or its job) says: the door lets
+    /// any credential for the agent in ([`Access::lets_in`]) and the agent
+    /// checks the backend's scope once it knows it, so a refusal names the
+    /// scope the request needs.
     Exec,
     /// A hook call: no bearer credential, the hook's own secret instead,
     /// which the agent checks.
@@ -139,13 +142,37 @@ impl Action {
 }
 
 impl Access {
-    /// Checks `caller` may be let in for an action needing this access.
+    /// Checks `caller` may be let in before the request's body is read (the
+    /// Worker's check and the agent's first one): as [`Access::admits`],
+    /// except that a command is let in with any credential for the agent,
+    /// since the scope it needs is decided by where it runs (see
+    /// [`require_exec`]).
+    pub fn lets_in(self, caller: &Caller) -> Result<(), ApiError> {
+        match (self, caller) {
+            (Access::Exec, Caller::Admin | Caller::Token { .. }) => Ok(()),
+            (access, caller) => access.admits(caller),
+        }
+    }
+
+    /// Checks `caller` may perform some action needing this access (a
+    /// command: in one backend or the other); what `tools/list` shows.
     pub fn admits(self, caller: &Caller) -> Result<(), ApiError> {
         match self {
             Access::Scope(scope) => caller.require(scope),
             Access::Exec => caller
                 .require(Scope::ExecShell)
-                .or_else(|_| caller.require(Scope::ExecComputer)),
+                .or_else(|_| caller.require(Scope::ExecComputer))
+                .map_err(|refused| match caller {
+                    Caller::Token { .. } => ApiError::Forbidden {
+                        reason: format!(
+                            "the token lacks both exec scopes: {:?} runs a command in the light \
+                             shell, {:?} on the computer",
+                            Scope::ExecShell.name(),
+                            Scope::ExecComputer.name()
+                        ),
+                    },
+                    _ => refused,
+                }),
             // The hook's own secret is checked by the agent.
             Access::HookSecret => Ok(()),
             Access::Port => match caller {
@@ -163,8 +190,9 @@ impl Access {
 
 impl Principal {
     /// Checks the caller may act on `agent` with `access`: the token is for
-    /// that agent and holds the scope. An exec is let in with either exec
-    /// scope; the agent checks the one its backend needs once it knows it.
+    /// that agent and holds the scope. A command is let in with any token
+    /// for the agent; the agent checks the scope its backend needs once it
+    /// knows it ([`Access::lets_in`]).
     pub fn admit(&self, agent: &str, access: Access) -> Result<(), ApiError> {
         match self {
             Principal::Token(claims) if claims.agent != agent => {
@@ -179,7 +207,7 @@ impl Principal {
             }
             _ => {}
         }
-        access.admits(&Caller::of(Some(self)))
+        access.lets_in(&Caller::of(Some(self)))
     }
 }
 
@@ -225,10 +253,18 @@ mod tests {
                 Err(ApiError::Forbidden { .. })
             ));
         }
-        assert!(matches!(
-            reader.admit("alice", Access::Exec),
-            Err(ApiError::Forbidden { .. })
-        ));
+        // A command's scope depends on where it runs, which the agent
+        // decides from the body: the door lets the token in, and the agent
+        // refuses it naming the scope (see `require_exec`).
+        reader.admit("alice", Access::Exec).unwrap();
+        let refused = Access::Exec
+            .admits(&Caller::of(Some(&reader)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("exec:shell") && refused.contains("exec:computer"),
+            "{refused}"
+        );
         assert!(matches!(
             reader.admit("bob", Access::Scope(Scope::Read)),
             Err(ApiError::Forbidden { .. })

@@ -19,6 +19,10 @@ pub enum Route {
     Health,
     /// `POST /tokens`: mint an agent token (admin token only).
     MintToken,
+    /// `POST /tokens/revoke`: revoke one, named by its agent and id (admin
+    /// token only); the Worker hands it to that agent as
+    /// [`Action::RevokeToken`].
+    RevokeToken,
     /// `GET /tools?format=mcp|anthropic|openai|ai-sdk`: the tool
     /// definitions a model is given (any valid credential; an agent token
     /// sees the tools its scopes allow).
@@ -291,11 +295,18 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         method: method.to_string(),
         path: path.to_string(),
     };
+    // HEAD is GET without the body (RFC 9110, 9.3.2): it takes GET's
+    // route, and the glue answers with GET's status and headers only.
+    let method = match method {
+        "HEAD" => "GET",
+        other => other,
+    };
     match (method, path) {
         ("GET", "/health") => return Ok(Route::Health),
         ("POST", "/tokens") => return Ok(Route::MintToken),
+        ("POST", "/tokens/revoke") => return Ok(Route::RevokeToken),
         ("GET", "/tools") => return Ok(Route::Tools),
-        (_, "/health" | "/tokens" | "/tools") => return Err(not_allowed()),
+        (_, "/health" | "/tokens" | "/tokens/revoke" | "/tools") => return Err(not_allowed()),
         _ => {}
     }
     let rest = path.strip_prefix("/agents/").ok_or_else(no_route)?;
@@ -482,6 +493,20 @@ fn route_named(method: &str, collection: &str, name: String) -> Option<Action> {
         ("hooks", "POST", false) => Action::HookCall(name),
         _ => return None,
     })
+}
+
+/// Encodes a path segment for a URL: every byte but the unreserved ones
+/// (`A-Z a-z 0-9 - . _ ~`) as `%XX`; [`percent_decode`] reads it back.
+pub fn percent_encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// Decodes `%XX` escapes; the result must be UTF-8.

@@ -107,3 +107,24 @@ fn job_schedule_hook_and_socket_routes() {
         Err("METHOD_NOT_ALLOWED".into())
     );
 }
+
+#[test]
+fn head_is_routed_as_get_and_tokens_are_revoked_beside_their_minting() {
+    assert_eq!(
+        route("HEAD", "/agents/a/files/x.bin"),
+        route("GET", "/agents/a/files/x.bin")
+    );
+    assert_eq!(route("HEAD", "/health"), Ok(Route::Health));
+    assert_eq!(route("POST", "/tokens/revoke"), Ok(Route::RevokeToken));
+    let code = |method, path| route(method, path).unwrap_err().code().to_string();
+    assert_eq!(code("GET", "/tokens/revoke"), "METHOD_NOT_ALLOWED");
+    assert_eq!(code("HEAD", "/agents/a/read"), "METHOD_NOT_ALLOWED");
+}
+
+#[test]
+fn percent_encoding_round_trips() {
+    for text in ["plain-name_1.x~", "a b/c%d", "é?&="] {
+        assert_eq!(percent_decode(&percent_encode(text)).unwrap(), text);
+    }
+    assert_eq!(percent_encode("a b/c"), "a%20b%2Fc");
+}

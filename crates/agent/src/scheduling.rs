@@ -193,6 +193,24 @@ pub fn cancel_job<S: Sql>(db: &S, id: i64, now_ms: i64) -> Result<Job, ApiError>
     Ok(Jobs::new(db).cancel(id, now_ms)?)
 }
 
+/// What a `PUT` or `POST` of a schedule made.
+#[derive(Debug)]
+pub struct Made {
+    /// The schedule's id.
+    pub id: String,
+    /// No schedule had that id before: it was created, not replaced.
+    pub created: bool,
+}
+
+/// Whether a lookup found its record (`false` for its not-found error).
+fn found<T>(lookup: Result<T, SchedError>) -> Result<bool, ApiError> {
+    match lookup {
+        Ok(_) => Ok(true),
+        Err(SchedError::ScheduleNotFound { .. } | SchedError::HookNotFound { .. }) => Ok(false),
+        Err(other) => Err(other.into()),
+    }
+}
+
 /// `PUT .../schedules/{id}` and `POST .../schedules`: `id` from the path,
 /// else from the body, else `generated_id`. The answer shows the webhook
 /// secret, the only time it is shown.
@@ -204,7 +222,7 @@ pub fn put_schedule<S: Sql>(
     generated_secret: &str,
     now_ms: i64,
     max_schedules: i64,
-) -> Result<Value, ApiError> {
+) -> Result<(Value, Made), ApiError> {
     let req: ScheduleRequest = crate::decode::decode(body)?;
     let id = match (path_id, req.id.as_deref()) {
         (Some(path), Some(body)) if path != body => {
@@ -219,13 +237,20 @@ pub fn put_schedule<S: Sql>(
     if let Some(exec) = &req.exec {
         check_exec_request(exec)?;
     }
+    let existed = found(Schedules::new(db).get(&id))?;
     let (schedule, secret) =
         Schedules::with_limit(db, max_schedules).put(&id, &req, generated_secret, now_ms)?;
     let mut answer = json!({ "schedule": schedule });
     if let Some(secret) = secret {
         answer["webhook_secret"] = json!(secret);
     }
-    Ok(answer)
+    Ok((
+        answer,
+        Made {
+            id,
+            created: !existed,
+        },
+    ))
 }
 
 /// The webhook URL of a schedule request body, if it has one.
@@ -247,17 +272,23 @@ fn check_exec_request(exec: &Value) -> Result<(), ApiError> {
         .map_err(|e| ApiError::InvalidRequest(format!("exec: {e}")))
 }
 
-/// `GET .../schedules/{id}`: the schedule and its newest runs.
-pub fn get_schedule<S: Sql>(db: &S, id: &str) -> Result<Value, ApiError> {
+/// `GET .../schedules/{id}`: the schedule and its newest runs. (Finished
+/// one-shot schedules past their retention are removed first, as they are
+/// for the list.)
+pub fn get_schedule<S: Sql>(db: &S, id: &str, now_ms: i64) -> Result<Value, ApiError> {
     let schedules = Schedules::new(db);
+    schedules.prune_done(now_ms)?;
     let schedule = schedules.get(id)?;
     let runs = schedules.runs(id, RUNS_SHOWN)?;
     Ok(json!({ "schedule": schedule, "runs": runs }))
 }
 
-/// `GET .../schedules`.
-pub fn list_schedules<S: Sql>(db: &S) -> Result<Value, ApiError> {
-    Ok(json!({ "schedules": Schedules::new(db).list()? }))
+/// `GET .../schedules`: finished one-shot schedules are listed (`state:
+/// done`) until their retention ends, then removed.
+pub fn list_schedules<S: Sql>(db: &S, now_ms: i64) -> Result<Value, ApiError> {
+    let schedules = Schedules::new(db);
+    schedules.prune_done(now_ms)?;
+    Ok(json!({ "schedules": schedules.list()? }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -276,14 +307,14 @@ pub(crate) struct HookReq {
 }
 
 /// `PUT .../hooks/{name}`: the answer shows the secret, the only time it
-/// is shown.
+/// is shown; and whether the hook is new (rather than replaced).
 pub fn put_hook<S: Sql>(
     db: &S,
     name: &str,
     body: &[u8],
     generated_secret: &str,
     now_ms: i64,
-) -> Result<Value, ApiError> {
+) -> Result<(Value, bool), ApiError> {
     let req: HookReq = crate::decode::decode(body)?;
     check_exec_request(&req.exec)?;
     let secret = req.secret.unwrap_or_else(|| generated_secret.to_string());
@@ -293,8 +324,9 @@ pub fn put_hook<S: Sql>(
             .replay_window_ms
             .unwrap_or(HookOptions::default().replay_window_ms),
     };
+    let existed = found(Hooks::new(db).get(name))?;
     let hook = Hooks::new(db).put(name, &secret, &req.exec, options, now_ms)?;
-    Ok(json!({ "hook": hook, "secret": secret }))
+    Ok((json!({ "hook": hook, "secret": secret }), !existed))
 }
 
 /// The exec request a hook call runs: the hook's, with the call's body on
@@ -452,7 +484,7 @@ mod tests {
     fn schedules_take_ids_from_path_body_or_generator() {
         let db = db();
         let body = br#"{"delay_ms":1000,"exec":{"command":"echo"}}"#;
-        let made = put_schedule(
+        let (made, what) = put_schedule(
             &db,
             None,
             body,
@@ -463,6 +495,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(made["schedule"]["id"], "gen-1");
+        assert_eq!((what.id.as_str(), what.created), ("gen-1", true));
         assert!(made.get("webhook_secret").is_none());
         let named = br#"{"id":"n","delay_ms":1000,"exec":{"command":"echo"}}"#;
         assert_eq!(
@@ -475,7 +508,8 @@ mod tests {
                 0,
                 DEFAULT_MAX_SCHEDULES
             )
-            .unwrap()["schedule"]["id"],
+            .unwrap()
+            .0["schedule"]["id"],
             "n"
         );
         let error = put_schedule(
@@ -505,30 +539,35 @@ mod tests {
             "INVALID_REQUEST"
         );
         let hook = br#"{"delay_ms":1,"webhook":{"url":"https://example.com"}}"#;
-        let made = put_schedule(
-            &db,
-            Some("w"),
-            hook,
-            "g",
-            "secret-0123456789ab",
-            0,
-            DEFAULT_MAX_SCHEDULES,
-        )
-        .unwrap();
+        let put = || {
+            put_schedule(
+                &db,
+                Some("w"),
+                hook,
+                "g",
+                "secret-0123456789ab",
+                0,
+                DEFAULT_MAX_SCHEDULES,
+            )
+            .unwrap()
+        };
+        let (made, what) = put();
         assert_eq!(made["webhook_secret"], "secret-0123456789ab");
-        assert!(!get_schedule(&db, "w")
+        assert!(what.created, "a new id is created");
+        assert!(!put().1.created, "the same id again is replaced");
+        assert!(!get_schedule(&db, "w", 0)
             .unwrap()
             .to_string()
             .contains("secret-0123"));
         assert_eq!(
-            list_schedules(&db).unwrap()["schedules"]
+            list_schedules(&db, 0).unwrap()["schedules"]
                 .as_array()
                 .unwrap()
                 .len(),
             3
         );
         assert_eq!(
-            get_schedule(&db, "zz").unwrap_err().code(),
+            get_schedule(&db, "zz", 0).unwrap_err().code(),
             "SCHEDULE_NOT_FOUND"
         );
         let cron = br#"{"cron":"61 * * * *","exec":{"command":"x"}}"#;
@@ -551,7 +590,7 @@ mod tests {
     #[test]
     fn hooks_show_their_secret_once_and_feed_the_body_to_stdin() {
         let db = db();
-        let made = put_hook(
+        let (made, created) = put_hook(
             &db,
             "gh",
             br#"{"exec":{"command":"cat"}}"#,
@@ -560,6 +599,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(made["secret"], "generated-secret-123");
+        assert!(created);
         let hook = Hooks::new(&db)
             .authenticate(
                 "gh",

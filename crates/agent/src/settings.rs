@@ -180,7 +180,16 @@ struct PutSettings {
 ///
 /// `local_development`: whether the agent runs locally, the only place
 /// `webhooks.allow_private_targets` is accepted.
-pub fn put(db: &impl Sql, body: &[u8], local_development: bool) -> Result<Value, ApiError> {
+///
+/// Returns the settings afterwards and what changed, for the audit log:
+/// each setting whose value changed, by its dotted key
+/// (`quotas.max_nodes`), with its old and new value. (Settings hold no
+/// secrets, so the values can be recorded as they are.)
+pub fn put(
+    db: &impl Sql,
+    body: &[u8],
+    local_development: bool,
+) -> Result<(Value, Value), ApiError> {
     let request: PutSettings = crate::decode::decode(body)?;
     if let Some(idle) = request.computer.and_then(|c| c.idle_ms) {
         crate::decode::within("computer.idle_ms", idle, IDLE_MS.0, IDLE_MS.1)?;
@@ -200,6 +209,7 @@ pub fn put(db: &impl Sql, body: &[u8], local_development: bool) -> Result<Value,
             ));
         }
     }
+    let before = get(db)?;
     db.transaction(|| {
         if let Some(quotas) = &request.quotas {
             store(db, "quotas", quotas)?;
@@ -215,7 +225,38 @@ pub fn put(db: &impl Sql, body: &[u8], local_development: bool) -> Result<Value,
         }
         Ok::<_, ApiError>(())
     })?;
-    get(db)
+    let after = get(db)?;
+    let mut changed = serde_json::Map::new();
+    changes("", &before, &after, &mut changed);
+    Ok((after, Value::Object(changed)))
+}
+
+/// Adds every leaf that differs between `old` and `new` to `out`, keyed by
+/// its dotted path under `prefix`, as `{"old": .., "new": ..}` (`null` for
+/// a side that lacks it).
+fn changes(prefix: &str, old: &Value, new: &Value, out: &mut serde_json::Map<String, Value>) {
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let path = match prefix {
+                    "" => key.clone(),
+                    prefix => format!("{prefix}.{key}"),
+                };
+                let (old, new) = (
+                    old.get(key).unwrap_or(&Value::Null),
+                    new.get(key).unwrap_or(&Value::Null),
+                );
+                changes(&path, old, new, out);
+            }
+        }
+        (old, new) if old != new => {
+            out.insert(prefix.to_string(), json!({ "old": old, "new": new }));
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -229,7 +270,13 @@ mod tests {
         let db = SqliteDb::memory().unwrap();
         migrate(&db, MIGRATIONS).unwrap();
         assert_eq!(quotas(&db).unwrap(), Quotas::default());
-        put(&db, br#"{"quotas":{"max_nodes":10}}"#, false).unwrap();
+        let (_, changed) = put(&db, br#"{"quotas":{"max_nodes":10}}"#, false).unwrap();
+        let old = Quotas::default().max_nodes;
+        assert_eq!(
+            changed,
+            json!({ "quotas.max_nodes": { "old": old, "new": 10 } }),
+            "only what changed"
+        );
         let stored = quotas(&db).unwrap();
         assert_eq!(stored.max_nodes, 10);
         assert_eq!(stored.max_file_bytes, Limits::default().max_file_bytes);
@@ -237,7 +284,13 @@ mod tests {
         assert!(put(&db, br#"{"quotas":{"max_inodes":1}}"#, false).is_err());
         let private = br#"{"webhooks":{"allow_private_targets":true}}"#;
         assert!(put(&db, private, false).is_err(), "not in a deployment");
-        put(&db, private, true).unwrap();
+        let (_, changed) = put(&db, private, true).unwrap();
+        assert_eq!(
+            changed,
+            json!({ "webhooks.allow_private_targets": { "old": false, "new": true } })
+        );
+        let (_, changed) = put(&db, private, true).unwrap();
+        assert_eq!(changed, json!({}), "the same again changes nothing");
         assert!(webhooks(&db).unwrap().allow_private_targets);
         assert_eq!(
             quotas(&db).unwrap(),

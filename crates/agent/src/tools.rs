@@ -29,6 +29,20 @@ const LS_CURSOR: &str = "ls1";
 const GLOB_CURSOR: &str = "glob1";
 
 /// Runs `tool` with JSON request `body`.
+/// Whether a call of `tool` with `body` can change the workspace: a tool
+/// that mutates, unless the call is a dry run (`edit` and `apply_patch`
+/// with `"dry_run": true` only show what they would do), which takes no
+/// checkpoint and makes no revision.
+pub fn writes(tool: Tool, body: &[u8]) -> bool {
+    tool.mutates() && !dry_run(body)
+}
+
+/// Whether `body` asks for a dry run.
+pub fn dry_run(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .is_ok_and(|value| value.get("dry_run") == Some(&Value::Bool(true)))
+}
+
 pub fn call<S: Sql>(vfs: &Vfs<'_, S>, tool: Tool, body: &[u8]) -> Result<Value, ApiError> {
     match tool {
         Tool::Read => read(vfs, decode(body)?),
@@ -194,8 +208,17 @@ fn read<S: Sql>(vfs: &Vfs<'_, S>, req: ReadReq) -> Result<Value, ApiError> {
             line_numbers: req.line_numbers,
         },
     )?;
+    let binary = lines.binary;
     let mut out = to_json(lines)?;
     out["path"] = json!(p.as_str());
+    if binary {
+        // A binary file has no lines: say how to get its bytes.
+        out["hint"] = json!(format!(
+            "{p} looks binary, so it has no lines to show: read its bytes with byte_offset \
+             (and byte_length, at most {DEFAULT_BYTE_LIMIT} per call; they come base64), or \
+             download it whole with GET /agents/{{id}}/files{p}"
+        ));
+    }
     Ok(out)
 }
 

@@ -300,3 +300,33 @@ fn cursors_are_opaque_and_garbage_is_refused() {
         );
     }
 }
+
+/// A binary file read as lines comes back empty, with a hint that says how
+/// to get its bytes; a text file has no hint.
+#[test]
+fn reading_a_binary_file_as_lines_says_how_to_get_its_bytes() {
+    let db = db();
+    ok(
+        &db,
+        "write",
+        json!({"path": "/img.bin", "content": "AAECAwQ=", "encoding": "base64"}),
+    );
+    let read = ok(&db, "read", json!({"path": "/img.bin"}));
+    assert_eq!(read["binary"], true, "{read}");
+    assert_eq!(read["content"], "", "{read}");
+    let hint = read["hint"].as_str().expect("a hint");
+    assert!(
+        hint.contains("byte_offset") && hint.contains("GET /agents/{id}/files/img.bin"),
+        "{hint}"
+    );
+    let bytes = ok(
+        &db,
+        "read",
+        json!({"path": "/img.bin", "byte_offset": 0, "encoding": "base64"}),
+    );
+    assert_eq!(bytes["content"], "AAECAwQ=", "{bytes}");
+    ok(&db, "write", json!({"path": "/t.txt", "content": "text\n"}));
+    assert!(ok(&db, "read", json!({"path": "/t.txt"}))
+        .get("hint")
+        .is_none());
+}

@@ -143,8 +143,8 @@ fn cancelling_a_job_stops_its_command_on_the_computer() {
     else {
         panic!("not JSON")
     };
-    assert_eq!(cancelled["cancel_requested"], true, "{cancelled}");
-    let job = ok(&agent, "a", Action::Job(id), "");
+    assert_eq!(cancelled["job"]["cancel_requested"], true, "{cancelled}");
+    let job = ok(&agent, "a", Action::Job(id), "")["job"].clone();
     assert_eq!(job["state"], "cancelled", "{job}");
     // Stopped, not run to its end: killed by a signal, before `finished`.
     assert!(job["exit_code"].as_i64().unwrap() > 128, "{job}");

@@ -38,7 +38,7 @@ fn queue(agent: &Agent<FakeHost>, command: &str) -> i64 {
 }
 
 fn job(agent: &Agent<FakeHost>, id: i64) -> Value {
-    ok(agent, "a", Action::Job(id), "")
+    ok(agent, "a", Action::Job(id), "")["job"].clone()
 }
 
 /// Runs alarms until job `id` ends (at most `max`); returns how many ran.

@@ -108,6 +108,48 @@ fn a_computer_only_token_may_run_on_the_computer_but_not_in_the_shell() {
     assert_eq!(status, 503);
 }
 
+/// A refused command names the scope it needs where it would run, not
+/// the other exec scope, whichever exec scopes the token lacks.
+#[test]
+fn a_refused_command_names_the_scope_its_backend_needs() {
+    let agent = agent();
+    create(&agent, "a");
+    let reader = token("r", &[Scope::Read]);
+    for (body, needed, other) in [
+        (r#"{"command":"echo hi"}"#, "exec:shell", "exec:computer"),
+        (
+            r#"{"command":"echo hi","backend":"computer"}"#,
+            "exec:computer",
+            "exec:shell",
+        ),
+    ] {
+        let (status, answer) = call(&agent, request("a", Action::Exec, reader.clone(), body));
+        assert_eq!(failure(status, &answer), (403, "FORBIDDEN"), "{body}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(needed) && !message.contains(other),
+            "{body}: {message}"
+        );
+    }
+    // Cancelling a job needs the scope its command ran with.
+    let shell = token("s", &[Scope::ExecShell]);
+    let queued = ok(
+        &agent,
+        "a",
+        Action::Exec,
+        r#"{"command":"sleep 1","detach":true}"#,
+    );
+    let job = queued["job"]["id"].as_i64().unwrap();
+    let (status, answer) = call(&agent, request("a", Action::JobCancel(job), reader, ""));
+    assert_eq!(failure(status, &answer), (403, "FORBIDDEN"));
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("exec:shell"));
+    let (status, answer) = call(&agent, request("a", Action::JobCancel(job), shell, ""));
+    assert_eq!(status, 200, "{answer}");
+}
+
 #[test]
 fn revoked_tokens_are_refused_on_every_entry_point() {
     let agent = agent();
@@ -379,6 +421,152 @@ fn the_change_feed_pages_inside_a_revision() {
     assert_eq!(failure(status, &body), (400, "EINVAL"));
 }
 
+/// A settings change is recorded against the agent with what it changed:
+/// each changed key with its old and new value, nothing that stayed.
+#[test]
+fn a_settings_change_is_audited_with_its_target_and_what_changed() {
+    let agent = agent();
+    create(&agent, "a");
+    ok(
+        &agent,
+        "a",
+        Action::SettingsPut,
+        r#"{"quotas":{"max_nodes":10},"computer":{"internet":true}}"#,
+    );
+    let entry = audit_entries(&agent)[0].clone();
+    assert_eq!(entry["action"], "settings.put", "{entry}");
+    assert_eq!(entry["target"], "a", "{entry}");
+    let changed = entry["detail"]["changed"].as_object().expect("changes");
+    let mut keys: Vec<&str> = changed.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, ["computer.internet", "quotas.max_nodes"], "{entry}");
+    assert_eq!(changed["quotas.max_nodes"]["new"], 10);
+    assert_eq!(
+        changed["computer.internet"],
+        json!({"old": false, "new": true})
+    );
+}
+
+/// An unknown field's error lists the fields the route takes, from the
+/// type that decodes them: `exec` lists `detach` too.
+#[test]
+fn an_unknown_exec_field_lists_every_field_the_route_takes() {
+    let agent = agent();
+    create(&agent, "a");
+    let (status, answer) = call(
+        &agent,
+        request(
+            "a",
+            Action::Exec,
+            Caller::Admin,
+            r#"{"command":"true","detah":true}"#,
+        ),
+    );
+    assert_eq!(failure(status, &answer), (400, "INVALID_REQUEST"));
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("detah") && message.contains("`detach`"),
+        "{message}"
+    );
+    // A stored command always runs as a job: it takes no detach.
+    let (status, answer) = call(
+        &agent,
+        request(
+            "a",
+            Action::ScheduleCreate,
+            Caller::Admin,
+            r#"{"delay_ms":1000,"exec":{"command":"true","detach":true}}"#,
+        ),
+    );
+    assert_eq!(
+        failure(status, &answer),
+        (400, "INVALID_REQUEST"),
+        "{answer}"
+    );
+}
+
+/// The status, body and `Location` of a request dispatched as the admin.
+fn answered(
+    agent: &stead_agent::Agent<FakeHost>,
+    action: Action,
+    body: &str,
+) -> (u16, Value, Option<String>) {
+    match block_on(agent.dispatch(request("a", action, Caller::Admin, body))).unwrap() {
+        stead_agent::Reply::Json {
+            status,
+            body,
+            location,
+        } => (status, body, location),
+        other => panic!("not JSON: {other:?}"),
+    }
+}
+
+/// One rule for every answer: a single resource comes under its kind's
+/// name; a request that creates one answers 201 with its Location, a PUT
+/// that replaces one 200, one that queues a job 202 pointing at the job.
+#[test]
+fn every_route_answers_by_one_envelope_and_status_rule() {
+    let agent = agent();
+    let (status, body, location) = answered(&agent, Action::Create, "");
+    assert_eq!(
+        (status, location.as_deref()),
+        (201, Some("/agents/a")),
+        "{body}"
+    );
+    let (status, _, location) = answered(&agent, Action::Create, "");
+    assert_eq!((status, location), (200, None), "PUT of one that exists");
+    let schedule = r#"{"delay_ms":60000,"exec":{"command":"true"}}"#;
+    for (action, path) in [
+        (Action::SchedulePut("n.1".into()), "/agents/a/schedules/n.1"),
+        (Action::HookPut("gh".into()), "/agents/a/hooks/gh"),
+    ] {
+        let body = match action {
+            Action::HookPut(_) => r#"{"exec":{"command":"cat"}}"#,
+            _ => schedule,
+        };
+        let (status, answer, location) = answered(&agent, action.clone(), body);
+        assert_eq!(
+            (status, location.as_deref()),
+            (201, Some(path)),
+            "{action:?}: {answer}"
+        );
+        let (status, answer, location) = answered(&agent, action.clone(), body);
+        assert_eq!(
+            (status, location),
+            (200, None),
+            "{action:?} replaced: {answer}"
+        );
+    }
+    let (status, created, location) = answered(&agent, Action::ScheduleCreate, schedule);
+    let id = created["schedule"]["id"].as_str().unwrap();
+    assert_eq!(status, 201);
+    assert_eq!(location, Some(format!("/agents/a/schedules/{id}")));
+    let (status, created, location) = answered(&agent, Action::CheckpointCreate, "{}");
+    let id = created["checkpoint"]["id"].as_i64().unwrap();
+    assert_eq!(
+        (status, location),
+        (201, Some(format!("/agents/a/checkpoints/{id}")))
+    );
+    // A queued job: 202, and the job under "job" wherever it is shown.
+    let (status, queued, location) = answered(
+        &agent,
+        Action::Exec,
+        r#"{"command":"sleep 5","detach":true}"#,
+    );
+    let job = queued["job"]["id"].as_i64().expect("the job under job");
+    assert_eq!(
+        (status, location),
+        (202, Some(format!("/agents/a/jobs/{job}")))
+    );
+    let shown = ok(&agent, "a", Action::Job(job), "");
+    assert_eq!(shown["job"]["id"], job, "GET /jobs/{{id}}: {shown}");
+    let cancelled = ok(&agent, "a", Action::JobCancel(job), "");
+    assert_eq!(
+        cancelled["job"]["state"], "cancelled",
+        "cancel: {cancelled}"
+    );
+}
+
 #[test]
 fn out_of_range_queries_and_timeouts_are_refused() {
     let agent = agent();
@@ -488,4 +676,32 @@ fn an_idempotency_key_runs_a_hook_once() {
     // After the window, the key is forgotten.
     agent.host().advance(300_001);
     assert_eq!(hook_call(&agent, "one", keyed("delivery-1")).0, 202);
+}
+
+#[test]
+fn http_dates_are_imf_fixdates() {
+    use stead_agent::dispatch::http_date;
+    assert_eq!(http_date(784_111_777_000), "Sun, 06 Nov 1994 08:49:37 GMT");
+    assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+    assert_eq!(http_date(951_782_400_999), "Tue, 29 Feb 2000 00:00:00 GMT");
+}
+
+/// `GET /files/<dir>` is refused as `EISDIR` with a message that points to
+/// `ls`.
+#[test]
+fn downloading_a_directory_points_to_ls() {
+    let agent = agent();
+    create(&agent, "a");
+    ok(&agent, "a", Action::Tool(Tool::Mkdir), r#"{"path":"/src"}"#);
+    let (status, body) = call(
+        &agent,
+        request("a", Action::Download("/src".into()), Caller::Admin, ""),
+    );
+    assert_eq!(failure(status, &body), (409, "EISDIR"), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("/ls") && message.contains("\"/src\""),
+        "{message}"
+    );
+    assert_eq!(body["error"]["path"], "/src");
 }

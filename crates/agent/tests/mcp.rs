@@ -653,7 +653,8 @@ fn a_tokens_scopes_decide_which_tools_it_sees_and_may_call() {
         .contains("FORBIDDEN"));
     assert_eq!(revision(&agent), before, "nothing changed");
     let audit = ok(&agent, "a", Action::Audit, "");
-    let last = audit["entries"].as_array().unwrap().last().unwrap().clone();
+    // Newest first.
+    let last = audit["entries"].as_array().unwrap()[0].clone();
     assert_eq!(
         (last["action"].as_str(), last["outcome"].as_str()),
         (Some("write"), Some("FORBIDDEN")),
@@ -735,6 +736,7 @@ fn tool_calls_run_as_their_http_twins_and_are_audited() {
         .as_array()
         .unwrap()
         .iter()
+        .rev() // oldest first
         .filter(|e| e["actor"] == "token:w")
         .map(|e| {
             (
@@ -1569,6 +1571,7 @@ fn processes_are_started_followed_signalled_and_stopped_through_the_tools() {
         .as_array()
         .unwrap()
         .iter()
+        .rev() // oldest first
         .filter(|e| e["actor"] == "token:s")
         .map(|e| {
             (
@@ -1708,6 +1711,7 @@ fn processes_are_started_followed_signalled_and_stopped_through_the_tools() {
         .as_array()
         .unwrap()
         .iter()
+        .rev() // oldest first
         .filter(|e| e["actor"] == "token:o" && e["outcome"] == "ok")
         .map(|e| e["action"].as_str().unwrap())
         .collect();

@@ -76,7 +76,7 @@ fn a_process_runs_its_output_reaches_its_log_and_a_stop_ends_it() {
         (json!("exited"), json!(true)),
         "{stopped}"
     );
-    let job = ok(&agent, "a", Action::Job(job), "");
+    let job = ok(&agent, "a", Action::Job(job), "")["job"].clone();
     assert_eq!(job["state"], "cancelled", "stopped on request: {job}");
     assert!(
         !ok(&agent, "a", Action::Processes, "")["processes"][0]["state"].eq("running"),
@@ -153,7 +153,7 @@ fn a_lost_process_starts_again_on_a_fresh_computer_with_the_latest_files() {
     assert_eq!(get(&agent, keeps)["state"], "running");
     let lost = get(&agent, once);
     assert_eq!(lost["state"], "lost", "{lost}");
-    let job = ok(&agent, "a", Action::Job(lost["job"].as_i64().unwrap()), "");
+    let job = ok(&agent, "a", Action::Job(lost["job"].as_i64().unwrap()), "")["job"].clone();
     assert_eq!(
         job["state"], "failed",
         "a lost process that never restarts ends its job: {job}"
@@ -169,7 +169,7 @@ fn a_process_outlives_an_agent_restart() {
     *restarted.host().computer.borrow_mut() = agent.host().computer.borrow().clone();
     let job = get(&restarted, &id)["job"].as_i64().unwrap();
     assert_eq!(
-        ok(&restarted, "a", Action::Job(job), "")["state"],
+        ok(&restarted, "a", Action::Job(job), "")["job"]["state"],
         "running"
     );
     tick_until(&restarted, "its output", || {

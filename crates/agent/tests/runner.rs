@@ -10,7 +10,7 @@ use stead_agent::{Action, Agent, Host};
 use stead_sql::{params, Sql};
 
 fn job(agent: &Agent<FakeHost>, id: i64) -> Value {
-    ok(agent, "a", Action::Job(id), "")
+    ok(agent, "a", Action::Job(id), "")["job"].clone()
 }
 
 fn runs(agent: &Agent<FakeHost>, schedule: &str) -> Vec<Value> {
@@ -148,7 +148,7 @@ fn a_restart_fails_the_running_job_and_retries_the_interrupted_run() {
     // A new instance on the same storage.
     let restarted = Agent::new(FakeHost::new(db));
     restarted.host().clock.set(agent.host().now_ms());
-    let cut_off = ok(&restarted, "a", Action::Job(job.id), "");
+    let cut_off = ok(&restarted, "a", Action::Job(job.id), "")["job"].clone();
     assert_eq!(cut_off["state"], "failed");
     assert!(cut_off["error"].as_str().unwrap().contains("interrupted"));
     let first = runs(&restarted, "nightly");
@@ -326,7 +326,7 @@ fn webhooks_never_reach_the_network_the_agent_runs_in() {
         );
     }
     let (status, body) = put("https://public.example/hook");
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 201, "a new schedule: {body}");
     // The name moves inside after the schedule was stored: the call is
     // refused, on the record, and nothing is sent.
     agent.host().names.borrow_mut()[2].1 = vec!["127.0.0.1".parse().unwrap()];

@@ -301,6 +301,70 @@ fn a_fork_is_a_new_agent_with_the_checkpointed_workspace() {
     assert_eq!(failure(again.0, &again.1), (409, "AGENT_EXISTS"));
 }
 
+/// The checkpoint a fork copies travels with it: the new agent's first
+/// checkpoint pins the copied tree, under the same name, saying where it
+/// came from; the source's other checkpoints stay behind.
+#[test]
+fn a_fork_carries_the_checkpoint_it_was_forked_from() {
+    let (source, target) = pair();
+    write(&source, "/plan.md", "v1\n");
+    ok(
+        &source,
+        "a",
+        Action::CheckpointCreate,
+        r#"{"name":"green"}"#,
+    );
+    write(&source, "/plan.md", "v2\n");
+    ok(
+        &source,
+        "a",
+        Action::CheckpointCreate,
+        r#"{"name":"later"}"#,
+    );
+    let forked = ok(
+        &source,
+        "a",
+        Action::Fork,
+        r#"{"to":"b","checkpoint":"green"}"#,
+    );
+    let from = forked["fork"]["checkpoint"].as_i64().unwrap();
+    let listed = ok(&target, "b", Action::Checkpoints, "")["checkpoints"].clone();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 1, "only the one forked from: {listed:?}");
+    assert_eq!(listed[0]["name"], "green");
+    let note = listed[0]["note"].as_str().unwrap();
+    assert!(
+        note.contains("\"a\"") && note.contains(&from.to_string()),
+        "{note}"
+    );
+    // It pins the copied tree: restoring it after a change puts v1 back.
+    write(&target, "/plan.md", "changed\n");
+    ok(&target, "b", Action::Restore, r#"{"checkpoint":"green"}"#);
+    assert_eq!(read(&target, "b", "/plan.md")["content"], "v1\n");
+}
+
+/// Forking onto an agent that exists, even an empty one, is refused with
+/// `AGENT_EXISTS` and a message that says what to do; the target is left
+/// as it was.
+#[test]
+fn forking_onto_an_existing_agent_is_refused_and_says_what_to_do() {
+    let (source, target) = pair();
+    write(&source, "/a.txt", "x");
+    create(&target, "b");
+    let (status, answer) = call(
+        &source,
+        request("a", Action::Fork, Caller::Admin, r#"{"to":"b"}"#),
+    );
+    assert_eq!(failure(status, &answer), (409, "AGENT_EXISTS"), "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"b\" already exists") && message.contains("delete"),
+        "{message}"
+    );
+    let listed = ok(&target, "b", Action::Tool(Tool::Ls), "{}");
+    assert_eq!(listed["entries"], json!([]), "the target is unchanged");
+}
+
 #[test]
 fn a_fork_that_breaks_off_leaves_nothing_usable_and_resumes() {
     let (source, target) = pair();
@@ -439,6 +503,47 @@ fn a_failed_call_leaves_no_checkpoint_behind() {
     );
     assert!(status >= 400);
     assert_eq!(count(), before, "a failed call kept a checkpoint");
+}
+
+/// A dry run writes nothing: it takes no checkpoint, makes no revision, and
+/// its audit entry says it was a dry run.
+#[test]
+fn a_dry_run_takes_no_checkpoint_and_makes_no_revision() {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/a.txt", "one\n");
+    let count = || ok(&agent, "a", Action::Info, "")["usage"]["checkpoints"].clone();
+    // PUT of an existing agent answers its revision.
+    let revision = || ok(&agent, "a", Action::Create, "")["revision"].clone();
+    let (checkpoints, rev) = (count(), revision());
+    let edit = r#"{"path":"/a.txt","edits":[{"old":"one","new":"two"}],"dry_run":true}"#;
+    let shown = ok(&agent, "a", Action::Tool(Tool::Edit), edit);
+    assert!(shown.get("checkpoint").is_none(), "{shown}");
+    let patch = json!({
+        "patch": "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+three\n*** End Patch\n",
+        "dry_run": true,
+    });
+    ok(
+        &agent,
+        "a",
+        Action::Tool(Tool::ApplyPatch),
+        &patch.to_string(),
+    );
+    let entries = ok(&agent, "a", Action::Audit, "")["entries"].clone();
+    assert_eq!(count(), checkpoints, "a dry run took a checkpoint");
+    assert_eq!(revision(), rev, "a dry run made a revision");
+    assert_eq!(read(&agent, "a", "/a.txt")["content"], "one\n");
+    for (entry, action) in entries.as_array().unwrap()[..2]
+        .iter()
+        .zip(["apply_patch", "edit"])
+    {
+        assert_eq!(entry["action"], action, "{entry}");
+        assert_eq!(entry["detail"], json!({ "dry_run": true }), "{entry}");
+    }
+    // The same edit for real takes its checkpoint.
+    let real = r#"{"path":"/a.txt","edits":[{"old":"one","new":"two"}]}"#;
+    ok(&agent, "a", Action::Tool(Tool::Edit), real);
+    assert_ne!(count(), checkpoints);
 }
 
 #[test]

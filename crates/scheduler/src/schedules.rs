@@ -79,6 +79,26 @@ pub enum ScheduleKind {
     Cron,
 }
 
+/// Where a schedule stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleState {
+    /// A due time is ahead (every cron schedule; a one-shot one that has
+    /// not come due).
+    Scheduled,
+    /// A one-shot schedule whose run is under way or has a retry pending.
+    Running,
+    /// A one-shot schedule that has run for the last time. It stays listed
+    /// for [`DONE_KEPT_MS`] after its last run ended, then is removed with
+    /// its ledger (its jobs stay in the job list); it does not count
+    /// against the workspace's `max_schedules`.
+    Done,
+}
+
+/// How long a finished one-shot schedule stays listed, from the end of its
+/// last run.
+pub const DONE_KEPT_MS: i64 = 7 * 24 * 3_600_000;
+
 /// What a schedule does when it comes due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -123,6 +143,12 @@ macro_rules! stored_names {
 }
 
 stored_names!(ScheduleKind, "schedule kind", Once => "once", Cron => "cron");
+stored_names!(
+    ScheduleState, "schedule state",
+    Scheduled => "scheduled",
+    Running => "running",
+    Done => "done",
+);
 stored_names!(ScheduleAction, "schedule action", Exec => "exec", Webhook => "webhook");
 stored_names!(
     RunState, "run state",
@@ -202,6 +228,11 @@ pub struct Schedule {
     /// The next due time; `None` once a one-shot schedule has run.
     pub next_due_ms: Option<i64>,
     pub created_ms: i64,
+    pub state: ScheduleState,
+    /// When a `done` schedule's last run ended; it is removed
+    /// [`DONE_KEPT_MS`] later.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub done_ms: Option<i64>,
 }
 
 /// One ledger row: an attempt at one due time.
@@ -269,6 +300,25 @@ impl RunOutcome {
 const COLUMNS: &str = "id, kind, cron, tz, action, exec, url, secret, payload, catch_up, \
     max_attempts, retry_delay_ms, next_due_ms, created_ms";
 
+/// Whether a schedule (a row of `schedules`) has a run under way or a
+/// retry pending.
+const ACTIVE: &str = "EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = schedules.id \
+    AND (r.state = 'running' OR r.retry_at_ms IS NOT NULL))";
+
+/// Whether a schedule has run for the last time (see [`ScheduleState::Done`]).
+fn done() -> String {
+    format!("(next_due_ms IS NULL AND NOT {ACTIVE})")
+}
+
+/// [`COLUMNS`], then the schedule's state and when its last run ended.
+fn select_columns() -> String {
+    format!(
+        "{COLUMNS}, CASE WHEN next_due_ms IS NOT NULL THEN 'scheduled' WHEN {ACTIVE} \
+         THEN 'running' ELSE 'done' END, \
+         (SELECT MAX(r.finished_ms) FROM schedule_runs r WHERE r.schedule_id = schedules.id)"
+    )
+}
+
 const RUN_COLUMNS: &str = "schedule_id, due_ms, attempt, state, skipped, job_id, status, error, \
     started_ms, finished_ms, retry_at_ms";
 
@@ -296,6 +346,14 @@ fn schedule_from_row(row: &Row) -> Result<Schedule> {
         retry_delay_ms: row.int(11)?,
         next_due_ms: row.opt_int(12)?,
         created_ms: row.int(13)?,
+        state: ScheduleState::parse(row.text(14)?)?,
+        done_ms: row.opt_int(15)?,
+    })
+    .map(|schedule| Schedule {
+        done_ms: schedule
+            .done_ms
+            .filter(|_| schedule.state == ScheduleState::Done),
+        ..schedule
     })
 }
 
@@ -377,7 +435,10 @@ impl<'a, S: Sql> Schedules<'a, S> {
     /// existing one never does).
     fn check_room(&self, id: &str) -> Result<()> {
         let row = self.db.query_row(
-            "SELECT COUNT(*), COALESCE(SUM(id = ?), 0) FROM schedules",
+            &format!(
+                "SELECT COALESCE(SUM(NOT {}), 0), COALESCE(SUM(id = ?), 0) FROM schedules",
+                done()
+            ),
             params![id],
         )?;
         let (count, exists) = match row {
@@ -480,11 +541,15 @@ impl<'a, S: Sql> Schedules<'a, S> {
         };
         let max_attempts = i64::from(req.max_attempts.unwrap_or(1));
         if !(1..=20).contains(&max_attempts) {
-            return Err(invalid("max_attempts must be 1-20"));
+            return Err(invalid(format!(
+                "max_attempts must be between 1 and 20 (got {max_attempts})"
+            )));
         }
         let retry_delay_ms = req.retry_delay_ms.unwrap_or(10_000);
         if !(0..=MAX_RETRY_DELAY_MS).contains(&retry_delay_ms) {
-            return Err(invalid("retry_delay_ms must be 0-3600000"));
+            return Err(invalid(format!(
+                "retry_delay_ms must be between 0 and {MAX_RETRY_DELAY_MS} (got {retry_delay_ms})"
+            )));
         }
         self.db.transaction(|| {
             // A replaced schedule keeps its history but not its pending retries.
@@ -523,7 +588,7 @@ impl<'a, S: Sql> Schedules<'a, S> {
 
     pub fn get(&self, id: &str) -> Result<Schedule> {
         let row = self.db.query_row(
-            &format!("SELECT {COLUMNS} FROM schedules WHERE id = ?"),
+            &format!("SELECT {} FROM schedules WHERE id = ?", select_columns()),
             params![id],
         )?;
         row.map(|r| schedule_from_row(&r))
@@ -532,10 +597,36 @@ impl<'a, S: Sql> Schedules<'a, S> {
 
     pub fn list(&self) -> Result<Vec<Schedule>> {
         let rows = self.db.query(
-            &format!("SELECT {COLUMNS} FROM schedules ORDER BY id"),
+            &format!("SELECT {} FROM schedules ORDER BY id", select_columns()),
             params![],
         )?;
         rows.iter().map(schedule_from_row).collect()
+    }
+
+    /// Removes the one-shot schedules that have been `done` for
+    /// [`DONE_KEPT_MS`] (counted from their last run's end, or their
+    /// creation if none ran), with their ledgers. Returns how many.
+    pub fn prune_done(&self, now_ms: i64) -> Result<usize> {
+        let expired = format!(
+            "kind = 'once' AND {} AND COALESCE((SELECT MAX(r.finished_ms) FROM schedule_runs r \
+             WHERE r.schedule_id = schedules.id), created_ms) <= ?",
+            done()
+        );
+        let cutoff = now_ms.saturating_sub(DONE_KEPT_MS);
+        self.db.transaction(|| {
+            self.db.execute(
+                &format!(
+                    "DELETE FROM schedule_runs WHERE schedule_id IN \
+                     (SELECT id FROM schedules WHERE {expired})"
+                ),
+                params![cutoff],
+            )?;
+            let gone = self.db.query(
+                &format!("DELETE FROM schedules WHERE {expired} RETURNING id"),
+                params![cutoff],
+            )?;
+            Ok(gone.len())
+        })
     }
 
     /// Deletes schedule `id` and its ledger.
@@ -590,8 +681,9 @@ impl<'a, S: Sql> Schedules<'a, S> {
             )?;
             let due = self.db.query_row(
                 &format!(
-                    "SELECT {COLUMNS} FROM schedules WHERE next_due_ms <= ? \
-                     ORDER BY next_due_ms LIMIT 1"
+                    "SELECT {} FROM schedules WHERE next_due_ms <= ? \
+                     ORDER BY next_due_ms LIMIT 1",
+                    select_columns()
                 ),
                 params![now_ms],
             )?;
@@ -921,6 +1013,60 @@ mod tests {
         assert_eq!(
             (runs[0].state.as_str(), runs[0].finished_ms),
             ("succeeded", Some(1_600))
+        );
+    }
+
+    /// A one-shot schedule that ran for the last time is listed as `done`
+    /// (not counted against the limit) until its retention ends, then
+    /// removed with its ledger; one with a retry pending is not done.
+    #[test]
+    fn a_finished_one_shot_is_listed_done_then_removed() {
+        let db = test_db();
+        let s = Schedules::with_limit(&db, 1);
+        let req = request(json!({
+            "delay_ms": 500, "exec": { "command": "false" }, "max_attempts": 2, "retry_delay_ms": 100,
+        }));
+        s.put("once", &req, SECRET, 1_000).unwrap();
+        assert_eq!(s.get("once").unwrap().state, ScheduleState::Scheduled);
+        let ticket = s.take_due(1_500).unwrap().unwrap();
+        assert_eq!(s.get("once").unwrap().state, ScheduleState::Running);
+        s.finish_run(&ticket, &failed("exit 1"), 1_600).unwrap();
+        // A retry is pending: still running, and it counts.
+        assert_eq!(s.get("once").unwrap().state, ScheduleState::Running);
+        assert!(s.put("other", &req, SECRET, 1_600).is_err(), "the limit");
+        let retry = s.take_due(1_700).unwrap().unwrap();
+        s.finish_run(&retry, &ok(), 1_800).unwrap();
+        let done = s.get("once").unwrap();
+        assert_eq!(
+            (done.state, done.done_ms),
+            (ScheduleState::Done, Some(1_800))
+        );
+        let shown = serde_json::to_value(&done).unwrap();
+        assert_eq!(
+            (shown["state"].as_str(), shown["done_ms"].as_i64()),
+            (Some("done"), Some(1_800))
+        );
+        // Done, it no longer counts against the limit.
+        s.put("other", &req, SECRET, 1_900).unwrap();
+        assert_eq!(
+            s.prune_done(1_800 + DONE_KEPT_MS - 1).unwrap(),
+            0,
+            "kept a while"
+        );
+        assert_eq!(s.list().unwrap().len(), 2);
+        assert_eq!(s.prune_done(1_800 + DONE_KEPT_MS).unwrap(), 1);
+        assert!(matches!(
+            s.get("once"),
+            Err(SchedError::ScheduleNotFound { .. })
+        ));
+        assert!(
+            s.runs("once", 10).unwrap().is_empty(),
+            "its ledger went with it"
+        );
+        assert_eq!(
+            s.get("other").unwrap().state,
+            ScheduleState::Scheduled,
+            "pending stays"
         );
     }
 

@@ -412,15 +412,22 @@ impl Host for FakeHost {
         };
         let mut request = request(&id, action, Caller::Admin, "");
         request.body = Bytes(body);
-        if !query.is_empty() {
-            request.query = vec![(query.to_string(), String::new())];
-        }
+        // Decoded as the Workspace glue decodes it (`key=value&...`).
+        request.query = query
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| {
+                let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+                let decode = |text: &str| stead_agent::route::percent_decode(text).unwrap();
+                (decode(key), decode(value))
+            })
+            .collect();
         // Boxed: the peer's dispatch may call back into a host like this one.
         let reply = Box::pin(peer.dispatch(request))
             .await
             .unwrap_or_else(|error| Reply::error(&error));
         match reply {
-            Reply::Json { status, body } => Ok((status, body)),
+            Reply::Json { status, body, .. } => Ok((status, body)),
             other => Err(format!("not a JSON reply: {other:?}")),
         }
     }
@@ -492,7 +499,7 @@ pub fn request(agent: &str, action: Action, caller: Caller, body: &str) -> Reque
 pub fn call(agent: &Agent<FakeHost>, request: Request<Bytes>) -> (u16, Value) {
     let reply = block_on(agent.dispatch(request)).unwrap_or_else(|error| Reply::error(&error));
     match reply {
-        Reply::Json { status, body } => (status, body),
+        Reply::Json { status, body, .. } => (status, body),
         other => panic!("not a JSON reply: {other:?}"),
     }
 }

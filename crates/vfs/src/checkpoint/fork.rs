@@ -27,7 +27,8 @@
 //! nothing behind. Until the end frame the target's tree stays empty; the
 //! caller keeps the new agent closed while [`Vfs::import_status`] is
 //! `Some`. Checkpoints, settings, tokens, jobs and schedules are not part of
-//! a fork: it is the files of one point in time.
+//! the stream: it is the files of one point in time (the agent pins them as
+//! the new workspace's first checkpoint, the one forked from).
 
 use serde::{Deserialize, Serialize};
 use stead_sql::{params, Sql};

@@ -611,7 +611,7 @@ fn check_name(name: &str) -> Result<()> {
         })
     };
     if name.is_empty() || name.len() > MAX_CHECKPOINT_NAME {
-        return invalid("must be 1-128 bytes");
+        return invalid("must be between 1 and 128 bytes long");
     }
     if name.chars().any(char::is_control) {
         return invalid("must not contain control characters");
