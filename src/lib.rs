@@ -184,7 +184,13 @@ async fn refuse(
 fn with_caller(req: Request, caller: &Caller) -> Result<Request> {
     let headers = Headers::new();
     for (name, value) in req.headers().entries() {
-        if name != auth::ACTOR_HEADER && name != auth::SCOPES_HEADER {
+        if ![
+            auth::ACTOR_HEADER,
+            auth::SCOPES_HEADER,
+            auth::EXPIRES_HEADER,
+        ]
+        .contains(&name.as_str())
+        {
             headers.append(&name, &value)?;
         }
     }

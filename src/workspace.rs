@@ -303,6 +303,7 @@ fn caller_of(header: &impl Fn(&str) -> Option<String>) -> Caller {
     Caller::from_headers(
         header(auth::ACTOR_HEADER).as_deref(),
         header(auth::SCOPES_HEADER).as_deref(),
+        header(auth::EXPIRES_HEADER).as_deref(),
     )
 }
 

@@ -155,6 +155,43 @@ fn a_socket_carries_the_scopes_of_whoever_opened_it() {
 }
 
 #[test]
+fn a_socket_ends_with_its_tokens_expiry_or_revocation() {
+    let agent = Agent::new("sec-socket-ends");
+    let wait = std::time::Duration::from_secs(20);
+    let ping = |socket: &mut Socket, id: &str| -> Value {
+        socket.send(&json!({ "type": "ping", "id": id }));
+        socket.recv(wait).expect("an answer")
+    };
+    // Expiry: a two-second token's socket works, then refuses.
+    let (short, _) = mint(&agent.id, &["read"], 2);
+    let mut socket = Socket::connect(common::base(), &agent.id, Some(&short)).expect("connect");
+    assert_eq!(ping(&mut socket, "1")["type"], "pong");
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    let refused = ping(&mut socket, "2");
+    assert_eq!(refused["error"]["code"], "TOKEN_EXPIRED", "{refused}");
+    assert_eq!(socket.recv_close(wait), Some(4401));
+
+    // Revocation: a subscriber hears nothing more and is closed at once.
+    let (token, id) = mint(&agent.id, &["read"], 600);
+    let mut socket = Socket::connect(common::base(), &agent.id, Some(&token)).expect("connect");
+    socket.send(&json!({ "type": "subscribe_changes", "id": "s" }));
+    assert_eq!(socket.recv(wait).expect("subscribed")["type"], "subscribed");
+    expect_ok(&agent.send(
+        "POST",
+        "/tokens/revoke",
+        json!({ "id": id }).to_string().as_bytes(),
+    ));
+    let told = socket.recv(wait).expect("told why");
+    assert_eq!(told["error"]["code"], "TOKEN_REVOKED", "{told}");
+    agent.write("/after.txt", "x");
+    assert_eq!(
+        socket.recv_close(wait),
+        Some(4401),
+        "closed, nothing sent after"
+    );
+}
+
+#[test]
 fn tokens_are_bound_to_their_agent_scopes_expiry_and_revocation() {
     let alice = Agent::new("sec-alice");
     let bob = Agent::new("sec-bob");

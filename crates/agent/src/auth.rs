@@ -155,6 +155,9 @@ pub fn authenticate(
 /// through the Worker.
 pub const ACTOR_HEADER: &str = "x-stead-actor";
 pub const SCOPES_HEADER: &str = "x-stead-scopes";
+/// An agent token's expiry (Unix seconds), so that whatever outlives the
+/// request that opened it (a WebSocket, an MCP stream) ends with it.
+pub const EXPIRES_HEADER: &str = "x-stead-token-expires";
 
 /// The caller as the agent sees it (and as a WebSocket remembers it in its
 /// attachment).
@@ -163,8 +166,13 @@ pub const SCOPES_HEADER: &str = "x-stead-scopes";
 pub enum Caller {
     /// The admin token: every scope.
     Admin,
-    /// An agent token, by id, with its scopes.
-    Token { id: String, scopes: Vec<Scope> },
+    /// An agent token, by id, with its scopes and its expiry (Unix
+    /// seconds).
+    Token {
+        id: String,
+        scopes: Vec<Scope>,
+        expires: i64,
+    },
     /// A share link, by id: it opens only its port, which the agent checks
     /// with its revocation.
     Share { id: String },
@@ -179,17 +187,27 @@ pub enum Caller {
 struct CallerWire {
     actor: String,
     scopes: Option<Vec<Scope>>,
+    /// A token's expiry. One without it (a socket opened before the
+    /// expiry travelled) is taken as expired: refused, never trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires: Option<i64>,
 }
 
 impl From<Caller> for CallerWire {
     fn from(caller: Caller) -> Self {
         let actor = caller.actor();
-        let scopes = match caller {
-            Caller::Admin => None,
-            Caller::Token { scopes, .. } => Some(scopes),
-            Caller::Share { .. } | Caller::Anonymous => Some(Vec::new()),
+        let (scopes, expires) = match caller {
+            Caller::Admin => (None, None),
+            Caller::Token {
+                scopes, expires, ..
+            } => (Some(scopes), Some(expires)),
+            Caller::Share { .. } | Caller::Anonymous => (Some(Vec::new()), None),
         };
-        CallerWire { actor, scopes }
+        CallerWire {
+            actor,
+            scopes,
+            expires,
+        }
     }
 }
 
@@ -210,6 +228,7 @@ impl TryFrom<CallerWire> for Caller {
                 Some(id) if !id.is_empty() => Ok(Caller::Token {
                     id: id.to_string(),
                     scopes,
+                    expires: wire.expires.unwrap_or(0),
                 }),
                 _ => Err(format!("unknown actor {actor:?}")),
             },
@@ -225,6 +244,7 @@ impl Caller {
             Some(Principal::Token(claims)) => Caller::Token {
                 id: claims.id.clone(),
                 scopes: claims.scopes.clone(),
+                expires: claims.exp,
             },
             Some(Principal::Share(claims)) => Caller::Share {
                 id: claims.id.clone(),
@@ -245,7 +265,7 @@ impl Caller {
     }
 
     /// The header values to forward.
-    pub fn headers(&self) -> [(&'static str, String); 2] {
+    pub fn headers(&self) -> [(&'static str, String); 3] {
         let scopes = match self {
             Caller::Admin => "*".to_string(),
             Caller::Token { scopes, .. } => scopes
@@ -255,11 +275,24 @@ impl Caller {
                 .join(","),
             Caller::Share { .. } | Caller::Anonymous => String::new(),
         };
-        [(ACTOR_HEADER, self.actor()), (SCOPES_HEADER, scopes)]
+        let expires = match self {
+            Caller::Token { expires, .. } => expires.to_string(),
+            Caller::Admin | Caller::Share { .. } | Caller::Anonymous => String::new(),
+        };
+        [
+            (ACTOR_HEADER, self.actor()),
+            (SCOPES_HEADER, scopes),
+            (EXPIRES_HEADER, expires),
+        ]
     }
 
-    /// Reads forwarded headers; anything malformed is an anonymous caller.
-    pub fn from_headers(actor: Option<&str>, scopes: Option<&str>) -> Caller {
+    /// Reads forwarded headers; anything malformed is an anonymous caller
+    /// (and a token whose expiry is missing, an expired one).
+    pub fn from_headers(
+        actor: Option<&str>,
+        scopes: Option<&str>,
+        expires: Option<&str>,
+    ) -> Caller {
         let (Some(actor), Some(scopes)) = (actor, scopes) else {
             return Caller::Anonymous;
         };
@@ -279,8 +312,20 @@ impl Caller {
         Caller::try_from(CallerWire {
             actor: actor.to_string(),
             scopes,
+            expires: expires.and_then(|e| e.parse().ok()),
         })
         .unwrap_or(Caller::Anonymous)
+    }
+
+    /// Refuses a token past its expiry at `now_s` (Unix seconds). The
+    /// Worker checks it for each request; a WebSocket or an MCP stream
+    /// outlives that check, so the agent asks again for every message and
+    /// everything it pushes.
+    pub fn check_expiry(&self, now_s: i64) -> Result<(), ApiError> {
+        match self {
+            Caller::Token { expires, .. } if now_s >= *expires => Err(ApiError::TokenExpired),
+            _ => Ok(()),
+        }
     }
 
     /// The id of the caller's token, if it used one.
@@ -482,26 +527,40 @@ pub(crate) mod tests {
             None,
         ] {
             let caller = Caller::of(principal.as_ref());
-            let [(_, actor), (_, scopes)] = caller.headers();
-            assert_eq!(Caller::from_headers(Some(&actor), Some(&scopes)), caller);
+            let [(_, actor), (_, scopes), (_, expires)] = caller.headers();
+            assert_eq!(
+                Caller::from_headers(Some(&actor), Some(&scopes), Some(&expires)),
+                caller
+            );
         }
-        let reader = Caller::from_headers(Some("token:t1"), Some("read"));
+        let reader = Caller::from_headers(Some("token:t1"), Some("read"), Some("100"));
+        reader.check_expiry(99).unwrap();
+        assert!(matches!(
+            reader.check_expiry(100),
+            Err(ApiError::TokenExpired)
+        ));
+        // A token whose expiry did not travel is expired, never endless.
+        let undated = Caller::from_headers(Some("token:t1"), Some("read"), None);
+        assert!(matches!(
+            undated.check_expiry(0),
+            Err(ApiError::TokenExpired)
+        ));
         assert_eq!(reader.token_id(), Some("t1"));
         reader.require(Scope::Read).unwrap();
         assert!(matches!(
             reader.require(Scope::ExecComputer),
             Err(ApiError::Forbidden { .. })
         ));
-        let nobody = Caller::from_headers(None, Some("*"));
+        let nobody = Caller::from_headers(None, Some("*"), None);
         assert!(matches!(
             nobody.require(Scope::Read),
             Err(ApiError::Unauthorized)
         ));
-        let garbled = Caller::from_headers(Some("admin"), Some("read,root"));
+        let garbled = Caller::from_headers(Some("admin"), Some("read,root"), None);
         assert_eq!(garbled, Caller::Anonymous);
         // Only the admin may hold every scope.
         assert_eq!(
-            Caller::from_headers(Some("token:t1"), Some("*")),
+            Caller::from_headers(Some("token:t1"), Some("*"), None),
             Caller::Anonymous
         );
         let stored = serde_json::to_value(&reader).unwrap();

@@ -240,9 +240,18 @@ impl<H: Host> Agent<H> {
         access: Access,
     ) -> Result<(), ApiError> {
         access.lets_in(caller)?;
-        let Some(token) = caller.token_id() else {
+        self.credential_holds(agent, caller)
+    }
+
+    /// Checks that `caller`'s token, if any, has neither expired nor been
+    /// revoked. Asked for every request, and again for every message and
+    /// every push on what a request opened (a WebSocket, an MCP stream),
+    /// which outlives the Worker's check of that request.
+    fn credential_holds(&self, agent: &str, caller: &Caller) -> Result<(), ApiError> {
+        caller.check_expiry(self.now_ms().div_euclid(1000))?;
+        if caller.token_id().is_none() {
             return Ok(());
-        };
+        }
         match self.open(Some(agent), false) {
             Ok(_) => {}
             // An agent not created yet has no revocations to check (and the
@@ -250,10 +259,17 @@ impl<H: Host> Agent<H> {
             Err(ApiError::AgentNotFound { .. }) => return Ok(()),
             Err(error) => return Err(error),
         }
-        if auth::is_revoked(self.db(), token)? {
-            return Err(ApiError::TokenRevoked);
+        self.token_holds(caller)
+    }
+
+    /// [`Self::credential_holds`] on an agent already open: what a push to
+    /// a socket or a stream asks before it goes out.
+    pub(crate) fn token_holds(&self, caller: &Caller) -> Result<(), ApiError> {
+        caller.check_expiry(self.now_ms().div_euclid(1000))?;
+        match caller.token_id() {
+            Some(token) if auth::is_revoked(self.db(), token)? => Err(ApiError::TokenRevoked),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Records a call that could change something in the audit log (unless
@@ -405,6 +421,8 @@ impl<H: Host> Agent<H> {
                 let now_s = self.now_ms() / 1000;
                 // Kept for the longest lifetime a token can have.
                 auth::revoke(db, &revoke.id, now_s + auth::MAX_TTL_SECONDS, now_s)?;
+                // What the token opened ends now, not at its next message.
+                crate::subscriptions::close_token(self, &revoke.id);
                 json!({ "revoked": revoke.id, "agent": agent })
             }
             Action::Jobs => scheduling::list_jobs(db, &request.query)?,

@@ -282,6 +282,7 @@ mod tests {
         let computer_only = Caller::Token {
             id: "c".into(),
             scopes: vec![Scope::ExecComputer],
+            expires: i64::MAX,
         };
         Access::Exec.admits(&computer_only).unwrap();
         require_exec(&computer_only, Backend::Computer).unwrap();
@@ -294,6 +295,7 @@ mod tests {
         let shell_only = Caller::Token {
             id: "s".into(),
             scopes: vec![Scope::ExecShell],
+            expires: i64::MAX,
         };
         assert!(require_exec_of(&shell_only, body).is_err());
         require_exec_of(&shell_only, br#"{"exec":{"command":"ls"}}"#).unwrap();

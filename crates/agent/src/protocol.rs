@@ -237,7 +237,7 @@ mod tests {
     fn socket_state_round_trips_and_filters_jobs() {
         let state = SocketState {
             agent: "a".into(),
-            caller: Caller::from_headers(Some("token:t"), Some("read")),
+            caller: Caller::from_headers(Some("token:t"), Some("read"), Some("1700000000")),
             jobs: vec![4],
             all_jobs: false,
             changes: Some(9),

@@ -41,6 +41,11 @@ impl<H: Host> Agent<H> {
             socket.close(4404, "agent not found");
             return;
         }
+        // The token that opened the socket may have expired or been
+        // revoked since: then the socket ends here, whatever was asked.
+        if let Err(error) = self.token_holds(&state.caller) {
+            return crate::subscriptions::end_socket(socket, &error);
+        }
         if let Err(error) = self.serve_socket(socket, state, request).await {
             send(socket, &error_json(&id, &error));
         }

@@ -44,7 +44,7 @@ pub fn broadcast_output<H: Host>(agent: &Agent<H>, job: i64, pieces: &[Piece]) {
     if pieces.is_empty() {
         return;
     }
-    let sockets = agent.host.sockets();
+    let sockets = open_sockets(agent);
     if sockets.is_empty() {
         return;
     }
@@ -65,7 +65,7 @@ pub fn broadcast_output<H: Host>(agent: &Agent<H>, job: i64, pieces: &[Piece]) {
 /// subscription to it.
 pub fn broadcast_job_end<H: Host>(agent: &Agent<H>, job: &Job) {
     let message = scheduling::job_end_json(job);
-    for socket in agent.host.sockets() {
+    for socket in open_sockets(agent) {
         let mut state = state_of(&socket);
         if state.wants_job(job.id) {
             send(&socket, &message);
@@ -81,7 +81,7 @@ pub fn broadcast_job_end<H: Host>(agent: &Agent<H>, job: &Job) {
 /// each MCP event stream the notifications they call for.
 pub fn notify_changes<H: Host>(agent: &Agent<H>) {
     crate::mcp::notify::notify_streams(agent);
-    let sockets = agent.host.sockets();
+    let sockets = open_sockets(agent);
     if sockets.is_empty() {
         return;
     }
@@ -167,6 +167,41 @@ pub(crate) fn send_backlog<H: Host>(
             return Ok(());
         }
         at = page.next;
+    }
+}
+
+/// The close code for a socket whose token expired or was revoked (the
+/// 4000s mirror HTTP statuses, as 4404 does for a deleted agent).
+const CREDENTIAL_GONE: u16 = 4401;
+
+/// The agent's sockets whose opener's token still holds; the others are
+/// told why and closed. Everything pushed goes through here, so nothing
+/// reaches a socket after its token expired or was revoked.
+fn open_sockets<H: Host>(agent: &Agent<H>) -> Vec<H::Socket> {
+    let mut open = Vec::new();
+    for socket in agent.host.sockets() {
+        match agent.token_holds(&state_of(&socket).caller) {
+            Ok(()) => open.push(socket),
+            Err(error) => end_socket(&socket, &error),
+        }
+    }
+    open
+}
+
+/// Tells `socket` its credential no longer holds (`error`) and closes it.
+pub(crate) fn end_socket(socket: &impl Socket, error: &ApiError) {
+    send(socket, &schema::error_json(&Value::Null, error));
+    socket.close(CREDENTIAL_GONE, error.code());
+}
+
+/// Closes the sockets and event streams opened with token `id` (it was
+/// revoked).
+pub fn close_token<H: Host>(agent: &Agent<H>, id: &str) {
+    crate::mcp::notify::close_token_streams(agent, id);
+    for socket in agent.host.sockets() {
+        if state_of(&socket).caller.token_id() == Some(id) {
+            end_socket(&socket, &ApiError::TokenRevoked);
+        }
     }
 }
 

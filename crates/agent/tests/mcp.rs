@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use stead_agent::auth::{Caller, Scope};
 use stead_agent::mcp::gate::Origins;
 use stead_agent::mcp::http::{HttpMethod, McpBody, McpHeaders, McpReply, McpRequest};
-use stead_agent::{Action, Agent, Bytes, Tool};
+use stead_agent::{Action, Agent, Bytes, Host as _, Tool};
 
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
@@ -1417,6 +1417,33 @@ fn a_change_made_between_two_listens_reaches_the_client() {
     agent.host().advance(61 * 60 * 1000);
     let late = listen(&agent, &Caller::Admin, 5, filter);
     assert_eq!(updated(&late.events()), Vec::<String>::new());
+}
+
+#[test]
+fn a_stream_ends_when_its_token_expires_or_is_revoked() {
+    let agent = setup();
+    let filter = json!({ "resourceSubscriptions": ["file:///src/"] });
+    let now_s = agent.host().now_ms() / 1000;
+    let short = token_until("t-short", &[Scope::Read], now_s + 5);
+    let long = token("t-long", &[Scope::Read]);
+    write(&agent, "/src/seed.rs", "0");
+    let expiring = listen(&agent, &short, 1, filter.clone());
+    let revoked = listen(&agent, &long, 2, filter.clone());
+    let _ = (expiring.events(), revoked.events());
+    write(&agent, "/src/a.rs", "1");
+    assert_eq!(updated(&expiring.events()), ["file:///src/a.rs"]);
+    assert_eq!(updated(&revoked.events()), ["file:///src/a.rs"]);
+
+    ok(&agent, "a", Action::RevokeToken, r#"{"id":"t-long"}"#);
+    assert!(
+        revoked.closed(),
+        "a revoked token's stream is closed at once"
+    );
+    agent.host().advance(5_000);
+    write(&agent, "/src/b.rs", "2");
+    assert!(expiring.closed(), "an expired token's stream is closed");
+    assert_eq!(updated(&expiring.events()), Vec::<String>::new());
+    assert_eq!(updated(&revoked.events()), Vec::<String>::new());
 }
 
 #[test]

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use stead_agent::auth::Caller;
 use stead_agent::protocol::SocketState;
 use stead_agent::socket::Incoming;
-use stead_agent::{Action, Agent, Tool};
+use stead_agent::{Action, Agent, Host as _, Tool};
 
 fn socket(agent: &Agent<FakeHost>) -> FakeSocket {
     agent.host().accept(&SocketState {
@@ -204,4 +204,77 @@ fn bad_messages_get_errors_and_the_socket_stays_open() {
         json!({"type":"call","tool":"teleport","args":{}}),
     );
     assert_eq!(client.take()[0]["error"]["code"], "INVALID_REQUEST");
+}
+
+/// A socket opened with `caller`, subscribed to changes.
+fn watching(agent: &Agent<FakeHost>, caller: Caller) -> FakeSocket {
+    let socket = agent.host().accept(&SocketState {
+        agent: "a".into(),
+        caller,
+        ..SocketState::default()
+    });
+    say(agent, &socket, json!({"type":"subscribe_changes","id":1}));
+    assert_eq!(socket.take()[0]["type"], "subscribed");
+    socket
+}
+
+fn write(agent: &Agent<FakeHost>, path: &str) {
+    let body = json!({ "path": path, "content": "x" }).to_string();
+    ok(agent, "a", Action::Tool(Tool::Write), &body);
+}
+
+#[test]
+fn a_socket_ends_when_the_token_that_opened_it_expires() {
+    let agent = agent();
+    create(&agent, "a");
+    let now_s = agent.host().now_ms() / 1000;
+    let reader = token_until("t-short", &[stead_agent::auth::Scope::Read], now_s + 3);
+    let socket = watching(&agent, reader.clone());
+    write(&agent, "/before.txt");
+    assert_eq!(socket.take()[0]["path"], "/before.txt");
+    say(&agent, &socket, json!({"type":"ping","id":2}));
+    assert_eq!(socket.take()[0]["type"], "pong");
+
+    agent.host().advance(3_000);
+    // Nothing more is pushed: the socket is told why and closed.
+    write(&agent, "/after.txt");
+    let sent = socket.take();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["error"]["code"], "TOKEN_EXPIRED", "{sent:?}");
+    assert_eq!(socket.closed(), Some(4401));
+
+    // A message on a socket whose token expired is refused the same way,
+    // subscriptions included.
+    let late = agent.host().accept(&SocketState {
+        agent: "a".into(),
+        caller: reader,
+        ..SocketState::default()
+    });
+    say(
+        &agent,
+        &late,
+        json!({"type":"subscribe_changes","id":3,"since":0}),
+    );
+    let sent = late.take();
+    assert_eq!(sent.len(), 1, "no change log for it: {sent:?}");
+    assert_eq!(sent[0]["error"]["code"], "TOKEN_EXPIRED");
+    assert_eq!(late.closed(), Some(4401));
+}
+
+#[test]
+fn revoking_a_token_closes_what_it_opened_at_once() {
+    let agent = agent();
+    create(&agent, "a");
+    let revoked = watching(&agent, token("t-gone", &[stead_agent::auth::Scope::Read]));
+    let kept = watching(&agent, token("t-kept", &[stead_agent::auth::Scope::Read]));
+    ok(&agent, "a", Action::RevokeToken, r#"{"id":"t-gone"}"#);
+    let sent = revoked.take();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["error"]["code"], "TOKEN_REVOKED");
+    assert_eq!(revoked.closed(), Some(4401));
+    // The other token's socket goes on.
+    write(&agent, "/f.txt");
+    assert_eq!(kept.take()[0]["path"], "/f.txt");
+    assert_eq!(kept.closed(), None);
+    assert!(revoked.take().is_empty(), "nothing after the revocation");
 }

@@ -599,6 +599,35 @@ impl Socket {
         }
     }
 
+    /// The code of the close frame the peer sends next, or `None` after
+    /// `timeout` without one. Panics on a text message before it.
+    pub fn recv_close(&mut self, timeout: Duration) -> Option<u16> {
+        self.ws
+            .get_mut()
+            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
+            .expect("read timeout");
+        loop {
+            match self.ws.read() {
+                Ok(tungstenite::Message::Close(frame)) => {
+                    return Some(frame.map_or(1005, |f| u16::from(f.code)))
+                }
+                Ok(tungstenite::Message::Text(text)) => {
+                    panic!("a message instead of the close: {text}")
+                }
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return None
+                }
+                Err(e) => panic!("websocket read failed: {e}"),
+            }
+        }
+    }
+
     /// The next JSON message, or `None` after `timeout` without one. Panics
     /// if the socket closes.
     pub fn recv(&mut self, timeout: Duration) -> Option<Value> {

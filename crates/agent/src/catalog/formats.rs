@@ -155,6 +155,7 @@ mod tests {
         let reader = Caller::Token {
             id: "r".into(),
             scopes: vec![Scope::Read],
+            expires: i64::MAX,
         };
         let names = |caller: &Caller| -> Vec<String> {
             let answer = render(Format::Anthropic, caller).unwrap();

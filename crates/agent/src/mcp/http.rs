@@ -590,6 +590,7 @@ impl<H: Host> Agent<H> {
             resources: session.subscriptions,
             list_changed: true,
             cursor: start,
+            caller: request.caller.clone(),
         };
         self.open_listening(state)
     }
@@ -708,6 +709,7 @@ impl<H: Host> Agent<H> {
             resources: paths,
             list_changed,
             cursor: start,
+            caller: request.caller.clone(),
         };
         let reply = self.open_listening(state.clone());
         if let McpBody::Stream(stream) = &reply.body {

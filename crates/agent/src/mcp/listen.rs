@@ -12,6 +12,7 @@
 
 use serde_json::Value;
 
+use crate::auth::Caller;
 use crate::mcp::resume::Listener;
 
 /// A position in the change log: everything up to revision `revision` has
@@ -81,6 +82,9 @@ pub struct ListenState {
     pub list_changed: bool,
     /// Where in the change log it is.
     pub cursor: Cursor,
+    /// Who opened it: nothing more is pushed once that caller's token has
+    /// expired or been revoked (the stream is closed).
+    pub caller: Caller,
 }
 
 #[cfg(test)]

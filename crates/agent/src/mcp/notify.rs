@@ -48,6 +48,11 @@ pub fn notify_streams<H: Host>(agent: &Agent<H>) {
     let positions = Positions::new(agent.db(), agent.now_ms());
     for stream in streams {
         let mut state = stream.state();
+        if agent.token_holds(&state.caller).is_err() {
+            // Its token expired or was revoked since it was opened.
+            stream.close();
+            continue;
+        }
         let before = state.cursor;
         if before == Cursor::after(revision) {
             continue;
@@ -70,6 +75,15 @@ pub fn notify_streams<H: Host>(agent: &Agent<H>) {
 pub fn close_streams<H: Host>(agent: &Agent<H>) {
     for stream in agent.host.streams() {
         stream.close();
+    }
+}
+
+/// Closes the streams opened with token `id` (it was revoked).
+pub fn close_token_streams<H: Host>(agent: &Agent<H>, id: &str) {
+    for stream in agent.host.streams() {
+        if stream.state().caller.token_id() == Some(id) {
+            stream.close();
+        }
     }
 }
 

@@ -532,11 +532,18 @@ pub fn create(agent: &Agent<FakeHost>, id: &str) {
     ok(agent, id, Action::Create, "");
 }
 
-/// A caller holding `scopes`.
+/// A caller holding `scopes`, with a token that does not expire in a test.
 pub fn token(id: &str, scopes: &[Scope]) -> Caller {
+    token_until(id, scopes, i64::MAX)
+}
+
+/// A caller holding `scopes` with a token that expires at `expires` (Unix
+/// seconds).
+pub fn token_until(id: &str, scopes: &[Scope], expires: i64) -> Caller {
     Caller::Token {
         id: id.to_string(),
         scopes: scopes.to_vec(),
+        expires,
     }
 }
 
