@@ -443,6 +443,7 @@ pub fn file(path: &str, mode: u32, content: &[u8]) -> Change {
             size: content.len() as u64,
             chunks: hash_content(content),
         }),
+        mtime_ms: None,
     }
 }
 
@@ -450,6 +451,7 @@ pub fn dir(path: &str, mode: u32) -> Change {
     Change {
         path: path.to_string(),
         entry: Some(Entry::Dir { mode }),
+        mtime_ms: None,
     }
 }
 
@@ -459,6 +461,7 @@ pub fn symlink(path: &str, target: &str) -> Change {
         entry: Some(Entry::Symlink {
             target: target.to_string(),
         }),
+        mtime_ms: None,
     }
 }
 
@@ -466,6 +469,7 @@ pub fn gone(path: &str) -> Change {
     Change {
         path: path.to_string(),
         entry: None,
+        mtime_ms: None,
     }
 }
 
