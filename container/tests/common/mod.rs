@@ -435,6 +435,18 @@ pub fn collect(events: Vec<ExecEvent>) -> (String, String, Exit) {
     )
 }
 
+/// `changes` without their modification times (the disk's, which a test
+/// does not know in advance).
+pub fn untimed(changes: &[Change]) -> Vec<Change> {
+    changes
+        .iter()
+        .map(|change| Change {
+            mtime_ms: None,
+            ..change.clone()
+        })
+        .collect()
+}
+
 pub fn file(path: &str, mode: u32, content: &[u8]) -> Change {
     Change {
         path: path.to_string(),

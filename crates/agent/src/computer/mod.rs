@@ -529,9 +529,7 @@ fn forget(db: &impl Sql) -> Result<(), VfsError> {
 /// next push puts back to the workspace's state (see [`pull_and_apply`]).
 fn refused_paths(db: &impl Sql) -> Result<Vec<VPath>, VfsError> {
     let rows = db.query("SELECT path FROM computer_refused ORDER BY path", params![])?;
-    rows.iter()
-        .map(|row| VPath::parse(row.text(0)?))
-        .collect()
+    rows.iter().map(|row| VPath::parse(row.text(0)?)).collect()
 }
 
 /// Remembers the refused paths a push can put back: the container reported
