@@ -23,7 +23,10 @@
 //!    Object lacks; it applies every change in one transaction, then
 //! 6. `POST /v1/sync/ack` with [`Ack`]: the container now counts its disk as
 //!    in step. Until then it keeps reporting those changes, so a Durable
-//!    Object that failed between 4 and 6 loses nothing.
+//!    Object that failed between 4 and 6 loses nothing. A change the
+//!    workspace refused (over a quota) is acknowledged with the rest, and
+//!    the workspace's next [`Push`] carries its own state at that path, so
+//!    the two copies agree again and the refusal is not reported anew.
 //!
 //! An exec id is never run twice: a repeated `POST /v1/exec` is refused, so
 //! an ambiguous disconnect cannot replay a command.

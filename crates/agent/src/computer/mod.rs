@@ -592,7 +592,9 @@ async fn push<'db, S: Sql, T: Transport>(
             // Where the workspace refused what the computer reported, the
             // computer's copy is put back to the workspace's state.
             let states = view.sync_states(&refused, &rules)?;
-            changes.retain(|change| states.iter().all(|state| state.path != change.path));
+            let put_back: std::collections::BTreeSet<&str> =
+                refused.iter().map(VPath::as_str).collect();
+            changes.retain(|change| !put_back.contains(change.path.as_str()));
             changes.extend(states);
             changes.sort_by(|a, b| a.path.cmp(&b.path));
             (false, changes)
