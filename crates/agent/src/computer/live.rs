@@ -148,6 +148,12 @@ pub fn record(db: &impl Sql, round: &Round, now_ms: i64) -> Result<(), stead_sql
             params![KEPT_CONFLICTS],
         )?;
         for rejected in &round.rejected {
+            // A process that keeps writing the same file is refused each
+            // time: the path is listed once, at its latest refusal.
+            db.execute(
+                "DELETE FROM live_rejected WHERE path = ?",
+                params![rejected.path.as_str()],
+            )?;
             db.execute(
                 "INSERT INTO live_rejected (path, code, reason, at_ms) VALUES (?, ?, ?, ?)",
                 params![
