@@ -13,6 +13,11 @@
 //!   staged first under an [`UploadId`]; a change whose content is not all
 //!   present fails the whole apply, so a half-pulled result never shows.
 //!
+//! Quotas: each reported change is admitted on its own, in path order (see
+//! [`Vfs::apply_sync`]); one that would break a quota, or a path the
+//! workspace cannot hold, is refused and named in [`SyncOutcome::rejected`]
+//! with the code the file API would give, and the rest applies.
+//!
 //! Conflicts: a path the workspace changed after the push the command ran
 //! against (`base`) keeps the workspace's version; the container's version
 //! goes beside it as `<path>.conflict-<revision>` and both are reported.
