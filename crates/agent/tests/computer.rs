@@ -447,3 +447,35 @@ fn live_sync_refuses_a_file_over_a_quota_and_brings_back_the_rest() {
     assert_eq!(status["rejected"][0]["code"], "EFBIG", "{status}");
     assert_eq!(read(&agent, "/big.log")["error"]["code"], "ENOENT");
 }
+
+/// A `cwd` the computer itself cannot enter (it exists only in the
+/// workspace, under an ignored tree) is the request's fault: `400` with the
+/// computer's reason, and the computer's copy is kept (the next command
+/// receives nothing).
+#[test]
+fn a_cwd_the_computer_refuses_answers_400_and_keeps_the_computer() {
+    let (agent, _process, _dir) = setup();
+    let (status, warm) = exec(&agent, "true");
+    assert_eq!(status, 200, "{warm}");
+    write(&agent, "/node_modules/pkg/index.js", "x\n");
+    let body = json!({ "command": "ls", "cwd": "/node_modules/pkg", "backend": "computer" });
+    let (status, answer) = call(
+        &agent,
+        request("a", Action::Exec, Caller::Admin, &body.to_string()),
+    );
+    assert_eq!(
+        failure(status, &answer),
+        (400, "INVALID_REQUEST"),
+        "{answer}"
+    );
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/node_modules/pkg"),
+        "{answer}"
+    );
+    let (status, next) = exec(&agent, "cat notes/plan.md");
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(next["sync"]["sent"]["files"], 0, "not pushed again: {next}");
+}

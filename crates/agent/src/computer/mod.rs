@@ -183,6 +183,9 @@ pub async fn run<'db, H: Host>(
     }
     let stream = match link.stream("exec", "/v1/exec", &spec).await {
         Ok(stream) => stream,
+        // Refused as bad (a cwd it cannot enter): the command never
+        // started and the computer and its copy are as they were.
+        Err(error) if error.is_bad_request() => return Err(error),
         Err(error) => {
             let broken = Broken::lost(error.to_string());
             let output = Output::new(handling.encoding);
