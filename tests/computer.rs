@@ -3,8 +3,11 @@
 //! real containers through the `Computer` object's Container binding
 //! whenever a Docker engine runs (the harness says which mode ran), else as
 //! a local process. Files written through the API are there for real
-//! binaries, what they write comes back, a warm container receives only
-//! what changed, conflicts keep both versions, a computer that dies
+//! binaries (with their modification times), what they write comes back,
+//! a warm container receives only what changed, conflicts keep both
+//! versions, a command over a quota answers with its output and what was
+//! refused without poisoning the next, a `cwd` under a system name is
+//! refused before anything runs, a computer that dies
 //! mid-command changes nothing, one stopped mid-command loses nothing, the
 //! container gets its secret (and no command can read it), a wrong secret
 //! is refused, and one agent's commands cannot reach another's copy.
@@ -162,17 +165,99 @@ fn container_side_deletions_modes_links_and_ignored_trees() {
     // ...but is still there for the next command.
     let out = on_computer(&agent, "cat node_modules/pkg/index.js");
     assert_eq!(out["stdout"], "big\n");
-    // /.steadignore replaces the defaults.
+    // /.steadignore extends the defaults...
     agent.write("/.steadignore", "*.log\n");
     let out = on_computer(
         &agent,
-        "echo kept > node_modules/pkg/b.js; echo no > build.log",
+        "echo no > build.log; mkdir -p app/__pycache__ && echo pyc > app/__pycache__/m.pyc",
     );
     assert_eq!(out["exit_code"], 0, "{out}");
+    for ignored in ["/build.log", "/app/__pycache__", "/node_modules"] {
+        agent.rejects(404, "ENOENT", || {
+            agent.call("stat", json!({ "path": ignored }))
+        });
+    }
+    // ...and `!` re-includes a default: the tree comes back.
+    agent.write("/.steadignore", "*.log\n!node_modules/\n");
+    let out = on_computer(&agent, "echo kept > node_modules/pkg/b.js");
+    assert_eq!(out["exit_code"], 0, "{out}");
     assert_eq!(agent.read("/node_modules/pkg/b.js"), "kept\n");
-    agent.rejects(404, "ENOENT", || {
-        agent.call("stat", json!({ "path": "/build.log" }))
-    });
+    assert_eq!(agent.read("/node_modules/pkg/index.js"), "big\n");
+}
+
+#[test]
+fn a_command_over_a_quota_answers_with_its_output_and_does_not_poison_the_next() {
+    let agent = Agent::new("computer-quota");
+    agent.write("/keep.txt", "kept\n");
+    let quotas = json!({ "quotas": { "max_nodes": 6, "max_file_bytes": 1000 } });
+    expect_ok(&agent.send("PUT", "/settings", quotas.to_string().as_bytes()));
+    // The root and /keep.txt: 2 of 6; /out and three files fit.
+    let out = on_computer(
+        &agent,
+        "mkdir out && for i in 1 2 3 4 5 6 7 8; do echo $i > out/f$i; done; \
+         head -c 5000 /dev/zero > keep.txt; echo made; exit 3",
+    );
+    assert_eq!(
+        (out["status"].clone(), out["exit_code"].clone()),
+        (json!("exited"), json!(3)),
+        "{out}"
+    );
+    assert_eq!(out["stdout"], "made\n");
+    let rejected: Vec<(&str, &str)> = out["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["path"].as_str().unwrap(), r["code"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rejected,
+        [
+            ("/keep.txt", "EFBIG"),
+            ("/out/f4", "ENOSPC"),
+            ("/out/f5", "ENOSPC"),
+            ("/out/f6", "ENOSPC"),
+            ("/out/f7", "ENOSPC"),
+            ("/out/f8", "ENOSPC"),
+        ],
+        "{out}"
+    );
+    assert!(
+        out["message"].as_str().unwrap().contains("max_nodes = 6"),
+        "{out}"
+    );
+    assert_eq!(agent.read("/out/f3"), "3\n");
+    assert_eq!(agent.read("/keep.txt"), "kept\n");
+    // The next command sees the workspace's state at the refused paths,
+    // and its own result comes back.
+    let out = on_computer(
+        &agent,
+        "ls out; cat keep.txt; rm out/f1; echo later > out/later",
+    );
+    assert_eq!(out["stdout"], "f1\nf2\nf3\nkept\n", "{out}");
+    assert!(out.get("rejected").is_none(), "{out}");
+    assert_eq!(agent.read("/out/later"), "later\n");
+}
+
+#[test]
+fn a_cwd_under_a_system_name_is_refused_and_mtimes_travel() {
+    let agent = Agent::new("computer-cwd");
+    agent.write("/etc/app/conf", "x\n");
+    for (cwd, backend) in [
+        ("/tmp", "computer"),
+        ("/etc/app", "computer"),
+        ("/tmp", "auto"),
+    ] {
+        agent.rejects(400, "INVALID_REQUEST", || {
+            agent.call(
+                "exec",
+                json!({ "command": "python3 -V", "cwd": cwd, "backend": backend }),
+            )
+        });
+    }
+    agent.write("/src/main.c", "int main(void) { return 0; }\n");
+    let mtime = agent.stat("/src/main.c")["mtime"].as_i64().unwrap();
+    let out = on_computer(&agent, "date -r src/main.c +%s%3N");
+    assert_eq!(out["stdout"], format!("{mtime}\n"), "{out}");
 }
 
 #[test]

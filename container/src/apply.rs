@@ -30,6 +30,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stead_sync::{ApplyReply, ChunkHash, Entry, IgnoreRules, Push};
 
@@ -51,6 +52,13 @@ pub fn apply(
             current: state.instance.clone(),
         });
     }
+    // A file's time is set where the file is written (not part of
+    // whether it differs).
+    let mtimes: HashMap<String, i64> = push
+        .changes
+        .iter()
+        .filter_map(|change| Some((change.path.clone(), change.mtime_ms?)))
+        .collect();
     let mut changes = check_changes(push.changes)?;
     leave_out_system_paths(container, state, push.full, &mut changes);
     let root = container.workspace.as_path();
@@ -68,6 +76,7 @@ pub fn apply(
         written: 0,
         used: HashSet::new(),
         rules: IgnoreRules::parse(&push.ignore),
+        mtimes,
     };
     if push.full {
         run.remove_unlisted(&changes)?;
@@ -218,6 +227,8 @@ struct Apply<'a> {
     written: u64,
     used: HashSet<ChunkHash>,
     rules: IgnoreRules,
+    /// The workspace's modification time of each pushed file (ms).
+    mtimes: HashMap<String, i64>,
 }
 
 impl Apply<'_> {
@@ -250,6 +261,13 @@ impl Apply<'_> {
 
     fn one(&mut self, path: &str, entry: Option<&Entry>) -> io::Result<()> {
         self.touched(path);
+        if entry.is_none() && !self.under_real_dirs(path) {
+            // Nothing is there to remove: its directory is gone (removed
+            // by an earlier change of this push) or is not one. A removal
+            // neither makes directories nor follows a symlink.
+            self.forget(path);
+            return Ok(());
+        }
         if path != "/" {
             self.parents(path)?;
         }
@@ -296,6 +314,9 @@ impl Apply<'_> {
                 if let Observed::Found(Entry::File { chunks: have, .. }, _) = &observed {
                     if have == chunks {
                         fs::set_permissions(&abs, fs::Permissions::from_mode(mode))?;
+                        if let Some(time) = self.mtime(path) {
+                            File::open(&abs)?.set_modified(time)?;
+                        }
                         let stat = Stat::of(&fs::symlink_metadata(&abs)?);
                         let entry = Entry::File {
                             mode,
@@ -332,6 +353,21 @@ impl Apply<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The workspace's modification time of pushed file `path`.
+    fn mtime(&self, path: &str) -> Option<SystemTime> {
+        let ms = *self.mtimes.get(path)?;
+        let since = Duration::from_millis(ms.unsigned_abs());
+        match ms >= 0 {
+            true => UNIX_EPOCH.checked_add(since),
+            false => UNIX_EPOCH.checked_sub(since),
+        }
+    }
+
+    /// Whether every ancestor of `path` is a real directory on disk.
+    fn under_real_dirs(&self, path: &str) -> bool {
+        ancestors(path).all(|dir| fs::symlink_metadata(self.abs(dir)).is_ok_and(|m| m.is_dir()))
     }
 
     /// Creates a directory owned by the commands' user.
@@ -479,6 +515,9 @@ impl Apply<'_> {
                     io::ErrorKind::InvalidData,
                     format!("{path}: chunks hold {total} bytes, the entry says {size}"),
                 ));
+            }
+            if let Some(time) = self.mtime(path) {
+                file.set_modified(time)?;
             }
             // Owner first: a change of owner clears set-id bits.
             self.container.confinement.own(&tmp)?;

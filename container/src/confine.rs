@@ -24,7 +24,7 @@
 //!   many agents, one directory each, on a host it shares with everything
 //!   else. Each command runs in its own user, mount, PID and IPC
 //!   namespaces whose root is its workspace's directory, with what
-//!   [`crate::layout::SYSTEM`] says mounted on the system names: the
+//!   [`crate::layout::provided`] says mounted on the system names: the
 //!   host's `/usr`, `/etc`, ... read-only, a fresh `/proc`, a few devices,
 //!   and the container's own scratch directories as `/tmp`, `/var/tmp` and
 //!   `/run/lock`. Nothing else of the host exists for it: not the other
@@ -62,7 +62,7 @@ use std::sync::OnceLock;
 
 use thiserror::Error;
 
-use crate::layout::{Provided, SYSTEM};
+use crate::layout::{provided, Provided};
 use crate::paths::on_disk;
 
 /// The first argument that makes the binary the confinement helper.
@@ -729,8 +729,13 @@ fn assemble_root(spec: &Spec) -> io::Result<()> {
     )?;
     // pivot_root needs the new root to be a mount point.
     bind(root, root)?;
-    for (name, provided) in SYSTEM {
-        provide(&root.join(name), name, *provided, &spec.scratch.join(name))?;
+    for name in stead_sync::SYSTEM_NAMES {
+        provide(
+            &root.join(name),
+            name,
+            provided(name),
+            &spec.scratch.join(name),
+        )?;
     }
 
     std::env::set_current_dir(root)?;

@@ -25,6 +25,12 @@ pub struct Stat {
 }
 
 impl Stat {
+    /// The modification time in whole milliseconds (as the workspace keeps
+    /// times).
+    pub fn mtime_ms(&self) -> i64 {
+        self.mtime_ns.div_euclid(1_000_000) as i64
+    }
+
     pub fn of(meta: &Metadata) -> Stat {
         let ns = |s: i64, n: i64| s as i128 * 1_000_000_000 + n as i128;
         Stat {

@@ -5,7 +5,7 @@
 //! `pwd`, a symlink to `/src/lib.rs` and a path a program prints mean the
 //! same file on every backend, and `auto` picking a backend never changes
 //! what a script means. Real Linux needs directories of its own at the
-//! root, so a fixed set of top-level names, [`SYSTEM`], belongs to the
+//! root, so a fixed set of top-level names, [`stead_sync::SYSTEM_NAMES`], belongs to the
 //! system: `/usr`, `/etc`, `/dev`, `/tmp`, ... are the computer's, never the
 //! workspace's. A workspace entry with one of these names (a folder `/tmp`
 //! the light shell wrote) stays in the workspace, but the computer neither
@@ -54,26 +54,20 @@ pub enum Provided {
     Empty { scratch: &'static [&'static str] },
 }
 
-/// The top-level names that belong to the system, and what a confined
-/// command finds there. In a container the image's own directories stand
-/// at these names.
-pub const SYSTEM: &[(&str, Provided)] = &[
-    ("bin", Provided::Host),
-    ("dev", Provided::Devices),
-    ("etc", Provided::Host),
-    ("lib", Provided::Host),
-    ("lib32", Provided::Host),
-    ("lib64", Provided::Host),
-    ("libx32", Provided::Host),
-    ("proc", Provided::Processes),
-    ("root", Provided::Empty { scratch: &[] }),
-    ("run", Provided::Empty { scratch: &["lock"] }),
-    ("sbin", Provided::Host),
-    ("sys", Provided::Empty { scratch: &[] }),
-    ("tmp", Provided::Scratch),
-    ("usr", Provided::Host),
-    ("var", Provided::Empty { scratch: &["tmp"] }),
-];
+/// What a confined command finds at each system name
+/// ([`stead_sync::SYSTEM_NAMES`], the one list both sides use). In a
+/// container the image's own directories stand at these names.
+pub fn provided(name: &str) -> Provided {
+    match name {
+        "dev" => Provided::Devices,
+        "proc" => Provided::Processes,
+        "root" | "sys" => Provided::Empty { scratch: &[] },
+        "run" => Provided::Empty { scratch: &["lock"] },
+        "tmp" => Provided::Scratch,
+        "var" => Provided::Empty { scratch: &["tmp"] },
+        _ => Provided::Host,
+    }
+}
 
 /// The names at the workspace's root that are the system's.
 #[derive(Debug, Clone)]
@@ -82,12 +76,12 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The fixed [`SYSTEM`] names (a directory per workspace).
+    /// The fixed [`stead_sync::SYSTEM_NAMES`] (a directory per workspace).
     pub fn standard() -> Layout {
         Layout {
-            system: SYSTEM
+            system: stead_sync::SYSTEM_NAMES
                 .iter()
-                .map(|(name, _)| OsString::from(name))
+                .map(OsString::from)
                 .collect(),
         }
     }

@@ -117,6 +117,7 @@ pub fn scan(
         changes.push(Change {
             path: path.clone(),
             entry: None,
+            mtime_ms: None,
         });
     }
     changes.sort_by(|a, b| a.path.cmp(&b.path));
@@ -178,6 +179,10 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     fn change(&mut self, path: &str, found: Option<(Entry, Option<crate::disk::Stat>)>) {
+        let mtime_ms = match &found {
+            Some((Entry::File { .. }, Some(stat))) => Some(stat.mtime_ms()),
+            _ => None,
+        };
         let entry = found.map(|(entry, stat)| {
             self.snapshot.insert(
                 path.to_string(),
@@ -191,6 +196,7 @@ impl Walk<'_> {
         self.changes.push(Change {
             path: path.to_string(),
             entry,
+            mtime_ms,
         });
     }
 

@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 
 use common::*;
 use serde_json::json;
-use stead_sync::{hash_content, ApplyReply, ChunkHash, CHUNK_SIZE};
+use stead_sync::{hash_content, ApplyReply, Change, ChunkHash, CHUNK_SIZE};
 
 fn big(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
@@ -361,4 +361,32 @@ fn local_work_is_set_aside_before_a_push_overwrites_it() {
         paths,
         ["/f.txt.conflict-local-1", "/g.txt.conflict-local-1"]
     );
+}
+
+/// A pushed file takes the workspace's modification time (written anew or
+/// already in place), and a file a command writes is reported with its own.
+#[test]
+fn modification_times_travel_both_ways() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let timed = |path: &str, content: &[u8], ms: i64| Change {
+        mtime_ms: Some(ms),
+        ..file(path, 0o644, content)
+    };
+    let mtime_ms = |path: &str| {
+        let meta = std::fs::metadata(client.disk(path)).unwrap();
+        meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000
+    };
+    client.sync(
+        false,
+        &[timed("/a.c", b"int a;\n", 1_500_000_000_123)],
+        &[b"int a;\n"],
+    );
+    assert_eq!(mtime_ms("/a.c"), 1_500_000_000_123);
+    // Same content, new time: the file is not rewritten but takes it.
+    client.sync(false, &[timed("/a.c", b"int a;\n", 1_600_000_000_456)], &[]);
+    assert_eq!(mtime_ms("/a.c"), 1_600_000_000_456);
+    let (_, _, exit) = client.exec("t", "echo b > b.c && touch -d @1400000000.5 b.c");
+    assert_eq!(exit.changes.len(), 1, "{:?}", exit.changes);
+    assert_eq!(exit.changes[0].mtime_ms, Some(1_400_000_000_500));
 }

@@ -435,6 +435,18 @@ pub fn collect(events: Vec<ExecEvent>) -> (String, String, Exit) {
     )
 }
 
+/// `changes` without their modification times (the disk's, which a test
+/// does not know in advance).
+pub fn untimed(changes: &[Change]) -> Vec<Change> {
+    changes
+        .iter()
+        .map(|change| Change {
+            mtime_ms: None,
+            ..change.clone()
+        })
+        .collect()
+}
+
 pub fn file(path: &str, mode: u32, content: &[u8]) -> Change {
     Change {
         path: path.to_string(),
@@ -443,6 +455,7 @@ pub fn file(path: &str, mode: u32, content: &[u8]) -> Change {
             size: content.len() as u64,
             chunks: hash_content(content),
         }),
+        mtime_ms: None,
     }
 }
 
@@ -450,6 +463,7 @@ pub fn dir(path: &str, mode: u32) -> Change {
     Change {
         path: path.to_string(),
         entry: Some(Entry::Dir { mode }),
+        mtime_ms: None,
     }
 }
 
@@ -459,6 +473,7 @@ pub fn symlink(path: &str, target: &str) -> Change {
         entry: Some(Entry::Symlink {
             target: target.to_string(),
         }),
+        mtime_ms: None,
     }
 }
 
@@ -466,6 +481,7 @@ pub fn gone(path: &str) -> Change {
     Change {
         path: path.to_string(),
         entry: None,
+        mtime_ms: None,
     }
 }
 

@@ -229,7 +229,7 @@ impl<H: Host> Agent<H> {
                 Ok(Ran::Finished(outcome))
             }
             Run::Computer(command) => {
-                exec::check_cwd(&self.vfs(), &command.cwd)?;
+                exec::check_computer_cwd(&self.vfs(), &command.cwd)?;
                 let transport = self.computer()?;
                 let _turn = self.computer_turn.lock().await;
                 if let Some(other) = detached::first(self.db())? {

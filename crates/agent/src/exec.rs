@@ -142,8 +142,8 @@ pub fn plan(body: &[u8]) -> Result<Plan, ApiError> {
     let cwd = VPath::parse(req.cwd.as_deref().unwrap_or("/"))?;
     let run = match req.backend.resolve(&req.command) {
         Backend::Computer => Run::Computer(computer::Command {
+            cwd: computer_cwd(cwd)?,
             command: req.command,
-            cwd,
             env: req.env,
             stdin: req.stdin.into_bytes(),
             timeout_ms: within(
@@ -193,14 +193,42 @@ pub fn destination(body: &[u8]) -> Option<Backend> {
         .map(|Routing { backend, command }| backend.resolve(&command))
 }
 
-/// Checks that `cwd` is a directory of the workspace.
-pub fn check_cwd<S: Sql>(vfs: &Vfs<'_, S>, cwd: &VPath) -> Result<(), ApiError> {
-    let (_, dir) = vfs.stat(cwd, true)?;
+/// Checks that `cwd` is a directory of the workspace; its real path.
+pub fn check_cwd<S: Sql>(vfs: &Vfs<'_, S>, cwd: &VPath) -> Result<VPath, ApiError> {
+    let (real, dir) = vfs.stat(cwd, true)?;
     if !dir.is_dir() {
         return Err(stead_vfs::VfsError::NotADirectory {
             path: cwd.to_string(),
         }
         .into());
+    }
+    Ok(real)
+}
+
+/// Refuses a computer command's `cwd` under one of the computer's system
+/// names (`/tmp`, `/etc/app`): the system's directory stands there, not the
+/// workspace's, so the command could not run where it was asked to. Decided
+/// before anything is sent, the same for every way a command reaches the
+/// computer (`backend: computer`, `auto`, jobs, schedules).
+fn computer_cwd(cwd: VPath) -> Result<VPath, ApiError> {
+    match stead_sync::system_name(cwd.as_str()) {
+        None => Ok(cwd),
+        Some(name) => Err(ApiError::InvalidRequest(format!(
+            "cwd {cwd} is under /{name}, a system directory of the computer (its own, not the \
+             workspace's); use a workspace directory such as /src"
+        ))),
+    }
+}
+
+/// Checks that a computer command's `cwd` is a directory of the workspace
+/// that does not resolve (through symlinks) to a system name.
+pub fn check_computer_cwd<S: Sql>(vfs: &Vfs<'_, S>, cwd: &VPath) -> Result<(), ApiError> {
+    let real = check_cwd(vfs, cwd)?;
+    if let Some(name) = stead_sync::system_name(real.as_str()) {
+        return Err(ApiError::InvalidRequest(format!(
+            "cwd {cwd} resolves to {real}, under /{name}, a system directory of the computer \
+             (its own, not the workspace's); use a workspace directory such as /src"
+        )));
     }
     Ok(())
 }

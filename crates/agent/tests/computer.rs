@@ -239,3 +239,243 @@ fn a_lost_acknowledgement_costs_only_a_harmless_repeat() {
     let sent = transport(&agent).sent.borrow().clone();
     assert!(sent.iter().filter(|s| s.ends_with("/v1/sync/ack")).count() >= 3);
 }
+
+fn settings(agent: &Agent<FakeHost>, quotas: Value) {
+    let body = json!({ "quotas": quotas }).to_string();
+    ok(agent, "a", Action::SettingsPut, &body);
+}
+
+fn rejected(result: &Value) -> Vec<(String, String)> {
+    result["rejected"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|r| {
+                    (
+                        r["path"].as_str().unwrap().to_string(),
+                        r["code"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn stat(agent: &Agent<FakeHost>, path: &str) -> Value {
+    let body = json!({ "path": path }).to_string();
+    ok(agent, "a", Action::Tool(Tool::Stat), &body)
+}
+
+/// One command over `max_nodes` answers with its output, its exit status
+/// and what was refused, the rest applied; the computer's copy is put
+/// back in line, so the next command is not refused for the same files.
+#[test]
+fn a_command_over_max_nodes_keeps_its_output_and_later_commands_run_clean() {
+    let (agent, _process, _dir) = setup();
+    // The root, /notes, /notes/plan.md and /keep.txt: 4 of 8.
+    settings(&agent, json!({ "max_nodes": 8 }));
+    let (status, result) = exec(
+        &agent,
+        "mkdir out && for i in 1 2 3 4 5 6 7 8; do echo $i > out/f$i; done; echo made; exit 3",
+    );
+    assert_eq!(status, 200, "{result}");
+    assert_eq!(result["status"], "exited");
+    assert_eq!(result["exit_code"], 3);
+    assert_eq!(result["stdout"], "made\n");
+    let refused: Vec<String> = (4..=8).map(|i| format!("/out/f{i}")).collect();
+    assert_eq!(
+        rejected(&result),
+        refused
+            .iter()
+            .map(|p| (p.clone(), "ENOSPC".to_string()))
+            .collect::<Vec<_>>(),
+        "{result}"
+    );
+    assert_eq!(result["rejected"][0]["quota"], "max_nodes");
+    assert_eq!(result["rejected"][0]["limit"], 8);
+    let message = result["message"].as_str().unwrap();
+    assert!(
+        message.contains("max_nodes = 8") && message.contains("/agents/{id}/settings"),
+        "{message}"
+    );
+    assert_eq!(read(&agent, "/out/f3")["content"], "3\n");
+    assert_eq!(read(&agent, "/out/f4")["error"]["code"], "ENOENT");
+
+    // The next command runs on a copy without the refused files, and its
+    // own result comes back.
+    let (status, next) = exec(&agent, "ls out; rm out/f1; echo later > out/later");
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(next["stdout"], "f1\nf2\nf3\n", "{next}");
+    assert!(rejected(&next).is_empty(), "{next}");
+    assert_eq!(read(&agent, "/out/later")["content"], "later\n");
+    assert_eq!(read(&agent, "/out/f1")["error"]["code"], "ENOENT");
+}
+
+/// A file over `max_file_bytes`, a path past `max_path_depth` and content
+/// past `max_stored_bytes` are each refused on their own; a refused change
+/// to an existing file leaves the workspace's version, which the next
+/// command sees on the computer again.
+#[test]
+fn files_over_size_depth_and_storage_quotas_are_refused_one_by_one() {
+    let (agent, _process, _dir) = setup();
+    settings(
+        &agent,
+        json!({ "max_file_bytes": 1000, "max_path_depth": 4, "max_stored_bytes": 200 }),
+    );
+    let (status, result) = exec(
+        &agent,
+        "head -c 5000 /dev/zero > big.bin; head -c 2000 /dev/zero > keep.txt; \
+         mkdir -p a/b/c/d/e && echo x > a/b/c/d/e/f; \
+         head -c 100 /dev/zero | tr '\\0' a > s1; head -c 120 /dev/zero | tr '\\0' b > s2; \
+         echo ok > small.txt; echo done",
+    );
+    assert_eq!(status, 200, "{result}");
+    assert_eq!(result["stdout"], "done\n");
+    let refused = rejected(&result);
+    for expected in [
+        ("/a/b/c/d/e", "ENAMETOOLONG"),
+        ("/a/b/c/d/e/f", "ENAMETOOLONG"),
+        ("/big.bin", "EFBIG"),
+        ("/keep.txt", "EFBIG"),
+    ] {
+        assert!(
+            refused.contains(&(expected.0.to_string(), expected.1.to_string())),
+            "{expected:?} in {result}"
+        );
+    }
+    // 14 bytes were stored: one of the two small files fits in 200.
+    let stored: Vec<&(String, String)> = refused.iter().filter(|(_, c)| c == "ENOSPC").collect();
+    assert_eq!(stored.len(), 1, "{result}");
+    let kept = if stored[0].0 == "/s1" { "/s2" } else { "/s1" };
+    assert!(read(&agent, kept)["content"].is_string());
+    assert_eq!(read(&agent, "/small.txt")["content"], "ok\n");
+    assert_eq!(read(&agent, "/keep.txt")["content"], "kept\n");
+    assert_eq!(read(&agent, "/a/b/c/d")["error"]["code"], "EISDIR");
+
+    let (status, next) = exec(
+        &agent,
+        "cat keep.txt; test -e big.bin || echo no big; test -e a/b/c/d/e || echo no deep",
+    );
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(next["stdout"], "kept\nno big\nno deep\n", "{next}");
+    assert!(rejected(&next).is_empty(), "{next}");
+}
+
+/// A file's modification time travels with it: the workspace's to the
+/// computer's copy, and the computer's back for a file a command wrote.
+#[test]
+fn modification_times_are_the_same_on_both_sides() {
+    let (agent, _process, _dir) = setup();
+    let mtime = stat(&agent, "/notes/plan.md")["mtime"].as_i64().unwrap();
+    let (status, result) = exec(
+        &agent,
+        "stat -c %Y notes/plan.md; echo new > made.txt && touch -d @1500000000.250 made.txt",
+    );
+    assert_eq!(status, 200, "{result}");
+    assert_eq!(result["stdout"], format!("{}\n", mtime / 1000), "{result}");
+    assert_eq!(stat(&agent, "/made.txt")["mtime"], 1_500_000_000_250i64);
+}
+
+/// A computer command's `cwd` under a system name is refused before
+/// anything runs, with the same answer however the command gets there.
+#[test]
+fn a_cwd_under_a_system_name_is_refused_before_running() {
+    let (agent, _process, _dir) = setup();
+    write(&agent, "/etc/app/conf", "x\n");
+    write(&agent, "/tmp/note", "x\n");
+    let symlink = json!({ "target": "/tmp", "path": "/scratch" }).to_string();
+    ok(&agent, "a", Action::Tool(Tool::Symlink), &symlink);
+    for (cwd, backend) in [
+        ("/tmp", "computer"),
+        ("/etc/app", "computer"),
+        ("/tmp", "auto"),
+        ("/scratch", "computer"),
+    ] {
+        let body = json!({ "command": "python3 -c 'print(1)'", "cwd": cwd, "backend": backend })
+            .to_string();
+        let (status, answer) = call(&agent, request("a", Action::Exec, Caller::Admin, &body));
+        assert_eq!(
+            failure(status, &answer),
+            (400, "INVALID_REQUEST"),
+            "{cwd}: {answer}"
+        );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(cwd) && message.contains("system directory of the computer"),
+            "{message}"
+        );
+    }
+    // A job is refused when it is queued, not when it runs.
+    let body = json!({ "command": "make", "cwd": "/tmp", "backend": "computer", "detach": true })
+        .to_string();
+    let (status, answer) = call(&agent, request("a", Action::Exec, Caller::Admin, &body));
+    assert_eq!(
+        failure(status, &answer),
+        (400, "INVALID_REQUEST"),
+        "{answer}"
+    );
+    // The light shell has no system directories.
+    let body = json!({ "command": "pwd", "cwd": "/etc/app", "backend": "shell" }).to_string();
+    let (status, answer) = call(&agent, request("a", Action::Exec, Caller::Admin, &body));
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// Live sync admits each change on its own too: a process writing a file
+/// over `max_file_bytes` does not stop the rest from coming back, and the
+/// refusal is listed in the computer's status.
+#[test]
+fn live_sync_refuses_a_file_over_a_quota_and_brings_back_the_rest() {
+    let (agent, _process, _dir) = setup();
+    settings(&agent, json!({ "max_file_bytes": 1000 }));
+    let body = json!({
+        "command": "head -c 5000 /dev/zero > big.log; echo fine > fine.txt; sleep 60",
+    })
+    .to_string();
+    let (status, answer) = call(
+        &agent,
+        request("a", Action::ProcessStart, Caller::Admin, &body),
+    );
+    assert_eq!(status, 201, "{answer}");
+    let live = || stead_agent::computer::live::status(&agent.host().db).unwrap();
+    tick_until(&agent, "fine.txt back and big.log refused", || {
+        read(&agent, "/fine.txt")["content"] == "fine\n"
+            && live()["rejected"].as_array().is_some_and(|r| !r.is_empty())
+    });
+    let status = live();
+    assert_eq!(status["last_error"], Value::Null, "{status}");
+    assert_eq!(status["rejected"][0]["path"], "/big.log", "{status}");
+    assert_eq!(status["rejected"][0]["code"], "EFBIG", "{status}");
+    assert_eq!(read(&agent, "/big.log")["error"]["code"], "ENOENT");
+}
+
+/// A `cwd` the computer itself cannot enter (it exists only in the
+/// workspace, under an ignored tree) is the request's fault: `400` with the
+/// computer's reason, and the computer's copy is kept (the next command
+/// receives nothing).
+#[test]
+fn a_cwd_the_computer_refuses_answers_400_and_keeps_the_computer() {
+    let (agent, _process, _dir) = setup();
+    let (status, warm) = exec(&agent, "true");
+    assert_eq!(status, 200, "{warm}");
+    write(&agent, "/node_modules/pkg/index.js", "x\n");
+    let body = json!({ "command": "ls", "cwd": "/node_modules/pkg", "backend": "computer" });
+    let (status, answer) = call(
+        &agent,
+        request("a", Action::Exec, Caller::Admin, &body.to_string()),
+    );
+    assert_eq!(
+        failure(status, &answer),
+        (400, "INVALID_REQUEST"),
+        "{answer}"
+    );
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/node_modules/pkg"),
+        "{answer}"
+    );
+    let (status, next) = exec(&agent, "cat notes/plan.md");
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(next["sync"]["sent"]["files"], 0, "not pushed again: {next}");
+}

@@ -392,6 +392,7 @@ fn the_change_feed_pages_inside_a_revision() {
         .map(|i| stead_sync::Change {
             path: format!("/f{i:02}"),
             entry: Some(stead_sync::Entry::Dir { mode: 0o755 }),
+            mtime_ms: None,
         })
         .collect();
     agent.vfs().apply_sync(0, &files).unwrap();

@@ -55,10 +55,12 @@ fn a_large_change_reaches_subscribers_whole() {
                 size: 0,
                 chunks: Vec::new(),
             }),
+            mtime_ms: None,
         })
         .chain(std::iter::once(stead_sync::Change {
             path: "/out".into(),
             entry: Some(stead_sync::Entry::Dir { mode: 0o755 }),
+            mtime_ms: None,
         }))
         .collect();
     let base = revision(&agent);

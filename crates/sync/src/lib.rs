@@ -23,7 +23,10 @@
 //!    Object lacks; it applies every change in one transaction, then
 //! 6. `POST /v1/sync/ack` with [`Ack`]: the container now counts its disk as
 //!    in step. Until then it keeps reporting those changes, so a Durable
-//!    Object that failed between 4 and 6 loses nothing.
+//!    Object that failed between 4 and 6 loses nothing. A change the
+//!    workspace refused (over a quota) is acknowledged with the rest, and
+//!    the workspace's next [`Push`] carries its own state at that path, so
+//!    the two copies agree again and the refusal is not reported anew.
 //!
 //! An exec id is never run twice: a repeated `POST /v1/exec` is refused, so
 //! an ambiguous disconnect cannot replay a command.
@@ -47,8 +50,9 @@ pub use frame::{FrameDecoder, FrameError};
 pub use ignore::IgnoreRules;
 pub use wire::*;
 
-/// Version of the protocol; both ends refuse another.
-pub const PROTOCOL: u32 = 1;
+/// Version of the protocol; both ends refuse another. 2: a file's change
+/// carries its modification time ([`Change::mtime_ms`]).
+pub const PROTOCOL: u32 = 2;
 
 /// Bytes per content chunk: every chunk of a file is this size but the last.
 /// The workspace stores content in chunks of the same size, so a hash names
@@ -72,6 +76,24 @@ pub const INTERNET_HEADER: &str = "x-stead-internet";
 /// [`host`]).
 pub const IDLE_HEADER: &str = "x-stead-idle-ms";
 
+/// The top-level names that belong to the computer's system, never to the
+/// workspace: the computer's own `/usr`, `/etc`, `/tmp`, ... stand there
+/// (the container's `layout` module says why and what each holds). A push
+/// leaves workspace entries under them out, a scan never reports them, and
+/// a command cannot run in a directory under one. Fixed, so that it is the
+/// same in every mode and on every machine.
+pub const SYSTEM_NAMES: &[&str] = &[
+    "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "root", "run", "sbin", "sys",
+    "tmp", "usr", "var",
+];
+
+/// The system name (of [`SYSTEM_NAMES`]) a workspace path (`/tmp/x`) lies
+/// at or under, if any.
+pub fn system_name(path: &str) -> Option<&'static str> {
+    let first = path.trim_start_matches('/').split('/').next()?;
+    SYSTEM_NAMES.iter().copied().find(|name| *name == first)
+}
+
 /// The hash of one chunk.
 pub fn hash_chunk(data: &[u8]) -> ChunkHash {
     ChunkHash(*blake3::hash(data).as_bytes())
@@ -85,6 +107,15 @@ pub fn hash_content(data: &[u8]) -> Vec<ChunkHash> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn system_names_are_top_level_only() {
+        assert_eq!(system_name("/tmp"), Some("tmp"));
+        assert_eq!(system_name("/etc/app"), Some("etc"));
+        assert_eq!(system_name("/src/tmp"), None);
+        assert_eq!(system_name("/tmpfile"), None);
+        assert_eq!(system_name("/"), None);
+    }
 
     #[test]
     fn content_is_cut_at_the_chunk_size() {

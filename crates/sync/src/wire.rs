@@ -76,6 +76,13 @@ pub enum Entry {
 pub struct Change {
     pub path: String,
     pub entry: Option<Entry>,
+    /// A file's modification time, in ms since the Unix epoch: the
+    /// sender's, given to the receiver's copy when it writes the file, so
+    /// build tools see the same times on both sides. Only for files, and
+    /// not a change by itself (a file whose content and mode are the same
+    /// is not reported for its time alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtime_ms: Option<i64>,
 }
 
 /// Every chunk hash the files among `changes` hold, in order.
@@ -312,6 +319,7 @@ mod tests {
         let change = Change {
             path: "/a".into(),
             entry: Some(Entry::Symlink { target: "b".into() }),
+            mtime_ms: None,
         };
         let text = serde_json::to_string(&change).unwrap();
         assert_eq!(
@@ -319,6 +327,18 @@ mod tests {
             r#"{"path":"/a","entry":{"type":"symlink","target":"b"}}"#
         );
         assert_eq!(serde_json::from_str::<Change>(&text).unwrap(), change);
+        let file = Change {
+            path: "/f".into(),
+            entry: Some(Entry::File {
+                mode: 0o644,
+                size: 0,
+                chunks: vec![],
+            }),
+            mtime_ms: Some(1_500_000_000_123),
+        };
+        let text = serde_json::to_string(&file).unwrap();
+        assert!(text.ends_with(r#""mtime_ms":1500000000123}"#), "{text}");
+        assert_eq!(serde_json::from_str::<Change>(&text).unwrap(), file);
         let reply = serde_json::to_string(&ApplyReply::Need { chunks: vec![] }).unwrap();
         assert_eq!(reply, r#"{"status":"need","chunks":[]}"#);
     }

@@ -187,6 +187,19 @@ impl<'db, S: Sql> Vfs<'db, S> {
     /// turned out to change nothing (`mkdir -p` of an existing directory, a
     /// rename onto itself) logs nothing, and gives its revision back.
     pub(crate) fn change<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
+        self.transact(QuotaCheck::AtEnd, body)
+    }
+
+    /// Runs `body` as [`Vfs::change`] does, except that the quotas are not
+    /// checked at the end: `body` checked each of its parts itself and
+    /// left out those that would exceed one (see `Vfs::apply_sync`), so
+    /// the rest applies even when the workspace is over a quota already
+    /// (a removal is then still taken).
+    pub(crate) fn change_admitted<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
+        self.transact(QuotaCheck::PerPart, body)
+    }
+
+    fn transact<T>(&self, quotas: QuotaCheck, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
         self.db.transaction(|| {
             self.logged.set(false);
             let rev = self.next_revision()?;
@@ -197,13 +210,31 @@ impl<'db, S: Sql> Vfs<'db, S> {
                     params![],
                 )?;
             }
-            self.check_quotas()?;
+            match quotas {
+                QuotaCheck::AtEnd => self.check_quotas()?,
+                QuotaCheck::PerPart => {}
+            }
             Ok(value)
         })
     }
 }
 
+/// Where a change meets the quotas.
+#[derive(Clone, Copy)]
+enum QuotaCheck {
+    /// Once, at its end: over a quota, the whole change fails.
+    AtEnd,
+    /// Its body admitted each part itself.
+    PerPart,
+}
+
 impl<S: Sql> Vfs<'_, S> {
+    /// Files, directories and symlinks the workspace holds now (the root
+    /// included), as `max_nodes` counts them.
+    pub(crate) fn node_count(&self) -> Result<u64> {
+        Ok(self.meta("node_count")?.max(0) as u64)
+    }
+
     /// Fails when the workspace holds more than its quotas allow. The
     /// counters are kept by triggers (`migrations/0004_usage.sql`), so this
     /// costs one statement however large the workspace.

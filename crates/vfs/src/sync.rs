@@ -13,6 +13,11 @@
 //!   staged first under an [`UploadId`]; a change whose content is not all
 //!   present fails the whole apply, so a half-pulled result never shows.
 //!
+//! Quotas: each reported change is admitted on its own, in path order (see
+//! [`Vfs::apply_sync`]); one that would break a quota, or a path the
+//! workspace cannot hold, is refused and named in [`SyncOutcome::rejected`]
+//! with the code the file API would give, and the rest applies.
+//!
 //! Conflicts: a path the workspace changed after the push the command ran
 //! against (`base`) keeps the workspace's version; the container's version
 //! goes beside it as `<path>.conflict-<revision>` and both are reported.
@@ -28,7 +33,7 @@ use serde::Serialize;
 use stead_sql::{params, Param, Sql};
 use stead_sync::{Change as SyncChange, ChunkHash, Entry, IgnoreRules};
 
-use crate::error::{Result, VfsError};
+use crate::error::{Errno, Result, VfsError};
 use crate::node::{Kind, Node};
 use crate::ops::{mode_bits, ChangeKind};
 use crate::path::VPath;
@@ -63,11 +68,46 @@ pub struct Conflict {
     pub container_copy: Option<String>,
 }
 
-/// A reported change the workspace did not take.
+/// A reported change the workspace did not take: the path keeps the
+/// workspace's version, and every other change still applies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Rejected {
     pub path: String,
+    /// The code the same change made through the file API would fail with
+    /// (`ENOSPC`, `EFBIG`, `ENAMETOOLONG`, `EINVAL`).
+    #[serde(serialize_with = "errno_text")]
+    pub code: Errno,
+    /// Why, naming the quota and its value when one is the reason.
     pub reason: String,
+    /// The quota the change would exceed, when that is the reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota: Option<&'static str>,
+    /// That quota's value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+impl Rejected {
+    /// `path`'s change refused for `error`.
+    pub fn of(path: &str, error: &VfsError) -> Self {
+        let (quota, limit) = match *error {
+            VfsError::FileTooLarge { limit, .. } => (Some("max_file_bytes"), Some(limit)),
+            VfsError::NoSpace { quota, limit, .. } => (Some(quota), Some(limit)),
+            VfsError::TooDeep { limit, .. } => (Some("max_path_depth"), Some(limit as u64)),
+            _ => (None, None),
+        };
+        Rejected {
+            path: path.to_string(),
+            code: error.code(),
+            reason: error.to_string(),
+            quota,
+            limit,
+        }
+    }
+}
+
+fn errno_text<S: serde::Serializer>(code: &Errno, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(code.as_str())
 }
 
 impl<S: Sql> Vfs<'_, S> {
@@ -116,6 +156,20 @@ impl<S: Sql> Vfs<'_, S> {
             states.insert(path, node);
         }
         self.describe(states.into_iter()).map(Some)
+    }
+
+    /// The current state of each of `paths` (real paths; ignored ones
+    /// left out), in path order: what the container's copy must hold
+    /// where the workspace refused a change it reported.
+    pub fn sync_states(&self, paths: &[VPath], ignore: &IgnoreRules) -> Result<Vec<SyncChange>> {
+        let mut states: BTreeMap<VPath, Option<Node>> = BTreeMap::new();
+        for path in paths {
+            let node = self.lookup_real(path)?;
+            if !ignore.is_ignored(path.as_str(), node.as_ref().is_some_and(Node::is_dir)) {
+                states.insert(path.clone(), node);
+            }
+        }
+        self.describe(states.into_iter())
     }
 
     fn walk_subtree(
@@ -168,6 +222,10 @@ impl<S: Sql> Vfs<'_, S> {
             if path.is_root() {
                 continue;
             }
+            let mtime_ms = node
+                .as_ref()
+                .filter(|node| node.kind == Kind::File)
+                .map(|node| node.mtime);
             let entry = node.map(|node| match node.kind {
                 Kind::File => Entry::File {
                     mode: node.mode,
@@ -182,6 +240,7 @@ impl<S: Sql> Vfs<'_, S> {
             out.push(SyncChange {
                 path: path.to_string(),
                 entry,
+                mtime_ms,
             });
         }
         Ok(out)
@@ -258,8 +317,15 @@ impl<S: Sql> Vfs<'_, S> {
     /// module docs for conflicts). `base` is the workspace revision the
     /// container's copy was pushed at. Every chunk of every reported file
     /// must be held already (staged or not), or nothing changes.
+    ///
+    /// Each change is admitted on its own, in path order: one the
+    /// workspace cannot hold (a file over `max_file_bytes`, a path past
+    /// `max_path_depth`, a node past `max_nodes`, a path that is not one)
+    /// is left out and named in [`SyncOutcome::rejected`] with its code,
+    /// and the others apply. A command's result is not all or nothing
+    /// over one file it should not have written.
     pub fn apply_sync(&self, base: i64, changes: &[SyncChange]) -> Result<SyncOutcome> {
-        let mut outcome = self.change(|rev| {
+        let mut outcome = self.change_admitted(|rev| {
             let mut outcome = SyncOutcome::default();
             let touched = self.touched_since(base)?;
             let hashes: Vec<ChunkHash> = stead_sync::chunk_hashes(changes).collect();
@@ -269,14 +335,23 @@ impl<S: Sql> Vfs<'_, S> {
             for change in ordered {
                 let path = match VPath::parse(&change.path) {
                     Ok(path) if path.as_str() == change.path && !path.is_root() => path,
-                    _ => {
-                        outcome.rejected.push(Rejected {
+                    Ok(_) => {
+                        let error = VfsError::InvalidPath {
                             path: change.path.clone(),
-                            reason: "not a normalized workspace path".into(),
-                        });
+                            reason: "not a normalized workspace path",
+                        };
+                        outcome.rejected.push(Rejected::of(&change.path, &error));
+                        continue;
+                    }
+                    Err(error) => {
+                        outcome.rejected.push(Rejected::of(&change.path, &error));
                         continue;
                     }
                 };
+                if let Some(error) = self.refusal(&path, change.entry.as_ref())? {
+                    outcome.rejected.push(Rejected::of(&change.path, &error));
+                    continue;
+                }
                 if conflicts(&touched, &path)
                     && !self.already_holds(&path, change.entry.as_ref())?
                 {
@@ -284,7 +359,13 @@ impl<S: Sql> Vfs<'_, S> {
                         Some(entry @ (Entry::File { .. } | Entry::Symlink { .. })) => {
                             let name = format!("{}.conflict-{rev}", path.name().unwrap_or(""));
                             let copy = path.parent().unwrap_or_else(VPath::root).join(&name);
-                            self.put_entry(&copy, Some(entry), &chunks, rev)?;
+                            if let Some(error) = self.refusal(&copy, Some(entry))? {
+                                // The workspace's version stays; the
+                                // container's has nowhere to go.
+                                outcome.rejected.push(Rejected::of(&change.path, &error));
+                                continue;
+                            }
+                            self.put_entry(&copy, Some(entry), change.mtime_ms, &chunks, rev)?;
                             Some(copy.to_string())
                         }
                         _ => None,
@@ -295,7 +376,7 @@ impl<S: Sql> Vfs<'_, S> {
                     });
                     continue;
                 }
-                if self.put_entry(&path, change.entry.as_ref(), &chunks, rev)? {
+                if self.put_entry(&path, change.entry.as_ref(), change.mtime_ms, &chunks, rev)? {
                     outcome.applied.push(path.to_string());
                 }
             }
@@ -303,6 +384,70 @@ impl<S: Sql> Vfs<'_, S> {
         })?;
         outcome.revision = self.revision()?;
         Ok(outcome)
+    }
+
+    /// Why the workspace cannot make real path `path` hold `entry`, if it
+    /// cannot: the quota (or rule) [`Vfs::put_entry`] would break, checked
+    /// before anything is written. A removal is always taken.
+    fn refusal(&self, path: &VPath, entry: Option<&Entry>) -> Result<Option<VfsError>> {
+        let Some(entry) = entry else {
+            return Ok(None);
+        };
+        let wanted = match entry {
+            Entry::File { size, .. } => {
+                if let Err(error) = self.check_size(path, *size) {
+                    return Ok(Some(error));
+                }
+                Kind::File
+            }
+            Entry::Dir { .. } => Kind::Dir,
+            Entry::Symlink { target } => {
+                if target.is_empty() || target.contains('\0') {
+                    return Ok(Some(VfsError::InvalidPath {
+                        path: path.to_string(),
+                        reason: "symlink target must be non-empty without NUL",
+                    }));
+                }
+                Kind::Symlink
+            }
+        };
+        // Nodes the change creates: the path's components from the first
+        // one missing (a non-directory standing where a directory must be
+        // is replaced, one node for one).
+        let names: Vec<&str> = path.components().collect();
+        let mut node = self.node(ROOT_INO)?;
+        let mut created = 0;
+        for (depth, name) in names.iter().enumerate() {
+            let child = match node.is_dir() {
+                true => self.lookup(node.ino, name)?,
+                false => None,
+            };
+            match child {
+                Some(child) => node = child,
+                None => {
+                    created = names.len() - depth;
+                    break;
+                }
+            }
+        }
+        let replaced = created == 0 && node.kind != wanted;
+        let limits = self.limits;
+        if (created > 0 || replaced) && names.len() > limits.max_path_depth {
+            return Ok(Some(VfsError::TooDeep {
+                path: path.to_string(),
+                depth: names.len(),
+                limit: limits.max_path_depth,
+            }));
+        }
+        let used = self.node_count()? + created as u64;
+        if created > 0 && used > limits.max_nodes {
+            return Ok(Some(VfsError::NoSpace {
+                quota: "max_nodes",
+                used,
+                limit: limits.max_nodes,
+            }));
+        }
+        Ok(None)
     }
 
     /// Whether the workspace already holds what the container reports at
@@ -331,12 +476,14 @@ impl<S: Sql> Vfs<'_, S> {
         }))
     }
 
-    /// Makes real path `path` hold `entry` (or nothing). Returns whether
-    /// anything changed.
+    /// Makes real path `path` hold `entry` (or nothing); a file it writes
+    /// takes modification time `mtime` (ms), the container's, when given.
+    /// Returns whether anything changed.
     fn put_entry(
         &self,
         path: &VPath,
         entry: Option<&Entry>,
+        mtime: Option<i64>,
         chunks: &HashMap<ChunkHash, (i64, u64)>,
         rev: i64,
     ) -> Result<bool> {
@@ -420,7 +567,7 @@ impl<S: Sql> Vfs<'_, S> {
                 self.collect(&old)?;
                 self.db.execute(
                     "UPDATE nodes SET size = ?, mtime = ?, rev = ? WHERE ino = ?",
-                    params![*size as i64, self.now_ms, rev, node.ino],
+                    params![*size as i64, mtime.unwrap_or(self.now_ms), rev, node.ino],
                 )?;
                 if !created {
                     self.log_change(rev, path, ChangeKind::Modified)?;

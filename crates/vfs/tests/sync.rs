@@ -20,6 +20,7 @@ fn change(path: &str, entry: Option<Entry>) -> Change {
     Change {
         path: path.to_string(),
         entry,
+        mtime_ms: None,
     }
 }
 
@@ -259,4 +260,66 @@ fn missing_chunks_names_what_a_pull_must_fetch() {
         .map(|i| hash_content(&i.to_le_bytes())[0])
         .collect();
     assert_eq!(vfs.missing_chunks(&many).unwrap().len(), 250);
+}
+
+/// A change the workspace cannot hold is refused on its own, with the
+/// code the file API would give, and everything else applies: one file
+/// too many, too large or too deep does not sink a command's whole result.
+#[test]
+fn changes_over_a_quota_are_rejected_one_by_one_and_the_rest_applies() {
+    let db = db();
+    let limits = stead_vfs::Limits {
+        max_nodes: 5,
+        max_file_bytes: 4,
+        max_path_depth: 3,
+        ..stead_vfs::Limits::default()
+    };
+    let vfs = vfs(&db).with_limits(limits);
+    put(&vfs, "/kept", b"old");
+    let staging = stage(&vfs, &[b"new".as_slice(), b"small", b"x"]);
+    let mut changes: Vec<Change> = (1..=4)
+        .map(|i| change(&format!("/out/f{i}"), file(b"x", 0o644)))
+        .collect();
+    changes.push(change("/big", file(b"small", 0o644)));
+    changes.push(change("/kept", file(b"new", 0o644)));
+    changes.push(change("/a/b/c/d", file(b"x", 0o644)));
+    let outcome = vfs.apply_sync(vfs.revision().unwrap(), &changes).unwrap();
+    vfs.abort_upload(staging).unwrap();
+    // The root and /kept held 2 of 5 nodes: /out and two files fit.
+    assert_eq!(outcome.applied, vec!["/kept", "/out/f1", "/out/f2"]);
+    let refused: Vec<(&str, &str)> = outcome
+        .rejected
+        .iter()
+        .map(|r| (r.path.as_str(), r.code.as_str()))
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            ("/a/b/c/d", "ENAMETOOLONG"),
+            ("/big", "EFBIG"),
+            ("/out/f3", "ENOSPC"),
+            ("/out/f4", "ENOSPC"),
+        ]
+    );
+    assert!(outcome.rejected[2].reason.contains("max_nodes"));
+    assert!(outcome.rejected[2].reason.contains("limit 5"));
+    assert_eq!(get(&vfs, "/kept"), b"new");
+    assert!(vfs.stat(&p("/out/f3"), false).is_err());
+    assert!(vfs.stat(&p("/a"), false).is_err());
+    let json = serde_json::to_value(&outcome.rejected[1]).unwrap();
+    assert_eq!(json["code"], "EFBIG");
+
+    // Over the quota already (it was lowered): removals are still taken.
+    let vfs = vfs.with_limits(stead_vfs::Limits {
+        max_nodes: 2,
+        ..limits
+    });
+    let outcome = vfs
+        .apply_sync(
+            vfs.revision().unwrap(),
+            &[change("/out/f1", None), change("/new", file(b"x", 0o644))],
+        )
+        .unwrap();
+    assert_eq!(outcome.applied, vec!["/out/f1"]);
+    assert_eq!(outcome.rejected.len(), 1);
 }

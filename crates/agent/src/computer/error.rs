@@ -48,6 +48,19 @@ impl ComputerError {
         }
     }
 
+    /// Whether the computer refused to start a command as asked (a `cwd`
+    /// it cannot enter): the caller's to fix, answered `400`.
+    pub fn is_bad_request(&self) -> bool {
+        matches!(
+            self,
+            ComputerError::Refused {
+                step: "exec",
+                code: ErrorCode::BadPath | ErrorCode::InvalidRequest,
+                ..
+            }
+        )
+    }
+
     /// Whether retrying later may help (the computer is busy or starting).
     pub fn is_busy(&self) -> bool {
         matches!(

@@ -12,13 +12,16 @@
 //! still is taken.
 //!
 //! What live sync did is kept in SQLite ([`record`], [`status`]): totals,
-//! the largest report, the last error, and the latest conflicts, so an
-//! agent can see that a file it edited was also written on the computer.
+//! the largest report, the last error, the latest conflicts (so an agent
+//! can see that a file it edited was also written on the computer) and the
+//! latest changes the workspace refused (over a quota: the rest of the
+//! report applied, and the next push puts the workspace's state back on
+//! the computer there).
 
 use serde_json::{json, Value};
 use stead_sql::{params, Sql};
 use stead_sync::live::{LiveAck, LiveReport, LiveScan, ACK_PATH, SCAN_PATH};
-use stead_vfs::{Conflict, Vfs};
+use stead_vfs::{Conflict, Rejected, Vfs};
 
 use super::{load, pull_and_apply, ComputerError, Link, Moved, Pull};
 use crate::host::{Method, Transport};
@@ -27,7 +30,7 @@ use crate::outcome::Transfer;
 /// Most changes one live report carries.
 pub const BATCH: usize = 1_000;
 
-/// Conflicts kept for [`status`], newest first.
+/// Conflicts (and refusals) kept for [`status`], newest first.
 const KEPT_CONFLICTS: i64 = 100;
 
 /// What one live pull did.
@@ -41,8 +44,9 @@ pub struct Round {
     /// Paths whose files moved before their content was read: the next
     /// report has them again.
     pub left_out: usize,
-    /// Changes the workspace refused (a path it cannot hold).
-    pub rejected: usize,
+    /// Changes the workspace refused (over a quota, or a path it cannot
+    /// hold); the rest applied.
+    pub rejected: Vec<Rejected>,
     /// More changes wait on the computer.
     pub more: bool,
 }
@@ -107,7 +111,7 @@ pub async fn pull<'db, S: Sql, T: Transport>(
         applied: outcome.applied.len(),
         conflicts: outcome.conflicts,
         left_out: pulled.left_out.len(),
-        rejected: outcome.rejected.len(),
+        rejected: outcome.rejected,
         more: report.more,
     }))
 }
@@ -141,6 +145,27 @@ pub fn record(db: &impl Sql, round: &Round, now_ms: i64) -> Result<(), stead_sql
         }
         db.execute(
             "DELETE FROM live_conflicts WHERE id <= (SELECT max(id) FROM live_conflicts) - ?",
+            params![KEPT_CONFLICTS],
+        )?;
+        for rejected in &round.rejected {
+            // A process that keeps writing the same file is refused each
+            // time: the path is listed once, at its latest refusal.
+            db.execute(
+                "DELETE FROM live_rejected WHERE path = ?",
+                params![rejected.path.as_str()],
+            )?;
+            db.execute(
+                "INSERT INTO live_rejected (path, code, reason, at_ms) VALUES (?, ?, ?, ?)",
+                params![
+                    rejected.path.as_str(),
+                    rejected.code.as_str(),
+                    rejected.reason.as_str(),
+                    now_ms
+                ],
+            )?;
+        }
+        db.execute(
+            "DELETE FROM live_rejected WHERE id <= (SELECT max(id) FROM live_rejected) - ?",
             params![KEPT_CONFLICTS],
         )?;
         Ok(())
@@ -193,7 +218,23 @@ pub fn status(db: &impl Sql) -> Result<Value, stead_sql::SqlError> {
             }))
         })
         .collect::<Result<Vec<_>, stead_sql::SqlError>>()?;
+    let rejected = db
+        .query(
+            "SELECT path, code, reason, at_ms FROM live_rejected ORDER BY id DESC",
+            params![],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(json!({
+                "path": row.text(0)?,
+                "code": row.text(1)?,
+                "reason": row.text(2)?,
+                "at_ms": row.int(3)?,
+            }))
+        })
+        .collect::<Result<Vec<_>, stead_sql::SqlError>>()?;
     status["report_limit"] = json!(BATCH);
     status["conflicts"] = Value::Array(conflicts);
+    status["rejected"] = Value::Array(rejected);
     Ok(status)
 }

@@ -38,10 +38,10 @@ use serde::{Deserialize, Serialize};
 use stead_sql::{params, Sql};
 use stead_sync::host::ComputerState;
 use stead_sync::{
-    frame, Ack, ApplyReply, Change, ChunkRequest, ErrorCode, ExecEvent, ExecSpec, Exit,
-    IgnoreRules, Push, Status, PROTOCOL,
+    frame, Ack, ApplyReply, Change, ChunkHash, ChunkRequest, Entry, ErrorCode, ExecEvent, ExecSpec,
+    Exit, IgnoreRules, Push, Status, PROTOCOL,
 };
-use stead_vfs::{VPath, Vfs, VfsError};
+use stead_vfs::{Rejected, VPath, Vfs, VfsError};
 
 pub use error::ComputerError;
 pub use link::Link;
@@ -183,6 +183,9 @@ pub async fn run<'db, H: Host>(
     }
     let stream = match link.stream("exec", "/v1/exec", &spec).await {
         Ok(stream) => stream,
+        // Refused as bad (a cwd it cannot enter): the command never
+        // started and the computer and its copy are as they were.
+        Err(error) if error.is_bad_request() => return Err(error),
         Err(error) => {
             let broken = Broken::lost(error.to_string());
             let output = Output::new(handling.encoding);
@@ -332,12 +335,43 @@ async fn finish<'db, H: Host>(
     let (applied, checkpoint) = applied;
     report.changed = applied.applied;
     report.conflicts = applied.conflicts;
-    report.rejected = applied.rejected;
     report.skipped = exit.skipped;
+    let message = refusal_message(&applied.rejected);
+    report.rejected = applied.rejected;
     let mut outcome =
         output.into_outcome(status, Some(code), exit.signal, applied.revision, report);
     outcome.checkpoint = checkpoint;
+    outcome.message = message;
     Ok(Ran::Finished(outcome))
+}
+
+/// What an answer says when the workspace refused some of the computer's
+/// changes: how many, which quotas, and the ways out.
+pub fn refusal_message(rejected: &[Rejected]) -> Option<String> {
+    if rejected.is_empty() {
+        return None;
+    }
+    let mut quotas: Vec<String> = rejected
+        .iter()
+        .filter_map(|r| Some(format!("{} = {}", r.quota?, r.limit?)))
+        .collect();
+    quotas.sort();
+    quotas.dedup();
+    let mut message = format!(
+        "the workspace refused {} of the computer's changes (see rejected); the rest was \
+         applied, and the next command's push puts the workspace's version back on the \
+         computer (a refused new file is removed there)",
+        rejected.len()
+    );
+    if let Some(quota) = rejected.iter().find_map(|r| r.quota) {
+        message.push_str(&format!(
+            ". Quota reached ({}): raise it with PUT /agents/{{id}}/settings \
+             {{\"quotas\":{{\"{quota}\":...}}}}, delete files, or list build output in \
+             /.steadignore to keep it on the computer only",
+            quotas.join(", ")
+        ));
+    }
+    Some(message)
 }
 
 /// The outcome of a command whose end is unknown. Nothing was applied, and
@@ -494,13 +528,47 @@ fn forget(db: &impl Sql) -> Result<(), VfsError> {
     Ok(())
 }
 
-/// The workspace's ignore rules: `/.steadignore`, or the defaults.
-fn ignore_rules<S: Sql>(vfs: &Vfs<'_, S>) -> Result<String, VfsError> {
-    match vfs.read_file(&VPath::parse(stead_sync::ignore::IGNORE_FILE)?) {
-        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(VfsError::NotFound { .. }) => Ok(stead_sync::ignore::DEFAULT_RULES.to_string()),
-        Err(error) => Err(error),
+/// Paths the workspace refused from the computer whose copy there the
+/// next push puts back to the workspace's state (see [`pull_and_apply`]).
+fn refused_paths(db: &impl Sql) -> Result<Vec<VPath>, VfsError> {
+    let rows = db.query("SELECT path FROM computer_refused ORDER BY path", params![])?;
+    rows.iter().map(|row| VPath::parse(row.text(0)?)).collect()
+}
+
+/// Remembers the refused paths a push can put back: the container reported
+/// them as real paths; one that is not (refused for that) it cannot be sent.
+fn note_refused(db: &impl Sql, rejected: &[Rejected]) -> Result<(), VfsError> {
+    for rejected in rejected {
+        if VPath::parse(&rejected.path).is_ok_and(|path| path.as_str() == rejected.path) {
+            db.execute(
+                "INSERT OR IGNORE INTO computer_refused (path) VALUES (?)",
+                params![rejected.path.as_str()],
+            )?;
+        }
     }
+    Ok(())
+}
+
+/// The computer's copy holds the workspace's state at `paths` now.
+fn forget_refused(db: &impl Sql, paths: &[VPath]) -> Result<(), VfsError> {
+    for path in paths {
+        db.execute(
+            "DELETE FROM computer_refused WHERE path = ?",
+            params![path.as_str()],
+        )?;
+    }
+    Ok(())
+}
+
+/// The workspace's ignore rules, as text: the defaults, then
+/// `/.steadignore`'s lines if it has one.
+fn ignore_rules<S: Sql>(vfs: &Vfs<'_, S>) -> Result<String, VfsError> {
+    let file = match vfs.read_file(&VPath::parse(stead_sync::ignore::IGNORE_FILE)?) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(VfsError::NotFound { .. }) => None,
+        Err(error) => return Err(error),
+    };
+    Ok(stead_sync::ignore::workspace_rules(file.as_deref()))
 }
 
 /// Brings the container's copy in step with the workspace; returns the
@@ -521,11 +589,23 @@ async fn push<'db, S: Sql, T: Transport>(
         Some(synced) => view.sync_changes_since(synced.acked, &rules)?,
         None => None,
     };
+    let refused = refused_paths(db)?;
     let (full, changes) = match since {
-        Some(changes) => (false, changes),
+        Some(mut changes) => {
+            // Where the workspace refused what the computer reported, the
+            // computer's copy is put back to the workspace's state.
+            let states = view.sync_states(&refused, &rules)?;
+            let put_back: std::collections::BTreeSet<&str> =
+                refused.iter().map(VPath::as_str).collect();
+            changes.retain(|change| !put_back.contains(change.path.as_str()));
+            changes.extend(states);
+            changes.sort_by(|a, b| a.path.cmp(&b.path));
+            (false, changes)
+        }
         None => (true, view.sync_manifest(&rules)?),
     };
     if !full && changes.is_empty() {
+        forget_refused(db, &refused)?;
         return Ok(base);
     }
     sent.files += changes.len() as u64;
@@ -548,6 +628,7 @@ async fn push<'db, S: Sql, T: Transport>(
         let needed = match reply {
             ApplyReply::Applied { .. } => {
                 save(db, instance, base)?;
+                forget_refused(db, &refused)?;
                 return Ok(base);
             }
             ApplyReply::Need { chunks } => chunks,
@@ -814,12 +895,28 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
     before_apply: &dyn Fn() -> Result<Option<i64>, VfsError>,
     received: &mut Transfer,
 ) -> Result<Pulled, ComputerError> {
-    let hashes: Vec<_> = stead_sync::chunk_hashes(pull.changes).collect();
     let view = vfs();
+    // A file over `max_file_bytes` is refused by the apply whatever its
+    // content: none of that is fetched.
+    let max_file_bytes = view.limits().max_file_bytes;
+    let fetched = |change: &Change| !matches!(change.entry, Some(Entry::File { size, .. }) if size > max_file_bytes);
+    let chunks_of = |change: &Change| -> Vec<ChunkHash> {
+        stead_sync::chunk_hashes(std::slice::from_ref(change)).collect()
+    };
+    let hashes: Vec<ChunkHash> = pull
+        .changes
+        .iter()
+        .filter(|change| fetched(change))
+        .flat_map(chunks_of)
+        .collect();
     let missing = view.missing_chunks(&hashes)?;
     let staging = view.begin_staging()?;
     let staged = async {
         let mut idx = 0;
+        // Content past `max_stored_bytes` is not staged, and the files
+        // whose content could not all be held are refused on their own
+        // (a smaller chunk after it may still fit).
+        let mut no_room: Option<(VfsError, Vec<ChunkHash>)> = None;
         for batch in missing.chunks(BATCH_BYTES / stead_sync::CHUNK_SIZE) {
             let request = ChunkRequest {
                 exec: pull.id.to_string(),
@@ -834,42 +931,66 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
                 )
                 .await?;
             let view = vfs();
-            for (_, data) in frame::decode_all(&body).map_err(|e| ComputerError::Malformed {
+            for (hash, data) in frame::decode_all(&body).map_err(|e| ComputerError::Malformed {
                 step: "pull",
                 reason: e.to_string(),
             })? {
                 received.bytes += data.len() as u64;
-                view.stage_chunk(staging, idx, &data)?;
-                idx += 1;
+                match view.stage_chunk(staging, idx, &data) {
+                    Ok(()) => idx += 1,
+                    Err(error @ VfsError::NoSpace { .. }) => no_room
+                        .get_or_insert_with(|| (error, Vec::new()))
+                        .1
+                        .push(hash),
+                    Err(error) => return Err(error.into()),
+                }
             }
         }
         // Synchronous from here: nothing else runs between reading the
         // revision and applying, so "unchanged since base" is exact.
         let view = vfs();
-        let (changes, left_out) = match pull.moved {
-            Moved::Fail => (std::borrow::Cow::Borrowed(pull.changes), Vec::new()),
-            Moved::LeaveOut => {
-                let still = view.missing_chunks(&hashes)?;
-                let (kept, left): (Vec<Change>, Vec<Change>) =
-                    pull.changes.iter().cloned().partition(|change| {
-                        stead_sync::chunk_hashes(std::slice::from_ref(change))
-                            .all(|hash| still.binary_search(&hash).is_err())
-                    });
-                let left = left.into_iter().map(|change| change.path).collect();
-                (std::borrow::Cow::Owned(kept), left)
+        let still = view.missing_chunks(&hashes)?;
+        let (lacking, kept): (Vec<Change>, Vec<Change>) =
+            pull.changes.iter().cloned().partition(|change| {
+                fetched(change)
+                    && chunks_of(change)
+                        .iter()
+                        .any(|hash| still.binary_search(hash).is_ok())
+            });
+        // A file lacking content that did not fit is refused; one lacking
+        // content the container did not serve (it moved) is left out.
+        let mut refused = Vec::new();
+        let mut left_out = Vec::new();
+        let mut changes = kept;
+        for change in lacking {
+            match &no_room {
+                Some((error, unstaged))
+                    if chunks_of(&change).iter().any(|h| unstaged.contains(h)) =>
+                {
+                    refused.push(Rejected::of(&change.path, error))
+                }
+                _ => match pull.moved {
+                    Moved::LeaveOut => left_out.push(change.path),
+                    // The container served every chunk asked for: the
+                    // apply refuses what does not add up.
+                    Moved::Fail => changes.push(change),
+                },
             }
-        };
+        }
         let before = view.revision()?;
         let checkpoint = match changes.is_empty() {
             true => None,
             false => before_apply()?,
         };
-        let outcome = view.apply_sync(pull.base, &changes)?;
+        let mut outcome = view.apply_sync(pull.base, &changes)?;
+        outcome.rejected.extend(refused);
+        outcome.rejected.sort_by(|a, b| a.path.cmp(&b.path));
         Ok::<_, ComputerError>((before, outcome, checkpoint, left_out))
     }
     .await;
     vfs().abort_upload(staging)?;
     let (before, outcome, checkpoint, left_out) = staged?;
+    note_refused(db, &outcome.rejected)?;
     if let Some(synced) = load(db)? {
         // The container now holds `base` plus its own changes. If the
         // workspace changed nothing else meanwhile, that is exactly the new
