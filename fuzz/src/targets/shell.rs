@@ -194,19 +194,24 @@ pub fn run(data: &[u8]) {
     });
 }
 
-/// `commands_used` and `unsupported_commands` parse the script alike, and
-/// what the light shell lacks is among what the script uses.
+/// `commands_used` and `light_shell_gaps` parse the script alike, and
+/// every command or utility the light shell lacks (or lacks options of) is
+/// among what the script uses.
 pub(crate) fn check_routing(script: &str) {
     let used = stead_shell::commands_used(script);
-    let unsupported = stead_shell::unsupported_commands(script);
-    match (&used, &unsupported) {
-        (Some(used), Some(unsupported)) => {
-            for name in unsupported {
-                assert!(used.contains(name), "{name:?} unsupported but not used");
+    let gaps = stead_shell::light_shell_gaps(script);
+    match (&used, &gaps) {
+        (Some(used), Some(gaps)) => {
+            for gap in gaps {
+                let name = match gap {
+                    stead_shell::Gap::Command(name) => name,
+                    stead_shell::Gap::Options { utility, .. } => utility,
+                };
+                assert!(used.contains(name), "{gap:?} found but {name:?} not used");
             }
         }
         (None, None) => {}
-        _ => panic!("commands_used {used:?} but unsupported_commands {unsupported:?}"),
+        _ => panic!("commands_used {used:?} but light_shell_gaps {gaps:?}"),
     }
 }
 
