@@ -220,9 +220,11 @@ fn computer_cwd(cwd: VPath) -> Result<VPath, ApiError> {
     }
 }
 
-/// Checks that a computer command's `cwd` is a directory of the workspace
-/// that does not resolve (through symlinks) to a system name.
+/// Checks that a computer command's (or process's) `cwd` is not under a
+/// system name and is a directory of the workspace that does not resolve
+/// (through symlinks) to one.
 pub fn check_computer_cwd<S: Sql>(vfs: &Vfs<'_, S>, cwd: &VPath) -> Result<(), ApiError> {
+    let cwd = &computer_cwd(cwd.clone())?;
     let real = check_cwd(vfs, cwd)?;
     if let Some(name) = stead_sync::system_name(real.as_str()) {
         return Err(ApiError::InvalidRequest(format!(

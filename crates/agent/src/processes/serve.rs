@@ -114,7 +114,7 @@ impl<H: Host> Agent<H> {
         let request: ProcessRequest = decode(body)?;
         check(&request)?;
         let cwd = VPath::parse(request.cwd.as_deref().unwrap_or("/"))?;
-        exec::check_cwd(&self.vfs(), &cwd)?;
+        exec::check_computer_cwd(&self.vfs(), &cwd)?;
         let transport = self.computer()?;
         let _turn = self.computer_turn.lock().await;
         if let Some(other) = detached::first(self.db())? {
