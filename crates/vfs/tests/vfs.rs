@@ -12,7 +12,9 @@ use stead_vfs::edit::{self, Replacement};
 use stead_vfs::glob::{GlobPage, GlobRequest};
 use stead_vfs::grep::{GrepCursor, GrepMode, GrepPage, GrepRequest};
 use stead_vfs::read::LineRequest;
-use stead_vfs::{Change, ChangeKind, Errno, Kind, Limits, VPath, Vfs, WriteOptions, CHUNK_SIZE};
+use stead_vfs::{
+    Change, ChangeKind, Errno, Kind, Limits, VPath, Vfs, VfsError, WriteOptions, CHUNK_SIZE,
+};
 
 const C: usize = CHUNK_SIZE;
 
@@ -2995,4 +2997,31 @@ fn edit_replacing_every_line_of_a_large_file_is_fast() {
     );
     assert_eq!(get(&vfs, "/big").len() as u64, out.size);
     assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+}
+
+/// `a{1000}{1000}` compiled to a million states under the old 16 MiB
+/// bound, and one search over a 2 MB file then held the isolate for
+/// minutes. A pattern past `MAX_REGEX_BYTES` is refused when given, with a
+/// reason naming the bound; a large ordinary pattern still runs.
+#[test]
+fn grep_refuses_a_pattern_past_the_compiled_size_bound() {
+    let db = db();
+    let vfs = vfs(&db);
+    grep_fixture(&vfs);
+    let started = std::time::Instant::now();
+    let err = vfs.grep(&regex("a{1000}{1000}")).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    match &err {
+        VfsError::InvalidPattern { pattern, reason } => {
+            assert_eq!(pattern, "a{1000}{1000}");
+            assert_eq!(
+                reason,
+                "regular expression too large (compiled size over 2 MiB)"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(err.code(), Errno::Einval);
+    let page = vfs.grep(&regex(r"\w{40}|foo.bar")).unwrap();
+    assert_eq!(hits(&page).len(), 2);
 }
