@@ -96,3 +96,34 @@ fn a_regex_past_the_compiled_size_bound_is_refused_everywhere() {
     let r = run_in(&db, "echo abc | grep -cE '\\w{40}|b'", "/", short());
     assert_eq!(text(&r.stdout), "1\n", "{}", text(&r.stderr));
 }
+
+/// awk built what it was asked without looking at the memory budget: a
+/// doubling string, a gigabyte of padding from one `sprintf`, ten million
+/// elements from one `split`, a record of a billion fields (1.4 GB
+/// resident). Every value awk builds is checked against the budget beside
+/// what the program holds, so each ends with `max_memory_bytes` at once.
+#[test]
+fn awk_builders_end_with_the_memory_limit() {
+    let db = db();
+    for script in [
+        r#"awk 'BEGIN { s = "x"; while (1) s = s s }'"#,
+        r#"awk 'BEGIN { printf "%s", sprintf("%*d", 1e9, 1) }'"#,
+        r#"awk 'BEGIN { printf "%.*f", 1e9, 1 }'"#,
+        r#"awk 'BEGIN { s = sprintf("%5000000s", ""); n = split(s, a, ""); print n }'"#,
+        r#"awk 'BEGIN { s = sprintf("%1000s", ""); while (1) { s = s s; a[n++] = s } }'"#,
+        r#"awk 'BEGIN { s = sprintf("%1000000s", ""); gsub(/ /, "xxxxxxxxxxxxxxxxxxxx", s) }'"#,
+        r#"awk 'BEGIN { $1000000000 = "x" }'"#,
+        r#"awk 'BEGIN { NF = 1e9 }'"#,
+    ] {
+        let r = run_bounded(&db, script, short());
+        assert_ended_by(&r, LimitKind::Memory, script);
+    }
+    // Within the budget, the same builders work.
+    let r = run_in(
+        &db,
+        r#"awk 'BEGIN { s = "x"; for (i = 0; i < 20; i++) s = s s; n = split(sprintf("%10000s", ""), a, ""); print length(s), n }'"#,
+        "/",
+        short(),
+    );
+    assert_eq!(text(&r.stdout), "1048576 10000\n", "{}", text(&r.stderr));
+}
