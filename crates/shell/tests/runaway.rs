@@ -127,3 +127,28 @@ fn awk_builders_end_with_the_memory_limit() {
     );
     assert_eq!(text(&r.stdout), "1048576 10000\n", "{}", text(&r.stderr));
 }
+
+/// `sed ':a;s/^/xx/;ba'` and `sed ':a;h;G;ba'` looped for minutes: each
+/// pass copied a growing pattern space, and only the loop count was
+/// charged. Copies are now charged per byte and both spaces are held
+/// against the memory budget.
+#[test]
+fn sed_loops_that_grow_their_spaces_end_with_a_limit() {
+    let db = db();
+    for (script, kind) in [
+        ("echo x | sed ':a;s/^/xx/;ba'", LimitKind::Cpu),
+        ("echo x | sed ':a;h;G;ba'", LimitKind::Memory),
+        ("echo x | sed ':a;H;x;ba'", LimitKind::Memory),
+        ("echo x | sed ':a;s/x*/&&&&/;ba'", LimitKind::Memory),
+    ] {
+        let r = run_bounded(&db, script, short());
+        assert_ended_by(&r, kind, script);
+    }
+    let r = run_in(
+        &db,
+        "echo x | sed ':a;s/^x\\{1,99\\}$/&&/;ta'",
+        "/",
+        short(),
+    );
+    assert_eq!(text(&r.stdout), format!("{}\n", "x".repeat(128)));
+}
