@@ -152,3 +152,67 @@ fn sed_loops_that_grow_their_spaces_end_with_a_limit() {
     );
     assert_eq!(text(&r.stdout), format!("{}\n", "x".repeat(128)));
 }
+
+/// `${s//b/c}` on 100,000 characters took 31 s: every position tried every
+/// end. A pattern whose matches have one length (literal text, `?`,
+/// brackets) is tried at that length only, so replacing is linear; and the
+/// matcher's steps were a private count shared by all positions, after
+/// which it answered "no match": `${s//a/b}` on 5,000 characters left 204
+/// `a`s with status 0. Steps are now charged to the exec's CPU budget,
+/// large enough for such inputs, and past it the exec ends with that
+/// limit.
+#[test]
+fn pattern_substitution_is_linear_and_never_stops_silently() {
+    let db = db();
+    let script = "s=$(printf '%100000s' '' | tr ' ' b); t=${s//b/c}; u=${s//[b]/c}; \
+                  echo ${#t} ${t:0:3} ${t: -3} ${#u}; t=${s#b*}; u=${s%%?}; echo ${#t} ${#u}";
+    let r = run_bounded(&db, script, short());
+    assert_eq!(
+        text(&r.stdout),
+        "100000 ccc ccc 100000\n99999 99999\n",
+        "{}",
+        text(&r.stderr)
+    );
+    let script = "shopt -s extglob; s=$(printf '%5000s' '' | tr ' ' a); t=${s//a/b}; [[ $t == *a* ]] && echo left || echo none; \
+                  t=${s//?(x)a/b}; [[ $t == *a* ]] && echo left || echo none";
+    let r = run_bounded(&db, script, short());
+    assert_eq!(text(&r.stdout), "none\nnone\n", "{}", text(&r.stderr));
+    // The first alternative backtracks through millions of steps before
+    // the second matches: bash says yes.
+    let script = "shopt -s extglob; s=$(printf '%26s' '' | tr ' ' a)c; \
+                  [[ $s == @(+(a|aa)b|+(a)c) ]] && echo yes || echo no";
+    let r = run_bounded(&db, script, short());
+    assert_eq!(text(&r.stdout), "yes\n", "{}", text(&r.stderr));
+    // Exponential backtracking ends with a limit, not "no".
+    let script = "shopt -s extglob; s=$(printf '%200s' '' | tr ' ' a); \
+                  [[ $s == +(+(a)|+(a))b ]] && echo yes || echo no";
+    let r = run_bounded(&db, script, short());
+    assert!(
+        matches!(r.limit, Some(LimitKind::Cpu | LimitKind::WallTime)),
+        "{:?} {}",
+        r.limit,
+        text(&r.stdout)
+    );
+    assert_eq!(text(&r.stdout), "");
+}
+
+/// `shopt -s globstar; echo /**/*` over a deep tree ran for minutes (and
+/// a private count cut the walk silently at 100,000 directories). Every
+/// directory entry visited is now a step charged to the budget, and the
+/// wall clock is read as the walk goes.
+#[test]
+fn globstar_over_a_large_tree_ends_with_a_limit() {
+    let db = db();
+    let build = "for i in {1..30}; do mkdir -p /t/$i/a/b/c/d/e/f/g; touch /t/$i/a/b/c/d/e/f/g/{1..30}; done";
+    let r = run_in(&db, build, "/", short());
+    assert_eq!(r.exit_code, 0, "{}", text(&r.stderr));
+    let small = Limits {
+        max_cpu_units: 1_000,
+        ..short()
+    };
+    let script = "shopt -s globstar; echo /**/*";
+    let r = run_bounded(&db, script, small);
+    assert_ended_by(&r, LimitKind::Cpu, script);
+    let r = run_in(&db, "shopt -s globstar; echo /t/**/* | wc -w", "/", short());
+    assert_eq!(text(&r.stdout), "1140\n", "{}", text(&r.stderr));
+}

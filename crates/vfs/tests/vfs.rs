@@ -3025,3 +3025,38 @@ fn grep_refuses_a_pattern_past_the_compiled_size_bound() {
     let page = vfs.grep(&regex(r"\w{40}|foo.bar")).unwrap();
     assert_eq!(hits(&page).len(), 2);
 }
+
+/// `**` over a large tree with few matches walked the whole workspace (up
+/// to a million nodes) in one request. A page visits at most
+/// `MAX_VISITS` entries, then ends truncated with a cursor at the last
+/// entry visited; a page that ends at an excluded directory resumes after
+/// it without entering it.
+#[test]
+fn a_glob_page_ends_after_visiting_its_bound_of_entries() {
+    use stead_vfs::glob::MAX_VISITS;
+    let db = db();
+    let vfs = vfs(&db);
+    vfs.mkdir(&p("/a"), false, None).unwrap();
+    // `/a` and its files are the first MAX_VISITS - 1 visits, `/b` the last.
+    for i in 0..MAX_VISITS - 2 {
+        put(&vfs, &format!("/a/f{i:06}"), b"");
+    }
+    put(&vfs, "/b/x1.rs", b"");
+    put(&vfs, "/c/x2.rs", b"");
+    let request = GlobRequest {
+        exclude: vec!["b".to_string()],
+        ..glob_request("**/x*.rs")
+    };
+    let first = vfs.glob(&request).unwrap();
+    assert!(first.matches.is_empty());
+    assert!(first.truncated);
+    assert_eq!(first.next_cursor.as_deref(), Some("/b"));
+    let second = vfs
+        .glob(&GlobRequest {
+            after: Some(p("/b")),
+            ..request
+        })
+        .unwrap();
+    assert_eq!(glob_paths(&second), ["/c/x2.rs"]);
+    assert!(!second.truncated);
+}

@@ -33,7 +33,7 @@ impl Shell<'_> {
                 match op.as_str() {
                     "==" | "=" | "!=" => {
                         let pat = self.expand_pattern(r)?;
-                        let m = self.pattern_match(&pat, &left);
+                        let m = self.pattern_match(&pat, &left)?;
                         if op == "!=" {
                             !m
                         } else {
