@@ -84,6 +84,12 @@ pub fn too_deep_message() -> String {
     format!("nesting deeper than {MAX_PARSE_DEPTH} levels (max_parse_depth)")
 }
 
+/// CPU units charged per filesystem node visited (`find`, pathname
+/// expansion): a lookup costs far more than a byte processed, and in a
+/// Worker the clock does not move during an exec, so a walk over a large
+/// tree must end on this budget.
+pub const NODE_COST: u64 = 64;
+
 /// Why a regular expression from a script was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegexError {

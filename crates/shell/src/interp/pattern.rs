@@ -6,7 +6,7 @@
 use stead_vfs::{Kind, VPath};
 
 use super::Shell;
-use crate::limits::{Abort, Budget, Clock};
+use crate::limits::{Abort, Budget, Clock, NODE_COST};
 
 #[derive(Debug, Clone)]
 enum Tok {
@@ -174,8 +174,15 @@ pub struct Steps<'b> {
     pending: u64,
 }
 
-/// Steps charged to the budget at once (a step is a few comparisons).
-const STEP_BATCH: u64 = 256;
+/// CPU units of one match step: a step (a call of the backtracking
+/// matcher) takes some 30 ns, where a unit is about a byte processed. In a
+/// Worker the clock does not move during an exec, so this is what bounds a
+/// backtracking match there: the CPU budget is about one to three seconds
+/// of matching.
+const STEP_COST: u64 = 32;
+
+/// Units charged to the budget at once.
+const BATCH: u64 = 8192;
 
 impl<'b> Steps<'b> {
     pub fn new(budget: &'b Budget, clock: &'b dyn Clock) -> Self {
@@ -186,9 +193,10 @@ impl<'b> Steps<'b> {
         }
     }
 
-    fn take(&mut self, steps: u64) -> Result<(), Abort> {
-        self.pending += steps;
-        if self.pending >= STEP_BATCH {
+    /// Charges `units` of CPU work.
+    fn take(&mut self, units: u64) -> Result<(), Abort> {
+        self.pending += units;
+        if self.pending >= BATCH {
             let pending = std::mem::take(&mut self.pending);
             self.budget.charge_cpu(pending)?;
             self.budget.check_time(self.clock)?;
@@ -205,7 +213,7 @@ impl Drop for Steps<'_> {
 }
 
 fn match_at(toks: &[Tok], text: &[char], nocase: bool, steps: &mut Steps) -> Result<bool, Abort> {
-    steps.take(1)?;
+    steps.take(STEP_COST)?;
     let Some(t) = toks.first() else {
         return Ok(text.is_empty());
     };
@@ -451,7 +459,7 @@ pub fn replace(
                             }
                         }
                     } else {
-                        steps.take(1)?;
+                        steps.take(STEP_COST)?;
                     }
                     if let Some(end) = found {
                         out.push_str(rep);
@@ -555,7 +563,7 @@ impl<'a> Shell<'a> {
             out.push(shown.trim_end_matches('/').to_string());
             return Ok(());
         };
-        steps.take(1)?;
+        steps.take(NODE_COST)?;
         let join = |shown: &str, name: &str| {
             if shown.is_empty() {
                 name.to_string()
@@ -586,7 +594,7 @@ impl<'a> Shell<'a> {
             // zero directories
             if rest.is_empty() {
                 if !shown.is_empty() {
-                    out.push(shown.trim_end_matches('/').to_string() + "/");
+                    out.push(shown.trim_end_matches('/').to_string());
                 }
             } else {
                 self.glob_walk(dir, shown, rest, out, steps)?;
@@ -595,7 +603,7 @@ impl<'a> Shell<'a> {
                 return Ok(());
             };
             for e in entries {
-                steps.take(1)?;
+                steps.take(NODE_COST)?;
                 if e.name.starts_with('.') && !self.st.opts.dotglob {
                     continue;
                 }
@@ -606,21 +614,10 @@ impl<'a> Shell<'a> {
                     .stat(&path, false)
                     .is_ok_and(|n| n.kind == Kind::Dir);
                 if rest.is_empty() {
-                    out.push(if is_dir {
-                        next.clone() + "/"
-                    } else {
-                        next.clone()
-                    });
+                    out.push(next.clone());
                 }
                 if is_dir {
                     self.glob_walk(&path, &next, comps, out, steps)?;
-                }
-            }
-            if rest.is_empty() {
-                for r in out.iter_mut() {
-                    if r.ends_with('/') {
-                        r.pop();
-                    }
                 }
             }
             return Ok(());
@@ -631,7 +628,7 @@ impl<'a> Shell<'a> {
         let ext = self.st.opts.extglob || first.contains('(');
         let dot_ok = first.starts_with('.') || first.starts_with("\\.");
         for e in entries {
-            steps.take(1)?;
+            steps.take(NODE_COST)?;
             if e.name.starts_with('.') && !dot_ok && !self.st.opts.dotglob {
                 continue;
             }

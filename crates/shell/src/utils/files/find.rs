@@ -8,11 +8,8 @@ use stead_vfs::{Kind, Node, VPath};
 
 use super::{base_name, join_operand, mode_string, shown_size, time};
 use crate::io::Stdin;
-use crate::limits::{build_regex, Abort, RegexError};
+use crate::limits::{build_regex, Abort, RegexError, NODE_COST};
 use crate::utils::{strerror, Ctx};
-
-/// CPU units charged per node visited.
-const NODE_COST: u64 = 64;
 
 /// How a numeric test compares: `+N`, `-N` or `N`.
 #[derive(Debug, Clone, Copy)]
