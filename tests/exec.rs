@@ -196,12 +196,23 @@ fn runaway_awk_and_a_regex_bomb_end_with_the_bound_named() {
     let out = exec(&agent, "grep -cE 'a{1000}{1000}' /big.txt");
     assert_eq!(out["exit_code"], 2, "{out}");
     assert!(
-        out["stderr"].as_str().unwrap().contains("compiled size over 2 MiB"),
+        out["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("compiled size over 2 MiB"),
         "{out}"
     );
-    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
     let after = Instant::now();
     expect_ok(&raw("GET", "/health", &[], b""));
     assert_eq!(exec(&agent, "echo alive")["stdout"], "alive\n");
-    assert!(after.elapsed() < Duration::from_secs(5), "{:?}", after.elapsed());
+    assert!(
+        after.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        after.elapsed()
+    );
 }

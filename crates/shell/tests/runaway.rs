@@ -74,9 +74,9 @@ fn a_regex_past_the_compiled_size_bound_is_refused_everywhere() {
     let cases = [
         (format!("grep -cE '{bomb}' /big.txt"), 2),
         (format!("sed -E 's/{bomb}/x/' /big.txt"), 1),
-        (format!("awk '/(a{{1000}}){{1000}}/' /big.txt"), 2),
+        ("awk '/(a{1000}){1000}/' /big.txt".to_string(), 2),
         (
-            format!("awk '{{ gsub(\"(a{{1000}}){{1000}}\", \"x\") }}' /big.txt"),
+            "awk '{ gsub(\"(a{1000}){1000}\", \"x\") }' /big.txt".to_string(),
             2,
         ),
         ("expr aaa : '\\(a\\{1000\\}\\)\\{1000\\}'".to_string(), 2),
