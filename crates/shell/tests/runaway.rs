@@ -93,6 +93,15 @@ fn a_regex_past_the_compiled_size_bound_is_refused_everywhere() {
             text(&r.stderr)
         );
     }
+    // jq's regexes (jaq's own engine) have their own size bound.
+    let script = format!("jq -n '\"aaa\" | test(\"{bomb}\")'");
+    let r = run_bounded(&db, &script, short());
+    assert_eq!(r.exit_code, 5, "{script}");
+    assert!(
+        text(&r.stderr).contains("size limit"),
+        "{}",
+        text(&r.stderr)
+    );
     let r = run_in(&db, "echo abc | grep -cE '\\w{40}|b'", "/", short());
     assert_eq!(text(&r.stdout), "1\n", "{}", text(&r.stderr));
 }
