@@ -4,8 +4,9 @@
 
 mod common;
 
-use common::{expect_error, expect_made, expect_ok, Agent};
+use common::{expect_error, expect_made, expect_ok, raw, Agent};
 use std::io::Read;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use stead_harness::{temp_state, Runtime};
@@ -160,5 +161,58 @@ fn cpu_budget_ends_work_over_big_data() {
         &agent,
         "for i in $(seq 100); do cat /big.bin > /dev/null; done",
         "max_cpu_units",
+    );
+}
+
+/// Issue 21: a runaway awk (a doubling string) held the isolate for
+/// minutes, and `a{1000}{1000}` through the `grep` file tool left the
+/// runtime answering nothing, not even `/health`. Both now end at once
+/// with the bound named, and the runtime answers right after.
+#[test]
+fn runaway_awk_and_a_regex_bomb_end_with_the_bound_named() {
+    let agent = Agent::new("shell-runaway");
+    let started = Instant::now();
+    assert_limit(
+        &agent,
+        "awk 'BEGIN { s = \"x\"; while (1) s = s s }'",
+        "max_memory_bytes",
+    );
+    assert_limit(
+        &agent,
+        "awk 'BEGIN { printf \"%s\", sprintf(\"%*d\", 1e9, 1) }'",
+        "max_memory_bytes",
+    );
+    expect_ok(&agent.upload("/big.txt", "", std::io::repeat(b'a').take(2 << 20)));
+    let reply = agent.call(
+        "grep",
+        json!({ "pattern": "a{1000}{1000}", "regex": true, "output": "count" }),
+    );
+    let error = expect_error(&reply, 400, "EINVAL");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("regular expression too large (compiled size over 2 MiB)"),
+        "{error}"
+    );
+    let out = exec(&agent, "grep -cE 'a{1000}{1000}' /big.txt");
+    assert_eq!(out["exit_code"], 2, "{out}");
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("compiled size over 2 MiB"),
+        "{out}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    let after = Instant::now();
+    expect_ok(&raw("GET", "/health", &[], b""));
+    assert_eq!(exec(&agent, "echo alive")["stdout"], "alive\n");
+    assert!(
+        after.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        after.elapsed()
     );
 }

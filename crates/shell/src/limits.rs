@@ -13,6 +13,9 @@
 
 use std::cell::{Cell, RefCell};
 
+use stead_vfs::grep::regex_too_large;
+pub use stead_vfs::grep::MAX_REGEX_BYTES;
+
 /// Which bound a script crossed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LimitKind {
@@ -79,6 +82,60 @@ pub const MAX_PARSE_DEPTH: usize = 100;
 /// The syntax-error text for nesting deeper than [`MAX_PARSE_DEPTH`].
 pub fn too_deep_message() -> String {
     format!("nesting deeper than {MAX_PARSE_DEPTH} levels (max_parse_depth)")
+}
+
+/// CPU units charged per filesystem node visited (`find`, pathname
+/// expansion): a lookup costs far more than a byte processed, and in a
+/// Worker the clock does not move during an exec, so a walk over a large
+/// tree must end on this budget.
+pub const NODE_COST: u64 = 64;
+
+/// Why a regular expression from a script was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegexError {
+    /// Its compiled size passes [`MAX_REGEX_BYTES`]: reported as it is,
+    /// naming the bound, by every utility.
+    TooLarge,
+    /// Not a valid expression (the crate's message): each utility words it
+    /// as its GNU namesake does.
+    Invalid(String),
+}
+
+impl std::fmt::Display for RegexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RegexError::TooLarge => f.write_str(&regex_too_large()),
+            RegexError::Invalid(reason) => f.write_str(reason),
+        }
+    }
+}
+
+impl From<regex::Error> for RegexError {
+    fn from(error: regex::Error) -> Self {
+        match error {
+            regex::Error::CompiledTooBig(_) => RegexError::TooLarge,
+            other => RegexError::Invalid(other.to_string()),
+        }
+    }
+}
+
+/// Compiles a regular expression from a script within
+/// [`MAX_REGEX_BYTES`] (the bound the file tools use, see there why).
+pub fn build_regex(builder: &mut regex::RegexBuilder) -> Result<regex::Regex, RegexError> {
+    Ok(builder
+        .size_limit(MAX_REGEX_BYTES)
+        .dfa_size_limit(MAX_REGEX_BYTES)
+        .build()?)
+}
+
+/// [`build_regex`] for a matcher on bytes.
+pub fn build_bytes_regex(
+    builder: &mut regex::bytes::RegexBuilder,
+) -> Result<regex::bytes::Regex, RegexError> {
+    Ok(builder
+        .size_limit(MAX_REGEX_BYTES)
+        .dfa_size_limit(MAX_REGEX_BYTES)
+        .build()?)
 }
 
 /// The bounds for one exec.

@@ -21,6 +21,11 @@ use crate::Vfs;
 /// Default and largest page of glob matches.
 pub const DEFAULT_LIMIT: usize = 1000;
 pub const MAX_LIMIT: usize = 10_000;
+/// Entries one page visits at most. `**` over a large tree with few
+/// matches would otherwise walk the whole workspace (a million nodes) in
+/// one request; past this the page ends early, truncated, with a cursor
+/// at the last entry visited, and the next page goes on from there.
+pub const MAX_VISITS: usize = 100_000;
 
 /// A compiled path pattern.
 pub struct Pattern {
@@ -180,14 +185,45 @@ impl<S: Sql> Vfs<'_, S> {
         };
         let limit = request.limit.clamp(1, MAX_LIMIT);
         let prefix = literal.join("/");
-        self.walk(&real_start, after.as_ref(), |visit| {
-            let relative = visit.path.strip_prefix(&real_start).unwrap_or_default();
-            let from_base = if prefix.is_empty() {
+        let from_base = |relative: &str| {
+            if prefix.is_empty() {
                 relative.to_string()
             } else {
                 format!("{prefix}/{relative}")
-            };
-            if exclude.iter().any(|p| p.filter_matches(&from_base)) {
+            }
+        };
+        // A page can end at an excluded directory (see MAX_VISITS): the
+        // next one resumes after it, and must not enter it.
+        let skip_below = after
+            .as_ref()
+            .and_then(|after| after.strip_prefix(&real_start))
+            .filter(|relative| {
+                exclude
+                    .iter()
+                    .any(|p| p.filter_matches(&from_base(relative)))
+            })
+            .map(|relative| format!("{relative}/"));
+        let mut visits = 0usize;
+        let mut last_visited: Option<String> = None;
+        self.walk(&real_start, after.as_ref(), |visit| {
+            let relative = visit.path.strip_prefix(&real_start).unwrap_or_default();
+            if skip_below
+                .as_deref()
+                .is_some_and(|skip| relative.starts_with(skip))
+            {
+                return Ok(Flow::SkipChildren);
+            }
+            visits += 1;
+            if visits > MAX_VISITS {
+                page.truncated = true;
+                page.next_cursor = last_visited.take();
+                return Ok(Flow::Stop);
+            }
+            last_visited = Some(start.join_relative(relative).to_string());
+            if exclude
+                .iter()
+                .any(|p| p.filter_matches(&from_base(relative)))
+            {
                 return Ok(Flow::SkipChildren);
             }
             if pattern.matches(relative) {

@@ -34,6 +34,30 @@ pub const MAX_CONTEXT: usize = 100;
 /// Lines longer than this are cut in results (minified files would otherwise
 /// flood an agent's context).
 pub const MAX_LINE_BYTES: usize = 1024;
+/// Largest compiled size of a regular expression given by a user (here and
+/// in the shell's utilities). Matching cannot be interrupted, and its cost
+/// grows with the compiled size (`a{1000}{1000}` compiles to a million
+/// states, and one search over a large file then runs for minutes), so a
+/// larger pattern is refused when given. 2 MiB keeps every ordinary
+/// pattern (`\w{40}` included: Unicode classes are large) and refuses
+/// counted repetitions nested into the millions.
+pub const MAX_REGEX_BYTES: usize = 2 << 20;
+
+/// The reason a pattern past [`MAX_REGEX_BYTES`] is refused.
+pub fn regex_too_large() -> String {
+    format!(
+        "regular expression too large (compiled size over {} MiB)",
+        MAX_REGEX_BYTES >> 20
+    )
+}
+
+/// `error` as a user reads it: a pattern past the bound names the bound.
+pub fn regex_error_reason(error: &regex::Error) -> String {
+    match error {
+        regex::Error::CompiledTooBig(_) => regex_too_large(),
+        other => other.to_string(),
+    }
+}
 
 /// What a search reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -271,11 +295,12 @@ impl<S: Sql> Vfs<'_, S> {
         let re = RegexBuilder::new(&source)
             .case_insensitive(request.ignore_case)
             .multi_line(true)
-            .size_limit(16 << 20)
+            .size_limit(MAX_REGEX_BYTES)
+            .dfa_size_limit(MAX_REGEX_BYTES)
             .build()
             .map_err(|e| VfsError::InvalidPattern {
                 pattern: request.pattern.clone(),
-                reason: e.to_string(),
+                reason: regex_error_reason(&e),
             })?;
         let include = patterns(&request.include)?;
         let exclude = patterns(&request.exclude)?;

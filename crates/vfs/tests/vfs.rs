@@ -12,7 +12,9 @@ use stead_vfs::edit::{self, Replacement};
 use stead_vfs::glob::{GlobPage, GlobRequest};
 use stead_vfs::grep::{GrepCursor, GrepMode, GrepPage, GrepRequest};
 use stead_vfs::read::LineRequest;
-use stead_vfs::{Change, ChangeKind, Errno, Kind, Limits, VPath, Vfs, WriteOptions, CHUNK_SIZE};
+use stead_vfs::{
+    Change, ChangeKind, Errno, Kind, Limits, VPath, Vfs, VfsError, WriteOptions, CHUNK_SIZE,
+};
 
 const C: usize = CHUNK_SIZE;
 
@@ -2995,4 +2997,66 @@ fn edit_replacing_every_line_of_a_large_file_is_fast() {
     );
     assert_eq!(get(&vfs, "/big").len() as u64, out.size);
     assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+}
+
+/// `a{1000}{1000}` compiled to a million states under the old 16 MiB
+/// bound, and one search over a 2 MB file then held the isolate for
+/// minutes. A pattern past `MAX_REGEX_BYTES` is refused when given, with a
+/// reason naming the bound; a large ordinary pattern still runs.
+#[test]
+fn grep_refuses_a_pattern_past_the_compiled_size_bound() {
+    let db = db();
+    let vfs = vfs(&db);
+    grep_fixture(&vfs);
+    let started = std::time::Instant::now();
+    let err = vfs.grep(&regex("a{1000}{1000}")).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    match &err {
+        VfsError::InvalidPattern { pattern, reason } => {
+            assert_eq!(pattern, "a{1000}{1000}");
+            assert_eq!(
+                reason,
+                "regular expression too large (compiled size over 2 MiB)"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(err.code(), Errno::Einval);
+    let page = vfs.grep(&regex(r"\w{40}|foo.bar")).unwrap();
+    assert_eq!(hits(&page).len(), 2);
+}
+
+/// `**` over a large tree with few matches walked the whole workspace (up
+/// to a million nodes) in one request. A page visits at most
+/// `MAX_VISITS` entries, then ends truncated with a cursor at the last
+/// entry visited; a page that ends at an excluded directory resumes after
+/// it without entering it.
+#[test]
+fn a_glob_page_ends_after_visiting_its_bound_of_entries() {
+    use stead_vfs::glob::MAX_VISITS;
+    let db = db();
+    let vfs = vfs(&db);
+    vfs.mkdir(&p("/a"), false, None).unwrap();
+    // `/a` and its files are the first MAX_VISITS - 1 visits, `/b` the last.
+    for i in 0..MAX_VISITS - 2 {
+        put(&vfs, &format!("/a/f{i:06}"), b"");
+    }
+    put(&vfs, "/b/x1.rs", b"");
+    put(&vfs, "/c/x2.rs", b"");
+    let request = GlobRequest {
+        exclude: vec!["b".to_string()],
+        ..glob_request("**/x*.rs")
+    };
+    let first = vfs.glob(&request).unwrap();
+    assert!(first.matches.is_empty());
+    assert!(first.truncated);
+    assert_eq!(first.next_cursor.as_deref(), Some("/b"));
+    let second = vfs
+        .glob(&GlobRequest {
+            after: Some(p("/b")),
+            ..request
+        })
+        .unwrap();
+    assert_eq!(glob_paths(&second), ["/c/x2.rs"]);
+    assert!(!second.truncated);
 }

@@ -295,7 +295,7 @@ fn generate(sh: &mut Shell, args: &[String]) -> R<i32> {
         }
     }
     if let Some(g) = &o.glob {
-        matches.extend(sh.glob(g));
+        matches.extend(sh.glob(g)?);
     }
     if let Some(words) = &o.words {
         let expanded = expand_word_list(sh, words)?;
@@ -320,7 +320,14 @@ fn generate(sh: &mut Shell, args: &[String]) -> R<i32> {
             None => (false, filter.as_str()),
         };
         let ext = sh.st.opts.extglob;
-        matches.retain(|m| pattern::matches(pat, m, ext, false) == negate);
+        let mut steps = sh.steps();
+        let mut kept = Vec::with_capacity(matches.len());
+        for m in matches {
+            if pattern::matches(pat, &m, ext, false, &mut steps)? == negate {
+                kept.push(m);
+            }
+        }
+        matches = kept;
     }
     if o.opts.iter().any(|x| x == "plusdirs")
         || (matches.is_empty() && o.opts.iter().any(|x| x == "dirnames"))

@@ -3,6 +3,8 @@
 
 use stead_vfs::Kind;
 
+use crate::limits::{build_regex, RegexError};
+
 use super::ast::{Cond, Part, Word};
 use super::{Flow, Shell, R};
 
@@ -31,7 +33,7 @@ impl Shell<'_> {
                 match op.as_str() {
                     "==" | "=" | "!=" => {
                         let pat = self.expand_pattern(r)?;
-                        let m = self.pattern_match(&pat, &left);
+                        let m = self.pattern_match(&pat, &left)?;
                         if op == "!=" {
                             !m
                         } else {
@@ -67,9 +69,15 @@ impl Shell<'_> {
                 _ => pat.push_str(&self.expand_single(&Word(vec![p.clone()]))?),
             }
         }
-        let re = match regex::Regex::new(&posix_to_rust(&pat)) {
+        // bash answers 2 without a word for a bad expression; one past the
+        // size bound says which bound.
+        let re = match build_regex(&mut regex::RegexBuilder::new(&posix_to_rust(&pat))) {
             Ok(re) => re,
-            Err(_) => return Err(Flow::Fail(2)),
+            Err(RegexError::TooLarge) => {
+                self.err_line(&format!("{pat}: {}", RegexError::TooLarge))?;
+                return Err(Flow::Fail(2));
+            }
+            Err(RegexError::Invalid(_)) => return Err(Flow::Fail(2)),
         };
         let Some(caps) = re.captures(text) else {
             self.st.vars.remove("BASH_REMATCH");

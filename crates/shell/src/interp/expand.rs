@@ -8,6 +8,7 @@
 use super::ast::*;
 use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
 use super::{pattern, printf, Fd, Shell, R};
+use crate::limits::Abort;
 
 #[derive(Default)]
 struct Field {
@@ -127,7 +128,7 @@ impl Shell<'_> {
             self.expand_parts(&w.0, false, &mut f)?;
             for field in f.end() {
                 if field.glob && !self.st.opts.noglob {
-                    let matches = self.glob(&field.pat);
+                    let matches = self.glob(&field.pat)?;
                     if !matches.is_empty() {
                         out.extend(matches);
                         continue;
@@ -604,18 +605,25 @@ impl Shell<'_> {
             } => {
                 let pat = self.expand_pattern(pat)?;
                 let ext = self.st.opts.extglob;
-                self.map_val(val, |s| pattern::strip(&pat, s, *suffix, *longest, ext))
+                let mut steps = self.steps();
+                self.try_map_val(val, |s| {
+                    pattern::strip(&pat, s, *suffix, *longest, ext, &mut steps)
+                })?
             }
             ParamOp::Replace { mode, pat, rep } => {
                 let pat = self.expand_pattern(pat)?;
                 let rep = self.expand_single(rep)?;
                 let ext = self.st.opts.extglob;
-                self.map_val(val, |s| pattern::replace(&pat, s, &rep, *mode, ext))
+                let mut steps = self.steps();
+                self.try_map_val(val, |s| {
+                    pattern::replace(&pat, s, &rep, *mode, ext, &mut steps)
+                })?
             }
             ParamOp::Case { upper, all, pat } => {
                 let pat = self.expand_pattern(pat)?;
                 let ext = self.st.opts.extglob;
-                self.map_val(val, |s| change_case(s, &pat, *upper, *all, ext))
+                let mut steps = self.steps();
+                self.try_map_val(val, |s| change_case(s, &pat, *upper, *all, ext, &mut steps))?
             }
             ParamOp::Transform(t) => self.transform(name, *t, val)?,
         })
@@ -634,6 +642,20 @@ impl Shell<'_> {
             }
         }
         Ok(())
+    }
+
+    /// [`Shell::map_val`] with a step that can end the exec.
+    fn try_map_val(
+        &self,
+        val: Val,
+        mut f: impl FnMut(&str) -> Result<String, Abort>,
+    ) -> Result<Val, Abort> {
+        Ok(match val {
+            Val::One(v) => Val::One(v.map(|s| f(&s)).transpose()?),
+            Val::Many(items, star) => {
+                Val::Many(items.iter().map(|s| f(s)).collect::<Result<_, _>>()?, star)
+            }
+        })
     }
 
     fn map_val(&mut self, val: Val, mut f: impl FnMut(&str) -> String) -> Val {
@@ -661,7 +683,10 @@ impl Shell<'_> {
             },
             'U' => self.map_val(val, |s| s.to_uppercase()),
             'L' => self.map_val(val, |s| s.to_lowercase()),
-            'u' => self.map_val(val, |s| change_case(s, "", true, false, false)),
+            'u' => {
+                let mut steps = self.steps();
+                self.try_map_val(val, |s| change_case(s, "", true, false, false, &mut steps))?
+            }
             // Each element of `${a[@]@a}` shows the array's attributes.
             'a' => {
                 let letters = attr_letters(attrs.as_ref());
@@ -850,11 +875,18 @@ fn slice(items: Vec<String>, off: i64, len: Option<i64>) -> Vec<String> {
         .collect()
 }
 
-fn change_case(s: &str, pat: &str, upper: bool, all: bool, ext: bool) -> String {
+fn change_case(
+    s: &str,
+    pat: &str,
+    upper: bool,
+    all: bool,
+    ext: bool,
+    steps: &mut pattern::Steps,
+) -> Result<String, Abort> {
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
         let applies = (all || i == 0)
-            && (pat.is_empty() || pattern::matches(pat, &c.to_string(), ext, false));
+            && (pat.is_empty() || pattern::matches(pat, &c.to_string(), ext, false, steps)?);
         if applies {
             if upper {
                 out.extend(c.to_uppercase());
@@ -865,7 +897,7 @@ fn change_case(s: &str, pat: &str, upper: bool, all: bool, ext: bool) -> String 
             out.push(c);
         }
     }
-    out
+    Ok(out)
 }
 
 /// A command substitution's value: its output without NUL bytes (bash

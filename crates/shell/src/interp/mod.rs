@@ -1194,7 +1194,7 @@ impl<'a> Shell<'a> {
             if !hit {
                 for p in &arm.patterns {
                     let pat = self.expand_pattern(p)?;
-                    if self.pattern_match(&pat, &subject) {
+                    if self.pattern_match(&pat, &subject)? {
                         hit = true;
                         break;
                     }

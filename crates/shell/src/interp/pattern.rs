@@ -6,6 +6,7 @@
 use stead_vfs::{Kind, VPath};
 
 use super::Shell;
+use crate::limits::{Abort, Budget, Clock, NODE_COST};
 
 #[derive(Debug, Clone)]
 enum Tok {
@@ -162,72 +163,187 @@ fn class_has(items: &[ClassItem], c: char, nocase: bool) -> bool {
     test(c) || (nocase && (test(c.to_ascii_lowercase()) || test(c.to_ascii_uppercase())))
 }
 
-fn match_at(toks: &[Tok], text: &[char], nocase: bool, steps: &mut u32) -> bool {
-    *steps += 1;
-    if *steps > 2_000_000 {
-        return false;
-    }
-    let Some(t) = toks.first() else {
-        return text.is_empty();
-    };
-    match t {
-        Tok::Ch(c) => {
-            text.first()
-                .is_some_and(|x| x == c || (nocase && x.eq_ignore_ascii_case(c)))
-                && match_at(&toks[1..], &text[1..], nocase, steps)
+/// The steps a match takes, charged to the exec's CPU budget (and the
+/// wall clock read now and then): backtracking over `*` and extglob
+/// groups can take time exponential in the text, and past the budget the
+/// exec ends with the limit's error rather than a "no match" that would
+/// be a wrong answer.
+pub struct Steps<'b> {
+    budget: &'b Budget,
+    clock: &'b dyn Clock,
+    pending: u64,
+}
+
+/// CPU units of one match step: a step (a call of the backtracking
+/// matcher) takes some 30 ns, where a unit is about a byte processed. In a
+/// Worker the clock does not move during an exec, so this is what bounds a
+/// backtracking match there: the CPU budget is about one to three seconds
+/// of matching.
+const STEP_COST: u64 = 32;
+
+/// Units charged to the budget at once.
+const BATCH: u64 = 8192;
+
+impl<'b> Steps<'b> {
+    pub fn new(budget: &'b Budget, clock: &'b dyn Clock) -> Self {
+        Steps {
+            budget,
+            clock,
+            pending: 0,
         }
-        Tok::Any => !text.is_empty() && match_at(&toks[1..], &text[1..], nocase, steps),
-        Tok::Class(neg, items) => {
-            text.first()
-                .is_some_and(|&x| class_has(items, x, nocase) != *neg)
-                && match_at(&toks[1..], &text[1..], nocase, steps)
+    }
+
+    /// Charges `units` of CPU work.
+    fn take(&mut self, units: u64) -> Result<(), Abort> {
+        self.pending += units;
+        if self.pending >= BATCH {
+            let pending = std::mem::take(&mut self.pending);
+            self.budget.charge_cpu(pending)?;
+            self.budget.check_time(self.clock)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Steps<'_> {
+    fn drop(&mut self) {
+        // What is left of a batch; a bound it crosses is seen at the next check.
+        let _ = self.budget.charge_cpu(self.pending);
+    }
+}
+
+fn match_at(toks: &[Tok], text: &[char], nocase: bool, steps: &mut Steps) -> Result<bool, Abort> {
+    steps.take(STEP_COST)?;
+    let Some(t) = toks.first() else {
+        return Ok(text.is_empty());
+    };
+    Ok(match t {
+        Tok::Ch(_) | Tok::Any | Tok::Class(..) => {
+            text.first().is_some_and(|&x| single_matches(t, x, nocase))
+                && match_at(&toks[1..], &text[1..], nocase, steps)?
         }
         Tok::Star => {
             if toks.len() == 1 {
-                return true;
+                return Ok(true);
             }
-            (0..=text.len()).any(|i| match_at(&toks[1..], &text[i..], nocase, steps))
+            for i in 0..=text.len() {
+                if match_at(&toks[1..], &text[i..], nocase, steps)? {
+                    return Ok(true);
+                }
+            }
+            false
         }
         Tok::Ext(kind, alts) => {
             let rest = &toks[1..];
-            let one =
-                |s: &[char], steps: &mut u32| alts.iter().any(|a| match_at(a, s, nocase, steps));
-            match kind {
-                '@' => (0..=text.len())
-                    .any(|j| one(&text[..j], steps) && match_at(rest, &text[j..], nocase, steps)),
-                '?' => {
-                    match_at(rest, text, nocase, steps)
-                        || (0..=text.len()).any(|j| {
-                            one(&text[..j], steps) && match_at(rest, &text[j..], nocase, steps)
-                        })
+            let one = |s: &[char], steps: &mut Steps| -> Result<bool, Abort> {
+                for a in alts {
+                    if match_at(a, s, nocase, steps)? {
+                        return Ok(true);
+                    }
                 }
-                '!' => (0..=text.len())
-                    .any(|j| !one(&text[..j], steps) && match_at(rest, &text[j..], nocase, steps)),
+                Ok(false)
+            };
+            match kind {
+                '@' | '?' | '!' => {
+                    if *kind == '?' && match_at(rest, text, nocase, steps)? {
+                        return Ok(true);
+                    }
+                    for j in 0..=text.len() {
+                        let here = one(&text[..j], steps)? != (*kind == '!');
+                        if here && match_at(rest, &text[j..], nocase, steps)? {
+                            return Ok(true);
+                        }
+                    }
+                    false
+                }
                 _ => {
                     // `*(..)` zero or more, `+(..)` one or more
-                    if *kind == '*' && match_at(rest, text, nocase, steps) {
-                        return true;
+                    if *kind == '*' && match_at(rest, text, nocase, steps)? {
+                        return Ok(true);
                     }
-                    (1..=text.len()).any(|j| {
-                        one(&text[..j], steps) && {
-                            let again = [Tok::Ext('*', alts.clone())];
-                            let mut v = again.to_vec();
-                            v.extend_from_slice(rest);
-                            match_at(&v, &text[j..], nocase, steps)
+                    let mut again = vec![Tok::Ext('*', alts.clone())];
+                    again.extend_from_slice(rest);
+                    for j in 1..=text.len() {
+                        if one(&text[..j], steps)? && match_at(&again, &text[j..], nocase, steps)? {
+                            return Ok(true);
                         }
-                    })
+                    }
+                    false
                 }
             }
         }
+    })
+}
+
+/// Whether a one-character token matches `x`.
+fn single_matches(t: &Tok, x: char, nocase: bool) -> bool {
+    match t {
+        Tok::Ch(c) => x == *c || (nocase && x.eq_ignore_ascii_case(c)),
+        Tok::Any => true,
+        Tok::Class(neg, items) => class_has(items, x, nocase) != *neg,
+        Tok::Star | Tok::Ext(..) => false,
+    }
+}
+
+/// The shortest and longest text the pattern can match (`None`: no
+/// longest). A match is only tried at lengths in between: literal text,
+/// `?` and brackets have one length, which makes `${s//lit/rep}` and
+/// `${s#lit}` linear, and `?(x)a` at most two.
+fn len_bounds(toks: &[Tok]) -> (usize, Option<usize>) {
+    let mut min = 0usize;
+    let mut max = Some(0usize);
+    for t in toks {
+        let (lo, hi) = match t {
+            Tok::Ch(_) | Tok::Any | Tok::Class(..) => (1, Some(1)),
+            Tok::Star => (0, None),
+            Tok::Ext(kind, alts) => {
+                let bounds: Vec<_> = alts.iter().map(|a| len_bounds(a)).collect();
+                let lo = bounds.iter().map(|b| b.0).min().unwrap_or(0);
+                let hi = bounds.iter().try_fold(0usize, |m, b| b.1.map(|h| m.max(h)));
+                match kind {
+                    '@' => (lo, hi),
+                    '?' => (0, hi),
+                    '+' => (lo, hi.filter(|&h| h == 0)),
+                    '*' => (0, hi.filter(|&h| h == 0)),
+                    _ => (0, None),
+                }
+            }
+        };
+        min += lo;
+        max = max.zip(hi).map(|(a, b)| a + b);
+    }
+    (min, max)
+}
+
+/// The lengths to try for a match in `left` characters, longest first
+/// or shortest first.
+fn lengths(
+    (min, max): (usize, Option<usize>),
+    left: usize,
+    longest: bool,
+) -> Box<dyn Iterator<Item = usize>> {
+    let top = max.map_or(left, |m| m.min(left));
+    if min > top {
+        Box::new(std::iter::empty())
+    } else if longest {
+        Box::new((min..=top).rev())
+    } else {
+        Box::new(min..=top)
     }
 }
 
 /// Whether `text` matches the whole pattern.
-pub fn matches(pat: &str, text: &str, ext: bool, nocase: bool) -> bool {
+pub fn matches(
+    pat: &str,
+    text: &str,
+    ext: bool,
+    nocase: bool,
+    steps: &mut Steps,
+) -> Result<bool, Abort> {
     let p: Vec<char> = pat.chars().collect();
     let toks = compile(&p, ext);
     let t: Vec<char> = text.chars().collect();
-    match_at(&toks, &t, nocase, &mut 0)
+    match_at(&toks, &t, nocase, steps)
 }
 
 /// Whether the pattern has unescaped glob characters.
@@ -261,60 +377,65 @@ pub fn unescape(pat: &str) -> String {
 }
 
 /// `${s#pat}` / `${s##pat}` / `${s%pat}` / `${s%%pat}`.
-pub fn strip(pat: &str, s: &str, suffix: bool, longest: bool, ext: bool) -> String {
+pub fn strip(
+    pat: &str,
+    s: &str,
+    suffix: bool,
+    longest: bool,
+    ext: bool,
+    steps: &mut Steps,
+) -> Result<String, Abort> {
     let p: Vec<char> = pat.chars().collect();
     let toks = compile(&p, ext);
     let t: Vec<char> = s.chars().collect();
     let n = t.len();
-    let mut steps = 0;
-    let range: Box<dyn Iterator<Item = usize>> = if longest == suffix {
-        Box::new(0..=n)
-    } else {
-        Box::new((0..=n).rev())
-    };
-    for k in range {
-        let ok = if suffix {
-            match_at(&toks, &t[k..], false, &mut steps)
+    for len in lengths(len_bounds(&toks), n, longest) {
+        let (kept, piece) = if suffix {
+            (&t[..n - len], &t[n - len..])
         } else {
-            match_at(&toks, &t[..k], false, &mut steps)
+            (&t[len..], &t[..len])
         };
-        if ok {
-            return if suffix {
-                t[..k].iter().collect()
-            } else {
-                t[k..].iter().collect()
-            };
+        if match_at(&toks, piece, false, steps)? {
+            return Ok(kept.iter().collect());
         }
     }
-    s.to_string()
+    Ok(s.to_string())
 }
 
 /// `${s/pat/rep}` with mode 0 (first), `/` (all), `#` (prefix), `%` (suffix).
-pub fn replace(pat: &str, s: &str, rep: &str, mode: u8, ext: bool) -> String {
+pub fn replace(
+    pat: &str,
+    s: &str,
+    rep: &str,
+    mode: u8,
+    ext: bool,
+    steps: &mut Steps,
+) -> Result<String, Abort> {
     let p: Vec<char> = pat.chars().collect();
     let toks = compile(&p, ext);
     let t: Vec<char> = s.chars().collect();
     let n = t.len();
-    let mut steps = 0;
     if p.is_empty() && mode != b'#' && mode != b'%' {
-        return s.to_string();
+        return Ok(s.to_string());
     }
+    // bash replaces the longest match.
+    let bounds = len_bounds(&toks);
     match mode {
         b'#' => {
-            for k in (0..=n).rev() {
-                if match_at(&toks, &t[..k], false, &mut steps) {
-                    return format!("{rep}{}", t[k..].iter().collect::<String>());
+            for len in lengths(bounds, n, true) {
+                if match_at(&toks, &t[..len], false, steps)? {
+                    return Ok(format!("{rep}{}", t[len..].iter().collect::<String>()));
                 }
             }
-            s.to_string()
+            Ok(s.to_string())
         }
         b'%' => {
-            for k in 0..=n {
-                if match_at(&toks, &t[k..], false, &mut steps) {
-                    return format!("{}{rep}", t[..k].iter().collect::<String>());
+            for len in lengths(bounds, n, true) {
+                if match_at(&toks, &t[n - len..], false, steps)? {
+                    return Ok(format!("{}{rep}", t[..n - len].iter().collect::<String>()));
                 }
             }
-            s.to_string()
+            Ok(s.to_string())
         }
         _ => {
             let mut out = String::new();
@@ -322,10 +443,25 @@ pub fn replace(pat: &str, s: &str, rep: &str, mode: u8, ext: bool) -> String {
             let mut replaced = false;
             while i <= n {
                 if !(replaced && mode != b'/') {
-                    if let Some(end) = (i..=n)
-                        .rev()
-                        .find(|&e| e > i && match_at(&toks, &t[i..e], false, &mut steps))
-                    {
+                    let mut found = None;
+                    // A match starting here must match its first character.
+                    let first_ok = match toks.first() {
+                        Some(t0 @ (Tok::Ch(_) | Tok::Any | Tok::Class(..))) => {
+                            t.get(i).is_some_and(|&x| single_matches(t0, x, false))
+                        }
+                        _ => true,
+                    };
+                    if first_ok {
+                        for len in lengths(bounds, n - i, true) {
+                            if len > 0 && match_at(&toks, &t[i..i + len], false, steps)? {
+                                found = Some(i + len);
+                                break;
+                            }
+                        }
+                    } else {
+                        steps.take(STEP_COST)?;
+                    }
+                    if let Some(end) = found {
                         out.push_str(rep);
                         i = end;
                         replaced = true;
@@ -337,18 +473,25 @@ pub fn replace(pat: &str, s: &str, rep: &str, mode: u8, ext: bool) -> String {
                 }
                 i += 1;
             }
-            out
+            Ok(out)
         }
     }
 }
 
-impl Shell<'_> {
-    pub fn pattern_match(&self, pat: &str, text: &str) -> bool {
-        matches(pat, text, true, self.st.opts.nocasematch)
+impl<'a> Shell<'a> {
+    /// A counter of match steps charged to this exec's budget.
+    pub fn steps(&self) -> Steps<'a> {
+        Steps::new(self.budget, self.clock)
     }
 
-    /// Pathname expansion: the sorted matches of `pat`, or none.
-    pub fn glob(&mut self, pat: &str) -> Vec<String> {
+    pub fn pattern_match(&self, pat: &str, text: &str) -> Result<bool, Abort> {
+        matches(pat, text, true, self.st.opts.nocasematch, &mut self.steps())
+    }
+
+    /// Pathname expansion: the sorted matches of `pat`, or none. Every
+    /// directory entry visited is a step (`**` over a large tree ends
+    /// with a limit, not minutes later).
+    pub fn glob(&mut self, pat: &str) -> Result<Vec<String>, Abort> {
         let absolute = pat.starts_with('/');
         let comps: Vec<&str> = pat.split('/').filter(|c| !c.is_empty()).collect();
         let base = if absolute {
@@ -362,20 +505,35 @@ impl Shell<'_> {
             String::new()
         };
         let mut results = Vec::new();
-        let mut budget = 100_000u32;
+        let mut steps = self.steps();
         let ignore = self.get_scalar("GLOBIGNORE").unwrap_or_default();
         // A non-empty GLOBIGNORE turns on dotglob while it is set.
         let dotglob = self.st.opts.dotglob;
         self.st.opts.dotglob |= !ignore.is_empty();
-        self.glob_walk(&base, &prefix, &comps, &mut results, &mut budget);
+        let walked = self.glob_walk(&base, &prefix, &comps, &mut results, &mut steps);
         self.st.opts.dotglob = dotglob;
+        walked?;
         if !ignore.is_empty() {
             let pats = split_ignore(&ignore);
             let ext = self.st.opts.extglob;
-            results.retain(|r| {
-                let name = r.rsplit('/').next().unwrap_or(r);
-                name != "." && name != ".." && !pats.iter().any(|p| path_matches(p, r, ext))
-            });
+            let mut kept = Vec::with_capacity(results.len());
+            for r in results {
+                let name = r.rsplit('/').next().unwrap_or(&r);
+                if name == "." || name == ".." {
+                    continue;
+                }
+                let mut ignored = false;
+                for p in &pats {
+                    if path_matches(p, &r, ext, &mut steps)? {
+                        ignored = true;
+                        break;
+                    }
+                }
+                if !ignored {
+                    kept.push(r);
+                }
+            }
+            results = kept;
         }
         if pat.ends_with('/') {
             // A trailing `/` matches directories only (symlinks to them too).
@@ -390,7 +548,7 @@ impl Shell<'_> {
         }
         results.sort();
         results.dedup();
-        results
+        Ok(results)
     }
 
     fn glob_walk(
@@ -399,16 +557,13 @@ impl Shell<'_> {
         shown: &str,
         comps: &[&str],
         out: &mut Vec<String>,
-        budget: &mut u32,
-    ) {
+        steps: &mut Steps,
+    ) -> Result<(), Abort> {
         let Some((first, rest)) = comps.split_first() else {
             out.push(shown.trim_end_matches('/').to_string());
-            return;
+            return Ok(());
         };
-        if *budget == 0 {
-            return;
-        }
-        *budget -= 1;
+        steps.take(NODE_COST)?;
         let join = |shown: &str, name: &str| {
             if shown.is_empty() {
                 name.to_string()
@@ -430,24 +585,25 @@ impl Shell<'_> {
                 if rest.is_empty() {
                     out.push(next);
                 } else {
-                    self.glob_walk(&path, &next, rest, out, budget);
+                    self.glob_walk(&path, &next, rest, out, steps)?;
                 }
             }
-            return;
+            return Ok(());
         }
         if *first == "**" && self.st.opts.globstar {
             // zero directories
             if rest.is_empty() {
                 if !shown.is_empty() {
-                    out.push(shown.trim_end_matches('/').to_string() + "/");
+                    out.push(shown.trim_end_matches('/').to_string());
                 }
             } else {
-                self.glob_walk(dir, shown, rest, out, budget);
+                self.glob_walk(dir, shown, rest, out, steps)?;
             }
             let Ok(entries) = self.fs.list(dir) else {
-                return;
+                return Ok(());
             };
             for e in entries {
+                steps.take(NODE_COST)?;
                 if e.name.starts_with('.') && !self.st.opts.dotglob {
                     continue;
                 }
@@ -458,35 +614,25 @@ impl Shell<'_> {
                     .stat(&path, false)
                     .is_ok_and(|n| n.kind == Kind::Dir);
                 if rest.is_empty() {
-                    out.push(if is_dir {
-                        next.clone() + "/"
-                    } else {
-                        next.clone()
-                    });
+                    out.push(next.clone());
                 }
                 if is_dir {
-                    self.glob_walk(&path, &next, comps, out, budget);
+                    self.glob_walk(&path, &next, comps, out, steps)?;
                 }
             }
-            if rest.is_empty() {
-                for r in out.iter_mut() {
-                    if r.ends_with('/') {
-                        r.pop();
-                    }
-                }
-            }
-            return;
+            return Ok(());
         }
         let Ok(entries) = self.fs.list(dir) else {
-            return;
+            return Ok(());
         };
         let ext = self.st.opts.extglob || first.contains('(');
         let dot_ok = first.starts_with('.') || first.starts_with("\\.");
         for e in entries {
+            steps.take(NODE_COST)?;
             if e.name.starts_with('.') && !dot_ok && !self.st.opts.dotglob {
                 continue;
             }
-            if !matches(first, &e.name, ext, self.st.opts.nocaseglob) {
+            if !matches(first, &e.name, ext, self.st.opts.nocaseglob, steps)? {
                 continue;
             }
             let next = join(shown, &e.name);
@@ -495,10 +641,11 @@ impl Shell<'_> {
             } else {
                 let path = dir.join(&e.name);
                 if self.fs.stat(&path, true).is_ok_and(|n| n.kind == Kind::Dir) {
-                    self.glob_walk(&path, &next, rest, out, budget);
+                    self.glob_walk(&path, &next, rest, out, steps)?;
                 }
             }
         }
+        Ok(())
     }
 }
 
@@ -533,8 +680,16 @@ fn split_ignore(list: &str) -> Vec<String> {
 
 /// Matches a pathname against a pattern one `/`-separated component at a
 /// time, so `*` does not cross a slash.
-fn path_matches(pat: &str, path: &str, ext: bool) -> bool {
+fn path_matches(pat: &str, path: &str, ext: bool, steps: &mut Steps) -> Result<bool, Abort> {
     let pc: Vec<&str> = pat.split('/').collect();
     let tc: Vec<&str> = path.split('/').collect();
-    pc.len() == tc.len() && pc.iter().zip(&tc).all(|(p, t)| matches(p, t, ext, false))
+    if pc.len() != tc.len() {
+        return Ok(false);
+    }
+    for (p, t) in pc.iter().zip(&tc) {
+        if !matches(p, t, ext, false, steps)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }

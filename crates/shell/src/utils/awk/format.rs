@@ -139,6 +139,13 @@ struct Spec {
 
 /// Formats `args` by `fmt` as awk's `sprintf` does.
 pub fn sprintf(fmt: &str, args: &[&dyn Arg]) -> String {
+    sprintf_within(fmt, args, usize::MAX).unwrap_or_default()
+}
+
+/// [`sprintf`], or `None` when the text would pass `room` bytes: checked
+/// before a width or precision is padded out (`%*d` with a width of 1e9
+/// would otherwise build a gigabyte first).
+pub fn sprintf_within(fmt: &str, args: &[&dyn Arg], room: usize) -> Option<String> {
     let mut out = String::new();
     let mut chars = fmt.chars().peekable();
     let mut next_arg = args.iter();
@@ -189,6 +196,10 @@ pub fn sprintf(fmt: &str, args: &[&dyn Arg]) -> String {
             out.push('%');
             continue;
         }
+        let padded = spec.width.max(spec.prec.unwrap_or(0));
+        if out.len().saturating_add(padded) > room {
+            return None;
+        }
         let arg = next_arg.next().copied();
         match convert(conv, &spec, arg) {
             Some(text) => out.push_str(&text),
@@ -197,8 +208,11 @@ pub fn sprintf(fmt: &str, args: &[&dyn Arg]) -> String {
                 out.push(conv);
             }
         }
+        if out.len() > room {
+            return None;
+        }
     }
-    out
+    (out.len() <= room).then_some(out)
 }
 
 fn digits(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<usize> {

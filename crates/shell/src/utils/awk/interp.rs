@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use regex::Regex;
 
-use super::format::{num_to_string, sprintf, Arg};
+use super::format::{num_to_string, sprintf_within, Arg};
 use super::io::{Inputs, MainInput, Outputs};
 use super::lexer::Builtin;
 use super::parser::{
@@ -19,7 +19,7 @@ use super::parser::{
 };
 use super::records::{compile, FieldSep, RecordSep};
 use super::value::{Array, Value};
-use crate::limits::Abort;
+use crate::limits::{Abort, Held, LimitKind};
 use crate::utils::Ctx;
 
 /// Why evaluation stopped unwinding.
@@ -91,7 +91,15 @@ pub struct Interp<'p, 'c, 'a> {
     pub exit_status: i32,
     pub main: MainInput,
     pub ran_end: bool,
+    /// The memory budget the program's data holds, as last measured.
+    memory: Option<Held<'a>>,
+    /// Bytes built since that measurement (see [`Interp::built`]).
+    unmeasured: u64,
 }
+
+/// What an array element costs beyond its key and value: the slot, the
+/// index entry and the allocations' headers.
+const ELEMENT_BYTES: u64 = 64;
 
 fn fatal<T>(message: impl Into<String>) -> R<T> {
     Err(Stop::Fatal(message.into()))
@@ -146,7 +154,70 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
             exit_status: 0,
             main: MainInput::default(),
             ran_end: false,
+            memory: None,
+            unmeasured: 0,
         })
+    }
+
+    // ----- memory -----
+
+    /// A value of `bytes` is about to be built: it must fit in the memory
+    /// budget beside what the program holds. What the program holds is
+    /// measured again (see [`Interp::measure`]) once a sixteenth of the
+    /// budget has been built since the last measurement, so the budget
+    /// follows what is kept and not what was built and dropped, and a
+    /// doubling string (`s = s s`) ends at the budget in a few steps.
+    fn built(&mut self, bytes: usize) -> R<()> {
+        let budget = self.ctx.budget;
+        budget.check_memory(bytes as u64)?;
+        self.unmeasured = self.unmeasured.saturating_add(bytes as u64);
+        if self.unmeasured > budget.limits().max_memory_bytes / 16 {
+            self.unmeasured = 0;
+            let bytes = self.measure();
+            match &mut self.memory {
+                Some(held) => held.resize(bytes)?,
+                None => self.memory = Some(budget.hold(bytes)?),
+            }
+        }
+        Ok(())
+    }
+
+    /// The room left in the memory budget for one value.
+    fn room(&self) -> usize {
+        let budget = self.ctx.budget;
+        let left = budget
+            .limits()
+            .max_memory_bytes
+            .saturating_sub(budget.memory_in_use());
+        usize::try_from(left).unwrap_or(usize::MAX)
+    }
+
+    /// Bytes the program's variables, arrays, call stack and record hold
+    /// (a string or array shared between variables counted once).
+    fn measure(&self) -> u64 {
+        let mut seen: std::collections::HashSet<*const u8> = std::collections::HashSet::new();
+        let mut value_bytes = |v: &Value| -> u64 {
+            match v {
+                Value::Str(s) | Value::StrNum(s) if seen.insert(s.as_ptr()) => s.len() as u64,
+                _ => 0,
+            }
+        };
+        let mut arrays: std::collections::HashSet<*const RefCell<Array>> =
+            std::collections::HashSet::new();
+        let mut total = (self.record.text.len() + self.record.ranges.len() * 16) as u64;
+        for cell in self.globals.iter().chain(&self.stack) {
+            total += match cell {
+                Cell::Val(v) => value_bytes(v),
+                Cell::Arr(a) if arrays.insert(Rc::as_ptr(a)) => {
+                    let a = a.borrow();
+                    a.entries()
+                        .map(|(k, v)| k.len() as u64 + value_bytes(v) + ELEMENT_BYTES)
+                        .sum()
+                }
+                Cell::Arr(_) | Cell::Alias(_) => 0,
+            };
+        }
+        total
     }
 
     // ----- variables -----
@@ -306,6 +377,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
             }
             LValue::Index(arr, subs) => {
                 let key = self.subscript(subs)?;
+                self.built(key.len() + ELEMENT_BYTES as usize)?;
                 self.array(*arr)?.borrow_mut().set(key, value);
                 Ok(())
             }
@@ -417,6 +489,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         }
         let mut fields = self.fields_owned()?;
         if fields.len() < i {
+            self.built((i - fields.len()).saturating_mul(24))?;
             fields.resize(i, String::new());
         }
         fields[i - 1] = text.to_string();
@@ -429,7 +502,9 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
             return fatal("NF set to negative value");
         }
         let mut fields = self.fields_owned()?;
-        fields.resize(n as usize, String::new());
+        let n = n as usize;
+        self.built(n.saturating_sub(fields.len()).saturating_mul(24))?;
+        fields.resize(n, String::new());
         self.rebuild(&fields);
         Ok(())
     }
@@ -679,7 +754,11 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         let fmt = values[0].to_str(&convfmt);
         let wrapped: Vec<FmtArg<'_>> = values[1..].iter().map(|v| FmtArg(v, &convfmt)).collect();
         let refs: Vec<&dyn Arg> = wrapped.iter().map(|a| a as &dyn Arg).collect();
-        Ok(sprintf(&fmt, &refs))
+        let text = sprintf_within(&fmt, &refs, self.room())
+            .ok_or(Stop::Abort(Abort::Limit(LimitKind::Memory)))?;
+        drop(wrapped);
+        self.built(text.len())?;
+        Ok(text)
     }
 
     // ----- expressions -----
@@ -738,6 +817,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
                 let mut s = String::new();
                 x.push_to(&mut s, &convfmt);
                 y.push_to(&mut s, &convfmt);
+                self.built(s.len())?;
                 Value::Str(Rc::from(s))
             }
             Expr::In(subs, arr) => {
@@ -885,8 +965,15 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
             B::Sub | B::Gsub => self.substitute(args, b == B::Gsub),
             B::Match => self.match_fn(args),
             B::Sprintf => Ok(Value::Str(Rc::from(self.sprintf(args)?))),
-            B::Tolower => Ok(Value::Str(Rc::from(self.str_arg(&args[0])?.to_lowercase()))),
-            B::Toupper => Ok(Value::Str(Rc::from(self.str_arg(&args[0])?.to_uppercase()))),
+            B::Tolower | B::Toupper => {
+                let s = self.str_arg(&args[0])?;
+                self.built(s.len())?;
+                Ok(Value::Str(Rc::from(if b == B::Tolower {
+                    s.to_lowercase()
+                } else {
+                    s.to_uppercase()
+                })))
+            }
             B::Int => math(f64::trunc, self),
             B::Sqrt => math(f64::sqrt, self),
             B::Exp => math(f64::exp, self),
@@ -997,6 +1084,11 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         };
         let mut ranges = Vec::new();
         sep.split(&s, false, &mut ranges);
+        let elements = ranges.len() as u64 * (ELEMENT_BYTES + 8);
+        self.built(
+            s.len()
+                .saturating_add(usize::try_from(elements).unwrap_or(usize::MAX)),
+        )?;
         let array = self.array(*arr)?;
         let mut array = array.borrow_mut();
         array.clear();
@@ -1028,17 +1120,22 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         let mut out = String::new();
         let mut last = 0;
         let mut count = 0;
+        let room = self.room();
         for m in re.find_iter(&text) {
             out.push_str(&text[last..m.start()]);
             expand_replacement(&repl, m.as_str(), &mut out);
             last = m.end();
             count += 1;
+            if out.len() > room {
+                return Err(Stop::Abort(Abort::Limit(LimitKind::Memory)));
+            }
             if !global {
                 break;
             }
         }
         if count > 0 {
             out.push_str(&text[last..]);
+            self.built(out.len())?;
             self.assign(&target, Value::Str(Rc::from(out)))?;
         }
         Ok(Value::Num(count as f64))
@@ -1061,18 +1158,23 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         };
         let mut out = String::new();
         let mut last = 0;
+        let room = self.room();
         for (i, caps) in re.captures_iter(&text).enumerate() {
             let m = caps.get(0).expect("group 0 always matches");
             if global || i + 1 == nth {
                 out.push_str(&text[last..m.start()]);
                 expand_gensub(&repl, &caps, &mut out);
                 last = m.end();
+                if out.len() > room {
+                    return Err(Stop::Abort(Abort::Limit(LimitKind::Memory)));
+                }
                 if !global {
                     break;
                 }
             }
         }
         out.push_str(&text[last..]);
+        self.built(out.len())?;
         Ok(Value::Str(Rc::from(out)))
     }
 

@@ -3,6 +3,8 @@
 
 use regex::Regex;
 
+use crate::limits::build_regex;
+
 /// Translates an awk ERE to the `regex` crate's syntax: literal braces that
 /// are not intervals, `[` inside brackets, gawk's `\y \< \>` word edges,
 /// and `.` matching newlines.
@@ -57,10 +59,9 @@ fn is_interval(rest: &[char]) -> bool {
 fn closes_interval(before: &[char]) -> bool {
     match before.iter().rposition(|&c| c == '{') {
         Some(start) => {
-            is_interval(&before[start..])
-                && before[start + 1..]
-                    .iter()
-                    .all(|c| c.is_ascii_digit() || *c == ',')
+            let inside = &before[start + 1..];
+            inside.first().is_some_and(char::is_ascii_digit)
+                && inside.iter().all(|c| c.is_ascii_digit() || *c == ',')
         }
         None => false,
     }
@@ -120,7 +121,7 @@ fn bracket(chars: &[char], start: usize, out: &mut String) -> usize {
 
 /// Compiles an awk regex.
 pub fn compile(re: &str) -> Result<Regex, String> {
-    Regex::new(&translate(re)).map_err(|e| {
+    build_regex(&mut regex::RegexBuilder::new(&translate(re))).map_err(|e| {
         let first = e.to_string();
         format!(
             "regular expression /{re}/: {}",

@@ -1339,3 +1339,13 @@ fn bench_print_field() {
     println!("regex count: {:?}", start.elapsed());
     assert_eq!(r.stdout, format!("{}\n", input.len() / line.len()));
 }
+
+/// Intervals were translated with their closing brace escaped (`a{3}`
+/// compiled as `a{3\}`, an error); braces that close no interval are
+/// still literal.
+#[test]
+fn intervals_match_and_stray_braces_are_literal() {
+    assert_eq!(prog("/^a{3}$/", "aa\naaa\n"), "aaa\n");
+    assert_eq!(prog("/x{2,}/", "x\nxxx\n"), "xxx\n");
+    assert_eq!(prog("/a}/ && /{b/", "a}{b\nab\n"), "a}{b\n");
+}

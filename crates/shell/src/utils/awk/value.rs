@@ -203,6 +203,11 @@ impl Array {
         self.slots.clear();
     }
 
+    /// Each element: key and value, in insertion order.
+    pub fn entries(&self) -> impl Iterator<Item = (&Rc<str>, &Value)> {
+        self.slots.iter().flatten().map(|(k, v)| (k, v))
+    }
+
     pub fn keys(&self) -> Vec<Rc<str>> {
         self.slots
             .iter()

@@ -8,11 +8,8 @@ use stead_vfs::{Kind, Node, VPath};
 
 use super::{base_name, join_operand, mode_string, shown_size, time};
 use crate::io::Stdin;
-use crate::limits::Abort;
+use crate::limits::{build_regex, Abort, RegexError, NODE_COST};
 use crate::utils::{strerror, Ctx};
-
-/// CPU units charged per node visited.
-const NODE_COST: u64 = 64;
 
 /// How a numeric test compares: `+N`, `-N` or `N`.
 #[derive(Debug, Clone, Copy)]
@@ -196,9 +193,14 @@ impl Parser<'_> {
             "-regex" | "-iregex" => {
                 let text = self.argument(primary)?;
                 let fold = if primary == "-iregex" { "(?i)" } else { "" };
-                regex::Regex::new(&format!("{fold}^(?:{text})$"))
-                    .map(Expr::Regex)
-                    .map_err(|_| format!("invalid regular expression '{text}'"))?
+                build_regex(&mut regex::RegexBuilder::new(&format!(
+                    "{fold}^(?:{text})$"
+                )))
+                .map(Expr::Regex)
+                .map_err(|e| match e {
+                    RegexError::TooLarge => format!("{text}: {e}"),
+                    RegexError::Invalid(_) => format!("invalid regular expression '{text}'"),
+                })?
             }
             "-type" | "-xtype" => self.kinds(primary)?,
             "-size" => self.size()?,

@@ -12,6 +12,8 @@ use std::rc::Rc;
 use regex::bytes::Regex as BytesRegex;
 use regex::Regex;
 
+use crate::limits::{build_bytes_regex, build_regex, RegexError};
+
 /// Steps one search (all its start positions together) may take before
 /// giving up: backtracking can be exponential.
 const MAX_STEPS: u64 = 5_000_000;
@@ -37,11 +39,9 @@ impl Compiled {
     /// `(?i)`), falling back to backtracking when it has back-references.
     pub(crate) fn new(prefix: &str, source: &str) -> Result<Compiled, String> {
         let full = format!("{prefix}{source}");
-        match regex::bytes::RegexBuilder::new(&full)
-            .size_limit(64 << 20)
-            .build()
-        {
+        match build_bytes_regex(&mut regex::bytes::RegexBuilder::new(&full)) {
             Ok(re) => Ok(Compiled::Fast(Rc::new(re))),
+            Err(RegexError::TooLarge) => Err(RegexError::TooLarge.to_string()),
             Err(error) if has_backref(source) => Backtrack::new(&full)
                 .map(|b| Compiled::Slow(Rc::new(b)))
                 .map_err(|_| format!("invalid regex: {error}")),
@@ -410,9 +410,11 @@ impl Parser {
 
     fn set(&self, class: &str) -> Result<Node, String> {
         let flags = if self.flags.icase { "(?i)" } else { "" };
-        Regex::new(&format!("{flags}\\A{class}\\z"))
-            .map(Node::Set)
-            .map_err(|e| e.to_string())
+        build_regex(&mut regex::RegexBuilder::new(&format!(
+            "{flags}\\A{class}\\z"
+        )))
+        .map(Node::Set)
+        .map_err(|e| e.to_string())
     }
 
     fn escape(&mut self) -> Result<Node, String> {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::utils::search::backref::{Compiled, Groups};
 
 use super::parse::{Address, Cmd, Command, End, Pattern, Piece, Subst};
-use crate::limits::Abort;
+use crate::limits::{Abort, LimitKind};
 use crate::utils::Ctx;
 
 /// Bytes of output collected before they are handed to stdout.
@@ -392,13 +392,21 @@ impl<'p> Engine<'p> {
                 self.emit(&first, true);
             }
             'n' | 'N' => return self.next_line(ctx, stream, letter == 'N'),
-            'g' => self.pattern = self.hold.clone(),
+            'g' => {
+                self.spaces_grow(ctx, self.hold.len().saturating_sub(self.pattern.len()))?;
+                self.pattern = self.hold.clone();
+            }
             'G' => {
+                self.spaces_grow(ctx, self.hold.len() + 1)?;
                 self.pattern.push(b'\n');
                 self.pattern.extend_from_slice(&self.hold);
             }
-            'h' => self.hold = self.pattern.clone(),
+            'h' => {
+                self.spaces_grow(ctx, self.pattern.len().saturating_sub(self.hold.len()))?;
+                self.hold = self.pattern.clone();
+            }
             'H' => {
+                self.spaces_grow(ctx, self.pattern.len() + 1)?;
                 self.hold.push(b'\n');
                 self.hold.extend_from_slice(&self.pattern);
             }
@@ -415,6 +423,16 @@ impl<'p> Engine<'p> {
             self.missing_newline = false;
         }
         Ok(Step::Continue)
+    }
+
+    /// The pattern and hold spaces are about to grow by `extra` bytes: the
+    /// copy is charged as CPU work, and both spaces must fit in the memory
+    /// budget, so a loop that grows them (`:a;h;G;ba`, `:a;s/^/xx/;ba`)
+    /// ends with a limit instead of copying without end.
+    fn spaces_grow(&self, ctx: &Ctx<'_>, extra: usize) -> Result<(), Abort> {
+        let spaces = self.pattern.len() + self.hold.len();
+        ctx.budget.charge_cpu((spaces + extra) as u64)?;
+        ctx.budget.check_memory(spaces.saturating_add(extra) as u64)
     }
 
     /// `n` and `N`: without a next line, GNU prints the pattern space and stops.
@@ -527,6 +545,15 @@ impl<'p> Engine<'p> {
             .replacement
             .iter()
             .any(|p| matches!(p, Piece::Group(n) if *n > 0));
+        // The result may take what the budget has left beside the hold
+        // space (the pattern space it replaces is dropped).
+        let room = ctx
+            .budget
+            .limits()
+            .max_memory_bytes
+            .saturating_sub(ctx.budget.memory_in_use())
+            .saturating_sub(self.hold.len() as u64);
+        let mut too_large = false;
         re.for_each_match(pattern, whole_only, &mut |groups| {
             seen += 1;
             if seen < subst.nth as u64 {
@@ -537,13 +564,21 @@ impl<'p> Engine<'p> {
             expand(&mut result, pattern, groups, &subst.replacement);
             last_end = end;
             replaced = true;
-            subst.global
+            too_large = result.len() as u64 > room;
+            subst.global && !too_large
         });
+        if too_large {
+            return Err(Abort::Limit(LimitKind::Memory));
+        }
         ctx.budget.charge_cpu(seen)?;
         if !replaced {
             return Ok(());
         }
         result.extend_from_slice(&self.pattern[last_end..]);
+        // Building the new pattern space is work per byte, as copying it.
+        ctx.budget.charge_cpu(result.len() as u64)?;
+        ctx.budget
+            .check_memory((result.len() + self.hold.len()) as u64)?;
         self.pattern = result;
         self.substituted = true;
         if subst.print {

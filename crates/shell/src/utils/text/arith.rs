@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 
 use super::usage;
-use crate::limits::Abort;
+use crate::limits::{build_regex, Abort, RegexError};
 use crate::utils::Ctx;
 
 /// An `expr` value: numbers stay strings until arithmetic needs them.
@@ -189,8 +189,10 @@ fn arithmetic(left: &str, op: &str, right: &str) -> Result<Value, String> {
 /// `STRING : REGEX`, anchored at the start: the first group, or the match length.
 fn regex_match(text: &str, pattern: &str) -> Result<Value, String> {
     let translated = format!("^(?:{})", bre_to_regex(pattern));
-    let re = regex::Regex::new(&translated)
-        .map_err(|_| format!("invalid regular expression: {pattern}"))?;
+    let re = build_regex(&mut regex::RegexBuilder::new(&translated)).map_err(|e| match e {
+        RegexError::TooLarge => e.to_string(),
+        RegexError::Invalid(_) => format!("invalid regular expression: {pattern}"),
+    })?;
     let captures = re.captures(text);
     if re.captures_len() > 1 {
         return Ok(captures

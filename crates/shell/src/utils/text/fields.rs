@@ -3,7 +3,7 @@
 //! (the C locale), so `cut -c` and `cut -b` are the same.
 
 use super::{flag, getopt, lines, read_all, read_concat, records, usage, with_arg, Opt, Parsed};
-use crate::limits::Abort;
+use crate::limits::{build_bytes_regex, Abort, RegexError};
 use crate::utils::Ctx;
 
 /// A list of 1-based inclusive ranges (`1,3-5,7-`), as `cut` takes.
@@ -725,9 +725,12 @@ impl Selection {
             "n" => Ok(Selection::None),
             "t" => Ok(Selection::NonEmpty),
             _ => match style.strip_prefix('p') {
-                Some(p) => regex::bytes::Regex::new(p)
+                Some(p) => build_bytes_regex(&mut regex::bytes::RegexBuilder::new(p))
                     .map(Selection::Matching)
-                    .map_err(|_| format!("invalid regular expression: {p}")),
+                    .map_err(|e| match e {
+                        RegexError::TooLarge => e.to_string(),
+                        RegexError::Invalid(_) => format!("invalid regular expression: {p}"),
+                    }),
                 None => Err(format!("invalid body numbering style: ‘{style}’")),
             },
         }
