@@ -221,9 +221,22 @@ fn bad_requests_start_nothing() {
     refused(json!({ "command": "x", "cwd": "/missing" }), 404, "ENOENT");
     // A system name of the computer is refused before anything is sent,
     // whether the workspace has a folder of that name or not.
-    refused(json!({ "command": "x", "cwd": "/tmp" }), 400, "INVALID_REQUEST");
-    ok(&agent, "a", Action::Tool(Tool::Mkdir), r#"{"path":"/etc/app","parents":true}"#);
-    refused(json!({ "command": "x", "cwd": "/etc/app" }), 400, "INVALID_REQUEST");
+    refused(
+        json!({ "command": "x", "cwd": "/tmp" }),
+        400,
+        "INVALID_REQUEST",
+    );
+    ok(
+        &agent,
+        "a",
+        Action::Tool(Tool::Mkdir),
+        r#"{"path":"/etc/app","parents":true}"#,
+    );
+    refused(
+        json!({ "command": "x", "cwd": "/etc/app" }),
+        400,
+        "INVALID_REQUEST",
+    );
     assert!(
         !agent
             .host()
