@@ -182,7 +182,7 @@ fn runaway_awk_and_a_regex_bomb_end_with_the_bound_named() {
         "awk 'BEGIN { printf \"%s\", sprintf(\"%*d\", 1e9, 1) }'",
         "max_memory_bytes",
     );
-    expect_ok(&agent.upload("/big.txt", "", std::io::repeat(b'a').take(2 << 20)));
+    expect_made(&agent.upload("/big.txt", "", std::io::repeat(b'a').take(2 << 20)));
     let reply = agent.call(
         "grep",
         json!({ "pattern": "a{1000}{1000}", "regex": true, "output": "count" }),
