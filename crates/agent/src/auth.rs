@@ -566,7 +566,7 @@ pub(crate) mod tests {
         let stored = serde_json::to_value(&reader).unwrap();
         assert_eq!(
             stored,
-            serde_json::json!({ "actor": "token:t1", "scopes": ["read"] })
+            serde_json::json!({ "actor": "token:t1", "scopes": ["read"], "expires": 100 })
         );
         assert_eq!(serde_json::from_value::<Caller>(stored).unwrap(), reader);
     }

@@ -44,7 +44,7 @@ impl<H: Host> Agent<H> {
         // The token that opened the socket may have expired or been
         // revoked since: then the socket ends here, whatever was asked.
         if let Err(error) = self.token_holds(&state.caller) {
-            return crate::subscriptions::end_socket(socket, &error);
+            return crate::subscriptions::end_socket(socket, &id, &error);
         }
         if let Err(error) = self.serve_socket(socket, state, request).await {
             send(socket, &error_json(&id, &error));

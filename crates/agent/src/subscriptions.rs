@@ -182,15 +182,16 @@ fn open_sockets<H: Host>(agent: &Agent<H>) -> Vec<H::Socket> {
     for socket in agent.host.sockets() {
         match agent.token_holds(&state_of(&socket).caller) {
             Ok(()) => open.push(socket),
-            Err(error) => end_socket(&socket, &error),
+            Err(error) => end_socket(&socket, &Value::Null, &error),
         }
     }
     open
 }
 
-/// Tells `socket` its credential no longer holds (`error`) and closes it.
-pub(crate) fn end_socket(socket: &impl Socket, error: &ApiError) {
-    send(socket, &schema::error_json(&Value::Null, error));
+/// Tells `socket` its credential no longer holds (`error`, in answer to
+/// message `id` if one was asked) and closes it.
+pub(crate) fn end_socket(socket: &impl Socket, id: &Value, error: &ApiError) {
+    send(socket, &schema::error_json(id, error));
     socket.close(CREDENTIAL_GONE, error.code());
 }
 
@@ -200,7 +201,7 @@ pub fn close_token<H: Host>(agent: &Agent<H>, id: &str) {
     crate::mcp::notify::close_token_streams(agent, id);
     for socket in agent.host.sockets() {
         if state_of(&socket).caller.token_id() == Some(id) {
-            end_socket(&socket, &ApiError::TokenRevoked);
+            end_socket(&socket, &Value::Null, &ApiError::TokenRevoked);
         }
     }
 }
