@@ -29,6 +29,7 @@ mod workspace;
 use serde_json::json;
 use stead_agent::auth::{self, Caller, Principal};
 use stead_agent::catalog::formats::{render, Format};
+use stead_agent::front::Front;
 use stead_agent::mcp::gate::{self, Origins};
 use stead_agent::mcp::http::too_large;
 use stead_agent::shares;
@@ -43,14 +44,25 @@ use workspace::{error_response, json_response, respond_mcp};
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     console_error_panic_hook::set_once();
     let url = req.url()?;
-    let route = stead_agent::route(req.method().as_ref(), url.path());
+    // A host under PORTS_HOST is a port's own origin: every path there is
+    // the dev server's, and no API answers (`stead_agent::front`).
+    let route = workspace::route_on_front(&env, &req.method(), &url);
+    let on_port_origin = match &route {
+        Ok(Route::Agent {
+            action: Action::Port { front, .. },
+            ..
+        }) => *front == Front::Port,
+        // A host there that names no port has nothing behind it to hide.
+        Err(error @ ApiError::NotAPortOrigin { .. }) => return error_response(error),
+        _ => false,
+    };
     if let Ok(Route::Health) = route {
         return json_response(200, &json!({ "ok": true }));
     }
     // No discovery documents (OAuth metadata and the like) are published,
     // and saying so needs no credential: an MCP client looking for an
     // authorization server learns there is none instead of a 401.
-    if url.path().starts_with("/.well-known/") {
+    if !on_port_origin && url.path().starts_with("/.well-known/") {
         return error_response(&ApiError::NoRoute {
             method: req.method().to_string(),
             path: url.path().to_string(),
@@ -58,7 +70,8 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     }
     // The MCP endpoint answers a browser's preflight (which carries no
     // credential) and methods it does not serve before any credential.
-    let mcp = gate::is_endpoint(url.path()).then(|| workspace::mcp_origins(&env, &url));
+    let mcp = (!on_port_origin && gate::is_endpoint(url.path()))
+        .then(|| workspace::mcp_origins(&env, &url));
     if let Some(origins) = &mcp {
         let origin = req.headers().get("origin")?;
         match req.method() {
@@ -77,9 +90,9 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let admin_token = env.secret("API_TOKEN").ok().map(|s| s.to_string());
     let header = req.headers().get("authorization")?;
     let now_s = (js_sys::Date::now() / 1000.0) as i64;
-    // A port may be reached with a share link instead (see
-    // `stead_agent::shares`): checked here as a token is, revocation by the
-    // agent.
+    // A port may be reached on its own origin with a share link instead
+    // (see `stead_agent::shares`): checked here as a token is, revocation
+    // by the agent.
     let shared = match &route {
         Ok(Route::Agent { action, .. }) if action.takes_share_link() => {
             let cookies = req.headers().get("cookie")?;

@@ -262,6 +262,14 @@ impl Host for WorkerHost {
             .filter(|key| !key.is_empty())
     }
 
+    fn ports_host(&self) -> Option<String> {
+        self.env
+            .var(stead_agent::front::PORTS_HOST_VAR)
+            .ok()
+            .map(|host| host.to_string())
+            .filter(|host| !host.is_empty())
+    }
+
     async fn sleep(&self, ms: u64) {
         worker::Delay::from(std::time::Duration::from_millis(ms)).await;
     }

@@ -94,7 +94,7 @@ impl DurableObject for Workspace {
 impl Workspace {
     /// Serves a request the Worker forwarded.
     async fn serve(&self, req: Request) -> Result<Response> {
-        let (agent, action) = match route(&req) {
+        let (agent, action) = match route(&req, &self.agent.host().env) {
             Ok(routed) => routed,
             Err(error) => return error_response(&error),
         };
@@ -180,8 +180,7 @@ impl Workspace {
             None => host,
         };
         let headers = ports::request_headers(&incoming, forward, (&host, url.scheme()));
-        let path = url.path().strip_prefix(&forward.prefix).unwrap_or("");
-        let target = ports::target(path, url.query());
+        let target = ports::target(forward.path(url.path()), url.query());
         let transport = match self.agent.computer() {
             Ok(link) => link,
             Err(error) => return error_response(&error),
@@ -285,12 +284,31 @@ pub(crate) fn mcp_origins(env: &Env, url: &worker::Url) -> Origins {
     Origins::new(url.origin().ascii_serialization(), listed.as_deref())
 }
 
+/// Routes a request by its host, method and path (`stead_agent::front`):
+/// the Worker and the agent's object route alike.
+pub(crate) fn route_on_front(
+    env: &Env,
+    method: &Method,
+    url: &worker::Url,
+) -> std::result::Result<Route, ApiError> {
+    let ports_host = env
+        .var(stead_agent::front::PORTS_HOST_VAR)
+        .ok()
+        .map(|host| host.to_string());
+    stead_agent::front::route(
+        method.as_ref(),
+        url.host_str().unwrap_or_default(),
+        url.path(),
+        ports_host.as_deref(),
+    )
+}
+
 /// The agent and action a request the Worker forwarded is for.
-fn route(req: &Request) -> std::result::Result<(String, Action), ApiError> {
+fn route(req: &Request, env: &Env) -> std::result::Result<(String, Action), ApiError> {
     let url = req
         .url()
         .map_err(|e| ApiError::Internal(format!("request url: {e}")))?;
-    match stead_agent::route(req.method().as_ref(), url.path())? {
+    match route_on_front(env, &req.method(), &url)? {
         Route::Agent { id, action } => Ok((id, action)),
         Route::Health | Route::MintToken | Route::RevokeToken | Route::Tools => Err(
             ApiError::Internal("this route is answered by the Worker".into()),

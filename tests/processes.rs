@@ -68,6 +68,26 @@ fn text(reply: &Reply) -> String {
     String::from_utf8_lossy(&reply.body).into_owned()
 }
 
+/// The origin of `port` of `agent` under the runtime's ports host
+/// (wrangler.toml: `localhost`), with the runtime's port.
+fn port_origin(agent: &Agent, port: u16) -> String {
+    let listening = common::base().rsplit(':').next().expect("a port");
+    let label = stead_agent::front::label(&agent.id, port).expect("a label");
+    format!("http://{label}.localhost:{listening}")
+}
+
+/// A request to `url` on a port's own origin, sent to the runtime's
+/// address with the URL's host in `Host` (this machine need not resolve
+/// `*.localhost`, as browsers do).
+fn on_origin(method: &str, url: &str, headers: &[(&str, &str)]) -> Reply {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, target) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let target = if target.is_empty() { "/" } else { target };
+    let mut all = vec![("Host", authority)];
+    all.extend_from_slice(headers);
+    common::raw(method, target, &all, b"")
+}
+
 #[test]
 fn a_dev_server_is_served_through_its_port_sees_edits_and_stops() {
     let agent = Agent::new("procs-dev-server");
@@ -174,18 +194,36 @@ fn a_share_link_opens_its_port_without_a_token_until_revoked_or_expired() {
     };
     let link = share(600);
     let url = link["url"].as_str().expect("a share URL");
-    let target = &url[url.find("/agents/").expect("a path")..];
-    let (path, query) = target.split_once('?').expect("a query");
-    let page = anonymous.send("GET", &format!("{path}index.html?{query}"), b"");
+    // The link is on the port's own origin, never the API's.
+    let origin = port_origin(&agent, port);
+    let query = url
+        .strip_prefix(&format!("{origin}/?"))
+        .unwrap_or_else(|| panic!("a link on {origin}: {url}"));
+    assert!(query.starts_with("stead_share=shr_"), "{url}");
+    let page = on_origin("GET", &format!("{origin}/index.html?{query}"), &[]);
     expect_status(&page, 200);
     assert_eq!(text(&page), "shared\n");
     // The answer keeps the capability as a cookie for the page's own
-    // requests, scoped to the port's prefix.
+    // requests: host-only (no Domain), so no other port's origin under the
+    // same parent receives it, on every path of the origin.
     let cookie = page.header("set-cookie").expect("a cookie").to_string();
+    let attributes: Vec<String> = cookie
+        .split(';')
+        .map(|part| part.trim().to_ascii_lowercase())
+        .collect();
     assert!(
-        cookie.contains(&format!("Path=/agents/{}/ports/{port}/", agent.id)),
+        !attributes.iter().any(|a| a.starts_with("domain")),
         "{cookie}"
     );
+    for wanted in ["path=/", "httponly", "samesite=lax"] {
+        assert!(attributes.iter().any(|a| a == wanted), "{cookie}");
+    }
+    // Plain HTTP here: a Secure cookie would never come back.
+    assert!(!attributes.iter().any(|a| a == "secure"), "{cookie}");
+    let pair = cookie.split(';').next().unwrap().to_string();
+    let again = on_origin("GET", &format!("{origin}/index.html"), &[("Cookie", &pair)]);
+    expect_status(&again, 200);
+    assert_eq!(text(&again), "shared\n");
 
     // A forged link (its signature changed) is refused.
     let forged = {
@@ -195,11 +233,18 @@ fn a_share_link_opens_its_port_without_a_token_until_revoked_or_expired() {
         forged
     };
     expect_error(
-        &anonymous.send("GET", &format!("{path}index.html?{forged}"), b""),
+        &on_origin("GET", &format!("{origin}/index.html?{forged}"), &[]),
         401,
         "SHARE_LINK_INVALID",
     );
-    // A link opens only its port: not the agent's other routes.
+    // A link opens only its port on its own origin: not the port's path on
+    // the API's origin, nor the agent's other routes.
+    let api_path = agent.url(&format!("/ports/{port}/index.html"));
+    expect_error(
+        &anonymous.send("GET", &format!("{api_path}?{query}"), b""),
+        401,
+        "UNAUTHORIZED",
+    );
     let other = anonymous.send("GET", &format!("{}?{query}", agent.url("/processes")), b"");
     assert!(
         matches!(other.status, 401 | 403),
@@ -212,7 +257,7 @@ fn a_share_link_opens_its_port_without_a_token_until_revoked_or_expired() {
     let share_id = link["id"].as_str().expect("a share id");
     expect_ok(&agent.send("DELETE", &format!("/shares/{share_id}"), b""));
     expect_error(
-        &anonymous.send("GET", &format!("{path}index.html?{query}"), b""),
+        &on_origin("GET", &format!("{origin}/index.html?{query}"), &[]),
         401,
         "SHARE_LINK_REVOKED",
     );
@@ -221,16 +266,81 @@ fn a_share_link_opens_its_port_without_a_token_until_revoked_or_expired() {
     // seconds: expiry is in whole seconds, rounded up).
     let short = share(2);
     let url = short["url"].as_str().unwrap();
-    let (path, query) = url[url.find("/agents/").unwrap()..]
-        .split_once('?')
-        .unwrap();
-    expect_status(&anonymous.send("GET", &format!("{path}?{query}"), b""), 200);
+    expect_status(&on_origin("GET", url, &[]), 200);
     std::thread::sleep(Duration::from_millis(3100));
-    expect_error(
-        &anonymous.send("GET", &format!("{path}?{query}"), b""),
-        401,
-        "SHARE_LINK_EXPIRED",
+    expect_error(&on_origin("GET", url, &[]), 401, "SHARE_LINK_EXPIRED");
+
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+}
+
+#[test]
+fn a_port_has_an_origin_of_its_own_where_no_api_answers() {
+    let agent = Agent::new("Procs-Origin");
+    let client = with_runtime(|runtime| runtime.client());
+    // A page with absolute links: on its own origin they just work.
+    agent.write("/site/index.html", "<script src=\"/app.js\"></script>\n");
+    agent.write("/site/app.js", "console.log(1)\n");
+    let port = free_port();
+    let process = serve(&agent, port);
+    let id = process["id"].as_str().unwrap().to_string();
+    fetch_when_up(&client, &agent, port, "/");
+    let origin = port_origin(&agent, port);
+    assert!(
+        origin.starts_with(&format!("http://{port}--procs-0-origin.localhost:")),
+        "{origin}"
     );
+    let bearer = common::bearer();
+    let token = [("Authorization", bearer.as_str())];
+
+    // With a token, the page at `/` and its absolute link at `/app.js`.
+    let page = on_origin("GET", &format!("{origin}/"), &token);
+    expect_status(&page, 200);
+    assert_eq!(text(&page), "<script src=\"/app.js\"></script>\n");
+    assert_eq!(page.header("content-security-policy"), None);
+    let script = on_origin("GET", &format!("{origin}/app.js"), &token);
+    expect_status(&script, 200);
+    assert_eq!(text(&script), "console.log(1)\n");
+
+    // The API's routes are the dev server's paths there: its own 404s.
+    for path in [
+        "/health".to_string(),
+        format!("/agents/{}/processes", agent.id),
+        format!("/agents/{}/ports/{port}/index.html", agent.id),
+        "/tools".to_string(),
+    ] {
+        let reply = on_origin("GET", &format!("{origin}{path}"), &token);
+        expect_status(&reply, 404);
+        assert!(
+            !text(&reply).contains("\"error\"") && !text(&reply).contains("\"ok\""),
+            "{path} answered by the API: {}",
+            text(&reply)
+        );
+    }
+    // A host under the ports host that names no port: nothing answers.
+    let listening = common::base().rsplit(':').next().unwrap();
+    for host in ["api.localhost", "80-a-3.localhost", "x.80-a.localhost"] {
+        let reply = on_origin("GET", &format!("http://{host}:{listening}/health"), &token);
+        expect_error(&reply, 404, "NOT_A_PORT_ORIGIN");
+    }
+    // Without a credential, refused.
+    expect_error(
+        &on_origin("GET", &format!("{origin}/"), &[]),
+        401,
+        "UNAUTHORIZED",
+    );
+
+    // On the API's origin the same page is answered sandboxed: its scripts
+    // run with an opaque origin, and nothing is sniffed.
+    let sandboxed = client.send("GET", &agent.url(&format!("/ports/{port}/")), b"");
+    expect_status(&sandboxed, 200);
+    let policy = sandboxed
+        .header("content-security-policy")
+        .expect("a sandbox policy");
+    assert!(
+        policy.starts_with("sandbox") && !policy.contains("allow-same-origin"),
+        "{policy}"
+    );
+    assert_eq!(sandboxed.header("x-content-type-options"), Some("nosniff"));
 
     expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
 }
@@ -263,7 +373,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_
 "#;
 
 #[test]
-fn a_dev_servers_redirects_reach_the_client_rewritten_under_the_prefix() {
+fn a_dev_servers_redirects_pass_under_the_prefix_and_as_they_are_on_its_origin() {
     let agent = Agent::new("procs-redirects");
     let client = with_runtime(|runtime| runtime.client());
     agent.write("/site/server.py", REDIRECTING_SERVER);
@@ -310,7 +420,8 @@ fn a_dev_servers_redirects_reach_the_client_rewritten_under_the_prefix() {
         Some(format!("{prefix}/about/").as_str())
     );
 
-    // The same through a share link, without a token.
+    // Through a share link, on the port's own origin: the dev server's
+    // paths are the URL's, so its redirect and cookie pass as they are.
     let share = agent.send(
         "POST",
         &format!("/ports/{port}/share"),
@@ -318,15 +429,19 @@ fn a_dev_servers_redirects_reach_the_client_rewritten_under_the_prefix() {
     );
     expect_status(&share, 201);
     let url = share.json()["share"]["url"].as_str().unwrap().to_string();
-    let (path, query) = url[url.find("/agents/").unwrap()..]
-        .split_once('?')
-        .unwrap();
-    let anonymous = client.with_token(None);
-    let shared = anonymous.send("GET", &format!("{path}login?{query}"), b"");
+    let (origin, query) = url.split_once("/?").expect("a link to the origin's root");
+    let shared = on_origin("GET", &format!("{origin}/login?{query}"), &[]);
     expect_status(&shared, 302);
-    assert_eq!(
-        shared.header("location"),
-        Some(format!("{prefix}/target").as_str())
+    assert_eq!(shared.header("location"), Some("/target"));
+    let cookies: Vec<&str> = shared
+        .headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("set-cookie"))
+        .map(|(_, value)| value.as_str())
+        .collect();
+    assert!(
+        cookies.contains(&"session=abc; Path=/; HttpOnly"),
+        "{cookies:?}"
     );
 
     expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));

@@ -309,8 +309,8 @@ pub fn bearer() -> String {
 }
 
 /// A request sent over a plain TCP connection, for what the harness client
-/// cannot express: arbitrary `Authorization` headers, raw URL bytes, chunked
-/// bodies, a declared length the body does not have. `Content-Length` is
+/// cannot express: arbitrary `Authorization` and `Host` headers, raw URL
+/// bytes, chunked bodies, a declared length the body does not have. `Content-Length` is
 /// added unless `headers` set it or `Transfer-Encoding` (then `body` must
 /// already be encoded).
 pub fn raw(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
@@ -331,7 +331,14 @@ pub fn raw_at(
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(120)))
         .expect("read timeout");
-    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    let mut head = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
+    // A `Host` of the test's own (a port's origin) replaces the address's.
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        head.push_str(&format!("Host: {host}\r\n"));
+    }
     let framed = headers.iter().any(|(name, _)| {
         name.eq_ignore_ascii_case("transfer-encoding")
             || name.eq_ignore_ascii_case("content-length")

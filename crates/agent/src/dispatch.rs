@@ -624,7 +624,7 @@ impl<H: Host> Agent<H> {
                 ));
             }
             Action::ProcessSignal(id) => self.signal_process(id, &json_body).await?,
-            Action::Port { port, .. } => {
+            Action::Port { port, front, .. } => {
                 let capability = request
                     .query
                     .iter()
@@ -634,7 +634,7 @@ impl<H: Host> Agent<H> {
                 let forward = ports::admit(
                     db,
                     &request.caller,
-                    (&agent, *port),
+                    (&agent, *port, *front),
                     capability,
                     (self.now_ms(), secure),
                 )?;
@@ -642,13 +642,13 @@ impl<H: Host> Agent<H> {
             }
             Action::ShareCreate(port) => {
                 let key = self.host.share_key().ok_or(ApiError::NotConfigured)?;
+                let ports_host = self.host.ports_host().ok_or(ApiError::NoPortsHost)?;
                 let id = self.host.random_hex(16)?;
-                let origin = &request.origin;
                 let created = shares::create(
                     db,
                     (&agent, *port),
                     &json_body,
-                    (&key, origin),
+                    (&key, &request.origin, &ports_host),
                     id,
                     self.now_ms(),
                 )?;

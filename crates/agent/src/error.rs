@@ -96,6 +96,18 @@ pub enum ApiError {
     ShareLinkRevoked,
     #[error("no share link {id:?}")]
     ShareLinkNotFound { id: String },
+    #[error(
+        "agent {agent:?} has no ports origin: its host label would have {length} characters, \
+         more than DNS allows (63); an agent id of at most 28 characters always has one"
+    )]
+    NoPortOrigin { agent: String, length: usize },
+    #[error(
+        "{host} names no agent's port: a port's origin is {{port}}-{{agent label}} under the \
+         ports host (README, \"Ports\")"
+    )]
+    NotAPortOrigin { host: String },
+    #[error("the server has no ports host configured (set the PORTS_HOST variable)")]
+    NoPortsHost,
     #[error("process {id:?} is not running (it is {state:?})")]
     ProcessNotRunning {
         id: String,
@@ -168,6 +180,9 @@ impl ApiError {
             ApiError::ShareLinkExpired => "SHARE_LINK_EXPIRED",
             ApiError::ShareLinkRevoked => "SHARE_LINK_REVOKED",
             ApiError::ShareLinkNotFound { .. } => "SHARE_LINK_NOT_FOUND",
+            ApiError::NoPortOrigin { .. } => "NO_PORT_ORIGIN",
+            ApiError::NotAPortOrigin { .. } => "NOT_A_PORT_ORIGIN",
+            ApiError::NoPortsHost => "NO_PORTS_HOST",
             ApiError::Host(_) | ApiError::Internal(_) => "INTERNAL",
         }
     }
@@ -214,7 +229,11 @@ impl ApiError {
             ApiError::UpgradeRequired => 426,
             ApiError::ProcessNotFound { .. } => 404,
             ApiError::ProcessNotRunning { .. } => 409,
-            ApiError::PortNotServed { .. } | ApiError::ShareLinkNotFound { .. } => 404,
+            ApiError::PortNotServed { .. }
+            | ApiError::ShareLinkNotFound { .. }
+            | ApiError::NotAPortOrigin { .. } => 404,
+            ApiError::NoPortOrigin { .. } => 409,
+            ApiError::NoPortsHost => 503,
             ApiError::ShareLinkInvalid
             | ApiError::ShareLinkExpired
             | ApiError::ShareLinkRevoked => 401,

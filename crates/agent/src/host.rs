@@ -89,6 +89,10 @@ pub trait Host {
     /// deployment has one.
     fn share_key(&self) -> Option<String>;
 
+    /// The parent host of the ports' own origins (`crate::front`), if the
+    /// deployment names one.
+    fn ports_host(&self) -> Option<String>;
+
     /// Resolves after `ms` milliseconds (a timer of the platform's).
     async fn sleep(&self, ms: u64);
 

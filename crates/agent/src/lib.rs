@@ -50,6 +50,7 @@ pub mod dispatch;
 mod error;
 pub mod exec;
 pub mod fork;
+pub mod front;
 pub mod host;
 pub mod joblog;
 pub mod mcp;

@@ -1,5 +1,7 @@
-//! Ports: HTTP and WebSockets to a port a running process declared, under
-//! `/agents/{id}/ports/{port}/...`.
+//! Ports: HTTP and WebSockets to a port a running process declared, on
+//! the port's own origin (`crate::front`: `{port}-{agent label}.{PORTS_HOST}`)
+//! or, for API clients with a token, under `/agents/{id}/ports/{port}/...`
+//! on the API's origin.
 //!
 //! The agent decides whether a request may go through (the port is served
 //! by one of its running processes; a share link is for that port and not
@@ -12,19 +14,23 @@
 //! - to the dev server go the request's headers minus hop-by-hop ones
 //!   (kept for a WebSocket upgrade, which needs them), our credentials
 //!   (`Authorization`, the share cookie) and the headers the Worker sets
-//!   for the agent; the target is the path after the prefix with the query
-//!   minus the share parameter; `X-Forwarded-Prefix` says where it is
-//!   mounted, `X-Forwarded-Host` and `-Proto` where the browser is;
-//! - back come its headers minus hop-by-hop ones, with redirects to an
-//!   absolute path (`Location: /login`) and cookie paths moved under the
-//!   prefix, so a redirect stays on the port and a dev server's cookie is
-//!   never sent to another agent's ports on the same origin.
-//!
-//! Absolute links inside pages (`<script src="/app.js">`) are the dev
-//! server's own: it must be told its base path (README, "Ports").
+//!   for the agent; the target is the URL path (on the API's origin, the
+//!   path after the prefix) with the query minus the share parameter;
+//!   `X-Forwarded-Host` and `-Proto` say where the browser is, and on the
+//!   API's origin `X-Forwarded-Prefix` where the port is mounted;
+//! - back come its headers minus hop-by-hop ones; redirects (3xx) pass
+//!   through as they are. A `Set-Cookie` loses any `Domain`, so a dev
+//!   server's cookie stays on its own host and never reaches another
+//!   port's origin under the same parent.
+//! - On the API's origin the content is untrusted on a trusted origin: it
+//!   is answered sandboxed ([`SANDBOX`]: scripts run with an opaque origin,
+//!   so they can read nothing of the API's), never sniffed into another
+//!   type, and with redirects to an absolute path (`Location: /login`) and
+//!   cookie paths moved under the prefix, so a redirect stays on the port.
 
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::front::Front;
 use crate::processes::record::{self, State};
 use crate::shares;
 
@@ -45,11 +51,36 @@ const HOP_BY_HOP: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forward {
     pub port: u16,
-    /// Where the port is mounted: `/agents/{id}/ports/{port}`.
-    pub prefix: String,
+    /// Where the port is reached.
+    pub mount: Mount,
     /// A cookie to set on the answer: the share link's capability, when it
     /// came in the query (a browser's first visit).
     pub set_cookie: Option<String>,
+}
+
+/// Where a port is reached, as the rules differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mount {
+    /// On its own origin: the URL path is the dev server's.
+    Origin,
+    /// Under this prefix (`/agents/{id}/ports/{port}`) on the API's origin.
+    Prefix(String),
+}
+
+/// The policy that sandboxes a page answered on the API's origin: without
+/// `allow-same-origin`, so its scripts run with an opaque origin (no
+/// cookies, storage or same-origin reads of the API); what a page needs to
+/// be looked at (scripts, forms, popups) still works.
+pub const SANDBOX: &str = "sandbox allow-scripts allow-forms allow-popups allow-modals";
+
+impl Forward {
+    /// The dev server's path for a request to `url_path`.
+    pub fn path<'a>(&self, url_path: &'a str) -> &'a str {
+        match &self.mount {
+            Mount::Origin => url_path,
+            Mount::Prefix(prefix) => url_path.strip_prefix(prefix.as_str()).unwrap_or(""),
+        }
+    }
 }
 
 /// The path and query to ask the dev server for: `path` (what follows
@@ -105,7 +136,9 @@ pub fn request_headers(
         }
         out.push((name.clone(), value.clone()));
     }
-    out.push(("x-forwarded-prefix".into(), forward.prefix.clone()));
+    if let Mount::Prefix(prefix) = &forward.mount {
+        out.push(("x-forwarded-prefix".into(), prefix.clone()));
+    }
     out.push(("x-forwarded-host".into(), host.to_string()));
     out.push(("x-forwarded-proto".into(), proto.to_string()));
     out
@@ -123,14 +156,25 @@ pub fn response_headers(headers: &[(String, String)], forward: &Forward) -> Vec<
         if HOP_BY_HOP.contains(&lower.as_str()) {
             continue;
         }
-        let value = match lower.as_str() {
-            "location" if value.starts_with('/') && !value.starts_with("//") => {
-                format!("{}{value}", forward.prefix)
+        let value = match (lower.as_str(), &forward.mount) {
+            ("set-cookie", Mount::Origin) => cookie_attributes(value, None),
+            ("set-cookie", Mount::Prefix(prefix)) => cookie_attributes(value, Some(prefix)),
+            ("location", Mount::Prefix(prefix))
+                if value.starts_with('/') && !value.starts_with("//") =>
+            {
+                format!("{prefix}{value}")
             }
-            "set-cookie" => under_prefix(value, &forward.prefix),
+            // Ours replaces it below.
+            ("x-content-type-options", Mount::Prefix(_)) => continue,
             _ => value.clone(),
         };
         out.push((name.clone(), value));
+    }
+    if matches!(forward.mount, Mount::Prefix(_)) {
+        // A policy of the dev server's own still applies beside this one:
+        // a browser enforces every policy it is sent.
+        out.push(("content-security-policy".into(), SANDBOX.into()));
+        out.push(("x-content-type-options".into(), "nosniff".into()));
     }
     if let Some(cookie) = &forward.set_cookie {
         out.push(("set-cookie".into(), cookie.clone()));
@@ -138,42 +182,48 @@ pub fn response_headers(headers: &[(String, String)], forward: &Forward) -> Vec<
     out
 }
 
-/// A `Set-Cookie` value with its `Path` moved under `prefix` (a cookie
-/// without one gets the prefix).
-fn under_prefix(cookie: &str, prefix: &str) -> String {
+/// A `Set-Cookie` value without its `Domain` (so it stays host-only) and,
+/// under a `prefix`, with its `Path` moved under it (a cookie without one
+/// gets the prefix).
+fn cookie_attributes(cookie: &str, prefix: Option<&str>) -> String {
     let mut has_path = false;
     let parts: Vec<String> = cookie
         .split(';')
-        .map(|part| {
+        .filter_map(|part| {
             let trimmed = part.trim();
-            match trimmed.split_once('=') {
-                Some((key, path)) if key.trim().eq_ignore_ascii_case("path") => {
+            let (key, path) = trimmed.split_once('=').unwrap_or((trimmed, ""));
+            let key = key.trim();
+            if key.eq_ignore_ascii_case("domain") {
+                return None;
+            }
+            Some(match prefix {
+                Some(prefix) if key.eq_ignore_ascii_case("path") => {
                     has_path = true;
                     let path = path.trim();
                     let path = if path.starts_with('/') { path } else { "/" };
                     format!("Path={prefix}{path}")
                 }
                 _ => trimmed.to_string(),
-            }
+            })
         })
         .collect();
     let mut cookie = parts.join("; ");
-    if !has_path {
+    if let Some(prefix) = prefix.filter(|_| !has_path) {
         cookie.push_str(&format!("; Path={prefix}/"));
     }
     cookie
 }
 
-/// Checks that `caller` may reach `port` of agent `agent` now, and says
-/// how to forward: the port must be one a running process declared, and
-/// a share link must be for it, live and not revoked. `capability_in_query`
-/// is the share link's capability when the request carried it in its
-/// query (then kept as a cookie), `secure` whether the browser is on
-/// HTTPS.
+/// Checks that `caller` may reach `port` of agent `agent` now, on
+/// `front`, and says how to forward: the port must be one a running
+/// process declared, and a share link must be for it, live and not
+/// revoked. `capability_in_query` is the share link's capability when the
+/// request carried it in its query (then kept as a cookie), `secure`
+/// whether the browser is on HTTPS.
 pub fn admit(
     db: &impl stead_sql::Sql,
     caller: &Caller,
-    (agent, port): (&str, u16),
+    (agent, port, front): (&str, u16, Front),
     capability_in_query: Option<&str>,
     (now_ms, secure): (i64, bool),
 ) -> Result<Forward, ApiError> {
@@ -183,7 +233,7 @@ pub fn admit(
         let expires_at = shares::check(db, id, port, now_s)?;
         if let Some(capability) = capability_in_query {
             let max_age = (expires_at - now_s).max(0);
-            set_cookie = Some(shares::cookie(agent, port, capability, max_age, secure));
+            set_cookie = Some(shares::cookie(capability, max_age, secure));
         }
     }
     let served = record::all(db)?
@@ -192,9 +242,13 @@ pub fn admit(
     if !served {
         return Err(ApiError::PortNotServed { port });
     }
+    let mount = match front {
+        Front::Port => Mount::Origin,
+        Front::Api => Mount::Prefix(shares::prefix(agent, port)),
+    };
     Ok(Forward {
         port,
-        prefix: shares::prefix(agent, port),
+        mount,
         set_cookie,
     })
 }
@@ -212,7 +266,7 @@ mod tests {
     fn forward() -> Forward {
         Forward {
             port: 3000,
-            prefix: "/agents/a/ports/3000".into(),
+            mount: Mount::Prefix("/agents/a/ports/3000".into()),
             set_cookie: None,
         }
     }
@@ -281,5 +335,57 @@ mod tests {
         assert!(out.contains(&("set-cookie".into(), "stead_share=c".into())));
         let elsewhere = response_headers(&pairs(&[("Location", "https://x.example/")]), &forward());
         assert_eq!(elsewhere[0].1, "https://x.example/");
+        assert_eq!(shared.path("/agents/a/ports/3000/x/y"), "/x/y");
+    }
+
+    #[test]
+    fn on_the_api_origin_pages_are_sandboxed_and_never_sniffed() {
+        let answer = pairs(&[
+            ("Content-Type", "text/html"),
+            ("X-Content-Type-Options", "none"),
+            ("Content-Security-Policy", "default-src 'self'"),
+        ]);
+        let out = response_headers(&answer, &forward());
+        let values = |name: &str| -> Vec<&str> {
+            out.iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+                .collect()
+        };
+        assert_eq!(values("x-content-type-options"), ["nosniff"]);
+        let policies = values("content-security-policy");
+        assert!(policies.contains(&"default-src 'self'"), "{policies:?}");
+        assert!(policies.contains(&SANDBOX), "{policies:?}");
+        assert!(SANDBOX.starts_with("sandbox ") && !SANDBOX.contains("allow-same-origin"));
+    }
+
+    #[test]
+    fn on_its_own_origin_a_port_keeps_its_paths_and_its_cookies_stay_on_its_host() {
+        let own = Forward {
+            port: 3000,
+            mount: Mount::Origin,
+            set_cookie: None,
+        };
+        let answer = pairs(&[
+            ("Location", "/login?next=/"),
+            ("Set-Cookie", "sid=1; Path=/; Domain=ports.test; HttpOnly"),
+            ("Set-Cookie", "pref=2;domain=.ports.test"),
+        ]);
+        let out = response_headers(&answer, &own);
+        assert_eq!(
+            out,
+            pairs(&[
+                ("Location", "/login?next=/"),
+                ("Set-Cookie", "sid=1; Path=/; HttpOnly"),
+                ("Set-Cookie", "pref=2"),
+            ])
+        );
+        assert_eq!(own.path("/agents/a/ports/3000/x"), "/agents/a/ports/3000/x");
+        let sent = request_headers(&pairs(&[("Accept", "*/*")]), &own, ("h", "http"));
+        assert!(
+            !sent.iter().any(|(n, _)| n == "x-forwarded-prefix"),
+            "{sent:?}"
+        );
+        assert!(sent.contains(&("x-forwarded-host".into(), "h".into())));
     }
 }

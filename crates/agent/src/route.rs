@@ -231,7 +231,13 @@ pub enum Action {
     /// Any method on `/agents/{id}/ports/{port}{path}`: forwarded to that
     /// port on the computer. `path` is the rest of the URL path as it came
     /// (percent-encoded), empty or starting with `/`.
-    Port { port: u16, path: String },
+    /// `front` says which origin it came in on (`crate::front`): on the
+    /// port's own, the whole URL path is the dev server's.
+    Port {
+        port: u16,
+        path: String,
+        front: crate::front::Front,
+    },
     /// `POST /agents/{id}/ports/{port}/share`: a share link to the port.
     ShareCreate(u16),
     /// `GET /agents/{id}/shares`: the share links not yet expired.
@@ -266,9 +272,16 @@ impl Action {
     }
 
     /// Whether a share link (rather than a bearer credential) may let the
-    /// request in.
+    /// request in: only on the port's own origin, so its cookie never
+    /// lands on the API's.
     pub fn takes_share_link(&self) -> bool {
-        self.policy().access == crate::policy::Access::Port
+        matches!(
+            self,
+            Action::Port {
+                front: crate::front::Front::Port,
+                ..
+            }
+        )
     }
 
     /// Whether the action works on an agent that does not exist yet.
@@ -445,6 +458,7 @@ fn route_ports(method: &str, rest: &str) -> Result<Action, ApiError> {
         _ => Action::Port {
             port,
             path: path.to_string(),
+            front: crate::front::Front::Api,
         },
     })
 }

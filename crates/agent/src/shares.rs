@@ -4,15 +4,16 @@
 //! `POST /agents/{id}/ports/{port}/share {ttl_seconds}` mints one: a
 //! capability `shr_<payload>.<signature>` (base64url JSON [`ShareClaims`],
 //! HMAC-SHA256 keyed by the admin token over `share.<payload>`, so it can
-//! never pass for an agent token) inside a URL of the port's prefix. As
+//! never pass for an agent token) inside a URL on the port's own origin. As
 //! with tokens, the Worker checks the signature and the expiry before any
 //! Durable Object wakes, and the agent checks revocation (its
 //! `share_links` table) and that the link is for the port asked.
 //!
-//! A browser presents the capability once, in the link's query
-//! ([`QUERY_PARAM`]); the answer sets it as a cookie ([`COOKIE`]) scoped
-//! to the port's prefix, for the page's own requests, scripts and
-//! WebSockets. Neither ever reaches the dev server.
+//! A link's URL is on the port's own origin (`crate::front`), and only
+//! there does the Worker take it. A browser presents the capability once,
+//! in the link's query ([`QUERY_PARAM`]); the answer sets it as a cookie
+//! ([`COOKIE`]) host-only on that origin, for the page's own requests,
+//! scripts and WebSockets. Neither ever reaches the dev server.
 
 use base64::Engine;
 use schemars::JsonSchema;
@@ -102,14 +103,12 @@ pub fn prefix(agent: &str, port: u16) -> String {
     format!("/agents/{agent}/ports/{port}")
 }
 
-/// The cookie that keeps a capability for the pages under its port's
-/// prefix, for `max_age` seconds.
-pub fn cookie(agent: &str, port: u16, capability: &str, max_age: i64, secure: bool) -> String {
+/// The cookie that keeps a capability for `max_age` seconds on the port's
+/// own origin: host-only (no `Domain`), so no other port's origin under
+/// the same parent ever receives it, and on every path of that origin.
+pub fn cookie(capability: &str, max_age: i64, secure: bool) -> String {
     let secure = if secure { "; Secure" } else { "" };
-    format!(
-        "{COOKIE}={capability}; Path={}/; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}",
-        prefix(agent, port)
-    )
+    format!("{COOKIE}={capability}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}")
 }
 
 /// `POST /agents/{id}/ports/{port}/share`'s body.
@@ -122,16 +121,19 @@ pub(crate) struct ShareRequest {
 }
 
 /// `POST /agents/{id}/ports/{port}/share`: records a new link and answers
-/// with it; `key` signs it, `origin` starts its URL.
+/// with it; `key` signs it, and its URL is on the port's own origin
+/// (`crate::front`), with the scheme and port of `api_origin`, under
+/// `ports_host`.
 pub fn create(
     db: &impl Sql,
     (agent, port): (&str, u16),
     body: &[u8],
-    (key, origin): (&str, &str),
+    (key, api_origin, ports_host): (&str, &str, &str),
     id: String,
     now_ms: i64,
 ) -> Result<Value, ApiError> {
     let request: ShareRequest = decode(body)?;
+    let origin = crate::front::port_origin(api_origin, (agent, port), ports_host)?;
     let ttl = within("ttl_seconds", request.ttl_seconds, 1, MAX_TTL_SECONDS)?;
     let claims = ShareClaims {
         id,
@@ -146,10 +148,7 @@ pub fn create(
         params![claims.id.as_str(), i64::from(port), now_ms, claims.exp],
     )?;
     let capability = mint(key, &claims);
-    let url = format!(
-        "{origin}{}/?{QUERY_PARAM}={capability}",
-        prefix(agent, port)
-    );
+    let url = format!("{origin}/?{QUERY_PARAM}={capability}");
     Ok(json!({ "share": {
         "id": claims.id, "port": port, "url": url, "expires_at": claims.exp,
     }}))
@@ -256,5 +255,16 @@ mod tests {
             Some("shr_c.d")
         );
         assert_eq!(presented(Some("a=1"), Some("b=2")), None);
+    }
+
+    #[test]
+    fn the_cookie_is_host_only_on_the_whole_port_origin() {
+        assert_eq!(
+            cookie("shr_x.y", 60, false),
+            "stead_share=shr_x.y; Path=/; Max-Age=60; HttpOnly; SameSite=Lax"
+        );
+        let secure = cookie("shr_x.y", 60, true);
+        assert!(secure.ends_with("; Secure"), "{secure}");
+        assert!(!secure.to_ascii_lowercase().contains("domain"), "{secure}");
     }
 }

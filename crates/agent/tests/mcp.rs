@@ -1767,8 +1767,8 @@ fn a_port_is_shared_through_the_tool() {
     let share = &shared["structuredContent"]["share"];
     let url = share["url"].as_str().unwrap();
     assert!(
-        url.starts_with(&format!("{ORIGIN}/agents/a/ports/3000/?stead_share=shr_")),
-        "a link on the endpoint's own origin: {url}"
+        url.starts_with("http://3000-a.ports.test:8787/?stead_share=shr_"),
+        "a link on the port's own origin, with the endpoint's scheme and port: {url}"
     );
     let listed = ok(&agent, "a", Action::Shares, "");
     assert_eq!(listed["shares"][0]["id"], share["id"], "{listed}");

@@ -455,6 +455,10 @@ impl Host for FakeHost {
         Some(SHARE_KEY.into())
     }
 
+    fn ports_host(&self) -> Option<String> {
+        Some(PORTS_HOST.into())
+    }
+
     fn local_development(&self) -> bool {
         self.local.get()
     }
@@ -474,6 +478,8 @@ impl Host for FakeHost {
 
 /// The key share links are signed with in tests.
 pub const SHARE_KEY: &str = "test-admin-token";
+/// The parent host of the ports' own origins.
+pub const PORTS_HOST: &str = "ports.test";
 
 /// An agent on a fresh fake host.
 pub fn agent() -> Agent<FakeHost> {
