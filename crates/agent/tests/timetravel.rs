@@ -186,6 +186,18 @@ fn bad_time_travel_requests_change_nothing() {
             400,
             "INVALID_REQUEST",
         ),
+        (
+            Action::Diff,
+            r#"{"from":"now","text":true,"max_text_file_bytes":1000000000000}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            Action::Diff,
+            r#"{"from":"now","text":true,"max_text_file_bytes":0}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
         (Action::CheckpointCreate, r#"{"name":"123"}"#, 400, "EINVAL"),
         (Action::Fork, r#"{"to":"a"}"#, 400, "INVALID_REQUEST"),
         (Action::Fork, r#"{"to":"bad id"}"#, 400, "INVALID_AGENT_ID"),
@@ -212,6 +224,59 @@ fn bad_time_travel_requests_change_nothing() {
     assert_eq!(
         call(&agent, request("a", Action::Undo, reader, "{}")).0,
         403
+    );
+}
+
+/// `max_text_file_bytes` out of range is refused with the range, not
+/// capped silently; a text diff not sent says which limit it exceeded (the
+/// file's size, or the patch's).
+#[test]
+fn diff_text_limits_are_bounded_and_named() {
+    let agent = agent();
+    create(&agent, "a");
+    let (status, answer) = call(
+        &agent,
+        request(
+            "a",
+            Action::Diff,
+            Caller::Admin,
+            r#"{"from":"now","text":true,"max_text_file_bytes":1000000000000}"#,
+        ),
+    );
+    assert_eq!(failure(status, &answer), (400, "INVALID_REQUEST"));
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("max_text_file_bytes must be between 1 and 4194304"),
+        "{message}"
+    );
+    ok(&agent, "a", Action::CheckpointCreate, r#"{"name":"empty"}"#);
+    let big: String = (0..40_000).map(|i| format!("line {i}\n")).collect();
+    write(&agent, "/big.txt", &big);
+    write(&agent, "/small.txt", "x\n");
+    let text = |max: u64| {
+        let body = json!({ "from": "empty", "text": true, "max_text_file_bytes": max });
+        let diff = ok(&agent, "a", Action::Diff, &body.to_string());
+        let entry = |path: &str| {
+            diff["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["path"] == path)
+                .unwrap()["text"]
+                .clone()
+        };
+        (entry("/big.txt"), entry("/small.txt"))
+    };
+    let (big_text, small_text) = text(1 << 20);
+    assert_eq!(
+        big_text,
+        json!({ "kind": "too_large", "limit": 256 * 1024, "exceeds": "patch" })
+    );
+    assert_eq!(small_text["kind"], "unified");
+    let (big_text, _) = text(1000);
+    assert_eq!(
+        big_text,
+        json!({ "kind": "too_large", "limit": 1000, "exceeds": "file" })
     );
 }
 
