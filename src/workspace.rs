@@ -272,13 +272,14 @@ impl Workspace {
     }
 }
 
-/// Origins besides the endpoint's own that may call the MCP endpoint
-/// (comma-separated), for browser-based clients.
+/// The origins that may call the MCP endpoint (comma-separated), for
+/// browser-based clients.
 const ALLOWED_ORIGINS_VAR: &str = "MCP_ALLOWED_ORIGINS";
 
-/// The origins that may call the MCP endpoint at `url`: its own and those
-/// the variable lists (read by the Worker for preflights and refusals, and
-/// by the agent's object for everything else).
+/// The origins that may call the MCP endpoint at `url`: those the variable
+/// lists, beside the endpoint's own (which links are built on; see
+/// `Origins`). Read by the Worker for preflights and refusals, and by the
+/// agent's object for everything else.
 pub(crate) fn mcp_origins(env: &Env, url: &worker::Url) -> Origins {
     let listed = env.var(ALLOWED_ORIGINS_VAR).ok().map(|v| v.to_string());
     Origins::new(url.origin().ascii_serialization(), listed.as_deref())

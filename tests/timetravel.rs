@@ -232,10 +232,7 @@ fn a_large_fork_reads_back_byte_exact_while_the_source_serves_writes() {
     let again = source.send("POST", "/fork", br#"{"to":"tt-fork-target"}"#);
     let error = expect_error(&again, 409, "AGENT_EXISTS");
     assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("delete that agent"),
+        error["message"].as_str().unwrap().contains("never used"),
         "{error}"
     );
     let empty = Agent::new("tt-fork-empty");
@@ -246,4 +243,14 @@ fn a_large_fork_reads_back_byte_exact_while_the_source_serves_writes() {
         Vec::<String>::new(),
         "the empty agent is unchanged"
     );
+    // One that existed and was deleted too: its Durable Object keeps a
+    // tombstone through the wipe, and a fork never reuses its id.
+    expect_ok(&empty.send("DELETE", "", b""));
+    let onto_deleted = source.send("POST", "/fork", br#"{"to":"tt-fork-empty"}"#);
+    let error = expect_error(&onto_deleted, 409, "AGENT_EXISTED");
+    assert!(
+        error["message"].as_str().unwrap().contains("was deleted"),
+        "{error}"
+    );
+    expect_error(&empty.send("GET", "", b""), 404, "AGENT_NOT_FOUND");
 }

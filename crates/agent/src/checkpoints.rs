@@ -39,6 +39,9 @@ pub(crate) const MAX_LIST: usize = 200;
 
 /// Most diff entries one page holds.
 pub(crate) const MAX_DIFF_PAGE: usize = 10_000;
+/// The largest file a diff reads for its text diff: both sides are read
+/// whole into memory, and a patch is sent only up to 256 KiB anyway.
+pub(crate) const MAX_TEXT_FILE_BYTES: u64 = 4 << 20;
 
 const DIFF_CURSOR: &str = "diff1";
 
@@ -164,7 +167,9 @@ pub(crate) struct DiffReq {
     /// Include unified text diffs of changed text files.
     #[serde(default)]
     text: bool,
-    /// A file larger than this gets no text diff (default 1 MiB).
+    /// A file larger than this gets no text diff (default 1 MiB, at most
+    /// 4 MiB).
+    #[schemars(range(min = 1, max = MAX_TEXT_FILE_BYTES))]
     max_text_file_bytes: Option<u64>,
     /// The `next_cursor` of the previous page.
     cursor: Option<String>,
@@ -189,10 +194,12 @@ pub fn diff<S: Sql>(vfs: &Vfs<'_, S>, body: &[u8]) -> Result<Value, ApiError> {
         .iter()
         .map(|p| VPath::parse(p))
         .collect::<Result<Vec<_>, _>>()?;
+    let max_file_bytes = match req.max_text_file_bytes {
+        Some(bytes) => within("max_text_file_bytes", bytes, 1, MAX_TEXT_FILE_BYTES)?,
+        None => TextOptions::default().max_file_bytes,
+    };
     let text = req.text.then(|| TextOptions {
-        max_file_bytes: req
-            .max_text_file_bytes
-            .unwrap_or(TextOptions::default().max_file_bytes),
+        max_file_bytes,
         ..TextOptions::default()
     });
     let options = DiffOptions {

@@ -243,6 +243,25 @@ impl<H: Host> Agent<H> {
         self.credential_holds(agent, caller)
     }
 
+    /// Checks that `caller` may make agent `agent` by `action`, if it does
+    /// not exist yet. Only the deployment's admin token creates an agent:
+    /// an agent token's `admin` acts on its agent once it exists (a `PUT`
+    /// of it answers it as it is). And a fork makes a new agent, never one
+    /// under a deleted agent's id (see `crate::tombstone`).
+    fn may_create(&self, agent: &str, action: &Action, caller: &Caller) -> Result<(), ApiError> {
+        match self.open(Some(agent), false) {
+            Err(ApiError::AgentNotFound { .. }) => {}
+            opened => return opened.map(|_| ()),
+        }
+        Access::DeploymentAdmin.admits(caller)?;
+        if *action == Action::ForkImport && crate::tombstone::deleted_at(self.db())?.is_some() {
+            return Err(ApiError::AgentExisted {
+                id: agent.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Checks that `caller`'s token, if any, has neither expired nor been
     /// revoked. Asked for every request, and again for every message and
     /// every push on what a request opened (a WebSocket, an MCP stream),
@@ -308,6 +327,9 @@ impl<H: Host> Agent<H> {
         note: &mut audit::Note,
     ) -> Result<Reply, ApiError> {
         let agent = request.agent.clone();
+        if request.action.creates() {
+            self.may_create(&agent, &request.action, &request.caller)?;
+        }
         let created = match self.open(Some(&agent), request.action.creates()) {
             // A hook caller learns nothing about which agents exist.
             Err(ApiError::AgentNotFound { .. }) if request.action.public() => {
@@ -360,6 +382,7 @@ impl<H: Host> Agent<H> {
                 }
                 crate::subscriptions::close_all(self);
                 self.host.wipe().await?;
+                crate::tombstone::lay(db, self.now_ms())?;
                 self.host.set_alarm(None).await?;
                 self.alarm_at.set(None);
                 self.closed();

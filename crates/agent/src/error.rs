@@ -69,8 +69,14 @@ pub enum ApiError {
     Sched(#[from] SchedError),
     #[error("this agent is a fork still being copied; it is usable once the copy is complete")]
     Forking,
-    #[error("agent {id:?} already exists: fork into a new agent id, or delete that agent first")]
+    #[error("agent {id:?} already exists: a fork makes a new agent; fork into an id never used")]
     AgentExists { id: String },
+    #[error(
+        "agent {id:?} existed and was deleted: a fork makes a new agent, and never under the id of \
+         one that was (what was handed out for it, such as tokens and hook URLs, must not open \
+         another agent's files); fork into an id never used"
+    )]
+    AgentExisted { id: String },
     #[error("the fork failed: {reason}; the source is unchanged, and asking again resumes it")]
     ForkFailed { reason: String },
     #[error("webhook target refused: {0}")]
@@ -170,6 +176,7 @@ impl ApiError {
             ApiError::WebhookRefused(_) => "WEBHOOK_TARGET_REFUSED",
             ApiError::Forking => "AGENT_FORKING",
             ApiError::AgentExists { .. } => "AGENT_EXISTS",
+            ApiError::AgentExisted { .. } => "AGENT_EXISTED",
             ApiError::ForkFailed { .. } => "FORK_FAILED",
             ApiError::DownloadOfDirectory { .. } => Errno::Eisdir.as_str(),
             ApiError::UpgradeRequired => "UPGRADE_REQUIRED",
@@ -223,7 +230,7 @@ impl ApiError {
             ApiError::Computer(_) => 502,
             ApiError::Sched(error) => error.status(),
             ApiError::WebhookRefused(_) => 400,
-            ApiError::Forking | ApiError::AgentExists { .. } => 409,
+            ApiError::Forking | ApiError::AgentExists { .. } | ApiError::AgentExisted { .. } => 409,
             ApiError::ForkFailed { .. } => 502,
             ApiError::DownloadOfDirectory { .. } => 409,
             ApiError::UpgradeRequired => 426,

@@ -15,7 +15,14 @@
 //! of the fork (the checkpoint pins what is copied).
 //!
 //! A fork makes a new agent: a target that exists (and is not this fork's
-//! copy under way) is refused (`409 AGENT_EXISTS`), an empty one too. The
+//! copy under way) is refused (`409 AGENT_EXISTS`), an empty one too, and
+//! so is one that existed and was deleted (`409 AGENT_EXISTED`, see
+//! `crate::tombstone`). So an import's target is always storage the import
+//! itself created, and dropping a broken-off import (wiping that storage)
+//! removes nothing else: no other agent's files, hooks, schedules or
+//! settings. Only the deployment's admin token forks (see
+//! `crate::policy`): an agent token names one agent, and a fork creates
+//! another. The
 //! checkpoint forked from travels: the new agent's first checkpoint pins
 //! the copied tree, under the source checkpoint's name, noting where it
 //! came from ([`ForkOrigin`]). The source's other checkpoints do not: they
@@ -192,7 +199,12 @@ impl<H: Host> Agent<H> {
     }
 
     /// Drops a fork whose source fell silent: the agent never existed.
-    /// Returns whether it did.
+    /// Returns whether it did. Wiping the whole storage removes only what
+    /// the import made: an import starts only on storage that never held
+    /// an agent (see the module docs), and every request but the import's
+    /// own pages and a delete is refused while it runs, so nothing else can
+    /// have been added. It leaves no tombstone: no agent existed, and the
+    /// fork may be asked again.
     pub(crate) async fn drop_stalled_fork(&self) -> Result<bool, ApiError> {
         match checkpoints::import_deadline(self.db(), &self.vfs())? {
             Some(deadline) if deadline <= self.now_ms() => {
@@ -219,6 +231,7 @@ fn target_refused(to: &str, status: u16, answer: &Value) -> ApiError {
         Some("AGENT_EXISTS" | "EEXIST" | "AGENT_FORKING") => {
             ApiError::AgentExists { id: to.to_string() }
         }
+        Some("AGENT_EXISTED") => ApiError::AgentExisted { id: to.to_string() },
         _ => ApiError::ForkFailed {
             reason: format!("the new agent refused the copy ({status}): {message}"),
         },

@@ -67,6 +67,7 @@ pub mod settings;
 pub mod shares;
 pub mod socket;
 pub mod subscriptions;
+mod tombstone;
 pub mod tools;
 
 pub use agent::Agent;

@@ -65,6 +65,7 @@ fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
         (169, 254, _) => "link-local (and cloud metadata)",
         (100, 64..=127, _) => "shared (carrier-grade NAT)",
         (192, 0, 0) => "IETF protocol",
+        (192, 88, 99) => "deprecated 6to4 relay anycast",
         (192, 0, 2) | (198, 51, 100) | (203, 0, 113) => "documentation",
         (198, 18..=19, _) => "benchmarking",
         (224..=239, _, _) => "multicast",
@@ -73,32 +74,44 @@ fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
     })
 }
 
+/// By the IANA registries: the IPv6 address space (only `2000::/3` is
+/// global unicast; the rest is reserved, unique-local, link-local or
+/// multicast) and the IPv6 special-purpose registry. A form that embeds an
+/// IPv4 address (mapped, SIIT-translated, NAT64, 6to4) is what that address
+/// is: a webhook to `::ffff:127.0.0.1` reaches loopback.
 fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
     let segments = ip.segments();
     let embedded_v4 = |high: u16, low: u16| {
         Ipv4Addr::new((high >> 8) as u8, high as u8, (low >> 8) as u8, low as u8)
     };
-    if ip.is_unspecified() {
-        return Some("unspecified");
-    }
-    if ip.is_loopback() {
-        return Some("loopback");
-    }
-    // Addresses that carry an IPv4 address are what that address is.
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return non_public_v4(v4);
-    }
     Some(match segments {
-        [0, 0, 0, 0, 0, 0, high, low] => return non_public_v4(embedded_v4(high, low)),
+        [0, 0, 0, 0, 0, 0, 0, 0] => "unspecified",
+        [0, 0, 0, 0, 0, 0, 0, 1] => "loopback",
+        // IPv4-mapped (::ffff:0:0/96) and SIIT-translated
+        // (::ffff:0:0:0/96, RFC 2765): the embedded address decides.
+        [0, 0, 0, 0, 0, 0xffff, high, low] | [0, 0, 0, 0, 0xffff, 0, high, low] => {
+            return non_public_v4(embedded_v4(high, low))
+        }
+        // NAT64's well-known prefix (64:ff9b::/96, RFC 6052) reaches the
+        // embedded address; its local-use prefix (64:ff9b:1::/48, RFC
+        // 8215) reaches a translator inside the operator's network.
         [0x64, 0xff9b, 0, 0, 0, 0, high, low] => return non_public_v4(embedded_v4(high, low)),
+        [0x64, 0xff9b, 1, ..] => "local-use IPv4/IPv6 translation",
+        // 6to4 (2002::/16): the relay's IPv4 address follows the prefix.
         [0x2002, high, low, ..] => return non_public_v4(embedded_v4(high, low)),
+        // Teredo (2001::/32) tunnels to an (obfuscated) IPv4 client, and
+        // the rest of 2001::/23 is protocol assignments, not hosts.
+        [0x2001, 0, ..] => "Teredo",
+        [0x2001, second, ..] if second < 0x0200 => "IETF protocol assignment",
+        [0x2001, 0x0db8, ..] => "documentation",
+        [first, ..] if first & 0xfff0 == 0x3ff0 => "documentation",
+        [0x5f00, ..] => "segment routing (SRv6)",
+        [0x0100, 0, 0, 0, ..] => "discard-only",
         [first, ..] if first & 0xfe00 == 0xfc00 => "unique-local",
         [first, ..] if first & 0xffc0 == 0xfe80 => "link-local",
         [first, ..] if first & 0xffc0 == 0xfec0 => "site-local",
         [first, ..] if first & 0xff00 == 0xff00 => "multicast",
-        [0x2001, 0x0db8, ..] => "documentation",
-        [0x2001, 0, ..] => "Teredo",
-        [0x0100, 0, 0, 0, ..] => "discard-only",
+        [first, ..] if first & 0xe000 != 0x2000 => "reserved (not global unicast)",
         _ => return None,
     })
 }
@@ -227,6 +240,25 @@ mod tests {
             "64:ff9b::a00:1",
             "2002:7f00:1::",
             "2001:db8::1",
+            // Every IPv4-embedding form of a non-public address (issue 21:
+            // the SIIT form and local-use NAT64 passed).
+            "::ffff:0:7f00:1",
+            "::ffff:0:10.0.0.1",
+            "::ffff:0.0.0.0",
+            "64:ff9b::7f00:1",
+            "64:ff9b::169.254.169.254",
+            "64:ff9b:1::1.1.1.1",
+            "64:ff9b:1:abcd::1",
+            "2002:a9fe:a9fe::1",
+            "2002:c0a8:101::",
+            "2001::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:2::1",
+            "3fff::1",
+            "5f00::1",
+            "100::1",
+            "::1.1.1.1",
+            "4000::1",
         ] {
             assert!(kind(address).is_some(), "{address} counted as public");
         }
@@ -236,6 +268,10 @@ mod tests {
             "172.32.0.1",
             "2606:4700::1111",
             "::ffff:1.1.1.1",
+            "::ffff:0:1.1.1.1",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+            "2a00:1450::1",
         ] {
             assert_eq!(kind(address), None, "{address}");
         }
@@ -255,6 +291,8 @@ mod tests {
             "http://127.1/",
             "http://[::1]:8080/x",
             "http://[::ffff:7f00:1]/",
+            "http://[::ffff:0:7f00:1]/",
+            "http://[64:ff9b:1::a00:1]/",
         ] {
             let address = literal(url).unwrap_or_else(|| panic!("{url} not read as an address"));
             assert!(non_public(address).is_some(), "{url}");

@@ -36,6 +36,10 @@ pub enum Access {
     /// call (the MCP endpoint, whose tool calls are dispatched like their
     /// HTTP twins).
     Credential,
+    /// The deployment's admin token only: the action creates another
+    /// agent, and an agent token (even one holding `admin`) names one
+    /// agent and acts on it alone.
+    DeploymentAdmin,
 }
 
 /// Whether an action is recorded in the audit log, and under what name.
@@ -116,9 +120,10 @@ impl Action {
             Action::CheckpointDelete(_) => records(Scope::Write, "checkpoint.delete"),
             Action::Restore => records(Scope::Write, "restore"),
             Action::Undo => records(Scope::Write, "undo"),
-            // A fork makes another agent, which only the admin may.
-            Action::Fork => records(Scope::Admin, "fork"),
-            Action::ForkImport => records(Scope::Admin, "fork.import"),
+            // A fork makes another agent, which only the deployment's admin
+            // token may; its pages are sent as that admin.
+            Action::Fork => policy(Access::DeploymentAdmin, Audit::Record("fork")),
+            Action::ForkImport => policy(Access::DeploymentAdmin, Audit::Record("fork.import")),
             Action::Computer => reads(Scope::Read),
             Action::ComputerStop => records(Scope::ExecComputer, "computer.stop"),
             Action::Processes | Action::Process(_) | Action::ProcessOutput(_) => reads(Scope::Read),
@@ -183,6 +188,16 @@ impl Access {
             Access::Credential => match caller {
                 Caller::Admin | Caller::Token { .. } => Ok(()),
                 Caller::Share { .. } | Caller::Anonymous => Err(ApiError::Unauthorized),
+            },
+            Access::DeploymentAdmin => match caller {
+                Caller::Admin => Ok(()),
+                Caller::Token { .. } | Caller::Share { .. } => Err(ApiError::Forbidden {
+                    reason: "only the deployment's admin token (API_TOKEN) creates agents, and \
+                             this makes a new one: an agent token, even one holding \"admin\", \
+                             acts on its own agent alone"
+                        .into(),
+                }),
+                Caller::Anonymous => Err(ApiError::Unauthorized),
             },
         }
     }

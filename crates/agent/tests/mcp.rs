@@ -303,6 +303,18 @@ fn malformed_messages_get_json_rpc_errors_and_http_statuses() {
         .unwrap()
         .contains("evil.example"));
     assert_eq!(answer.header("access-control-allow-origin"), None);
+    // The endpoint's own origin, as the request's Host names it, is what a
+    // DNS rebinding page sends: not trusted unless configured.
+    let own = McpHeaders {
+        origin: Some(ORIGIN.into()),
+        ..json_headers()
+    };
+    let answer = raw(
+        &agent,
+        own,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    assert_eq!(answer.status, 403);
     let listed = McpHeaders {
         origin: Some("https://app.example".into()),
         ..json_headers()

@@ -186,6 +186,18 @@ fn bad_time_travel_requests_change_nothing() {
             400,
             "INVALID_REQUEST",
         ),
+        (
+            Action::Diff,
+            r#"{"from":"now","text":true,"max_text_file_bytes":1000000000000}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            Action::Diff,
+            r#"{"from":"now","text":true,"max_text_file_bytes":0}"#,
+            400,
+            "INVALID_REQUEST",
+        ),
         (Action::CheckpointCreate, r#"{"name":"123"}"#, 400, "EINVAL"),
         (Action::Fork, r#"{"to":"a"}"#, 400, "INVALID_REQUEST"),
         (Action::Fork, r#"{"to":"bad id"}"#, 400, "INVALID_AGENT_ID"),
@@ -212,6 +224,59 @@ fn bad_time_travel_requests_change_nothing() {
     assert_eq!(
         call(&agent, request("a", Action::Undo, reader, "{}")).0,
         403
+    );
+}
+
+/// `max_text_file_bytes` out of range is refused with the range, not
+/// capped silently; a text diff not sent says which limit it exceeded (the
+/// file's size, or the patch's).
+#[test]
+fn diff_text_limits_are_bounded_and_named() {
+    let agent = agent();
+    create(&agent, "a");
+    let (status, answer) = call(
+        &agent,
+        request(
+            "a",
+            Action::Diff,
+            Caller::Admin,
+            r#"{"from":"now","text":true,"max_text_file_bytes":1000000000000}"#,
+        ),
+    );
+    assert_eq!(failure(status, &answer), (400, "INVALID_REQUEST"));
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("max_text_file_bytes must be between 1 and 4194304"),
+        "{message}"
+    );
+    ok(&agent, "a", Action::CheckpointCreate, r#"{"name":"empty"}"#);
+    let big: String = (0..40_000).map(|i| format!("line {i}\n")).collect();
+    write(&agent, "/big.txt", &big);
+    write(&agent, "/small.txt", "x\n");
+    let text = |max: u64| {
+        let body = json!({ "from": "empty", "text": true, "max_text_file_bytes": max });
+        let diff = ok(&agent, "a", Action::Diff, &body.to_string());
+        let entry = |path: &str| {
+            diff["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["path"] == path)
+                .unwrap()["text"]
+                .clone()
+        };
+        (entry("/big.txt"), entry("/small.txt"))
+    };
+    let (big_text, small_text) = text(1 << 20);
+    assert_eq!(
+        big_text,
+        json!({ "kind": "too_large", "limit": 256 * 1024, "exceeds": "patch" })
+    );
+    assert_eq!(small_text["kind"], "unified");
+    let (big_text, _) = text(1000);
+    assert_eq!(
+        big_text,
+        json!({ "kind": "too_large", "limit": 1000, "exceeds": "file" })
     );
 }
 
@@ -358,11 +423,216 @@ fn forking_onto_an_existing_agent_is_refused_and_says_what_to_do() {
     assert_eq!(failure(status, &answer), (409, "AGENT_EXISTS"), "{answer}");
     let message = answer["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("\"b\" already exists") && message.contains("delete"),
+        message.contains("\"b\" already exists") && message.contains("never used"),
         "{message}"
     );
     let listed = ok(&target, "b", Action::Tool(Tool::Ls), "{}");
     assert_eq!(listed["entries"], json!([]), "the target is unchanged");
+}
+
+/// The tables in `agent`'s storage.
+fn tables(agent: &Agent<FakeHost>) -> Vec<String> {
+    let tables = agent
+        .host()
+        .db
+        .query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            &[],
+        )
+        .unwrap();
+    tables
+        .iter()
+        .map(|t| t.text(0).unwrap().to_string())
+        .collect()
+}
+
+/// A deleted agent leaves a tombstone: forking onto its id is refused
+/// (`409 AGENT_EXISTED`, saying why), nothing is staged there, and that
+/// holds again after the admin re-creates it empty and deletes it again.
+#[test]
+fn forking_onto_a_deleted_agent_is_refused_and_says_why() {
+    let (source, target) = pair();
+    write(&source, "/a.txt", "x");
+    create(&target, "b");
+    ok(
+        &target,
+        "b",
+        Action::HookPut("gh".into()),
+        r#"{"exec":{"command":"cat"},"secret":"a-long-enough-secret"}"#,
+    );
+    ok(&target, "b", Action::Delete, "");
+    for round in 0..2 {
+        let (status, answer) = call(
+            &source,
+            request("a", Action::Fork, Caller::Admin, r#"{"to":"b"}"#),
+        );
+        assert_eq!(
+            failure(status, &answer),
+            (409, "AGENT_EXISTED"),
+            "round {round}: {answer}"
+        );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("\"b\" existed and was deleted") && message.contains("never used"),
+            "{message}"
+        );
+        // Nothing was staged: the id is still no agent.
+        let (status, answer) = call(
+            &target,
+            request("b", Action::Tool(Tool::Ls), Caller::Admin, "{}"),
+        );
+        assert_eq!(
+            failure(status, &answer),
+            (404, "AGENT_NOT_FOUND"),
+            "{answer}"
+        );
+        assert_eq!(tables(&target), ["agent_tombstone"], "round {round}");
+        // The admin may re-create it (empty, without its hook) and delete
+        // it again: the tombstone stays.
+        create(&target, "b");
+        let hooks = ok(&target, "b", Action::Hooks, "");
+        assert_eq!(hooks["hooks"], json!([]), "{hooks}");
+        ok(&target, "b", Action::Delete, "");
+    }
+}
+
+/// A broken-off import (its source deleted mid-fork) is dropped whole by
+/// the target's alarm, and that removes only what the import made: while
+/// it was staged nothing else could be added to the target, an agent that
+/// exists is never an import's target (its hooks, schedules and settings
+/// stay), and the dropped id, which never held an agent, takes a new fork.
+#[test]
+fn a_broken_off_import_removes_only_what_it_made() {
+    let (source, target) = pair();
+    write(&source, "/f.bin", &noise(3, 5 << 20));
+    // An agent that exists, with a hook, a schedule and settings, refuses
+    // the fork and keeps all of them.
+    let other = Rc::new(common::agent());
+    source
+        .host()
+        .peers
+        .borrow_mut()
+        .push(("c".into(), other.clone()));
+    create(&other, "c");
+    ok(
+        &other,
+        "c",
+        Action::HookPut("gh".into()),
+        r#"{"exec":{"command":"cat"},"secret":"a-long-enough-secret"}"#,
+    );
+    ok(
+        &other,
+        "c",
+        Action::ScheduleCreate,
+        r#"{"delay_ms":60000,"exec":{"command":"true"}}"#,
+    );
+    ok(
+        &other,
+        "c",
+        Action::SettingsPut,
+        r#"{"checkpoints":{"automatic":false}}"#,
+    );
+    let (status, answer) = call(
+        &source,
+        request("a", Action::Fork, Caller::Admin, r#"{"to":"c"}"#),
+    );
+    assert_eq!(failure(status, &answer), (409, "AGENT_EXISTS"), "{answer}");
+    assert_eq!(
+        ok(&other, "c", Action::Hooks, "")["hooks"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        ok(&other, "c", Action::Schedules, "")["schedules"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        ok(&other, "c", Action::Settings, "")["checkpoints"]["automatic"],
+        false
+    );
+    // A fork into a fresh id breaks off, and its source is deleted.
+    target.host().db.fail_nth("INTO import_chunks", 9);
+    let broken = call(
+        &source,
+        request("a", Action::Fork, Caller::Admin, r#"{"to":"b"}"#),
+    );
+    assert_eq!(broken.0, 502, "{}", broken.1);
+    ok(&source, "a", Action::Delete, "");
+    // Meanwhile nothing else lands on the target.
+    for (action, body) in [
+        (
+            Action::HookPut("gh".into()),
+            r#"{"exec":{"command":"cat"},"secret":"a-long-enough-secret"}"#,
+        ),
+        (
+            Action::SettingsPut,
+            r#"{"checkpoints":{"automatic":false}}"#,
+        ),
+        (Action::Create, ""),
+    ] {
+        let (status, answer) = call(&target, request("b", action.clone(), Caller::Admin, body));
+        assert_eq!(
+            failure(status, &answer),
+            (409, "AGENT_FORKING"),
+            "{action:?}: {answer}"
+        );
+    }
+    let deadline = target.host().alarm.get().expect("the target set its alarm");
+    target.host().clock.set(deadline);
+    block_on(target.alarm()).unwrap();
+    assert_eq!(
+        tables(&target),
+        Vec::<String>::new(),
+        "no agent, no tombstone"
+    );
+    // The id never held an agent: a new fork into it is taken.
+    let again = agent();
+    create(&again, "a");
+    again
+        .host()
+        .peers
+        .borrow_mut()
+        .push(("b".into(), target.clone()));
+    write(&again, "/g.txt", "g");
+    ok(&again, "a", Action::Fork, r#"{"to":"b"}"#);
+    assert_eq!(read(&target, "b", "/g.txt")["content"], "g");
+}
+
+/// Only the deployment's admin token makes agents: an agent token holding
+/// `admin` may not fork (another agent) nor create its own agent, and the
+/// refusal names the admin token; it may still `PUT` its agent once it
+/// exists.
+#[test]
+fn an_agent_token_may_not_make_agents() {
+    let (source, target) = pair();
+    write(&source, "/a.txt", "x");
+    let admin_of_a = token("t", &[Scope::Admin, Scope::Read, Scope::Write]);
+    let (status, answer) = call(
+        &source,
+        request("a", Action::Fork, admin_of_a.clone(), r#"{"to":"b"}"#),
+    );
+    assert_eq!(failure(status, &answer), (403, "FORBIDDEN"), "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("admin token (API_TOKEN)"), "{message}");
+    let (status, _) = call(
+        &target,
+        request("b", Action::Tool(Tool::Ls), Caller::Admin, "{}"),
+    );
+    assert_eq!(status, 404, "no agent was made");
+    let (status, answer) = call(
+        &target,
+        request("b", Action::Create, admin_of_a.clone(), ""),
+    );
+    assert_eq!(failure(status, &answer), (403, "FORBIDDEN"), "{answer}");
+    assert_eq!(tables(&target), Vec::<String>::new());
+    let (status, answer) = call(&source, request("a", Action::Create, admin_of_a, ""));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["created"], false);
 }
 
 #[test]
@@ -414,18 +684,7 @@ fn a_stalled_fork_is_dropped_by_the_targets_alarm() {
         request("b", Action::Tool(Tool::Ls), Caller::Admin, "{}"),
     );
     assert_eq!(failure(status, &answer), (404, "AGENT_NOT_FOUND"));
-    let tables = target
-        .host()
-        .db
-        .query(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-            &[],
-        )
-        .unwrap();
-    let names: Vec<String> = tables
-        .iter()
-        .map(|t| t.text(0).unwrap().to_string())
-        .collect();
+    let names = tables(&target);
     assert!(names.is_empty(), "the dropped fork left storage: {names:?}");
     assert_eq!(target.host().now_ms(), deadline);
 }

@@ -24,6 +24,9 @@ pub trait Fs {
     fn read_many(&self, nodes: &[Node]) -> Result<Vec<Vec<u8>>>;
     /// Replaces (or creates, without creating parents) a regular file.
     fn write(&self, path: &VPath, data: &[u8]) -> Result<()>;
+    /// [`Fs::write`] with permission bits `mode` and modification time
+    /// `mtime_ms`, as one change (how an archive member is extracted).
+    fn write_stamped(&self, path: &VPath, data: &[u8], mode: u32, mtime_ms: i64) -> Result<()>;
     /// Appends to (or creates) a regular file.
     fn append(&self, path: &VPath, data: &[u8]) -> Result<()>;
     /// The entries of a directory, in name order.
@@ -74,6 +77,13 @@ impl<S: Sql> Fs for Vfs<'_, S> {
     }
     fn write(&self, path: &VPath, data: &[u8]) -> Result<()> {
         Vfs::write(self, path, data, NO_PARENTS).map(drop)
+    }
+    fn write_stamped(&self, path: &VPath, data: &[u8], mode: u32, mtime_ms: i64) -> Result<()> {
+        let options = WriteOptions {
+            mode: Some(mode),
+            ..NO_PARENTS
+        };
+        Vfs::write_stamped(self, path, data, options, mtime_ms).map(drop)
     }
     fn append(&self, path: &VPath, data: &[u8]) -> Result<()> {
         Vfs::append(self, path, data, NO_PARENTS).map(drop)

@@ -158,6 +158,19 @@ impl<S: Sql> Vfs<'_, S> {
 
     /// Replaces (or creates) the file at `path` with `data`.
     pub fn write(&self, path: &VPath, data: &[u8], options: WriteOptions) -> Result<Written> {
+        self.write_stamped(path, data, options, self.now_ms)
+    }
+
+    /// [`Vfs::write`], the file then modified at `mtime_ms` rather than
+    /// now: what extracting an archive member needs, as one change (one
+    /// revision) instead of a write, a chmod and a touch.
+    pub fn write_stamped(
+        &self,
+        path: &VPath,
+        data: &[u8],
+        options: WriteOptions,
+        mtime_ms: i64,
+    ) -> Result<Written> {
         self.check_size(path, data.len() as u64)?;
         self.change(|rev| {
             let (real, node, created) = self.prepare_file(path, options, rev)?;
@@ -166,7 +179,8 @@ impl<S: Sql> Vfs<'_, S> {
             } else {
                 self.set_content(node.ino, data)?;
             }
-            self.finish_file(rev, &real, node.ino, data.len() as u64, created)
+            let size = data.len() as u64;
+            self.finish_file_at(rev, &real, node.ino, size, created, mtime_ms)
         })
     }
 
@@ -247,9 +261,22 @@ impl<S: Sql> Vfs<'_, S> {
         size: u64,
         created: bool,
     ) -> Result<Written> {
+        self.finish_file_at(rev, real, ino, size, created, self.now_ms)
+    }
+
+    /// [`Vfs::finish_file`] with the modification time `mtime_ms`.
+    fn finish_file_at(
+        &self,
+        rev: i64,
+        real: &VPath,
+        ino: i64,
+        size: u64,
+        created: bool,
+        mtime_ms: i64,
+    ) -> Result<Written> {
         self.db.execute(
             "UPDATE nodes SET size = ?, mtime = ?, rev = ? WHERE ino = ?",
-            params![size as i64, self.now_ms, rev, ino],
+            params![size as i64, mtime_ms, rev, ino],
         )?;
         let kind = if created {
             ChangeKind::Created

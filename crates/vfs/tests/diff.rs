@@ -9,8 +9,8 @@ use std::cell::Cell;
 use common::*;
 use stead_sql::{Param, Row, Sql, SqlError, SqliteDb};
 use stead_vfs::{
-    Diff, DiffMethod, DiffOptions, Operation, PathChange, Point, Scope, TextDiff, TextOptions, Vfs,
-    CHUNK_SIZE,
+    Diff, DiffMethod, DiffOptions, Operation, Oversize, PathChange, Point, Scope, TextDiff,
+    TextOptions, Vfs, CHUNK_SIZE,
 };
 
 fn diff(vfs: &Vfs<'_, impl Sql>, from: Point, to: Point) -> Diff {
@@ -257,7 +257,13 @@ fn text_diffs_are_unified_capped_and_never_binary() {
     );
     assert_eq!(text("/bin"), TextDiff::Binary);
     assert_eq!(text("/latin1"), TextDiff::Binary);
-    assert_eq!(text("/big.txt"), TextDiff::TooLarge { limit: 1 << 20 });
+    assert_eq!(
+        text("/big.txt"),
+        TextDiff::TooLarge {
+            limit: 1 << 20,
+            exceeds: Oversize::File
+        }
+    );
 }
 
 #[test]

@@ -2,9 +2,15 @@
 //! the Worker (before the agent wakes) and in the agent alike: origins and
 //! CORS, refused credentials, and HTTP methods it does not serve.
 //!
-//! - **Origins.** A request whose `Origin` is neither the endpoint's own
-//!   nor listed in `MCP_ALLOWED_ORIGINS` is refused with `403`, as both
-//!   revisions ask against DNS rebinding. A browser page on a listed origin
+//! - **Origins.** A request whose `Origin` is not listed in
+//!   `MCP_ALLOWED_ORIGINS` is refused with `403`, as both revisions ask
+//!   against DNS rebinding. The endpoint's own origin is not admitted
+//!   unless listed: it is read from the request's `Host`, which is just
+//!   what a rebinding page controls (its `Origin` and the `Host` it sends
+//!   name the same attacker's host), so only configuration can say which
+//!   origins are trusted. A request without `Origin` (not a browser's
+//!   cross-origin one: an MCP client, `curl`) is not refused by this check.
+//!   A browser page on a listed origin
 //!   first sends a CORS preflight (`OPTIONS`, without a credential, as
 //!   browsers do): it is answered `204` with the methods and headers the
 //!   transport uses, and every answer to that origin carries
@@ -54,8 +60,9 @@ pub fn is_endpoint(path: &str) -> bool {
     )
 }
 
-/// The origins that may call the endpoint: its own and those listed
-/// (comma-separated) in `MCP_ALLOWED_ORIGINS`.
+/// The origins that may call the endpoint: those listed (comma-separated)
+/// in `MCP_ALLOWED_ORIGINS`; and the endpoint's own, which links it makes
+/// are built on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origins {
     own: String,
@@ -76,14 +83,16 @@ impl Origins {
         }
     }
 
-    /// The endpoint's own origin.
+    /// The endpoint's own origin, as the request named it: what links it
+    /// hands out are built on, never a reason to trust a caller.
     pub fn own(&self) -> &str {
         &self.own
     }
 
-    /// Whether a request from `origin` may be served.
+    /// Whether a request from `origin` may be served: only a configured
+    /// origin is (see the module docs).
     pub fn admits(&self, origin: &str) -> bool {
-        origin == self.own || self.listed.iter().any(|o| o == origin)
+        self.listed.iter().any(|o| o == origin)
     }
 
     /// The refusal of a request whose `Origin` is not admitted, if it is
@@ -242,6 +251,26 @@ mod tests {
         assert!(header(&reply, "access-control-expose-headers")
             .unwrap()
             .contains("Mcp-Session-Id"));
+    }
+
+    /// DNS rebinding: a page on an attacker's host that resolves to the
+    /// Worker sends `Origin` and `Host` naming that host, so "the endpoint's
+    /// own origin" (read from `Host`) is the attacker's; only the listed
+    /// origins are trusted, the own one too only when listed.
+    #[test]
+    fn an_origin_matching_the_host_passes_only_when_configured() {
+        let rebound = Origins::new("http://rebound.test:8787", None);
+        let refused: Option<Reply> = rebound.refusal(Some("http://rebound.test:8787"));
+        assert_eq!(refused.map(|r| r.status), Some(403));
+        let refused: Reply = rebound.preflight(Some("http://rebound.test:8787"));
+        assert_eq!(refused.status, 403);
+        assert!(!origins().admits("https://stead.test"));
+        let listed = Origins::new("https://stead.test", Some("https://stead.test"));
+        assert!(listed.admits("https://stead.test"));
+        assert!(
+            rebound.refusal::<()>(None).is_none(),
+            "no Origin: not a page"
+        );
     }
 
     #[test]

@@ -91,8 +91,8 @@ pub struct McpRequest<B> {
     pub caller: Caller,
     pub method: HttpMethod,
     pub headers: McpHeaders,
-    /// The origins that may call: the endpoint's own and those of
-    /// `MCP_ALLOWED_ORIGINS`.
+    /// The origins that may call (those of `MCP_ALLOWED_ORIGINS`), and the
+    /// endpoint's own.
     pub origins: Origins,
     pub body: B,
 }

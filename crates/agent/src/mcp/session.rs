@@ -7,8 +7,11 @@
 //! every pause: they live in SQLite (`mcp_sessions`) and survive restarts,
 //! deploys and eviction. A session is its creator's: another credential
 //! presenting its id is answered as if it did not exist. Sessions idle for
-//! [`IDLE_MS`] are deleted when the next one is created, and an agent keeps
-//! at most [`MAX_SESSIONS`] (the least recently used go first).
+//! [`IDLE_MS`] are deleted when the next one is created, and each
+//! credential keeps at most [`MAX_SESSIONS_PER_CREDENTIAL`] (its least
+//! recently used go first): one credential opening sessions in a loop ends
+//! only its own, never another's. [`MAX_SESSIONS`] bounds an agent's table
+//! whatever the number of credentials (only the admin mints tokens).
 
 use serde_json::Value;
 use stead_sql::{params, Sql};
@@ -18,8 +21,10 @@ use crate::mcp::revision::Version;
 
 /// A session unused this long is gone.
 pub const IDLE_MS: i64 = 24 * 60 * 60 * 1000;
-/// Sessions one agent keeps.
-pub const MAX_SESSIONS: i64 = 1000;
+/// Sessions one credential (the admin token, or one agent token) keeps.
+pub const MAX_SESSIONS_PER_CREDENTIAL: i64 = 100;
+/// Sessions one agent keeps, all credentials together.
+pub const MAX_SESSIONS: i64 = 10_000;
 /// How stale `used_ms` may get before a request refreshes it (so most
 /// requests only read the session).
 const TOUCH_MS: i64 = 60 * 1000;
@@ -60,7 +65,12 @@ impl<'a, S: Sql> Sessions<'a, S> {
             )?;
             self.db.execute(
                 "DELETE FROM mcp_sessions WHERE id IN (SELECT id FROM mcp_sessions \
-                 ORDER BY used_ms DESC LIMIT -1 OFFSET ?)",
+                 WHERE actor = ? ORDER BY used_ms DESC, rowid DESC LIMIT -1 OFFSET ?)",
+                params![actor, MAX_SESSIONS_PER_CREDENTIAL - 1],
+            )?;
+            self.db.execute(
+                "DELETE FROM mcp_sessions WHERE id IN (SELECT id FROM mcp_sessions \
+                 ORDER BY used_ms DESC, rowid DESC LIMIT -1 OFFSET ?)",
                 params![MAX_SESSIONS - 1],
             )?;
             let client = client.to_string();
@@ -136,5 +146,47 @@ impl<'a, S: Sql> Sessions<'a, S> {
             params![id, actor],
         )?;
         Ok(!gone.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stead_sql::{migrate, SqliteDb, MIGRATIONS};
+
+    /// A credential opening sessions in a loop (the issue: 1,005
+    /// `initialize` calls with a `ports`-only token) ends its own oldest
+    /// ones, never another credential's.
+    #[test]
+    fn sessions_are_bounded_per_credential() {
+        let db = SqliteDb::memory().unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        let client = serde_json::json!({});
+        Sessions::new(&db, 1_000)
+            .create("admin-1", "admin", Version::V2025_11_25, &client)
+            .unwrap();
+        let flood = MAX_SESSIONS_PER_CREDENTIAL + 5;
+        for n in 0..flood {
+            Sessions::new(&db, 2_000 + n)
+                .create(&format!("p-{n}"), "token:p", Version::V2025_11_25, &client)
+                .unwrap();
+        }
+        let now = Sessions::new(&db, 2_000 + flood);
+        assert!(now.find("admin-1", "admin").unwrap().is_some());
+        assert!(
+            now.find("p-0", "token:p").unwrap().is_none(),
+            "its oldest went"
+        );
+        assert!(now.find("p-5", "token:p").unwrap().is_some());
+        let kept = db
+            .query_row(
+                "SELECT count(*) FROM mcp_sessions WHERE actor = 'token:p'",
+                params![],
+            )
+            .unwrap()
+            .unwrap()
+            .int(0)
+            .unwrap();
+        assert_eq!(kept, MAX_SESSIONS_PER_CREDENTIAL);
     }
 }

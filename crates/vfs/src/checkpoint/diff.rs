@@ -194,8 +194,19 @@ pub enum TextDiff {
     Unified { patch: String },
     /// One side is not text (a NUL byte in its first 8 KiB, or not UTF-8).
     Binary,
-    /// A side, or the diff itself, exceeds `limit` bytes.
-    TooLarge { limit: u64 },
+    /// A side, or the diff itself, exceeds `limit` bytes (`exceeds` says
+    /// which limit).
+    TooLarge { limit: u64, exceeds: Oversize },
+}
+
+/// What a text diff too large to send exceeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Oversize {
+    /// A side is larger than [`TextOptions::max_file_bytes`].
+    File,
+    /// The patch is larger than [`TextOptions::max_page_bytes`].
+    Patch,
 }
 
 /// A point resolved to something readable.
@@ -645,6 +656,7 @@ impl<S: Sql> Vfs<'_, S> {
         if too_large {
             return Ok(Some(TextDiff::TooLarge {
                 limit: limits.max_file_bytes,
+                exceeds: Oversize::File,
             }));
         }
         let read = |side: &Side, node: &Option<Node>| -> Result<Vec<u8>> {
@@ -680,6 +692,7 @@ impl<S: Sql> Vfs<'_, S> {
         if patch.len() > limits.max_page_bytes {
             return Ok(Some(TextDiff::TooLarge {
                 limit: limits.max_page_bytes as u64,
+                exceeds: Oversize::Patch,
             }));
         }
         Ok(Some(TextDiff::Unified { patch }))

@@ -48,8 +48,8 @@ use crate::resolve::Resolved;
 use crate::{json_ids, Vfs};
 
 pub use diff::{
-    Diff, DiffEntry, DiffMethod, DiffOptions, EntryInfo, PathChange, Point, PointInfo, TextDiff,
-    TextOptions,
+    Diff, DiffEntry, DiffMethod, DiffOptions, EntryInfo, Oversize, PathChange, Point, PointInfo,
+    TextDiff, TextOptions,
 };
 pub use fork::{
     ExportCursor, ExportPage, ImportProgress, ImportStatus, FORK_FORMAT, MAX_FORK_FRAME,

@@ -27,6 +27,13 @@ use crate::limits::Abort;
 use crate::utils::{strerror, Ctx};
 
 const BLOCK: usize = 512;
+/// CPU units one extracted member is charged beyond its bytes: each is a
+/// change to the workspace's storage (a few SQL statements, each crossing
+/// from the isolate to the runtime on Workers), far more work than
+/// processing its 512-byte header. At the default `max_cpu_units` an exec
+/// extracts about 30,000 members (an empty one included) before it ends
+/// on that limit; a larger archive is the computer's to unpack.
+const MEMBER_COST: u64 = 1 << 15;
 /// GNU tar pads archives to records of 20 blocks.
 const RECORD: usize = 20 * BLOCK;
 
@@ -474,6 +481,11 @@ struct TarArgs {
 struct TarState {
     status: i32,
     warned_slash: bool,
+    /// Directories of the destination already found or made by this
+    /// extraction, so each member's parents are looked up once, not once
+    /// per member. Safe to trust: extraction never turns a directory into
+    /// anything else (see [`clear_path`]), and nothing else runs meanwhile.
+    dirs: std::collections::HashSet<VPath>,
 }
 
 impl TarState {
@@ -881,6 +893,8 @@ fn read_archive(
         match &dest {
             None => list_member(ctx, args, member)?,
             Some(dest) => {
+                ctx.budget.charge_cpu(MEMBER_COST)?;
+                ctx.budget.check_time(ctx.clock)?;
                 if let Some(dir) = extract_member(ctx, args, state, dest, member)? {
                     dir_times.push((dir, member.mtime_ms));
                 }
@@ -957,17 +971,27 @@ fn safe_name(
 
 /// Creates the directories from `dest` down to `path`'s parent, refusing to
 /// go through a symlink or a file. The error names the offending component.
-fn prepare_parents(ctx: &Ctx<'_>, dest: &VPath, path: &VPath) -> Result<(), String> {
-    let Some(relative) = path
-        .parent()
-        .as_ref()
-        .and_then(|p| p.strip_prefix(dest).map(str::to_string))
-    else {
+fn prepare_parents(
+    ctx: &Ctx<'_>,
+    state: &mut TarState,
+    dest: &VPath,
+    path: &VPath,
+) -> Result<(), String> {
+    let Some(parent) = path.parent() else {
+        return Err("Cannot open: Not inside the destination".into());
+    };
+    if state.dirs.contains(&parent) {
+        return Ok(());
+    }
+    let Some(relative) = parent.strip_prefix(dest).map(str::to_string) else {
         return Err("Cannot open: Not inside the destination".into());
     };
     let mut dir = dest.clone();
     for part in relative.split('/').filter(|p| !p.is_empty()) {
         dir = dir.join(part);
+        if state.dirs.contains(&dir) {
+            continue;
+        }
         match ctx.fs.stat(&dir, false) {
             Ok(node) if node.is_dir() => {}
             Ok(node) if node.kind == Kind::Symlink => {
@@ -979,6 +1003,7 @@ fn prepare_parents(ctx: &Ctx<'_>, dest: &VPath, path: &VPath) -> Result<(), Stri
                 .mkdir(&dir, false)
                 .map_err(|e| format!("Cannot mkdir: {}", strerror(&e)))?,
         }
+        state.dirs.insert(dir.clone());
     }
     Ok(())
 }
@@ -1033,12 +1058,15 @@ fn extract_member(
             return Ok(None);
         }
     };
-    if let Err(message) = prepare_parents(ctx, dest, &path) {
+    if let Err(message) = prepare_parents(ctx, state, dest, &path) {
         state.fail(ctx, &format!("{}: {message}", m.name))?;
         return Ok(None);
     }
     let made = match m.kind {
-        MemberKind::Dir => make_dir(ctx, &path, m.mode).map(|()| Some(path.clone())),
+        MemberKind::Dir => make_dir(ctx, &path, m.mode).map(|()| {
+            state.dirs.insert(path.clone());
+            Some(path.clone())
+        }),
         MemberKind::File => write_member(ctx, &path, m)?.map(|()| None),
         MemberKind::Symlink => clear_path(ctx, &path)
             .and_then(|_| ctx.fs.symlink(&m.link, &path))
@@ -1085,10 +1113,10 @@ fn write_member(
         Ok(None) => {}
         Err(error) => return Ok(Err(error)),
     }
-    Ok(ctx.write_file(path, &m.data)?.and_then(|()| {
-        ctx.fs.chmod(path, m.mode & 0o1777)?;
-        ctx.fs.touch(path, Some(m.mtime_ms))
-    }))
+    ctx.budget.charge_write(m.data.len() as u64)?;
+    Ok(ctx
+        .fs
+        .write_stamped(path, &m.data, m.mode & 0o1777, m.mtime_ms))
 }
 
 /// A hard link member becomes a copy of its (already extracted) target,
