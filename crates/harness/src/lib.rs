@@ -572,18 +572,17 @@ impl Socket {
             .expect("websocket send");
     }
 
-    /// The next text message, or `None` after `timeout` without one.
-    /// Panics if the socket closes.
-    pub fn recv_text(&mut self, timeout: Duration) -> Option<String> {
+    /// The next text or close frame, or `None` after `timeout` without one
+    /// (other frames are skipped).
+    fn next_frame(&mut self, timeout: Duration) -> Option<tungstenite::Message> {
         self.ws
             .get_mut()
             .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
             .expect("read timeout");
         loop {
             match self.ws.read() {
-                Ok(tungstenite::Message::Text(text)) => return Some(text.to_string()),
-                Ok(tungstenite::Message::Close(frame)) => {
-                    panic!("the peer closed the socket: {frame:?}")
+                Ok(message @ (tungstenite::Message::Text(_) | tungstenite::Message::Close(_))) => {
+                    return Some(message)
                 }
                 Ok(_) => continue,
                 Err(tungstenite::Error::Io(e))
@@ -599,32 +598,21 @@ impl Socket {
         }
     }
 
+    /// The next text message, or `None` after `timeout` without one.
+    /// Panics if the socket closes.
+    pub fn recv_text(&mut self, timeout: Duration) -> Option<String> {
+        match self.next_frame(timeout)? {
+            tungstenite::Message::Text(text) => Some(text.to_string()),
+            other => panic!("the peer closed the socket: {other:?}"),
+        }
+    }
+
     /// The code of the close frame the peer sends next, or `None` after
     /// `timeout` without one. Panics on a text message before it.
     pub fn recv_close(&mut self, timeout: Duration) -> Option<u16> {
-        self.ws
-            .get_mut()
-            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
-            .expect("read timeout");
-        loop {
-            match self.ws.read() {
-                Ok(tungstenite::Message::Close(frame)) => {
-                    return Some(frame.map_or(1005, |f| u16::from(f.code)))
-                }
-                Ok(tungstenite::Message::Text(text)) => {
-                    panic!("a message instead of the close: {text}")
-                }
-                Ok(_) => continue,
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return None
-                }
-                Err(e) => panic!("websocket read failed: {e}"),
-            }
+        match self.next_frame(timeout)? {
+            tungstenite::Message::Close(frame) => Some(frame.map_or(1005, |f| u16::from(f.code))),
+            other => panic!("a message instead of the close: {other:?}"),
         }
     }
 
