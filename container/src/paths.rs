@@ -84,6 +84,11 @@ pub fn child(dir: &str, name: &str) -> String {
     }
 }
 
+/// The last name of a checked path other than `/`.
+pub fn name(path: &str) -> &str {
+    path.rsplit_once('/').map_or(path, |(_, name)| name)
+}
+
 /// The proper ancestors of a checked path, outermost first, without `/`.
 pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
     path.match_indices('/')
@@ -144,6 +149,8 @@ mod tests {
         assert!(within("/x", "/"));
         assert_eq!(child("/", "a"), "/a");
         assert_eq!(child("/a", "b"), "/a/b");
+        assert_eq!(name("/a/b"), "b");
+        assert_eq!(name("/a"), "a");
     }
 
     #[test]
