@@ -67,8 +67,9 @@ pub fn apply(
         .collect();
     let mut changes = check_changes(push.changes)?;
     leave_out_system_paths(container, state, push.full, &mut changes);
-    let root =
-        Dir::root(&container.workspace).map_err(|e| ApiError::io("opening the workspace", e))?;
+    let root = container
+        .open_root()
+        .map_err(|e| ApiError::io("opening the workspace", e))?;
 
     let missing = gather_chunks(container, &root, state, &changes)?;
     if !missing.is_empty() {
@@ -339,9 +340,10 @@ impl Apply<'_> {
                 let mode = perm(*mode);
                 if let Observed::Found(Entry::File { chunks: have, .. }, _) = &observed {
                     if have == chunks {
-                        dir.set_mode(name, mode)?;
+                        let inode = dir.inode(name)?;
+                        inode.set_mode(mode)?;
                         if let Some(time) = self.mtime(path) {
-                            dir.set_mtime(name, time)?;
+                            inode.set_mtime(time)?;
                         }
                         let stat = stat_of(&dir, name)?;
                         let entry = Entry::File {

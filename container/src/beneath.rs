@@ -27,6 +27,13 @@
 //!
 //! Only the root's own path is taken whole: it lies outside what commands
 //! can see or change (in the image, it is `/`).
+//!
+//! A hard link is the other way to put someone else's file on a workspace
+//! path (where the kernel allows linking files one does not own). A
+//! regular file with more than one link that the commands' user does not
+//! own is not the workspace's: it is neither read nor changed in place
+//! (checked on the opened descriptor, so a swap after the check changes
+//! nothing); a push replaces the name instead.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -42,6 +49,8 @@ use crate::disk::Stat;
 #[derive(Debug)]
 pub struct Dir {
     fd: OwnedFd,
+    /// The uid commands run as, when it is not the program's own.
+    user: Option<u32>,
 }
 
 /// What kind of thing a name is (not following a symlink).
@@ -61,6 +70,8 @@ pub enum Kind {
 pub struct Meta {
     pub kind: Kind,
     pub stat: Stat,
+    pub uid: u32,
+    pub links: u64,
 }
 
 impl Meta {
@@ -91,6 +102,8 @@ impl Meta {
                 ino: raw.st_ino as u64,
                 mode: raw.st_mode as u32,
             },
+            uid: raw.st_uid as u32,
+            links: raw.st_nlink as u64,
         }
     }
 }
@@ -128,9 +141,18 @@ pub fn is_missing(error: &io::Error) -> bool {
     )
 }
 
+/// The error for a file that is someone else's (see the module docs).
+fn foreign_file() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        "a hard link to a file the commands' user does not own",
+    )
+}
+
 impl Dir {
-    /// Opens the workspace's root directory at `root`.
-    pub fn root(root: &Path) -> io::Result<Dir> {
+    /// Opens the workspace's root directory at `root`, whose commands run
+    /// as `user` (`None`: as the program's own user).
+    pub fn root(root: &Path, user: Option<u32>) -> io::Result<Dir> {
         let path = c_name(root.as_os_str())?;
         // SAFETY: a NUL-terminated path; the descriptor is owned below.
         let fd = check(unsafe {
@@ -139,14 +161,22 @@ impl Dir {
                 libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
             )
         })?;
-        Ok(Dir::owning(fd))
+        Ok(Dir::owning(fd, user))
     }
 
-    fn owning(fd: RawFd) -> Dir {
+    fn owning(fd: RawFd, user: Option<u32>) -> Dir {
         // SAFETY: `fd` was just returned by the kernel and nothing else owns it.
         Dir {
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            user,
         }
+    }
+
+    /// Whether `meta` is a file that is not the workspace's (see the module
+    /// docs).
+    pub fn is_foreign(&self, meta: &Meta) -> bool {
+        self.user
+            .is_some_and(|uid| meta.kind == Kind::File && meta.links > 1 && meta.uid != uid)
     }
 
     fn raw(&self) -> RawFd {
@@ -170,7 +200,7 @@ impl Dir {
     /// The directory `name` in this one (a symlink there is refused).
     pub fn open_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
         let fd = self.open_at(name.as_ref(), libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
-        Ok(Dir::owning(fd))
+        Ok(Dir::owning(fd, self.user))
     }
 
     /// The directory at checked workspace path `path` below this root.
@@ -179,6 +209,7 @@ impl Dir {
         let Some(first) = names.next() else {
             return Ok(Dir {
                 fd: self.fd.try_clone()?,
+                user: self.user,
             });
         };
         let mut dir = self.open_dir(first)?;
@@ -221,13 +252,17 @@ impl Dir {
         fstat(self.raw())
     }
 
-    /// Opens `name` for reading, refusing a symlink; non-blocking, so a
-    /// FIFO planted there cannot hang the program (the caller checks the
-    /// kind on the opened file).
+    /// Opens `name` for reading, refusing a symlink and a file that is
+    /// not the workspace's; non-blocking, so a FIFO planted there cannot
+    /// hang the program (the caller checks the kind on the opened file).
     pub fn open_read(&self, name: impl AsRef<OsStr>) -> io::Result<File> {
         let fd = self.open_at(name.as_ref(), libc::O_RDONLY | libc::O_NONBLOCK, 0)?;
         // SAFETY: a descriptor just opened and owned by nobody else.
-        Ok(unsafe { File::from_raw_fd(fd) })
+        let file = unsafe { File::from_raw_fd(fd) };
+        if self.is_foreign(&fstat(file.as_raw_fd())?) {
+            return Err(foreign_file());
+        }
+        Ok(file)
     }
 
     /// Creates `name` (which must not exist) for writing.
@@ -371,22 +406,26 @@ impl Dir {
         Ok(())
     }
 
-    /// Sets the permission bits of `name`, refusing a symlink. The name is
-    /// opened `O_PATH | O_NOFOLLOW` (which needs no permission on the file
-    /// itself), checked, and the mode set through `/proc/self/fd`, which
-    /// names that very inode: what `fchmod` does, for a descriptor `fchmod`
-    /// does not take.
-    pub fn set_mode(&self, name: impl AsRef<OsStr>, mode: u32) -> io::Result<()> {
+    /// `name` itself, opened to change its mode or times in place: a
+    /// symlink and a file that is not the workspace's are refused. Opened
+    /// `O_PATH | O_NOFOLLOW`, which needs no permission on the file.
+    pub fn inode(&self, name: impl AsRef<OsStr>) -> io::Result<Inode> {
         let fd = self.open_at(name.as_ref(), libc::O_PATH, 0)?;
         // SAFETY: a descriptor just opened and owned by nobody else.
-        let opened = unsafe { OwnedFd::from_raw_fd(fd) };
-        if fstat(opened.as_raw_fd())?.kind == Kind::Symlink {
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let meta = fstat(fd.as_raw_fd())?;
+        if meta.kind == Kind::Symlink {
             return Err(io::Error::from_raw_os_error(libc::ELOOP));
         }
-        let via = c_name(OsStr::new(&format!("/proc/self/fd/{}", opened.as_raw_fd())))?;
-        // SAFETY: a NUL-terminated path naming our open descriptor.
-        check(unsafe { libc::chmod(via.as_ptr(), mode as libc::mode_t) })?;
-        Ok(())
+        if self.is_foreign(&meta) {
+            return Err(foreign_file());
+        }
+        Ok(Inode { fd })
+    }
+
+    /// Sets the permission bits of `name` (see [`Dir::inode`]).
+    pub fn set_mode(&self, name: impl AsRef<OsStr>, mode: u32) -> io::Result<()> {
+        self.inode(name)?.set_mode(mode)
     }
 
     /// Sets the permission bits of this directory itself.
@@ -395,10 +434,34 @@ impl Dir {
         check(unsafe { libc::fchmod(self.raw(), mode as libc::mode_t) })?;
         Ok(())
     }
+}
 
-    /// Sets the modification time of `name` (a symlink itself, if one).
-    pub fn set_mtime(&self, name: impl AsRef<OsStr>, time: SystemTime) -> io::Result<()> {
-        let name = c_name(name.as_ref())?;
+/// One inode of the workspace, held open (see [`Dir::inode`]). Changes go
+/// through `/proc/self/fd/<n>`, which names this very inode whatever its
+/// name points at by then: what `fchmod` and `futimens` do, for a
+/// descriptor they do not take.
+pub struct Inode {
+    fd: OwnedFd,
+}
+
+impl Inode {
+    fn via(&self) -> io::Result<CString> {
+        c_name(OsStr::new(&format!(
+            "/proc/self/fd/{}",
+            self.fd.as_raw_fd()
+        )))
+    }
+
+    pub fn set_mode(&self, mode: u32) -> io::Result<()> {
+        let via = self.via()?;
+        // SAFETY: a NUL-terminated path naming our open descriptor.
+        check(unsafe { libc::chmod(via.as_ptr(), mode as libc::mode_t) })?;
+        Ok(())
+    }
+
+    /// Sets the modification time (the access time stays).
+    pub fn set_mtime(&self, time: SystemTime) -> io::Result<()> {
+        let via = self.via()?;
         let (secs, nanos) = match time.duration_since(UNIX_EPOCH) {
             Ok(after) => (after.as_secs() as i64, after.subsec_nanos() as i64),
             Err(before) => {
@@ -421,16 +484,9 @@ impl Dir {
                 tv_nsec: nanos as _,
             },
         ];
-        // SAFETY: a NUL-terminated name relative to our open directory and
+        // SAFETY: a NUL-terminated path naming our open descriptor, and
         // two timespecs.
-        check(unsafe {
-            libc::utimensat(
-                self.raw(),
-                name.as_ptr(),
-                times.as_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        })?;
+        check(unsafe { libc::utimensat(libc::AT_FDCWD, via.as_ptr(), times.as_ptr(), 0) })?;
         Ok(())
     }
 }
@@ -446,7 +502,7 @@ mod tests {
         std::fs::write(outside.path().join("f"), "outside").unwrap();
         std::os::unix::fs::symlink(outside.path(), root.path().join("d")).unwrap();
         std::fs::create_dir(root.path().join("real")).unwrap();
-        let dir = Dir::root(root.path()).unwrap();
+        let dir = Dir::root(root.path(), None).unwrap();
         let error = dir.walk("/d").unwrap_err();
         assert!(is_missing(&error), "{error}");
         assert!(dir.parent("/d/f").is_err());
@@ -466,14 +522,14 @@ mod tests {
     #[test]
     fn names_modes_times_and_removal() {
         let root = tempfile::tempdir().unwrap();
-        let dir = Dir::root(root.path()).unwrap();
+        let dir = Dir::root(root.path(), None).unwrap();
         dir.mkdir("a", 0o755).unwrap();
         let a = dir.walk("/a").unwrap();
         a.create_new("f").unwrap();
         a.symlink("f", "l").unwrap();
         a.set_mode("f", 0o640).unwrap();
         let time = UNIX_EPOCH + std::time::Duration::from_millis(1_500_000_000_123);
-        a.set_mtime("f", time).unwrap();
+        a.inode("f").unwrap().set_mtime(time).unwrap();
         let meta = a.meta("f").unwrap().unwrap();
         assert_eq!((meta.kind, meta.stat.mode & 0o7777), (Kind::File, 0o640));
         assert_eq!(meta.stat.mtime_ms(), 1_500_000_000_123);
@@ -484,5 +540,36 @@ mod tests {
         assert_eq!(a.names().unwrap().len(), 2);
         dir.remove_all("a").unwrap();
         assert!(dir.meta("a").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_hard_link_to_someone_elses_file_is_not_the_workspaces() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("theirs"), "x").unwrap();
+        let mode = std::fs::Permissions::from_mode(0o644);
+        std::fs::set_permissions(root.path().join("theirs"), mode).unwrap();
+        std::fs::hard_link(root.path().join("theirs"), root.path().join("link")).unwrap();
+        // SAFETY: getuid(2) cannot fail and touches no memory.
+        let me = unsafe { libc::getuid() };
+        let mine = Dir::root(root.path(), Some(me)).unwrap();
+        assert!(mine.open_read("link").is_ok());
+        let other = Dir::root(root.path(), Some(me + 1)).unwrap();
+        let meta = other.meta("link").unwrap().unwrap();
+        assert!(other.is_foreign(&meta));
+        let refused = other.open_read("link").unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::PermissionDenied);
+        assert!(other.set_mode("link", 0o6755).is_err());
+        assert_eq!(
+            std::fs::metadata(root.path().join("theirs"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o7777,
+            0o644
+        );
+        // One link only: a file the program or the operator put there.
+        std::fs::remove_file(root.path().join("link")).unwrap();
+        assert!(other.open_read("theirs").is_ok());
     }
 }

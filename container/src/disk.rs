@@ -94,6 +94,9 @@ pub fn observe(dir: &Dir, name: impl AsRef<OsStr>, known: Option<&Known>) -> io:
             })?;
             Ok(Observed::Found(Entry::Symlink { target }, stat))
         }
+        Kind::File if dir.is_foreign(&meta) => Ok(Observed::Unsupported(
+            "a hard link to a file the commands' user does not own cannot be synced",
+        )),
         Kind::File => {
             if let Some(Known {
                 entry: entry @ Entry::File { .. },

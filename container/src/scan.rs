@@ -23,7 +23,6 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
-use std::path::Path;
 
 use stead_sync::{Change, ChunkHash, Entry, IgnoreRules, Skipped};
 
@@ -34,8 +33,8 @@ use crate::paths::{child, within};
 
 /// The workspace as the scan sees it.
 pub struct Workspace<'a> {
-    /// Its directory.
-    pub root: &'a Path,
+    /// Its root directory, opened.
+    pub root: Dir,
     pub layout: &'a Layout,
     /// Top-level names the workspace has entries at that the system's
     /// directories stand in for.
@@ -68,7 +67,7 @@ pub fn scan(
     epoch: u64,
     seq: u64,
 ) -> io::Result<Report> {
-    let root = Dir::root(workspace.root)?;
+    let root = workspace.root;
     let mut walk = Walk {
         baseline,
         rules,

@@ -510,7 +510,8 @@ async fn serve_chunks(
             return Err(ApiError::UnknownExec(request.exec));
         }
         let root = Arc::new(
-            Dir::root(&container.workspace)
+            container
+                .open_root()
                 .map_err(|e| ApiError::io("opening the workspace", e))?,
         );
         let mut sources = Vec::new();

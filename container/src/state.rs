@@ -151,6 +151,14 @@ impl Container {
         self.stopping.load(Ordering::SeqCst)
     }
 
+    /// The workspace's root directory, opened (see [`crate::beneath`]).
+    pub fn open_root(&self) -> io::Result<Dir> {
+        Dir::root(
+            &self.workspace,
+            self.confinement.owner.map(|owner| owner.uid),
+        )
+    }
+
     /// Scans the workspace against the baseline now (see [`crate::scan`]),
     /// numbering the report after the scans before it.
     pub fn scan(&self, state: &mut ContainerState) -> io::Result<Report> {
@@ -160,7 +168,7 @@ impl Container {
         }
         state.scans += 1;
         let workspace = Workspace {
-            root: &self.workspace,
+            root: self.open_root()?,
             layout: &self.layout,
             hidden: &state.hidden,
         };

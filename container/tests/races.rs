@@ -245,3 +245,50 @@ fn a_directory_swapped_for_a_symlink_never_leads_the_program_outside() {
     assert_eq!(std::fs::read(client.disk("/d/python3")).unwrap(), content);
     assert_eq!(mode_of(&client.disk("/d/python3")), 0o755);
 }
+
+/// The other way to put someone else's file on a workspace path: a hard
+/// link (where the kernel lets a user link a file it does not own). The
+/// program neither reads it nor changes it in place; a push replaces the
+/// name.
+#[test]
+fn a_hard_link_to_a_file_the_commands_user_does_not_own_is_not_the_workspaces() {
+    if !running_as_root() {
+        // Commands then run as the program's own user: no file is
+        // someone else's.
+        return;
+    }
+    let computer = Computer::start();
+    let client = computer.client();
+    client.sync(true, &[dir("/", 0o755)], &[]);
+    // Beside the workspace, on the same file system; root's, as the
+    // system's files are.
+    let outside = computer.dir.path().join("shadow");
+    std::fs::write(&outside, SECRET_FILE).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::hard_link(&outside, client.disk("/h")).unwrap();
+    let before = fixed(&outside);
+
+    let answer = client.post("/v1/live/scan", &json!({ "id": "s", "limit": 100 }));
+    let report: LiveReport = serde_json::from_slice(&answer.expect(200).body).unwrap();
+    assert!(
+        report.changes.iter().all(|c| c.path != "/h"),
+        "{:?}",
+        report.changes
+    );
+
+    // Its content, with a set-id mode: written anew, the link replaced.
+    client.sync(false, &[file("/h", 0o6755, SECRET_FILE)], &[SECRET_FILE]);
+    assert_eq!(fixed(&outside), before);
+    let written = std::fs::symlink_metadata(client.disk("/h")).unwrap();
+    assert_ne!(written.ino(), before.ino);
+    assert_eq!(written.uid(), NOBODY);
+    assert_eq!(mode_of(&client.disk("/h")), 0o6755);
+
+    // Linked again over the pushed file: a mode-only push is not done in
+    // place on the outside file.
+    std::fs::remove_file(client.disk("/h")).unwrap();
+    std::fs::hard_link(&outside, client.disk("/h")).unwrap();
+    let _ = client.push(false, &[file("/h", 0o4755, SECRET_FILE)]);
+    assert_eq!(fixed(&outside), before);
+}
