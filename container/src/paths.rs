@@ -4,7 +4,11 @@
 //! A path is only joined onto that directory after it passed [`check`], so
 //! `..`, `.`, empty components or NUL bytes can never make the program touch
 //! anything outside the workspace. Container names become directory names
-//! and get the same treatment.
+//! and get the same treatment. A checked path can still lead outside
+//! through a symlink a command planted, so reading, writing or changing
+//! what is there never uses the joined path: see [`crate::beneath`].
+//! [`on_disk`] only names a command's starting directory and what
+//! resolving a `cwd` looks at.
 
 use std::path::{Path, PathBuf};
 
