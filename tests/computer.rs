@@ -601,8 +601,8 @@ fn the_computer_can_be_released_at_once() {
     });
 }
 
-/// A process the agent started swaps workspace directory `/d` for a
-/// symlink to a directory outside the workspace, over and over, while the
+/// A process the agent started swaps workspace directory `/d` with `/link`,
+/// a symlink to a directory outside the workspace, over and over, while the
 /// agent writes and `chmod 6755`s files under `/d` (live sync pushes them)
 /// and commands run (each scans). In a container the outside directory is
 /// the container's own `/usr/bin`; as a local process, a directory of the
@@ -646,13 +646,24 @@ fn a_directory_swapped_for_a_symlink_never_leads_the_computer_outside() {
     };
     agent.write("/d/python3", "v0\n");
     on_computer(&agent, "test -d d");
+    // `/link` points outside; `renameat2(RENAME_EXCHANGE)` swaps it with
+    // `/d` atomically, so at any moment `/d` is one or the other. A push
+    // that replaced the link (a symlink stands where a directory must be)
+    // gets a new one.
     let swapper = format!(
-        "exec python3 -c '\nimport os, sys\nwhile True:\n    try:\n        \
-         if not os.path.lexists(\"d\") and os.path.isdir(\"d.real\"):\n            \
-         os.rename(\"d.real\", \"d\")\n        \
-         os.rename(\"d\", \"d.real\"); os.symlink(sys.argv[1], \"d\")\n        \
-         os.unlink(\"d\"); os.rename(\"d.real\", \"d\")\n    \
-         except OSError:\n        pass\n' {target}"
+        "exec python3 -c '\nimport ctypes, os, sys\n\
+         libc = ctypes.CDLL(None)\n\
+         n = 0\n\
+         while True:\n    \
+             n += 1\n    \
+             try:\n        \
+                 if not os.path.lexists(\"d\"):\n            os.mkdir(\"d\")\n        \
+                 if not os.path.islink(\"d\") and not os.path.islink(\"link\"):\n            \
+                     if os.path.lexists(\"link\"):\n                \
+                         os.rename(\"link\", \"old-%d\" % n)\n            \
+                     os.symlink(sys.argv[1], \"link\")\n    \
+             except OSError:\n        pass\n    \
+             libc.renameat2(-100, b\"d\", -100, b\"link\", 2)\n' {target}"
     );
     let reply = agent.send(
         "POST",
