@@ -10,7 +10,9 @@
 //! refused before anything runs, a computer that dies
 //! mid-command changes nothing, one stopped mid-command loses nothing, the
 //! container gets its secret (and no command can read it), a wrong secret
-//! is refused, and one agent's commands cannot reach another's copy.
+//! is refused, one agent's commands cannot reach another's copy, and a
+//! directory a process swaps for a symlink never leads the program outside
+//! the workspace.
 //!
 //! Two tests need real containers (outbound network policy, idle release):
 //! in the local-process mode they say so on standard error and check
@@ -21,7 +23,7 @@ mod common;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use common::{expect_error, expect_ok, with_runtime, Agent};
+use common::{expect_error, expect_ok, expect_status, with_runtime, Agent};
 use serde_json::{json, Value};
 use stead_harness::{temp_state, ComputerMode, Runtime};
 
@@ -597,4 +599,120 @@ fn the_computer_can_be_released_at_once() {
         let refused = reader.send("POST", &agent.url("/computer/stop"), b"");
         expect_error(&refused, 401, "UNAUTHORIZED");
     });
+}
+
+/// A process the agent started swaps workspace directory `/d` with `/link`,
+/// a symlink to a directory outside the workspace, over and over, while the
+/// agent writes and `chmod 6755`s files under `/d` (live sync pushes them)
+/// and commands run (each scans). In a container the outside directory is
+/// the container's own `/usr/bin`; as a local process, a directory of the
+/// host no command can see, which the program (root on the host) would
+/// reach through the link. Nothing there changes, and nothing of it comes
+/// back into the workspace.
+#[test]
+fn a_directory_swapped_for_a_symlink_never_leads_the_computer_outside() {
+    let agent = Agent::new("computer-swap");
+    let mode = with_runtime(|runtime| runtime.mode());
+    let host_outside = tempfile::tempdir().unwrap();
+    let (target, watched) = match mode {
+        ComputerMode::Container => ("/usr/bin".to_string(), None),
+        ComputerMode::LocalProcess => {
+            let dir = host_outside.path();
+            std::fs::write(dir.join("python3"), "#!/bin/sh\n").unwrap();
+            std::fs::write(dir.join("shadow"), "root-only\n").unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            let program = std::fs::Permissions::from_mode(0o755);
+            std::fs::set_permissions(dir.join("python3"), program).unwrap();
+            let secret = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(dir.join("shadow"), secret).unwrap();
+            let state = |dir: &std::path::Path| {
+                use std::os::unix::fs::MetadataExt;
+                let mut names: Vec<(String, u32, u64, Vec<u8>)> = std::fs::read_dir(dir)
+                    .unwrap()
+                    .map(|e| {
+                        let e = e.unwrap();
+                        let meta = std::fs::symlink_metadata(e.path()).unwrap();
+                        let content = std::fs::read(e.path()).unwrap();
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        (name, meta.mode(), meta.ino(), content)
+                    })
+                    .collect();
+                names.sort();
+                names
+            };
+            let before = state(dir);
+            (dir.to_string_lossy().into_owned(), Some((before, state)))
+        }
+    };
+    agent.write("/d/python3", "v0\n");
+    on_computer(&agent, "test -d d");
+    // `/link` points outside; `renameat2(RENAME_EXCHANGE)` swaps it with
+    // `/d` atomically, so at any moment `/d` is one or the other. A push
+    // that replaced the link (a symlink stands where a directory must be)
+    // gets a new one.
+    let swapper = format!(
+        "exec python3 -c '\nimport ctypes, os, sys\n\
+         libc = ctypes.CDLL(None)\n\
+         n = 0\n\
+         while True:\n    \
+             n += 1\n    \
+             try:\n        \
+                 if not os.path.lexists(\"d\"):\n            os.mkdir(\"d\")\n        \
+                 if not os.path.islink(\"d\") and not os.path.islink(\"link\"):\n            \
+                     if os.path.lexists(\"link\"):\n                \
+                         os.rename(\"link\", \"old-%d\" % n)\n            \
+                     os.symlink(sys.argv[1], \"link\")\n    \
+             except OSError:\n        pass\n    \
+             libc.renameat2(-100, b\"d\", -100, b\"link\", 2)\n' {target}"
+    );
+    let reply = agent.send(
+        "POST",
+        "/processes",
+        json!({ "command": swapper, "cwd": "/" })
+            .to_string()
+            .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let process = reply.json()["process"]["id"].as_str().unwrap().to_string();
+
+    let started = Instant::now();
+    let mut round = 0;
+    while started.elapsed() < Duration::from_secs(10) {
+        round += 1;
+        agent.write("/d/python3", &format!("round {round}\n"));
+        let _ = agent.call("chmod", json!({ "path": "/d/python3", "mode": "6755" }));
+        agent.write(&format!("/d/new-{round}"), "new\n");
+        let _ = agent.call(
+            "chmod",
+            json!({ "path": format!("/d/new-{round}"), "mode": "6755" }),
+        );
+        // A command: a push of what is not there yet, and a scan.
+        let _ = agent.call(
+            "exec",
+            json!({ "command": "true", "backend": "computer", "timeout_ms": 60_000 }),
+        );
+    }
+    expect_ok(&agent.send("DELETE", &format!("/processes/{process}"), b""));
+
+    // Nothing outside came back into the workspace (a listing of
+    // `/usr/bin` or the host directory under `/d`).
+    for path in agent.tree() {
+        let name = path.rsplit('/').next().unwrap();
+        assert!(
+            !["bash", "ls", "env", "shadow"].contains(&name),
+            "an outside file came back: {path}"
+        );
+    }
+    match watched {
+        Some((before, state)) => assert_eq!(state(host_outside.path()), before),
+        None => {
+            let out = on_computer(
+                &agent,
+                "stat -L -c '%a %U' /usr/bin/python3 /usr/bin/env; \
+                 ls -a /usr/bin | grep -c -e stead- -e '^new-' -e conflict-local",
+            );
+            assert_eq!(out["stdout"], "755 root\n755 root\n0\n", "{out}");
+        }
+    }
+    assert!(round > 3, "only {round} rounds");
 }

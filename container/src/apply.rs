@@ -12,6 +12,11 @@
 //!    symlink or file standing where one must be is replaced, so a write
 //!    never follows a symlink out of the workspace.
 //!
+//! All of it is done below an open descriptor of the workspace's root (see
+//! [`crate::beneath`]): a command that swaps a directory for a symlink
+//! while the push runs makes the push fail, never lands a write, a mode or
+//! an owner outside the workspace.
+//!
 //! Everything written belongs to the user commands run as (see
 //! [`crate::confine`]), so they can change it.
 //!
@@ -26,18 +31,19 @@
 //! `<path>.conflict-local-<n>`, which the next scan reports as a new file.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::{self, File};
+use std::ffi::OsString;
+use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{symlink, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stead_sync::{ApplyReply, ChunkHash, Entry, IgnoreRules, Push};
 
+use crate::beneath::{is_missing, Dir};
 use crate::confine::Isolation;
 use crate::disk::{observe, perm, random_hex, Known, Observed, Stat};
 use crate::error::ApiError;
-use crate::paths::{self, ancestors, child, on_disk, within, PathError};
+use crate::paths::{self, ancestors, child, within, PathError};
 use crate::state::{Container, ContainerState};
 
 /// Applies `push` to `container` (its state is locked by the caller).
@@ -61,9 +67,11 @@ pub fn apply(
         .collect();
     let mut changes = check_changes(push.changes)?;
     leave_out_system_paths(container, state, push.full, &mut changes);
-    let root = container.workspace.as_path();
+    let root = container
+        .open_root()
+        .map_err(|e| ApiError::io("opening the workspace", e))?;
 
-    let missing = gather_chunks(container, state, &changes)?;
+    let missing = gather_chunks(container, &root, state, &changes)?;
     if !missing.is_empty() {
         return Ok(ApplyReply::Need { chunks: missing });
     }
@@ -162,6 +170,7 @@ fn leave_out_system_paths(
 /// returns the hashes that are not available anywhere (first-seen order).
 fn gather_chunks(
     container: &Container,
+    root: &Dir,
     state: &ContainerState,
     changes: &BTreeMap<String, Option<Entry>>,
 ) -> Result<Vec<ChunkHash>, ApiError> {
@@ -179,7 +188,7 @@ fn gather_chunks(
         let Some(Entry::File { chunks, .. }) = entry else {
             continue;
         };
-        if content_in_place(&container.workspace, state, path, chunks) {
+        if content_in_place(root, state, path, chunks) {
             continue;
         }
         for hash in chunks {
@@ -188,8 +197,7 @@ fn gather_chunks(
             }
             let mut found = false;
             for (source, i) in index.get(hash).into_iter().flatten() {
-                let abs = on_disk(&container.workspace, source);
-                if let Ok(Some(data)) = crate::disk::read_chunk(&abs, *i, hash) {
+                if let Ok(Some(data)) = crate::disk::read_chunk(root, source, *i, hash) {
                     container
                         .staged
                         .put(hash, &data)
@@ -208,7 +216,7 @@ fn gather_chunks(
 
 /// Whether the baseline says `path` holds `chunks` and its stat data is
 /// unchanged since (so nothing needs writing).
-fn content_in_place(root: &Path, state: &ContainerState, path: &str, chunks: &[ChunkHash]) -> bool {
+fn content_in_place(root: &Dir, state: &ContainerState, path: &str, chunks: &[ChunkHash]) -> bool {
     let Some(Known {
         entry: Entry::File { chunks: have, .. },
         stat: Some(seen),
@@ -217,11 +225,21 @@ fn content_in_place(root: &Path, state: &ContainerState, path: &str, chunks: &[C
         return false;
     };
     have == chunks
-        && fs::symlink_metadata(on_disk(root, path)).is_ok_and(|meta| Stat::of(&meta) == *seen)
+        && root
+            .parent(path)
+            .and_then(|(dir, name)| dir.meta(name))
+            .is_ok_and(|meta| meta.is_some_and(|meta| meta.stat == *seen))
+}
+
+/// The stat data of `name` in `dir`, which must be there.
+fn stat_of(dir: &Dir, name: &str) -> io::Result<Stat> {
+    dir.meta(name)?
+        .map(|meta| meta.stat)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name} vanished")))
 }
 
 struct Apply<'a> {
-    root: &'a Path,
+    root: Dir,
     container: &'a Container,
     state: &'a mut ContainerState,
     written: u64,
@@ -232,10 +250,6 @@ struct Apply<'a> {
 }
 
 impl Apply<'_> {
-    fn abs(&self, path: &str) -> PathBuf {
-        on_disk(self.root, path)
-    }
-
     /// Records that the push decided `path` (for late acks).
     fn touched(&mut self, path: &str) {
         self.state
@@ -261,37 +275,50 @@ impl Apply<'_> {
 
     fn one(&mut self, path: &str, entry: Option<&Entry>) -> io::Result<()> {
         self.touched(path);
-        if entry.is_none() && !self.under_real_dirs(path) {
-            // Nothing is there to remove: its directory is gone (removed
-            // by an earlier change of this push) or is not one. A removal
-            // neither makes directories nor follows a symlink.
-            self.forget(path);
+        if path == "/" {
+            // Only a directory is accepted at the root (see check_changes).
+            if let Some(Entry::Dir { mode }) = entry {
+                self.root.set_own_mode(perm(*mode))?;
+                self.set_known(path, Entry::Dir { mode: perm(*mode) }, None);
+            }
             return Ok(());
         }
-        if path != "/" {
-            self.parents(path)?;
-        }
-        let abs = self.abs(path);
+        let name = paths::name(path);
+        let dir = match entry {
+            Some(_) => self.parents(path)?,
+            None => match self.root.parent(path) {
+                Ok((dir, _)) => dir,
+                // Nothing is there to remove: its directory is gone
+                // (removed by an earlier change of this push) or is not
+                // one. A removal neither makes directories nor follows a
+                // symlink.
+                Err(e) if is_missing(&e) => {
+                    self.forget(path);
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            },
+        };
         let known = self.state.baseline.get(path).cloned();
-        let observed = observe(&abs, known.as_ref())?;
+        let observed = observe(&dir, name, known.as_ref())?;
         match entry {
             None => {
                 if observed != Observed::Missing {
-                    self.clear(&abs, path, &observed, None)?;
+                    self.clear(&dir, name, path, &observed, None)?;
                 }
                 self.forget(path);
             }
             Some(Entry::Dir { mode }) => {
                 match &observed {
                     Observed::Found(Entry::Dir { .. }, _) => {}
-                    Observed::Missing => self.create_dir(&abs)?,
+                    Observed::Missing => self.create_dir(&dir, name)?,
                     other => {
-                        self.clear(&abs, path, other, None)?;
+                        self.clear(&dir, name, path, other, None)?;
                         self.forget(path);
-                        self.create_dir(&abs)?;
+                        self.create_dir(&dir, name)?;
                     }
                 }
-                fs::set_permissions(&abs, fs::Permissions::from_mode(perm(*mode)))?;
+                dir.set_mode(name, perm(*mode))?;
                 self.set_known(path, Entry::Dir { mode: perm(*mode) }, None);
             }
             Some(Entry::Symlink { target }) => {
@@ -300,24 +327,25 @@ impl Apply<'_> {
                 };
                 if !matches!(&observed, Observed::Found(e, _) if *e == wanted) {
                     if observed != Observed::Missing {
-                        self.clear(&abs, path, &observed, Some(&wanted))?;
+                        self.clear(&dir, name, path, &observed, Some(&wanted))?;
                         self.forget(path);
                     }
-                    symlink(target, &abs)?;
-                    self.container.confinement.own(&abs)?;
+                    dir.symlink(target, name)?;
+                    self.container.confinement.own_at(&dir, name)?;
                 }
-                let stat = Stat::of(&fs::symlink_metadata(&abs)?);
+                let stat = stat_of(&dir, name)?;
                 self.set_known(path, wanted, Some(stat));
             }
             Some(Entry::File { mode, size, chunks }) => {
                 let mode = perm(*mode);
                 if let Observed::Found(Entry::File { chunks: have, .. }, _) = &observed {
                     if have == chunks {
-                        fs::set_permissions(&abs, fs::Permissions::from_mode(mode))?;
+                        let inode = dir.inode(name)?;
+                        inode.set_mode(mode)?;
                         if let Some(time) = self.mtime(path) {
-                            File::open(&abs)?.set_modified(time)?;
+                            inode.set_mtime(time)?;
                         }
-                        let stat = Stat::of(&fs::symlink_metadata(&abs)?);
+                        let stat = stat_of(&dir, name)?;
                         let entry = Entry::File {
                             mode,
                             size: *size,
@@ -335,19 +363,19 @@ impl Apply<'_> {
                 match &observed {
                     Observed::Missing => {}
                     Observed::Found(Entry::Dir { .. }, _) | Observed::Unsupported(_) => {
-                        self.clear(&abs, path, &observed, Some(&wanted))?;
+                        self.clear(&dir, name, path, &observed, Some(&wanted))?;
                         self.forget(path);
                     }
                     // A file or symlink is replaced by the rename below,
                     // unless it holds local work.
                     Observed::Found(entry, _) => {
                         if self.local_work(path, entry) {
-                            self.set_aside(&abs)?;
+                            self.set_aside(&dir, name)?;
                         }
                     }
                 }
-                self.write_file(&abs, path, mode, *size, chunks)?;
-                let stat = Stat::of(&fs::symlink_metadata(&abs)?);
+                self.write_file(&dir, name, path, mode, *size, chunks)?;
+                let stat = stat_of(&dir, name)?;
                 self.set_known(path, wanted, Some(stat));
                 self.written += 1;
             }
@@ -365,15 +393,10 @@ impl Apply<'_> {
         }
     }
 
-    /// Whether every ancestor of `path` is a real directory on disk.
-    fn under_real_dirs(&self, path: &str) -> bool {
-        ancestors(path).all(|dir| fs::symlink_metadata(self.abs(dir)).is_ok_and(|m| m.is_dir()))
-    }
-
-    /// Creates a directory owned by the commands' user.
-    fn create_dir(&self, abs: &Path) -> io::Result<()> {
-        fs::create_dir(abs)?;
-        self.container.confinement.own(abs)
+    /// Creates directory `name` in `dir`, owned by the commands' user.
+    fn create_dir(&self, dir: &Dir, name: &str) -> io::Result<()> {
+        dir.mkdir(name, 0o777)?;
+        self.container.confinement.own_at(dir, name)
     }
 
     fn set_known(&mut self, path: &str, entry: Entry, stat: Option<Stat>) {
@@ -388,11 +411,12 @@ impl Apply<'_> {
         self.state.baseline.get(path).map(|k| &k.entry) != Some(entry)
     }
 
-    /// Whether anything at or under `path` differs from the baseline
-    /// (ignored paths aside; a directory's mode alone is not work).
-    fn local_work_under(&self, abs: &Path, path: &str) -> io::Result<bool> {
+    /// Whether anything at or under `path` (`name` in `dir`) differs from
+    /// the baseline (ignored paths aside; a directory's mode alone is not
+    /// work).
+    fn local_work_under(&self, dir: &Dir, name: &str, path: &str) -> io::Result<bool> {
         let known = self.state.baseline.get(path);
-        match observe(abs, known)? {
+        match observe(dir, name, known)? {
             Observed::Missing | Observed::Unsupported(_) => Ok(false),
             Observed::Found(Entry::Dir { .. }, _) => {
                 if !matches!(
@@ -404,18 +428,17 @@ impl Apply<'_> {
                 ) {
                     return Ok(true);
                 }
-                for item in fs::read_dir(abs)? {
-                    let item = item?;
-                    let name = item.file_name();
-                    let Some(name) = name.to_str() else {
+                let inner = dir.open_dir(name)?;
+                for item in inner.names()? {
+                    let Some(item) = item.to_str() else {
                         return Ok(true);
                     };
-                    let sub = child(path, name);
-                    let is_dir = item.file_type()?.is_dir();
+                    let sub = child(path, item);
+                    let is_dir = inner.meta(item)?.is_some_and(|meta| meta.is_dir());
                     if self.state.ignore.is_ignored(&sub, is_dir) {
                         continue;
                     }
-                    if self.local_work_under(&item.path(), &sub)? {
+                    if self.local_work_under(&inner, item, &sub)? {
                         return Ok(true);
                     }
                 }
@@ -425,79 +448,81 @@ impl Apply<'_> {
         }
     }
 
-    /// Removes what is at `path`, first setting it aside if it holds local
-    /// work that differs from `wanted`.
+    /// Removes what is at `path` (`name` in `dir`), first setting it aside
+    /// if it holds local work that differs from `wanted`.
     fn clear(
         &mut self,
-        abs: &Path,
+        dir: &Dir,
+        name: &str,
         path: &str,
         observed: &Observed,
         wanted: Option<&Entry>,
     ) -> io::Result<()> {
         if let Observed::Found(entry, _) = observed {
             let same_as_wanted = wanted.is_some_and(|w| same_content(w, entry));
-            if !same_as_wanted && self.local_work_under(abs, path)? {
-                return self.set_aside(abs);
+            if !same_as_wanted && self.local_work_under(dir, name, path)? {
+                return self.set_aside(dir, name);
             }
         }
-        remove(abs)
+        dir.remove_all(name)
     }
 
-    /// Renames `abs` to the first free `<abs>.conflict-local-<n>`.
-    fn set_aside(&self, abs: &Path) -> io::Result<()> {
-        let name = abs
-            .file_name()
-            .expect("not the root")
-            .to_string_lossy()
-            .into_owned();
+    /// Renames `name` in `dir` to the first free `<name>.conflict-local-<n>`.
+    fn set_aside(&self, dir: &Dir, name: &str) -> io::Result<()> {
         for n in 1.. {
-            let aside = abs.with_file_name(format!("{name}.conflict-local-{n}"));
-            if fs::symlink_metadata(&aside).is_err() {
-                return fs::rename(abs, aside);
+            let aside = format!("{name}.conflict-local-{n}");
+            if dir.meta(&aside)?.is_none() {
+                return dir.rename(name, &aside);
             }
         }
         unreachable!("some conflict name is free")
     }
 
-    /// Makes every ancestor of `path` a real directory.
-    fn parents(&mut self, path: &str) -> io::Result<()> {
-        for dir in ancestors(path).map(str::to_string).collect::<Vec<_>>() {
-            let abs = self.abs(&dir);
-            let known = self.state.baseline.get(&dir).cloned();
-            match observe(&abs, known.as_ref())? {
-                Observed::Found(Entry::Dir { .. }, _) => continue,
-                Observed::Missing => {}
+    /// Makes every ancestor of `path` a real directory; the innermost one,
+    /// opened (each reached from the one before, never through a symlink).
+    fn parents(&mut self, path: &str) -> io::Result<Dir> {
+        let mut dir = self.root.walk("/")?;
+        for ancestor in ancestors(path).map(str::to_string).collect::<Vec<_>>() {
+            let name = paths::name(&ancestor);
+            let known = self.state.baseline.get(&ancestor).cloned();
+            let create = match observe(&dir, name, known.as_ref())? {
+                Observed::Found(Entry::Dir { .. }, _) => false,
+                Observed::Missing => true,
                 other => {
-                    self.clear(&abs, &dir, &other, Some(&Entry::Dir { mode: 0 }))?;
-                    self.forget(&dir);
+                    self.clear(&dir, name, &ancestor, &other, Some(&Entry::Dir { mode: 0 }))?;
+                    self.forget(&ancestor);
+                    true
                 }
+            };
+            if create {
+                self.create_dir(&dir, name)?;
             }
-            self.create_dir(&abs)?;
-            // The workspace has a directory here (it holds what is pushed
-            // under it), so the baseline has one too.
-            let mode = perm(Stat::of(&fs::symlink_metadata(&abs)?).mode);
-            self.set_known(&dir, Entry::Dir { mode }, None);
+            let inner = dir.open_dir(name)?;
+            if create {
+                // The workspace has a directory here (it holds what is
+                // pushed under it), so the baseline has one too.
+                let mode = perm(inner.own_meta()?.stat.mode);
+                self.set_known(&ancestor, Entry::Dir { mode }, None);
+            }
+            dir = inner;
         }
-        Ok(())
+        Ok(dir)
     }
 
-    /// Writes a file from staged chunks through a temporary file and rename.
+    /// Writes file `name` in `dir` from staged chunks through a temporary
+    /// file and a rename.
     fn write_file(
         &mut self,
-        abs: &Path,
+        dir: &Dir,
+        name: &str,
         path: &str,
         mode: u32,
         size: u64,
         chunks: &[ChunkHash],
     ) -> io::Result<()> {
-        let name = abs
-            .file_name()
-            .expect("not the root")
-            .to_string_lossy()
-            .into_owned();
-        let tmp = abs.with_file_name(format!(".{name}.stead-{}", random_hex(6)?));
+        let tmp = format!(".{name}.stead-{}", random_hex(6)?);
         let result = (|| {
-            let mut file = File::create(&tmp)?;
+            let mut file = dir.create_new(&tmp)?;
             let mut total = 0u64;
             for hash in chunks {
                 let data = self.container.staged.get(hash)?.ok_or_else(|| {
@@ -519,14 +544,15 @@ impl Apply<'_> {
             if let Some(time) = self.mtime(path) {
                 file.set_modified(time)?;
             }
-            // Owner first: a change of owner clears set-id bits.
-            self.container.confinement.own(&tmp)?;
+            // Owner first: a change of owner clears set-id bits. Both on
+            // the descriptor: the new file, wherever its name is now.
+            self.container.confinement.own_file(&file)?;
             file.set_permissions(fs::Permissions::from_mode(mode))?;
             drop(file);
-            fs::rename(&tmp, abs)
+            dir.rename(&tmp, name)
         })();
         if result.is_err() {
-            let _ = fs::remove_file(&tmp);
+            let _ = dir.remove_all(&tmp);
         }
         result
     }
@@ -544,19 +570,20 @@ impl Apply<'_> {
                 keep.extend(ancestors(path));
             }
         }
-        let mut doomed = Vec::new();
-        let mut stack = vec![(self.root.to_path_buf(), "/".to_string())];
-        while let Some((abs, path)) = stack.pop() {
-            let items =
-                fs::read_dir(&abs).map_err(|e| ApiError::io(format!("reading {path}"), e))?;
-            for item in items {
-                let item = item.map_err(|e| ApiError::io(format!("reading {path}"), e))?;
-                if path == "/" && self.container.layout.is_system(&item.file_name()) {
+        // Directories are named by path and walked again from the root
+        // when used, so no descriptor is held for each one waiting.
+        let mut doomed: Vec<(String, OsString, Option<String>)> = Vec::new();
+        let mut stack = vec!["/".to_string()];
+        while let Some(path) = stack.pop() {
+            let reading = |e| ApiError::io(format!("reading {path}"), e);
+            let dir = self.root.walk(&path).map_err(reading)?;
+            for item in dir.names().map_err(reading)? {
+                if path == "/" && self.container.layout.is_system(&item) {
                     continue;
                 }
-                let is_dir = item.file_type().is_ok_and(|t| t.is_dir());
-                let Some(name) = item.file_name().to_str().map(str::to_string) else {
-                    doomed.push((item.path(), None));
+                let is_dir = dir.meta(&item).is_ok_and(|m| m.is_some_and(|m| m.is_dir()));
+                let Some(name) = item.to_str().map(str::to_string) else {
+                    doomed.push((path.clone(), item, None));
                     continue;
                 };
                 let sub = child(&path, &name);
@@ -565,25 +592,27 @@ impl Apply<'_> {
                 }
                 if keep.contains(sub.as_str()) {
                     if is_dir {
-                        stack.push((item.path(), sub));
+                        stack.push(sub);
                     }
                 } else {
-                    doomed.push((item.path(), Some(sub)));
+                    doomed.push((path.clone(), item, Some(sub)));
                 }
             }
         }
-        for (abs, path) in doomed {
-            let result = match &path {
+        for (parent, item, path) in doomed {
+            let shown = child(&parent, &item.to_string_lossy());
+            let result = self.root.walk(&parent).and_then(|dir| match &path {
                 Some(path) => {
                     self.touched(path);
                     let known = self.state.baseline.get(path).cloned();
-                    observe(&abs, known.as_ref())
-                        .and_then(|observed| self.clear(&abs, path, &observed, None))
+                    let name = paths::name(path);
+                    observe(&dir, name, known.as_ref())
+                        .and_then(|observed| self.clear(&dir, name, path, &observed, None))
                 }
                 // A name the workspace cannot hold was never work it knew.
-                None => remove(&abs),
-            };
-            result.map_err(|e| ApiError::io(format!("removing {}", abs.display()), e))?;
+                None => dir.remove_all(&item),
+            });
+            result.map_err(|e| ApiError::io(format!("removing {shown}"), e))?;
             if let Some(path) = path {
                 self.forget(&path);
             }
@@ -599,18 +628,5 @@ fn same_content(a: &Entry, b: &Entry) -> bool {
         (Entry::Dir { .. }, Entry::Dir { .. }) => true,
         (Entry::Symlink { target: x }, Entry::Symlink { target: y }) => x == y,
         _ => false,
-    }
-}
-
-/// Removes a file, symlink or whole directory (never following symlinks).
-fn remove(abs: &Path) -> io::Result<()> {
-    let result = match fs::symlink_metadata(abs) {
-        Ok(meta) if meta.is_dir() => fs::remove_dir_all(abs),
-        Ok(_) => fs::remove_file(abs),
-        Err(e) => Err(e),
-    };
-    match result {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        other => other,
     }
 }

@@ -62,6 +62,7 @@ use std::sync::OnceLock;
 
 use thiserror::Error;
 
+use crate::beneath::Dir;
 use crate::layout::{provided, Provided};
 use crate::paths::on_disk;
 
@@ -204,6 +205,15 @@ impl Confinement {
     pub fn own(&self, path: &Path) -> io::Result<()> {
         match self.owner {
             Some(Owner { uid, gid }) => std::os::unix::fs::lchown(path, Some(uid), Some(gid)),
+            None => Ok(()),
+        }
+    }
+
+    /// Gives `name` in workspace directory `dir` (a symlink itself, never
+    /// its target) to the commands' user.
+    pub fn own_at(&self, dir: &Dir, name: &str) -> io::Result<()> {
+        match self.owner {
+            Some(Owner { uid, gid }) => dir.chown(name, uid, gid),
             None => Ok(()),
         }
     }

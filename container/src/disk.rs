@@ -5,14 +5,20 @@
 //! inode, mode) beside the entry the workspace knows. A file whose stat data
 //! is unchanged is taken as unchanged; only the others are read, in
 //! [`CHUNK_SIZE`] pieces so a huge file never sits in memory whole.
+//!
+//! Every look is relative to an open directory (see [`crate::beneath`]):
+//! a command swapping a directory for a symlink cannot make the program
+//! read a file outside the workspace as if it were the workspace's.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, Metadata, OpenOptions};
+use std::ffi::OsStr;
+use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
 
 use stead_sync::{hash_chunk, ChunkHash, Entry, CHUNK_SIZE};
+
+use crate::beneath::{is_missing, Dir, Kind};
 
 /// The stat data that tells whether a file may have changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,61 +73,55 @@ pub fn perm(mode: u32) -> u32 {
     mode & 0o7777
 }
 
-/// Looks at `abs` without following a final symlink; a file is hashed only
-/// when its stat data differs from `known`'s.
-pub fn observe(abs: &Path, known: Option<&Known>) -> io::Result<Observed> {
-    let meta = match fs::symlink_metadata(abs) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Observed::Missing),
-        Err(e) => return Err(e),
+/// Looks at `name` in `dir` without following a symlink; a file is
+/// hashed only when its stat data differs from `known`'s.
+pub fn observe(dir: &Dir, name: impl AsRef<OsStr>, known: Option<&Known>) -> io::Result<Observed> {
+    let name = name.as_ref();
+    let Some(meta) = dir.meta(name)? else {
+        return Ok(Observed::Missing);
     };
-    let kind = meta.file_type();
-    let stat = Stat::of(&meta);
-    if kind.is_dir() {
-        return Ok(Observed::Found(
+    let stat = meta.stat;
+    match meta.kind {
+        Kind::Dir => Ok(Observed::Found(
             Entry::Dir {
                 mode: perm(stat.mode),
             },
             stat,
-        ));
-    }
-    if kind.is_symlink() {
-        let target = fs::read_link(abs)?;
-        let target = target.into_os_string().into_string().map_err(|_| {
-            io::Error::new(io::ErrorKind::InvalidData, "symlink target is not UTF-8")
-        })?;
-        return Ok(Observed::Found(Entry::Symlink { target }, stat));
-    }
-    if kind.is_file() {
-        if let Some(Known {
-            entry: entry @ Entry::File { .. },
-            stat: Some(seen),
-        }) = known
-        {
-            if *seen == stat {
-                return Ok(Observed::Found(entry.clone(), stat));
-            }
+        )),
+        Kind::Symlink => {
+            let target = dir.readlink(name)?.into_string().map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidData, "symlink target is not UTF-8")
+            })?;
+            Ok(Observed::Found(Entry::Symlink { target }, stat))
         }
-        let (entry, stat) = hash_file(abs)?;
-        return Ok(Observed::Found(entry, stat));
+        Kind::File if dir.is_foreign(&meta) => Ok(Observed::Unsupported(
+            "a hard link to a file the commands' user does not own cannot be synced",
+        )),
+        Kind::File => {
+            if let Some(Known {
+                entry: entry @ Entry::File { .. },
+                stat: Some(seen),
+            }) = known
+            {
+                if *seen == stat {
+                    return Ok(Observed::Found(entry.clone(), stat));
+                }
+            }
+            let (entry, stat) = hash_file(dir, name)?;
+            Ok(Observed::Found(entry, stat))
+        }
+        Kind::Fifo => Ok(Observed::Unsupported("a FIFO cannot be synced")),
+        Kind::Socket => Ok(Observed::Unsupported("a socket cannot be synced")),
+        Kind::Device => Ok(Observed::Unsupported("a device file cannot be synced")),
+        Kind::Unknown => Ok(Observed::Unsupported(
+            "an unknown file type cannot be synced",
+        )),
     }
-    Ok(Observed::Unsupported(if kind.is_fifo() {
-        "a FIFO cannot be synced"
-    } else if kind.is_socket() {
-        "a socket cannot be synced"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device file cannot be synced"
-    } else {
-        "an unknown file type cannot be synced"
-    }))
 }
 
-/// Opens a regular file without following a final symlink.
-fn open_file(abs: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(abs)?;
+/// Opens regular file `name` in `dir` (never a symlink's target).
+fn open_file(dir: &Dir, name: &OsStr) -> io::Result<File> {
+    let file = dir.open_read(name)?;
     if !file.metadata()?.file_type().is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -145,10 +145,11 @@ fn fill(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(got)
 }
 
-/// The entry of the regular file at `abs` and the stat data taken before
-/// reading it (a write during the read then shows as a changed stat later).
-pub fn hash_file(abs: &Path) -> io::Result<(Entry, Stat)> {
-    let mut file = open_file(abs)?;
+/// The entry of regular file `name` in `dir` and the stat data taken
+/// before reading it (a write during the read then shows as a changed
+/// stat later).
+pub fn hash_file(dir: &Dir, name: &OsStr) -> io::Result<(Entry, Stat)> {
+    let mut file = open_file(dir, name)?;
     let stat = Stat::of(&file.metadata()?);
     let mut buf = vec![0u8; CHUNK_SIZE];
     let mut chunks = Vec::new();
@@ -172,12 +173,21 @@ pub fn hash_file(abs: &Path) -> io::Result<(Entry, Stat)> {
     Ok((entry, stat))
 }
 
-/// Chunk `index` of the file at `abs` if it still hashes to `hash`.
-pub fn read_chunk(abs: &Path, index: usize, hash: &ChunkHash) -> io::Result<Option<Vec<u8>>> {
-    let mut file = match open_file(abs) {
+/// Chunk `index` of the file at checked workspace path `path` below `root`
+/// if it still hashes to `hash` (`None` if it is gone or no longer a
+/// regular file reached through directories).
+pub fn read_chunk(
+    root: &Dir,
+    path: &str,
+    index: usize,
+    hash: &ChunkHash,
+) -> io::Result<Option<Vec<u8>>> {
+    let opened = root
+        .parent(path)
+        .and_then(|(dir, name)| open_file(&dir, OsStr::new(name)));
+    let mut file = match opened {
         Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(None),
+        Err(e) if is_missing(&e) => return Ok(None),
         Err(e) if e.kind() == io::ErrorKind::InvalidInput => return Ok(None),
         Err(e) => return Err(e),
     };

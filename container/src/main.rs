@@ -7,6 +7,7 @@
 //! disk-and-process half of it.
 
 mod apply;
+mod beneath;
 mod config;
 mod confine;
 mod disk;

@@ -4,7 +4,11 @@
 //! A path is only joined onto that directory after it passed [`check`], so
 //! `..`, `.`, empty components or NUL bytes can never make the program touch
 //! anything outside the workspace. Container names become directory names
-//! and get the same treatment.
+//! and get the same treatment. A checked path can still lead outside
+//! through a symlink a command planted, so reading, writing or changing
+//! what is there never uses the joined path: see [`crate::beneath`].
+//! [`on_disk`] only names a command's starting directory and what
+//! resolving a `cwd` looks at.
 
 use std::path::{Path, PathBuf};
 
@@ -84,6 +88,11 @@ pub fn child(dir: &str, name: &str) -> String {
     }
 }
 
+/// The last name of a checked path other than `/`.
+pub fn name(path: &str) -> &str {
+    path.rsplit_once('/').map_or(path, |(_, name)| name)
+}
+
 /// The proper ancestors of a checked path, outermost first, without `/`.
 pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
     path.match_indices('/')
@@ -144,6 +153,8 @@ mod tests {
         assert!(within("/x", "/"));
         assert_eq!(child("/", "a"), "/a");
         assert_eq!(child("/a", "b"), "/a/b");
+        assert_eq!(name("/a/b"), "b");
+        assert_eq!(name("/a"), "a");
     }
 
     #[test]

@@ -15,22 +15,26 @@
 //! workspace as `/`, so an absolute target or `..` at the root means the
 //! same path in the workspace as on the computer. A path that is on disk
 //! but skipped or unreadable is never reported deleted.
+//!
+//! The walk holds each directory open and looks at its names relative to
+//! it (see [`crate::beneath`]): a directory a command swaps for a symlink
+//! while the scan runs is read as it was or not at all, never through the
+//! link, so nothing outside the workspace is reported as its content.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fs;
 use std::io;
-use std::path::Path;
 
 use stead_sync::{Change, ChunkHash, Entry, IgnoreRules, Skipped};
 
+use crate::beneath::Dir;
 use crate::disk::{observe, perm, Baseline, Known, Observed};
 use crate::layout::Layout;
 use crate::paths::{child, within};
 
 /// The workspace as the scan sees it.
 pub struct Workspace<'a> {
-    /// Its directory.
-    pub root: &'a Path,
+    /// Its root directory, opened.
+    pub root: Dir,
     pub layout: &'a Layout,
     /// Top-level names the workspace has entries at that the system's
     /// directories stand in for.
@@ -85,17 +89,17 @@ pub fn scan(
         opaque: Vec::new(),
     };
     // The root itself is listed only if the workspace side pushed it.
-    let root_meta = fs::symlink_metadata(root)?;
+    let root_meta = root.own_meta()?;
     walk.seen.insert("/".to_string());
     if let Some(known) = walk.baseline.get("/") {
         let entry = Entry::Dir {
-            mode: perm(std::os::unix::fs::MetadataExt::mode(&root_meta)),
+            mode: perm(root_meta.stat.mode),
         };
         if known.entry != entry {
             walk.change("/", Some((entry, None)));
         }
     }
-    walk.dir(root, "/")?;
+    walk.dir(&root, "/")?;
 
     let Walk {
         baseline,
@@ -207,9 +211,9 @@ impl Walk<'_> {
         });
     }
 
-    fn dir(&mut self, abs: &Path, path: &str) -> io::Result<()> {
-        let entries = match fs::read_dir(abs) {
-            Ok(entries) => entries,
+    fn dir(&mut self, dir: &Dir, path: &str) -> io::Result<()> {
+        let mut names = match dir.names() {
+            Ok(names) => names,
             Err(e) if path == "/" => return Err(e),
             Err(e) => {
                 self.opaque.push(path.to_string());
@@ -217,24 +221,11 @@ impl Walk<'_> {
                 return Ok(());
             }
         };
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) => {
-                    self.opaque.push(path.to_string());
-                    self.skip(path, format!("unreadable directory: {e}"));
-                    return Ok(());
-                }
-            };
-            names.push(entry.file_name());
-        }
         names.sort();
         if path == "/" {
             names.retain(|name| !self.layout.is_system(name));
         }
         for name in names {
-            let abs = abs.join(&name);
             let Some(name) = name.to_str() else {
                 let shown = child(path, &name.to_string_lossy());
                 self.skip(&shown, "the name is not UTF-8");
@@ -242,18 +233,19 @@ impl Walk<'_> {
                 continue;
             };
             let path = child(path, name);
-            self.entry(&abs, &path)?;
+            self.entry(dir, name, &path)?;
         }
         Ok(())
     }
 
-    fn entry(&mut self, abs: &Path, path: &str) -> io::Result<()> {
-        let is_dir = fs::symlink_metadata(abs).is_ok_and(|m| m.is_dir());
+    /// Looks at `name` in `dir`, at workspace path `path`.
+    fn entry(&mut self, dir: &Dir, name: &str, path: &str) -> io::Result<()> {
+        let is_dir = dir.meta(name).is_ok_and(|m| m.is_some_and(|m| m.is_dir()));
         if self.rules.is_ignored(path, is_dir) {
             return Ok(());
         }
         let known = self.baseline.get(path);
-        let observed = match observe(abs, known) {
+        let observed = match observe(dir, name, known) {
             Ok(observed) => observed,
             Err(e) => {
                 self.seen.insert(path.to_string());
@@ -282,7 +274,14 @@ impl Walk<'_> {
             self.change(path, Some((entry.clone(), stat)));
         }
         if matches!(entry, Entry::Dir { .. }) {
-            self.dir(abs, path)?;
+            match dir.open_dir(name) {
+                Ok(inner) => self.dir(&inner, path)?,
+                // Swapped for something else since it was looked at.
+                Err(e) => {
+                    self.opaque.push(path.to_string());
+                    self.skip(path, format!("unreadable directory: {e}"));
+                }
+            }
         }
         Ok(())
     }

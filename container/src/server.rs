@@ -8,7 +8,6 @@
 //! never a framework's plain-text rejection.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -32,6 +31,7 @@ use stead_sync::process::{
     Poll, ProcessList, ProcessSpec, SignalRequest, StopRequest, DEFAULT_GRACE_MS, MAX_GRACE_MS,
 };
 
+use crate::beneath::Dir;
 use crate::error::ApiError;
 use crate::outlog::OutputLog;
 use crate::state::{Container, Registry};
@@ -504,12 +504,16 @@ async fn serve_chunks(
     request: ChunkRequest,
     moved: Moved,
 ) -> Result<Response, ApiError> {
-    let workspace = container.workspace.clone();
     let sources = blocking(move || {
         let state = container.lock();
         if !state.pending.contains_key(&request.exec) {
             return Err(ApiError::UnknownExec(request.exec));
         }
+        let root = Arc::new(
+            container
+                .open_root()
+                .map_err(|e| ApiError::io("opening the workspace", e))?,
+        );
         let mut sources = Vec::new();
         let mut asked = HashSet::new();
         for hash in request.chunks {
@@ -522,14 +526,18 @@ async fn serve_chunks(
                     request.exec
                 ))
             })?;
-            let abs = crate::paths::on_disk(&workspace, &path);
-            if !state.unchanged_since_report(&request.exec, &path, &abs) {
+            if !state.unchanged_since_report(&request.exec, &path, &root) {
                 match moved {
                     Moved::Refuse => return Err(ApiError::ChunkGone(hash)),
                     Moved::LeaveOut => continue,
                 }
             }
-            sources.push(ChunkSource { hash, abs, index });
+            sources.push(ChunkSource {
+                hash,
+                root: root.clone(),
+                path,
+                index,
+            });
             // The caller batches: one answer carries at most BODY_LIMIT of
             // chunk data; it asks again for the rest.
             if sources.len() * CHUNK_SIZE >= BODY_LIMIT {
@@ -560,7 +568,9 @@ async fn serve_chunks(
 /// Where one asked chunk is on disk.
 struct ChunkSource {
     hash: ChunkHash,
-    abs: PathBuf,
+    /// The workspace's root, opened (see [`crate::beneath`]).
+    root: Arc<Dir>,
+    path: String,
     index: usize,
 }
 
@@ -568,7 +578,8 @@ impl ChunkSource {
     /// Reads and frames the chunk; `None` if it is no longer there as
     /// reported.
     fn frame(self) -> std::io::Result<Option<Bytes>> {
-        let Some(data) = crate::disk::read_chunk(&self.abs, self.index, &self.hash)? else {
+        let Some(data) = crate::disk::read_chunk(&self.root, &self.path, self.index, &self.hash)?
+        else {
             return Ok(None);
         };
         let mut framed = Vec::with_capacity(data.len() + 36);

@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use stead_sync::{ChunkHash, IgnoreRules};
 
+use crate::beneath::Dir;
 use crate::confine::{Confinement, Isolation};
-use crate::disk::{random_hex, Baseline, Stat};
+use crate::disk::{random_hex, Baseline};
 use crate::error::ApiError;
 use crate::exec::StopSignal;
 use crate::ids::ExecIds;
@@ -150,6 +151,14 @@ impl Container {
         self.stopping.load(Ordering::SeqCst)
     }
 
+    /// The workspace's root directory, opened (see [`crate::beneath`]).
+    pub fn open_root(&self) -> io::Result<Dir> {
+        Dir::root(
+            &self.workspace,
+            self.confinement.owner.map(|owner| owner.uid),
+        )
+    }
+
     /// Scans the workspace against the baseline now (see [`crate::scan`]),
     /// numbering the report after the scans before it.
     pub fn scan(&self, state: &mut ContainerState) -> io::Result<Report> {
@@ -159,7 +168,7 @@ impl Container {
         }
         state.scans += 1;
         let workspace = Workspace {
-            root: &self.workspace,
+            root: self.open_root()?,
             layout: &self.layout,
             hidden: &state.hidden,
         };
@@ -247,16 +256,17 @@ impl ContainerState {
         Ok(())
     }
 
-    /// Whether the file at workspace path `path` (on disk at `abs`) still
-    /// has the stat data `exec`'s report saw.
-    pub fn unchanged_since_report(&self, exec: &str, path: &str, abs: &Path) -> bool {
+    /// Whether the file at workspace path `path` (below `root`) still has
+    /// the stat data `exec`'s report saw.
+    pub fn unchanged_since_report(&self, exec: &str, path: &str, root: &Dir) -> bool {
         let seen = self
             .pending
             .get(exec)
             .and_then(|report| report.snapshot.get(path))
             .and_then(|known| known.stat);
-        match (seen, fs::symlink_metadata(abs)) {
-            (Some(seen), Ok(meta)) => Stat::of(&meta) == seen,
+        let now = root.parent(path).and_then(|(dir, name)| dir.meta(name));
+        match (seen, now) {
+            (Some(seen), Ok(Some(meta))) => meta.stat == seen,
             _ => false,
         }
     }
