@@ -427,8 +427,12 @@ fn a_cwd_under_a_system_name_is_refused_before_running() {
 fn live_sync_refuses_a_file_over_a_quota_and_brings_back_the_rest() {
     let (agent, _process, _dir) = setup();
     settings(&agent, json!({ "max_file_bytes": 1000 }));
+    // The big file is written in an ignored directory and moved into place
+    // whole, so no scan catches it half-written (a smaller version would be
+    // admitted, and then its growth refused as an update).
     let body = json!({
-        "command": "head -c 5000 /dev/zero > big.log; echo fine > fine.txt; sleep 60",
+        "command": "mkdir -p node_modules && head -c 5000 /dev/zero > node_modules/big \
+                    && mv node_modules/big big.log; echo fine > fine.txt; sleep 60",
     })
     .to_string();
     let (status, answer) = call(
