@@ -3,11 +3,7 @@
 
 mod common;
 
-use common::{db, run};
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{db, run, text};
 
 /// A redirection naming a huge descriptor (`echo hi 379697012>&1`) used to
 /// grow the descriptor table to that size: gigabytes and seconds of work

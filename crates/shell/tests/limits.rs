@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{db, run_in};
+use common::{assert_ended_by, db, run_in, text};
 use stead_shell::{ExecResult, LimitKind, Limits, LIMIT_EXIT_CODE};
 
 /// The default limits, but for a wall limit out of the way: which limit
@@ -21,22 +21,6 @@ fn untimed() -> Limits {
 /// Runs `script` at `/` with [`untimed`] limits.
 fn run(db: &stead_sql::SqliteDb, script: &str) -> ExecResult {
     run_in(db, script, "/", untimed())
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// The exec ended with `kind`, its exit code and its message.
-fn assert_ended_by(r: &ExecResult, kind: LimitKind, script: &str) {
-    assert_eq!(r.limit, Some(kind), "{script}: {}", text(&r.stderr));
-    assert_eq!(r.exit_code, LIMIT_EXIT_CODE, "{script}");
-    let message = format!("stead: limit {} exceeded", kind.name());
-    assert!(
-        text(&r.stderr).contains(&message),
-        "{script}: {}",
-        text(&r.stderr)
-    );
 }
 
 fn nested(n: usize, open: &str, inner: &str, close: &str) -> String {

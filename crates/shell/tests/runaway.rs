@@ -11,8 +11,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{db, run_in, write_files};
-use stead_shell::{ExecResult, LimitKind, Limits, LIMIT_EXIT_CODE};
+use common::{assert_ended_by, db, run_in, text, write_files};
+use stead_shell::{ExecResult, LimitKind, Limits};
 
 /// Wall limit of these tests: far below the default's 20 s.
 const WALL_MS: u64 = 3_000;
@@ -25,10 +25,6 @@ fn short() -> Limits {
         max_pipe_bytes: 4 << 20,
         ..Limits::default()
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Runs `script` with `limits`, and checks it ended within a few wall
@@ -44,18 +40,6 @@ fn run_bounded(db: &stead_sql::SqliteDb, script: &str, limits: Limits) -> ExecRe
     let next = run_in(db, "echo next", "/", limits);
     assert_eq!(text(&next.stdout), "next\n", "after {script}");
     r
-}
-
-/// The exec ended with `kind`, its exit code and its message.
-fn assert_ended_by(r: &ExecResult, kind: LimitKind, script: &str) {
-    assert_eq!(r.limit, Some(kind), "{script}: {}", text(&r.stderr));
-    assert_eq!(r.exit_code, LIMIT_EXIT_CODE, "{script}");
-    let message = format!("stead: limit {} exceeded", kind.name());
-    assert!(
-        text(&r.stderr).contains(&message),
-        "{script}: {}",
-        text(&r.stderr)
-    );
 }
 
 const TOO_LARGE: &str = "regular expression too large (compiled size over 2 MiB)";

@@ -7,7 +7,9 @@ pub mod corpus;
 
 use std::collections::BTreeMap;
 
-use stead_shell::{exec_with_commands, Clock, ExecRequest, ExecResult, Limits, Utility};
+use stead_shell::{
+    exec_with_commands, Clock, ExecRequest, ExecResult, LimitKind, Limits, Utility, LIMIT_EXIT_CODE,
+};
 use stead_sql::{migrate, SqliteDb, MIGRATIONS};
 use stead_vfs::{VPath, Vfs, WriteOptions};
 
@@ -27,6 +29,23 @@ impl Clock for HostClock {
         std::thread::sleep(std::time::Duration::from_millis(ms));
         true
     }
+}
+
+/// Output bytes as text (invalid UTF-8 shown as U+FFFD).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts the exec ended with limit `kind`: its exit code and its message.
+pub fn assert_ended_by(r: &ExecResult, kind: LimitKind, script: &str) {
+    assert_eq!(r.limit, Some(kind), "{script}: {}", text(&r.stderr));
+    assert_eq!(r.exit_code, LIMIT_EXIT_CODE, "{script}");
+    let message = format!("stead: limit {} exceeded", kind.name());
+    assert!(
+        text(&r.stderr).contains(&message),
+        "{script}: {}",
+        text(&r.stderr)
+    );
 }
 
 pub fn db() -> SqliteDb {
