@@ -267,16 +267,17 @@ impl<H: Host> Agent<H> {
     /// every push on what a request opened (a WebSocket, an MCP stream),
     /// which outlives the Worker's check of that request.
     fn credential_holds(&self, agent: &str, caller: &Caller) -> Result<(), ApiError> {
-        caller.check_expiry(self.now_ms().div_euclid(1000))?;
-        if caller.token_id().is_none() {
-            return Ok(());
-        }
-        match self.open(Some(agent), false) {
-            Ok(_) => {}
-            // An agent not created yet has no revocations to check (and the
-            // action then fails as it must, unless it creates the agent).
-            Err(ApiError::AgentNotFound { .. }) => return Ok(()),
-            Err(error) => return Err(error),
+        if caller.token_id().is_some() {
+            match self.open(Some(agent), false) {
+                Ok(_) => {}
+                // An agent not created yet has no revocations to check (and
+                // the action then fails as it must, unless it creates the
+                // agent): only the expiry is.
+                Err(ApiError::AgentNotFound { .. }) => {
+                    return caller.check_expiry(self.now_ms().div_euclid(1000))
+                }
+                Err(error) => return Err(error),
+            }
         }
         self.token_holds(caller)
     }
