@@ -282,14 +282,21 @@ impl<H: Host> Agent<H> {
         self.token_holds(caller)
     }
 
-    /// [`Self::credential_holds`] on an agent already open: what a push to
-    /// a socket or a stream asks before it goes out.
+    /// [`Self::credential_holds`] on an agent already open: what a message
+    /// on a socket asks before it is served.
     pub(crate) fn token_holds(&self, caller: &Caller) -> Result<(), ApiError> {
-        caller.check_expiry(self.now_ms().div_euclid(1000))?;
+        self.token_unexpired(caller)?;
         match caller.token_id() {
             Some(token) if auth::is_revoked(self.db(), token)? => Err(ApiError::TokenRevoked),
             _ => Ok(()),
         }
+    }
+
+    /// Refuses a token past its expiry: what a push to a socket or a stream
+    /// asks before it goes out. (A revocation closes them at once, so a
+    /// push need not look the token up.)
+    pub(crate) fn token_unexpired(&self, caller: &Caller) -> Result<(), ApiError> {
+        caller.check_expiry(self.now_ms().div_euclid(1000))
     }
 
     /// Records a call that could change something in the audit log (unless

@@ -174,13 +174,14 @@ pub(crate) fn send_backlog<H: Host>(
 /// 4000s mirror HTTP statuses, as 4404 does for a deleted agent).
 const CREDENTIAL_GONE: u16 = 4401;
 
-/// The agent's sockets whose opener's token still holds; the others are
-/// told why and closed. Everything pushed goes through here, so nothing
-/// reaches a socket after its token expired or was revoked.
+/// The agent's sockets whose opener's token has not expired; the others
+/// are told why and closed. Everything pushed goes through here, so nothing
+/// reaches a socket after its token expired (a revoked token's sockets were
+/// closed when it was revoked: [`close_token`]).
 fn open_sockets<H: Host>(agent: &Agent<H>) -> Vec<H::Socket> {
     let mut open = Vec::new();
     for socket in agent.host.sockets() {
-        match agent.token_holds(&state_of(&socket).caller) {
+        match agent.token_unexpired(&state_of(&socket).caller) {
             Ok(()) => open.push(socket),
             Err(error) => end_socket(&socket, &Value::Null, &error),
         }

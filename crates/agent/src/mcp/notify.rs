@@ -48,8 +48,9 @@ pub fn notify_streams<H: Host>(agent: &Agent<H>) {
     let positions = Positions::new(agent.db(), agent.now_ms());
     for stream in streams {
         let mut state = stream.state();
-        if agent.token_holds(&state.caller).is_err() {
-            // Its token expired or was revoked since it was opened.
+        if agent.token_unexpired(&state.caller).is_err() {
+            // Its token expired since it was opened (a revocation closed
+            // its streams then: `close_token_streams`).
             stream.close();
             continue;
         }
