@@ -121,6 +121,36 @@ fn awk_builders_end_with_the_memory_limit() {
     assert_eq!(text(&r.stdout), "1048576 10000\n", "{}", text(&r.stderr));
 }
 
+/// jq: `"x" * 1e9` repeated a string into a gigabyte in one operation, and
+/// integer products grew without bound (`. * .` thirty times is a number
+/// of 300 million digits: 84 s and 150 MB before this, past every limit).
+/// A string product is checked against the memory budget before it is
+/// made; an integer product past 64 bits is a double, as in jq.
+#[test]
+fn jq_products_stay_within_the_budget() {
+    let db = db();
+    for script in [
+        r#"jq -n '"x" * 1000000000 | length'"#,
+        r#"jq -n '[1, 2] | "xy" * 1e12'"#,
+        // Past the budget left (8 MiB here), far below a gigabyte.
+        r#"jq -n '"abcd" * 4000000 | length'"#,
+    ] {
+        let r = run_bounded(&db, script, short());
+        assert_ended_by(&r, LimitKind::Memory, script);
+    }
+    let r = run_bounded(
+        &db,
+        r#"jq -nc '(reduce range(30) as $i (3; . * .)), ("ab" * 3), ("ab" * 2.5), ([(1,2) * (10,20)]), (9223372036854775807 * 2)'"#,
+        short(),
+    );
+    assert_eq!(
+        text(&r.stdout),
+        "1.7976931348623157e+308\n\"ababab\"\n\"abab\"\n[10,20,20,40]\n18446744073709552000\n",
+        "{}",
+        text(&r.stderr)
+    );
+}
+
 /// `sed ':a;s/^/xx/;ba'` and `sed ':a;h;G;ba'` looped for minutes: each
 /// pass copied a growing pattern space, and only the loop count was
 /// charged. Copies are now charged per byte and both spaces are held

@@ -20,10 +20,10 @@
 //! so the evaluation winds down (an error could be caught by `try`), and
 //! the driver reports the limit instead of any further output.
 //!
-//! What no step sees: a single builtin that makes a huge value from a small
-//! one (`"x" * 1e9` repeats a string in one operation) is outside these
-//! checks; printing and `tojson` are bounded by the writer (see
-//! `write::Style::max_len`).
+//! What no step sees, a single operation that makes a huge value from
+//! small ones (`"x" * 1e9`), is checked before it is made: every `*` is
+//! rewritten too (see [`super::products`]). Printing and `tojson` are
+//! bounded by the writer (see `write::Style::max_len`).
 //!
 //! The rewrite also gives every interpolated string without a format an
 //! explicit `@text`, so interpolation goes through our `tostring` (jaq's
@@ -66,13 +66,13 @@ pub fn prepare(program: &str) -> Result<String, String> {
 }
 
 /// Replaces `remove` bytes at `at` with `insert`.
-struct Edit {
-    at: usize,
-    remove: usize,
-    insert: &'static str,
+pub(super) struct Edit {
+    pub at: usize,
+    pub remove: usize,
+    pub insert: &'static str,
 }
 
-fn span(program: &str, text: &str) -> std::ops::Range<usize> {
+pub(super) fn span(program: &str, text: &str) -> std::ops::Range<usize> {
     jaq_core::load::span(program, text)
 }
 
@@ -122,6 +122,9 @@ fn visit(program: &str, tokens: &[Token<&str>], edits: &mut Vec<Edit>) {
             _ => {}
         }
     }
+    // After this level's other edits: at one offset, a later edit's text
+    // comes first (`. * .)` ends as `_stead_mul(. ; .) | _stead_tick)`).
+    super::products::rewrite(program, tokens, edits);
 }
 
 /// Where the update of `reduce SOURCE as PATTERN (INIT; UPDATE)` (or

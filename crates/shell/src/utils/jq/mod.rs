@@ -8,6 +8,7 @@
 //! command's stderr, and printing values exactly as jq does ([`write`]).
 
 mod meter;
+mod products;
 mod write;
 
 use std::cell::RefCell;
@@ -572,7 +573,7 @@ fn host_natives() -> impl Iterator<Item = Fun<Kind>> {
     natives
         .into_iter()
         .map(run::<Kind>)
-        .chain([meter::tick(), meter::range()])
+        .chain([meter::tick(), meter::range(), products::product()])
 }
 
 /// Error messages quote values; a huge input must not become a huge message.
@@ -692,6 +693,7 @@ fn run_program(
         .chain(jaq_json::defs())
         .chain(compat)
         .map(meter::tick_std_def)
+        .chain(jaq_core::load::parse(products::PRODUCT_DEF, |p| p.defs()).unwrap_or_default())
         .collect();
     let prepared = match meter::prepare(program) {
         Ok(prepared) => prepared,
