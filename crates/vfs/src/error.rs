@@ -70,6 +70,21 @@ pub enum VfsError {
     Patch(#[from] PatchError),
     #[error("invalid pattern {pattern:?}: {reason}")]
     InvalidPattern { pattern: String, reason: String },
+    /// A search the regex engine could only do slowly (see
+    /// [`crate::search_cost`]), past what one request may spend.
+    #[error(
+        "pattern {pattern:?} is too costly to search {path}: on a text of {bytes} bytes it needs \
+         the slow engine, up to {states} steps per byte, past the bound of {bound} steps per \
+         request; use fewer or smaller counted repetitions (a{{1000}}{{10}} is 10,000 states), \
+         or search files with shorter lines"
+    )]
+    PatternTooCostly {
+        pattern: String,
+        path: String,
+        bytes: u64,
+        states: u64,
+        bound: u64,
+    },
     #[error("invalid cursor {cursor:?}: pass back a cursor a previous page returned")]
     InvalidCursor { cursor: String },
     #[error("inconsistent upload: {reason}")]
@@ -202,6 +217,7 @@ impl VfsError {
             VfsError::NotASymlink { .. } | VfsError::IntoItself { .. } => Errno::Einval,
             VfsError::InvalidPath { .. }
             | VfsError::InvalidPattern { .. }
+            | VfsError::PatternTooCostly { .. }
             | VfsError::InvalidCursor { .. }
             | VfsError::BadUpload { .. }
             | VfsError::InvalidCheckpoint { .. }
@@ -245,6 +261,7 @@ impl VfsError {
             | VfsError::InvalidPath { path, .. }
             | VfsError::FileTooLarge { path, .. }
             | VfsError::Edit { path, .. }
+            | VfsError::PatternTooCostly { path, .. }
             | VfsError::NotInCheckpoint { path, .. } => Some(path),
             VfsError::IntoItself { from, .. } => Some(from),
             VfsError::Patch(error) => error.path(),

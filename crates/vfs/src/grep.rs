@@ -23,6 +23,7 @@ use crate::glob::patterns;
 use crate::node::{Kind, Node};
 use crate::path::VPath;
 use crate::read::looks_binary;
+use crate::search_cost::{SearchCost, MAX_SEARCH_WORK};
 use crate::tree::Flow;
 use crate::{Vfs, CHUNK_SIZE};
 
@@ -31,6 +32,10 @@ pub const DEFAULT_LIMIT: usize = 1000;
 pub const MAX_LIMIT: usize = 10_000;
 /// Most context lines on either side of a match.
 pub const MAX_CONTEXT: usize = 100;
+/// Bytes one page reads at most: past them, the page ends before the next
+/// file with a cursor, so a search of a large workspace for a rare pattern
+/// answers in pieces instead of holding the agent for minutes.
+pub const MAX_PAGE_SCAN_BYTES: u64 = 256 << 20;
 /// Lines longer than this are cut in results (minified files would otherwise
 /// flood an agent's context).
 pub const MAX_LINE_BYTES: usize = 1024;
@@ -162,6 +167,14 @@ pub struct GrepPage {
     pub next_cursor: Option<String>,
 }
 
+/// A search the page could not afford: a text of `bytes` that the fast
+/// engine gave up on, for a pattern of `states` NFA states.
+#[derive(Debug, Clone, Copy)]
+struct TooCostly {
+    bytes: u64,
+    states: u64,
+}
+
 fn display(line: &[u8]) -> String {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -172,6 +185,11 @@ fn display(line: &[u8]) -> String {
 /// Searches one file's pieces for matching lines.
 struct Scanner<'r> {
     re: &'r Regex,
+    /// What each search will cost (see [`crate::search_cost`]), when the
+    /// pattern could be measured.
+    cost: Option<(&'r SearchCost, regex_automata::hybrid::regex::Cache)>,
+    /// Slow-engine work left to the page; `Err` once a search needed more.
+    work_left: std::result::Result<u64, TooCostly>,
     /// Whether a whole piece may be tested at once: true unless the pattern
     /// anchors to the start or end of the whole text (`\A`, `\z`), where
     /// a piece and a line differ.
@@ -199,16 +217,38 @@ struct Scanner<'r> {
 
 impl<'r> Scanner<'r> {
     fn feed(&mut self, piece: &[u8], path: &VPath) {
-        if self.prefilter && self.owed_after == 0 && !self.re.is_match(piece) {
+        if self.prefilter && self.owed_after == 0 && !self.is_match(piece) {
             self.skim(piece);
             return;
         }
         for line in piece.split_inclusive(|&b| b == b'\n') {
-            if self.full || (self.first_only && self.count > 0) {
+            if self.full || (self.first_only && self.count > 0) || self.work_left.is_err() {
                 return;
             }
             self.scan_line(line, path);
         }
+    }
+
+    /// Whether `hay` matches, if its search fits in the work left; a search
+    /// that does not is not run, and the scan ends.
+    fn is_match(&mut self, hay: &[u8]) -> bool {
+        let (Some((cost, cache)), Ok(left)) = (&mut self.cost, self.work_left) else {
+            return self.work_left.is_ok() && self.re.is_match(hay);
+        };
+        let work = cost.work(cache, hay);
+        if work > hay.len() as u64 {
+            match left.checked_sub(work) {
+                Some(left) => self.work_left = Ok(left),
+                None => {
+                    self.work_left = Err(TooCostly {
+                        bytes: hay.len() as u64,
+                        states: cost.states(),
+                    });
+                    return false;
+                }
+            }
+        }
+        self.re.is_match(hay)
     }
 
     /// Fast path for a piece with no match: count its lines, keep the last few.
@@ -246,7 +286,7 @@ impl<'r> Scanner<'r> {
         self.line += 1;
         let content = line.strip_suffix(b"\n").unwrap_or(line);
         let reportable = number > self.skip_through;
-        if reportable && self.re.is_match(content) {
+        if reportable && self.is_match(content) {
             self.count += 1;
             if self.first_only || self.room == 0 {
                 return;
@@ -302,6 +342,7 @@ impl<S: Sql> Vfs<'_, S> {
                 pattern: request.pattern.clone(),
                 reason: regex_error_reason(&e),
             })?;
+        let cost = SearchCost::new(&source, request.ignore_case, true);
         let include = patterns(&request.include)?;
         let exclude = patterns(&request.exclude)?;
         let limit = request.limit.clamp(1, MAX_LIMIT);
@@ -310,6 +351,9 @@ impl<S: Sql> Vfs<'_, S> {
             pending: Vec::new(),
             pending_bytes: 0,
             re: &re,
+            cost: cost.as_ref(),
+            work_left: MAX_SEARCH_WORK,
+            scanned: 0,
             prefilter: !(source.contains("\\A") || source.contains("\\z") || source.contains("(?")),
             request,
             limit,
@@ -377,6 +421,11 @@ struct Search<'a, 'db, S: Sql> {
     pending: Vec<(VPath, Node)>,
     pending_bytes: u64,
     re: &'a Regex,
+    cost: Option<&'a SearchCost>,
+    /// Slow-engine work left to the page (see [`crate::search_cost`]).
+    work_left: u64,
+    /// Bytes of content read so far (see [`MAX_PAGE_SCAN_BYTES`]).
+    scanned: u64,
     prefilter: bool,
     request: &'a GrepRequest,
     limit: usize,
@@ -440,7 +489,7 @@ impl<S: Sql> Search<'_, '_, S> {
         skip_through: u64,
         pieces: impl Iterator<Item = Result<Vec<u8>>>,
     ) -> Result<Flow> {
-        if self.hits == self.limit {
+        if self.hits == self.limit || self.scanned >= MAX_PAGE_SCAN_BYTES {
             self.stop_before(path, skip_through);
             return Ok(Flow::Stop);
         }
@@ -448,6 +497,8 @@ impl<S: Sql> Search<'_, '_, S> {
         let content_mode = mode == GrepMode::Content;
         let mut scanner = Scanner {
             re: self.re,
+            cost: self.cost.map(|cost| (cost, cost.cache())),
+            work_left: Ok(self.work_left),
             prefilter: self.prefilter,
             before: self.request.before.min(MAX_CONTEXT),
             after: self.request.after.min(MAX_CONTEXT),
@@ -469,14 +520,19 @@ impl<S: Sql> Search<'_, '_, S> {
         let mut carry: Vec<u8> = Vec::new();
         for (i, data) in pieces.enumerate() {
             let data = data?;
+            self.scanned += data.len() as u64;
             if i == 0 && looks_binary(&data) {
                 self.page.binary_files_skipped += 1;
                 return Ok(Flow::Continue);
             }
+            // Only the new bytes can hold the last newline: a long line
+            // is not searched again for each piece it spans.
+            let known = carry.len();
             carry.extend_from_slice(&data);
-            let Some(cut) = carry.iter().rposition(|&b| b == b'\n') else {
+            let Some(cut) = carry[known..].iter().rposition(|&b| b == b'\n') else {
                 continue;
             };
+            let cut = known + cut;
             let rest = carry.split_off(cut + 1);
             scanner.feed(&carry, path);
             carry = rest;
@@ -486,6 +542,18 @@ impl<S: Sql> Search<'_, '_, S> {
         }
         if !carry.is_empty() && !scanner.full {
             scanner.feed(&carry, path);
+        }
+        match scanner.work_left {
+            Ok(left) => self.work_left = left,
+            Err(TooCostly { bytes, states }) => {
+                return Err(VfsError::PatternTooCostly {
+                    pattern: self.request.pattern.clone(),
+                    path: path.to_string(),
+                    bytes,
+                    states,
+                    bound: MAX_SEARCH_WORK,
+                })
+            }
         }
         self.page.files_searched += 1;
 
@@ -552,8 +620,11 @@ mod tests {
 
     fn scan(text: &str, pattern: &str, before: usize, after: usize) -> Vec<GrepMatch> {
         let re = RegexBuilder::new(pattern).multi_line(true).build().unwrap();
+        let cost = SearchCost::new(pattern, false, true).unwrap();
         let mut s = Scanner {
             re: &re,
+            cost: Some((&cost, cost.cache())),
+            work_left: Ok(MAX_SEARCH_WORK),
             prefilter: true,
             before,
             after,

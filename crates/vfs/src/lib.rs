@@ -34,6 +34,7 @@ pub mod patch;
 mod path;
 pub mod read;
 mod resolve;
+pub mod search_cost;
 mod sync;
 mod tree;
 mod upload;

@@ -3026,6 +3026,69 @@ fn grep_refuses_a_pattern_past_the_compiled_size_bound() {
     assert_eq!(hits(&page).len(), 2);
 }
 
+/// `a{1000}{10}` is small enough to compile (10,000 states), but over one
+/// 2 MB line of `a`s the fast engine gives up and the slow one took 87 s,
+/// holding the agent (its next request, even `/health`, waited). The
+/// search is measured before it runs and refused past the bound, naming
+/// the file and the way out; the same pattern on short lines still works.
+#[test]
+fn grep_refuses_a_search_only_the_slow_engine_could_do() {
+    let db = db();
+    let vfs = vfs(&db);
+    put(&vfs, "/big.txt", vec![b'a'; 2 << 20]);
+    put(&vfs, "/short.txt", "a".repeat(10_000) + "\nb\n");
+    let started = std::time::Instant::now();
+    let err = vfs.grep(&regex("a{1000}{10}")).unwrap_err();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    match &err {
+        VfsError::PatternTooCostly { path, bytes, .. } => {
+            assert_eq!(path, "/big.txt");
+            assert_eq!(*bytes, 2 << 20);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(err.code(), Errno::Einval);
+    assert!(err.to_string().contains("counted repetitions"), "{err}");
+    let page = vfs
+        .grep(&GrepRequest {
+            base: p("/short.txt"),
+            ..regex("a{1000}{10}")
+        })
+        .unwrap();
+    assert_eq!(hits(&page).len(), 1);
+}
+
+/// A search of a large workspace for a rare pattern read every byte in one
+/// request. A page reads at most `MAX_PAGE_SCAN_BYTES` of content, then
+/// ends before the next file with a cursor, and the pages together find
+/// every match once.
+#[test]
+fn a_grep_page_ends_after_reading_its_bound_of_bytes() {
+    use stead_vfs::grep::MAX_PAGE_SCAN_BYTES;
+    let db = db();
+    let vfs = vfs(&db);
+    let file = vec![b'x'; 8 << 20];
+    let files = (MAX_PAGE_SCAN_BYTES / file.len() as u64) as usize + 2;
+    for i in 0..files {
+        let mut content = file.clone();
+        content.extend_from_slice(format!("\nneedle {i}\n").as_bytes());
+        put(&vfs, &format!("/d/f{i:03}"), content);
+    }
+    let pages = grep_pages(&vfs, &grep_request("needle"), 1000);
+    let found: Vec<String> = pages
+        .iter()
+        .flat_map(|page| hits(page).into_iter().map(|(path, _, _)| path))
+        .collect();
+    let pages = pages.len();
+    assert_eq!(pages, 2);
+    let expected: Vec<String> = (0..files).map(|i| format!("/d/f{i:03}")).collect();
+    assert_eq!(found, expected);
+}
+
 /// `**` over a large tree with few matches walked the whole workspace (up
 /// to a million nodes) in one request. A page visits at most
 /// `MAX_VISITS` entries, then ends truncated with a cursor at the last
