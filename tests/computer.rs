@@ -91,6 +91,59 @@ fn python_cc_and_git_work_on_workspace_files() {
     assert_eq!(out["stderr"], "oops\n");
 }
 
+/// The image's Python has pip and venv: a project's venv installs a wheel
+/// (made by the command, offline, as the computer's network is off by
+/// default) and runs it; `pip install` as the user works too. What they
+/// install stays out of the workspace: `.venv/` is kept on the computer by
+/// the sync's defaults, and pip's cache and user installs go to the
+/// computer's home.
+#[test]
+fn pip_and_venv_install_into_the_project_and_the_computers_home() {
+    if !with_runtime(|runtime| needs_containers(runtime, "pip_and_venv")) {
+        return;
+    }
+    let agent = Agent::new("computer-python");
+    // A wheel is a zip with the package and its metadata.
+    agent.write(
+        "/proj/make_wheel.py",
+        "import zipfile\n\
+         with zipfile.ZipFile('greet-1.0-py3-none-any.whl', 'w') as w:\n\
+         \x20   w.writestr('greet/__init__.py', \"def hi():\\n    return 'hi from greet'\\n\")\n\
+         \x20   w.writestr('greet-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: greet\\nVersion: 1.0\\n')\n\
+         \x20   w.writestr('greet-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+         \x20   w.writestr('greet-1.0.dist-info/RECORD', '')\n",
+    );
+    let before = agent.info()["usage"]["stored_bytes"].as_u64();
+    let out = on_computer(
+        &agent,
+        "set -e; cd /proj; python3 make_wheel.py; python3 -m venv .venv; \
+         .venv/bin/pip install -q --no-index greet-1.0-py3-none-any.whl; \
+         .venv/bin/python -c 'import greet; print(greet.hi())'; \
+         pip install -q --no-index greet-1.0-py3-none-any.whl; \
+         cd /; python3 -c 'import greet, sys; print(greet.__file__.startswith(sys.argv[1]))' \"$HOME\"; \
+         echo ~",
+    );
+    assert_eq!(out["exit_code"], 0, "{out}");
+    assert_eq!(
+        out["stdout"], "hi from greet\nTrue\n/var/tmp/home\n",
+        "{out}"
+    );
+    let listed = agent.ok(
+        "exec",
+        json!({ "command": "ls -A / /proj", "backend": "shell" }),
+    );
+    let names: Vec<&str> = listed["stdout"].as_str().unwrap().lines().collect();
+    for kept_out in [".venv", ".cache", ".local", ".gitconfig"] {
+        assert!(!names.contains(&kept_out), "{kept_out} in {names:?}");
+    }
+    // What came back is the wheel, not the installed trees.
+    let after = agent.info()["usage"]["stored_bytes"].as_u64();
+    assert!(
+        after.unwrap() - before.unwrap() < 1 << 20,
+        "{before:?} -> {after:?}"
+    );
+}
+
 #[test]
 fn auto_runs_in_the_light_shell_unless_a_command_needs_linux() {
     let agent = Agent::new("computer-auto");
@@ -399,8 +452,12 @@ fn the_computer_gets_its_secret_and_commands_get_only_their_env() {
     );
     let stdout = out["stdout"].as_str().unwrap();
     let mut lines = stdout.lines();
-    // Home and $WORKSPACE are the workspace's root, `/`.
-    assert_eq!(lines.next(), Some("hello from the request|/|/"), "{stdout}");
+    // $WORKSPACE is the workspace's root, `/`; home is the computer's.
+    assert_eq!(
+        lines.next(),
+        Some("hello from the request|/var/tmp/home|/"),
+        "{stdout}"
+    );
     assert_ne!(lines.next(), Some("0"), "commands never run as root");
     let names = lines.next().unwrap();
     assert!(

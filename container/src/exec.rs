@@ -176,25 +176,27 @@ pub fn command(
         container
             .confinement
             .command(&container.workspace, &container.scratch, cwd, script)?;
-    // As in the light shell: home is the workspace's root, and `pwd` says
-    // the cwd as it was asked for (bash keeps an inherited PWD that names
-    // its directory, so a symlinked cwd is not resolved). Python writes its
-    // output as it goes, not when a buffer fills, so a log shows a dev
-    // server's banner when it is printed. git's global configuration is
-    // the computer's (see `state::GIT_CONFIG_NAME`), not a file at the
-    // workspace's root. The request's `env` may set any of these.
+    // `pwd` says the cwd as it was asked for (bash keeps an inherited PWD
+    // that names its directory, so a symlinked cwd is not resolved).
+    // Home is the computer's, not the workspace's (see `state::HOME`), and
+    // what a user installs goes under it: `pip install` as the user (no
+    // root, so pip installs into `~/.local`; Debian's marker that refuses
+    // pip outside a venv guards the system's packages, which a user install
+    // leaves alone), `npm install -g` into the same prefix, both on `PATH`.
+    // Python writes its output as it goes, not when a buffer fills, so a
+    // log shows a dev server's banner when it is printed. The request's
+    // `env` may set any of these.
+    let home = crate::state::HOME;
     command
         .env_clear()
-        .env("PATH", PATH)
-        .env("HOME", "/")
+        .env("PATH", format!("{home}/.local/bin:{PATH}"))
+        .env("HOME", home)
         .env("LANG", "C.UTF-8")
         .env("PWD", cwd)
         .env("WORKSPACE", "/")
         .env("PYTHONUNBUFFERED", "1")
-        .env(
-            "GIT_CONFIG_GLOBAL",
-            format!("/var/tmp/{}", crate::state::GIT_CONFIG_NAME),
-        )
+        .env("PIP_BREAK_SYSTEM_PACKAGES", "1")
+        .env("NPM_CONFIG_PREFIX", format!("{home}/.local"))
         .envs(env)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -116,7 +116,7 @@ impl Container {
             Isolation::Container => PathBuf::from("/var/tmp"),
             Isolation::Namespaces => scratch.join("var/tmp"),
         };
-        seed_git_config(&scratch_var_tmp.join(GIT_CONFIG_NAME), &confinement)?;
+        seed_home(&scratch_var_tmp.join(HOME_NAME), &confinement)?;
         let logs = state_dir.join("logs");
         fs::create_dir_all(&logs)?;
         Ok(Container {
@@ -415,18 +415,44 @@ fn empty_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// The name, in the computer's `/var/tmp`, of the git configuration its
-/// commands get as their global one (`GIT_CONFIG_GLOBAL`, see
-/// [`crate::exec::command`]).
-pub const GIT_CONFIG_NAME: &str = ".gitconfig";
+/// The commands' home, as they see it: in the computer's scratch, not the
+/// workspace. What programs keep per user (`pip install --user` into
+/// `~/.local`, npm's and pip's caches, `git config --global`, shell and
+/// REPL histories) would otherwise land at the workspace's root, be synced
+/// into the agent's database with every command, and fill its quota. It is
+/// the computer's, so it goes with it when the computer is released.
+pub const HOME: &str = "/var/tmp/home";
 
-/// What a fresh computer's global git configuration says: an identity, so
-/// `git commit` works without set-up. The commands' home is the
-/// workspace's root, so git's default global file would be `/.gitconfig`
-/// in the workspace (a stray file in a project at the root); it lives in
-/// the computer's scratch instead. A repository's own config (`git config
-/// user.name ...`, kept in the workspace's `.git/config`) overrides it.
+/// [`HOME`]'s name in the computer's `/var/tmp`.
+const HOME_NAME: &str = "home";
+
+/// What a fresh computer's global git configuration (`~/.gitconfig`)
+/// says: an identity, so `git commit` works without set-up. A
+/// repository's own config (`git config user.name ...`, kept in the
+/// workspace's `.git/config`) overrides it.
 const GIT_CONFIG: &str = "[user]\n\tname = stead agent\n\temail = agent@stead.invalid\n";
+
+/// Makes the commands' home at `dir` (see [`HOME`]), owned by their user
+/// and private to it, with its global git configuration. Runs before any
+/// command does, so nothing a command planted is in the way; a home that
+/// is there already (the program restarted in a live container) is kept
+/// as it is.
+fn seed_home(dir: &Path, confinement: &Confinement) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => confinement.own(dir)?,
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+            if !fs::symlink_metadata(dir)?.is_dir() {
+                return Err(io::Error::other(format!(
+                    "{} is there and is not a directory",
+                    dir.display()
+                )));
+            }
+        }
+        Err(error) => return Err(error),
+    }
+    seed_git_config(&dir.join(".gitconfig"), confinement)
+}
 
 /// Writes the global git configuration at `path` for the commands' user,
 /// unless something is there already: never through a link a command

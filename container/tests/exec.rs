@@ -367,9 +367,10 @@ fn the_environment_is_clean() {
     let (out, _, _) = collect(parse_events(&answer.body));
     assert!(!out.contains(SECRET), "{out}");
     assert!(!out.contains("STEAD_COMPUTER"), "{out}");
-    // Home is the workspace's root, as in the light shell.
+    // Home is the computer's, outside the workspace; what a user installs
+    // goes under it.
     for line in [
-        "HOME=/",
+        "HOME=/var/tmp/home",
         "WORKSPACE=/",
         "PWD=/",
         "LANG=C.UTF-8",
@@ -380,7 +381,7 @@ fn the_environment_is_clean() {
     }
     assert!(out
         .lines()
-        .any(|l| l.starts_with("PATH=") && l.contains("/usr/bin")));
+        .any(|l| l.starts_with("PATH=/var/tmp/home/.local/bin:") && l.contains("/usr/bin")));
     // The program's own environment (the test runner's) is not passed on.
     assert!(!out.contains("CARGO_"), "{out}");
 }
@@ -400,8 +401,10 @@ fn git_commits_without_set_up_and_its_global_config_stays_out_of_the_workspace()
         out,
         "stead agent <agent@stead.invalid>\ntrue\nSomeone Else\n"
     );
-    // `git config --global` wrote the computer's file, not `/.gitconfig`.
+    // `git config --global` wrote the computer's home, not `/.gitconfig`.
     assert!(!client.disk("/.gitconfig").exists());
+    let (out, _, _) = client.exec("home", "cat ~/.gitconfig");
+    assert!(out.contains("editor = true"), "{out}");
     let (out, _, _) = client.exec("ls", "ls -A /");
     assert!(!out.lines().any(|name| name == ".gitconfig"), "{out}");
 }
