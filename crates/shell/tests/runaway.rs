@@ -121,6 +121,30 @@ fn awk_builders_end_with_the_memory_limit() {
     assert_eq!(text(&r.stdout), "1048576 10000\n", "{}", text(&r.stderr));
 }
 
+/// `a{1000}{10}` compiles small (10,000 states), but over a 2 MB line of
+/// `a`s the regex crate's fast engine gives up and the slow one took 87 s,
+/// past every limit. A search is measured before it runs: one the fast
+/// engine gives up on is charged the slow engine's worst case, so it ends
+/// on the CPU budget at once; a pattern the fast engine handles on the same
+/// line runs as before.
+#[test]
+fn a_search_only_the_slow_regex_engine_could_do_ends_on_the_cpu_budget() {
+    let db = db();
+    write_files(&db, &[("/big.txt", &vec![b'a'; 2 << 20])]);
+    for script in [
+        "grep -cE 'a{1000}{10}' /big.txt",
+        "sed -n '/a\\{1000\\}\\{10\\}/p' /big.txt",
+        "sed -E 's/a{1000}{10}/x/g' /big.txt",
+        "awk '/(a{1000}){10}/' /big.txt",
+        "awk '{ n = gsub(/(a{1000}){10}/, \"x\") } END { print n }' /big.txt",
+    ] {
+        let r = run_bounded(&db, script, short());
+        assert_ended_by(&r, LimitKind::Cpu, script);
+    }
+    let r = run_bounded(&db, "grep -cE 'a{100}' /big.txt", short());
+    assert_eq!(text(&r.stdout), "1\n", "{}", text(&r.stderr));
+}
+
 /// jq: `"x" * 1e9` repeated a string into a gigabyte in one operation, and
 /// integer products grew without bound (`. * .` thirty times is a number
 /// of 300 million digits: 84 s and 150 MB before this, past every limit).

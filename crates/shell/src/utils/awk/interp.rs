@@ -19,7 +19,7 @@ use super::parser::{
 };
 use super::records::{compile, FieldSep, RecordSep};
 use super::value::{Array, Value};
-use crate::limits::{Abort, Held, LimitKind};
+use crate::limits::{Abort, Held, LimitKind, RegexCost};
 use crate::utils::Ctx;
 
 /// Why evaluation stopped unwinding.
@@ -75,8 +75,8 @@ struct Record {
 pub struct Interp<'p, 'c, 'a> {
     prog: &'p Program,
     pub ctx: &'c mut Ctx<'a>,
-    regexes: Vec<Rc<Regex>>,
-    dynamic: HashMap<String, Rc<Regex>>,
+    regexes: Vec<Rc<ProgramRegex>>,
+    dynamic: HashMap<String, Rc<ProgramRegex>>,
     globals: Vec<Cell>,
     stack: Vec<Cell>,
     frame: usize,
@@ -105,12 +105,35 @@ fn fatal<T>(message: impl Into<String>) -> R<T> {
     Err(Stop::Fatal(message.into()))
 }
 
+/// A regex of the program (literal or dynamic), with what its searches
+/// cost.
+pub struct ProgramRegex {
+    re: Regex,
+    cost: RegexCost,
+}
+
+impl ProgramRegex {
+    fn new(source: &str) -> Result<ProgramRegex, String> {
+        let re = compile(source)?;
+        let cost = RegexCost::new(re.as_str());
+        Ok(ProgramRegex { re, cost })
+    }
+}
+
+impl std::ops::Deref for ProgramRegex {
+    type Target = Regex;
+
+    fn deref(&self) -> &Regex {
+        &self.re
+    }
+}
+
 impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
     pub fn new(prog: &'p Program, ctx: &'c mut Ctx<'a>) -> Result<Self, String> {
         let regexes = prog
             .regexes
             .iter()
-            .map(|re| compile(re).map(Rc::new))
+            .map(|re| ProgramRegex::new(re).map(Rc::new))
             .collect::<Result<Vec<_>, _>>()?;
         let mut globals = vec![Cell::Val(Value::Uninit); prog.globals.len()];
         let defaults = [
@@ -511,7 +534,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
 
     // ----- regexes -----
 
-    fn regex_of(&mut self, e: &Expr) -> R<Rc<Regex>> {
+    fn regex_of(&mut self, e: &Expr) -> R<Rc<ProgramRegex>> {
         if let Expr::Regex(i) = e {
             return Ok(self.regexes[*i].clone());
         }
@@ -520,16 +543,25 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         self.dynamic_regex(&source)
     }
 
-    pub fn dynamic_regex(&mut self, source: &str) -> R<Rc<Regex>> {
+    pub fn dynamic_regex(&mut self, source: &str) -> R<Rc<ProgramRegex>> {
         if let Some(re) = self.dynamic.get(source) {
             return Ok(re.clone());
         }
-        let re = Rc::new(compile(source).map_err(Stop::Fatal)?);
+        let re = Rc::new(ProgramRegex::new(source).map_err(Stop::Fatal)?);
         if self.dynamic.len() > 1000 {
             self.dynamic.clear();
         }
         self.dynamic.insert(source.to_string(), re.clone());
         Ok(re)
+    }
+
+    /// Charges what searching `text` with `re` costs beyond its bytes,
+    /// before the search (see [`RegexCost`]).
+    fn charge_search(&self, re: &ProgramRegex, text: &str) -> R<()> {
+        self.ctx
+            .budget
+            .charge_cpu(re.cost.extra_work(text.as_bytes()))?;
+        Ok(())
     }
 
     // ----- patterns and actions -----
@@ -769,6 +801,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
             Expr::Str(s) => Value::Str(s.clone()),
             Expr::Regex(i) => {
                 let re = self.regexes[*i].clone();
+                self.charge_search(&re, &self.record.text)?;
                 bool_value(re.is_match(&self.record.text))
             }
             Expr::Lv(lv) => self.get(lv)?,
@@ -808,6 +841,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
                 let v = self.eval(a)?;
                 let text = self.to_str(&v);
                 let re = self.regex_of(re)?;
+                self.charge_search(&re, &text)?;
                 bool_value(re.is_match(&text) != *negate)
             }
             Expr::Concat(a, b) => {
@@ -1121,6 +1155,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         let mut last = 0;
         let mut count = 0;
         let room = self.room();
+        self.charge_search(&re, &text)?;
         for m in re.find_iter(&text) {
             out.push_str(&text[last..m.start()]);
             expand_replacement(&repl, m.as_str(), &mut out);
@@ -1159,6 +1194,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         let mut out = String::new();
         let mut last = 0;
         let room = self.room();
+        self.charge_search(&re, &text)?;
         for (i, caps) in re.captures_iter(&text).enumerate() {
             let m = caps.get(0).expect("group 0 always matches");
             if global || i + 1 == nth {
@@ -1217,6 +1253,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
     fn match_fn(&mut self, args: &[Expr]) -> R<Value> {
         let s = self.str_arg(&args[0])?;
         let re = self.regex_of(&args[1])?;
+        self.charge_search(&re, &s)?;
         let chars = |byte: usize| s[..byte].chars().count();
         let (start, length) = match re.captures(&s) {
             Some(caps) => {

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use regex::bytes::Regex as BytesRegex;
 use regex::Regex;
 
-use crate::limits::{build_bytes_regex, build_regex, RegexError};
+use crate::limits::{build_bytes_regex, build_regex, RegexCost, RegexError};
 
 /// Steps one search (all its start positions together) may take before
 /// giving up: backtracking can be exponential.
@@ -30,7 +30,7 @@ pub(crate) type Groups = Vec<Option<(usize, usize)>>;
 /// fresh (slow to warm) matching cache.
 #[derive(Debug, Clone)]
 pub(crate) enum Compiled {
-    Fast(Rc<BytesRegex>),
+    Fast(Rc<BytesRegex>, Rc<RegexCost>),
     Slow(Rc<Backtrack>),
 }
 
@@ -40,7 +40,7 @@ impl Compiled {
     pub(crate) fn new(prefix: &str, source: &str) -> Result<Compiled, String> {
         let full = format!("{prefix}{source}");
         match build_bytes_regex(&mut regex::bytes::RegexBuilder::new(&full)) {
-            Ok(re) => Ok(Compiled::Fast(Rc::new(re))),
+            Ok(re) => Ok(Compiled::Fast(Rc::new(re), Rc::new(RegexCost::new(&full)))),
             Err(RegexError::TooLarge) => Err(RegexError::TooLarge.to_string()),
             Err(error) if has_backref(source) => Backtrack::new(&full)
                 .map(|b| Compiled::Slow(Rc::new(b)))
@@ -51,15 +51,23 @@ impl Compiled {
 
     pub(crate) fn is_match(&self, haystack: &[u8]) -> bool {
         match self {
-            Compiled::Fast(re) => re.is_match(haystack),
+            Compiled::Fast(re, _) => re.is_match(haystack),
             Compiled::Slow(b) => b.is_match(haystack),
+        }
+    }
+
+    /// See [`RegexCost::extra_work`]; backtracking has its own step bound.
+    pub(crate) fn extra_work(&self, haystack: &[u8]) -> u64 {
+        match self {
+            Compiled::Fast(_, cost) => cost.extra_work(haystack),
+            Compiled::Slow(_) => 0,
         }
     }
 
     /// The number of groups, the whole match included.
     pub(crate) fn captures_len(&self) -> usize {
         match self {
-            Compiled::Fast(re) => re.captures_len(),
+            Compiled::Fast(re, _) => re.captures_len(),
             Compiled::Slow(b) => b.groups + 1,
         }
     }
@@ -74,7 +82,7 @@ impl Compiled {
     ) {
         let mut groups: Groups = Vec::new();
         match self {
-            Compiled::Fast(re) if whole_only => {
+            Compiled::Fast(re, _) if whole_only => {
                 for m in re.find_iter(haystack) {
                     groups.clear();
                     groups.push(Some((m.start(), m.end())));
@@ -83,7 +91,7 @@ impl Compiled {
                     }
                 }
             }
-            Compiled::Fast(re) => {
+            Compiled::Fast(re, _) => {
                 for caps in re.captures_iter(haystack) {
                     groups.clear();
                     groups.extend(caps.iter().map(|g| g.map(|m| (m.start(), m.end()))));
@@ -705,7 +713,7 @@ mod tests {
     fn fast_patterns_stay_fast() {
         assert!(matches!(
             compile("a+b", Syntax::Extended),
-            Compiled::Fast(_)
+            Compiled::Fast(..)
         ));
         assert!(Compiled::new("", "(").is_err());
     }

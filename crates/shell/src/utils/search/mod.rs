@@ -509,7 +509,10 @@ impl Search<'_, '_> {
     /// Searches one file's content, printing what the options ask for.
     fn search_buffer(&mut self, name: &str, buf: &[u8]) -> Result<(), Abort> {
         self.file_id += 1;
-        self.ctx.budget.charge_cpu(buf.len() as u64)?;
+        let extra = self.matcher.re.as_ref().map_or(0, |re| re.extra_work(buf));
+        self.ctx
+            .budget
+            .charge_cpu((buf.len() as u64).saturating_add(extra))?;
         let binary = !self.opts.text && buf.contains(&0);
         if binary && self.opts.skip_binary {
             return Ok(());
@@ -701,7 +704,7 @@ struct Candidates<'r, 'b> {
 impl<'r, 'b> Candidates<'r, 'b> {
     fn new(compiled: Option<&'r Compiled>, buf: &'b [u8]) -> Self {
         let re = match compiled {
-            Some(Compiled::Fast(re)) => Some(&**re),
+            Some(Compiled::Fast(re, _)) => Some(&**re),
             _ => None,
         };
         Candidates {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::utils::search::backref::{Compiled, Groups};
 
 use super::parse::{Address, Cmd, Command, End, Pattern, Piece, Subst};
-use crate::limits::{Abort, LimitKind};
+use crate::limits::{Abort, Budget, LimitKind};
 use crate::utils::Ctx;
 
 /// Bytes of output collected before they are handed to stdout.
@@ -263,7 +263,7 @@ impl<'p> Engine<'p> {
         while pc < self.program.len() {
             ctx.budget.charge_cpu(1)?;
             let command = &self.program[pc];
-            let selected = self.selected(pc, stream);
+            let selected = self.selected(pc, stream, ctx.budget)?;
             pc += 1;
             if self.error.is_some() {
                 return Ok(Flow::Next { autoprint: false });
@@ -554,6 +554,7 @@ impl<'p> Engine<'p> {
             .saturating_sub(ctx.budget.memory_in_use())
             .saturating_sub(self.hold.len() as u64);
         let mut too_large = false;
+        ctx.budget.charge_cpu(re.extra_work(pattern))?;
         re.for_each_match(pattern, whole_only, &mut |groups| {
             seen += 1;
             if seen < subst.nth as u64 {
@@ -593,18 +594,30 @@ impl<'p> Engine<'p> {
     }
 
     /// Whether command `index` applies to the current line.
-    fn selected(&mut self, index: usize, stream: &mut Stream) -> bool {
+    /// Whether command `index` applies; a pattern address's search is
+    /// charged to `budget` before it runs.
+    fn selected(
+        &mut self,
+        index: usize,
+        stream: &mut Stream,
+        budget: &Budget,
+    ) -> Result<bool, Abort> {
         let command = &self.program[index];
         let hit = match (&command.start, &command.end) {
             (None, _) => true,
-            (Some(start), None) => self.matches(start, stream),
-            (Some(start), Some(end)) => self.in_range(index, start, end, stream),
+            (Some(start), None) => self.matches(start, stream, budget)?,
+            (Some(start), Some(end)) => self.in_range(index, start, end, stream, budget)?,
         };
-        hit != command.negate
+        Ok(hit != command.negate)
     }
 
-    fn matches(&mut self, address: &Address, stream: &mut Stream) -> bool {
-        match address {
+    fn matches(
+        &mut self,
+        address: &Address,
+        stream: &mut Stream,
+        budget: &Budget,
+    ) -> Result<bool, Abort> {
+        Ok(match address {
             Address::Line(n) => self.line_no == *n,
             Address::Last => !stream.has_more(),
             Address::Step(first, 0) => self.line_no == *first,
@@ -612,21 +625,32 @@ impl<'p> Engine<'p> {
                 self.line_no >= *first && (self.line_no - first) % step == 0
             }
             Address::Zero => false,
-            Address::Match(pattern) => self
-                .regex(pattern)
-                .is_some_and(|re| re.is_match(&self.pattern)),
-        }
+            Address::Match(pattern) => match self.regex(pattern) {
+                Some(re) => {
+                    budget.charge_cpu(re.extra_work(&self.pattern))?;
+                    re.is_match(&self.pattern)
+                }
+                None => false,
+            },
+        })
     }
 
-    fn in_range(&mut self, index: usize, start: &Address, end: &End, stream: &mut Stream) -> bool {
+    fn in_range(
+        &mut self,
+        index: usize,
+        start: &Address,
+        end: &End,
+        stream: &mut Stream,
+        budget: &Budget,
+    ) -> Result<bool, Abort> {
         let mut state = self.ranges[index];
         let line = self.line_no;
         if matches!(start, Address::Zero) && !state.zero_done {
             state.zero_done = true;
             state.active = true;
         } else if !state.active {
-            if !self.matches(start, stream) {
-                return false;
+            if !self.matches(start, stream, budget)? {
+                return Ok(false);
             }
             state.active = match end {
                 End::Addr(Address::Line(last)) => *last > line,
@@ -639,16 +663,16 @@ impl<'p> Engine<'p> {
                 End::Addr(_) => true,
             };
             self.ranges[index] = state;
-            return true;
+            return Ok(true);
         }
         state.active = !match end {
             End::Addr(Address::Line(last)) => line >= *last,
-            End::Addr(address) => self.matches(address, stream),
+            End::Addr(address) => self.matches(address, stream, budget)?,
             End::Plus(_) => line >= state.end_line,
             End::Multiple(n) => line % n == 0,
         };
         self.ranges[index] = state;
-        true
+        Ok(true)
     }
 }
 
