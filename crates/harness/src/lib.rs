@@ -127,6 +127,32 @@ fn end_group(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// Sends `signal` to the processes named `name` in process group `group`.
+fn kill_in_group(group: i32, name: &str, signal: i32) {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        // The process group is the fifth field of `stat`, after the name in
+        // parentheses (which may hold spaces).
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let pgrp = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
+            .and_then(|field| field.parse::<i32>().ok());
+        if comm.trim_end() == name && pgrp == Some(group) {
+            // SAFETY: kill(2) on a process of our own child's group.
+            unsafe {
+                libc::kill(pid, signal);
+            }
+        }
+    }
+}
+
 /// Starts `command` (a `wrangler dev`) in a process group of its own, its
 /// output into `log`, and waits until `base` answers `GET /health` with
 /// 200. Watches the child while it waits: if it exits first, or `patience`
@@ -307,6 +333,18 @@ impl Runtime {
 
     /// Stops the runtime (all its processes) and waits for it to exit.
     pub fn stop(mut self) {
+        self.kill();
+    }
+
+    /// Ends the runtime as a crash would: the Workers runtime (`workerd`)
+    /// is killed first, so no Durable Object sees anything of the end. A
+    /// plain [`Runtime::stop`] lets `wrangler dev` shut down in order, and
+    /// it stops the containers before the runtime: an object then sees its
+    /// command's computer go away, and records that, a moment before it
+    /// goes itself. The rest then stops as `stop` does, so wrangler still
+    /// removes its containers.
+    pub fn crash(mut self) {
+        kill_in_group(self.child.id() as i32, "workerd", libc::SIGKILL);
         self.kill();
     }
 
