@@ -193,7 +193,7 @@ impl<H: Host> Agent<H> {
         sink: &dyn OutputSink,
         until: Option<i64>,
     ) -> Result<Ran, ApiError> {
-        let plan = exec::plan(body)?;
+        let plan = exec::plan(body, &self.vfs())?;
         match plan.run {
             Run::Shell(request) => {
                 exec::check_cwd(&self.vfs(), &request.cwd)?;

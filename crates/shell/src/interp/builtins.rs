@@ -820,7 +820,13 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     let saved =
         (args.len() > 2).then(|| std::mem::replace(&mut sh.st.positional, args[2..].to_vec()));
     sh.sourcing += 1;
+    sh.st.sources.push(file.clone());
+    sh.st.func_names.push("source".into());
+    sh.st.call_lines.push(sh.line);
     let r = run_text(sh, &text, file, 0);
+    sh.st.call_lines.pop();
+    sh.st.func_names.pop();
+    sh.st.sources.pop();
     sh.sourcing -= 1;
     if let Some(p) = saved {
         sh.st.positional = p;

@@ -28,7 +28,7 @@ mod dirs;
 mod expand;
 mod flags;
 mod history;
-mod invoke;
+pub(crate) mod invoke;
 mod jobs;
 mod memory;
 mod options;
@@ -182,6 +182,13 @@ pub struct State {
     /// The line each function in `func_names` was called from
     /// (`BASH_LINENO`).
     pub call_lines: Vec<usize>,
+    /// The files whose code runs, outermost first (`BASH_SOURCE` reversed):
+    /// the script file, each sourced file, and for each function call the
+    /// file the function was defined in.
+    pub sources: Vec<String>,
+    /// The file each function was defined in; bash names code that came
+    /// from no file (a `-c` text, the exec's command line) `environment`.
+    pub func_sources: HashMap<String, String>,
     /// Where commands were found (`hash`).
     pub hashed: BTreeMap<String, search::Hashed>,
     /// Started with `-i`.
@@ -349,6 +356,8 @@ impl<'a> Shell<'a> {
                 dir_stack: Vec::new(),
                 func_names: Vec::new(),
                 call_lines: Vec::new(),
+                sources: Vec::new(),
+                func_sources: HashMap::new(),
                 hashed: BTreeMap::new(),
                 interactive: false,
                 command_text: false,
@@ -908,6 +917,10 @@ impl<'a> Shell<'a> {
             }
             Command::Function(f) => {
                 self.st.funcs.insert(f.name.clone(), f.clone());
+                let file = self.st.sources.last().map_or("environment", String::as_str);
+                self.st
+                    .func_sources
+                    .insert(f.name.clone(), file.to_string());
                 self.status = 0;
                 Ok(())
             }
@@ -1537,6 +1550,15 @@ impl<'a> Shell<'a> {
             self.err_line(&format!("{name}: {why}"))?;
             return Ok(status);
         }
+        let text = VPath::parse_from(name, &self.st.cwd).and_then(|p| self.fs.read(&p));
+        if let Some(program) = text.ok().and_then(|t| invoke::foreign_interpreter(&t)) {
+            // bash's words for an interpreter it cannot find.
+            self.err_line(&format!(
+                "{name}: {program}: bad interpreter: not in the light shell (it can run on the \
+                 Linux computer: backend \"computer\")"
+            ))?;
+            return Ok(126);
+        }
         self.run_script_file(argv)
     }
 
@@ -1553,6 +1575,10 @@ impl<'a> Shell<'a> {
         self.st.frames.push(Vec::new());
         self.st.func_names.push(f.name.clone());
         self.st.call_lines.push(self.line);
+        let file = self.st.func_sources.get(&f.name).cloned();
+        self.st
+            .sources
+            .push(file.unwrap_or_else(|| "environment".into()));
         self.in_function += 1;
         let saved_loops = std::mem::replace(&mut self.loop_depth, 0);
         let hidden = self.hide_traps_for_function();
@@ -1573,6 +1599,7 @@ impl<'a> Shell<'a> {
         self.in_function -= 1;
         self.st.func_names.pop();
         self.st.call_lines.pop();
+        self.st.sources.pop();
         if let Some(frame) = self.st.frames.pop() {
             for (name, old) in frame.into_iter().rev() {
                 match old {
