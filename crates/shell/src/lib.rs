@@ -37,6 +37,7 @@ mod fs;
 mod interp;
 mod io;
 mod limits;
+mod pipes;
 mod utils;
 
 pub use fs::Fs;
@@ -101,7 +102,9 @@ pub fn exec_with_commands(
 ) -> ExecResult {
     let clock = limits::ExecClock::new(clock);
     let budget = Budget::new(request.limits, clock.now_ms());
-    let mut shell = interp::Shell::new(fs, &clock, &budget, request.cwd.clone(), extra);
+    let pipes = pipes::Pipes::default();
+    let view = pipes::WithPipes { fs, pipes: &pipes };
+    let mut shell = interp::Shell::new(&view, &pipes, &clock, &budget, request.cwd.clone(), extra);
     let out = shell.open_exec_output();
     let err = shell.open_exec_output();
     shell.fds[0] = Some(interp::Fd::In(std::rc::Rc::new(interp::Input::new(

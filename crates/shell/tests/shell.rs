@@ -483,6 +483,34 @@ fn gaps_follow_the_script_files_a_command_runs() {
     assert!(light_shell_gaps("bash -c 'if then'", &vfs, &cwd).is_none());
 }
 
+/// Process substitutions and here-documents live outside the workspace:
+/// commands read and write them as files (`/dev/fd/63`, as bash names
+/// them), and the workspace gets no revision, change or `/dev` folder for
+/// them. Each closes with its command, a compound command's included, so
+/// the next one is `/dev/fd/63` again (as in bash 5.2).
+#[test]
+fn process_substitutions_and_here_documents_never_touch_the_workspace() {
+    let db = db();
+    write_files(&db, &[("/in.txt", b"x\ny\n")]);
+    let vfs = Vfs::new(&db, 0);
+    let before = vfs.revision().unwrap();
+    let r = run(
+        &db,
+        "cat <(echo hi); diff <(echo a) <(echo b); tee >(wc -l) < in.txt >/dev/null; \
+         paste <(seq 2) <(seq 3 4); while read l; do echo \"r $l\"; done < <(printf '1\\n'); \
+         f() { echo \"$1\"; cat \"$1\"; }; f <(echo in); cat <<EOF\ndoc\nEOF\n\
+         cat <<< str; [ -e /dev/fd/63 ] || echo closed; ls /",
+    );
+    assert_eq!(
+        common::text(&r.stdout),
+        "hi\n1c1\n< a\n---\n> b\n2\n1\t3\n2\t4\nr 1\n/dev/fd/63\nin\ndoc\nstr\nclosed\nin.txt\n",
+        "{}",
+        common::text(&r.stderr)
+    );
+    assert_eq!(vfs.revision().unwrap(), before);
+    assert_eq!(vfs.changes_since(before, 100).unwrap(), Some(vec![]));
+}
+
 /// A tight loop runs to its end within the loop budget, and one iteration
 /// fewer of budget ends it with that limit's name. (How fast it runs is the
 /// benchmark's business: `stead-bench shell`, "interpreter loop".)

@@ -13,10 +13,10 @@
 //!   in a `while` loop consumes its input line by line.
 //! - Control flow (`break`, `continue`, `return`, fatal expansion errors)
 //!   travels as [`Flow`] values; `exit` and limits as [`Abort`].
-//! - Process substitution `<(cmd)` runs `cmd` first and writes its output to
-//!   the workspace file `/dev/fd/63` (then 62, ...), the names bash shows;
-//!   the files (and `/dev/fd` if it was created) are removed at the end of
-//!   the exec. `>(cmd)` gets such a file too, and `cmd` runs with it as
+//! - Process substitution `<(cmd)` runs `cmd` first and holds its output as
+//!   `/dev/fd/63` (then 62, ...), the names bash shows, in memory
+//!   ([`crate::pipes`]), never in the workspace; they close with their
+//!   command. `>(cmd)` gets such a file too, and `cmd` runs with it as
 //!   input once the outer command finished.
 
 pub mod arith;
@@ -50,6 +50,7 @@ use stead_vfs::VPath;
 use crate::fs::Fs;
 use crate::io::Output;
 use crate::limits::{Abort, Budget, Clock, LimitKind};
+use crate::pipes::Pipes;
 use crate::utils::{self, Ctx, Runner, Utility};
 use ast::*;
 pub use vars::{Value, Var};
@@ -265,6 +266,8 @@ pub enum Fd {
 
 pub struct Shell<'a> {
     pub fs: &'a dyn Fs,
+    /// Where process substitutions' `/dev/fd/N` files live (`fs` shows them).
+    pipes: &'a Pipes,
     pub clock: &'a dyn Clock,
     pub budget: &'a Budget,
     pub st: State,
@@ -295,8 +298,6 @@ pub struct Shell<'a> {
     pub cmdsub_status: Option<i32>,
     /// Descriptors from `{var}>file`, which outlive their command.
     pub persist_fds: Vec<usize>,
-    /// `/dev/fd` (and `/dev`) when created for process substitution.
-    created_dirs: Vec<VPath>,
     /// `$_`: the last argument of the previous simple command.
     pub last_arg: String,
     in_err_trap: bool,
@@ -328,8 +329,10 @@ pub fn limit_message(kind: crate::limits::LimitKind) -> String {
 }
 
 impl<'a> Shell<'a> {
+    /// A shell over `fs`, which must show `pipes` (see [`crate::pipes`]).
     pub fn new(
         fs: &'a dyn Fs,
+        pipes: &'a Pipes,
         clock: &'a dyn Clock,
         budget: &'a Budget,
         cwd: VPath,
@@ -337,6 +340,7 @@ impl<'a> Shell<'a> {
     ) -> Self {
         Shell {
             fs,
+            pipes,
             clock,
             budget,
             st: State {
@@ -384,7 +388,6 @@ impl<'a> Shell<'a> {
             sourcing: 0,
             cmdsub_status: None,
             persist_fds: Vec::new(),
-            created_dirs: Vec::new(),
             last_arg: String::new(),
             in_err_trap: false,
             in_debug_trap: false,
@@ -903,16 +906,21 @@ impl<'a> Shell<'a> {
                 if redirs.is_empty() {
                     return self.run_compound(c);
                 }
+                // Process substitutions in the redirections close with the
+                // compound command.
+                let procsubs_before = self.procsubs.len();
                 let saved = match self.apply_redirs(redirs)? {
                     Some(saved) => saved,
                     None => {
                         self.status = 1;
+                        self.finish_procsubs(procsubs_before)?;
                         return self.check_errexit();
                     }
                 };
                 let r = self.run_compound(c);
                 self.restore_fds(saved)?;
                 self.status = self.status_after_writes(self.status);
+                self.finish_procsubs(procsubs_before)?;
                 r
             }
             Command::Function(f) => {
@@ -1782,16 +1790,13 @@ impl<'a> Shell<'a> {
         Ok(())
     }
 
-    /// Closes every slot opened by `exec` and removes process-substitution files.
+    /// Closes every slot opened by `exec` and every process substitution.
     pub fn finish(&mut self) -> R<()> {
         for i in (2..self.slots.len()).rev() {
             self.close_slot(i)?;
         }
         for (path, _) in std::mem::take(&mut self.procsubs) {
-            let _ = self.fs.remove(&path, false);
-        }
-        for dir in std::mem::take(&mut self.created_dirs) {
-            let _ = self.fs.remove(&dir, false);
+            self.pipes.close(&path);
         }
         Ok(())
     }
@@ -1800,15 +1805,6 @@ impl<'a> Shell<'a> {
     pub fn procsub(&mut self, prog: &Rc<Program>, input: bool) -> R<String> {
         let n = self.procsubs.len();
         let dir = VPath::parse("/dev/fd").unwrap_or_else(|_| VPath::root());
-        if self.fs.stat(&dir, true).is_err() {
-            let dev = VPath::parse("/dev").unwrap_or_else(|_| VPath::root());
-            self.created_dirs = if self.fs.stat(&dev, true).is_err() {
-                vec![dir.clone(), dev]
-            } else {
-                vec![dir.clone()]
-            };
-            let _ = self.fs.mkdir(&dir, true);
-        }
         let path = dir.join(&(63 - n as i64).to_string());
         let mut data = Vec::new();
         if input {
@@ -1817,7 +1813,7 @@ impl<'a> Shell<'a> {
             r?;
         }
         self.budget.charge_write(data.len() as u64)?;
-        let _ = self.fs.write(&path, &data);
+        self.pipes.open(&path, data);
         self.procsubs
             .push((path.clone(), (!input).then(|| prog.clone())));
         Ok(path.as_str().to_string())
@@ -1841,7 +1837,7 @@ impl<'a> Shell<'a> {
             r?;
         }
         for (path, _) in made {
-            let _ = self.fs.remove(&path, false);
+            self.pipes.close(&path);
         }
         Ok(())
     }
