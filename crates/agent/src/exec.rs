@@ -10,7 +10,7 @@
 //! [`plan`]; running is the agent's (`crate::Agent::exec`).
 //!
 //! In the light shell each exec starts with fresh shell state; its writes go
-//! straight to the workspace, one transaction per file operation, so they are
+//! to the workspace as it runs, in one transaction for the exec, so they are
 //! durable the moment the command returns (and a command that fails halfway
 //! keeps what it wrote before failing, as a real shell would). On the
 //! computer, a command's changes arrive together in one transaction after it

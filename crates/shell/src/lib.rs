@@ -4,8 +4,9 @@
 //! No processes and no threads: a command line is parsed, expanded and run
 //! as function calls inside the isolate, next to the files. Every exec
 //! starts with fresh shell state (variables, functions) while the filesystem
-//! persists; every write goes straight to the workspace, so it is durable the
-//! moment the command returns. Runaway scripts end with a named limit
+//! persists; every write goes to the workspace at once, inside the exec's
+//! one transaction, so it is durable the moment the command returns and an
+//! exec's many writes cost one commit. Runaway scripts end with a named limit
 //! ([`LimitKind`]) instead of exhausting the platform's CPU budget.
 //!
 //! [`exec`] is the entry point: the interpreter lives in `interp` (parser,
@@ -94,7 +95,37 @@ pub fn exec(fs: &dyn Fs, clock: &dyn Clock, request: ExecRequest) -> ExecResult 
 }
 
 /// [`exec`] with extra commands (tests provide helpers such as `argv.py`).
+///
+/// The exec's changes to the workspace commit together, in one transaction
+/// ([`Fs::atomically`]): a thousand small writes cost one commit, and a
+/// host that dies midway keeps none of them. Should the commit itself fail,
+/// the exec reports it (exit code 1 if it had succeeded, the reason on
+/// stderr): none of its changes was kept.
 pub fn exec_with_commands(
+    fs: &dyn Fs,
+    clock: &dyn Clock,
+    request: ExecRequest,
+    extra: &[(&str, Utility)],
+) -> ExecResult {
+    let mut request = Some(request);
+    let mut result = ExecResult::default();
+    let committed = fs.atomically(&mut || {
+        if let Some(request) = request.take() {
+            result = run(fs, clock, request, extra);
+        }
+    });
+    if let Err(e) = committed {
+        let message = format!("stead: the command's changes were not kept: {e}\n");
+        result.stderr.extend_from_slice(message.as_bytes());
+        if result.exit_code == 0 {
+            result.exit_code = 1;
+        }
+    }
+    result
+}
+
+/// Runs one exec over `fs`, inside its transaction.
+fn run(
     fs: &dyn Fs,
     clock: &dyn Clock,
     request: ExecRequest,

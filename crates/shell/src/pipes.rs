@@ -201,4 +201,7 @@ impl Fs for WithPipes<'_> {
     fn undo(&self) -> Result<Undone> {
         self.fs.undo()
     }
+    fn atomically(&self, body: &mut dyn FnMut()) -> Result<()> {
+        self.fs.atomically(body)
+    }
 }

@@ -511,6 +511,68 @@ fn process_substitutions_and_here_documents_never_touch_the_workspace() {
     assert_eq!(vfs.changes_since(before, 100).unwrap(), Some(vec![]));
 }
 
+/// Counts the outermost transactions run through it: how many commits.
+struct Commits<'a> {
+    db: &'a stead_sql::SqliteDb,
+    depth: std::cell::Cell<u32>,
+    commits: std::cell::Cell<u32>,
+}
+
+impl stead_sql::Sql for Commits<'_> {
+    fn query(
+        &self,
+        statement: &str,
+        params: &[stead_sql::Param<'_>],
+    ) -> Result<Vec<stead_sql::Row>, stead_sql::SqlError> {
+        self.db.query(statement, params)
+    }
+
+    fn transaction<T, E>(&self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<stead_sql::SqlError>,
+    {
+        if self.depth.get() == 0 {
+            self.commits.set(self.commits.get() + 1);
+        }
+        self.depth.set(self.depth.get() + 1);
+        let r = self.db.transaction(body);
+        self.depth.set(self.depth.get() - 1);
+        r
+    }
+}
+
+/// One exec's writes commit together, in one transaction, and its later
+/// reads see them: a thousand small writes cost one commit.
+#[test]
+fn an_execs_writes_commit_together() {
+    let db = db();
+    let commits = Commits {
+        db: &db,
+        depth: 0.into(),
+        commits: 0.into(),
+    };
+    let vfs = Vfs::new(&commits, 0);
+    let request = stead_shell::ExecRequest {
+        command: "mkdir d; for i in $(seq 200); do echo \"line $i\" > d/f$i.txt; done; \
+                  cat d/f*.txt | wc -l; rm d/f1.txt"
+            .into(),
+        cwd: VPath::root(),
+        env: Default::default(),
+        stdin: Vec::new(),
+        limits: Limits::default(),
+    };
+    let r = stead_shell::exec(&vfs, &common::HostClock, request);
+    assert_eq!(
+        common::text(&r.stdout),
+        "200\n",
+        "{}",
+        common::text(&r.stderr)
+    );
+    assert_eq!(commits.commits.get(), 1);
+    let listed = Vfs::new(&db, 0).list(&VPath::parse("/d").unwrap(), None, 1000);
+    assert_eq!(listed.unwrap().len(), 199);
+}
+
 /// A tight loop runs to its end within the loop budget, and one iteration
 /// fewer of budget ends it with that limit's name. (How fast it runs is the
 /// benchmark's business: `stead-bench shell`, "interpreter loop".)
