@@ -59,7 +59,7 @@ impl Fields {
                 self.cur.pat.push(c);
             }
         } else {
-            if s.contains(['*', '?', '[']) {
+            if pattern::may_glob(s) {
                 self.cur.glob = true;
             }
             self.cur.pat.push_str(s);
@@ -119,7 +119,7 @@ impl Shell<'_> {
         let ifs = self.ifs();
         for w in words {
             if let Some(l) = w.as_lit() {
-                if !l.contains(['*', '?', '[']) || self.st.opts.noglob {
+                if !pattern::may_glob(l) || self.st.opts.noglob {
                     out.push(l.to_string());
                     continue;
                 }
@@ -127,7 +127,7 @@ impl Shell<'_> {
             let mut f = Fields::new(true, ifs.clone());
             self.expand_parts(&w.0, false, &mut f)?;
             for field in f.end() {
-                if field.glob && !self.st.opts.noglob {
+                if field.glob && !self.st.opts.noglob && pattern::has_glob(&field.pat) {
                     let matches = self.glob(&field.pat)?;
                     if !matches.is_empty() {
                         out.extend(matches);

@@ -346,19 +346,38 @@ pub fn matches(
     match_at(&toks, &t, nocase, steps)
 }
 
-/// Whether the pattern has unescaped glob characters.
+/// Whether the pattern has unescaped glob characters, as bash decides
+/// whether a word is a pattern: `*`, `?`, a `[` with a `]` after it (a lone
+/// `[`, as in `[ "$a" = b ]`, is a plain word, even under `nullglob`), or
+/// an extglob group `@(..)`, `+(..)` or `!(..)` (`@(a|b).txt` globs).
 pub fn has_glob(pat: &str) -> bool {
+    let chars: Vec<char> = pat.chars().collect();
     let mut escaped = false;
-    for c in pat.chars() {
+    let mut prev = None;
+    for (i, &c) in chars.iter().enumerate() {
         if escaped {
             escaped = false;
-        } else if c == '\\' {
+            prev = None;
+            continue;
+        }
+        let closes = |from: usize| chars[from..].contains(&']');
+        if c == '\\' {
             escaped = true;
-        } else if matches!(c, '*' | '?' | '[') {
+        } else if matches!(c, '*' | '?')
+            || (c == '[' && closes(i + 1))
+            || (c == '(' && matches!(prev, Some('@' | '+' | '!')))
+        {
             return true;
         }
+        prev = Some(c);
     }
     false
+}
+
+/// Whether unquoted text may glob: it has `*`, `?`, `[` or an extglob
+/// group's opening (checked exactly, escapes included, by [`has_glob`]).
+pub fn may_glob(text: &str) -> bool {
+    text.contains(['*', '?', '[']) || ["@(", "+(", "!("].iter().any(|g| text.contains(g))
 }
 
 /// Removes backslash escapes.
