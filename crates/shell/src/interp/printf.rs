@@ -281,9 +281,10 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
         let mut width: Option<i64> = None;
         if chars.get(i) == Some(&'*') {
             i += 1;
-            let w = take(next)
-                .and_then(|a| a.trim().parse::<i64>().ok())
-                .unwrap_or(0);
+            // Read as an integer argument is (hex, octal, 'c; an invalid
+            // one is an error, 0).
+            let w = take(next).map_or(0, |a| int_arg(&a, f, IntKind::Signed));
+            let w = w.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
             if w < 0 {
                 flags.push('-');
             }
@@ -304,11 +305,9 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
             i += 1;
             if chars.get(i) == Some(&'*') {
                 i += 1;
-                precision = Some(
-                    take(next)
-                        .and_then(|a| a.trim().parse::<usize>().ok())
-                        .unwrap_or(0),
-                );
+                let p = take(next).map_or(0, |a| int_arg(&a, f, IntKind::Signed));
+                // A negative precision is taken as none given.
+                precision = (p >= 0).then(|| p.min(i128::from(u32::MAX)) as usize);
             } else {
                 let mut p = String::new();
                 while let Some(&d) = chars.get(i).filter(|c| c.is_ascii_digit()) {
