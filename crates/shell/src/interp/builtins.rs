@@ -897,6 +897,8 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut raw = false;
     let mut delim = Some(b'\n');
     let mut nchars = None;
+    // `-N`: the characters read are the value as they are, not split.
+    let mut exact = false;
     let mut array = None;
     let mut prompt = None;
     let mut fd = 0;
@@ -931,6 +933,7 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
                         nchars = value().and_then(|v| v.parse().ok());
                         if c == 'N' {
                             delim = None;
+                            exact = true;
                         }
                         break;
                     }
@@ -1003,8 +1006,12 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     };
     let ifs = sh.ifs();
     let status = if complete { 0 } else { 1 };
+    let split = |chars: &[(char, bool)], most: usize| match exact {
+        true => vec![chars.iter().map(|(c, _)| c).collect::<String>()],
+        false => split_fields(chars, &ifs, most),
+    };
     if let Some(arr) = array {
-        let fields = split_fields(&chars, &ifs, usize::MAX);
+        let fields = split(&chars, usize::MAX);
         sh.check_not_readonly(&arr)?;
         sh.assign_array_values(&arr, fields)?;
         return Ok(status);
@@ -1014,7 +1021,7 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
         sh.set_scalar("REPLY", text)?;
         return Ok(status);
     }
-    let fields = split_fields(&chars, &ifs, names.len());
+    let fields = split(&chars, names.len());
     for (k, n) in names.iter().enumerate() {
         let v = fields.get(k).cloned().unwrap_or_default();
         sh.set_var_path(n, v)?;

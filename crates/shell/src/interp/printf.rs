@@ -389,8 +389,9 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
     *next > start_next
 }
 
+/// `body` padded to `width` bytes (C's printf counts bytes, not characters).
 fn pad(body: &str, width: usize, flags: &str, conv: char) -> String {
-    let len = body.chars().count();
+    let len = crate::bytes::encode_bytes(body.as_bytes()).len();
     if len >= width {
         return body.to_string();
     }
@@ -537,8 +538,13 @@ fn convert(
 ) -> Option<String> {
     let arg = arg.unwrap_or_default();
     Some(match conv {
+        // Precision counts bytes, as C's printf (which bash's uses) does:
+        // it may cut a character in two.
         's' => match precision {
-            Some(p) => arg.chars().take(p).collect(),
+            Some(p) => {
+                let bytes = crate::bytes::encode_bytes(arg.as_bytes());
+                crate::bytes::decode(&bytes[..p.min(bytes.len())])
+            }
             None => arg,
         },
         'b' => {

@@ -40,11 +40,13 @@ pub enum Area {
     Printf,
     Subshell,
     ParseError,
+    Options,
+    Unicode,
     Runaway,
 }
 
 impl Area {
-    pub const ALL: [Area; 20] = [
+    pub const ALL: [Area; 22] = [
         Area::Quoting,
         Area::Expansion,
         Area::WordSplitting,
@@ -64,6 +66,8 @@ impl Area {
         Area::Printf,
         Area::Subshell,
         Area::ParseError,
+        Area::Options,
+        Area::Unicode,
         Area::Runaway,
     ];
 
@@ -88,6 +92,8 @@ impl Area {
             Area::Printf => "printf",
             Area::Subshell => "subshell",
             Area::ParseError => "parse-error",
+            Area::Options => "options",
+            Area::Unicode => "unicode",
             Area::Runaway => "runaway",
         }
     }
@@ -359,10 +365,26 @@ fn statement(g: &mut Rng, area: Area) -> Vec<String> {
         Area::WordSplitting => {
             let ifs = *g.pick(IFS_VALUES);
             let mut v = vec![g.assign(), format!("IFS={}", single(ifs))];
-            v.push(format!("set -- {} {}", g.var(), g.word()));
-            v.push(p("echo $#"));
-            v.push(p("printf '(%s)' \"$@\" $*"));
-            v.push(p("echo \"$*\""));
+            match g.below(3) {
+                0 => {
+                    v.push(format!("set -- {} {}", g.var(), g.word()));
+                    v.push(p("echo $#"));
+                    v.push(p("printf '(%s)' \"$@\" $*"));
+                    v.push(p("echo \"$*\""));
+                }
+                1 => {
+                    v.push(format!("arr=({} {})", g.var(), g.word()));
+                    v.push(p("printf '(%s)' ${arr[*]} \"${arr[*]}\" ${#arr[@]}"));
+                }
+                _ => {
+                    v.push(format!(
+                        "x={}{}",
+                        g.var(),
+                        g.pick(&["", "\"$b\"", "$b", "' '"])
+                    ));
+                    v.push(p("printf '(%s)' $x ${x} \"$x\"$x; echo"));
+                }
+            }
             v.push(p("unset IFS"));
             v
         }
@@ -443,10 +465,14 @@ fn statement(g: &mut Rng, area: Area) -> Vec<String> {
                 "read x y",
                 "read -r x y",
                 "read -ra parts",
+                "read -a parts",
                 "read -n 3 x",
+                "read -N 4 x",
                 "read -d : x",
+                "read -d '' -r x y",
                 "read -r",
                 "read x",
+                "read x y z",
             ]);
             let show = "echo \"$? [${x-}] [${y-}] [${REPLY-}] ${#parts[@]} [${parts[*]-}]\"";
             match g.below(3) {
@@ -659,6 +685,47 @@ fn statement(g: &mut Rng, area: Area) -> Vec<String> {
             "echo ${a/[/x}",
             "done",
         ]))],
+        Area::Options => match g.below(5) {
+            0 => vec![
+                format!(
+                    "set -{}",
+                    g.pick(&["e", "u", "f", "C", "x", "o pipefail", "o noglob"])
+                ),
+                p("echo $-"),
+                p("set -o | grep -E 'errexit|nounset|noglob|noclobber|xtrace|pipefail'"),
+                p("set +eufCx; set +o pipefail"),
+            ],
+            1 => vec![
+                format!(
+                    "shopt -s {}",
+                    g.pick(&["extglob", "nullglob", "dotglob", "globstar", "nocasematch"])
+                ),
+                p("shopt -p extglob nullglob dotglob globstar nocasematch"),
+            ],
+            2 => vec![p(
+                "set -o noclobber; set +o | grep -E 'noclobber|errexit'; set +C",
+            )],
+            3 => vec![p(
+                "shopt extglob; shopt -q nullglob; echo $?; shopt -u extglob; shopt -o errexit",
+            )],
+            _ => vec![
+                p("echo ${SHELLOPTS//:/ }"),
+                p("set -u; echo ${SHELLOPTS//:/ }; set +u"),
+            ],
+        },
+        Area::Unicode => {
+            let s = *g.pick(&["é", "añb", "日本語", "ü x", "Ωmega", "aé日"]);
+            let mut v = vec![format!("s={}", single(s))];
+            v.push(p(g.pick::<&str>(&[
+                "echo ${#s} \"${s:1:2}\" \"${s^^}\" \"${s#?}\"",
+                "printf '[%5s][%-4s][%.2s]\\n' \"$s\" \"$s\" \"$s\"",
+                "[[ $s == ?* ]] && echo m; [[ ${s:0:1} == [[:alpha:]] ]] && echo alpha || echo not",
+                "echo \"$s\" | wc -c; echo \"$s\" | wc -m; echo \"$s\" | rev",
+                "for ((i=0; i<${#s}; i++)); do printf '<%s>' \"${s:i:1}\"; done; echo",
+                "echo \"$s\" | tr a-z A-Z; echo \"$s\" | cut -c1-2",
+            ])));
+            v
+        }
         Area::Runaway => vec![p(g.pick::<&str>(&[
             "while :; do :; done",
             "f() { f; }; f",
