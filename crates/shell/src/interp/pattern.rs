@@ -532,6 +532,18 @@ impl<'a> Shell<'a> {
         let walked = self.glob_walk(&base, &prefix, &comps, &mut results, &mut steps);
         self.st.opts.dotglob = dotglob;
         walked?;
+        // A directory part without glob characters is kept as written, so
+        // `d1/**` matching no directory below names `d1/` (bash joins the
+        // literal `d1/` and the empty match); `d*/**` names `d1`.
+        if let Some(dir) = pat
+            .strip_suffix("/**")
+            .filter(|d| self.st.opts.globstar && !has_glob(d))
+        {
+            let written = unescape(dir);
+            for r in results.iter_mut().filter(|r| **r == written) {
+                r.push('/');
+            }
+        }
         if !ignore.is_empty() {
             let pats = split_ignore(&ignore);
             let ext = self.st.opts.extglob;
