@@ -890,7 +890,10 @@ fn read_record(
     }
     let record = data[..end].to_vec();
     input.pos.set(pos + end + found as usize);
-    Ok(Some((record, found || n.is_some())))
+    // Complete at the delimiter, or with all `n` characters; the input
+    // ending first is a failure (status 1), as for a line without its
+    // newline.
+    Ok(Some((record, found || (n.is_some() && !short))))
 }
 
 fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
