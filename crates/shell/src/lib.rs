@@ -421,25 +421,24 @@ fn runs(argv: &[Option<String>]) -> Runs {
         },
         _ if name.contains('/') && !in_program_dir => Runs::Program(name.clone()),
         _ if matches!(base, "bash" | "sh") => {
-            // Words only expansion knows cannot be read as options.
-            let Some(words) = argv.iter().cloned().collect::<Option<Vec<String>>>() else {
-                return Runs::Script {
-                    file: None,
-                    text: None,
-                    sourced: false,
-                };
+            // Words only expansion knows cannot be read as options, and a
+            // command line bash refuses runs nothing: nothing to follow.
+            let invocation = argv
+                .iter()
+                .cloned()
+                .collect::<Option<Vec<String>>>()
+                .and_then(|words| interp::invoke::parse_invocation(&words).ok());
+            let (file, text) = match invocation {
+                Some(inv) => (
+                    inv.words.first().cloned().filter(|_| inv.command.is_none()),
+                    inv.command,
+                ),
+                None => (None, None),
             };
-            match interp::invoke::parse_invocation(&words) {
-                Ok(inv) => Runs::Script {
-                    file: inv.words.first().cloned().filter(|_| inv.command.is_none()),
-                    text: inv.command,
-                    sourced: false,
-                },
-                Err(_) => Runs::Script {
-                    file: None,
-                    text: None,
-                    sourced: false,
-                },
+            Runs::Script {
+                file,
+                text,
+                sourced: false,
             }
         }
         _ => Runs::Command,
