@@ -62,12 +62,32 @@ struct RunningExec {
 
 /// The isolate's clock, for the light shell. Workers advance it only across
 /// I/O, so within one synchronous exec the shell's CPU and count limits,
-/// not wall time, are what stop a runaway script.
-struct HostClock<'h, H: Host>(&'h H);
+/// not wall time, are what stop a runaway script. It cannot block either:
+/// the time `sleep` stands for (`owed`) is waited once the exec is done,
+/// before its output is given, so `sleep 2` takes two seconds as in bash.
+struct HostClock<'h, H: Host> {
+    host: &'h H,
+    owed_ms: Cell<u64>,
+}
+
+impl<'h, H: Host> HostClock<'h, H> {
+    fn new(host: &'h H) -> Self {
+        HostClock {
+            host,
+            owed_ms: Cell::new(0),
+        }
+    }
+}
 
 impl<H: Host> stead_shell::Clock for HostClock<'_, H> {
     fn now_ms(&self) -> u64 {
-        self.0.now_ms().max(0) as u64
+        self.host.now_ms().max(0) as u64
+    }
+
+    /// Cannot block: the exec's clock moves instead, and the time is owed.
+    fn sleep_ms(&self, ms: u64) -> bool {
+        self.owed_ms.set(self.owed_ms.get().saturating_add(ms));
+        false
     }
 }
 
@@ -193,7 +213,7 @@ impl<H: Host> Agent<H> {
         sink: &dyn OutputSink,
         until: Option<i64>,
     ) -> Result<Ran, ApiError> {
-        let plan = exec::plan(body)?;
+        let plan = exec::plan(body, &self.vfs())?;
         match plan.run {
             Run::Shell(request) => {
                 exec::check_cwd(&self.vfs(), &request.cwd)?;
@@ -207,14 +227,12 @@ impl<H: Host> Agent<H> {
                     Some(&request.command),
                 )?;
                 let checkpoint = pending.as_ref().map(checkpoints::Pending::id);
-                let ran = exec::run_shell(
-                    &vfs,
-                    &HostClock(&self.host),
-                    request,
-                    plan.encoding,
-                    checkpoint,
-                );
+                let clock = HostClock::new(&self.host);
+                let ran = exec::run_shell(&vfs, &clock, request, plan.encoding, checkpoint);
                 let outcome = checkpoints::settle(pending, &vfs, ran)?;
+                if clock.owed_ms.get() > 0 {
+                    self.host.sleep(clock.owed_ms.get()).await;
+                }
                 for (stream, write) in [
                     (
                         &outcome.stdout,

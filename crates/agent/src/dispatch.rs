@@ -485,7 +485,7 @@ impl<H: Host> Agent<H> {
             Action::Schedules => scheduling::list_schedules(db, self.now_ms())?,
             Action::Schedule(id) => scheduling::get_schedule(db, id, self.now_ms())?,
             Action::ScheduleCreate | Action::SchedulePut(_) => {
-                policy::require_exec_of(&request.caller, &json_body)?;
+                policy::require_exec_of(&request.caller, &json_body, &self.vfs())?;
                 if let Some(url) = scheduling::webhook_url(&json_body) {
                     self.check_webhook_target(&url).await?;
                 }
@@ -519,7 +519,7 @@ impl<H: Host> Agent<H> {
             Action::Hooks => json!({ "hooks": Hooks::new(db).list()? }),
             Action::Hook(name) => json!({ "hook": Hooks::new(db).get(name)? }),
             Action::HookPut(name) => {
-                policy::require_exec_of(&request.caller, &json_body)?;
+                policy::require_exec_of(&request.caller, &json_body, &self.vfs())?;
                 let secret = self.host.random_hex(48)?;
                 let (answer, created) =
                     scheduling::put_hook(db, name, &json_body, &secret, self.now_ms())?;
@@ -732,7 +732,7 @@ impl<H: Host> Agent<H> {
         source: &str,
         body: Vec<u8>,
     ) -> Result<Reply, ApiError> {
-        match crate::exec::destination(&body) {
+        match crate::exec::destination(&body, &self.vfs()) {
             Some(destination) => policy::require_exec(caller, destination)?,
             // A body that does not decode runs nowhere (the exec says why);
             // still, only a caller who may run commands learns why.

@@ -10,7 +10,7 @@
 //! [`plan`]; running is the agent's (`crate::Agent::exec`).
 //!
 //! In the light shell each exec starts with fresh shell state; its writes go
-//! straight to the workspace, one transaction per file operation, so they are
+//! to the workspace as it runs, in one transaction for the exec, so they are
 //! durable the moment the command returns (and a command that fails halfway
 //! keeps what it wrote before failing, as a real shell would). On the
 //! computer, a command's changes arrive together in one transaction after it
@@ -55,14 +55,15 @@ impl BackendChoice {
     /// Where `command` runs with this choice. `auto`: on the computer when
     /// it names a command the light shell lacks or gives a light-shell
     /// utility an option that utility does not support, or when the light
-    /// shell cannot parse it (real bash may know syntax it does not).
-    fn resolve(self, command: &str) -> Backend {
+    /// shell cannot parse it (real bash may know syntax it does not). The
+    /// script files it runs (`bash x.sh`, `./x.sh`, `source x.sh`) are read
+    /// from `files` at `cwd` and count the same way.
+    fn resolve(self, command: &str, cwd: &VPath, files: &dyn stead_shell::Fs) -> Backend {
         let on_computer = match self {
             BackendChoice::Shell => false,
             BackendChoice::Computer => true,
-            BackendChoice::Auto => {
-                stead_shell::light_shell_gaps(command).is_none_or(|gaps| !gaps.is_empty())
-            }
+            BackendChoice::Auto => stead_shell::light_shell_gaps(command, files, cwd)
+                .is_none_or(|gaps| !gaps.is_empty()),
         };
         if on_computer {
             Backend::Computer
@@ -128,8 +129,9 @@ impl Plan {
     }
 }
 
-/// Decodes an exec request and decides where it runs.
-pub fn plan(body: &[u8]) -> Result<Plan, ApiError> {
+/// Decodes an exec request and decides where it runs (`files`: the
+/// workspace, for the script files a command runs).
+pub fn plan(body: &[u8], files: &dyn stead_shell::Fs) -> Result<Plan, ApiError> {
     let req: ExecReq = decode(body)?;
     if req.detach.is_some() {
         return Err(ApiError::InvalidRequest(
@@ -140,7 +142,7 @@ pub fn plan(body: &[u8]) -> Result<Plan, ApiError> {
         return Err(ApiError::InvalidRequest("command must not be empty".into()));
     }
     let cwd = VPath::parse(req.cwd.as_deref().unwrap_or("/"))?;
-    let run = match req.backend.resolve(&req.command) {
+    let run = match req.backend.resolve(&req.command, &cwd, files) {
         Backend::Computer => Run::Computer(computer::Command {
             cwd: computer_cwd(cwd)?,
             command: req.command,
@@ -181,16 +183,17 @@ pub fn plan(body: &[u8]) -> Result<Plan, ApiError> {
 /// Where an exec body (perhaps with fields for a job, such as `detach`)
 /// would run; `None` when it does not decode (the exec itself then reports
 /// why).
-pub fn destination(body: &[u8]) -> Option<Backend> {
+pub fn destination(body: &[u8], files: &dyn stead_shell::Fs) -> Option<Backend> {
     #[derive(Deserialize)]
     struct Routing {
         command: String,
+        cwd: Option<String>,
         #[serde(default)]
         backend: BackendChoice,
     }
-    serde_json::from_slice::<Routing>(body)
-        .ok()
-        .map(|Routing { backend, command }| backend.resolve(&command))
+    let routing = serde_json::from_slice::<Routing>(body).ok()?;
+    let cwd = VPath::parse(routing.cwd.as_deref().unwrap_or("/")).ok()?;
+    Some(routing.backend.resolve(&routing.command, &cwd, files))
 }
 
 /// Checks that `cwd` is a directory of the workspace; its real path.
@@ -271,10 +274,64 @@ pub fn run_shell<S: Sql>(
 mod tests {
     use super::*;
 
-    fn planned(body: &str) -> Backend {
-        let plan = plan(body.as_bytes()).unwrap();
-        assert_eq!(destination(body.as_bytes()), Some(plan.ran()), "{body}");
+    fn planned_over(body: &str, files: &dyn stead_shell::Fs) -> Backend {
+        let plan = plan(body.as_bytes(), files).unwrap();
+        assert_eq!(
+            destination(body.as_bytes(), files),
+            Some(plan.ran()),
+            "{body}"
+        );
         plan.ran()
+    }
+
+    fn workspace() -> stead_sql::SqliteDb {
+        let db = stead_sql::SqliteDb::memory().unwrap();
+        stead_sql::migrate(&db, stead_sql::MIGRATIONS).unwrap();
+        db
+    }
+
+    fn planned(body: &str) -> Backend {
+        planned_over(body, &Vfs::new(&workspace(), 0))
+    }
+
+    /// `auto` reads the script files a command runs, from its `cwd`: a bash
+    /// or sh script with commands the light shell has stays there, one for
+    /// another interpreter or with a missing command goes to the computer.
+    #[test]
+    fn auto_follows_script_files() {
+        let db = workspace();
+        let vfs = Vfs::new(&db, 0);
+        let options = stead_vfs::WriteOptions {
+            mode: Some(0o755),
+            create_parents: true,
+        };
+        for (path, text) in [
+            ("/src/build.sh", "#!/bin/bash\nls | sort\n"),
+            ("/src/cc.sh", "#!/bin/sh\ncc main.c\n"),
+            ("/src/tool", "#!/usr/bin/env python3\nprint(1)\n"),
+        ] {
+            vfs.write(&VPath::parse(path).unwrap(), text.as_bytes(), options)
+                .unwrap();
+        }
+        for (body, want) in [
+            (
+                r#"{"command":"bash build.sh","cwd":"/src"}"#,
+                Backend::Shell,
+            ),
+            (r#"{"command":"./build.sh x","cwd":"/src"}"#, Backend::Shell),
+            (r#"{"command":"sh /src/build.sh"}"#, Backend::Shell),
+            (
+                r#"{"command":"source build.sh","cwd":"/src"}"#,
+                Backend::Shell,
+            ),
+            (
+                r#"{"command":"bash cc.sh","cwd":"/src"}"#,
+                Backend::Computer,
+            ),
+            (r#"{"command":"./tool","cwd":"/src"}"#, Backend::Computer),
+        ] {
+            assert_eq!(planned_over(body, &vfs), want, "{body}");
+        }
     }
 
     /// `auto` sends a script to the computer when it names a command the

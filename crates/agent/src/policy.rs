@@ -237,12 +237,16 @@ pub fn require_exec(caller: &Caller, destination: Backend) -> Result<(), ApiErro
 /// Checks `caller` may set up the command in a schedule or hook body (its
 /// `exec` object): binding a command to run later needs the scope running
 /// it now would, or `schedule` would be a way round `exec:computer`.
-pub fn require_exec_of(caller: &Caller, body: &[u8]) -> Result<(), ApiError> {
+pub fn require_exec_of(
+    caller: &Caller,
+    body: &[u8],
+    files: &dyn stead_shell::Fs,
+) -> Result<(), ApiError> {
     let exec = serde_json::from_slice::<serde_json::Value>(body)
         .ok()
         .and_then(|value| value.get("exec").cloned());
     if let Some(exec) = exec {
-        let destination = destination(exec.to_string().as_bytes()).unwrap_or(Backend::Shell);
+        let destination = destination(exec.to_string().as_bytes(), files).unwrap_or(Backend::Shell);
         require_exec(caller, destination)?;
     }
     Ok(())
@@ -306,14 +310,17 @@ mod tests {
             Err(ApiError::Forbidden { .. })
         ));
         let body = br#"{"exec":{"command":"python3 -V","backend":"computer"}}"#;
-        require_exec_of(&computer_only, body).unwrap();
+        let db = stead_sql::SqliteDb::memory().unwrap();
+        stead_sql::migrate(&db, stead_sql::MIGRATIONS).unwrap();
+        let files = stead_vfs::Vfs::new(&db, 0);
+        require_exec_of(&computer_only, body, &files).unwrap();
         let shell_only = Caller::Token {
             id: "s".into(),
             scopes: vec![Scope::ExecShell],
             expires: i64::MAX,
         };
-        assert!(require_exec_of(&shell_only, body).is_err());
-        require_exec_of(&shell_only, br#"{"exec":{"command":"ls"}}"#).unwrap();
+        assert!(require_exec_of(&shell_only, body, &files).is_err());
+        require_exec_of(&shell_only, br#"{"exec":{"command":"ls"}}"#, &files).unwrap();
     }
 
     #[test]

@@ -43,10 +43,11 @@ pub fn split_detach(body: &[u8]) -> Result<Option<(bool, Value)>, ApiError> {
 }
 
 /// Where an exec request will run, as the exec route decides it (`auto`
-/// resolved); an error if the exec route would refuse the request.
-pub fn backend_of(request: &Value) -> Result<Backend, ApiError> {
+/// resolved, over the workspace in `db` as it is at `now_ms`); an error if
+/// the exec route would refuse the request.
+pub fn backend_of<S: Sql>(db: &S, request: &Value, now_ms: i64) -> Result<Backend, ApiError> {
     let body = serde_json::to_vec(request).map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(crate::exec::plan(&body)?.ran())
+    Ok(crate::exec::plan(&body, &stead_vfs::Vfs::new(db, now_ms))?.ran())
 }
 
 /// Queues a job that runs `request`.
@@ -58,7 +59,7 @@ pub fn create_job<S: Sql>(
 ) -> Result<Job, ApiError> {
     let new = NewJob {
         source: source.to_string(),
-        backend: backend_of(&request)?,
+        backend: backend_of(db, &request, now_ms)?,
         request,
     };
     Ok(Jobs::new(db).create(&new, now_ms)?)
@@ -235,7 +236,7 @@ pub fn put_schedule<S: Sql>(
         (None, None) => generated_id.to_string(),
     };
     if let Some(exec) = &req.exec {
-        check_exec_request(exec)?;
+        check_exec_request(db, exec, now_ms)?;
     }
     let existed = found(Schedules::new(db).get(&id))?;
     let (schedule, secret) =
@@ -266,8 +267,8 @@ pub fn webhook_url(body: &[u8]) -> Option<String> {
 /// An exec request stored for later must be one the exec route accepts
 /// (less `detach`, which a stored request does not take: it always runs as
 /// a job).
-fn check_exec_request(exec: &Value) -> Result<(), ApiError> {
-    backend_of(exec)
+fn check_exec_request<S: Sql>(db: &S, exec: &Value, now_ms: i64) -> Result<(), ApiError> {
+    backend_of(db, exec, now_ms)
         .map(drop)
         .map_err(|e| ApiError::InvalidRequest(format!("exec: {e}")))
 }
@@ -316,7 +317,7 @@ pub fn put_hook<S: Sql>(
     now_ms: i64,
 ) -> Result<(Value, bool), ApiError> {
     let req: HookReq = crate::decode::decode(body)?;
-    check_exec_request(&req.exec)?;
+    check_exec_request(db, &req.exec, now_ms)?;
     let secret = req.secret.unwrap_or_else(|| generated_secret.to_string());
     let options = HookOptions {
         signed: req.signed,

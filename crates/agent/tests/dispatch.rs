@@ -346,6 +346,24 @@ fn unknown_agents_are_refused_and_leave_nothing() {
     assert!(tables.is_empty(), "an unknown agent left storage behind");
 }
 
+/// The isolate cannot block inside an exec, so the light shell's `sleep`
+/// moves the exec's clock and the agent waits the time once the exec is
+/// done: `sleep` takes its time, as in bash, and `date` sees it pass.
+#[test]
+fn light_shell_sleep_takes_its_time() {
+    let agent = agent();
+    create(&agent, "a");
+    let started = std::time::Instant::now();
+    let body = r#"{"command":"a=$(date +%s%N); sleep 0.4; b=$(date +%s%N); echo $(( (b - a) / 1000000 >= 400 ))","backend":"shell"}"#;
+    let result = ok(&agent, "a", Action::Exec, body);
+    assert_eq!(result["stdout"], "1\n", "{result}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn exec_output_can_come_back_byte_exact() {
     let agent = agent();

@@ -2,7 +2,8 @@
 //!
 //! An object-safe view of [`stead_vfs::Vfs`], so the interpreter and the
 //! utilities are not generic over the SQL engine. Each call is one VFS
-//! operation, hence one SQL transaction.
+//! operation, hence one SQL transaction, nested in the exec's one
+//! ([`Fs::atomically`]).
 
 use stead_sql::Sql;
 use stead_vfs::{
@@ -58,6 +59,11 @@ pub trait Fs {
     fn restore(&self, id: CheckpointId, paths: Option<&[VPath]>) -> Result<Restored>;
     /// Takes back the newest operation an automatic checkpoint precedes.
     fn undo(&self) -> Result<Undone>;
+    /// Runs `body` in one transaction, so the operations it makes commit
+    /// together (an exec's many small writes cost one commit, not one
+    /// each) and later reads inside it see them; `Err` when the commit
+    /// failed, and none of them was kept.
+    fn atomically(&self, body: &mut dyn FnMut()) -> Result<()>;
 }
 
 const NO_PARENTS: WriteOptions = WriteOptions {
@@ -149,5 +155,11 @@ impl<S: Sql> Fs for Vfs<'_, S> {
     }
     fn undo(&self) -> Result<Undone> {
         Vfs::undo(self)
+    }
+    fn atomically(&self, body: &mut dyn FnMut()) -> Result<()> {
+        Vfs::atomically(self, || {
+            body();
+            Ok(())
+        })
     }
 }

@@ -4,8 +4,9 @@
 //! No processes and no threads: a command line is parsed, expanded and run
 //! as function calls inside the isolate, next to the files. Every exec
 //! starts with fresh shell state (variables, functions) while the filesystem
-//! persists; every write goes straight to the workspace, so it is durable the
-//! moment the command returns. Runaway scripts end with a named limit
+//! persists; every write goes to the workspace at once, inside the exec's
+//! one transaction, so it is durable the moment the command returns and an
+//! exec's many writes cost one commit. Runaway scripts end with a named limit
 //! ([`LimitKind`]) instead of exhausting the platform's CPU budget.
 //!
 //! [`exec`] is the entry point: the interpreter lives in `interp` (parser,
@@ -37,6 +38,7 @@ mod fs;
 mod interp;
 mod io;
 mod limits;
+mod pipes;
 mod utils;
 
 pub use fs::Fs;
@@ -93,7 +95,37 @@ pub fn exec(fs: &dyn Fs, clock: &dyn Clock, request: ExecRequest) -> ExecResult 
 }
 
 /// [`exec`] with extra commands (tests provide helpers such as `argv.py`).
+///
+/// The exec's changes to the workspace commit together, in one transaction
+/// ([`Fs::atomically`]): a thousand small writes cost one commit, and a
+/// host that dies midway keeps none of them. Should the commit itself fail,
+/// the exec reports it (exit code 1 if it had succeeded, the reason on
+/// stderr): none of its changes was kept.
 pub fn exec_with_commands(
+    fs: &dyn Fs,
+    clock: &dyn Clock,
+    request: ExecRequest,
+    extra: &[(&str, Utility)],
+) -> ExecResult {
+    let mut request = Some(request);
+    let mut result = ExecResult::default();
+    let committed = fs.atomically(&mut || {
+        if let Some(request) = request.take() {
+            result = run(fs, clock, request, extra);
+        }
+    });
+    if let Err(e) = committed {
+        let message = format!("stead: the command's changes were not kept: {e}\n");
+        result.stderr.extend_from_slice(message.as_bytes());
+        if result.exit_code == 0 {
+            result.exit_code = 1;
+        }
+    }
+    result
+}
+
+/// Runs one exec over `fs`, inside its transaction.
+fn run(
     fs: &dyn Fs,
     clock: &dyn Clock,
     request: ExecRequest,
@@ -101,7 +133,9 @@ pub fn exec_with_commands(
 ) -> ExecResult {
     let clock = limits::ExecClock::new(clock);
     let budget = Budget::new(request.limits, clock.now_ms());
-    let mut shell = interp::Shell::new(fs, &clock, &budget, request.cwd.clone(), extra);
+    let pipes = pipes::Pipes::default();
+    let view = pipes::WithPipes { fs, pipes: &pipes };
+    let mut shell = interp::Shell::new(&view, &pipes, &clock, &budget, request.cwd.clone(), extra);
     let out = shell.open_exec_output();
     let err = shell.open_exec_output();
     shell.fds[0] = Some(interp::Fd::In(std::rc::Rc::new(interp::Input::new(
@@ -209,52 +243,204 @@ pub enum Gap {
     /// A light-shell utility given options it does not support (as its
     /// own option parser reads them): the utility and the parser's message.
     Options { utility: String, message: String },
+    /// A script file run as a program (`./tool`) whose `#!` line names an
+    /// interpreter other than bash or sh.
+    Interpreter { file: String, interpreter: String },
+    /// A binary file run as a program.
+    Binary(String),
 }
+
+/// How deep script files that run script files are followed.
+const MAX_SCRIPT_NESTING: usize = 8;
 
 /// The [`Gap`]s of a script, found without running it (the light shell
 /// writes to the workspace as it goes, so failing over after a failure
-/// would not be safe). `None` when the script cannot be parsed.
+/// would not be safe). `None` when the script, or a script file it runs,
+/// cannot be parsed.
 ///
 /// Every simple command whose name is literal is checked: a utility's
 /// words go through the same option parser it runs with, a word known only
-/// once expanded (`"$f"`, `$(cmd)`) standing for a plain operand. Names
-/// built at run time (`$cmd`), options that only expansion produces, and
-/// the commands `xargs`, `find -exec` or `env` run are not seen: such a
-/// script runs in the light shell.
-pub fn light_shell_gaps(script: &str) -> Option<Vec<Gap>> {
-    let prog = interp::parse::parse_script(script).ok()?;
-    let mut names = interp::CommandNames::default();
-    interp::collect_commands(&prog, &mut names);
-    let runs_a_program = |name: &str| {
-        !interp::builtins::is_builtin(name) && !names.defined.iter().any(|d| d == name)
+/// once expanded (`"$f"`, `$(cmd)`) standing for a plain operand. Script
+/// files named literally are read from `files` (relative to `cwd`) and
+/// checked the same way: `bash FILE`, `sh FILE`, `bash -c TEXT`, `source
+/// FILE`, `. FILE`, and a file run as a program (`./FILE`, whose `#!` line
+/// must name bash or sh, or be absent). Names built at run time (`$cmd`),
+/// options that only expansion produces, and the commands `xargs`, `find
+/// -exec` or `env` run are not seen: such a script runs in the light shell,
+/// as does one naming a script file that does not exist (it fails there as
+/// in bash).
+pub fn light_shell_gaps(script: &str, files: &dyn Fs, cwd: &VPath) -> Option<Vec<Gap>> {
+    let mut search = GapSearch {
+        files,
+        cwd,
+        followed: Vec::new(),
+        gaps: Vec::new(),
     };
-    let mut gaps = Vec::new();
-    for argv in &names.argvs {
-        let Some(Some(name)) = argv.first() else {
-            continue;
-        };
-        if !runs_a_program(name) {
-            continue;
-        }
-        let gap = if utils::lookup(name).is_none() {
-            Gap::Command(name.clone())
-        } else {
-            // An expanded word stands for an operand: "." is one to every parser.
-            let words: Vec<String> = argv
-                .iter()
-                .map(|word| word.clone().unwrap_or_else(|| ".".to_string()))
-                .collect();
-            match utils::check_options(&words) {
-                Ok(()) => continue,
-                Err(message) => Gap::Options {
-                    utility: name.clone(),
-                    message,
-                },
+    search.script(script, &[])?;
+    Some(search.gaps)
+}
+
+/// A walk over a script and the script files it runs.
+struct GapSearch<'a> {
+    files: &'a dyn Fs,
+    cwd: &'a VPath,
+    /// Script files already checked (each once: files may run each other).
+    followed: Vec<VPath>,
+    gaps: Vec<Gap>,
+}
+
+/// What a simple command with literal words runs.
+enum Runs {
+    /// A program or builtin, checked by name and options.
+    Command,
+    /// Shell text: a script file's (`file`) or `bash -c`'s.
+    Script {
+        file: Option<String>,
+        text: Option<String>,
+        sourced: bool,
+    },
+    /// A file run as a program.
+    Program(String),
+}
+
+impl GapSearch<'_> {
+    /// The gaps of `script`, which sees the functions `defined` (a sourced
+    /// file sees its caller's); the functions it defines, its sourced
+    /// files' included (the caller sees those).
+    fn script(&mut self, script: &str, defined: &[String]) -> Option<Vec<String>> {
+        let prog = interp::parse::parse_script(script).ok()?;
+        let mut names = interp::CommandNames::default();
+        interp::collect_commands(&prog, &mut names);
+        names.defined.extend_from_slice(defined);
+        let runs: Vec<Runs> = names.argvs.iter().map(|argv| runs(argv)).collect();
+        // Sourced files first: what they define, the rest may call.
+        for run in &runs {
+            if let Runs::Script {
+                file: Some(file),
+                sourced: true,
+                ..
+            } = run
+            {
+                if let Some(text) = self.read(file) {
+                    let more = self.script(&crate::bytes::decode(&text), &names.defined)?;
+                    names.defined.extend(more);
+                }
             }
-        };
-        if !gaps.contains(&gap) {
-            gaps.push(gap);
+        }
+        for (run, argv) in runs.into_iter().zip(&names.argvs) {
+            let Some(Some(name)) = argv.first() else {
+                continue;
+            };
+            if names.defined.iter().any(|d| d == name) {
+                continue;
+            }
+            match run {
+                Runs::Command => self.command(name, argv),
+                Runs::Script { sourced: true, .. } => {}
+                Runs::Script { file, text, .. } => {
+                    if let Some(text) = text.or_else(|| {
+                        let bytes = self.read(file.as_deref()?)?;
+                        Some(crate::bytes::decode(&bytes))
+                    }) {
+                        self.script(&text, &[])?;
+                    }
+                }
+                Runs::Program(file) => {
+                    let Some(text) = self.read(&file) else {
+                        continue;
+                    };
+                    let first_line = text.split(|b| *b == b'\n').next().unwrap_or(&[]);
+                    if first_line.contains(&0) {
+                        self.gap(Gap::Binary(file));
+                    } else if let Some(interpreter) = interp::invoke::foreign_interpreter(&text) {
+                        self.gap(Gap::Interpreter { file, interpreter });
+                    } else {
+                        self.script(&crate::bytes::decode(&text), &[])?;
+                    }
+                }
+            }
+        }
+        Some(names.defined)
+    }
+
+    /// A program or builtin by name: one the light shell lacks, or one
+    /// given options its parser refuses.
+    fn command(&mut self, name: &str, argv: &[Option<String>]) {
+        if interp::builtins::is_builtin(name) {
+            return;
+        }
+        if utils::lookup(name).is_none() {
+            return self.gap(Gap::Command(name.to_string()));
+        }
+        // An expanded word stands for an operand: "." is one to every parser.
+        let words: Vec<String> = argv
+            .iter()
+            .map(|word| word.clone().unwrap_or_else(|| ".".to_string()))
+            .collect();
+        if let Err(message) = utils::check_options(&words) {
+            self.gap(Gap::Options {
+                utility: name.to_string(),
+                message,
+            });
         }
     }
-    Some(gaps)
+
+    /// A script file's content, the first time it is asked for (and within
+    /// [`MAX_SCRIPT_NESTING`]); `None` when it cannot be read.
+    fn read(&mut self, file: &str) -> Option<Vec<u8>> {
+        let path = VPath::parse_from(file, self.cwd).ok()?;
+        if self.followed.contains(&path) || self.followed.len() >= MAX_SCRIPT_NESTING {
+            return None;
+        }
+        self.followed.push(path.clone());
+        self.files.read(&path).ok()
+    }
+
+    fn gap(&mut self, gap: Gap) {
+        if !self.gaps.contains(&gap) {
+            self.gaps.push(gap);
+        }
+    }
+}
+
+/// What a simple command runs, as far as its literal words tell.
+fn runs(argv: &[Option<String>]) -> Runs {
+    let Some(Some(name)) = argv.first() else {
+        return Runs::Command;
+    };
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let in_program_dir = name.contains('/')
+        && utils::which::PROGRAM_DIRS
+            .iter()
+            .any(|d| name[..name.len() - base.len()].strip_suffix('/') == Some(d));
+    match name.as_str() {
+        "source" | "." => Runs::Script {
+            file: argv.get(1).cloned().flatten().filter(|f| f != "--"),
+            text: None,
+            sourced: true,
+        },
+        _ if name.contains('/') && !in_program_dir => Runs::Program(name.clone()),
+        _ if matches!(base, "bash" | "sh") => {
+            // Words only expansion knows cannot be read as options, and a
+            // command line bash refuses runs nothing: nothing to follow.
+            let invocation = argv
+                .iter()
+                .cloned()
+                .collect::<Option<Vec<String>>>()
+                .and_then(|words| interp::invoke::parse_invocation(&words).ok());
+            let (file, text) = match invocation {
+                Some(inv) => (
+                    inv.words.first().cloned().filter(|_| inv.command.is_none()),
+                    inv.command,
+                ),
+                None => (None, None),
+            };
+            Runs::Script {
+                file,
+                text,
+                sourced: false,
+            }
+        }
+        _ => Runs::Command,
+    }
 }

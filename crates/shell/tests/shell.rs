@@ -5,6 +5,13 @@ mod common;
 
 use common::{db, out, run, run_in, write_files};
 use stead_shell::{commands_used, light_shell_gaps, Gap, LimitKind, Limits};
+use stead_vfs::{VPath, Vfs};
+
+/// The gaps of `script` over an empty workspace, from `/`.
+fn gaps(script: &str) -> Option<Vec<Gap>> {
+    let db = db();
+    light_shell_gaps(script, &Vfs::new(&db, 0), &VPath::root())
+}
 
 fn check(script: &str, want: &str) {
     assert_eq!(out(script), want, "script: {script}");
@@ -324,16 +331,16 @@ fn commands_used_lists_simple_command_names() {
 
 #[test]
 fn gaps_are_the_commands_the_light_shell_lacks() {
-    let gaps = light_shell_gaps(
+    let found = gaps(
         "build() { cc -o app main.c; }; for f in *.c; do grep -c x \"$f\"; done; build; python3 t.py | sort; cd / && [ -d x ]; cc x.c",
     )
     .unwrap();
     assert_eq!(
-        gaps,
+        found,
         vec![Gap::Command("cc".into()), Gap::Command("python3".into())]
     );
-    assert_eq!(light_shell_gaps("echo hi | wc -l").unwrap(), vec![]);
-    assert!(light_shell_gaps("if then").is_none());
+    assert_eq!(gaps("echo hi | wc -l").unwrap(), vec![]);
+    assert!(gaps("if then").is_none());
 }
 
 /// `auto`'s other rule: a utility the light shell has, given an option its
@@ -341,7 +348,7 @@ fn gaps_are_the_commands_the_light_shell_lacks() {
 /// the parser the utility runs with).
 #[test]
 fn gaps_include_options_a_utility_lacks() {
-    let option_gap = |script: &str| match light_shell_gaps(script).unwrap().as_slice() {
+    let option_gap = |script: &str| match gaps(script).unwrap().as_slice() {
         [Gap::Options { utility, message }] => format!("{utility}: {message}"),
         other => panic!("{script}: {other:?}"),
     };
@@ -373,12 +380,197 @@ fn gaps_include_options_a_utility_lacks() {
                 sort -k2,2n -t, f | uniq -c | head -n 3; tail -5 f; head -c 10 f; cut -d: -f1 f; \
                 cat -n f; wc -l f; cp -a a b; mv -f b c; rm -rf c; tar -czf x.tgz src; tar xzf x.tgz; \
                 date -u +%Y; date -Iseconds; stat -c %s f; du -sh .; diff -u a b; grep --version";
-    assert_eq!(light_shell_gaps(fine).unwrap(), vec![]);
+    assert_eq!(gaps(fine).unwrap(), vec![]);
     // A function named like a utility is the function.
     assert_eq!(
-        light_shell_gaps("ls() { command ls \"$@\"; }; ls --time-style=full-iso").unwrap(),
+        gaps("ls() { command ls \"$@\"; }; ls --time-style=full-iso").unwrap(),
         vec![]
     );
+}
+
+/// Script files run in the light shell as bash runs them: `bash FILE`,
+/// `sh FILE`, `./FILE` (executable, `#!/bin/bash`), `source` and `.`, with
+/// `$0`, the positional parameters and `BASH_SOURCE` (the file of each
+/// frame; code from no file is `environment`). Expected output recorded
+/// from bash 5.2.
+#[test]
+fn script_files_run_with_their_name_arguments_and_sources() {
+    let db = db();
+    let script = "#!/bin/bash\necho $0 $# $1 ${BASH_SOURCE[0]} $BASH_SOURCE\n\
+                  f() { echo in f ${BASH_SOURCE[@]} ${FUNCNAME[@]}; }; f\n";
+    write_files(&db, &[("/w/x.sh", script.as_bytes())]);
+    let r = run_in(
+        &db,
+        "bash x.sh a b; sh x.sh q; chmod +x x.sh; ./x.sh z; source x.sh s t; . ./x.sh; \
+         g() { echo \"${#BASH_SOURCE[@]} [${BASH_SOURCE[*]}]\"; }; g; echo \"${#BASH_SOURCE[@]}\"",
+        "/w",
+        Limits::default(),
+    );
+    assert_eq!(
+        common::text(&r.stdout),
+        "x.sh 2 a x.sh x.sh\nin f x.sh x.sh f main\n\
+         x.sh 1 q x.sh x.sh\nin f x.sh x.sh f main\n\
+         ./x.sh 1 z ./x.sh ./x.sh\nin f ./x.sh ./x.sh f main\n\
+         bash 2 s x.sh x.sh\nin f x.sh x.sh f source\n\
+         bash 0 ./x.sh ./x.sh\nin f ./x.sh ./x.sh f source\n\
+         1 [environment]\n0\n",
+        "{}",
+        common::text(&r.stderr)
+    );
+}
+
+/// A file run as a program whose `#!` line names another interpreter does
+/// not run as a bash script: bash's "bad interpreter" status, 126.
+#[test]
+fn a_script_for_another_interpreter_is_not_run_as_bash() {
+    let db = db();
+    write_files(&db, &[("/t.py", b"#!/usr/bin/env python3\nprint('hi')\n")]);
+    let r = run(&db, "chmod +x t.py; ./t.py; echo $?");
+    assert_eq!(common::text(&r.stdout), "126\n");
+    assert!(
+        common::text(&r.stderr).contains("./t.py: python3: bad interpreter"),
+        "{}",
+        common::text(&r.stderr)
+    );
+}
+
+/// `auto` follows the script files a command runs: their commands are
+/// checked as the command line's are, and a file run as a program for
+/// another interpreter (or a binary) is a gap.
+#[test]
+fn gaps_follow_the_script_files_a_command_runs() {
+    let db = db();
+    write_files(
+        &db,
+        &[
+            ("/s/ok.sh", b"#!/bin/sh\nls | wc -l\n"),
+            ("/s/cc.sh", b"cc -o app main.c\n"),
+            ("/s/t.py", b"#!/usr/bin/env python3\nprint(1)\n"),
+            ("/s/app", b"\x7fELF\x02\x01\x00\x00"),
+            ("/s/nested.sh", b"#!/bin/bash\n. ./lib.sh\nhelper\n"),
+            ("/s/lib.sh", b"helper() { node x.js; }\n"),
+            ("/s/loop.sh", b"bash ./loop.sh\n"),
+        ],
+    );
+    let vfs = Vfs::new(&db, 0);
+    let cwd = VPath::parse("/s").unwrap();
+    let gaps = |script: &str| light_shell_gaps(script, &vfs, &cwd).unwrap();
+    for fine in [
+        "bash ok.sh",
+        "sh ./ok.sh a b",
+        "./ok.sh",
+        "source ok.sh",
+        ". /s/ok.sh",
+        "bash -c 'ls | wc -l'",
+        "bash missing.sh",
+        "bash loop.sh",
+    ] {
+        assert_eq!(gaps(fine), vec![], "{fine}");
+    }
+    assert_eq!(gaps("bash cc.sh"), vec![Gap::Command("cc".into())]);
+    assert_eq!(gaps("sh -e cc.sh x"), vec![Gap::Command("cc".into())]);
+    assert_eq!(gaps("bash -c 'cc x.c'"), vec![Gap::Command("cc".into())]);
+    assert_eq!(
+        gaps("./t.py"),
+        vec![Gap::Interpreter {
+            file: "./t.py".into(),
+            interpreter: "python3".into()
+        }]
+    );
+    assert_eq!(gaps("/s/app -v"), vec![Gap::Binary("/s/app".into())]);
+    // A sourced file's functions are the caller's: lib.sh's helper runs node.
+    assert_eq!(gaps("./nested.sh"), vec![Gap::Command("node".into())]);
+    assert!(light_shell_gaps("bash -c 'if then'", &vfs, &cwd).is_none());
+}
+
+/// Process substitutions and here-documents live outside the workspace:
+/// commands read and write them as files (`/dev/fd/63`, as bash names
+/// them), and the workspace gets no revision, change or `/dev` folder for
+/// them. Each closes with its command, a compound command's included, so
+/// the next one is `/dev/fd/63` again (as in bash 5.2).
+#[test]
+fn process_substitutions_and_here_documents_never_touch_the_workspace() {
+    let db = db();
+    write_files(&db, &[("/in.txt", b"x\ny\n")]);
+    let vfs = Vfs::new(&db, 0);
+    let before = vfs.revision().unwrap();
+    let r = run(
+        &db,
+        "cat <(echo hi); diff <(echo a) <(echo b); tee >(wc -l) < in.txt >/dev/null; \
+         paste <(seq 2) <(seq 3 4); while read l; do echo \"r $l\"; done < <(printf '1\\n'); \
+         f() { echo \"$1\"; cat \"$1\"; }; f <(echo in); cat <<EOF\ndoc\nEOF\n\
+         cat <<< str; [ -e /dev/fd/63 ] || echo closed; ls /",
+    );
+    assert_eq!(
+        common::text(&r.stdout),
+        "hi\n1c1\n< a\n---\n> b\n2\n1\t3\n2\t4\nr 1\n/dev/fd/63\nin\ndoc\nstr\nclosed\nin.txt\n",
+        "{}",
+        common::text(&r.stderr)
+    );
+    assert_eq!(vfs.revision().unwrap(), before);
+    assert_eq!(vfs.changes_since(before, 100).unwrap(), Some(vec![]));
+}
+
+/// Counts the outermost transactions run through it: how many commits.
+struct Commits<'a> {
+    db: &'a stead_sql::SqliteDb,
+    depth: std::cell::Cell<u32>,
+    commits: std::cell::Cell<u32>,
+}
+
+impl stead_sql::Sql for Commits<'_> {
+    fn query(
+        &self,
+        statement: &str,
+        params: &[stead_sql::Param<'_>],
+    ) -> Result<Vec<stead_sql::Row>, stead_sql::SqlError> {
+        self.db.query(statement, params)
+    }
+
+    fn transaction<T, E>(&self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<stead_sql::SqlError>,
+    {
+        if self.depth.get() == 0 {
+            self.commits.set(self.commits.get() + 1);
+        }
+        self.depth.set(self.depth.get() + 1);
+        let r = self.db.transaction(body);
+        self.depth.set(self.depth.get() - 1);
+        r
+    }
+}
+
+/// One exec's writes commit together, in one transaction, and its later
+/// reads see them: a thousand small writes cost one commit.
+#[test]
+fn an_execs_writes_commit_together() {
+    let db = db();
+    let commits = Commits {
+        db: &db,
+        depth: 0.into(),
+        commits: 0.into(),
+    };
+    let vfs = Vfs::new(&commits, 0);
+    let request = stead_shell::ExecRequest {
+        command: "mkdir d; for i in $(seq 200); do echo \"line $i\" > d/f$i.txt; done; \
+                  cat d/f*.txt | wc -l; rm d/f1.txt"
+            .into(),
+        cwd: VPath::root(),
+        env: Default::default(),
+        stdin: Vec::new(),
+        limits: Limits::default(),
+    };
+    let r = stead_shell::exec(&vfs, &common::HostClock, request);
+    assert_eq!(
+        common::text(&r.stdout),
+        "200\n",
+        "{}",
+        common::text(&r.stderr)
+    );
+    assert_eq!(commits.commits.get(), 1);
+    let listed = Vfs::new(&db, 0).list(&VPath::parse("/d").unwrap(), None, 1000);
+    assert_eq!(listed.unwrap().len(), 199);
 }
 
 /// A tight loop runs to its end within the loop budget, and one iteration

@@ -131,6 +131,12 @@ impl<'db, S: Sql> Vfs<'db, S> {
         self.limits
     }
 
+    /// Runs `body` as one transaction: the changes it makes commit together
+    /// when it returns `Ok` (each still its own revision), none when `Err`.
+    pub fn atomically<T>(&self, body: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.db.transaction(body)
+    }
+
     /// The current workspace revision: how many changes it has seen.
     pub fn revision(&self) -> Result<i64> {
         self.meta("revision")

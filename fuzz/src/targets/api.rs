@@ -88,7 +88,8 @@ fn tool(tool: Tool, body: &[u8]) {
 }
 
 fn plan(body: &[u8]) {
-    match exec::plan(body).map(|plan| plan.run) {
+    let db = super::fresh_db();
+    match exec::plan(body, &Vfs::new(&db, 0)).map(|plan| plan.run) {
         Ok(Run::Shell(request)) => {
             let cwd = request.cwd.as_str();
             assert_eq!(VPath::parse(cwd).ok().as_ref(), Some(&request.cwd));

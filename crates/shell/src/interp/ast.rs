@@ -250,7 +250,7 @@ pub enum ParamOp {
         rep: Word,
     },
     Case {
-        upper: bool,
+        to: CaseChange,
         all: bool,
         pat: Word,
     },
@@ -273,4 +273,13 @@ impl Word {
             _ => None,
         }
     }
+}
+
+/// What `${x^}` (upper), `${x,}` (lower) and `${x~}` (toggle) do to the
+/// letters they match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaseChange {
+    Upper,
+    Lower,
+    Toggle,
 }

@@ -820,7 +820,13 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     let saved =
         (args.len() > 2).then(|| std::mem::replace(&mut sh.st.positional, args[2..].to_vec()));
     sh.sourcing += 1;
+    sh.st.sources.push(file.clone());
+    sh.st.func_names.push("source".into());
+    sh.st.call_lines.push(sh.line);
     let r = run_text(sh, &text, file, 0);
+    sh.st.call_lines.pop();
+    sh.st.func_names.pop();
+    sh.st.sources.pop();
     sh.sourcing -= 1;
     if let Some(p) = saved {
         sh.st.positional = p;
@@ -884,13 +890,18 @@ fn read_record(
     }
     let record = data[..end].to_vec();
     input.pos.set(pos + end + found as usize);
-    Ok(Some((record, found || n.is_some())))
+    // Complete at the delimiter, or with all `n` characters; the input
+    // ending first is a failure (status 1), as for a line without its
+    // newline.
+    Ok(Some((record, found || (n.is_some() && !short))))
 }
 
 fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut raw = false;
     let mut delim = Some(b'\n');
     let mut nchars = None;
+    // `-N`: the characters read are the value as they are, not split.
+    let mut exact = false;
     let mut array = None;
     let mut prompt = None;
     let mut fd = 0;
@@ -925,6 +936,7 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
                         nchars = value().and_then(|v| v.parse().ok());
                         if c == 'N' {
                             delim = None;
+                            exact = true;
                         }
                         break;
                     }
@@ -997,8 +1009,12 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     };
     let ifs = sh.ifs();
     let status = if complete { 0 } else { 1 };
+    let split = |chars: &[(char, bool)], most: usize| match exact {
+        true => vec![chars.iter().map(|(c, _)| c).collect::<String>()],
+        false => split_fields(chars, &ifs, most),
+    };
     if let Some(arr) = array {
-        let fields = split_fields(&chars, &ifs, usize::MAX);
+        let fields = split(&chars, usize::MAX);
         sh.check_not_readonly(&arr)?;
         sh.assign_array_values(&arr, fields)?;
         return Ok(status);
@@ -1008,7 +1024,7 @@ fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
         sh.set_scalar("REPLY", text)?;
         return Ok(status);
     }
-    let fields = split_fields(&chars, &ifs, names.len());
+    let fields = split(&chars, names.len());
     for (k, n) in names.iter().enumerate() {
         let v = fields.get(k).cloned().unwrap_or_default();
         sh.set_var_path(n, v)?;

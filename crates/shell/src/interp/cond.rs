@@ -43,9 +43,17 @@ impl Shell<'_> {
                     "=~" => self.regex_match(&left, r)?,
                     "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge" => {
                         let right = self.expand_single(r)?;
-                        let a = self.arith_value(&left)?;
-                        let b = self.arith_value(&right)?;
-                        int_cmp(op, a, b)
+                        // An operand that is not a valid expression makes
+                        // the test false (its error reported), as in bash:
+                        // unlike `$(( ))`, it does not abandon the line.
+                        let values = self
+                            .arith_value(&left)
+                            .and_then(|a| Ok((a, self.arith_value(&right)?)));
+                        match values {
+                            Ok((a, b)) => int_cmp(op, a, b),
+                            Err(Flow::Error(_)) => false,
+                            Err(e) => return Err(e),
+                        }
                     }
                     _ => {
                         let right = self.expand_single(r)?;

@@ -59,7 +59,7 @@ impl Fields {
                 self.cur.pat.push(c);
             }
         } else {
-            if s.contains(['*', '?', '[']) {
+            if pattern::may_glob(s) {
                 self.cur.glob = true;
             }
             self.cur.pat.push_str(s);
@@ -119,7 +119,7 @@ impl Shell<'_> {
         let ifs = self.ifs();
         for w in words {
             if let Some(l) = w.as_lit() {
-                if !l.contains(['*', '?', '[']) || self.st.opts.noglob {
+                if !pattern::may_glob(l) || self.st.opts.noglob {
                     out.push(l.to_string());
                     continue;
                 }
@@ -127,7 +127,7 @@ impl Shell<'_> {
             let mut f = Fields::new(true, ifs.clone());
             self.expand_parts(&w.0, false, &mut f)?;
             for field in f.end() {
-                if field.glob && !self.st.opts.noglob {
+                if field.glob && !self.st.opts.noglob && pattern::has_glob(&field.pat) {
                     let matches = self.glob(&field.pat)?;
                     if !matches.is_empty() {
                         out.extend(matches);
@@ -619,11 +619,11 @@ impl Shell<'_> {
                     pattern::replace(&pat, s, &rep, *mode, ext, &mut steps)
                 })?
             }
-            ParamOp::Case { upper, all, pat } => {
+            ParamOp::Case { to, all, pat } => {
                 let pat = self.expand_pattern(pat)?;
                 let ext = self.st.opts.extglob;
                 let mut steps = self.steps();
-                self.try_map_val(val, |s| change_case(s, &pat, *upper, *all, ext, &mut steps))?
+                self.try_map_val(val, |s| change_case(s, &pat, *to, *all, ext, &mut steps))?
             }
             ParamOp::Transform(t) => self.transform(name, *t, val)?,
         })
@@ -685,7 +685,9 @@ impl Shell<'_> {
             'L' => self.map_val(val, |s| s.to_lowercase()),
             'u' => {
                 let mut steps = self.steps();
-                self.try_map_val(val, |s| change_case(s, "", true, false, false, &mut steps))?
+                self.try_map_val(val, |s| {
+                    change_case(s, "", CaseChange::Upper, false, false, &mut steps)
+                })?
             }
             // Each element of `${a[@]@a}` shows the array's attributes.
             'a' => {
@@ -878,7 +880,7 @@ fn slice(items: Vec<String>, off: i64, len: Option<i64>) -> Vec<String> {
 fn change_case(
     s: &str,
     pat: &str,
-    upper: bool,
+    to: CaseChange,
     all: bool,
     ext: bool,
     steps: &mut pattern::Steps,
@@ -888,10 +890,11 @@ fn change_case(
         let applies = (all || i == 0)
             && (pat.is_empty() || pattern::matches(pat, &c.to_string(), ext, false, steps)?);
         if applies {
-            if upper {
-                out.extend(c.to_uppercase());
-            } else {
-                out.extend(c.to_lowercase());
+            match to {
+                CaseChange::Upper => out.extend(c.to_uppercase()),
+                CaseChange::Lower => out.extend(c.to_lowercase()),
+                CaseChange::Toggle if c.is_uppercase() => out.extend(c.to_lowercase()),
+                CaseChange::Toggle => out.extend(c.to_uppercase()),
             }
         } else {
             out.push(c);

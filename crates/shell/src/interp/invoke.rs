@@ -17,14 +17,34 @@ use super::options::Table;
 use super::{parse, vars, Flow, Opts, Shell, SourceKind, R};
 use crate::limits::Abort;
 
+/// The program a script file's `#!` line names, when it is not bash or sh:
+/// the light shell runs a bash or sh script itself, as it runs a file with
+/// no `#!` line (bash runs such a file as a script). `#!/usr/bin/env
+/// python3` names `python3`, `#!/usr/bin/perl -w` names `/usr/bin/perl`.
+pub fn foreign_interpreter(text: &[u8]) -> Option<String> {
+    let line = text.split(|b| *b == b'\n').next()?.strip_prefix(b"#!")?;
+    let line = crate::bytes::decode(line);
+    let mut words = line.split_whitespace();
+    let program = words.next()?;
+    let base = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+    let named = if base(program) == "env" {
+        words
+            .find(|w| !w.starts_with('-') && !w.contains('='))?
+            .to_string()
+    } else {
+        program.to_string()
+    };
+    (!matches!(base(&named).as_str(), "bash" | "sh")).then_some(named)
+}
+
 /// What a `bash` command line asks for.
 #[derive(Debug, Default)]
-struct Invocation {
+pub(crate) struct Invocation {
     /// `-c`'s text.
-    command: Option<String>,
+    pub command: Option<String>,
     /// Positional words: after `-c text`, `$0` then the arguments; else the
     /// script file then its arguments.
-    words: Vec<String>,
+    pub words: Vec<String>,
     /// `set` flags, in order, with on/off.
     flags: Vec<(char, bool)>,
     /// `-o name` / `+o name`.
@@ -40,9 +60,9 @@ struct Invocation {
 }
 
 /// Why a command line is refused: bash's message for it.
-struct BadInvocation(String);
+pub(crate) struct BadInvocation(String);
 
-fn parse_invocation(argv: &[String]) -> Result<Invocation, BadInvocation> {
+pub(crate) fn parse_invocation(argv: &[String]) -> Result<Invocation, BadInvocation> {
     let mut inv = Invocation::default();
     let mut i = 1;
     let mut takes_command = false;
@@ -175,7 +195,12 @@ impl Shell<'_> {
             }
         };
         let reads_stdin = inv.command.is_none() && inv.words.is_empty();
-        self.subshell(move |sh| {
+        // The new shell runs no function and sources no file.
+        let outer = (
+            std::mem::replace(&mut self.in_function, 0),
+            std::mem::replace(&mut self.sourcing, 0),
+        );
+        let r = self.subshell(move |sh| {
             sh.become_new_shell(&inv, arg0, args)?;
             if !inv.interactive {
                 return sh.run_source(&text, Some(&label), SourceKind::Script);
@@ -192,7 +217,9 @@ impl Shell<'_> {
             };
             sh.save_history()?;
             r
-        })
+        });
+        (self.in_function, self.sourcing) = outer;
+        r
     }
 
     /// A script file's text, or the status of why it cannot be read
@@ -227,6 +254,12 @@ impl Shell<'_> {
             .and_then(|v| v.scalar());
         self.st.vars.retain(|_, v| v.attrs & vars::EXPORT != 0);
         self.st.funcs.clear();
+        self.st.func_sources.clear();
+        // A script file's code is `main`'s, called from line 0.
+        let file = inv.words.first().filter(|_| inv.command.is_none());
+        self.st.sources = file.cloned().into_iter().collect();
+        self.st.func_names = file.map(|_| "main".to_string()).into_iter().collect();
+        self.st.call_lines = file.map(|_| 0).into_iter().collect();
         self.st.opts = Opts::default();
         self.st.history = Default::default();
         self.st.interactive = false;

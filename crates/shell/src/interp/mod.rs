@@ -13,10 +13,10 @@
 //!   in a `while` loop consumes its input line by line.
 //! - Control flow (`break`, `continue`, `return`, fatal expansion errors)
 //!   travels as [`Flow`] values; `exit` and limits as [`Abort`].
-//! - Process substitution `<(cmd)` runs `cmd` first and writes its output to
-//!   the workspace file `/dev/fd/63` (then 62, ...), the names bash shows;
-//!   the files (and `/dev/fd` if it was created) are removed at the end of
-//!   the exec. `>(cmd)` gets such a file too, and `cmd` runs with it as
+//! - Process substitution `<(cmd)` runs `cmd` first and holds its output as
+//!   `/dev/fd/63` (then 62, ...), the names bash shows, in memory
+//!   ([`crate::pipes`]), never in the workspace; they close with their
+//!   command. `>(cmd)` gets such a file too, and `cmd` runs with it as
 //!   input once the outer command finished.
 
 pub mod arith;
@@ -28,7 +28,7 @@ mod dirs;
 mod expand;
 mod flags;
 mod history;
-mod invoke;
+pub(crate) mod invoke;
 mod jobs;
 mod memory;
 mod options;
@@ -50,6 +50,7 @@ use stead_vfs::VPath;
 use crate::fs::Fs;
 use crate::io::Output;
 use crate::limits::{Abort, Budget, Clock, LimitKind};
+use crate::pipes::Pipes;
 use crate::utils::{self, Ctx, Runner, Utility};
 use ast::*;
 pub use vars::{Value, Var};
@@ -182,6 +183,13 @@ pub struct State {
     /// The line each function in `func_names` was called from
     /// (`BASH_LINENO`).
     pub call_lines: Vec<usize>,
+    /// The files whose code runs, outermost first (`BASH_SOURCE` reversed):
+    /// the script file, each sourced file, and for each function call the
+    /// file the function was defined in.
+    pub sources: Vec<String>,
+    /// The file each function was defined in; bash names code that came
+    /// from no file (a `-c` text, the exec's command line) `environment`.
+    pub func_sources: HashMap<String, String>,
     /// Where commands were found (`hash`).
     pub hashed: BTreeMap<String, search::Hashed>,
     /// Started with `-i`.
@@ -258,6 +266,8 @@ pub enum Fd {
 
 pub struct Shell<'a> {
     pub fs: &'a dyn Fs,
+    /// Where process substitutions' `/dev/fd/N` files live (`fs` shows them).
+    pipes: &'a Pipes,
     pub clock: &'a dyn Clock,
     pub budget: &'a Budget,
     pub st: State,
@@ -288,8 +298,6 @@ pub struct Shell<'a> {
     pub cmdsub_status: Option<i32>,
     /// Descriptors from `{var}>file`, which outlive their command.
     pub persist_fds: Vec<usize>,
-    /// `/dev/fd` (and `/dev`) when created for process substitution.
-    created_dirs: Vec<VPath>,
     /// `$_`: the last argument of the previous simple command.
     pub last_arg: String,
     in_err_trap: bool,
@@ -321,8 +329,10 @@ pub fn limit_message(kind: crate::limits::LimitKind) -> String {
 }
 
 impl<'a> Shell<'a> {
+    /// A shell over `fs`, which must show `pipes` (see [`crate::pipes`]).
     pub fn new(
         fs: &'a dyn Fs,
+        pipes: &'a Pipes,
         clock: &'a dyn Clock,
         budget: &'a Budget,
         cwd: VPath,
@@ -330,6 +340,7 @@ impl<'a> Shell<'a> {
     ) -> Self {
         Shell {
             fs,
+            pipes,
             clock,
             budget,
             st: State {
@@ -349,6 +360,8 @@ impl<'a> Shell<'a> {
                 dir_stack: Vec::new(),
                 func_names: Vec::new(),
                 call_lines: Vec::new(),
+                sources: Vec::new(),
+                func_sources: HashMap::new(),
                 hashed: BTreeMap::new(),
                 interactive: false,
                 command_text: false,
@@ -375,7 +388,6 @@ impl<'a> Shell<'a> {
             sourcing: 0,
             cmdsub_status: None,
             persist_fds: Vec::new(),
-            created_dirs: Vec::new(),
             last_arg: String::new(),
             in_err_trap: false,
             in_debug_trap: false,
@@ -894,20 +906,29 @@ impl<'a> Shell<'a> {
                 if redirs.is_empty() {
                     return self.run_compound(c);
                 }
+                // Process substitutions in the redirections close with the
+                // compound command.
+                let procsubs_before = self.procsubs.len();
                 let saved = match self.apply_redirs(redirs)? {
                     Some(saved) => saved,
                     None => {
                         self.status = 1;
+                        self.finish_procsubs(procsubs_before)?;
                         return self.check_errexit();
                     }
                 };
                 let r = self.run_compound(c);
                 self.restore_fds(saved)?;
                 self.status = self.status_after_writes(self.status);
+                self.finish_procsubs(procsubs_before)?;
                 r
             }
             Command::Function(f) => {
                 self.st.funcs.insert(f.name.clone(), f.clone());
+                let file = self.st.sources.last().map_or("environment", String::as_str);
+                self.st
+                    .func_sources
+                    .insert(f.name.clone(), file.to_string());
                 self.status = 0;
                 Ok(())
             }
@@ -1537,6 +1558,15 @@ impl<'a> Shell<'a> {
             self.err_line(&format!("{name}: {why}"))?;
             return Ok(status);
         }
+        let text = VPath::parse_from(name, &self.st.cwd).and_then(|p| self.fs.read(&p));
+        if let Some(program) = text.ok().and_then(|t| invoke::foreign_interpreter(&t)) {
+            // bash's words for an interpreter it cannot find.
+            self.err_line(&format!(
+                "{name}: {program}: bad interpreter: not in the light shell (it can run on the \
+                 Linux computer: backend \"computer\")"
+            ))?;
+            return Ok(126);
+        }
         self.run_script_file(argv)
     }
 
@@ -1553,6 +1583,10 @@ impl<'a> Shell<'a> {
         self.st.frames.push(Vec::new());
         self.st.func_names.push(f.name.clone());
         self.st.call_lines.push(self.line);
+        let file = self.st.func_sources.get(&f.name).cloned();
+        self.st
+            .sources
+            .push(file.unwrap_or_else(|| "environment".into()));
         self.in_function += 1;
         let saved_loops = std::mem::replace(&mut self.loop_depth, 0);
         let hidden = self.hide_traps_for_function();
@@ -1573,6 +1607,7 @@ impl<'a> Shell<'a> {
         self.in_function -= 1;
         self.st.func_names.pop();
         self.st.call_lines.pop();
+        self.st.sources.pop();
         if let Some(frame) = self.st.frames.pop() {
             for (name, old) in frame.into_iter().rev() {
                 match old {
@@ -1755,16 +1790,13 @@ impl<'a> Shell<'a> {
         Ok(())
     }
 
-    /// Closes every slot opened by `exec` and removes process-substitution files.
+    /// Closes every slot opened by `exec` and every process substitution.
     pub fn finish(&mut self) -> R<()> {
         for i in (2..self.slots.len()).rev() {
             self.close_slot(i)?;
         }
         for (path, _) in std::mem::take(&mut self.procsubs) {
-            let _ = self.fs.remove(&path, false);
-        }
-        for dir in std::mem::take(&mut self.created_dirs) {
-            let _ = self.fs.remove(&dir, false);
+            self.pipes.close(&path);
         }
         Ok(())
     }
@@ -1773,15 +1805,6 @@ impl<'a> Shell<'a> {
     pub fn procsub(&mut self, prog: &Rc<Program>, input: bool) -> R<String> {
         let n = self.procsubs.len();
         let dir = VPath::parse("/dev/fd").unwrap_or_else(|_| VPath::root());
-        if self.fs.stat(&dir, true).is_err() {
-            let dev = VPath::parse("/dev").unwrap_or_else(|_| VPath::root());
-            self.created_dirs = if self.fs.stat(&dev, true).is_err() {
-                vec![dir.clone(), dev]
-            } else {
-                vec![dir.clone()]
-            };
-            let _ = self.fs.mkdir(&dir, true);
-        }
         let path = dir.join(&(63 - n as i64).to_string());
         let mut data = Vec::new();
         if input {
@@ -1790,7 +1813,7 @@ impl<'a> Shell<'a> {
             r?;
         }
         self.budget.charge_write(data.len() as u64)?;
-        let _ = self.fs.write(&path, &data);
+        self.pipes.open(&path, data);
         self.procsubs
             .push((path.clone(), (!input).then(|| prog.clone())));
         Ok(path.as_str().to_string())
@@ -1814,7 +1837,7 @@ impl<'a> Shell<'a> {
             r?;
         }
         for (path, _) in made {
-            let _ = self.fs.remove(&path, false);
+            self.pipes.close(&path);
         }
         Ok(())
     }

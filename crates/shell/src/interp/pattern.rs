@@ -346,19 +346,38 @@ pub fn matches(
     match_at(&toks, &t, nocase, steps)
 }
 
-/// Whether the pattern has unescaped glob characters.
+/// Whether the pattern has unescaped glob characters, as bash decides
+/// whether a word is a pattern: `*`, `?`, a `[` with a `]` after it (a lone
+/// `[`, as in `[ "$a" = b ]`, is a plain word, even under `nullglob`), or
+/// an extglob group `@(..)`, `+(..)` or `!(..)` (`@(a|b).txt` globs).
 pub fn has_glob(pat: &str) -> bool {
+    let chars: Vec<char> = pat.chars().collect();
     let mut escaped = false;
-    for c in pat.chars() {
+    let mut prev = None;
+    for (i, &c) in chars.iter().enumerate() {
         if escaped {
             escaped = false;
-        } else if c == '\\' {
+            prev = None;
+            continue;
+        }
+        let closes = |from: usize| chars[from..].contains(&']');
+        if c == '\\' {
             escaped = true;
-        } else if matches!(c, '*' | '?' | '[') {
+        } else if matches!(c, '*' | '?')
+            || (c == '[' && closes(i + 1))
+            || (c == '(' && matches!(prev, Some('@' | '+' | '!')))
+        {
             return true;
         }
+        prev = Some(c);
     }
     false
+}
+
+/// Whether unquoted text may glob: it has `*`, `?`, `[` or an extglob
+/// group's opening (checked exactly, escapes included, by [`has_glob`]).
+pub fn may_glob(text: &str) -> bool {
+    text.contains(['*', '?', '[']) || ["@(", "+(", "!("].iter().any(|g| text.contains(g))
 }
 
 /// Removes backslash escapes.
@@ -513,6 +532,18 @@ impl<'a> Shell<'a> {
         let walked = self.glob_walk(&base, &prefix, &comps, &mut results, &mut steps);
         self.st.opts.dotglob = dotglob;
         walked?;
+        // A directory part without glob characters is kept as written, so
+        // `d1/**` matching no directory below names `d1/` (bash joins the
+        // literal `d1/` and the empty match); `d*/**` names `d1`.
+        if let Some(dir) = pat
+            .strip_suffix("/**")
+            .filter(|d| self.st.opts.globstar && !has_glob(d))
+        {
+            let written = unescape(dir);
+            for r in results.iter_mut().filter(|r| **r == written) {
+                r.push('/');
+            }
+        }
         if !ignore.is_empty() {
             let pats = split_ignore(&ignore);
             let ext = self.st.opts.extglob;

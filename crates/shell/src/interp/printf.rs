@@ -281,9 +281,10 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
         let mut width: Option<i64> = None;
         if chars.get(i) == Some(&'*') {
             i += 1;
-            let w = take(next)
-                .and_then(|a| a.trim().parse::<i64>().ok())
-                .unwrap_or(0);
+            // Read as an integer argument is (hex, octal, 'c; an invalid
+            // one is an error, 0).
+            let w = take(next).map_or(0, |a| int_arg(&a, f, IntKind::Signed));
+            let w = w.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
             if w < 0 {
                 flags.push('-');
             }
@@ -304,11 +305,9 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
             i += 1;
             if chars.get(i) == Some(&'*') {
                 i += 1;
-                precision = Some(
-                    take(next)
-                        .and_then(|a| a.trim().parse::<usize>().ok())
-                        .unwrap_or(0),
-                );
+                let p = take(next).map_or(0, |a| int_arg(&a, f, IntKind::Signed));
+                // A negative precision is taken as none given.
+                precision = (p >= 0).then(|| p.min(i128::from(u32::MAX)) as usize);
             } else {
                 let mut p = String::new();
                 while let Some(&d) = chars.get(i).filter(|c| c.is_ascii_digit()) {
@@ -390,8 +389,9 @@ fn format_once(chars: &[char], args: &[String], next: &mut usize, f: &mut Format
     *next > start_next
 }
 
+/// `body` padded to `width` bytes (C's printf counts bytes, not characters).
 fn pad(body: &str, width: usize, flags: &str, conv: char) -> String {
-    let len = body.chars().count();
+    let len = crate::bytes::encode_bytes(body.as_bytes()).len();
     if len >= width {
         return body.to_string();
     }
@@ -491,10 +491,42 @@ fn float_arg(arg: &str, f: &mut Formatted) -> f64 {
     if t.is_empty() {
         return 0.0;
     }
-    t.parse::<f64>().unwrap_or_else(|_| {
-        f.errors.push(format!("{arg}: invalid number"));
-        0.0
-    })
+    t.parse::<f64>()
+        .ok()
+        .or_else(|| hex_float(t))
+        .unwrap_or_else(|| {
+            f.errors.push(format!("{arg}: invalid number"));
+            0.0
+        })
+}
+
+/// A C hexadecimal floating constant, as bash's `strtold` reads one:
+/// `0x10`, `-0x1.8`, `0x1p4` (a binary exponent).
+fn hex_float(t: &str) -> Option<f64> {
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let t = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X"))?;
+    let (mantissa, exponent) = match t.find(['p', 'P']) {
+        Some(i) => (&t[..i], t[i + 1..].parse::<i32>().ok()?),
+        None => (t, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in whole.chars() {
+        v = v * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in fraction.chars() {
+        v += f64::from(c.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    let v = v * 2f64.powi(exponent);
+    Some(if neg { -v } else { v })
 }
 
 fn convert(
@@ -504,11 +536,15 @@ fn convert(
     arg: Option<String>,
     f: &mut Formatted,
 ) -> Option<String> {
-    let missing = arg.is_none();
     let arg = arg.unwrap_or_default();
     Some(match conv {
+        // Precision counts bytes, as C's printf (which bash's uses) does:
+        // it may cut a character in two.
         's' => match precision {
-            Some(p) => arg.chars().take(p).collect(),
+            Some(p) => {
+                let bytes = crate::bytes::encode_bytes(arg.as_bytes());
+                crate::bytes::decode(&bytes[..p.min(bytes.len())])
+            }
             None => arg,
         },
         'b' => {
@@ -520,13 +556,8 @@ fn convert(
             }
             s
         }
-        'q' => {
-            if missing {
-                String::new()
-            } else {
-                quote(&arg)
-            }
-        }
+        // A missing argument is the empty string, which quotes as ''.
+        'q' => quote(&arg),
         // The first byte, even of a multi-byte character, as bash does.
         'c' => match arg.chars().next() {
             Some(c) if c.len_utf8() > 1 && crate::bytes::char_byte(c).is_none() => {
@@ -535,7 +566,8 @@ fn convert(
                 crate::bytes::byte_char(first).to_string()
             }
             Some(c) => c.to_string(),
-            None => String::new(),
+            // bash writes the empty string's terminating NUL.
+            None => "\0".to_string(),
         },
         'd' | 'i' => {
             let v = int_arg(&arg, f, IntKind::Signed) as i64;

@@ -232,7 +232,7 @@ impl Shell<'_> {
                 }
             }
             // `/dev/fd/N` is descriptor N when it is open; a process
-            // substitution's `/dev/fd/63` is a workspace file.
+            // substitution's `/dev/fd/63` is a file of `crate::pipes`.
             Some(Device::Descriptor(n)) if self.fds.get(n).is_some_and(Option::is_some) => {
                 let f = self.fds[n].clone();
                 self.set_fd(fd, f);

@@ -154,8 +154,9 @@ impl Shell<'_> {
             "PPID" => Some("4241".into()),
             "UID" | "EUID" => Some("1000".into()),
             "SHLVL" => Some("1".into()),
-            "FUNCNAME" => self.st.func_names.last().cloned(),
+            "FUNCNAME" => self.function_frames().first().cloned(),
             "BASH_LINENO" => self.st.call_lines.last().map(|n| n.to_string()),
+            "BASH_SOURCE" => self.st.sources.last().cloned(),
             "PIPESTATUS" => self.pipestatus.first().map(|s| s.to_string()),
             "BASH_VERSION" => Some("5.2.21(1)-release".into()),
             "SHELLOPTS" => Some(self.st.opts.on_list(super::options::Table::Set)),
@@ -222,6 +223,16 @@ impl Shell<'_> {
         )
     }
 
+    /// `FUNCNAME`, innermost first: set only while a function runs, when
+    /// it names the frames below too (`source`, and `main` for a script
+    /// file).
+    fn function_frames(&self) -> Vec<String> {
+        if self.in_function == 0 {
+            return Vec::new();
+        }
+        self.st.func_names.iter().rev().cloned().collect()
+    }
+
     /// All values of a parameter (`${a[@]}`, `$@`).
     pub fn get_all(&mut self, name: &str) -> Option<Vec<String>> {
         match name {
@@ -229,8 +240,9 @@ impl Shell<'_> {
             "PIPESTATUS" if !self.st.vars.contains_key(name) => {
                 return Some(self.pipestatus.iter().map(|s| s.to_string()).collect())
             }
-            "FUNCNAME" if !self.st.vars.contains_key(name) => {
-                return Some(self.st.func_names.iter().rev().cloned().collect())
+            "FUNCNAME" if !self.st.vars.contains_key(name) => return Some(self.function_frames()),
+            "BASH_SOURCE" if !self.st.vars.contains_key(name) => {
+                return Some(self.st.sources.iter().rev().cloned().collect())
             }
             "BASH_LINENO" if !self.st.vars.contains_key(name) => {
                 return Some(
@@ -283,7 +295,11 @@ impl Shell<'_> {
         }
         if name == "FUNCNAME" && !self.st.vars.contains_key(name) {
             let i: usize = key.parse().ok()?;
-            return self.st.func_names.iter().rev().nth(i).cloned();
+            return self.function_frames().get(i).cloned();
+        }
+        if name == "BASH_SOURCE" && !self.st.vars.contains_key(name) {
+            let i: usize = key.parse().ok()?;
+            return self.st.sources.iter().rev().nth(i).cloned();
         }
         if name == "BASH_LINENO" && !self.st.vars.contains_key(name) {
             let i: usize = key.parse().ok()?;

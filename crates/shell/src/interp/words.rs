@@ -590,13 +590,18 @@ impl Parser {
                 };
                 return Ok(ParamOp::Replace { mode, pat, rep });
             }
-            '^' | ',' => {
+            '^' | ',' | '~' => {
                 let all = self.peek() == Some(c);
                 if all {
                     self.pos += 1;
                 }
+                let to = match c {
+                    '^' => CaseChange::Upper,
+                    ',' => CaseChange::Lower,
+                    _ => CaseChange::Toggle,
+                };
                 ParamOp::Case {
-                    upper: c == '^',
+                    to,
                     all,
                     pat: self.param_word(&['}'])?,
                 }
