@@ -222,8 +222,7 @@ pub fn route_target(agent: &str, action: &Action) -> Option<String> {
 
 /// The target worth recording from a tool's JSON body: its path (or `from`
 /// for moves and copies), or a command's first 200 characters.
-pub fn target_of(body: &[u8]) -> Option<String> {
-    let value: Value = serde_json::from_slice(body).ok()?;
+pub fn target_of(value: &Value) -> Option<String> {
     let text = ["path", "from", "command", "name", "pattern"]
         .iter()
         .find_map(|key| value.get(*key).and_then(Value::as_str))?;
@@ -365,13 +364,13 @@ mod tests {
     #[test]
     fn targets_come_from_the_body() {
         assert_eq!(
-            target_of(br#"{"path":"/x","content":"y"}"#).as_deref(),
+            target_of(&json!({"path":"/x","content":"y"})).as_deref(),
             Some("/x")
         );
         assert_eq!(
-            target_of(br#"{"from":"/a","to":"/b"}"#).as_deref(),
+            target_of(&json!({"from":"/a","to":"/b"})).as_deref(),
             Some("/a")
         );
-        assert_eq!(target_of(b"not json"), None);
+        assert_eq!(target_of(&json!("not an object")), None);
     }
 }
