@@ -61,7 +61,8 @@ impl Body for Bytes {
 
 /// Reads a whole body of at most `limit` bytes.
 pub async fn read_body(body: &mut impl Body, limit: usize) -> Result<Vec<u8>, ApiError> {
-    if body.declared_len().is_some_and(|len| len > limit) {
+    let declared = body.declared_len();
+    if declared.is_some_and(|len| len > limit) {
         return Err(ApiError::BodyTooLarge { limit });
     }
     let mut out = Vec::new();
@@ -71,7 +72,9 @@ pub async fn read_body(body: &mut impl Body, limit: usize) -> Result<Vec<u8>, Ap
         if out.len() > limit {
             return Err(ApiError::BodyTooLarge { limit });
         }
-        if read == 0 {
+        // A body of a declared length ends there: HTTP framing holds it to
+        // it, so waiting for the end of the stream would only cost a turn.
+        if read == 0 || declared == Some(out.len()) {
             return Ok(out);
         }
     }
@@ -359,17 +362,16 @@ impl<H: Host> Agent<H> {
             Ok(_) => "ok",
             Err(error) => error.code(),
         };
-        let revision = self.vfs().revision().ok();
-        let _ = audit::record(
+        audit::record(
             self.db(),
             self.now_ms(),
             &caller.actor(),
             action,
             note,
             result,
-            revision,
-        );
-        revision
+        )
+        .ok()
+        .flatten()
     }
 
     /// Carries out an authorized request.

@@ -117,27 +117,27 @@ fn a_small_write_costs_its_checkpoint_its_change_and_its_audit_entry() {
     // node, its entry, the parent's mtime, the chunk, the file's chunk
     // list, the node's size, the change record, the usage check.
     // Retention (1): the checkpoints past the newest 20, both kinds in one
-    // query. The audit entry (2): the revision it records, the entry. Live
-    // push (1): whether a process runs.
+    // query. The audit entry (1, reading the revision it records in the
+    // same statement). Live push (1): whether a process runs.
     // Rows: checkpoint, root, revision, node, entry, parent, chunk, chunk
     // list, size, change, audit entry, and two usage counters by trigger.
-    within("write of a new 1 KB file", &write, 20, 13);
+    within("write of a new 1 KB file", &write, 19, 13);
     // Replacing it pins the old content (one statement more), and drops
     // the old chunk list and chunk in place of the new node and entry.
     let body = serde_json::json!({ "path": "/d/g.txt", "content": "z".repeat(1000) }).to_string();
     let again = cost(&agent, Action::Tool(Tool::Write), &body);
-    within("write over a 1 KB file", &again, 20, 12);
+    within("write over a 1 KB file", &again, 19, 11);
 }
 
 #[test]
 fn a_dry_run_takes_no_checkpoint_and_makes_no_revision() {
     let agent = warm_agent();
     let body = r#"{"path":"/d/f.txt","edits":[{"old":"xxxx","new":"yy","replace_all":true}],"dry_run":true}"#;
-    // The lookups (2) and the file's content (1), then the audit entry
-    // (revision and entry) and the live push's check: no checkpoint, and
-    // nothing written but the entry.
+    // The lookups (2) and the file's content (1), then the audit entry and
+    // the live push's check: no checkpoint, and nothing written but the
+    // entry.
     let dry = cost(&agent, Action::Tool(Tool::Edit), body);
-    within("dry-run edit", &dry, 6, 1);
+    within("dry-run edit", &dry, 5, 1);
     assert!(
         !dry.statements.iter().any(|s| s.contains("checkpoints")),
         "a dry run touches no checkpoint: {:?}",
@@ -153,13 +153,13 @@ fn delete_and_mkdir_cost_their_checkpoint_change_and_audit_entry() {
     // pinned. The delete (10): revision, lookups 2, the chunk list
     // dropped, the node, its entry, the parent's mtime, the chunk no
     // longer held (here the checkpoint holds it), the change record, the
-    // usage check. Retention 1, audit 2, live push 1.
-    within("rm of a 1 KB file", &rm, 20, 11);
+    // usage check. Retention 1, audit 1, live push 1.
+    within("rm of a 1 KB file", &rm, 19, 11);
     let mkdir = cost(&agent, Action::Tool(Tool::Mkdir), r#"{"path":"/e"}"#);
     // Checkpoint (4): lookup, revision, row, root row. The mkdir (7):
     // revision, lookup, node, entry, parent's mtime, change, usage.
-    // Retention 1, audit 2, live push 1.
-    within("mkdir", &mkdir, 15, 9);
+    // Retention 1, audit 1, live push 1.
+    within("mkdir", &mkdir, 14, 9);
 }
 
 #[test]
@@ -181,16 +181,16 @@ fn exec_of_true_in_the_shell() {
     // The cwd (the root) read (1); the whole-workspace checkpoint the
     // shell takes before a command (8): revision, the newest of this
     // revision (none), revision, the row, root, entries, chunks, counters;
-    // the outcome's revision (1); retention (1); the audit entry (revision,
-    // entry) and the live push's check (3). No alarm re-armed: the light
+    // the outcome's revision (1); retention (1); the audit entry and the
+    // live push's check (2). No alarm re-armed: the light
     // shell starts nothing the alarm follows. Rows: the checkpoint, its
     // root, the workspace's two entries and one chunk, its counters, the
     // audit entry.
-    within("exec of true", &exec, 14, 7);
+    within("exec of true", &exec, 13, 7);
     // At the same revision the checkpoint is reused (and nothing is
     // pruned, as nothing was added).
     let again = cost(&agent, Action::Exec, r#"{"command":"true"}"#);
-    within("exec of true again", &again, 7, 1);
+    within("exec of true again", &again, 6, 1);
 }
 
 #[test]
@@ -208,14 +208,14 @@ fn the_breakdown_counts_each_stage_statements() {
         .iter()
         .map(|cost| (cost.stage, cost.statements))
         .collect();
-    // The same 20 statements as the write's budget above, by stage: the
+    // The same 19 statements as the write's budget above, by stage: the
     // checkpoint, the write and the retention are the operation.
     assert_eq!(
         stages,
         [
             (Stage::Admission, 0),
             (Stage::Operation, 17),
-            (Stage::Audit, 2),
+            (Stage::Audit, 1),
             (Stage::Notify, 0),
             (Stage::LiveSync, 1),
         ]
