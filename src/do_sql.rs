@@ -5,7 +5,8 @@
 //! a Rust error inside the body is parked, turned into a throw, and handed
 //! back to the caller after the rollback.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use js_sys::{Function, Reflect, Uint8Array};
 use stead_sql::{Param, Row, Sql, SqlError, Value};
@@ -17,6 +18,9 @@ use worker::{SqlStorage, SqlStorageValue, State};
 pub(crate) struct DoSql {
     sql: SqlStorage,
     storage: JsValue,
+    /// Statements run since the object started, for the per-request
+    /// breakdown local development answers with.
+    statements: Rc<Cell<u64>>,
 }
 
 impl DoSql {
@@ -25,7 +29,13 @@ impl DoSql {
         Ok(DoSql {
             sql: state.storage().sql(),
             storage,
+            statements: Rc::default(),
         })
+    }
+
+    /// Statements run since the object started.
+    pub(crate) fn statements_run(&self) -> u64 {
+        self.statements.get()
     }
 
     /// Bytes the database occupies on disk.
@@ -66,6 +76,7 @@ fn js_message(error: &JsValue) -> String {
 
 impl Sql for DoSql {
     fn query(&self, statement: &str, params: &[Param<'_>]) -> Result<Vec<Row>, SqlError> {
+        self.statements.set(self.statements.get() + 1);
         let bindings: Vec<JsValue> = params.iter().map(to_js).collect();
         let cursor = self
             .sql

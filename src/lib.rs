@@ -43,7 +43,20 @@ use workspace::{error_response, json_response, respond_mcp};
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     console_error_panic_hook::set_once();
+    let started = platform::performance_now();
     let url = req.url()?;
+    // Local development's baseline for the benchmark: a request that
+    // reaches agent `{id}`'s object and does nothing there (no credential,
+    // no routing, no agent), the floor under the ping.
+    if let Some(id) = url.path().strip_prefix(workspace::BARE_ROUND_TRIP) {
+        if platform::local_development(&env) {
+            let stub = env
+                .durable_object(platform::WORKSPACE_BINDING)?
+                .id_from_name(id)?
+                .get_stub()?;
+            return stub.fetch_with_request(req).await;
+        }
+    }
     // A host under PORTS_HOST is a port's own origin: every path there is
     // the dev server's, and no API answers (`stead_agent::front`).
     let route = workspace::route_on_front(&env, &req.method(), &url);
@@ -159,12 +172,34 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
                 .durable_object(platform::WORKSPACE_BINDING)?
                 .id_from_name(&id)?
                 .get_stub()?;
-            stub.fetch_with_request(with_caller(req, &Caller::of(principal.as_ref()))?)
-                .await
+            let forwarded = with_caller(req, &Caller::of(principal.as_ref()))?;
+            if !platform::local_development(&env) {
+                return stub.fetch_with_request(forwarded).await;
+            }
+            // Local development: the front's time (authentication,
+            // routing) and the hop to the object (the round trip less what
+            // the object spent) join the object's breakdown.
+            let sent = platform::performance_now();
+            let response = stub.fetch_with_request(forwarded).await?;
+            let round_trip = platform::performance_now() - sent;
+            let timing = response.headers().get("server-timing")?.unwrap_or_default();
+            let hop = (round_trip - agent_time(&timing)).max(0.0);
+            let front = format!("front;dur={:.3}, hop;dur={hop:.3}", sent - started);
+            workspace::with_server_timing(response, &front)
         }
         Ok(Route::Health) => unreachable!("answered above"),
         Err(error) => error_response(&error),
     }
+}
+
+/// The object's whole time (`agent;dur=`) in a `Server-Timing` value; 0
+/// when it has none (its answer was not timed).
+fn agent_time(timing: &str) -> f64 {
+    timing
+        .split(',')
+        .find_map(|entry| entry.trim().strip_prefix("agent;dur="))
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(0.0)
 }
 
 /// The answer to a refused credential; on the MCP endpoint (`mcp`), as MCP

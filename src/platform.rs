@@ -49,6 +49,13 @@ const KEEP_ALIVE_VAR: &str = "MCP_KEEPALIVE_MS";
 /// Set to `true` in `.dev.vars` only: marks a local development runtime.
 const LOCAL_DEVELOPMENT_VAR: &str = "STEAD_LOCAL_DEVELOPMENT";
 
+/// Whether the deployment is local development (see
+/// [`Host::local_development`]).
+pub(crate) fn local_development(env: &Env) -> bool {
+    env.var(LOCAL_DEVELOPMENT_VAR)
+        .is_ok_and(|v| v.to_string() == "true")
+}
+
 /// The part of a DNS-over-HTTPS JSON answer the agent reads.
 #[derive(serde::Deserialize)]
 struct DohAnswer {
@@ -76,6 +83,14 @@ fn failed(operation: &'static str) -> impl Fn(worker::Error) -> HostError {
     move |error| HostError::new(operation, error)
 }
 
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// `performance.now()`: the runtime's monotonic clock (which Workers
+    /// advance only across I/O; locally it runs as usual).
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    pub(crate) fn performance_now() -> f64;
+}
+
 impl Host for WorkerHost {
     type Db = DoSql;
     type Socket = WorkerSocket;
@@ -88,6 +103,14 @@ impl Host for WorkerHost {
 
     fn now_ms(&self) -> i64 {
         js_sys::Date::now() as i64
+    }
+
+    fn precise_ms(&self) -> f64 {
+        performance_now()
+    }
+
+    fn statements_run(&self) -> u64 {
+        self.db.statements_run()
     }
 
     fn random_hex(&self, chars: usize) -> Result<String, HostError> {
@@ -283,9 +306,7 @@ impl Host for WorkerHost {
     }
 
     fn local_development(&self) -> bool {
-        self.env
-            .var(LOCAL_DEVELOPMENT_VAR)
-            .is_ok_and(|v| v.to_string() == "true")
+        local_development(&self.env)
     }
 
     fn computer(

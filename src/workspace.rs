@@ -25,7 +25,12 @@ use worker::{
 
 use crate::body::RequestBody;
 use crate::do_sql::DoSql;
-use crate::platform::{WorkerHost, WorkerSocket, WorkerStream};
+use crate::platform::{performance_now, WorkerHost, WorkerSocket, WorkerStream};
+
+/// The path prefix of a bare round trip to agent `{id}`'s object
+/// (`POST /_bench/bare/{id}`, local development only): answered at once,
+/// the floor the benchmark compares the ping with.
+pub(crate) const BARE_ROUND_TRIP: &str = "/_bench/bare/";
 
 #[durable_object]
 pub struct Workspace {
@@ -46,6 +51,10 @@ impl DurableObject for Workspace {
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
+        // Only local development's Worker sends these (see `crate::fetch`).
+        if req.path().starts_with(BARE_ROUND_TRIP) {
+            return Response::empty();
+        }
         // A HEAD is served as its GET, then sent without the body.
         if req.method() == Method::Head {
             return without_body(self.serve(req).await?);
@@ -94,6 +103,7 @@ impl DurableObject for Workspace {
 impl Workspace {
     /// Serves a request the Worker forwarded.
     async fn serve(&self, req: Request) -> Result<Response> {
+        let started = performance_now();
         let (agent, action) = match route(&req, &self.agent.host().env) {
             Ok(routed) => routed,
             Err(error) => return error_response(&error),
@@ -108,15 +118,40 @@ impl Workspace {
             Ok(decoded) => decoded,
             Err(error) => return error_response(&error),
         };
-        match self.agent.dispatch(request).await {
+        // Local development answers with where the time went
+        // (`Server-Timing`); a deployment measures nothing.
+        let (outcome, breakdown) = match crate::platform::local_development(&self.agent.host().env)
+        {
+            true => {
+                let (outcome, breakdown) = self.agent.dispatch_timed(request).await;
+                (outcome, Some(breakdown))
+            }
+            false => (self.agent.dispatch(request).await, None),
+        };
+        let response = match outcome {
             Ok(Reply::Forward(forward)) => match kept {
-                Some(req) => self.forward(req, &forward).await,
+                Some(req) => return self.forward(req, &forward).await,
                 None => error_response(&ApiError::Internal(
                     "a forward for a request that was not kept".into(),
                 )),
             },
             Ok(reply) => self.respond(reply),
             Err(error) => error_response(&error),
+        };
+        match breakdown {
+            Some(breakdown) => {
+                // `glue`: decoding the request and encoding the answer
+                // here; `agent`: all the object spent on it.
+                let total = performance_now() - started;
+                let spent: f64 = breakdown.stages.iter().map(|stage| stage.ms).sum();
+                let timing = format!(
+                    "{}, glue;dur={:.3}, agent;dur={total:.3}",
+                    breakdown.server_timing(),
+                    (total - spent).max(0.0),
+                );
+                with_server_timing(response?, &timing)
+            }
+            None => response,
         }
     }
 
@@ -373,4 +408,19 @@ pub(crate) fn error_response(error: &ApiError) -> Result<Response> {
         worker::console_error!("{error}");
     }
     json_response(error.status(), &error.body())
+}
+
+/// `response` with `timing` added to its `Server-Timing` (a WebSocket's
+/// upgrade is passed on as it is). Its headers are copied: a response from
+/// another fetch has immutable ones.
+pub(crate) fn with_server_timing(response: Response, timing: &str) -> Result<Response> {
+    if response.status_code() == 101 {
+        return Ok(response);
+    }
+    let headers = Headers::new();
+    for (name, value) in response.headers().entries() {
+        headers.append(&name, &value)?;
+    }
+    headers.append("server-timing", timing)?;
+    Ok(response.with_headers(headers))
 }

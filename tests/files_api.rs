@@ -791,3 +791,54 @@ fn unknown_agent_is_not_found_everywhere_and_left_absent() {
     let created = Agent::create_on(ghost.client.clone(), &ghost.id);
     assert!(created.tree().is_empty());
 }
+
+/// Local development answers with where a request's time and statements
+/// went: the object's stages (`desc` = SQL statements) and the Worker's
+/// front and hop, in the order a request passes them.
+#[test]
+fn local_development_answers_with_a_server_timing_breakdown() {
+    let agent = Agent::new("local_development_answers_with_a_server_timing_breakdown");
+    agent.write("/d/f.txt", "hello");
+    let stat = agent.call("stat", json!({ "path": "/d/f.txt" }));
+    expect_ok(&stat);
+    let timing: Vec<&str> = stat
+        .headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("server-timing"))
+        .flat_map(|(_, value)| value.split(','))
+        .map(str::trim)
+        .collect();
+    let names: Vec<&str> = timing
+        .iter()
+        .map(|entry| entry.split(';').next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "admission",
+            "operation",
+            "audit",
+            "notify",
+            "live",
+            "glue",
+            "agent",
+            "front",
+            "hop"
+        ],
+        "{timing:?}"
+    );
+    // A stat is its two lookups, and nothing after them.
+    assert!(
+        timing[1].ends_with("desc=\"2 sql\""),
+        "operation: {}",
+        timing[1]
+    );
+    for stage in &timing[2..5] {
+        assert!(stage.ends_with("desc=\"0 sql\""), "{stage}");
+    }
+    // The bare round trip to the object: answered there, before any agent
+    // code, and without a credential (local development only).
+    let bare = common::raw("POST", &format!("/_bench/bare/{}", agent.id), &[], b"");
+    expect_status(&bare, 200);
+    assert!(bare.body.is_empty(), "{:?}", bare.body);
+}

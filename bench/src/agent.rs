@@ -43,6 +43,18 @@ impl Agent {
         self.route_call("POST", "ping", Vec::new())
     }
 
+    /// `POST /_bench/bare/{id}`: reaches the agent's Durable Object and is
+    /// answered there at once, before any of the agent's code (local
+    /// development only); the floor under the ping.
+    pub fn bare_call(&self) -> Call {
+        Call {
+            method: "POST",
+            path: format!("/_bench/bare/{}", self.id),
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
     /// `POST /agents/{id}/{tool}` with a JSON body.
     pub fn tool_call(&self, tool: &str, body: &Value) -> Call {
         self.route_call("POST", tool, body.to_string().into_bytes())

@@ -15,6 +15,7 @@
 //! Figures are reported against their aims, never asserted.
 
 mod agent;
+mod breakdown;
 mod checkpoint;
 mod computer;
 mod gen;

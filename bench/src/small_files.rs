@@ -14,6 +14,8 @@ use crate::stats::{millis, timed, Latency};
 
 /// Aim: each statistic within 15% of the floor's.
 const AIM: Aim = Aim::AtMost(1.15);
+/// Aim: the floor within 10% of a bare round trip to the object.
+const FLOOR_AIM: Aim = Aim::AtMost(1.1);
 /// Files are spread over this many directories.
 const DIRECTORIES: usize = 10;
 /// Untimed requests first, so connection setup and first-use costs are not
@@ -80,6 +82,7 @@ struct Phase {
     op: Vec<Duration>,
     floor: Vec<Duration>,
     replies: Vec<Reply>,
+    pings: Vec<Reply>,
 }
 
 /// Sends each call with a ping next to it, alternating which goes first so
@@ -90,6 +93,7 @@ fn interleaved(agent: &Agent, calls: &[Call]) -> Phase {
         op: Vec::with_capacity(calls.len()),
         floor: Vec::with_capacity(calls.len()),
         replies: Vec::with_capacity(calls.len()),
+        pings: Vec::with_capacity(calls.len()),
     };
     for (i, call) in calls.iter().enumerate() {
         let send_op = |phase: &mut Phase| {
@@ -101,6 +105,7 @@ fn interleaved(agent: &Agent, calls: &[Call]) -> Phase {
             let (elapsed, reply) = timed(|| agent.send(&ping));
             expect_success(&reply, "ping");
             phase.floor.push(elapsed);
+            phase.pings.push(reply);
         };
         if i % 2 == 0 {
             send_op(&mut phase);
@@ -168,6 +173,8 @@ pub fn run(agent: &Agent, count: usize, report: &mut Report) {
         "small files: {count} files, 100-1000 B, {DIRECTORIES} dirs; sequential on one \
          connection, vs POST /ping interleaved"
     );
+    let mut breakdowns: Vec<(&str, Vec<Reply>)> = Vec::new();
+    let mut pings = Vec::new();
     for op in Op::ALL {
         eprintln!("small files: {} x{count}", op.name());
         let calls: Vec<Call> = files
@@ -177,5 +184,48 @@ pub fn run(agent: &Agent, count: usize, report: &mut Report) {
         let phase = interleaved(agent, &calls);
         verify(op, &files, &phase.replies, report);
         report.rows.extend(rows(&section, op, &phase));
+        breakdowns.push((op.name(), phase.replies));
+        pings.extend(phase.pings);
+    }
+    floor(agent, count, report);
+    breakdowns.push(("ping", pings));
+    let section = "breakdown: Server-Timing of the requests above (local development), \
+                   means; (n sql) = SQL statements";
+    let mut timed = false;
+    for (what, replies) in &breakdowns {
+        let replies: Vec<&Reply> = replies.iter().collect();
+        timed |= crate::breakdown::add(report, section, what, &replies);
+    }
+    if !timed {
+        report.warn("no reply carried Server-Timing: not a local development Worker".into());
+    }
+}
+
+/// The floor itself: the ping against a bare round trip to the agent's
+/// object (answered there before any of the agent's code), interleaved.
+fn floor(agent: &Agent, count: usize, report: &mut Report) {
+    eprintln!("small files: ping vs bare round trip x{count}");
+    let bare = agent.bare_call();
+    if agent.send(&bare).status != 200 {
+        report.warn("no bare round trip route: not a local development Worker".into());
+        return;
+    }
+    let calls: Vec<Call> = (0..count).map(|_| agent.bare_call()).collect();
+    let phase = interleaved(agent, &calls);
+    let (bare_stats, ping_stats) = (Latency::of(&phase.op), Latency::of(&phase.floor));
+    let section = format!(
+        "floor: {count} pings vs POST /_bench/bare/{{id}} (reaches the object, answered \
+         before any agent code), interleaved"
+    );
+    for ((stat, ping), (_, bare)) in ping_stats.named().into_iter().zip(bare_stats.named()) {
+        report.rows.push(Row {
+            section: section.clone(),
+            measure: format!("ping {stat}"),
+            figure: Ok(millis(ping)),
+            unit: Unit::Millis,
+            baseline: Ok(millis(bare)),
+            baseline_label: format!("bare DO {stat}"),
+            aim: Some(FLOOR_AIM),
+        });
     }
 }

@@ -8,6 +8,7 @@
 //! and rebuilds them on its first event.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use stead_scheduler::{Jobs, SchedError};
@@ -41,6 +42,18 @@ pub struct Agent<H: Host> {
     running: RefCell<Option<RunningExec>>,
     /// The workspace's quotas, read once per instance (and after a change).
     quotas: Cell<Option<Quotas>>,
+    /// Whether this instance has seen the agent with no fork import under
+    /// way: an import only ever starts on storage that held no agent, so
+    /// from then on until the agent is wiped none can be (see
+    /// `crate::fork`), and a request need not ask again.
+    pub(crate) not_forking: Cell<bool>,
+    /// Tokens this instance found not revoked. Only this instance revokes
+    /// this agent's tokens (`RevokeToken`, which drops its token from
+    /// here), so one checked once need not be looked up per request.
+    /// Bounded: past [`MAX_UNREVOKED`] it starts over.
+    pub(crate) unrevoked: RefCell<HashSet<String>>,
+    /// Its checkpoint settings, likewise (asked before every write).
+    checkpoint_settings: Cell<Option<settings::CheckpointSettings>>,
     /// The newest revision live sync pushed to the computer while its
     /// processes run (see `crate::processes::serve`); 0 for none yet.
     pub(crate) live_pushed: Cell<i64>,
@@ -49,6 +62,10 @@ pub struct Agent<H: Host> {
     /// pushing it back (see `crate::processes::serve`).
     pub(crate) alarm_at: Cell<Option<i64>>,
 }
+
+/// How many unrevoked tokens an instance remembers (see
+/// [`Agent::unrevoked`]).
+pub(crate) const MAX_UNREVOKED: usize = 1024;
 
 /// A command running on the computer.
 #[derive(Clone)]
@@ -102,6 +119,9 @@ impl<H: Host> Agent<H> {
             alarm_at: Cell::new(None),
             running: RefCell::new(None),
             quotas: Cell::new(None),
+            not_forking: Cell::new(false),
+            unrevoked: RefCell::default(),
+            checkpoint_settings: Cell::new(None),
         }
     }
 
@@ -128,9 +148,21 @@ impl<H: Host> Agent<H> {
         quotas
     }
 
-    /// Forgets the cached quotas (they changed).
-    pub(crate) fn quotas_changed(&self) {
+    /// The workspace's checkpoint settings (read once per instance and
+    /// after a change).
+    pub(crate) fn checkpoint_settings(&self) -> Result<settings::CheckpointSettings, ApiError> {
+        if let Some(settings) = self.checkpoint_settings.get() {
+            return Ok(settings);
+        }
+        let settings = settings::checkpoints(self.db())?;
+        self.checkpoint_settings.set(Some(settings));
+        Ok(settings)
+    }
+
+    /// Forgets the cached settings (they changed).
+    pub(crate) fn settings_changed(&self) {
         self.quotas.set(None);
+        self.checkpoint_settings.set(None);
     }
 
     /// A view of the workspace with its quotas, at the current time.
@@ -184,7 +216,9 @@ impl<H: Host> Agent<H> {
     pub(crate) fn closed(&self) {
         self.ready.set(false);
         self.armed.set(false);
-        self.quotas.set(None);
+        self.not_forking.set(false);
+        self.unrevoked.borrow_mut().clear();
+        self.settings_changed();
     }
 
     /// The agent's name, as recorded when it was first opened.
@@ -219,7 +253,7 @@ impl<H: Host> Agent<H> {
                 exec::check_cwd(&self.vfs(), &request.cwd)?;
                 let vfs = self.vfs();
                 let pending = checkpoints::before(
-                    self.db(),
+                    self,
                     &vfs,
                     actor,
                     Operation::Exec,
@@ -385,8 +419,7 @@ impl<H: Host> Agent<H> {
         move || {
             let vfs = self.vfs();
             let (scope, operation) = (Scope::Whole, Operation::Computer);
-            let pending =
-                checkpoints::before(self.db(), &vfs, actor, operation, scope, Some(note))?;
+            let pending = checkpoints::before(self, &vfs, actor, operation, scope, Some(note))?;
             let id = pending.as_ref().map(checkpoints::Pending::id);
             checkpoints::settle(pending, &vfs, Ok::<_, stead_vfs::VfsError>(id))
         }

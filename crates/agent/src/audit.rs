@@ -54,6 +54,8 @@ pub struct Note {
 }
 
 /// Appends an entry, pruning entries older than [`KEEP_MS`] now and then.
+/// The entry records the workspace's revision as the call left it, read by
+/// the same statement; returns it (`None`: the agent has no workspace).
 pub fn record(
     db: &impl Sql,
     at: i64,
@@ -61,29 +63,29 @@ pub fn record(
     action: &str,
     note: &Note,
     outcome: &str,
-    revision: Option<i64>,
-) -> Result<(), SqlError> {
+) -> Result<Option<i64>, SqlError> {
     let detail = note.detail.as_ref().map(Value::to_string);
     let row = db.query_row(
         "INSERT INTO audit (at, actor, action, target, outcome, revision, detail) \
-         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+         VALUES (?, ?, ?, ?, ?, (SELECT value FROM meta WHERE key = 'revision'), ?) \
+         RETURNING id, revision",
         params![
             at,
             actor,
             action,
             note.target.as_deref(),
             outcome,
-            revision,
             detail.as_deref()
         ],
     )?;
-    if row
-        .and_then(|r| r.int(0).ok())
-        .is_some_and(|id| id % 256 == 0)
-    {
+    let (id, revision) = match &row {
+        Some(row) => (row.int(0).ok(), row.int(1).ok()),
+        None => (None, None),
+    };
+    if id.is_some_and(|id| id % 256 == 0) {
         db.execute("DELETE FROM audit WHERE at < ?", params![at - KEEP_MS])?;
     }
-    Ok(())
+    Ok(revision)
 }
 
 /// Entries on one page by default.
@@ -222,8 +224,7 @@ pub fn route_target(agent: &str, action: &Action) -> Option<String> {
 
 /// The target worth recording from a tool's JSON body: its path (or `from`
 /// for moves and copies), or a command's first 200 characters.
-pub fn target_of(body: &[u8]) -> Option<String> {
-    let value: Value = serde_json::from_slice(body).ok()?;
+pub fn target_of(value: &Value) -> Option<String> {
     let text = ["path", "from", "command", "name", "pattern"]
         .iter()
         .find_map(|key| value.get(*key).and_then(Value::as_str))?;
@@ -264,8 +265,13 @@ mod tests {
     fn entries_are_listed_newest_first_and_pruned_by_age() {
         let db = SqliteDb::memory().unwrap();
         migrate(&db, MIGRATIONS).unwrap();
-        record(&db, 1, "admin", "write", &note("/a"), "ok", Some(1)).unwrap();
-        record(&db, 2, "token:t", "rm", &note("/b"), "ENOENT", None).unwrap();
+        let revision = record(&db, 1, "admin", "write", &note("/a"), "ok").unwrap();
+        assert_eq!(
+            revision,
+            Some(0),
+            "the workspace's revision, as the call left it"
+        );
+        record(&db, 2, "token:t", "rm", &note("/b"), "ENOENT").unwrap();
         let answer = page(&db, &[]);
         assert_eq!(ats(&answer), [2, 1]);
         assert_eq!(answer["entries"][0]["actor"], "token:t");
@@ -280,7 +286,6 @@ mod tests {
                 "write",
                 &Note::default(),
                 "ok",
-                None,
             )
             .unwrap();
         }
@@ -294,7 +299,7 @@ mod tests {
         let db = SqliteDb::memory().unwrap();
         migrate(&db, MIGRATIONS).unwrap();
         for at in 1..=7 {
-            record(&db, at * 10, "admin", "write", &Note::default(), "ok", None).unwrap();
+            record(&db, at * 10, "admin", "write", &Note::default(), "ok").unwrap();
         }
         let first = page(&db, &[("limit", "3")]);
         assert_eq!(ats(&first), [70, 60, 50]);
@@ -365,13 +370,13 @@ mod tests {
     #[test]
     fn targets_come_from_the_body() {
         assert_eq!(
-            target_of(br#"{"path":"/x","content":"y"}"#).as_deref(),
+            target_of(&json!({"path":"/x","content":"y"})).as_deref(),
             Some("/x")
         );
         assert_eq!(
-            target_of(br#"{"from":"/a","to":"/b"}"#).as_deref(),
+            target_of(&json!({"from":"/a","to":"/b"})).as_deref(),
             Some("/a")
         );
-        assert_eq!(target_of(b"not json"), None);
+        assert_eq!(target_of(&json!("not an object")), None);
     }
 }

@@ -21,8 +21,10 @@ use stead_vfs::{
     Operation, Point, Retention, Scope, TextOptions, VPath, Vfs, VfsError,
 };
 
+use crate::agent::Agent;
 use crate::decode::{decode, within, Cursor};
 use crate::error::ApiError;
+use crate::host::Host;
 
 /// How long a fork's target waits for the next page before it gives up.
 pub const FORK_STALL_MS: i64 = 30_000;
@@ -295,10 +297,7 @@ pub fn fork_request<S: Sql>(
 
 /// The paths a file tool's request names, which its automatic checkpoint
 /// pins (both ends of a move or copy; every file a patch touches).
-pub fn tool_paths(body: &[u8]) -> Vec<VPath> {
-    let Ok(value) = serde_json::from_slice::<Value>(body) else {
-        return Vec::new();
-    };
+pub fn tool_paths(value: &Value) -> Vec<VPath> {
     if let Some(patch) = value.get("patch").and_then(Value::as_str) {
         let base = value.get("base").and_then(Value::as_str).unwrap_or("/");
         let Ok(base) = VPath::parse(base) else {
@@ -352,9 +351,12 @@ impl Pending {
         outcome: Result<T, E>,
     ) -> Result<T, E> {
         match &outcome {
-            Ok(_) => {
+            // Retention applies as a checkpoint is added (see
+            // `stead_vfs::Retention`): a reused one added nothing.
+            Ok(_) if self.fresh => {
                 vfs.prune_checkpoints(&self.retention)?;
             }
+            Ok(_) => {}
             Err(_) if self.fresh => {
                 vfs.delete_checkpoint(self.id)?;
             }
@@ -386,15 +388,15 @@ const KEEP_ALL: Retention = Retention {
 
 /// Takes the automatic checkpoint before `operation` on `scope`, if the
 /// workspace takes them.
-pub fn before<S: Sql>(
-    db: &S,
-    vfs: &Vfs<'_, S>,
+pub fn before<H: Host>(
+    agent: &Agent<H>,
+    vfs: &Vfs<'_, H::Db>,
     actor: &str,
     operation: Operation,
     scope: Scope<'_>,
     note: Option<&str>,
 ) -> Result<Option<Pending>, VfsError> {
-    let settings = match crate::settings::checkpoints(db) {
+    let settings = match agent.checkpoint_settings() {
         Ok(settings) => settings,
         Err(ApiError::Fs(error)) => return Err(error),
         Err(other) => return Err(VfsError::Corrupt(other.to_string())),
@@ -410,7 +412,7 @@ pub fn before<S: Sql>(
         }
         &note[..end]
     });
-    let taken = vfs.auto_checkpoint(
+    let taken = vfs.take_auto_checkpoint(
         Before {
             actor,
             operation: &operation,
@@ -420,7 +422,7 @@ pub fn before<S: Sql>(
         &KEEP_ALL,
     )?;
     Ok(Some(Pending {
-        id: taken.checkpoint.id,
+        id: taken.id,
         fresh: !taken.reused,
         retention: settings.retention,
     }))

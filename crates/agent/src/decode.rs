@@ -5,29 +5,51 @@
 //! to fix.
 
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::error::ApiError;
 
 /// Decodes a JSON request body; an empty body is a missing object, not
 /// malformed JSON.
 pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::InvalidRequest(
-            "the request body must be a JSON object".into(),
-        ));
-    }
+    check_not_empty(body)?;
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        match ApiError::from(error.into_inner()) {
-            ApiError::InvalidRequest(message) if path != "." => {
-                ApiError::InvalidRequest(format!("{path}: {message}"))
-            }
-            other => other,
-        }
-    })?;
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(at_path)?;
     deserializer.end()?;
     Ok(value)
+}
+
+/// Parses a JSON request body once, for a request that both looks into it
+/// and decodes it (see [`decode_value`]); errors as [`decode`]'s.
+pub fn parse(body: &[u8]) -> Result<Value, ApiError> {
+    check_not_empty(body)?;
+    Ok(serde_json::from_slice(body)?)
+}
+
+/// Decodes a request body already parsed by [`parse`] into its Rust type,
+/// with the same errors as [`decode`] (the field at fault named by path).
+pub fn decode_value<T: DeserializeOwned>(value: &Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(at_path)
+}
+
+fn check_not_empty(body: &[u8]) -> Result<(), ApiError> {
+    match body.iter().all(u8::is_ascii_whitespace) {
+        true => Err(ApiError::InvalidRequest(
+            "the request body must be a JSON object".into(),
+        )),
+        false => Ok(()),
+    }
+}
+
+/// A decoding error, with the path of the field at fault.
+fn at_path(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = error.path().to_string();
+    match ApiError::from(error.into_inner()) {
+        ApiError::InvalidRequest(message) if path != "." => {
+            ApiError::InvalidRequest(format!("{path}: {message}"))
+        }
+        other => other,
+    }
 }
 
 /// Checks a request field is within the bound the API documents; out of

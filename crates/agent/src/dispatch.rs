@@ -16,6 +16,7 @@ use stead_vfs::{Node, Operation, Scope, VPath, WriteOptions, CHUNK_SIZE};
 
 use crate::agent::Agent;
 use crate::auth::{self, Caller};
+use crate::breakdown::{Breakdown, Stage, Stopwatch};
 use crate::computer::{self, detached, Discard};
 use crate::decode::decode;
 use crate::error::ApiError;
@@ -60,7 +61,8 @@ impl Body for Bytes {
 
 /// Reads a whole body of at most `limit` bytes.
 pub async fn read_body(body: &mut impl Body, limit: usize) -> Result<Vec<u8>, ApiError> {
-    if body.declared_len().is_some_and(|len| len > limit) {
+    let declared = body.declared_len();
+    if declared.is_some_and(|len| len > limit) {
         return Err(ApiError::BodyTooLarge { limit });
     }
     let mut out = Vec::new();
@@ -70,7 +72,9 @@ pub async fn read_body(body: &mut impl Body, limit: usize) -> Result<Vec<u8>, Ap
         if out.len() > limit {
             return Err(ApiError::BodyTooLarge { limit });
         }
-        if read == 0 {
+        // A body of a declared length ends there: HTTP framing holds it to
+        // it, so waiting for the end of the stream would only cost a turn.
+        if read == 0 || declared == Some(out.len()) {
             return Ok(out);
         }
     }
@@ -201,7 +205,27 @@ impl Reply {
 
 impl<H: Host> Agent<H> {
     /// Serves a request from any entry point: authorize, carry out, audit.
-    pub async fn dispatch<B: Body>(&self, mut request: Request<B>) -> Result<Reply, ApiError> {
+    pub async fn dispatch<B: Body>(&self, request: Request<B>) -> Result<Reply, ApiError> {
+        let mut stopwatch = Stopwatch::idle(&self.host);
+        self.serve(request, &mut stopwatch).await
+    }
+
+    /// [`Self::dispatch`], measuring where the time and SQL statements go
+    /// (what local development answers in `Server-Timing`).
+    pub async fn dispatch_timed<B: Body>(
+        &self,
+        request: Request<B>,
+    ) -> (Result<Reply, ApiError>, Breakdown) {
+        let mut stopwatch = Stopwatch::start(&self.host);
+        let outcome = self.serve(request, &mut stopwatch).await;
+        (outcome, stopwatch.finish())
+    }
+
+    async fn serve<B: Body>(
+        &self,
+        mut request: Request<B>,
+        stopwatch: &mut Stopwatch<'_, H>,
+    ) -> Result<Reply, ApiError> {
         let policy: Policy = request.action.policy();
         let mut note = audit::Note {
             target: audit::route_target(&request.agent, &request.action),
@@ -209,17 +233,27 @@ impl<H: Host> Agent<H> {
         };
         // A refusal is recorded like any other outcome: who tried what.
         let outcome = match self.authorize(&request, policy) {
-            Ok(()) => self.perform(&mut request, &mut note).await,
+            Ok(()) => self.perform(&mut request, &mut note, stopwatch).await,
             Err(refused) => Err(refused),
         };
-        if let Audit::Record(name) = policy.audit {
-            self.audit(&request.caller, name, &note, &outcome);
-        }
+        stopwatch.lap(Stage::Operation);
+        // Only an action that can change something is recorded, and only
+        // such an action can have moved the workspace: one that cannot pays
+        // for neither the audit entry nor the live push.
+        let revision = match policy.audit {
+            Audit::Record(name) => self.audit(&request.caller, name, &note, &outcome),
+            Audit::ReadOnly => None,
+        };
+        stopwatch.lap(Stage::Audit);
         if outcome.is_ok() {
+            // Costs nothing with no socket or stream listening.
             crate::subscriptions::notify_changes(self);
-            // Best effort: the next tick pushes the edit anyway (and a
-            // deleted agent has nothing to push).
-            let _ = self.hasten_live_push().await;
+            stopwatch.lap(Stage::Notify);
+            if let Some(revision) = revision {
+                // Best effort: the next tick pushes the edit anyway.
+                let _ = self.hasten_live_push(revision).await;
+            }
+            stopwatch.lap(Stage::LiveSync);
         }
         outcome
     }
@@ -286,10 +320,21 @@ impl<H: Host> Agent<H> {
     /// on a socket asks before it is served.
     pub(crate) fn token_holds(&self, caller: &Caller) -> Result<(), ApiError> {
         self.token_unexpired(caller)?;
-        match caller.token_id() {
-            Some(token) if auth::is_revoked(self.db(), token)? => Err(ApiError::TokenRevoked),
-            _ => Ok(()),
+        let Some(token) = caller.token_id() else {
+            return Ok(());
+        };
+        if self.unrevoked.borrow().contains(token) {
+            return Ok(());
         }
+        if auth::is_revoked(self.db(), token)? {
+            return Err(ApiError::TokenRevoked);
+        }
+        let mut unrevoked = self.unrevoked.borrow_mut();
+        if unrevoked.len() >= crate::agent::MAX_UNREVOKED {
+            unrevoked.clear();
+        }
+        unrevoked.insert(token.to_string());
+        Ok(())
     }
 
     /// Refuses a token past its expiry: what a push to a socket or a stream
@@ -301,31 +346,32 @@ impl<H: Host> Agent<H> {
 
     /// Records a call that could change something in the audit log (unless
     /// the agent is gone). The call has happened: failing to record it must
-    /// not fail it.
+    /// not fail it. Returns the workspace's revision it recorded (`None`
+    /// for a deleted agent, or a revision that could not be read).
     fn audit<T>(
         &self,
         caller: &Caller,
         action: &str,
         note: &audit::Note,
         outcome: &Result<T, ApiError>,
-    ) {
+    ) -> Option<i64> {
         if !self.is_open() {
-            return;
+            return None;
         }
         let result = match outcome {
             Ok(_) => "ok",
             Err(error) => error.code(),
         };
-        let revision = self.vfs().revision().ok();
-        let _ = audit::record(
+        audit::record(
             self.db(),
             self.now_ms(),
             &caller.actor(),
             action,
             note,
             result,
-            revision,
-        );
+        )
+        .ok()
+        .flatten()
     }
 
     /// Carries out an authorized request.
@@ -333,6 +379,7 @@ impl<H: Host> Agent<H> {
         &self,
         request: &mut Request<B>,
         note: &mut audit::Note,
+        stopwatch: &mut Stopwatch<'_, H>,
     ) -> Result<Reply, ApiError> {
         let agent = request.agent.clone();
         if request.action.creates() {
@@ -353,6 +400,7 @@ impl<H: Host> Agent<H> {
         if !matches!(request.action, Action::ForkImport | Action::Delete) && self.forking()? {
             return Err(ApiError::Forking);
         }
+        stopwatch.lap(Stage::Admission);
         // A hook caller with the secret proves itself before its body is
         // read; a signed call is checked with its body.
         let hook = match (&request.action, &request.hook.secret) {
@@ -363,12 +411,17 @@ impl<H: Host> Agent<H> {
             )?),
             _ => None,
         };
-        let json_body = if request.action.takes_json() {
+        // A JSON body is parsed once: the audit's target comes from it, and
+        // a file tool decodes its request from it.
+        let (json_body, parsed) = if request.action.takes_json() {
             let body = read_body(&mut request.body, MAX_JSON_BODY).await?;
-            note.target = note.target.take().or_else(|| audit::target_of(&body));
-            body
+            let parsed = crate::decode::parse(&body);
+            if let Ok(value) = &parsed {
+                note.target = note.target.take().or_else(|| audit::target_of(value));
+            }
+            (body, parsed)
         } else {
-            Vec::new()
+            (Vec::new(), Ok(Value::Null))
         };
         let db = self.db();
         let answer = match &request.action {
@@ -399,21 +452,22 @@ impl<H: Host> Agent<H> {
             Action::Ping => json!({ "agent": agent }),
             Action::Tool(tool) => {
                 let vfs = self.vfs();
-                if tool.mutates() && tools::dry_run(&json_body) {
+                let body = parsed?;
+                if tool.mutates() && tools::dry_run(&body) {
                     note.detail = Some(json!({ "dry_run": true }));
                 }
-                let pending = match tools::writes(*tool, &json_body) {
+                let pending = match tools::writes(*tool, &body) {
                     true => checkpoints::before(
-                        db,
+                        self,
                         &vfs,
                         &request.caller.actor(),
                         Operation::Tool(tool.name().to_string()),
-                        Scope::Paths(&checkpoints::tool_paths(&json_body)),
+                        Scope::Paths(&checkpoints::tool_paths(&body)),
                         None,
                     )?,
                     false => None,
                 };
-                checkpoints::settle(pending, &vfs, tools::call(&vfs, *tool, &json_body))?
+                checkpoints::settle(pending, &vfs, tools::call(&vfs, *tool, &body))?
             }
             Action::Exec => {
                 let source = request.entry.job_source();
@@ -442,7 +496,7 @@ impl<H: Host> Agent<H> {
                 let (settings, changed) =
                     settings::put(db, &json_body, self.host.local_development())?;
                 note.detail = Some(json!({ "changed": changed }));
-                self.quotas_changed();
+                self.settings_changed();
                 settings
             }
             Action::RevokeToken => {
@@ -452,6 +506,7 @@ impl<H: Host> Agent<H> {
                 let now_s = self.now_ms() / 1000;
                 // Kept for the longest lifetime a token can have.
                 auth::revoke(db, &revoke.id, now_s + auth::MAX_TTL_SECONDS, now_s)?;
+                self.unrevoked.borrow_mut().remove(&revoke.id);
                 // What the token opened ends now, not at its next message.
                 crate::subscriptions::close_token(self, &revoke.id);
                 json!({ "revoked": revoke.id, "agent": agent })
@@ -580,7 +635,7 @@ impl<H: Host> Agent<H> {
                     None => Scope::Whole,
                 };
                 let pending = checkpoints::before(
-                    db,
+                    self,
                     &vfs,
                     &request.caller.actor(),
                     Operation::Restore,
@@ -596,7 +651,7 @@ impl<H: Host> Agent<H> {
                 let vfs = self.vfs();
                 let actor = request.caller.actor();
                 let pending =
-                    checkpoints::before(db, &vfs, &actor, Operation::Undo, Scope::Whole, None)?;
+                    checkpoints::before(self, &vfs, &actor, Operation::Undo, Scope::Whole, None)?;
                 let before = pending.as_ref().map(checkpoints::Pending::id);
                 let undone = checkpoints::settle(pending, &vfs, vfs.undo())?;
                 json!({ "undone": undone, "checkpoint": before })
@@ -622,6 +677,8 @@ impl<H: Host> Agent<H> {
                     false => read_body(&mut request.body, checkpoints::MAX_FORK_PAGE).await?,
                 };
                 let imported = self.fork_in(status_only, &page, origin.as_ref());
+                // The copy may bring the source's revocations.
+                self.unrevoked.borrow_mut().clear();
                 if created && (status_only || imported.is_err()) {
                     // Asking, or a fork that never began, leaves nothing.
                     self.host.wipe().await?;
@@ -732,7 +789,8 @@ impl<H: Host> Agent<H> {
         source: &str,
         body: Vec<u8>,
     ) -> Result<Reply, ApiError> {
-        match crate::exec::destination(&body, &self.vfs()) {
+        let destination = crate::exec::destination(&body, &self.vfs());
+        match destination {
             Some(destination) => policy::require_exec(caller, destination)?,
             // A body that does not decode runs nowhere (the exec says why);
             // still, only a caller who may run commands learns why.
@@ -747,9 +805,12 @@ impl<H: Host> Agent<H> {
             None => body,
         };
         let outcome = self.exec_to_end(&caller.actor(), &body, &Discard).await?;
-        // The command may have brought up a new computer and started
-        // processes on it again: the alarm watches them.
-        self.arm().await?;
+        // A command on the computer may have brought up a new one and
+        // started processes on it again: the alarm watches them. (The light
+        // shell starts nothing the alarm follows.)
+        if destination != Some(stead_scheduler::Backend::Shell) {
+            self.arm().await?;
+        }
         Ok(Reply::ok(outcome.to_json()))
     }
 

@@ -151,8 +151,8 @@ impl<H: Host> Agent<H> {
     /// it is now (an existing whole checkpoint of this revision, or a new
     /// automatic one, taken whatever the workspace's automatic setting).
     fn fork_checkpoint(&self, actor: &str) -> Result<CheckpointId, ApiError> {
-        let retention = crate::settings::checkpoints(self.db())?.retention;
-        let taken = self.vfs().auto_checkpoint(
+        let retention = self.checkpoint_settings()?.retention;
+        let taken = self.vfs().take_auto_checkpoint(
             stead_vfs::Before {
                 actor,
                 operation: &Operation::Fork,
@@ -161,7 +161,7 @@ impl<H: Host> Agent<H> {
             },
             &retention,
         )?;
-        Ok(taken.checkpoint.id)
+        Ok(taken.id)
     }
 
     /// The target side: one page of the stream, or (`?status`) where the
@@ -195,7 +195,12 @@ impl<H: Host> Agent<H> {
 
     /// Whether this agent is a fork still being copied (and so unusable).
     pub(crate) fn forking(&self) -> Result<bool, ApiError> {
-        Ok(self.vfs().import_status()?.is_some())
+        if self.not_forking.get() {
+            return Ok(false);
+        }
+        let forking = self.vfs().import_status()?.is_some();
+        self.not_forking.set(!forking);
+        Ok(forking)
     }
 
     /// Drops a fork whose source fell silent: the agent never existed.

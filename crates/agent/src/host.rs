@@ -39,6 +39,14 @@ pub trait Host {
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> i64;
 
+    /// A monotonic clock in fractions of a millisecond, for the
+    /// per-request breakdown (`crate::breakdown`) only.
+    fn precise_ms(&self) -> f64;
+
+    /// How many SQL statements the agent's database has run, for the
+    /// per-request breakdown only.
+    fn statements_run(&self) -> u64;
+
     /// `chars` random lowercase hex digits from a CSPRNG.
     fn random_hex(&self, chars: usize) -> Result<String, HostError>;
 

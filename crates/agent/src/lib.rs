@@ -42,6 +42,7 @@
 mod agent;
 pub mod audit;
 pub mod auth;
+pub mod breakdown;
 pub mod catalog;
 pub mod checkpoints;
 pub mod computer;

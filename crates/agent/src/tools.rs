@@ -17,7 +17,7 @@ use stead_vfs::{
     ChangeCursor, VPath, Vfs, VfsError, WriteOptions,
 };
 
-use crate::decode::{decode, within, Cursor};
+use crate::decode::{decode_value, within, Cursor};
 use crate::error::ApiError;
 use crate::route::Tool;
 
@@ -33,35 +33,36 @@ const GLOB_CURSOR: &str = "glob1";
 /// that mutates, unless the call is a dry run (`edit` and `apply_patch`
 /// with `"dry_run": true` only show what they would do), which takes no
 /// checkpoint and makes no revision.
-pub fn writes(tool: Tool, body: &[u8]) -> bool {
+pub fn writes(tool: Tool, body: &Value) -> bool {
     tool.mutates() && !dry_run(body)
 }
 
 /// Whether `body` asks for a dry run.
-pub fn dry_run(body: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(body)
-        .is_ok_and(|value| value.get("dry_run") == Some(&Value::Bool(true)))
+pub fn dry_run(body: &Value) -> bool {
+    body.get("dry_run") == Some(&Value::Bool(true))
 }
 
-pub fn call<S: Sql>(vfs: &Vfs<'_, S>, tool: Tool, body: &[u8]) -> Result<Value, ApiError> {
+/// Runs `tool` on its request, parsed once by the dispatch
+/// ([`crate::decode::parse`]).
+pub fn call<S: Sql>(vfs: &Vfs<'_, S>, tool: Tool, body: &Value) -> Result<Value, ApiError> {
     match tool {
-        Tool::Read => read(vfs, decode(body)?),
-        Tool::Write => write(vfs, decode(body)?, false),
-        Tool::Append => write(vfs, decode(body)?, true),
-        Tool::Edit => edit(vfs, decode(body)?),
-        Tool::ApplyPatch => apply_patch(vfs, decode(body)?),
-        Tool::Stat => stat(vfs, decode(body)?),
-        Tool::Ls => ls(vfs, decode(body)?),
-        Tool::Mkdir => mkdir(vfs, decode(body)?),
-        Tool::Rm => rm(vfs, decode(body)?),
-        Tool::Mv => mv(vfs, decode(body)?),
-        Tool::Cp => cp(vfs, decode(body)?),
-        Tool::Symlink => symlink(vfs, decode(body)?),
-        Tool::Readlink => readlink(vfs, decode(body)?),
-        Tool::Chmod => chmod(vfs, decode(body)?),
-        Tool::Glob => glob(vfs, decode(body)?),
-        Tool::Grep => grep(vfs, decode(body)?),
-        Tool::Changes => changes(vfs, decode(body)?),
+        Tool::Read => read(vfs, decode_value(body)?),
+        Tool::Write => write(vfs, decode_value(body)?, false),
+        Tool::Append => write(vfs, decode_value(body)?, true),
+        Tool::Edit => edit(vfs, decode_value(body)?),
+        Tool::ApplyPatch => apply_patch(vfs, decode_value(body)?),
+        Tool::Stat => stat(vfs, decode_value(body)?),
+        Tool::Ls => ls(vfs, decode_value(body)?),
+        Tool::Mkdir => mkdir(vfs, decode_value(body)?),
+        Tool::Rm => rm(vfs, decode_value(body)?),
+        Tool::Mv => mv(vfs, decode_value(body)?),
+        Tool::Cp => cp(vfs, decode_value(body)?),
+        Tool::Symlink => symlink(vfs, decode_value(body)?),
+        Tool::Readlink => readlink(vfs, decode_value(body)?),
+        Tool::Chmod => chmod(vfs, decode_value(body)?),
+        Tool::Glob => glob(vfs, decode_value(body)?),
+        Tool::Grep => grep(vfs, decode_value(body)?),
+        Tool::Changes => changes(vfs, decode_value(body)?),
     }
 }
 

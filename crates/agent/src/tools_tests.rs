@@ -14,7 +14,8 @@ fn db() -> SqliteDb {
 
 fn call(db: &SqliteDb, tool: &str, body: &str) -> Result<Value, ApiError> {
     let tool = Tool::from_name(tool).expect("a tool");
-    super::call(&Vfs::new(db, 1_000), tool, body.as_bytes())
+    let body = crate::decode::parse(body.as_bytes())?;
+    super::call(&Vfs::new(db, 1_000), tool, &body)
 }
 
 fn ok(db: &SqliteDb, tool: &str, body: Value) -> Value {

@@ -28,6 +28,13 @@ impl SqliteDb {
             .map_err(|e| SqlError::engine("open", e.to_string()))
     }
 
+    /// The rows inserted, updated or deleted since the database was opened,
+    /// including those of triggers: what a statement budget counts as
+    /// written.
+    pub fn total_changes(&self) -> u64 {
+        self.conn.total_changes()
+    }
+
     fn from_connection(conn: Connection) -> Self {
         SqliteDb {
             conn,

@@ -47,8 +47,8 @@ pub use checkpoint::{
     AutoCheckpoint, Before, Checkpoint, CheckpointId, CheckpointKind, Diff, DiffEntry, DiffMethod,
     DiffOptions, EntryInfo, ExportCursor, ExportPage, ImportProgress, ImportStatus, NewCheckpoint,
     Operation, Oversize, PathChange, Point, PointInfo, Restored, Retention, Scope, Snapshot,
-    TextDiff, TextOptions, Undone, FORK_FORMAT, MAX_CHECKPOINT_NAME, MAX_CHECKPOINT_NOTE,
-    MAX_FORK_FRAME,
+    TakenCheckpoint, TextDiff, TextOptions, Undone, FORK_FORMAT, MAX_CHECKPOINT_NAME,
+    MAX_CHECKPOINT_NOTE, MAX_FORK_FRAME,
 };
 pub use content::CHUNK_SIZE;
 pub use error::{Errno, Result, VfsError};

@@ -190,17 +190,26 @@ impl<S: Sql> Vfs<'_, S> {
     /// The node at real path `path`, walking without following any symlink;
     /// `None` when a component is missing or not a directory.
     pub(crate) fn lookup_real(&self, path: &VPath) -> Result<Option<Node>> {
-        let mut node = self.node(ROOT_INO)?;
+        // The root is always a directory: it is read only when it is the
+        // node asked for, not to walk through.
+        let mut parent = ROOT_INO;
+        let mut found = None;
         for name in path.components() {
-            if !node.is_dir() {
+            if found.as_ref().is_some_and(|node: &Node| !node.is_dir()) {
                 return Ok(None);
             }
-            match self.lookup(node.ino, name)? {
-                Some(child) => node = child,
+            match self.lookup(parent, name)? {
+                Some(child) => {
+                    parent = child.ino;
+                    found = Some(child);
+                }
                 None => return Ok(None),
             }
         }
-        Ok(Some(node))
+        match found {
+            Some(node) => Ok(Some(node)),
+            None => Ok(Some(self.node(ROOT_INO)?)),
+        }
     }
 
     /// Protocol entries for `(path, node)` pairs, file chunk lists fetched in

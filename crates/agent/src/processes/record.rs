@@ -219,6 +219,16 @@ pub fn get(db: &impl Sql, id: &str) -> Result<Option<Process>, SchedError> {
     .transpose()
 }
 
+/// Whether any process is running: asked after every write (see
+/// `crate::processes::serve`), so it reads no record.
+pub fn any_running(db: &impl Sql) -> Result<bool, SchedError> {
+    let row = db.query_row(
+        "SELECT 1 FROM processes WHERE state = ? LIMIT 1",
+        params![State::Running.as_str()],
+    )?;
+    Ok(row.is_some())
+}
+
 /// Every process, oldest first.
 pub fn all(db: &impl Sql) -> Result<Vec<Process>, SchedError> {
     db.query(

@@ -401,14 +401,14 @@ impl<H: Host> Agent<H> {
         Ok(())
     }
 
-    /// After a request that may have changed the workspace: if it did and
-    /// a process runs, the alarm fires within [`EDIT_PUSH_MS`] to push the
+    /// After a request that may have changed the workspace (to
+    /// `revision`): if it did and a process runs, the alarm fires within [`EDIT_PUSH_MS`] to push the
     /// edit, unless it fires sooner anyway. Brought forward, never put off,
     /// so a stream of edits is pushed every [`EDIT_PUSH_MS`], not never.
-    pub(crate) async fn hasten_live_push(&self) -> Result<(), ApiError> {
+    pub(crate) async fn hasten_live_push(&self, revision: i64) -> Result<(), ApiError> {
         let soon = self.now_ms() + EDIT_PUSH_MS;
         if self.alarm_at.get().is_some_and(|at| at <= soon)
-            || self.vfs().revision()? <= self.live_pushed.get()
+            || revision <= self.live_pushed.get()
             || !self.any_running()?
         {
             return Ok(());
@@ -419,9 +419,7 @@ impl<H: Host> Agent<H> {
     }
 
     fn any_running(&self) -> Result<bool, ApiError> {
-        Ok(record::all(self.db())?
-            .iter()
-            .any(|p| p.state == State::Running))
+        Ok(record::any_running(self.db())?)
     }
 
     /// Live sync toward the computer: while a process runs there, the

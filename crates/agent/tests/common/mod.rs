@@ -42,6 +42,9 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 pub struct FaultySql {
     db: Rc<SqliteDb>,
     failing: Rc<RefCell<Vec<Failing>>>,
+    /// Every statement run through [`Sql::query`], in order: what a
+    /// statement budget counts.
+    pub statements: Rc<RefCell<Vec<String>>>,
 }
 
 /// A statement fragment to fail: how many matching statements to let
@@ -53,6 +56,7 @@ impl FaultySql {
         FaultySql {
             db: Rc::new(SqliteDb::memory().expect("memory database")),
             failing: Rc::default(),
+            statements: Rc::default(),
         }
     }
 
@@ -80,6 +84,11 @@ impl FaultySql {
     pub fn heal(&self) {
         self.failing.borrow_mut().clear();
     }
+
+    /// The rows inserted, updated or deleted so far (triggers included).
+    pub fn rows_written(&self) -> u64 {
+        self.db.total_changes()
+    }
 }
 
 impl Sql for FaultySql {
@@ -103,6 +112,7 @@ impl Sql for FaultySql {
             }
         }
         drop(failing);
+        self.statements.borrow_mut().push(statement.to_string());
         self.db.query(statement, params)
     }
 
@@ -310,6 +320,14 @@ impl Host for FakeHost {
 
     fn now_ms(&self) -> i64 {
         self.clock.get()
+    }
+
+    fn precise_ms(&self) -> f64 {
+        self.clock.get() as f64
+    }
+
+    fn statements_run(&self) -> u64 {
+        self.db.statements.borrow().len() as u64
     }
 
     fn random_hex(&self, chars: usize) -> Result<String, HostError> {

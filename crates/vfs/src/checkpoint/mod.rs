@@ -42,7 +42,7 @@ use serde::{Serialize, Serializer};
 use stead_sql::{params, Row, Sql};
 
 use crate::error::{Result, VfsError};
-use crate::node::Kind;
+use crate::node::{Kind, Node};
 use crate::path::VPath;
 use crate::resolve::Resolved;
 use crate::{json_ids, Vfs};
@@ -234,6 +234,19 @@ pub struct AutoCheckpoint {
     pub pruned: Vec<CheckpointId>,
 }
 
+/// The outcome of [`Vfs::take_auto_checkpoint`]: [`AutoCheckpoint`] with
+/// the checkpoint's id only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenCheckpoint {
+    pub id: CheckpointId,
+    pub reused: bool,
+    pub pruned: Vec<CheckpointId>,
+}
+
+/// A root of a partial checkpoint: its real path and the node there
+/// (`None`: missing).
+type Root = (VPath, Option<Node>);
+
 const CHECKPOINT_COLUMNS: &str = "id, kind, name, note, actor, operation, whole, revision, \
      created_ms, files, directories, symlinks, bytes, undone";
 
@@ -267,15 +280,34 @@ impl<S: Sql> Vfs<'_, S> {
         before: Before<'_>,
         retention: &Retention,
     ) -> Result<AutoCheckpoint> {
+        let taken = self.take_auto_checkpoint(before, retention)?;
+        Ok(AutoCheckpoint {
+            checkpoint: self.checkpoint(taken.id)?,
+            reused: taken.reused,
+            pruned: taken.pruned,
+        })
+    }
+
+    /// [`Vfs::auto_checkpoint`] without reading the checkpoint back: what
+    /// a request that needs only its id calls (two statements fewer).
+    pub fn take_auto_checkpoint(
+        &self,
+        before: Before<'_>,
+        retention: &Retention,
+    ) -> Result<TakenCheckpoint> {
         check_note(before.note)?;
-        let (id, reused, pruned) = self.db.transaction(|| -> Result<_> {
+        self.db.transaction(|| -> Result<_> {
             let roots = match before.scope {
                 Scope::Whole => None,
                 Scope::Paths(paths) => self.scope_roots(paths)?,
             };
             if roots.is_none() {
                 if let Some(id) = self.current_whole()? {
-                    return Ok((id, true, Vec::new()));
+                    return Ok(TakenCheckpoint {
+                        id,
+                        reused: true,
+                        pruned: Vec::new(),
+                    });
                 }
             }
             let new = NewCheckpoint {
@@ -290,12 +322,11 @@ impl<S: Sql> Vfs<'_, S> {
                 roots.as_deref(),
             )?;
             let pruned = self.prune_checkpoints(retention)?;
-            Ok((id, false, pruned))
-        })?;
-        Ok(AutoCheckpoint {
-            checkpoint: self.checkpoint(id)?,
-            reused,
-            pruned,
+            Ok(TakenCheckpoint {
+                id,
+                reused: false,
+                pruned,
+            })
         })
     }
 
@@ -311,26 +342,35 @@ impl<S: Sql> Vfs<'_, S> {
     }
 
     /// The real paths `paths` stand for (see [`Scope::Paths`]), outermost
-    /// only; `None` when one of them is the root (the whole workspace).
-    fn scope_roots(&self, paths: &[VPath]) -> Result<Option<Vec<VPath>>> {
-        let mut roots: Vec<VPath> = Vec::new();
+    /// only, each with the node there (so pinning them need not look them
+    /// up again); `None` when one of them is the root (the whole
+    /// workspace).
+    fn scope_roots(&self, paths: &[VPath]) -> Result<Option<Vec<Root>>> {
+        let mut found_roots: Vec<Root> = Vec::new();
         for path in paths {
             let Some(found) = self.walkable(path, false)? else {
                 continue;
             };
             let is_link =
                 matches!(&found, Resolved::Found { node, .. } if node.kind == Kind::Symlink);
-            roots.push(resolved_path(found));
+            found_roots.push(resolved(found));
             if is_link {
                 if let Some(target) = self.walkable(path, true)? {
-                    roots.push(resolved_path(target));
+                    found_roots.push(resolved(target));
                 }
             }
         }
-        if roots.iter().any(VPath::is_root) {
+        if found_roots.iter().any(|(path, _)| path.is_root()) {
             return Ok(None);
         }
-        Ok(Some(diff::outermost(roots)))
+        let outer = diff::outermost(found_roots.iter().map(|(path, _)| path.clone()).collect());
+        let mut roots = Vec::with_capacity(outer.len());
+        for path in outer {
+            if let Some(at) = found_roots.iter().position(|(found, _)| *found == path) {
+                roots.push(found_roots.swap_remove(at));
+            }
+        }
+        Ok(Some(roots))
     }
 
     /// Resolves `path`, or `None` when no operation could pass through it.
@@ -349,15 +389,20 @@ impl<S: Sql> Vfs<'_, S> {
         kind: CheckpointKind,
         new: NewCheckpoint<'_>,
         operation: Option<&Operation>,
-        roots: Option<&[VPath]>,
+        roots: Option<&[Root]>,
     ) -> Result<CheckpointId> {
         let operation = operation.map(Operation::to_text);
+        // Roots that are files, symlinks or missing are counted here, as
+        // the checkpoint is inserted; a directory's or the whole
+        // workspace's contents are counted from what was copied.
+        let counted = roots.and_then(counts_of_leaves);
+        let (files, directories, symlinks, bytes) = counted.unwrap_or_default();
         let row = self
             .db
             .query_row(
                 "INSERT INTO checkpoints (kind, name, note, actor, operation, whole, revision, \
                  created_ms, files, directories, symlinks, bytes) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0) RETURNING id",
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 params![
                     kind.to_db(),
                     new.name,
@@ -366,14 +411,18 @@ impl<S: Sql> Vfs<'_, S> {
                     operation.as_deref(),
                     roots.is_none(),
                     self.revision()?,
-                    self.now_ms
+                    self.now_ms,
+                    files,
+                    directories,
+                    symlinks,
+                    bytes
                 ],
             )?
             .ok_or_else(|| VfsError::Corrupt("checkpoint insert returned no id".into()))?;
         let id = row.int(0)?;
         match roots {
             None => self.pin_whole(id)?,
-            Some(roots) => self.pin_roots(id, roots)?,
+            Some(roots) => self.pin_roots(id, roots, counted.is_some())?,
         }
         Ok(CheckpointId(id))
     }
@@ -408,9 +457,10 @@ impl<S: Sql> Vfs<'_, S> {
         Ok(())
     }
 
-    fn pin_roots(&self, id: i64, roots: &[VPath]) -> Result<()> {
-        for root in roots {
-            let node = self.lookup_real(root)?;
+    /// Copies `roots` (and what their directories hold) into checkpoint
+    /// `id`; `counted`: its counters were set as it was inserted.
+    fn pin_roots(&self, id: i64, roots: &[Root], counted: bool) -> Result<()> {
+        for (root, node) in roots {
             self.db.execute(
                 "INSERT INTO checkpoint_roots (checkpoint, path, ino, kind, mode, size, mtime, target, rev) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -426,7 +476,7 @@ impl<S: Sql> Vfs<'_, S> {
                     node.as_ref().map(|n| n.rev)
                 ],
             )?;
-            if let Some(node) = node.filter(|n| n.kind == Kind::Dir) {
+            if let Some(node) = node.as_ref().filter(|n| n.kind == Kind::Dir) {
                 self.db.execute(
                     "WITH RECURSIVE sub(ino) AS (SELECT ? UNION ALL \
                      SELECT d.ino FROM dirents d JOIN sub ON d.parent = sub.ino) \
@@ -438,23 +488,40 @@ impl<S: Sql> Vfs<'_, S> {
                 )?;
             }
         }
-        self.db.execute(
-            "INSERT INTO checkpoint_chunks (checkpoint, ino, idx, chunk) \
-             SELECT ?, f.ino, f.idx, f.chunk FROM checkpoint_entries e \
-             JOIN file_chunks f ON f.ino = e.ino WHERE e.checkpoint = ? AND e.kind = 1 \
-             UNION ALL SELECT ?, f.ino, f.idx, f.chunk FROM checkpoint_roots r \
-             JOIN file_chunks f ON f.ino = r.ino WHERE r.checkpoint = ? AND r.kind = 1",
-            params![id, id, id, id],
-        )?;
-        self.db.execute(
-            "UPDATE checkpoints SET (files, directories, symlinks, bytes) = \
-             (SELECT COALESCE(SUM(kind = 1), 0), COALESCE(SUM(kind = 2), 0), \
-              COALESCE(SUM(kind = 3), 0), COALESCE(SUM(CASE WHEN kind = 1 THEN size END), 0) \
-              FROM (SELECT kind, size FROM checkpoint_entries WHERE checkpoint = ? \
-                    UNION ALL SELECT kind, size FROM checkpoint_roots \
-                    WHERE checkpoint = ? AND kind IS NOT NULL)) WHERE id = ?",
-            params![id, id, id],
-        )?;
+        let holds = |kind: Kind| {
+            roots
+                .iter()
+                .any(|(_, n)| n.as_ref().is_some_and(|n| n.kind == kind))
+        };
+        if holds(Kind::Dir) {
+            self.db.execute(
+                "INSERT INTO checkpoint_chunks (checkpoint, ino, idx, chunk) \
+                 SELECT ?, f.ino, f.idx, f.chunk FROM checkpoint_entries e \
+                 JOIN file_chunks f ON f.ino = e.ino WHERE e.checkpoint = ? AND e.kind = 1 \
+                 UNION ALL SELECT ?, f.ino, f.idx, f.chunk FROM checkpoint_roots r \
+                 JOIN file_chunks f ON f.ino = r.ino WHERE r.checkpoint = ? AND r.kind = 1",
+                params![id, id, id, id],
+            )?;
+        } else if holds(Kind::File) {
+            // No directory: the root files' chunks are all there is.
+            self.db.execute(
+                "INSERT INTO checkpoint_chunks (checkpoint, ino, idx, chunk) \
+                 SELECT ?, f.ino, f.idx, f.chunk FROM checkpoint_roots r \
+                 JOIN file_chunks f ON f.ino = r.ino WHERE r.checkpoint = ? AND r.kind = 1",
+                params![id, id],
+            )?;
+        }
+        if !counted {
+            self.db.execute(
+                "UPDATE checkpoints SET (files, directories, symlinks, bytes) = \
+                 (SELECT COALESCE(SUM(kind = 1), 0), COALESCE(SUM(kind = 2), 0), \
+                  COALESCE(SUM(kind = 3), 0), COALESCE(SUM(CASE WHEN kind = 1 THEN size END), 0) \
+                  FROM (SELECT kind, size FROM checkpoint_entries WHERE checkpoint = ? \
+                        UNION ALL SELECT kind, size FROM checkpoint_roots \
+                        WHERE checkpoint = ? AND kind IS NOT NULL)) WHERE id = ?",
+                params![id, id, id],
+            )?;
+        }
         Ok(())
     }
 
@@ -594,12 +661,14 @@ impl<S: Sql> Vfs<'_, S> {
 
 /// The real path a resolution ended at: the node's, or where the first
 /// missing name would be created.
-fn resolved_path(resolved: Resolved) -> VPath {
+/// The real path a resolution reached, and the node there (`None`:
+/// missing).
+fn resolved(resolved: Resolved) -> Root {
     match resolved {
-        Resolved::Found { path, .. } => path,
+        Resolved::Found { path, node, .. } => (path, Some(node)),
         Resolved::Missing {
             parent_path, name, ..
-        } => parent_path.join(&name),
+        } => (parent_path.join(&name), None),
     }
 }
 
@@ -634,4 +703,22 @@ fn check_note(note: Option<&str>) -> Result<()> {
         }),
         _ => Ok(()),
     }
+}
+
+/// The counters (files, directories, symlinks, bytes) of a checkpoint of
+/// `roots`, when none of them is a directory (whose contents only the copy
+/// counts).
+fn counts_of_leaves(roots: &[Root]) -> Option<(i64, i64, i64, i64)> {
+    let mut counts = (0, 0, 0, 0);
+    for node in roots.iter().filter_map(|(_, node)| node.as_ref()) {
+        match node.kind {
+            Kind::Dir => return None,
+            Kind::File => {
+                counts.0 += 1;
+                counts.3 += node.size as i64;
+            }
+            Kind::Symlink => counts.2 += 1,
+        }
+    }
+    Some(counts)
 }

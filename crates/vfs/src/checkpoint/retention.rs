@@ -60,23 +60,29 @@ impl<S: Sql> Vfs<'_, S> {
     /// content only they held; returns their ids. [`Vfs::auto_checkpoint`]
     /// calls it; call it too when the policy changes.
     pub fn prune_checkpoints(&self, retention: &Retention) -> Result<Vec<CheckpointId>> {
+        // Only those past the newest `keep_last` (or past the ceiling, if
+        // lower) of their kind can go: one statement asks for just those,
+        // both kinds at once, so a write does not read back every
+        // checkpoint it keeps.
+        let first_droppable = retention.keep_last.min(retention.max_automatic).max(1);
+        if first_droppable == u32::MAX {
+            return Ok(Vec::new());
+        }
         self.db.transaction(|| {
+            let rows = self.db.query(
+                "SELECT id, created_ms, position FROM (SELECT id, created_ms, \
+                 ROW_NUMBER() OVER (PARTITION BY whole ORDER BY id DESC) - 1 AS position \
+                 FROM checkpoints WHERE kind = 'automatic') WHERE position >= ? ORDER BY id",
+                params![i64::from(first_droppable)],
+            )?;
             let mut pruned = Vec::new();
-            for whole in [true, false] {
-                let rows = self.db.query(
-                    "SELECT id, created_ms FROM checkpoints WHERE kind = 'automatic' AND whole = ? \
-                     ORDER BY id DESC",
-                    params![whole],
-                )?;
-                for (index, row) in rows.iter().enumerate() {
-                    let (id, created) = (CheckpointId(row.int(0)?), row.int(1)?);
-                    if !retention.keeps(index, self.now_ms - created) {
-                        self.drop_checkpoint(id)?;
-                        pruned.push(id);
-                    }
+            for row in &rows {
+                let (id, created, position) = (CheckpointId(row.int(0)?), row.int(1)?, row.int(2)?);
+                if !retention.keeps(position as usize, self.now_ms - created) {
+                    self.drop_checkpoint(id)?;
+                    pruned.push(id);
                 }
             }
-            pruned.sort();
             Ok(pruned)
         })
     }

@@ -1,0 +1,232 @@
+//! The statement budget: how many SQL statements, and rows written, each
+//! common request costs, counted on real SQLite through the `Sql` trait
+//! (`FaultySql::statements`, `FaultySql::rows_written`). A feature that adds
+//! work to every request fails here, not in a benchmark months later.
+//!
+//! Each budget is what the request needs, with a comment saying what its
+//! statements are. Rows written count triggers too (the usage counters in
+//! `meta` follow `nodes` and `chunks` by trigger). Lower a budget when a
+//! change makes a request cheaper; raise one only for work the request
+//! itself needs.
+
+mod common;
+
+use common::*;
+use stead_agent::auth::{Caller, Scope};
+use stead_agent::{Action, Agent, Tool};
+
+/// What one request cost.
+struct Cost {
+    statements: Vec<String>,
+    rows_written: u64,
+}
+
+/// Dispatches `body` to `action` as `caller` (expecting success) and
+/// counts what it ran.
+fn cost_as(agent: &Agent<FakeHost>, caller: Caller, action: Action, body: &str) -> Cost {
+    let db = &agent.host().db;
+    db.statements.borrow_mut().clear();
+    let before = db.rows_written();
+    let (status, answer) = call(agent, request("a", action, caller, body));
+    assert!((200..300).contains(&status), "status {status}: {answer}");
+    Cost {
+        statements: db.statements.borrow().clone(),
+        rows_written: db.rows_written() - before,
+    }
+}
+
+fn cost(agent: &Agent<FakeHost>, action: Action, body: &str) -> Cost {
+    cost_as(agent, Caller::Admin, action, body)
+}
+
+/// Asserts `cost` is within `statements` and `rows` (listing what ran
+/// when it is not).
+#[track_caller]
+fn within(what: &str, cost: &Cost, statements: usize, rows: u64) {
+    let ran = cost
+        .statements
+        .iter()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n  ");
+    assert!(
+        cost.statements.len() <= statements,
+        "{what}: {} statements, budget {statements}:\n  {ran}",
+        cost.statements.len()
+    );
+    assert!(
+        cost.rows_written <= rows,
+        "{what}: {} rows written, budget {rows}:\n  {ran}",
+        cost.rows_written
+    );
+}
+
+/// Agent `a`, created and past its first request (which checks the
+/// schema, arms the alarm and reads the settings once per instance), with
+/// `/d/f.txt` (1 KB) in it.
+fn warm_agent() -> Agent<FakeHost> {
+    let agent = agent();
+    create(&agent, "a");
+    let content = "x".repeat(1000);
+    let body = serde_json::json!({ "path": "/d/f.txt", "content": content }).to_string();
+    ok(&agent, "a", Action::Tool(Tool::Write), &body);
+    agent
+}
+
+#[test]
+fn ping_costs_no_statement() {
+    let agent = warm_agent();
+    // Reaching the agent: the schema, the alarm and whether a fork is being
+    // copied are known to the instance after its first request.
+    within("ping", &cost(&agent, Action::Ping, ""), 0, 0);
+}
+
+#[test]
+fn stat_and_read_cost_their_lookups_only() {
+    let agent = warm_agent();
+    let stat = r#"{"path":"/d/f.txt"}"#;
+    // Two lookups: `d` in the root, `f.txt` in `d`. No audit, checkpoint,
+    // notification or live push: a read changes nothing.
+    within("stat", &cost(&agent, Action::Tool(Tool::Stat), stat), 2, 0);
+    // The two lookups, the file's chunk list and its one chunk.
+    within("read", &cost(&agent, Action::Tool(Tool::Read), stat), 4, 0);
+}
+
+#[test]
+fn a_token_is_looked_up_once_per_instance() {
+    let agent = warm_agent();
+    let reader = token("t1", &[Scope::Read]);
+    let stat = r#"{"path":"/d/f.txt"}"#;
+    // The first request with a token asks whether it was revoked...
+    let first = cost_as(&agent, reader.clone(), Action::Tool(Tool::Stat), stat);
+    within("first stat with a token", &first, 3, 0);
+    // ...later ones do not (a revocation goes through this instance).
+    let again = cost_as(&agent, reader, Action::Tool(Tool::Stat), stat);
+    within("stat with a token", &again, 2, 0);
+}
+
+#[test]
+fn a_small_write_costs_its_checkpoint_its_change_and_its_audit_entry() {
+    let agent = warm_agent();
+    let body = serde_json::json!({ "path": "/d/g.txt", "content": "y".repeat(1000) }).to_string();
+    let write = cost(&agent, Action::Tool(Tool::Write), &body);
+    // Automatic checkpoint (5): the path resolved for its scope (2
+    // lookups, the nodes kept for pinning), the revision, the checkpoint
+    // row with its counters, its root's row (missing: no chunks to pin).
+    // The write (11): the revision bumped, the path resolved (2), the
+    // node, its entry, the parent's mtime, the chunk, the file's chunk
+    // list, the node's size, the change record, the usage check.
+    // Retention (1): the checkpoints past the newest 20, both kinds in one
+    // query. The audit entry (1, reading the revision it records in the
+    // same statement). Live push (1): whether a process runs.
+    // Rows: checkpoint, root, revision, node, entry, parent, chunk, chunk
+    // list, size, change, audit entry, and two usage counters by trigger.
+    within("write of a new 1 KB file", &write, 19, 13);
+    // Replacing it pins the old content (one statement more), and drops
+    // the old chunk list and chunk in place of the new node and entry.
+    let body = serde_json::json!({ "path": "/d/g.txt", "content": "z".repeat(1000) }).to_string();
+    let again = cost(&agent, Action::Tool(Tool::Write), &body);
+    within("write over a 1 KB file", &again, 19, 11);
+}
+
+#[test]
+fn a_dry_run_takes_no_checkpoint_and_makes_no_revision() {
+    let agent = warm_agent();
+    let body = r#"{"path":"/d/f.txt","edits":[{"old":"xxxx","new":"yy","replace_all":true}],"dry_run":true}"#;
+    // The lookups (2) and the file's content (1), then the audit entry and
+    // the live push's check: no checkpoint, and nothing written but the
+    // entry.
+    let dry = cost(&agent, Action::Tool(Tool::Edit), body);
+    within("dry-run edit", &dry, 5, 1);
+    assert!(
+        !dry.statements.iter().any(|s| s.contains("checkpoints")),
+        "a dry run touches no checkpoint: {:?}",
+        dry.statements
+    );
+}
+
+#[test]
+fn delete_and_mkdir_cost_their_checkpoint_change_and_audit_entry() {
+    let agent = warm_agent();
+    let rm = cost(&agent, Action::Tool(Tool::Rm), r#"{"path":"/d/f.txt"}"#);
+    // Checkpoint (6): lookups 2, revision, row, root row, the file's chunks
+    // pinned. The delete (10): revision, lookups 2, the chunk list
+    // dropped, the node, its entry, the parent's mtime, the chunk no
+    // longer held (here the checkpoint holds it), the change record, the
+    // usage check. Retention 1, audit 1, live push 1.
+    within("rm of a 1 KB file", &rm, 19, 11);
+    let mkdir = cost(&agent, Action::Tool(Tool::Mkdir), r#"{"path":"/e"}"#);
+    // Checkpoint (4): lookup, revision, row, root row. The mkdir (7):
+    // revision, lookup, node, entry, parent's mtime, change, usage.
+    // Retention 1, audit 1, live push 1.
+    within("mkdir", &mkdir, 14, 9);
+}
+
+#[test]
+fn listing_a_hundred_entries_is_one_query() {
+    let agent = warm_agent();
+    for i in 0..100 {
+        let body = serde_json::json!({ "path": format!("/many/f{i:03}"), "content": "x" });
+        ok(&agent, "a", Action::Tool(Tool::Write), &body.to_string());
+    }
+    let ls = cost(&agent, Action::Tool(Tool::Ls), r#"{"path":"/many"}"#);
+    // The directory's lookup and its entries (one statement for all 100).
+    within("ls of 100 entries", &ls, 2, 0);
+}
+
+#[test]
+fn exec_of_true_in_the_shell() {
+    let agent = warm_agent();
+    let exec = cost(&agent, Action::Exec, r#"{"command":"true"}"#);
+    // The cwd (the root) read (1); the whole-workspace checkpoint the
+    // shell takes before a command (8): revision, the newest of this
+    // revision (none), revision, the row, root, entries, chunks, counters;
+    // the outcome's revision (1); retention (1); the audit entry and the
+    // live push's check (2). No alarm re-armed: the light
+    // shell starts nothing the alarm follows. Rows: the checkpoint, its
+    // root, the workspace's two entries and one chunk, its counters, the
+    // audit entry.
+    within("exec of true", &exec, 13, 7);
+    // At the same revision the checkpoint is reused (and nothing is
+    // pruned, as nothing was added).
+    let again = cost(&agent, Action::Exec, r#"{"command":"true"}"#);
+    within("exec of true again", &again, 6, 1);
+}
+
+#[test]
+fn the_breakdown_counts_each_stage_statements() {
+    use stead_agent::breakdown::Stage;
+    let agent = warm_agent();
+    let body = serde_json::json!({ "path": "/d/g.txt", "content": "y".repeat(1000) }).to_string();
+    let db = &agent.host().db;
+    db.statements.borrow_mut().clear();
+    let write = request("a", Action::Tool(Tool::Write), Caller::Admin, &body);
+    let (outcome, breakdown) = block_on(agent.dispatch_timed(write));
+    outcome.expect("the write succeeds");
+    let stages: Vec<(Stage, u64)> = breakdown
+        .stages
+        .iter()
+        .map(|cost| (cost.stage, cost.statements))
+        .collect();
+    // The same 19 statements as the write's budget above, by stage: the
+    // checkpoint, the write and the retention are the operation.
+    assert_eq!(
+        stages,
+        [
+            (Stage::Admission, 0),
+            (Stage::Operation, 17),
+            (Stage::Audit, 1),
+            (Stage::Notify, 0),
+            (Stage::LiveSync, 1),
+        ]
+    );
+    let total: u64 = stages.iter().map(|(_, statements)| statements).sum();
+    assert_eq!(total, db.statements.borrow().len() as u64);
+    assert!(
+        breakdown
+            .server_timing()
+            .starts_with("admission;dur=0.000;desc=\"0 sql\", operation;dur="),
+        "{}",
+        breakdown.server_timing()
+    );
+}
