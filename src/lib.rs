@@ -24,6 +24,7 @@ pub mod computer;
 mod do_sql;
 mod platform;
 mod random;
+mod registry;
 mod workspace;
 
 use serde_json::json;
@@ -128,6 +129,12 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             Ok(response) => Ok(response),
             Err(error) => error_response(&error),
         },
+        Ok(Route::Agents) => match principal {
+            Some(Principal::Admin) => registry::list(&env, &url).await,
+            _ => error_response(&ApiError::Forbidden {
+                reason: "only the admin token lists agents".into(),
+            }),
+        },
         Ok(Route::RevokeToken) => match revoke_token(req, principal, &env).await {
             Ok(response) => Ok(response),
             Err(error) => error_response(&error),
@@ -159,8 +166,11 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
                 .durable_object(platform::WORKSPACE_BINDING)?
                 .id_from_name(&id)?
                 .get_stub()?;
-            stub.fetch_with_request(with_caller(req, &Caller::of(principal.as_ref()))?)
-                .await
+            let answer = stub
+                .fetch_with_request(with_caller(req, &Caller::of(principal.as_ref()))?)
+                .await?;
+            registry::note(&env, &id, &action, &answer).await;
+            Ok(answer)
         }
         Ok(Route::Health) => unreachable!("answered above"),
         Err(error) => error_response(&error),

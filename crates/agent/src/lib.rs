@@ -40,6 +40,7 @@
 #![deny(unreachable_pub)]
 
 mod agent;
+pub mod agent_index;
 pub mod audit;
 pub mod auth;
 pub mod catalog;

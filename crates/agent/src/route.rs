@@ -27,6 +27,10 @@ pub enum Route {
     /// definitions a model is given (any valid credential; an agent token
     /// sees the tools its scopes allow).
     Tools,
+    /// `GET /agents?limit=<n>&cursor=<c>`: the deployment's agents, newest
+    /// first (admin token only; the Worker answers from its index,
+    /// [`crate::agent_index`]).
+    Agents,
     /// A route on one agent.
     Agent { id: String, action: Action },
 }
@@ -319,7 +323,10 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("POST", "/tokens") => return Ok(Route::MintToken),
         ("POST", "/tokens/revoke") => return Ok(Route::RevokeToken),
         ("GET", "/tools") => return Ok(Route::Tools),
-        (_, "/health" | "/tokens" | "/tokens/revoke" | "/tools") => return Err(not_allowed()),
+        ("GET", "/agents") => return Ok(Route::Agents),
+        (_, "/health" | "/tokens" | "/tokens/revoke" | "/tools" | "/agents") => {
+            return Err(not_allowed())
+        }
         _ => {}
     }
     let rest = path.strip_prefix("/agents/").ok_or_else(no_route)?;

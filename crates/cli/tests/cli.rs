@@ -1,0 +1,497 @@
+//! End-to-end tests of the real `stead` binary against the real Worker
+//! under `wrangler dev` (the computer in the mode the harness picks).
+//!
+//! Each test runs the binary as a user would, with its configuration in a
+//! folder of its own (`STEAD_CONFIG_DIR`) and its working directory in
+//! another, and asserts what it printed, what it left on disk and in the
+//! workspace, and its exit code.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use serde_json::Value;
+use stead_harness::DEV_TOKEN;
+
+/// What one run of the binary gave.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    #[track_caller]
+    fn ok(&self) -> &str {
+        assert_eq!(
+            self.code, 0,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        &self.stdout
+    }
+
+    /// Asserts a failure with `code` and one line of error, no backtrace.
+    #[track_caller]
+    fn failed(&self, code: i32) -> &str {
+        assert_eq!(
+            self.code, code,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        let line = self.stderr.trim_end();
+        assert!(line.starts_with("stead: "), "{line}");
+        assert!(!line.contains('\n'), "more than one line: {line}");
+        assert!(!line.contains("panicked"), "{line}");
+        line
+    }
+
+    fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+}
+
+/// A user of the CLI: a configuration folder and a working directory.
+struct User {
+    config: tempfile::TempDir,
+    cwd: tempfile::TempDir,
+    /// `STEAD_URL`/`STEAD_TOKEN` given (or none, to read the profile).
+    env: Vec<(&'static str, String)>,
+}
+
+impl User {
+    /// A user whose environment names the shared runtime.
+    fn new() -> User {
+        let mut user = User::bare();
+        user.env = vec![
+            ("STEAD_URL", common::base().to_string()),
+            ("STEAD_TOKEN", DEV_TOKEN.to_string()),
+        ];
+        user
+    }
+
+    /// A user with no URL or token in the environment.
+    fn bare() -> User {
+        User {
+            config: tempfile::tempdir().unwrap(),
+            cwd: tempfile::tempdir().unwrap(),
+            env: Vec::new(),
+        }
+    }
+
+    fn command(&self, args: &[&str], dir: &Path) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stead"));
+        command
+            .args(args)
+            .current_dir(dir)
+            .env_remove("STEAD_URL")
+            .env_remove("STEAD_TOKEN")
+            .env_remove("STEAD_AGENT")
+            .env_remove("STEAD_PROFILE")
+            .env("STEAD_CONFIG_DIR", self.config.path())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run_in(&self, dir: &Path, args: &[&str]) -> Run {
+        let out = self.command(args, dir).output().expect("run stead");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_in(self.cwd.path(), args)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.cwd.path().join(name)
+    }
+}
+
+/// A new agent with a name no other test uses.
+fn new_agent(user: &User, name: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let id = format!(
+        "cli-{name}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    user.run(&["agents", "create", &id]).ok();
+    id
+}
+
+/// `-a AGENT` and `rest`.
+fn on<'a>(agent: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    [&["-a", agent][..], rest].concat()
+}
+
+#[test]
+fn login_stores_a_private_profile_that_later_commands_use() {
+    let user = User::bare();
+    // Nothing configured: the error says what to run.
+    let none = user.run(&["agents", "ls"]);
+    assert!(none.failed(3).contains("stead login"), "{}", none.stderr);
+
+    // A wrong token is refused before anything is stored.
+    let wrong = user.run(&["login", "--url", common::base(), "--token", "nope"]);
+    assert!(
+        wrong.failed(5).contains("check the token"),
+        "{}",
+        wrong.stderr
+    );
+    assert!(!user.config.path().join("config.json").exists());
+    // A URL where nothing listens.
+    let unused = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = unused.local_addr().unwrap().port();
+    drop(unused);
+    let nowhere = format!("http://127.0.0.1:{port}");
+    let unreachable = user.run(&["login", "--url", &nowhere, "--token", DEV_TOKEN]);
+    assert!(
+        unreachable.failed(8).contains("cannot reach"),
+        "{}",
+        unreachable.stderr
+    );
+
+    user.run(&["login", "--url", common::base(), "--token", DEV_TOKEN])
+        .ok();
+    let file = user.config.path().join("config.json");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the file holds tokens");
+    let stored: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(stored["current"], "default");
+    assert_eq!(stored["profiles"]["default"]["token"], DEV_TOKEN);
+
+    // Later commands need no URL or token; the environment overrides the
+    // profile (here with a wrong token, which then fails).
+    let id = new_agent(&user, "login");
+    user.run(&["agents", "info", &id]).ok();
+    let mut overridden = User::bare();
+    overridden.config = user.config;
+    overridden.env = vec![("STEAD_TOKEN", "wrong".to_string())];
+    overridden.run(&["agents", "info", &id]).failed(5);
+    // An unknown profile names the stored ones.
+    let unknown = overridden.run(&["--profile", "staging", "agents", "ls"]);
+    assert!(
+        unknown.failed(3).contains("stored: default"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn agents_are_listed_newest_first_with_usage_until_deleted() {
+    let user = User::new();
+    let older = new_agent(&user, "older");
+    let newer = new_agent(&user, "newer");
+    user.run(&["-a", &newer, "exec", "--light", "--", "echo hi > /f"])
+        .ok();
+    let listed = user.run(&["--json", "agents", "ls", "--all"]).json_lines();
+    let position = |id: &str| {
+        listed
+            .iter()
+            .position(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not listed: {listed:?}"))
+    };
+    assert!(position(&newer) < position(&older), "newest first");
+    let entry = &listed[position(&newer)];
+    assert!(entry["created_ms"].as_i64().unwrap() > 0);
+    assert_eq!(entry["usage"]["files"], 1);
+
+    // Deleting needs a confirmation, then the agent leaves the list.
+    let unconfirmed = user.run(&["agents", "rm", &older]);
+    assert!(unconfirmed.failed(10).contains("--yes"));
+    user.run(&["agents", "rm", &older, "--yes"]).ok();
+    let listed = user.run(&["--json", "agents", "ls", "--all"]).json_lines();
+    assert!(listed.iter().all(|a| a["id"] != older.as_str()));
+    let gone = user.run(&["agents", "info", &older]);
+    assert!(
+        gone.failed(4).contains("AGENT_NOT_FOUND"),
+        "{}",
+        gone.stderr
+    );
+
+    // The listing is the admin's: an agent token is refused.
+    let minted = common::client().send(
+        "POST",
+        "/tokens",
+        format!(r#"{{"agent":"{newer}","scopes":["admin"]}}"#).as_bytes(),
+    );
+    let token = minted.json()["token"].as_str().unwrap().to_string();
+    let mut agent_user = User::new();
+    agent_user.env[1].1 = token;
+    agent_user.run(&["agents", "ls"]).failed(5);
+}
+
+#[test]
+fn use_records_the_agent_for_the_directory_and_the_folders_below() {
+    let user = User::new();
+    let id = new_agent(&user, "use");
+    let nowhere = user.run(&["ls"]);
+    assert!(nowhere.failed(3).contains("stead use"));
+    user.run(&["use", &id]).ok();
+    user.run(&["exec", "--light", "--", "mkdir -p /src && echo x > /src/a"])
+        .ok();
+    let below = user.path("deep/er");
+    std::fs::create_dir_all(&below).unwrap();
+    assert_eq!(user.run_in(&below, &["ls", "/src"]).ok(), "a\n");
+    let unknown = user.run(&["use", "cli-no-such-agent"]);
+    assert!(unknown.failed(4).contains("stead agents create"));
+}
+
+#[test]
+fn files_go_up_and_come_back_with_their_bytes_mode_and_mtime() {
+    let user = User::new();
+    let id = new_agent(&user, "files");
+    let local = user.path("run.sh");
+    let content: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&local, &content).unwrap();
+    std::fs::set_permissions(&local, std::fs::Permissions::from_mode(0o755)).unwrap();
+    user.run(&on(&id, &["put", local.to_str().unwrap(), "/bin2/run.sh"]))
+        .ok();
+    let long = user.run(&on(&id, &["ls", "-l", "/bin2"]));
+    assert!(
+        long.ok().starts_with("- 0755     300000 "),
+        "{}",
+        long.stdout
+    );
+
+    let back = user.path("back.sh");
+    user.run(&on(&id, &["get", "/bin2/run.sh", back.to_str().unwrap()]))
+        .ok();
+    assert_eq!(std::fs::read(&back).unwrap(), content);
+    let meta = std::fs::metadata(&back).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o755);
+    let stat = common::client().tool(&id, "stat", serde_json::json!({"path": "/bin2/run.sh"}));
+    let mtime_ms = stat.json()["mtime"].as_i64().unwrap();
+    let local_ms = meta
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert_eq!(local_ms, mtime_ms);
+
+    user.run(&on(&id, &["mv", "/bin2/run.sh", "/bin2/go.sh"]))
+        .ok();
+    let cat = user.run(&on(&id, &["cat", "/bin2/go.sh"]));
+    assert_eq!(cat.code, 0);
+    assert_eq!(cat.stdout.len(), String::from_utf8_lossy(&content).len());
+    user.run(&on(&id, &["rm", "/bin2/go.sh"])).ok();
+    let missing = user.run(&on(&id, &["cat", "/bin2/go.sh"]));
+    assert!(missing.failed(4).contains("ENOENT"), "{}", missing.stderr);
+    user.run(&on(&id, &["rm", "-f", "/bin2/go.sh"])).ok();
+    let no_local = user.run(&on(&id, &["put", "nothing-here", "/x"]));
+    assert!(no_local.failed(11).contains("nothing-here"));
+    // A failed download leaves nothing where the file would have gone.
+    assert!(!user.path("gone").exists());
+    user.run(&on(&id, &["get", "/bin2/go.sh", "gone"]))
+        .failed(4);
+    assert_eq!(std::fs::read_dir(user.cwd.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn exec_streams_output_and_exits_with_the_commands_status() {
+    let user = User::new();
+    let id = new_agent(&user, "exec");
+    let light = user.run(&[
+        "-a", &id, "exec", "--light", "--", "echo", "hi;", "exit", "3",
+    ]);
+    assert_eq!(
+        (light.code, light.stdout.as_str()),
+        (3, "hi\n"),
+        "{}",
+        light.stderr
+    );
+    let computer = user.run(&[
+        "-a",
+        &id,
+        "exec",
+        "--computer",
+        "--",
+        "echo out; echo err >&2; python3 -c 'import sys; sys.exit(7)'",
+    ]);
+    assert_eq!(computer.code, 7, "{}", computer.stderr);
+    assert_eq!(computer.stdout, "out\n");
+    assert_eq!(computer.stderr, "err\n");
+    let json = user.run(&["-a", &id, "--json", "exec", "--", "exit 5"]);
+    assert_eq!(json.code, 5);
+    assert_eq!(json.json_lines()[0]["exit_code"], 5);
+    let detached = user.run(&["-a", &id, "--json", "exec", "--detach", "--", "echo later"]);
+    let job = detached.json_lines()[0]["job"]["id"].as_i64().unwrap();
+    let logs = user.run(&["-a", &id, "logs", "-f", &job.to_string()]);
+    assert_eq!(logs.ok(), "later\n");
+    let jobs = user.run(&["-a", &id, "--json", "jobs", "ls"]).json_lines();
+    assert!(jobs.iter().any(|j| j["id"] == job));
+}
+
+/// A TCP proxy to the runtime that cuts its first connection once the
+/// server has sent `cut_after` bytes through it; later connections pass.
+fn cutting_proxy(cut_after: usize) -> (String, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = common::base().trim_start_matches("http://").to_string();
+    let cut = Arc::new(AtomicBool::new(false));
+    let was_cut = cut.clone();
+    thread::spawn(move || {
+        for (n, client) in listener.incoming().enumerate() {
+            let Ok(client) = client else { return };
+            let server = TcpStream::connect(&upstream).unwrap();
+            let limit = (n == 0).then_some(cut_after);
+            let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            thread::spawn(move || pipe(c2, s2, None, None));
+            let flag = was_cut.clone();
+            thread::spawn(move || pipe(server, client, limit, Some(flag)));
+        }
+    });
+    (url, cut)
+}
+
+fn pipe(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    limit: Option<usize>,
+    cut: Option<Arc<AtomicBool>>,
+) {
+    let mut sent = 0;
+    let mut buffer = [0u8; 256];
+    loop {
+        let n = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if to.write_all(&buffer[..n]).is_err() {
+            break;
+        }
+        sent += n;
+        if limit.is_some_and(|limit| sent >= limit) {
+            if let Some(cut) = &cut {
+                cut.store(true, Ordering::SeqCst);
+            }
+            break;
+        }
+    }
+    let _ = from.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+#[test]
+fn logs_follow_resumes_after_a_cut_connection_and_prints_every_byte_once() {
+    let user = User::new();
+    let id = new_agent(&user, "logs");
+    let script = "for i in $(seq 1 200); do echo line-$i; sleep 0.01; done";
+    let detached = user.run(&[
+        "-a",
+        &id,
+        "--json",
+        "exec",
+        "--computer",
+        "--detach",
+        "--",
+        script,
+    ]);
+    let job = detached.json_lines()[0]["job"]["id"].as_i64().unwrap();
+    // Cut the first connection a few pieces into the stream.
+    let (url, cut) = cutting_proxy(900);
+    let mut through = User::new();
+    through.env[0].1 = url;
+    let logs = through.run(&["-a", &id, "logs", "-f", &job.to_string()]);
+    assert!(cut.load(Ordering::SeqCst), "the connection was never cut");
+    let expected: String = (1..=200).map(|i| format!("line-{i}\n")).collect();
+    assert_eq!(logs.code, 0, "{}", logs.stderr);
+    assert_eq!(logs.stdout, expected, "stderr: {}", logs.stderr);
+    assert!(logs.stderr.contains("resuming job"), "{}", logs.stderr);
+}
+
+#[test]
+fn diff_shows_a_change_since_the_checkpoint_and_restore_takes_it_back() {
+    let user = User::new();
+    let id = new_agent(&user, "diff");
+    user.run(&on(
+        &id,
+        &[
+            "exec",
+            "--light",
+            "--",
+            "printf 'one\\ntwo\\n' > /notes.txt",
+        ],
+    ))
+    .ok();
+    let made = user.run(&on(&id, &["--json", "checkpoint", "-m", "before", "good"]));
+    assert_eq!(made.json_lines()[0]["checkpoint"]["name"], "good");
+    user.run(&on(
+        &id,
+        &[
+            "exec",
+            "--light",
+            "--",
+            "printf 'one\\nTWO\\n' > /notes.txt",
+        ],
+    ))
+    .ok();
+    let diff = user.run(&on(&id, &["diff", "good"]));
+    let text = diff.ok();
+    assert!(text.contains("-two\n+TWO\n"), "{text}");
+    assert!(!text.contains('\x1b'), "no colour when piped: {text:?}");
+    let listed = user.run(&on(&id, &["checkpoints"]));
+    assert!(listed.ok().contains("good"), "{}", listed.stdout);
+
+    user.run(&on(&id, &["restore", "good"])).ok();
+    assert_eq!(
+        user.run(&on(&id, &["cat", "/notes.txt"])).ok(),
+        "one\ntwo\n"
+    );
+    // The restore can be undone.
+    user.run(&on(&id, &["undo"])).ok();
+    assert_eq!(
+        user.run(&on(&id, &["cat", "/notes.txt"])).ok(),
+        "one\nTWO\n"
+    );
+    let unknown = user.run(&on(&id, &["restore", "no-such-checkpoint"]));
+    assert!(unknown.failed(4).contains("ENOENT"), "{}", unknown.stderr);
+
+    // A fork is a new agent, and the list shows it.
+    let fork = format!("{id}-fork");
+    user.run(&on(&id, &["fork", &fork])).ok();
+    assert_eq!(
+        user.run(&["-a", &fork, "cat", "/notes.txt"]).ok(),
+        "one\nTWO\n"
+    );
+    let listed = user.run(&["--json", "agents", "ls", "--all"]).json_lines();
+    assert!(listed.iter().any(|a| a["id"] == fork.as_str()));
+}
+
+#[test]
+fn mcp_config_prints_each_clients_snippet() {
+    let user = User::new();
+    let id = new_agent(&user, "mcp");
+    let url = format!("{}/agents/{id}/mcp", common::base());
+    let claude = user.run(&["-a", &id, "mcp", "config", "--client", "claude-code"]);
+    assert_eq!(
+        claude.ok().trim(),
+        format!("claude mcp add --transport http stead-{id} {url} --header \"Authorization: Bearer {DEV_TOKEN}\"")
+    );
+    let json = user.run(&["-a", &id, "mcp", "config", "--client", "json"]);
+    let value: Value = serde_json::from_str(json.ok()).unwrap();
+    assert_eq!(value["url"], url.as_str());
+    let cursor = user.run(&["-a", &id, "mcp", "config", "--client", "cursor"]);
+    let value: Value = serde_json::from_str(cursor.ok()).unwrap();
+    assert_eq!(
+        value["mcpServers"][format!("stead-{id}")]["url"],
+        url.as_str()
+    );
+}
