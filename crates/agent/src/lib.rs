@@ -70,6 +70,7 @@ pub mod socket;
 pub mod subscriptions;
 mod tombstone;
 pub mod tools;
+pub mod transfer;
 
 pub use agent::Agent;
 pub use computer::error::ComputerError;

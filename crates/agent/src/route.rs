@@ -244,6 +244,9 @@ pub enum Action {
     },
     /// `POST /agents/{id}/ports/{port}/share`: a share link to the port.
     ShareCreate(u16),
+    /// `POST /agents/{id}/transfer/{step}`: a step of a push or pull by
+    /// content hash (`crate::transfer`).
+    Transfer(crate::transfer::Step),
     /// `GET /agents/{id}/shares`: the share links not yet expired.
     Shares,
     /// `DELETE /agents/{id}/shares/{share}`: revoke one.
@@ -272,7 +275,7 @@ impl Action {
                 | Action::ProcessSignal(_)
                 | Action::ShareCreate(_)
                 | Action::Mcp
-        )
+        ) || matches!(self, Action::Transfer(step) if step.takes_json())
     }
 
     /// Whether a share link (rather than a bearer credential) may let the
@@ -350,6 +353,13 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("PUT", "settings") => Action::SettingsPut,
         ("POST", "tokens/revoke") => Action::RevokeToken,
         ("POST", "diff") => Action::Diff,
+        ("POST", step) if step.starts_with("transfer/") => {
+            match crate::transfer::Step::from_name(&step["transfer/".len()..]) {
+                Some(step) => Action::Transfer(step),
+                None => return Err(no_route()),
+            }
+        }
+        (_, step) if step.starts_with("transfer/") => return Err(not_allowed()),
         ("POST", "restore") => Action::Restore,
         ("POST", "undo") => Action::Undo,
         ("POST", "fork") => Action::Fork,

@@ -14,6 +14,7 @@ mod files;
 mod follow;
 mod output;
 mod timetravel;
+mod transfer;
 
 use std::path::PathBuf;
 
@@ -85,6 +86,24 @@ enum Command {
     },
     /// Move or rename.
     Mv { from: String, to: String },
+    /// Send a local directory's tree to the workspace: only content it
+    /// lacks crosses.
+    Push {
+        local: PathBuf,
+        /// The workspace directory (default `/`).
+        remote: Option<String>,
+        #[command(flatten)]
+        options: TransferFlags,
+    },
+    /// Bring a workspace directory's tree here: only content no local file
+    /// holds crosses.
+    Pull {
+        remote: String,
+        /// The local directory (default `.`).
+        local: Option<PathBuf>,
+        #[command(flatten)]
+        options: TransferFlags,
+    },
     /// Run a command; its output streams as it comes, and its exit status
     /// is stead's.
     Exec(follow::ExecArgs),
@@ -138,6 +157,25 @@ enum Command {
     Mcp(McpCommand),
     /// Shell completions, for `source <(stead completions bash)`.
     Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Args)]
+struct TransferFlags {
+    /// Also remove what the other side has and this one does not.
+    #[arg(long)]
+    delete: bool,
+    /// Say what would change and what would cross; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+impl TransferFlags {
+    fn options(&self) -> transfer::Options {
+        transfer::Options {
+            delete: self.delete,
+            dry_run: self.dry_run,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -243,6 +281,16 @@ fn run(cli: Cli) -> Result<i32> {
             force,
         } => files::rm(&ctx, &path, recursive, force),
         Command::Mv { from, to } => files::mv(&ctx, &from, &to),
+        Command::Push {
+            local,
+            remote,
+            options,
+        } => transfer::push(&ctx, &local, remote.as_deref(), &options.options()),
+        Command::Pull {
+            remote,
+            local,
+            options,
+        } => transfer::pull(&ctx, &remote, local.as_deref(), &options.options()),
         Command::Exec(args) => follow::exec(&ctx, args),
         Command::Jobs(command) => follow::jobs(&ctx, command),
         Command::Logs { job, follow } => follow::logs(&ctx, job, follow),

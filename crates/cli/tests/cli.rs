@@ -495,3 +495,159 @@ fn mcp_config_prints_each_clients_snippet() {
         url.as_str()
     );
 }
+
+/// Every path below `root` with what is there: kind, mode, mtime (ms) and
+/// bytes (a link's target).
+fn tree_of(root: &Path) -> std::collections::BTreeMap<String, (char, u32, i64, Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.mode() & 0o7777;
+            let item = if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                (
+                    'l',
+                    0,
+                    0,
+                    target.to_string_lossy().into_owned().into_bytes(),
+                )
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                ('d', mode, 0, Vec::new())
+            } else {
+                let mtime_ms = meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000;
+                ('f', mode, mtime_ms, std::fs::read(&path).unwrap())
+            };
+            out.insert(rel, item);
+        }
+    }
+    out
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn push_and_pull_a_source_tree_send_only_what_the_other_side_lacks() {
+    let user = User::new();
+    let id = new_agent(&user, "push");
+    let source = user.path("src");
+    copy_tree(&stead_harness::repo_root().join("crates"), &source);
+    // A symlink, an executable and an ignored file come along too.
+    std::os::unix::fs::symlink("sql/Cargo.toml", source.join("link")).unwrap();
+    std::fs::set_permissions(
+        source.join("sql/Cargo.toml"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(source.join(".steadignore"), "*.log\n").unwrap();
+    std::fs::write(source.join("debug.log"), "noise\n").unwrap();
+    let tree_bytes: u64 = tree_of(&source).values().map(|v| v.3.len() as u64).sum();
+
+    let src = source.to_str().unwrap();
+    let first = user.run(&on(&id, &["--json", "push", src, "/work"]));
+    let first = &first.json_lines()[0];
+    assert!(first["bytes_sent"].as_u64().unwrap() > 0, "{first}");
+
+    // Pulled into an empty folder, the tree is the same, byte for byte,
+    // with modes and mtimes; the ignored file stayed behind.
+    let copy = user.path("copy");
+    let pulled = user.run(&on(
+        &id,
+        &["--json", "pull", "/work", copy.to_str().unwrap()],
+    ));
+    assert_eq!(pulled.code, 0, "{}", pulled.stderr);
+    let mut expected = tree_of(&source);
+    expected.remove("debug.log");
+    assert_eq!(tree_of(&copy), expected);
+
+    // The unchanged tree again: no content crosses, nothing changes.
+    let again = user.run(&on(&id, &["--json", "push", src, "/work"]));
+    assert_eq!(again.json_lines()[0]["bytes_sent"], 0, "{}", again.stdout);
+    assert_eq!(again.json_lines()[0]["changes"], 0, "{}", again.stdout);
+
+    // A one-line change sends one chunk, and less than 1% of the tree.
+    let file = source.join("vfs/src/ops.rs");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("// one more line\n");
+    std::fs::write(&file, &text).unwrap();
+    let line = user.run(&on(&id, &["--json", "push", src, "/work"]));
+    let line = &line.json_lines()[0];
+    assert_eq!(line["chunks_sent"], 1, "{line}");
+    assert!(
+        line["bytes_sent"].as_u64().unwrap() < tree_bytes / 100,
+        "{line}"
+    );
+    assert_eq!(
+        user.run(&on(&id, &["cat", "/work/vfs/src/ops.rs"])).ok(),
+        text
+    );
+
+    // A dry run changes nothing; --delete removes what the source lost.
+    std::fs::remove_file(source.join("sql/Cargo.toml")).unwrap();
+    let dry = user.run(&on(&id, &["push", "--delete", "--dry-run", src, "/work"]));
+    assert!(
+        dry.ok().contains("- /work/sql/Cargo.toml"),
+        "{}",
+        dry.stdout
+    );
+    user.run(&on(&id, &["cat", "/work/sql/Cargo.toml"])).ok();
+    user.run(&on(&id, &["push", "--delete", src, "/work"])).ok();
+    user.run(&on(&id, &["cat", "/work/sql/Cargo.toml"]))
+        .failed(4);
+    // The pull brings the change and the deletion; the push can be undone.
+    user.run(&on(
+        &id,
+        &["pull", "--delete", "/work", copy.to_str().unwrap()],
+    ))
+    .ok();
+    let mut expected = tree_of(&source);
+    expected.remove("debug.log");
+    assert_eq!(tree_of(&copy), expected);
+    user.run(&on(&id, &["undo"])).ok();
+    user.run(&on(&id, &["cat", "/work/sql/Cargo.toml"])).ok();
+
+    let missing = user.run(&on(&id, &["push", "no-such-dir"]));
+    assert!(missing.failed(11).contains("no-such-dir"));
+}
+
+#[test]
+fn a_push_over_the_quota_stops_before_sending_and_names_it() {
+    let user = User::new();
+    let id = new_agent(&user, "quota");
+    let reply = common::client().send(
+        "PUT",
+        &format!("/agents/{id}/settings"),
+        br#"{"quotas":{"max_stored_bytes":100000}}"#,
+    );
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let big = user.path("big");
+    std::fs::create_dir(&big).unwrap();
+    std::fs::write(big.join("a.bin"), vec![7u8; 300_000]).unwrap();
+    let refused = user.run(&on(&id, &["push", big.to_str().unwrap(), "/big"]));
+    let line = refused.failed(7);
+    assert!(line.contains("max_stored_bytes"), "{line}");
+    let usage = common::client().send("GET", &format!("/agents/{id}"), b"");
+    assert_eq!(usage.json()["usage"]["files"], 0, "nothing was sent");
+}
