@@ -12,6 +12,7 @@ mod config;
 mod error;
 mod files;
 mod follow;
+mod more;
 mod output;
 mod timetravel;
 mod transfer;
@@ -117,6 +118,49 @@ enum Command {
         #[arg(short, long)]
         follow: bool,
     },
+    /// The processes on the agent's computer.
+    Ps,
+    /// Start a long-running process (a dev server) on the computer.
+    Start {
+        /// A port it serves (repeat for more).
+        #[arg(long = "port")]
+        ports: Vec<u16>,
+        #[arg(long)]
+        cwd: Option<String>,
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// Stop a process.
+    Kill { id: String },
+    /// A share link to a port (anyone with it may open the port).
+    Share {
+        port: u16,
+        #[arg(long)]
+        ttl_seconds: Option<u64>,
+    },
+    /// Serve a port of the computer on a local port (HTTP and WebSocket).
+    Forward { port: u16, local_port: Option<u16> },
+    /// The workspace's changes, live.
+    Watch {
+        /// Start after this revision (default: now).
+        #[arg(long)]
+        since: Option<i64>,
+    },
+    /// Mint and revoke the agent's tokens (admin token).
+    #[command(subcommand)]
+    Tokens(more::TokensCommand),
+    /// The agent's schedules.
+    #[command(subcommand)]
+    Schedules(more::NamedCommand),
+    /// The agent's webhook hooks.
+    #[command(subcommand)]
+    Hooks(more::NamedCommand),
+    /// Edit a file with $EDITOR; written back only if it did not change
+    /// meanwhile.
+    Edit { path: String },
+    /// A line-by-line shell on the agent (light shell); `cd` and variables
+    /// carry over between lines.
+    Shell,
     /// Pin the workspace as it is.
     Checkpoint {
         /// A name to find it by later.
@@ -294,6 +338,21 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Exec(args) => follow::exec(&ctx, args),
         Command::Jobs(command) => follow::jobs(&ctx, command),
         Command::Logs { job, follow } => follow::logs(&ctx, job, follow),
+        Command::Ps => more::ps(&ctx),
+        Command::Start {
+            ports,
+            cwd,
+            command,
+        } => more::start(&ctx, ports, cwd, command),
+        Command::Kill { id } => more::kill(&ctx, &id),
+        Command::Share { port, ttl_seconds } => more::share(&ctx, port, ttl_seconds),
+        Command::Forward { port, local_port } => more::forward(&ctx, port, local_port),
+        Command::Watch { since } => more::watch(&ctx, since),
+        Command::Tokens(command) => more::tokens(&ctx, command),
+        Command::Schedules(command) => more::named(&ctx, "schedules", command),
+        Command::Hooks(command) => more::named(&ctx, "hooks", command),
+        Command::Edit { path } => more::edit(&ctx, &path),
+        Command::Shell => more::shell(&ctx),
         Command::Checkpoint { name, message } => timetravel::checkpoint(&ctx, name, message),
         Command::Checkpoints { limit } => timetravel::checkpoints(&ctx, limit),
         Command::Diff { from, to, paths } => timetravel::diff(&ctx, from, to, paths),

@@ -118,6 +118,29 @@ impl User {
         self.run_in(self.cwd.path(), args)
     }
 
+    /// Runs with `input` on standard input and `env` added.
+    fn run_with(&self, args: &[&str], input: &str, env: &[(&str, &str)]) -> Run {
+        let mut command = self.command(args, self.cwd.path());
+        command
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("run stead");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     fn path(&self, name: &str) -> PathBuf {
         self.cwd.path().join(name)
     }
@@ -561,7 +584,7 @@ fn push_and_pull_a_source_tree_send_only_what_the_other_side_lacks() {
     let tree_bytes: u64 = tree_of(&source).values().map(|v| v.3.len() as u64).sum();
 
     let src = source.to_str().unwrap();
-    let first = user.run(&on(&id, &["--json", "push", src, "/work"]));
+    let first = user.run(&on(&id, &["--json", "push", src, "/tree"]));
     let first = &first.json_lines()[0];
     assert!(first["bytes_sent"].as_u64().unwrap() > 0, "{first}");
 
@@ -570,7 +593,7 @@ fn push_and_pull_a_source_tree_send_only_what_the_other_side_lacks() {
     let copy = user.path("copy");
     let pulled = user.run(&on(
         &id,
-        &["--json", "pull", "/work", copy.to_str().unwrap()],
+        &["--json", "pull", "/tree", copy.to_str().unwrap()],
     ));
     assert_eq!(pulled.code, 0, "{}", pulled.stderr);
     let mut expected = tree_of(&source);
@@ -578,7 +601,7 @@ fn push_and_pull_a_source_tree_send_only_what_the_other_side_lacks() {
     assert_eq!(tree_of(&copy), expected);
 
     // The unchanged tree again: no content crosses, nothing changes.
-    let again = user.run(&on(&id, &["--json", "push", src, "/work"]));
+    let again = user.run(&on(&id, &["--json", "push", src, "/tree"]));
     assert_eq!(again.json_lines()[0]["bytes_sent"], 0, "{}", again.stdout);
     assert_eq!(again.json_lines()[0]["changes"], 0, "{}", again.stdout);
 
@@ -587,7 +610,7 @@ fn push_and_pull_a_source_tree_send_only_what_the_other_side_lacks() {
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("// one more line\n");
     std::fs::write(&file, &text).unwrap();
-    let line = user.run(&on(&id, &["--json", "push", src, "/work"]));
+    let line = user.run(&on(&id, &["--json", "push", src, "/tree"]));
     let line = &line.json_lines()[0];
     assert_eq!(line["chunks_sent"], 1, "{line}");
     assert!(
@@ -595,33 +618,33 @@ fn push_and_pull_a_source_tree_send_only_what_the_other_side_lacks() {
         "{line}"
     );
     assert_eq!(
-        user.run(&on(&id, &["cat", "/work/vfs/src/ops.rs"])).ok(),
+        user.run(&on(&id, &["cat", "/tree/vfs/src/ops.rs"])).ok(),
         text
     );
 
     // A dry run changes nothing; --delete removes what the source lost.
     std::fs::remove_file(source.join("sql/Cargo.toml")).unwrap();
-    let dry = user.run(&on(&id, &["push", "--delete", "--dry-run", src, "/work"]));
+    let dry = user.run(&on(&id, &["push", "--delete", "--dry-run", src, "/tree"]));
     assert!(
-        dry.ok().contains("- /work/sql/Cargo.toml"),
+        dry.ok().contains("- /tree/sql/Cargo.toml"),
         "{}",
         dry.stdout
     );
-    user.run(&on(&id, &["cat", "/work/sql/Cargo.toml"])).ok();
-    user.run(&on(&id, &["push", "--delete", src, "/work"])).ok();
-    user.run(&on(&id, &["cat", "/work/sql/Cargo.toml"]))
+    user.run(&on(&id, &["cat", "/tree/sql/Cargo.toml"])).ok();
+    user.run(&on(&id, &["push", "--delete", src, "/tree"])).ok();
+    user.run(&on(&id, &["cat", "/tree/sql/Cargo.toml"]))
         .failed(4);
     // The pull brings the change and the deletion; the push can be undone.
     user.run(&on(
         &id,
-        &["pull", "--delete", "/work", copy.to_str().unwrap()],
+        &["pull", "--delete", "/tree", copy.to_str().unwrap()],
     ))
     .ok();
     let mut expected = tree_of(&source);
     expected.remove("debug.log");
     assert_eq!(tree_of(&copy), expected);
     user.run(&on(&id, &["undo"])).ok();
-    user.run(&on(&id, &["cat", "/work/sql/Cargo.toml"])).ok();
+    user.run(&on(&id, &["cat", "/tree/sql/Cargo.toml"])).ok();
 
     let missing = user.run(&on(&id, &["push", "no-such-dir"]));
     assert!(missing.failed(11).contains("no-such-dir"));
@@ -650,4 +673,161 @@ fn a_push_over_the_quota_stops_before_sending_and_names_it() {
     assert!(line.contains("max_stored_bytes"), "{line}");
     let usage = common::client().send("GET", &format!("/agents/{id}"), b"");
     assert_eq!(usage.json()["usage"]["files"], 0, "nothing was sent");
+}
+
+#[test]
+fn shell_keeps_the_directory_and_variables_between_lines() {
+    let user = User::new();
+    let id = new_agent(&user, "shell");
+    let input =
+        "mkdir -p /d/e\ncd /d\nGREETING=hello\necho $GREETING from $(pwd)\ncd e && pwd\nfalse\n";
+    let run = user.run_with(&["-a", &id, "shell"], input, &[]);
+    assert_eq!(
+        run.stdout, "hello from /d\n/d/e\n",
+        "stderr: {}",
+        run.stderr
+    );
+    assert_eq!(run.code, 1, "the last line's status");
+}
+
+#[test]
+fn edit_writes_back_only_when_the_file_did_not_move_meanwhile() {
+    let user = User::new();
+    let id = new_agent(&user, "edit");
+    let local = user.path("f.txt");
+    std::fs::write(&local, "old text\n").unwrap();
+    user.run(&on(&id, &["put", local.to_str().unwrap(), "/f.txt"]))
+        .ok();
+    let editor = [("EDITOR", "sed -i s/old/new/")];
+    user.run_with(&on(&id, &["edit", "/f.txt"]), "", &editor);
+    assert_eq!(user.run(&on(&id, &["cat", "/f.txt"])).ok(), "new text\n");
+
+    // An editor during which someone else writes the file: refused, the
+    // local copy kept and named.
+    let other = user.path("other.txt");
+    std::fs::write(&other, "theirs\n").unwrap();
+    let script = user.path("editor.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nsed -i s/new/mine/ \"$1\"\n\"$STEAD_BIN\" put \"$OTHER\" /f.txt >/dev/null\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let env = [
+        ("EDITOR", script.to_str().unwrap()),
+        ("STEAD_BIN", env!("CARGO_BIN_EXE_stead")),
+        ("OTHER", other.to_str().unwrap()),
+        ("STEAD_AGENT", id.as_str()),
+    ];
+    let conflict = user.run_with(&["edit", "/f.txt"], "", &env);
+    let line = conflict.failed(6);
+    assert!(line.contains("changed in the workspace"), "{line}");
+    assert_eq!(user.run(&on(&id, &["cat", "/f.txt"])).ok(), "theirs\n");
+    let kept = line.rsplit("your copy is ").next().unwrap();
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), "mine text\n");
+    std::fs::remove_file(kept).unwrap();
+}
+
+#[test]
+fn tokens_schedules_and_hooks_are_managed_from_the_command_line() {
+    let user = User::new();
+    let id = new_agent(&user, "admin");
+    let minted = user.run(&on(&id, &["tokens", "mint", "--scopes", "read"]));
+    let token = minted.ok().trim().to_string();
+    let mut reader = User::new();
+    reader.env[1].1 = token;
+    reader.run(&on(&id, &["ls", "/"])).ok();
+    let refused = reader.run(&on(&id, &["put", "/dev/null", "/x"]));
+    assert!(
+        refused.failed(5).contains("FORBIDDEN"),
+        "{}",
+        refused.stderr
+    );
+
+    user.run(&on(
+        &id,
+        &[
+            "schedules",
+            "create",
+            "later",
+            r#"{"delay_ms":3600000,"exec":{"command":"echo later"}}"#,
+        ],
+    ))
+    .ok();
+    let listed = user
+        .run(&on(&id, &["--json", "schedules", "ls"]))
+        .json_lines();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["id"], "later");
+    user.run(&on(&id, &["schedules", "rm", "later"])).ok();
+    assert!(user.run(&on(&id, &["schedules", "ls"])).ok().is_empty());
+    let bad = user.run(&on(&id, &["schedules", "create", "x", "{not json"]));
+    assert!(bad.failed(10).contains("not JSON"));
+}
+
+#[test]
+fn forward_serves_a_dev_servers_page_to_a_local_curl() {
+    let user = User::new();
+    let id = new_agent(&user, "forward");
+    user.run(&on(
+        &id,
+        &[
+            "exec",
+            "--light",
+            "--",
+            "mkdir -p /site && echo hello-from-the-dev-server > /site/index.html",
+        ],
+    ))
+    .ok();
+    let port = 20_000 + (std::process::id() % 5_000) as u16;
+    let port_text = port.to_string();
+    user.run(&on(
+        &id,
+        &[
+            "start",
+            "--port",
+            &port_text,
+            "--cwd",
+            "/site",
+            "--",
+            "python3",
+            "-m",
+            "http.server",
+            &port_text,
+        ],
+    ))
+    .ok();
+    let free = TcpListener::bind("127.0.0.1:0").unwrap();
+    let local = free.local_addr().unwrap().port().to_string();
+    drop(free);
+    let mut forward = user
+        .command(&on(&id, &["forward", &port_text, &local]), user.cwd.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let page = loop {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "--max-time",
+                "10",
+                &format!("http://127.0.0.1:{local}/index.html"),
+            ])
+            .output()
+            .unwrap();
+        let body = String::from_utf8_lossy(&out.stdout).into_owned();
+        if body.contains("hello-from-the-dev-server") || std::time::Instant::now() > deadline {
+            break body;
+        }
+        thread::sleep(std::time::Duration::from_millis(500));
+    };
+    forward.kill().unwrap();
+    forward.wait().unwrap();
+    let processes = user.run(&on(&id, &["--json", "ps"])).json_lines();
+    for process in &processes {
+        user.run(&on(&id, &["kill", process["id"].as_str().unwrap()]));
+    }
+    assert_eq!(page, "hello-from-the-dev-server\n");
 }
