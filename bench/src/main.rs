@@ -368,7 +368,13 @@ fn cli_main(options: &Options) {
         json!({ "mode": mode, "target": target, "files": sizes.files, "bytes": sizes.bytes,
                 "unix_time": unix_seconds() }),
     );
-    cli::run(&agent, base.trim_end_matches('/'), &token, sizes, &mut report);
+    cli::run(
+        &agent,
+        base.trim_end_matches('/'),
+        &token,
+        sizes,
+        &mut report,
+    );
     agent.delete();
     print_and_save(&report, "cli.json");
 }

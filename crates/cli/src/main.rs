@@ -105,6 +105,20 @@ enum Command {
         #[command(flatten)]
         options: TransferFlags,
     },
+    /// Mirror one way per call: the destination becomes the source,
+    /// deletions included (`push --delete` or `pull --delete`).
+    Sync {
+        /// Local to workspace.
+        #[arg(long, group = "way", required = true)]
+        up: bool,
+        /// Workspace to local.
+        #[arg(long, group = "way", required = true)]
+        down: bool,
+        local: PathBuf,
+        remote: String,
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Run a command; its output streams as it comes, and its exit status
     /// is stead's.
     Exec(follow::ExecArgs),
@@ -335,6 +349,22 @@ fn run(cli: Cli) -> Result<i32> {
             local,
             options,
         } => transfer::pull(&ctx, &remote, local.as_deref(), &options.options()),
+        Command::Sync {
+            up,
+            down: _,
+            local,
+            remote,
+            dry_run,
+        } => {
+            let options = transfer::Options {
+                delete: true,
+                dry_run,
+            };
+            match up {
+                true => transfer::push(&ctx, &local, Some(&remote), &options),
+                false => transfer::pull(&ctx, &remote, Some(&local), &options),
+            }
+        }
         Command::Exec(args) => follow::exec(&ctx, args),
         Command::Jobs(command) => follow::jobs(&ctx, command),
         Command::Logs { job, follow } => follow::logs(&ctx, job, follow),

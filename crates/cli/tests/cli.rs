@@ -362,9 +362,19 @@ fn exec_streams_output_and_exits_with_the_commands_status() {
     assert!(jobs.iter().any(|j| j["id"] == job));
 }
 
-/// A TCP proxy to the runtime that cuts its first connection once the
-/// server has sent `cut_after` bytes through it; later connections pass.
-fn cutting_proxy(cut_after: usize) -> (String, Arc<AtomicBool>) {
+/// Which way a [`cutting_proxy`] counts the bytes it cuts after.
+#[derive(Clone, Copy, PartialEq)]
+enum Cut {
+    /// What the server sends.
+    Answers,
+    /// What the client sends.
+    Requests,
+}
+
+/// A TCP proxy to the runtime that cuts its first connection once
+/// `cut_after` bytes went through it the `way` given; later connections
+/// pass.
+fn cutting_proxy(cut_after: usize, way: Cut) -> (String, Arc<AtomicBool>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let upstream = common::base().trim_start_matches("http://").to_string();
@@ -374,11 +384,12 @@ fn cutting_proxy(cut_after: usize) -> (String, Arc<AtomicBool>) {
         for (n, client) in listener.incoming().enumerate() {
             let Ok(client) = client else { return };
             let server = TcpStream::connect(&upstream).unwrap();
-            let limit = (n == 0).then_some(cut_after);
+            let limit = move |this: Cut| (n == 0 && this == way).then_some(cut_after);
             let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-            thread::spawn(move || pipe(c2, s2, None, None));
             let flag = was_cut.clone();
-            thread::spawn(move || pipe(server, client, limit, Some(flag)));
+            thread::spawn(move || pipe(c2, s2, limit(Cut::Requests), Some(flag)));
+            let flag = was_cut.clone();
+            thread::spawn(move || pipe(server, client, limit(Cut::Answers), Some(flag)));
         }
     });
     (url, cut)
@@ -391,7 +402,7 @@ fn pipe(
     cut: Option<Arc<AtomicBool>>,
 ) {
     let mut sent = 0;
-    let mut buffer = [0u8; 256];
+    let mut buffer = [0u8; 4096];
     loop {
         let n = match from.read(&mut buffer) {
             Ok(0) | Err(_) => break,
@@ -429,7 +440,7 @@ fn logs_follow_resumes_after_a_cut_connection_and_prints_every_byte_once() {
     ]);
     let job = detached.json_lines()[0]["job"]["id"].as_i64().unwrap();
     // Cut the first connection a few pieces into the stream.
-    let (url, cut) = cutting_proxy(900);
+    let (url, cut) = cutting_proxy(900, Cut::Answers);
     let mut through = User::new();
     through.env[0].1 = url;
     let logs = through.run(&["-a", &id, "logs", "-f", &job.to_string()]);
@@ -830,4 +841,43 @@ fn forward_serves_a_dev_servers_page_to_a_local_curl() {
         user.run(&on(&id, &["kill", process["id"].as_str().unwrap()]));
     }
     assert_eq!(page, "hello-from-the-dev-server\n");
+}
+
+#[test]
+fn a_push_cut_off_midway_changes_nothing_and_the_next_run_finishes_it() {
+    let user = User::new();
+    let id = new_agent(&user, "cutpush");
+    let source = user.path("big");
+    std::fs::create_dir(&source).unwrap();
+    let mut seed = 1u64;
+    for i in 0..6 {
+        // 5 MB of bytes that do not repeat: 10 chunks each.
+        let data: Vec<u8> = (0..5_000_000)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (seed >> 33) as u8
+            })
+            .collect();
+        std::fs::write(source.join(format!("f{i}.bin")), data).unwrap();
+    }
+    // The first connection breaks after 20 MB of upload: past the first
+    // batch of chunks, before the apply.
+    let (url, cut) = cutting_proxy(20_000_000, Cut::Requests);
+    let mut through = User::new();
+    through.env[0].1 = url;
+    let src = source.to_str().unwrap();
+    let broken = through.run(&on(&id, &["push", src, "/big"]));
+    assert!(cut.load(Ordering::SeqCst), "the connection was never cut");
+    broken.failed(8);
+    let usage = common::client().send("GET", &format!("/agents/{id}"), b"");
+    assert_eq!(usage.json()["usage"]["files"], 0, "nothing half-applied");
+
+    let finished = user.run(&on(&id, &["--json", "push", src, "/big"]));
+    assert_eq!(finished.code, 0, "{}", finished.stderr);
+    let copy = user.path("copy");
+    user.run(&on(&id, &["pull", "/big", copy.to_str().unwrap()]))
+        .ok();
+    assert_eq!(tree_of(&copy), tree_of(&source));
 }
