@@ -324,9 +324,13 @@ fn context(cli: &Cli) -> Result<Context> {
 }
 
 fn run(cli: Cli) -> Result<i32> {
+    // `login` makes the profile the others read: it needs none to exist.
+    if let Command::Login { url, token } = &cli.command {
+        return login(&cli.profile, url, token, cli.json);
+    }
     let ctx = context(&cli)?;
     match cli.command {
-        Command::Login { url, token } => login(&cli.profile, &url, &token, ctx.json),
+        Command::Login { .. } => unreachable!("answered above"),
         Command::Use { agent } => use_agent(&ctx, &agent),
         Command::Agents(command) => agents::run(&ctx, command),
         Command::Ls { path, long } => files::ls(&ctx, &path, long),

@@ -207,13 +207,33 @@ fn login_stores_a_private_profile_that_later_commands_use() {
     overridden.config = user.config;
     overridden.env = vec![("STEAD_TOKEN", "wrong".to_string())];
     overridden.run(&["agents", "info", &id]).failed(5);
-    // An unknown profile names the stored ones.
+    // An unknown profile names the stored ones; logging in makes it, and
+    // it becomes the current one.
     let unknown = overridden.run(&["--profile", "staging", "agents", "ls"]);
     assert!(
         unknown.failed(3).contains("stored: default"),
         "{}",
         unknown.stderr
     );
+    let staging = User {
+        config: overridden.config,
+        cwd: tempfile::tempdir().unwrap(),
+        env: Vec::new(),
+    };
+    let base = common::base();
+    let login = [
+        "--profile",
+        "staging",
+        "login",
+        "--url",
+        base,
+        "--token",
+        DEV_TOKEN,
+    ];
+    staging.run(&login).ok();
+    let stored: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(stored["current"], "staging");
+    staging.run(&["agents", "info", &id]).ok();
 }
 
 #[test]
