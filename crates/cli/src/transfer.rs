@@ -61,8 +61,9 @@ fn local_rules(root: &Path) -> IgnoreRules {
             text.push('\n');
         }
     }
-    // A pull's staging is its own.
-    text.push_str(&format!("/{PULL_STAGING}/\n"));
+    // A pull's staging is its own, and so is a file half-written by one
+    // that was interrupted (the next pull writes it again).
+    text.push_str(&format!("/{PULL_STAGING}/\n*.stead-part\n"));
     IgnoreRules::parse(&text)
 }
 
@@ -272,7 +273,14 @@ pub fn push(ctx: &Context, local: &Path, remote: Option<&str>, options: &Options
     let wanted: Vec<ChunkHash> = sources.keys().copied().collect();
     let mut missing = missing_of(ctx, &wanted)?;
     let bytes: u64 = missing.iter().map(|h| sources[h].2 as u64).sum();
-    check_quota(ctx, bytes)?;
+    let largest = changes
+        .iter()
+        .filter_map(|c| match &c.entry {
+            Some(Entry::File { size, .. }) => Some((*size, c.path.as_str())),
+            _ => None,
+        })
+        .max();
+    check_quota(ctx, bytes, largest)?;
     let summary = json!({
         "changes": changes.len(), "deleted": deleted.len(),
         "chunks_sent": missing.len(), "bytes_sent": bytes, "dry_run": options.dry_run,
@@ -380,25 +388,38 @@ fn missing_of(ctx: &Context, wanted: &[ChunkHash]) -> Result<Vec<ChunkHash>> {
     Ok(missing)
 }
 
-/// Stops a push that would break the stored-bytes quota before it sends
-/// anything.
-fn check_quota(ctx: &Context, bytes: u64) -> Result<()> {
+/// Stops a push that would break a quota before it sends anything: the
+/// stored bytes (`bytes` of new content) or the largest file (`largest`).
+fn check_quota(ctx: &Context, bytes: u64, largest: Option<(u64, &str)>) -> Result<()> {
     let (api, agent) = (ctx.api()?, ctx.agent()?);
     let settings = api.json("GET", &format!("{}/settings", agent_path(agent)), None)?;
-    let info = api.json("GET", &agent_path(agent), None)?;
-    let limit = settings["quotas"]["max_stored_bytes"]
-        .as_u64()
-        .or_else(|| settings["settings"]["quotas"]["max_stored_bytes"].as_u64());
-    let stored = info["usage"]["stored_bytes"].as_u64().unwrap_or(0);
-    match limit {
-        Some(limit) if stored + bytes > limit => Err(CliError::new(
+    let quotas = match settings.get("settings") {
+        Some(inner) => inner["quotas"].clone(),
+        None => settings["quotas"].clone(),
+    };
+    let refuse = |message: String| {
+        Err(CliError::new(
             Failure::Quota,
-            format!(
-                "the push would store {} more, and the workspace holds {} of its max_stored_bytes quota of {}: nothing was sent; free space or raise the quota in the settings",
-                output::size(bytes),
-                output::size(stored),
+            format!("{message}: nothing was sent; free space or raise the quota in the settings"),
+        ))
+    };
+    if let (Some(limit), Some((size, path))) = (quotas["max_file_bytes"].as_u64(), largest) {
+        if size > limit {
+            return refuse(format!(
+                "{path} would be {} and the max_file_bytes quota is {}",
+                output::size(size),
                 output::size(limit)
-            ),
+            ));
+        }
+    }
+    let info = api.json("GET", &agent_path(agent), None)?;
+    let stored = info["usage"]["stored_bytes"].as_u64().unwrap_or(0);
+    match quotas["max_stored_bytes"].as_u64() {
+        Some(limit) if stored + bytes > limit => refuse(format!(
+            "the push would store {} more, and the workspace holds {} of its max_stored_bytes quota of {}",
+            output::size(bytes),
+            output::size(stored),
+            output::size(limit)
         )),
         _ => Ok(()),
     }

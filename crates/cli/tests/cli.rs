@@ -704,6 +704,27 @@ fn a_push_over_the_quota_stops_before_sending_and_names_it() {
     assert!(line.contains("max_stored_bytes"), "{line}");
     let usage = common::client().send("GET", &format!("/agents/{id}"), b"");
     assert_eq!(usage.json()["usage"]["files"], 0, "nothing was sent");
+
+    // A file over max_file_bytes is named before anything is sent.
+    let reply = common::client().send(
+        "PUT",
+        &format!("/agents/{id}/settings"),
+        br#"{"quotas":{"max_stored_bytes":10000000,"max_file_bytes":200000}}"#,
+    );
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let refused = user.run(&on(&id, &["push", big.to_str().unwrap(), "/big"]));
+    let line = refused.failed(7);
+    assert!(
+        line.contains("/big/a.bin") && line.contains("max_file_bytes"),
+        "{line}"
+    );
+    let usage = common::client().send("GET", &format!("/agents/{id}"), b"");
+    assert_eq!(usage.json()["usage"]["files"], 0, "nothing was sent");
 }
 
 #[test]
