@@ -716,7 +716,7 @@ impl<H: Host> Agent<H> {
                     Step::Fetch => transfer::fetch(&vfs, &json_body)?,
                     Step::Chunks => {
                         let body = read_body(&mut request.body, transfer::MAX_CHUNKS_BODY).await?;
-                        transfer::stage(&vfs, &body)?
+                        transfer::stage(db, &vfs, &body)?
                     }
                     Step::Apply => {
                         let apply = transfer::Apply::decode(&json_body)?;

@@ -139,25 +139,21 @@ pub fn missing<S: Sql>(vfs: &Vfs<'_, S>, body: &[u8]) -> Result<Value, ApiError>
     Ok(json!({ "missing": missing }))
 }
 
-/// `POST .../transfer/chunks`: stages every framed chunk of `body`. A
-/// body that is not whole frames, or a chunk whose bytes do not hash to
-/// its hash, is refused before anything is staged; a quota refusal midway
-/// releases what was staged, so nothing stays.
-pub fn stage<S: Sql>(vfs: &Vfs<'_, S>, body: &[u8]) -> Result<Value, ApiError> {
+/// `POST .../transfer/chunks`: stages every framed chunk of `body`, all in
+/// one transaction (one commit per request, not per chunk). A body that is
+/// not whole frames, or a chunk whose bytes do not hash to its hash, is
+/// refused before anything is staged; a quota refusal midway rolls the
+/// whole request back, so nothing stays.
+pub fn stage<S: Sql>(db: &S, vfs: &Vfs<'_, S>, body: &[u8]) -> Result<Value, ApiError> {
     let chunks = frame::decode_all(body)
         .map_err(|e| ApiError::InvalidRequest(format!("{e}: send the chunks' bytes again")))?;
-    let staging = vfs.begin_staging()?;
-    let staged = chunks
-        .iter()
-        .enumerate()
-        .try_for_each(|(idx, (_, data))| vfs.stage_chunk(staging, idx as i64, data));
-    match staged {
-        Ok(()) => Ok(json!({ "staging": staging.number(), "chunks": chunks.len() })),
-        Err(error) => {
-            vfs.abort_upload(staging)?;
-            Err(error.into())
+    db.transaction(|| {
+        let staging = vfs.begin_staging()?;
+        for (idx, (_, data)) in chunks.iter().enumerate() {
+            vfs.stage_chunk(staging, idx as i64, data)?;
         }
-    }
+        Ok(json!({ "staging": staging.number(), "chunks": chunks.len() }))
+    })
 }
 
 /// The decoded `apply` request, and the paths its checkpoint pins.
@@ -274,7 +270,7 @@ mod tests {
         for piece in data.chunks(stead_sync::CHUNK_SIZE) {
             frame::encode(&mut framed, piece);
         }
-        let staged = stage(&vfs, &framed).unwrap();
+        let staged = stage(&db, &vfs, &framed).unwrap();
         let staging = staged["staging"].as_i64().unwrap();
         let apply = Apply::decode(&body(
             json!({ "base": 0, "changes": changes, "staging": [staging] }),
@@ -314,7 +310,7 @@ mod tests {
         // Corrupt the second chunk's bytes after its hash was written.
         let end = framed.len();
         framed[end - 1] = b'!';
-        let refused = stage(&vfs, &framed).unwrap_err();
+        let refused = stage(&db, &vfs, &framed).unwrap_err();
         assert!(
             refused.to_string().contains("does not match its hash"),
             "{refused}"

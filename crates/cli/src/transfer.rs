@@ -440,10 +440,15 @@ fn upload(
         if body.is_empty() {
             return Ok(());
         }
+        // A declared length, not chunked: the body is whole in memory.
+        let length = body.len().to_string();
         let response = api.send(
             "POST",
             &format!("{}/transfer/chunks", agent_path(agent)),
-            &[("content-type", "application/octet-stream")],
+            &[
+                ("content-type", "application/octet-stream"),
+                ("content-length", length.as_str()),
+            ],
             ureq::SendBody::from_reader(&mut body.as_slice()),
         )?;
         let status = response.status().as_u16();
