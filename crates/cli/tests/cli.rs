@@ -885,7 +885,7 @@ fn forward_serves_a_dev_servers_page_to_a_local_curl() {
 }
 
 #[test]
-fn a_push_cut_off_midway_changes_nothing_and_the_next_run_finishes_it() {
+fn a_push_or_pull_cut_off_midway_leaves_nothing_half_done_and_the_next_run_finishes_it() {
     let user = User::new();
     let id = new_agent(&user, "cutpush");
     let source = user.path("big");
@@ -917,8 +917,23 @@ fn a_push_cut_off_midway_changes_nothing_and_the_next_run_finishes_it() {
 
     let finished = user.run(&on(&id, &["--json", "push", src, "/big"]));
     assert_eq!(finished.code, 0, "{}", finished.stderr);
+
+    // A pull cut off midway leaves no file half-written under its name,
+    // and the next one finishes it and clears its staging.
     let copy = user.path("copy");
+    let (url, cut) = cutting_proxy(20_000_000, Cut::Answers);
+    through.env[0].1 = url;
+    let broken = through.run(&on(&id, &["pull", "/big", copy.to_str().unwrap()]));
+    assert!(cut.load(Ordering::SeqCst), "the connection was never cut");
+    broken.failed(8);
+    let expected = tree_of(&source);
+    for (name, item) in tree_of(&copy) {
+        if name.starts_with(".stead-pull") {
+            continue;
+        }
+        assert_eq!(Some(&item), expected.get(&name), "{name} is not whole");
+    }
     user.run(&on(&id, &["pull", "/big", copy.to_str().unwrap()]))
         .ok();
-    assert_eq!(tree_of(&copy), tree_of(&source));
+    assert_eq!(tree_of(&copy), expected);
 }
