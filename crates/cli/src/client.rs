@@ -318,3 +318,36 @@ impl Socket {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_answers_become_one_line_with_their_kind_and_a_hint() {
+        let body = br#"{"error":{"code":"AGENT_NOT_FOUND","message":"no agent \"x\""}}"#;
+        let error = error_of(404, body);
+        assert_eq!(error.failure, Failure::NotFound);
+        assert!(error
+            .message
+            .starts_with(r#"no agent "x" (AGENT_NOT_FOUND, HTTP 404); create it"#));
+        let quota = error_of(507, br#"{"error":{"code":"ENOSPC","message":"full"}}"#);
+        assert_eq!(quota.failure, Failure::Quota);
+        let token = error_of(401, br#"{"error":{"code":"UNAUTHORIZED","message":"no"}}"#);
+        assert!(token
+            .message
+            .ends_with("check the token (--token, STEAD_TOKEN or `stead login`)"));
+        // A body that is not the API's still says what came back.
+        let html = error_of(502, b"<html>bad gateway</html>");
+        assert_eq!(html.failure, Failure::Server);
+        assert_eq!(html.message, "<html>bad gateway</html> (HTTP 502)");
+        assert!(!html.message.contains('\n'));
+    }
+
+    #[test]
+    fn paths_are_encoded_per_segment_and_made_absolute() {
+        assert_eq!(encode_path("src/my file#1.rs"), "/src/my%20file%231.rs");
+        assert_eq!(encode_path("/a/ü"), "/a/%C3%BC");
+        assert_eq!(agent_path("a.b_c-1"), "/agents/a.b_c-1");
+    }
+}
