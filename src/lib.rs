@@ -24,6 +24,7 @@ pub mod computer;
 mod do_sql;
 mod platform;
 mod random;
+mod registry;
 mod workspace;
 
 use serde_json::json;
@@ -141,6 +142,12 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             Ok(response) => Ok(response),
             Err(error) => error_response(&error),
         },
+        Ok(Route::Agents) => match principal {
+            Some(Principal::Admin) => registry::list(&env, &url).await,
+            _ => error_response(&ApiError::Forbidden {
+                reason: "only the admin token lists agents".into(),
+            }),
+        },
         Ok(Route::RevokeToken) => match revoke_token(req, principal, &env).await {
             Ok(response) => Ok(response),
             Err(error) => error_response(&error),
@@ -173,19 +180,20 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
                 .id_from_name(&id)?
                 .get_stub()?;
             let forwarded = with_caller(req, &Caller::of(principal.as_ref()))?;
+            let sent = platform::performance_now();
+            let answer = stub.fetch_with_request(forwarded).await?;
+            let round_trip = platform::performance_now() - sent;
+            registry::note(&env, &id, &action, &answer).await;
             if !platform::local_development(&env) {
-                return stub.fetch_with_request(forwarded).await;
+                return Ok(answer);
             }
             // Local development: the front's time (authentication,
             // routing) and the hop to the object (the round trip less what
             // the object spent) join the object's breakdown.
-            let sent = platform::performance_now();
-            let response = stub.fetch_with_request(forwarded).await?;
-            let round_trip = platform::performance_now() - sent;
-            let timing = response.headers().get("server-timing")?.unwrap_or_default();
+            let timing = answer.headers().get("server-timing")?.unwrap_or_default();
             let hop = (round_trip - agent_time(&timing)).max(0.0);
             let front = format!("front;dur={:.3}, hop;dur={hop:.3}", sent - started);
-            workspace::with_server_timing(response, &front)
+            workspace::with_server_timing(answer, &front)
         }
         Ok(Route::Health) => unreachable!("answered above"),
         Err(error) => error_response(&error),

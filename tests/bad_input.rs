@@ -535,7 +535,7 @@ fn unknown_routes() {
         ("POST", agent.url("/write/extra")),
         ("POST", agent.url("/WRITE")),
         ("GET", "/nope".to_string()),
-        ("GET", "/agents".to_string()),
+        ("GET", "/agentz".to_string()),
     ];
     routing_rejects(&agent, 404, "NO_ROUTE", cases);
 }

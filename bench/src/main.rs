@@ -4,11 +4,12 @@
 //! `bench/out/shell.json`; `checkpoint` measures checkpoints, diffs and forks
 //! on the VFS over SQLite and writes `bench/out/checkpoint.json`; `mcp`
 //! measures a tool call over MCP against its HTTP route and writes
-//! `bench/out/mcp.json`; `ports` measures a dev server on the computer
+//! `bench/out/mcp.json`; `cli` measures `stead push` (cold against one
+//! tar upload, and warm) and writes `bench/out/cli.json`; `ports` measures a dev server on the computer
 //! (the port route, live sync both ways) and writes `bench/out/ports.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
@@ -17,6 +18,7 @@
 mod agent;
 mod breakdown;
 mod checkpoint;
+mod cli;
 mod computer;
 mod gen;
 mod grep;
@@ -42,7 +44,7 @@ use report::Report;
 use stats::MIB;
 
 const USAGE: &str =
-    "usage: stead-bench [shell|computer|ports|checkpoint|mcp] [--quick] [--url http://host:port]
+    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
   computer    bytes and time the computer backend's sync costs
@@ -50,6 +52,7 @@ const USAGE: &str =
               request, and live sync both ways (see bench/src/ports.rs)
   checkpoint  checkpoints, diffs and forks on the VFS over SQLite (no Worker)
   mcp         a tool call over MCP (both revisions) vs its HTTP route
+  cli         `stead push` of a tree, cold vs one tar upload, and warm
               (without any: the file tools)
   --quick   small sizes, finishes in seconds (CI smoke test)
   --url     benchmark a running Worker instead of starting wrangler dev
@@ -85,6 +88,7 @@ struct Options {
     ports: bool,
     checkpoint: bool,
     mcp: bool,
+    cli: bool,
     quick: bool,
     url: Option<String>,
 }
@@ -96,6 +100,7 @@ fn parse_args() -> Options {
         ports: false,
         checkpoint: false,
         mcp: false,
+        cli: false,
         quick: false,
         url: None,
     };
@@ -107,6 +112,7 @@ fn parse_args() -> Options {
             "ports" => options.ports = true,
             "checkpoint" => options.checkpoint = true,
             "mcp" => options.mcp = true,
+            "cli" => options.cli = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
             "-h" | "--help" => {
@@ -198,6 +204,8 @@ fn main() {
         checkpoint_main(&options);
     } else if options.mcp {
         mcp_main(&options);
+    } else if options.cli {
+        cli_main(&options);
     } else {
         files_main(&options);
     }
@@ -338,6 +346,38 @@ fn checkpoint_main(options: &Options) {
     );
     checkpoint::run(sizes, &mut report);
     print_and_save(&report, "checkpoint.json");
+}
+
+/// `stead push` against a tar upload (see `cli.rs`).
+fn cli_main(options: &Options) {
+    let sizes = if options.quick {
+        cli::Sizes::QUICK
+    } else {
+        cli::Sizes::FULL
+    };
+    let (local, client) = connect(options);
+    let base = match (&local, &options.url) {
+        (Some(local), _) => local.runtime.base().to_string(),
+        (None, url) => url.clone().unwrap_or_default(),
+    };
+    let token = std::env::var("STEAD_TOKEN").unwrap_or_else(|_| DEV_TOKEN.into());
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let agent = Agent::create(client, agent_id("bench-cli"));
+    let mode = if options.quick { "quick" } else { "full" };
+    let mut report = Report::new(
+        format!("stead-bench cli ({mode}) against {target}"),
+        json!({ "mode": mode, "target": target, "files": sizes.files, "bytes": sizes.bytes,
+                "unix_time": unix_seconds() }),
+    );
+    cli::run(
+        &agent,
+        base.trim_end_matches('/'),
+        &token,
+        sizes,
+        &mut report,
+    );
+    agent.delete();
+    print_and_save(&report, "cli.json");
 }
 
 /// MCP against HTTP (see `mcp.rs`): 1,000 rounds (quick: 50).

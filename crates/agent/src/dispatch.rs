@@ -25,6 +25,7 @@ use crate::policy::{self, Access, Audit, Policy};
 use crate::protocol::SocketState;
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::scheduling;
+use crate::transfer::{self, Step};
 use crate::{audit, checkpoints, ports, settings, shares, tools};
 
 /// The headers of a hook call.
@@ -763,6 +764,35 @@ impl<H: Host> Agent<H> {
                     }
                 })?;
                 return Ok(Reply::File { path, node, chunks });
+            }
+            Action::Transfer(step) => {
+                let vfs = self.vfs();
+                match step {
+                    Step::Manifest => transfer::manifest(&vfs, &json_body)?,
+                    Step::Missing => transfer::missing(&vfs, &json_body)?,
+                    Step::Fetch => transfer::fetch(&vfs, &json_body)?,
+                    Step::Chunks => {
+                        let body = read_body(&mut request.body, transfer::MAX_CHUNKS_BODY).await?;
+                        transfer::stage(db, &vfs, &body)?
+                    }
+                    Step::Apply => {
+                        let apply = transfer::Apply::decode(&json_body)?;
+                        apply.check_content(&vfs)?;
+                        let paths = apply.paths()?;
+                        // A push can be undone like any write.
+                        let pending = checkpoints::before(
+                            db,
+                            &vfs,
+                            &request.caller.actor(),
+                            Operation::Tool("push".into()),
+                            Scope::Paths(&paths),
+                            None,
+                        )?;
+                        let before = pending.as_ref().map(checkpoints::Pending::id);
+                        let applied = checkpoints::settle(pending, &vfs, apply.run(&vfs))?;
+                        json!({ "applied": applied, "checkpoint": before })
+                    }
+                }
             }
             Action::Upload(path) => {
                 let options = upload_options(&request.query)?;

@@ -69,6 +69,10 @@ pub enum ApiError {
     Sched(#[from] SchedError),
     #[error("this agent is a fork still being copied; it is usable once the copy is complete")]
     Forking,
+    /// A push's apply names content the workspace does not hold (never
+    /// sent, or staged and dropped when the agent restarted).
+    #[error("{chunks} chunks of the pushed files are not here (staged content is dropped when the agent restarts): send them again (transfer/missing names them)")]
+    ContentMissing { chunks: usize },
     #[error("agent {id:?} already exists: a fork makes a new agent; fork into an id never used")]
     AgentExists { id: String },
     #[error(
@@ -175,6 +179,7 @@ impl ApiError {
             ApiError::Sched(error) => error.code(),
             ApiError::WebhookRefused(_) => "WEBHOOK_TARGET_REFUSED",
             ApiError::Forking => "AGENT_FORKING",
+            ApiError::ContentMissing { .. } => "CONTENT_MISSING",
             ApiError::AgentExists { .. } => "AGENT_EXISTS",
             ApiError::AgentExisted { .. } => "AGENT_EXISTED",
             ApiError::ForkFailed { .. } => "FORK_FAILED",
@@ -230,7 +235,10 @@ impl ApiError {
             ApiError::Computer(_) => 502,
             ApiError::Sched(error) => error.status(),
             ApiError::WebhookRefused(_) => 400,
-            ApiError::Forking | ApiError::AgentExists { .. } | ApiError::AgentExisted { .. } => 409,
+            ApiError::Forking
+            | ApiError::ContentMissing { .. }
+            | ApiError::AgentExists { .. }
+            | ApiError::AgentExisted { .. } => 409,
             ApiError::ForkFailed { .. } => 502,
             ApiError::DownloadOfDirectory { .. } => 409,
             ApiError::UpgradeRequired => 426,

@@ -40,6 +40,7 @@
 #![deny(unreachable_pub)]
 
 mod agent;
+pub mod agent_index;
 pub mod audit;
 pub mod auth;
 pub mod breakdown;
@@ -70,6 +71,7 @@ pub mod socket;
 pub mod subscriptions;
 mod tombstone;
 pub mod tools;
+pub mod transfer;
 
 pub use agent::Agent;
 pub use computer::error::ComputerError;

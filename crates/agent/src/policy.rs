@@ -136,6 +136,16 @@ impl Action {
             Action::ShareCreate(_) => records(Scope::Ports, "share.create"),
             Action::Shares => reads(Scope::Ports),
             Action::ShareRevoke(_) => records(Scope::Ports, "share.revoke"),
+            // Staged chunks change no file: only the apply is recorded.
+            Action::Transfer(crate::transfer::Step::Apply) => records(Scope::Write, "push"),
+            Action::Transfer(crate::transfer::Step::Chunks) => {
+                policy(Access::Scope(Scope::Write), Audit::ReadOnly)
+            }
+            Action::Transfer(
+                crate::transfer::Step::Manifest
+                | crate::transfer::Step::Missing
+                | crate::transfer::Step::Fetch,
+            ) => reads(Scope::Read),
         }
     }
 
@@ -420,6 +430,14 @@ mod tests {
             ("checkpoints", Action::CheckpointCreate),
             ("restore", Action::Restore),
             ("undo", Action::Undo),
+            (
+                "transfer/chunks",
+                Action::Transfer(crate::transfer::Step::Chunks),
+            ),
+            (
+                "transfer/apply",
+                Action::Transfer(crate::transfer::Step::Apply),
+            ),
         ];
         for name in &write {
             let known = match Tool::from_name(name) {

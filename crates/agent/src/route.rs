@@ -27,6 +27,10 @@ pub enum Route {
     /// definitions a model is given (any valid credential; an agent token
     /// sees the tools its scopes allow).
     Tools,
+    /// `GET /agents?limit=<n>&cursor=<c>`: the deployment's agents, newest
+    /// first (admin token only; the Worker answers from its index,
+    /// [`crate::agent_index`]).
+    Agents,
     /// A route on one agent.
     Agent { id: String, action: Action },
 }
@@ -240,6 +244,9 @@ pub enum Action {
     },
     /// `POST /agents/{id}/ports/{port}/share`: a share link to the port.
     ShareCreate(u16),
+    /// `POST /agents/{id}/transfer/{step}`: a step of a push or pull by
+    /// content hash (`crate::transfer`).
+    Transfer(crate::transfer::Step),
     /// `GET /agents/{id}/shares`: the share links not yet expired.
     Shares,
     /// `DELETE /agents/{id}/shares/{share}`: revoke one.
@@ -268,7 +275,7 @@ impl Action {
                 | Action::ProcessSignal(_)
                 | Action::ShareCreate(_)
                 | Action::Mcp
-        )
+        ) || matches!(self, Action::Transfer(step) if step.takes_json())
     }
 
     /// Whether a share link (rather than a bearer credential) may let the
@@ -319,7 +326,10 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("POST", "/tokens") => return Ok(Route::MintToken),
         ("POST", "/tokens/revoke") => return Ok(Route::RevokeToken),
         ("GET", "/tools") => return Ok(Route::Tools),
-        (_, "/health" | "/tokens" | "/tokens/revoke" | "/tools") => return Err(not_allowed()),
+        ("GET", "/agents") => return Ok(Route::Agents),
+        (_, "/health" | "/tokens" | "/tokens/revoke" | "/tools" | "/agents") => {
+            return Err(not_allowed())
+        }
         _ => {}
     }
     let rest = path.strip_prefix("/agents/").ok_or_else(no_route)?;
@@ -343,6 +353,13 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("PUT", "settings") => Action::SettingsPut,
         ("POST", "tokens/revoke") => Action::RevokeToken,
         ("POST", "diff") => Action::Diff,
+        ("POST", step) if step.starts_with("transfer/") => {
+            match crate::transfer::Step::from_name(&step["transfer/".len()..]) {
+                Some(step) => Action::Transfer(step),
+                None => return Err(no_route()),
+            }
+        }
+        (_, step) if step.starts_with("transfer/") => return Err(not_allowed()),
         ("POST", "restore") => Action::Restore,
         ("POST", "undo") => Action::Undo,
         ("POST", "fork") => Action::Fork,

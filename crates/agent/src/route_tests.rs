@@ -18,6 +18,8 @@ fn routes() {
     };
     assert_eq!(route("GET", "/health"), Ok(Route::Health));
     assert_eq!(route("GET", "/tools"), Ok(Route::Tools));
+    assert_eq!(route("GET", "/agents"), Ok(Route::Agents));
+    assert_eq!(route("HEAD", "/agents"), Ok(Route::Agents));
     assert_eq!(route("PUT", "/agents/a-1"), agent(Action::Create));
     assert_eq!(
         route("POST", "/agents/a-1/read"),
@@ -30,6 +32,7 @@ fn routes() {
     let code = |method, path| route(method, path).unwrap_err().code().to_string();
     assert_eq!(code("GET", "/agents/a-1/read"), "METHOD_NOT_ALLOWED");
     assert_eq!(code("POST", "/tools"), "METHOD_NOT_ALLOWED");
+    assert_eq!(code("POST", "/agents"), "METHOD_NOT_ALLOWED");
     assert_eq!(code("POST", "/agents/a-1/nope"), "NO_ROUTE");
     assert_eq!(code("POST", "/health"), "METHOD_NOT_ALLOWED");
     assert_eq!(code("GET", "/elsewhere"), "NO_ROUTE");

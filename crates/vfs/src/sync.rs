@@ -113,8 +113,18 @@ fn errno_text<S: serde::Serializer>(code: &Errno, s: S) -> std::result::Result<S
 impl<S: Sql> Vfs<'_, S> {
     /// Every path of the workspace but ignored ones, parents first.
     pub fn sync_manifest(&self, ignore: &IgnoreRules) -> Result<Vec<SyncChange>> {
+        self.sync_manifest_under(&VPath::root(), ignore)
+    }
+
+    /// Every path below directory `root` (not `root` itself) but ignored
+    /// ones, parents first: what a push or pull compares against.
+    pub fn sync_manifest_under(
+        &self,
+        root: &VPath,
+        ignore: &IgnoreRules,
+    ) -> Result<Vec<SyncChange>> {
         let mut nodes = Vec::new();
-        self.walk(&VPath::root(), None, |visit| {
+        self.walk(root, None, |visit| {
             if ignore.is_ignored(visit.path.as_str(), visit.node.is_dir()) {
                 return Ok(Flow::SkipChildren);
             }

@@ -20,6 +20,19 @@ use crate::{Vfs, CHUNK_SIZE};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UploadId(i64);
 
+impl UploadId {
+    /// The id as a number, to hand to a client that stages chunks over
+    /// several requests (a push) and names them again at the apply.
+    pub fn number(self) -> i64 {
+        self.0
+    }
+
+    /// The id a client handed back.
+    pub fn from_number(number: i64) -> UploadId {
+        UploadId(number)
+    }
+}
+
 impl<S: Sql> Vfs<'_, S> {
     /// Starts an upload to `path`, checking now that it could be written
     /// (the check is repeated at commit).
