@@ -781,7 +781,7 @@ impl<H: Host> Agent<H> {
                         let paths = apply.paths()?;
                         // A push can be undone like any write.
                         let pending = checkpoints::before(
-                            db,
+                            self,
                             &vfs,
                             &request.caller.actor(),
                             Operation::Tool("push".into()),

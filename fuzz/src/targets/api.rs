@@ -66,7 +66,8 @@ fn tool(tool: Tool, body: &[u8]) {
     let vfs = Vfs::new(&db, 1_700_000_000_000);
     fixture(&vfs);
     let before = super::dump(&db);
-    let result = tools::call(&vfs, tool, body);
+    // As the agent does: the body is parsed once, then the tool decodes it.
+    let result = stead_agent::decode::parse(body).and_then(|value| tools::call(&vfs, tool, &value));
     let changed = super::dump(&db) != before;
     match &result {
         Ok(value) => {
