@@ -107,12 +107,13 @@ enum Command {
     },
     /// Mirror one way per call: the destination becomes the source,
     /// deletions included (`push --delete` or `pull --delete`).
+    #[command(group(clap::ArgGroup::new("way").required(true).args(["up", "down"])))]
     Sync {
         /// Local to workspace.
-        #[arg(long, group = "way", required = true)]
+        #[arg(long)]
         up: bool,
         /// Workspace to local.
-        #[arg(long, group = "way", required = true)]
+        #[arg(long)]
         down: bool,
         local: PathBuf,
         remote: String,
@@ -485,4 +486,33 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::Cli;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// `sync` takes exactly one direction, and its usage says so.
+    #[test]
+    fn sync_takes_one_direction() {
+        let parse = |args: &[&str]| Cli::try_parse_from(["stead", "sync"].iter().chain(args));
+        assert!(parse(&["--up", "dir", "/r"]).is_ok());
+        assert!(parse(&["--down", "dir", "/r"]).is_ok());
+        assert!(parse(&["--up", "--down", "dir", "/r"]).is_err());
+        assert!(parse(&["dir", "/r"]).is_err());
+        let mut command = Cli::command();
+        let usage = command
+            .find_subcommand_mut("sync")
+            .expect("sync")
+            .render_usage()
+            .to_string();
+        assert!(usage.contains("<--up|--down>"), "{usage}");
+    }
 }
