@@ -176,27 +176,36 @@ pub fn command(
         container
             .confinement
             .command(&container.workspace, &container.scratch, cwd, script)?;
-    // `pwd` says the cwd as it was asked for (bash keeps an inherited PWD
-    // that names its directory, so a symlinked cwd is not resolved).
-    // Home is the computer's, not the workspace's (see `state::HOME`), and
-    // what a user installs goes under it: `pip install` as the user (no
-    // root, so pip installs into `~/.local`; Debian's marker that refuses
-    // pip outside a venv guards the system's packages, which a user install
-    // leaves alone), `npm install -g` into the same prefix, both on `PATH`.
-    // Python writes its output as it goes, not when a buffer fills, so a
-    // log shows a dev server's banner when it is printed. The request's
-    // `env` may set any of these.
-    let home = crate::state::HOME;
+    // As in the light shell: home is the workspace's root, and `pwd` says
+    // the cwd as it was asked for (bash keeps an inherited PWD that names
+    // its directory, so a symlinked cwd is not resolved). What programs
+    // keep per user goes to the computer's own user directory instead (see
+    // `state::USER_DIR`): XDG's directories (pip's cache among them), user
+    // installs (`pip install` as the user, `npm install -g`, both into its
+    // `.local`, on `PATH`), npm's cache and git's global configuration.
+    // Debian's marker that refuses pip outside a venv guards the system's
+    // packages, which a user install (commands never run as root) leaves
+    // alone. Python writes its output as it goes, not when a buffer fills,
+    // so a log shows a dev server's banner when it is printed. The
+    // request's `env` may set any of these.
+    let user = crate::state::USER_DIR;
     command
         .env_clear()
-        .env("PATH", format!("{home}/.local/bin:{PATH}"))
-        .env("HOME", home)
+        .env("PATH", format!("{user}/.local/bin:{PATH}"))
+        .env("HOME", "/")
         .env("LANG", "C.UTF-8")
         .env("PWD", cwd)
         .env("WORKSPACE", "/")
         .env("PYTHONUNBUFFERED", "1")
+        .env("XDG_CACHE_HOME", format!("{user}/.cache"))
+        .env("XDG_CONFIG_HOME", format!("{user}/.config"))
+        .env("XDG_DATA_HOME", format!("{user}/.local/share"))
+        .env("XDG_STATE_HOME", format!("{user}/.local/state"))
+        .env("PYTHONUSERBASE", format!("{user}/.local"))
         .env("PIP_BREAK_SYSTEM_PACKAGES", "1")
-        .env("NPM_CONFIG_PREFIX", format!("{home}/.local"))
+        .env("NPM_CONFIG_PREFIX", format!("{user}/.local"))
+        .env("NPM_CONFIG_CACHE", format!("{user}/.npm"))
+        .env("GIT_CONFIG_GLOBAL", format!("{user}/.gitconfig"))
         .envs(env)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

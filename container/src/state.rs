@@ -116,7 +116,7 @@ impl Container {
             Isolation::Container => PathBuf::from("/var/tmp"),
             Isolation::Namespaces => scratch.join("var/tmp"),
         };
-        seed_home(&scratch_var_tmp.join(HOME_NAME), &confinement)?;
+        seed_user_dir(&scratch_var_tmp.join(USER_DIR_NAME), &confinement)?;
         let logs = state_dir.join("logs");
         fs::create_dir_all(&logs)?;
         Ok(Container {
@@ -415,29 +415,32 @@ fn empty_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// The commands' home, as they see it: in the computer's scratch, not the
-/// workspace. What programs keep per user (`pip install --user` into
-/// `~/.local`, npm's and pip's caches, `git config --global`, shell and
-/// REPL histories) would otherwise land at the workspace's root, be synced
-/// into the agent's database with every command, and fill its quota. It is
-/// the computer's, so it goes with it when the computer is released.
-pub const HOME: &str = "/var/tmp/home";
+/// The commands' per-user directory, as they see it: in the computer's
+/// scratch, not the workspace. Their home is the workspace's root (`~` is
+/// `/` on both backends), so what programs keep per user (`pip install
+/// --user` into `~/.local`, pip's and npm's caches, `git config --global`)
+/// would land at the workspace's root, be synced into the agent's database
+/// with every command and fill its quota; the environment sends it here
+/// instead (see `exec::command`). It is the computer's, so it goes with it
+/// when the computer is released.
+pub const USER_DIR: &str = "/var/tmp/home";
 
-/// [`HOME`]'s name in the computer's `/var/tmp`.
-const HOME_NAME: &str = "home";
+/// [`USER_DIR`]'s name in the computer's `/var/tmp`.
+const USER_DIR_NAME: &str = "home";
 
-/// What a fresh computer's global git configuration (`~/.gitconfig`)
+/// What a fresh computer's global git configuration (in [`USER_DIR`])
 /// says: an identity, so `git commit` works without set-up. A
 /// repository's own config (`git config user.name ...`, kept in the
 /// workspace's `.git/config`) overrides it.
 const GIT_CONFIG: &str = "[user]\n\tname = stead agent\n\temail = agent@stead.invalid\n";
 
-/// Makes the commands' home at `dir` (see [`HOME`]), owned by their user
-/// and private to it, with its global git configuration. Runs before any
+/// Makes the commands' per-user directory at `dir` (see [`USER_DIR`]),
+/// owned by their user and private to it, with its global git
+/// configuration. Runs before any
 /// command does, so nothing a command planted is in the way; a home that
 /// is there already (the program restarted in a live container) is kept
 /// as it is.
-fn seed_home(dir: &Path, confinement: &Confinement) -> io::Result<()> {
+fn seed_user_dir(dir: &Path, confinement: &Confinement) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     match fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => confinement.own(dir)?,

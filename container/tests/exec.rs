@@ -367,10 +367,13 @@ fn the_environment_is_clean() {
     let (out, _, _) = collect(parse_events(&answer.body));
     assert!(!out.contains(SECRET), "{out}");
     assert!(!out.contains("STEAD_COMPUTER"), "{out}");
-    // Home is the computer's, outside the workspace; what a user installs
-    // goes under it.
+    // Home is the workspace's root, as in the light shell; what programs
+    // keep per user goes to the computer's own directory.
     for line in [
-        "HOME=/var/tmp/home",
+        "HOME=/",
+        "XDG_CACHE_HOME=/var/tmp/home/.cache",
+        "PYTHONUSERBASE=/var/tmp/home/.local",
+        "GIT_CONFIG_GLOBAL=/var/tmp/home/.gitconfig",
         "WORKSPACE=/",
         "PWD=/",
         "LANG=C.UTF-8",
@@ -401,9 +404,9 @@ fn git_commits_without_set_up_and_its_global_config_stays_out_of_the_workspace()
         out,
         "stead agent <agent@stead.invalid>\ntrue\nSomeone Else\n"
     );
-    // `git config --global` wrote the computer's home, not `/.gitconfig`.
+    // `git config --global` wrote the computer's file, not `/.gitconfig`.
     assert!(!client.disk("/.gitconfig").exists());
-    let (out, _, _) = client.exec("home", "cat ~/.gitconfig");
+    let (out, _, _) = client.exec("home", "cat \"$GIT_CONFIG_GLOBAL\"");
     assert!(out.contains("editor = true"), "{out}");
     let (out, _, _) = client.exec("ls", "ls -A /");
     assert!(!out.lines().any(|name| name == ".gitconfig"), "{out}");
