@@ -138,7 +138,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
                 Err(error) => error_response(&error),
             }
         }
-        Ok(Route::MintToken) => match mint_token(req, principal, admin_token, now_s).await {
+        Ok(Route::MintToken) => match mint_token(req, principal, admin_token, now_s, &env).await {
             Ok(response) => Ok(response),
             Err(error) => error_response(&error),
         },
@@ -266,12 +266,15 @@ fn with_caller(req: Request, caller: &Caller) -> Result<Request> {
     Request::new_with_init(req.url()?.as_ref(), &init)
 }
 
-/// `POST /tokens`: the admin token mints an agent token.
+/// `POST /tokens`: the admin token mints an agent token. The agent records
+/// it (`crate::minted` in the agent crate: its admin lists its tokens)
+/// before it is handed out, so the agent must exist.
 async fn mint_token(
     mut req: Request,
     principal: Option<Principal>,
     admin_token: Option<String>,
     now_s: i64,
+    env: &Env,
 ) -> std::result::Result<Response, ApiError> {
     let platform = |e: worker::Error| ApiError::Internal(e.to_string());
     if principal != Some(Principal::Admin) {
@@ -289,6 +292,18 @@ async fn mint_token(
     let request: auth::MintRequest = stead_agent::decode::decode(&body)?;
     let id = random::random_hex(32).map_err(|e| ApiError::Internal(format!("{e:?}")))?;
     let claims = request.claims(id, now_s)?;
+    let record = stead_agent::minted::Minted {
+        id: claims.id.clone(),
+        scopes: claims.scopes.clone(),
+        minted_at: now_s,
+        expires_at: claims.exp,
+    };
+    let record = serde_json::to_vec(&record).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let recorded = to_agent_as_admin(env, &req, &claims.agent, "tokens/minted", &record).await?;
+    if recorded.status_code() != 200 {
+        // The agent's refusal as it is (an agent that does not exist).
+        return Ok(recorded);
+    }
     let token = auth::mint(&key, &claims);
     json_response(
         201,
@@ -320,6 +335,20 @@ async fn revoke_token(
     }
     let request: auth::RevokeRequest = stead_agent::decode::decode(&body)?;
     let agent = request.agent()?;
+    to_agent_as_admin(env, &req, agent, "tokens/revoke", &body).await
+}
+
+/// `POST /agents/{agent}/{action}` with `body`, as the deployment's admin:
+/// what the Worker's own token routes ask of the agent that keeps a
+/// token's record.
+async fn to_agent_as_admin(
+    env: &Env,
+    req: &Request,
+    agent: &str,
+    action: &str,
+    body: &[u8],
+) -> std::result::Result<Response, ApiError> {
+    let platform = |e: worker::Error| ApiError::Internal(e.to_string());
     let headers = Headers::new();
     for (name, value) in Caller::Admin.headers() {
         headers.set(name, &value).map_err(platform)?;
@@ -330,9 +359,9 @@ async fn revoke_token(
     let mut init = RequestInit::new();
     init.with_method(worker::Method::Post)
         .with_headers(headers)
-        .with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
+        .with_body(Some(js_sys::Uint8Array::from(body).into()));
     let mut url = req.url().map_err(platform)?;
-    url.set_path(&format!("/agents/{agent}/tokens/revoke"));
+    url.set_path(&format!("/agents/{agent}/{action}"));
     url.set_query(None);
     let forwarded = Request::new_with_init(url.as_ref(), &init).map_err(platform)?;
     let namespace = env

@@ -380,7 +380,8 @@ fn bad_input_and_refused_credentials_get_the_protocols_errors() {
 
     // Credentials: a token for another agent, an expired one, a revoked one,
     // a wrong one: JSON-RPC errors for the request with a Bearer challenge.
-    let other = mint("someone-else", WRITER, 600);
+    let someone_else = Agent::new("mcp-someone-else");
+    let other = mint(&someone_else.id, WRITER, 600);
     let foreign = modern(&agent, &other, "tools/list", json!({}), None);
     expect_refusal(&foreign, 403, "FORBIDDEN", "insufficient_scope");
     let short = mint(&agent.id, WRITER, 1);

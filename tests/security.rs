@@ -413,6 +413,58 @@ fn kept_job_output_is_bounded_by_its_quota() {
     assert_eq!(text.len(), 600, "{last}");
 }
 
+/// The tokens minted for an agent are listed to its admin (ids, scopes,
+/// expiry, whether revoked; never a token itself), newest first; a token
+/// is only minted for an agent that exists, which records it first.
+#[test]
+fn an_agents_tokens_are_listed_to_its_admin() {
+    let agent = Agent::new("sec-token-list");
+    let (reader, reader_id) = mint(&agent.id, &["read"], 600);
+    let (admin, admin_id) = mint(&agent.id, &["admin"], 60);
+    let revoke = json!({ "agent": agent.id, "id": reader_id }).to_string();
+    expect_ok(&client().send("POST", "/tokens/revoke", revoke.as_bytes()));
+    let listing = expect_ok(&agent.send("GET", "/tokens", b""));
+    let tokens = listing["tokens"].as_array().unwrap();
+    let seen: Vec<(&str, bool)> = tokens
+        .iter()
+        .map(|t| (t["id"].as_str().unwrap(), t["revoked"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        [(admin_id.as_str(), false), (reader_id.as_str(), true)]
+    );
+    assert_eq!(tokens[1]["scopes"], json!(["read"]));
+    assert!(tokens[0]["expires_at"].as_i64().unwrap() > tokens[0]["minted_at"].as_i64().unwrap());
+    assert!(!listing.to_string().contains(&reader) && !listing.to_string().contains(&admin));
+    assert_eq!(listing["truncated"], false);
+    // The agent's own admin token lists them; a read token does not.
+    let as_admin = as_token(&agent, &admin);
+    assert_eq!(
+        expect_ok(&as_admin.send("GET", "/tokens", b""))["tokens"],
+        listing["tokens"]
+    );
+    let (read_only, _) = mint(&agent.id, &["read"], 600);
+    expect_error(
+        &as_token(&agent, &read_only).send("GET", "/tokens", b""),
+        403,
+        "FORBIDDEN",
+    );
+    // Only the Worker records tokens: the agent's admin cannot.
+    let fake = json!({ "id": "f", "scopes": ["read"], "minted_at": 1, "expires_at": 2 });
+    expect_error(
+        &as_admin.send("POST", "/tokens/minted", fake.to_string().as_bytes()),
+        403,
+        "FORBIDDEN",
+    );
+    // No token for an agent that does not exist.
+    let body = json!({ "agent": "sec-token-nobody", "scopes": ["read"] }).to_string();
+    expect_error(
+        &client().send("POST", "/tokens", body.as_bytes()),
+        404,
+        "AGENT_NOT_FOUND",
+    );
+}
+
 /// Tokens are minted at `POST /tokens` and revoked beside it at `POST
 /// /tokens/revoke` (naming the token's agent), as on the agent's route.
 #[test]

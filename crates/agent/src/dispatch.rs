@@ -512,6 +512,14 @@ impl<H: Host> Agent<H> {
                 crate::subscriptions::close_token(self, &revoke.id);
                 json!({ "revoked": revoke.id, "agent": agent })
             }
+            Action::Tokens => serde_json::to_value(crate::minted::list(db, self.now_ms() / 1000)?)
+                .map_err(|e| ApiError::Internal(e.to_string()))?,
+            Action::TokenMinted => {
+                let token: crate::minted::Minted = decode(&json_body)?;
+                note.target = Some(token.id.clone());
+                crate::minted::record(db, &token, self.now_ms() / 1000)?;
+                json!({ "recorded": token.id, "agent": agent })
+            }
             Action::Jobs => scheduling::list_jobs(db, &request.query)?,
             Action::Job(id) => {
                 let mut job = scheduling::job_json(&Jobs::new(db).get(*id)?);

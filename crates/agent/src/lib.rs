@@ -56,6 +56,7 @@ pub mod front;
 pub mod host;
 pub mod joblog;
 pub mod mcp;
+pub mod minted;
 pub mod outbound;
 pub mod outcome;
 pub mod policy;

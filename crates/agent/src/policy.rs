@@ -115,6 +115,9 @@ impl Action {
             Action::SettingsPut => records(Scope::Admin, "settings.put"),
             Action::Audit => reads(Scope::Admin),
             Action::RevokeToken => records(Scope::Admin, "token.revoke"),
+            Action::Tokens => reads(Scope::Admin),
+            // Only the Worker, as the deployment's admin, mints tokens.
+            Action::TokenMinted => policy(Access::DeploymentAdmin, Audit::Record("token.mint")),
             Action::Checkpoints | Action::Checkpoint(_) | Action::Diff => reads(Scope::Read),
             Action::CheckpointCreate => records(Scope::Write, "checkpoint.create"),
             Action::CheckpointDelete(_) => records(Scope::Write, "checkpoint.delete"),
@@ -380,6 +383,7 @@ mod tests {
             Action::HookCall("h".into()),
             Action::SettingsPut,
             Action::RevokeToken,
+            Action::TokenMinted,
         ] {
             assert!(
                 matches!(action.policy().audit, Audit::Record(_)),

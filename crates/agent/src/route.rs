@@ -193,6 +193,12 @@ pub enum Action {
     SettingsPut,
     /// `POST /agents/{id}/tokens/revoke`: revoke a token before it expires.
     RevokeToken,
+    /// `GET /agents/{id}/tokens`: the tokens minted for the agent that
+    /// have not expired (see `crate::minted`).
+    Tokens,
+    /// `POST /agents/{id}/tokens/minted`: the Worker records a token it
+    /// mints, before handing it out.
+    TokenMinted,
     /// `GET /agents/{id}/checkpoints?before=<id>&limit=<n>`: newest first.
     Checkpoints,
     /// `POST /agents/{id}/checkpoints`: pin the workspace as it is.
@@ -266,6 +272,7 @@ impl Action {
                 | Action::HookCall(_)
                 | Action::SettingsPut
                 | Action::RevokeToken
+                | Action::TokenMinted
                 | Action::CheckpointCreate
                 | Action::Diff
                 | Action::Restore
@@ -352,6 +359,8 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("GET", "settings") => Action::Settings,
         ("PUT", "settings") => Action::SettingsPut,
         ("POST", "tokens/revoke") => Action::RevokeToken,
+        ("GET", "tokens") => Action::Tokens,
+        ("POST", "tokens/minted") => Action::TokenMinted,
         ("POST", "diff") => Action::Diff,
         ("POST", step) if step.starts_with("transfer/") => {
             match crate::transfer::Step::from_name(&step["transfer/".len()..]) {

@@ -119,6 +119,17 @@ fn head_is_routed_as_get_and_tokens_are_revoked_beside_their_minting() {
     );
     assert_eq!(route("HEAD", "/health"), Ok(Route::Health));
     assert_eq!(route("POST", "/tokens/revoke"), Ok(Route::RevokeToken));
+    let agent = |action| {
+        Ok(Route::Agent {
+            id: "a".into(),
+            action,
+        })
+    };
+    assert_eq!(route("GET", "/agents/a/tokens"), agent(Action::Tokens));
+    assert_eq!(
+        route("POST", "/agents/a/tokens/minted"),
+        agent(Action::TokenMinted)
+    );
     let code = |method, path| route(method, path).unwrap_err().code().to_string();
     assert_eq!(code("GET", "/tokens/revoke"), "METHOD_NOT_ALLOWED");
     assert_eq!(code("HEAD", "/agents/a/read"), "METHOD_NOT_ALLOWED");

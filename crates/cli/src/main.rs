@@ -161,7 +161,7 @@ enum Command {
         #[arg(long)]
         since: Option<i64>,
     },
-    /// Mint and revoke the agent's tokens (admin token).
+    /// Mint, list and revoke the agent's tokens (admin token).
     #[command(subcommand)]
     Tokens(more::TokensCommand),
     /// The agent's schedules.

@@ -228,6 +228,8 @@ pub enum TokensCommand {
     },
     /// Revoke a token by its id.
     Revoke { id: String },
+    /// The agent's tokens that have not expired, newest first (admin).
+    Ls,
 }
 
 pub fn tokens(ctx: &Context, command: TokensCommand) -> Result<i32> {
@@ -252,6 +254,37 @@ pub fn tokens(ctx: &Context, command: TokensCommand) -> Result<i32> {
                 Some(&json!({ "agent": agent, "id": id })),
             )?;
             output::done(ctx.json, &answer, &format!("revoked token {id}"))
+        }
+        TokensCommand::Ls => {
+            let answer = api.json("GET", &format!("{}/tokens", agent_path(agent)), None)?;
+            for token in answer["tokens"].as_array().cloned().unwrap_or_default() {
+                match ctx.json {
+                    true => output::json(&token),
+                    false => {
+                        let scopes: Vec<&str> = token["scopes"]
+                            .as_array()
+                            .map(|s| s.iter().filter_map(Value::as_str).collect())
+                            .unwrap_or_default();
+                        let state = match token["revoked"].as_bool() {
+                            Some(true) => "revoked",
+                            _ => "valid",
+                        };
+                        output::line(&format!(
+                            "{}  {:<7}  expires {}  {}",
+                            token["id"].as_str().unwrap_or(""),
+                            state,
+                            token["expires_at"],
+                            scopes.join(",")
+                        ))
+                    }
+                }
+            }
+            if answer["truncated"] == true {
+                output::error_bytes(
+                    b"stead: more tokens than one listing holds; the oldest are not shown\n",
+                );
+            }
+            Ok(0)
         }
     }
 }

@@ -795,6 +795,27 @@ fn tokens_schedules_and_hooks_are_managed_from_the_command_line() {
         "{}",
         refused.stderr
     );
+    // The listing names the token (never the token itself) until revoked.
+    let listed = user.run(&on(&id, &["--json", "tokens", "ls"])).json_lines();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["scopes"], serde_json::json!(["read"]));
+    assert_eq!(listed[0]["revoked"], false);
+    assert!(!listed[0].to_string().contains(&reader.env[1].1));
+    let token_id = listed[0]["id"].as_str().unwrap().to_string();
+    user.run(&on(&id, &["tokens", "revoke", &token_id])).ok();
+    let shown = user.run(&on(&id, &["tokens", "ls"]));
+    let shown = shown.ok();
+    assert!(
+        shown.starts_with(&format!("{token_id}  revoked")),
+        "{shown}"
+    );
+    assert!(
+        reader
+            .run(&on(&id, &["tokens", "ls"]))
+            .failed(5)
+            .contains("FORBIDDEN"),
+        "a read token does not list tokens"
+    );
 
     user.run(&on(
         &id,
