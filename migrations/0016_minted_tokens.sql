@@ -6,4 +6,3 @@ CREATE TABLE minted_tokens (
     minted_at INTEGER NOT NULL,
     exp INTEGER NOT NULL
 );
-CREATE INDEX minted_tokens_newest ON minted_tokens (minted_at DESC, id DESC);

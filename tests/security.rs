@@ -634,6 +634,8 @@ fn the_audit_log_records_who_changed_what() {
                 "/missing".into(),
                 "ENOENT".into()
             ),
+            // The Worker records each token it mints, as the admin.
+            ("admin".into(), "token.mint".into(), id.clone(), "ok".into()),
             (
                 format!("token:{id}"),
                 "write".into(),
@@ -654,8 +656,8 @@ fn the_audit_log_records_who_changed_what() {
         .expect("a next page")
         .to_string();
     let rest = expect_ok(&agent.send("GET", &format!("/audit?limit=3&cursor={cursor}"), b""));
-    assert_eq!(rest["entries"].as_array().unwrap().len(), 1, "{rest}");
-    assert_eq!(rest["entries"][0]["action"], "agent.create");
+    assert_eq!(rest["entries"].as_array().unwrap().len(), 2, "{rest}");
+    assert_eq!(rest["entries"][1]["action"], "agent.create");
     assert_eq!(rest["next_cursor"], Value::Null);
     let newest = log["entries"][0]["at"].as_i64().unwrap();
     let window = expect_ok(&agent.send("GET", &format!("/audit?since={newest}"), b""));

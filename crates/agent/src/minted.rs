@@ -59,12 +59,13 @@ pub fn record(db: &impl Sql, token: &Minted, now_s: i64) -> Result<(), ApiError>
     Ok(())
 }
 
-/// The tokens that have not expired at `now_s`, newest first.
+/// The tokens that have not expired at `now_s`, newest first (in the
+/// order they were recorded: tokens minted in one second keep their order).
 pub fn list(db: &impl Sql, now_s: i64) -> Result<Listing, ApiError> {
     let rows = db.query(
         "SELECT m.id, m.scopes, m.minted_at, m.exp, r.id IS NOT NULL \
          FROM minted_tokens m LEFT JOIN revoked_tokens r ON r.id = m.id \
-         WHERE m.exp > ? ORDER BY m.minted_at DESC, m.id DESC LIMIT ?",
+         WHERE m.exp > ? ORDER BY m.rowid DESC LIMIT ?",
         params![now_s, MAX_LISTED + 1],
     )?;
     let mut tokens = Vec::with_capacity(rows.len());
