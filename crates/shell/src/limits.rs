@@ -134,39 +134,22 @@ pub fn build_regex(builder: &mut regex::RegexBuilder) -> Result<regex::Regex, Re
 /// long line of `a`s) and the slow engine then needs up to one step per
 /// byte per state. Utilities charge [`RegexCost::extra_work`] before such
 /// a search, so it ends on `max_cpu_units` instead of running for minutes.
-pub struct RegexCost(
-    Option<(
-        stead_vfs::search_cost::SearchCost,
-        std::cell::RefCell<regex_automata::hybrid::regex::Cache>,
-    )>,
-);
+#[derive(Debug)]
+pub struct RegexCost(Option<stead_vfs::search_cost::SearchCost>);
 
 impl RegexCost {
     /// For `pattern` with its flags inline (`(?i)`), as compiled by
     /// [`build_regex`] or [`build_bytes_regex`] with no builder flags.
     pub fn new(pattern: &str) -> RegexCost {
-        RegexCost(
-            stead_vfs::search_cost::SearchCost::new(pattern, false, false).map(|cost| {
-                let cache = std::cell::RefCell::new(cost.cache());
-                (cost, cache)
-            }),
-        )
+        RegexCost(stead_vfs::search_cost::SearchCost::new(
+            pattern, false, false,
+        ))
     }
 
-    /// The steps a search of `haystack` may cost beyond one per byte.
+    /// The steps a search of `haystack` may cost beyond one per byte (none
+    /// for a pattern that could not be measured).
     pub fn extra_work(&self, haystack: &[u8]) -> u64 {
-        match &self.0 {
-            Some((cost, cache)) => cost
-                .work(&mut cache.borrow_mut(), haystack)
-                .saturating_sub(haystack.len() as u64),
-            None => 0,
-        }
-    }
-}
-
-impl std::fmt::Debug for RegexCost {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RegexCost")
+        self.0.as_ref().map_or(0, |cost| cost.extra_work(haystack))
     }
 }
 

@@ -187,7 +187,7 @@ struct Scanner<'r> {
     re: &'r Regex,
     /// What each search will cost (see [`crate::search_cost`]), when the
     /// pattern could be measured.
-    cost: Option<(&'r SearchCost, regex_automata::hybrid::regex::Cache)>,
+    cost: Option<&'r SearchCost>,
     /// Slow-engine work left to the page; `Err` once a search needed more.
     work_left: std::result::Result<u64, TooCostly>,
     /// Whether a whole piece may be tested at once: true unless the pattern
@@ -232,10 +232,10 @@ impl<'r> Scanner<'r> {
     /// Whether `hay` matches, if its search fits in the work left; a search
     /// that does not is not run, and the scan ends.
     fn is_match(&mut self, hay: &[u8]) -> bool {
-        let (Some((cost, cache)), Ok(left)) = (&mut self.cost, self.work_left) else {
+        let (Some(cost), Ok(left)) = (self.cost, self.work_left) else {
             return self.work_left.is_ok() && self.re.is_match(hay);
         };
-        let work = cost.work(cache, hay);
+        let work = cost.work(hay);
         if work > hay.len() as u64 {
             match left.checked_sub(work) {
                 Some(left) => self.work_left = Ok(left),
@@ -497,7 +497,7 @@ impl<S: Sql> Search<'_, '_, S> {
         let content_mode = mode == GrepMode::Content;
         let mut scanner = Scanner {
             re: self.re,
-            cost: self.cost.map(|cost| (cost, cost.cache())),
+            cost: self.cost,
             work_left: Ok(self.work_left),
             prefilter: self.prefilter,
             before: self.request.before.min(MAX_CONTEXT),
@@ -623,7 +623,7 @@ mod tests {
         let cost = SearchCost::new(pattern, false, true).unwrap();
         let mut s = Scanner {
             re: &re,
-            cost: Some((&cost, cost.cache())),
+            cost: Some(&cost),
             work_left: Ok(MAX_SEARCH_WORK),
             prefilter: true,
             before,

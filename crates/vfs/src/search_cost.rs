@@ -15,6 +15,8 @@
 //! refuses a search whose work is past its bound (the grep tool: see
 //! [`MAX_SEARCH_WORK`]).
 
+use std::cell::RefCell;
+
 use regex_automata::hybrid::regex::{Cache, Regex};
 use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
@@ -30,10 +32,20 @@ pub const MAX_SEARCH_WORK: u64 = 1 << 30;
 /// would cost more than it saves.
 const CHEAP: u64 = 1 << 24;
 
-/// A pattern's lazy DFA, to learn whether a search needs the slow engine.
+/// A pattern's lazy DFA, to learn whether a search needs the slow engine,
+/// with the cache its checks share.
 pub struct SearchCost {
     dfa: Regex,
+    cache: RefCell<Cache>,
     states: u64,
+}
+
+impl std::fmt::Debug for SearchCost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchCost")
+            .field("states", &self.states)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SearchCost {
@@ -58,25 +70,31 @@ impl SearchCost {
             .build(pattern)
             .ok()?;
         let states = dfa.forward().get_nfa().states().len() as u64;
-        Some(SearchCost { dfa, states })
-    }
-
-    /// A cache for [`SearchCost::work`].
-    pub fn cache(&self) -> Cache {
-        self.dfa.create_cache()
+        let cache = RefCell::new(dfa.create_cache());
+        Some(SearchCost { dfa, cache, states })
     }
 
     /// The steps one search of `hay` costs at most (see the module docs).
-    pub fn work(&self, cache: &mut Cache, hay: &[u8]) -> u64 {
+    pub fn work(&self, hay: &[u8]) -> u64 {
         let bytes = hay.len() as u64;
         let worst = bytes.saturating_mul(self.states);
         if worst <= CHEAP {
             return bytes;
         }
-        match self.dfa.try_search(cache, &Input::new(hay).earliest(true)) {
+        let mut cache = self.cache.borrow_mut();
+        match self
+            .dfa
+            .try_search(&mut cache, &Input::new(hay).earliest(true))
+        {
             Ok(_) => bytes,
             Err(_) => worst,
         }
+    }
+
+    /// The steps one search of `hay` costs beyond one per byte: what the
+    /// slow engine adds, zero where the fast one answers.
+    pub fn extra_work(&self, hay: &[u8]) -> u64 {
+        self.work(hay).saturating_sub(hay.len() as u64)
     }
 
     /// The pattern's NFA states (the slow engine's steps per byte, at most).
@@ -93,13 +111,13 @@ mod tests {
     fn a_search_costs_its_bytes_unless_the_fast_engine_gives_up() {
         let line = vec![b'a'; 1 << 20];
         let ordinary = SearchCost::new(r"\w+ing|foo\d{3}", false, true).unwrap();
-        let mut cache = ordinary.cache();
-        assert_eq!(ordinary.work(&mut cache, &line), 1 << 20);
+        assert_eq!(ordinary.work(&line), 1 << 20);
+        assert_eq!(ordinary.extra_work(&line), 0);
         let counted = SearchCost::new("a{1000}{10}", false, true).unwrap();
         assert!(counted.states() >= 10_000, "{}", counted.states());
-        let mut cache = counted.cache();
-        assert_eq!(counted.work(&mut cache, &line), counted.states() << 20);
+        assert_eq!(counted.work(&line), counted.states() << 20);
+        assert_eq!(counted.extra_work(&line), (counted.states() - 1) << 20);
         // A short text is not checked: its worst case is small.
-        assert_eq!(counted.work(&mut cache, b"aaaa"), 4);
+        assert_eq!(counted.work(b"aaaa"), 4);
     }
 }
