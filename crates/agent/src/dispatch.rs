@@ -984,13 +984,7 @@ fn upload_options(query: &[(String, String)]) -> Result<WriteOptions, ApiError> 
     for (key, value) in query {
         match key.as_str() {
             "mode" => {
-                let bits = u32::from_str_radix(value, 8)
-                    .ok()
-                    .filter(|bits| *bits <= 0o7777)
-                    .ok_or_else(|| {
-                        ApiError::InvalidRequest(format!("mode {value:?} is not octal"))
-                    })?;
-                options.mode = Some(bits);
+                options.mode = Some(crate::tools::parse_octal_mode(value)?);
             }
             "parents" => {
                 options.create_parents = value.parse().map_err(|_| {

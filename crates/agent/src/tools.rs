@@ -86,18 +86,37 @@ pub(crate) enum Mode {
 
 impl Mode {
     fn bits(&self) -> Result<u32, ApiError> {
-        let bits = match self {
-            Mode::Bits(bits) => *bits,
-            Mode::Octal(text) => u32::from_str_radix(text.trim_start_matches("0o"), 8)
-                .map_err(|_| ApiError::InvalidRequest(format!("mode {text:?} is not octal")))?,
-        };
-        if bits > 0o7777 {
-            return Err(ApiError::InvalidRequest(format!(
-                "mode {bits:o} has bits beyond 07777"
-            )));
+        match self {
+            Mode::Bits(bits) => permission_bits(*bits),
+            Mode::Octal(text) => parse_octal_mode(text),
         }
-        Ok(bits)
     }
+}
+
+/// Permission bits written as octal digits, with or without a leading
+/// `0` or `0o` (`"755"`, `"0644"`, `"0o755"`): how a tool's `mode` and an
+/// upload's `?mode=` are read alike.
+pub(crate) fn parse_octal_mode(text: &str) -> Result<u32, ApiError> {
+    let digits = text.strip_prefix("0o").unwrap_or(text);
+    let bits = u32::from_str_radix(digits, 8)
+        .ok()
+        .filter(|_| !digits.starts_with(['+', '-']))
+        .ok_or_else(|| {
+            ApiError::InvalidRequest(format!(
+                "mode {text:?} is not octal: give digits 0-7, such as \"755\" or \"0o644\""
+            ))
+        })?;
+    permission_bits(bits)
+}
+
+/// `bits` when they fit in `07777` (permissions, setuid, setgid, sticky).
+fn permission_bits(bits: u32) -> Result<u32, ApiError> {
+    if bits > 0o7777 {
+        return Err(ApiError::InvalidRequest(format!(
+            "mode {bits:o} has bits beyond 07777"
+        )));
+    }
+    Ok(bits)
 }
 
 fn mode_bits(mode: &Option<Mode>) -> Result<Option<u32>, ApiError> {

@@ -724,3 +724,49 @@ fn downloading_a_directory_points_to_ls() {
     );
     assert_eq!(body["error"]["path"], "/src");
 }
+
+/// An upload's `?mode=` reads octal as the file tools' `mode` does, with or
+/// without `0`/`0o`, and refuses what is not octal or is past `07777`.
+#[test]
+fn upload_modes_are_read_as_the_tools_read_them() {
+    let agent = agent();
+    create(&agent, "a");
+    let upload = |path: &str, mode: &str| {
+        let mut put = request("a", Action::Upload(path.into()), Caller::Admin, "hi");
+        put.query = vec![("mode".to_string(), mode.to_string())];
+        call(&agent, put)
+    };
+    for (path, mode) in [("/p", "755"), ("/q", "0755"), ("/r", "0o755")] {
+        let (status, body) = upload(path, mode);
+        assert!(status < 300, "mode={mode}: {body}");
+        let stat = ok(
+            &agent,
+            "a",
+            Action::Tool(Tool::Stat),
+            &format!(r#"{{"path":"{path}"}}"#),
+        );
+        assert_eq!(stat["mode"], "0755", "mode={mode}: {stat}");
+    }
+    for mode in ["9", "+755", "", "0o", "17777"] {
+        let (status, body) = upload("/bad", mode);
+        assert_eq!(
+            failure(status, &body),
+            (400, "INVALID_REQUEST"),
+            "mode={mode}: {body}"
+        );
+    }
+    let (status, body) = call(
+        &agent,
+        request(
+            "a",
+            Action::Tool(Tool::Stat),
+            Caller::Admin,
+            r#"{"path":"/bad"}"#,
+        ),
+    );
+    assert_eq!(
+        failure(status, &body),
+        (404, "ENOENT"),
+        "a refused upload wrote nothing: {body}"
+    );
+}
