@@ -13,9 +13,7 @@ use std::rc::Rc;
 
 use stead_scheduler::{Jobs, SchedError};
 use stead_sql::{migrate, params, Sql, MIGRATIONS};
-use stead_vfs::Vfs;
-
-use stead_vfs::{Operation, Scope};
+use stead_vfs::{Before, Operation, Scope, Vfs};
 
 use crate::checkpoints;
 use crate::computer::detached::{self, DetachedJob};
@@ -252,18 +250,18 @@ impl<H: Host> Agent<H> {
             Run::Shell(request) => {
                 exec::check_cwd(&self.vfs(), &request.cwd)?;
                 let vfs = self.vfs();
-                let pending = checkpoints::before(
-                    self,
-                    &vfs,
-                    actor,
-                    Operation::Exec,
-                    Scope::Whole,
-                    Some(&request.command),
-                )?;
-                let checkpoint = pending.as_ref().map(checkpoints::Pending::id);
                 let clock = HostClock::new(&self.host);
-                let ran = exec::run_shell(&vfs, &clock, request, plan.encoding, checkpoint);
-                let outcome = checkpoints::settle(pending, &vfs, ran)?;
+                // The run takes `request`; the checkpoint keeps its command as the note.
+                let command = request.command.clone();
+                let before = Before {
+                    actor,
+                    operation: &Operation::Exec,
+                    note: Some(&command),
+                    scope: Scope::Whole,
+                };
+                let outcome = checkpoints::around(self, &vfs, before, |checkpoint| {
+                    exec::run_shell(&vfs, &clock, request, plan.encoding, checkpoint)
+                })?;
                 if clock.owed_ms.get() > 0 {
                     self.host.sleep(clock.owed_ms.get()).await;
                 }
@@ -418,10 +416,13 @@ impl<H: Host> Agent<H> {
     ) -> impl Fn() -> Result<Option<i64>, stead_vfs::VfsError> + 's {
         move || {
             let vfs = self.vfs();
-            let (scope, operation) = (Scope::Whole, Operation::Computer);
-            let pending = checkpoints::before(self, &vfs, actor, operation, scope, Some(note))?;
-            let id = pending.as_ref().map(checkpoints::Pending::id);
-            checkpoints::settle(pending, &vfs, Ok::<_, stead_vfs::VfsError>(id))
+            let before = Before {
+                actor,
+                operation: &Operation::Computer,
+                note: Some(note),
+                scope: Scope::Whole,
+            };
+            checkpoints::around(self, &vfs, before, Ok::<_, stead_vfs::VfsError>)
         }
     }
 

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use stead_sql::{params, Sql};
 use stead_vfs::{
     Before, Checkpoint, CheckpointId, DiffOptions, ExportCursor, ImportProgress, NewCheckpoint,
-    Operation, Point, Retention, Scope, TextOptions, VPath, Vfs, VfsError,
+    Point, Retention, TextOptions, VPath, Vfs, VfsError,
 };
 
 use crate::agent::Agent;
@@ -326,56 +326,43 @@ pub fn tool_paths(value: &Value) -> Vec<VPath> {
         .collect()
 }
 
-/// An automatic checkpoint taken before an operation, settled by how the
-/// operation went: kept (and the retention policy applied) when it
-/// succeeded, dropped when it failed, so a failed call changes nothing,
-/// checkpoints included.
-#[must_use = "settle the checkpoint with the operation's outcome"]
-pub struct Pending {
+/// Runs `body` between the automatic checkpoint taken before `operation`
+/// (if the workspace takes them) and its settling: the checkpoint is kept,
+/// and the retention policy applied, when `body` succeeds, and dropped
+/// when it fails (if it was taken for this operation), so a failed call
+/// changes nothing, checkpoints included. `body` is given the checkpoint's
+/// id, to answer with.
+pub fn around<H: Host, T, E: From<VfsError>>(
+    agent: &Agent<H>,
+    vfs: &Vfs<'_, H::Db>,
+    operation: Before<'_>,
+    body: impl FnOnce(Option<i64>) -> Result<T, E>,
+) -> Result<T, E> {
+    let Some(taken) = before(agent, vfs, operation)? else {
+        return body(None);
+    };
+    let outcome = body(Some(taken.id.0));
+    match &outcome {
+        // Retention applies as a checkpoint is added (see
+        // `stead_vfs::Retention`): a reused one added nothing.
+        Ok(_) if taken.fresh => {
+            vfs.prune_checkpoints(&taken.retention)?;
+        }
+        Ok(_) => {}
+        Err(_) if taken.fresh => {
+            vfs.delete_checkpoint(taken.id)?;
+        }
+        Err(_) => {}
+    }
+    outcome
+}
+
+/// An automatic checkpoint taken before an operation, not yet settled.
+struct Taken {
     id: CheckpointId,
     /// Taken for this operation, not an existing one reused.
     fresh: bool,
     retention: Retention,
-}
-
-impl Pending {
-    pub fn id(&self) -> i64 {
-        self.id.0
-    }
-
-    /// Keeps the checkpoint if `outcome` is a success, else drops it (when
-    /// it was taken for this operation); passes `outcome` on.
-    pub fn settle<S: Sql, T, E: From<VfsError>>(
-        self,
-        vfs: &Vfs<'_, S>,
-        outcome: Result<T, E>,
-    ) -> Result<T, E> {
-        match &outcome {
-            // Retention applies as a checkpoint is added (see
-            // `stead_vfs::Retention`): a reused one added nothing.
-            Ok(_) if self.fresh => {
-                vfs.prune_checkpoints(&self.retention)?;
-            }
-            Ok(_) => {}
-            Err(_) if self.fresh => {
-                vfs.delete_checkpoint(self.id)?;
-            }
-            Err(_) => {}
-        }
-        outcome
-    }
-}
-
-/// Settles an optional pending checkpoint (see [`Pending::settle`]).
-pub fn settle<S: Sql, T, E: From<VfsError>>(
-    pending: Option<Pending>,
-    vfs: &Vfs<'_, S>,
-    outcome: Result<T, E>,
-) -> Result<T, E> {
-    match pending {
-        Some(pending) => pending.settle(vfs, outcome),
-        None => outcome,
-    }
 }
 
 /// Keeps every automatic checkpoint: the policy applies once the operation
@@ -386,16 +373,13 @@ const KEEP_ALL: Retention = Retention {
     max_automatic: u32::MAX,
 };
 
-/// Takes the automatic checkpoint before `operation` on `scope`, if the
-/// workspace takes them.
-pub fn before<H: Host>(
+/// Takes the automatic checkpoint before `operation`, if the workspace
+/// takes them.
+fn before<H: Host>(
     agent: &Agent<H>,
     vfs: &Vfs<'_, H::Db>,
-    actor: &str,
-    operation: Operation,
-    scope: Scope<'_>,
-    note: Option<&str>,
-) -> Result<Option<Pending>, VfsError> {
+    operation: Before<'_>,
+) -> Result<Option<Taken>, VfsError> {
     let settings = match agent.checkpoint_settings() {
         Ok(settings) => settings,
         Err(ApiError::Fs(error)) => return Err(error),
@@ -405,23 +389,15 @@ pub fn before<H: Host>(
         return Ok(None);
     }
     // A note is bounded; a long command is cut at a character boundary.
-    let note = note.map(|note| {
+    let note = operation.note.map(|note| {
         let mut end = note.len().min(stead_vfs::MAX_CHECKPOINT_NOTE);
         while !note.is_char_boundary(end) {
             end -= 1;
         }
         &note[..end]
     });
-    let taken = vfs.take_auto_checkpoint(
-        Before {
-            actor,
-            operation: &operation,
-            note,
-            scope,
-        },
-        &KEEP_ALL,
-    )?;
-    Ok(Some(Pending {
+    let taken = vfs.take_auto_checkpoint(Before { note, ..operation }, &KEEP_ALL)?;
+    Ok(Some(Taken {
         id: taken.id,
         fresh: !taken.reused,
         retention: settings.retention,

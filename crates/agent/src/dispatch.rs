@@ -12,7 +12,7 @@
 use serde_json::{json, Value};
 use stead_scheduler::{Credential, Hook, Hooks, Jobs, SchedError, Schedules};
 use stead_sql::Sql;
-use stead_vfs::{Node, Operation, Scope, VPath, WriteOptions, CHUNK_SIZE};
+use stead_vfs::{Before, Node, Operation, Scope, VPath, VfsError, WriteOptions, CHUNK_SIZE};
 
 use crate::agent::Agent;
 use crate::auth::{self, Caller};
@@ -457,18 +457,20 @@ impl<H: Host> Agent<H> {
                 if tool.mutates() && tools::dry_run(&body) {
                     note.detail = Some(json!({ "dry_run": true }));
                 }
-                let pending = match tools::writes(*tool, &body) {
-                    true => checkpoints::before(
-                        self,
-                        &vfs,
-                        &request.caller.actor(),
-                        Operation::Tool(tool.name().to_string()),
-                        Scope::Paths(&checkpoints::tool_paths(&body)),
-                        None,
-                    )?,
-                    false => None,
-                };
-                checkpoints::settle(pending, &vfs, tools::call(&vfs, *tool, &body))?
+                match tools::writes(*tool, &body) {
+                    true => {
+                        let before = Before {
+                            actor: &request.caller.actor(),
+                            operation: &Operation::Tool(tool.name().to_string()),
+                            note: None,
+                            scope: Scope::Paths(&checkpoints::tool_paths(&body)),
+                        };
+                        checkpoints::around(self, &vfs, before, |_| {
+                            tools::call(&vfs, *tool, &body)
+                        })?
+                    }
+                    false => tools::call(&vfs, *tool, &body)?,
+                }
             }
             Action::Exec => {
                 let source = request.entry.job_source();
@@ -643,26 +645,29 @@ impl<H: Host> Agent<H> {
                     Some(paths) => Scope::Paths(paths),
                     None => Scope::Whole,
                 };
-                let pending = checkpoints::before(
-                    self,
-                    &vfs,
-                    &request.caller.actor(),
-                    Operation::Restore,
+                let before = Before {
+                    actor: &request.caller.actor(),
+                    operation: &Operation::Restore,
+                    note: None,
                     scope,
-                    None,
-                )?;
-                let before = pending.as_ref().map(checkpoints::Pending::id);
-                let restored = vfs.restore(restore.checkpoint, restore.paths.as_deref());
-                let restored = checkpoints::settle(pending, &vfs, restored)?;
+                };
+                let (restored, before) = checkpoints::around(self, &vfs, before, |id| {
+                    let restored = vfs.restore(restore.checkpoint, restore.paths.as_deref())?;
+                    Ok::<_, VfsError>((restored, id))
+                })?;
                 json!({ "restored": restored, "checkpoint": before })
             }
             Action::Undo => {
                 let vfs = self.vfs();
-                let actor = request.caller.actor();
-                let pending =
-                    checkpoints::before(self, &vfs, &actor, Operation::Undo, Scope::Whole, None)?;
-                let before = pending.as_ref().map(checkpoints::Pending::id);
-                let undone = checkpoints::settle(pending, &vfs, vfs.undo())?;
+                let before = Before {
+                    actor: &request.caller.actor(),
+                    operation: &Operation::Undo,
+                    note: None,
+                    scope: Scope::Whole,
+                };
+                let (undone, before) = checkpoints::around(self, &vfs, before, |id| {
+                    Ok::<_, VfsError>((vfs.undo()?, id))
+                })?;
                 json!({ "undone": undone, "checkpoint": before })
             }
             Action::Fork => {
@@ -788,16 +793,15 @@ impl<H: Host> Agent<H> {
                         apply.check_content(&vfs)?;
                         let paths = apply.paths()?;
                         // A push can be undone like any write.
-                        let pending = checkpoints::before(
-                            self,
-                            &vfs,
-                            &request.caller.actor(),
-                            Operation::Tool("push".into()),
-                            Scope::Paths(&paths),
-                            None,
-                        )?;
-                        let before = pending.as_ref().map(checkpoints::Pending::id);
-                        let applied = checkpoints::settle(pending, &vfs, apply.run(&vfs))?;
+                        let before = Before {
+                            actor: &request.caller.actor(),
+                            operation: &Operation::Tool("push".into()),
+                            note: None,
+                            scope: Scope::Paths(&paths),
+                        };
+                        let (applied, before) = checkpoints::around(self, &vfs, before, |id| {
+                            Ok::<_, ApiError>((apply.run(&vfs)?, id))
+                        })?;
                         json!({ "applied": applied, "checkpoint": before })
                     }
                 }
