@@ -24,9 +24,10 @@
 use serde::Serialize;
 use serde_json::Value;
 use stead_sql::{params, Row, Sql};
+use subtle::ConstantTimeEq;
 
 use crate::signing::sha256;
-use crate::{constant_time_eq, Result, SchedError};
+use crate::{Result, SchedError};
 
 /// Shortest accepted secret.
 pub const MIN_SECRET_LEN: usize = 16;
@@ -229,7 +230,8 @@ impl<'a, S: Sql> Hooks<'a, S> {
         };
         let accepted = match (credential, &signing_secret) {
             (Credential::Secret(presented), None) => {
-                constant_time_eq(&sha256(presented.as_bytes()), &expected)
+                // Compared in constant time (the length is not secret).
+                bool::from(sha256(presented.as_bytes())[..].ct_eq(&expected[..]))
             }
             (
                 Credential::Signed {
@@ -243,10 +245,9 @@ impl<'a, S: Sql> Hooks<'a, S> {
                     .parse::<i64>()
                     .is_ok_and(|at| (now_ms - at).abs() <= window);
                 let at = timestamp.parse::<i64>().unwrap_or(0);
-                let genuine = constant_time_eq(
-                    signature.as_bytes(),
-                    crate::signing::signature(secret, at, body).as_bytes(),
-                );
+                let expected = crate::signing::signature(secret, at, body);
+                // Compared in constant time (the length is not secret).
+                let genuine = bool::from(signature.as_bytes().ct_eq(expected.as_bytes()));
                 if fresh && genuine {
                     if self
                         .delivered(name, &format!("sig:{signature}"), now_ms)?

@@ -117,11 +117,6 @@ impl SchedError {
 
 pub type Result<T, E = SchedError> = std::result::Result<T, E>;
 
-/// Compares secrets in constant time (the length is not secret).
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    subtle::ConstantTimeEq::ct_eq(a, b).into()
-}
-
 #[cfg(test)]
 pub(crate) fn test_db() -> stead_sql::SqliteDb {
     let db = stead_sql::SqliteDb::memory().expect("memory db");
