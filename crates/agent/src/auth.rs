@@ -404,11 +404,42 @@ pub fn revoke(db: &impl Sql, id: &str, exp: i64, now_s: i64) -> Result<(), SqlEr
     Ok(())
 }
 
-/// Whether the agent has revoked token `id`.
-pub fn is_revoked(db: &impl Sql, id: &str) -> Result<bool, SqlError> {
-    Ok(db
-        .query_row("SELECT 1 FROM revoked_tokens WHERE id = ?", params![id])?
-        .is_some())
+/// What an agent knows of one of its tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// The agent revoked it.
+    Revoked,
+    /// Its mint is in the agent's ledger (`crate::minted`).
+    Recorded,
+    /// Neither, on an agent never deleted: minted before the agent kept a
+    /// ledger.
+    Unrecorded,
+    /// Neither, on an agent deleted and made again (`crate::tombstone`),
+    /// whose ledger began empty: minted for the agent before it.
+    Predecessors,
+}
+
+/// The standing of token `id` with the agent, in one statement (the last
+/// column: whether `crate::tombstone`'s record is there).
+pub fn standing(db: &impl Sql, id: &str) -> Result<Standing, SqlError> {
+    let row = db.query_row(
+        "SELECT EXISTS (SELECT 1 FROM revoked_tokens WHERE id = ?1), \
+         EXISTS (SELECT 1 FROM minted_tokens WHERE id = ?1), \
+         EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agent_tombstone')",
+        params![id],
+    )?;
+    let known = |column| -> Result<bool, SqlError> {
+        Ok(match &row {
+            Some(row) => row.int(column)? != 0,
+            None => false,
+        })
+    };
+    Ok(match (known(0)?, known(1)?, known(2)?) {
+        (true, _, _) => Standing::Revoked,
+        (false, true, _) => Standing::Recorded,
+        (false, false, false) => Standing::Unrecorded,
+        (false, false, true) => Standing::Predecessors,
+    })
 }
 
 /// `POST /tokens/revoke` and `POST /agents/{id}/tokens/revoke`: which
@@ -607,13 +638,14 @@ pub(crate) mod tests {
     fn revoked_ids_are_kept_until_they_expire() {
         let db = stead_sql::SqliteDb::memory().unwrap();
         stead_sql::migrate(&db, stead_sql::MIGRATIONS).unwrap();
+        let revoked = |id: &str| standing(&db, id).unwrap() == Standing::Revoked;
         revoke(&db, "old", 50, 10).unwrap();
         revoke(&db, "new", 500, 10).unwrap();
-        assert!(is_revoked(&db, "old").unwrap() && is_revoked(&db, "new").unwrap());
-        assert!(!is_revoked(&db, "other").unwrap());
+        assert!(revoked("old") && revoked("new"));
+        assert_eq!(standing(&db, "other").unwrap(), Standing::Unrecorded);
         revoke(&db, "third", 900, 100).unwrap();
-        assert!(!is_revoked(&db, "old").unwrap(), "expired entries go");
-        assert!(is_revoked(&db, "new").unwrap());
+        assert!(!revoked("old"), "expired entries go");
+        assert!(revoked("new"));
     }
 
     #[test]

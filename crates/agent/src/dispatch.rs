@@ -327,8 +327,16 @@ impl<H: Host> Agent<H> {
         if self.unrevoked.borrow().contains(token) {
             return Ok(());
         }
-        if auth::is_revoked(self.db(), token)? {
-            return Err(ApiError::TokenRevoked);
+        match auth::standing(self.db(), token)? {
+            auth::Standing::Revoked => return Err(ApiError::TokenRevoked),
+            auth::Standing::Recorded | auth::Standing::Unrecorded => {}
+            // A token this agent's ledger never recorded, on an agent made
+            // again after a deletion, was minted for the agent before: it
+            // must not open this one's files.
+            auth::Standing::Predecessors => {
+                let deleted_ms = crate::tombstone::deleted_at(self.db())?.unwrap_or_default();
+                return Err(ApiError::TokenPredatesAgent { deleted_ms });
+            }
         }
         let mut unrevoked = self.unrevoked.borrow_mut();
         if unrevoked.len() >= crate::agent::MAX_UNREVOKED {

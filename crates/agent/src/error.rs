@@ -47,6 +47,12 @@ pub enum ApiError {
     TokenExpired,
     #[error("the token has been revoked")]
     TokenRevoked,
+    /// A token minted for an agent that had this id before it was deleted.
+    #[error(
+        "the token was minted for an earlier agent of this id, deleted at {deleted_ms} ms since \
+         the epoch; mint a new token for this agent (POST /tokens)"
+    )]
+    TokenPredatesAgent { deleted_ms: i64 },
     #[error("not allowed: {reason}")]
     Forbidden { reason: String },
     #[error("the server has no API token configured (set the API_TOKEN secret)")]
@@ -165,6 +171,7 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::TokenExpired => "TOKEN_EXPIRED",
             ApiError::TokenRevoked => "TOKEN_REVOKED",
+            ApiError::TokenPredatesAgent { .. } => "TOKEN_PREDATES_AGENT",
             ApiError::Forbidden { .. } => "FORBIDDEN",
             ApiError::NotConfigured => "NOT_CONFIGURED",
             ApiError::NoRoute { .. } => "NO_ROUTE",
@@ -223,7 +230,10 @@ impl ApiError {
             | ApiError::InvalidRequest(_)
             | ApiError::InvalidAgentId { .. } => 400,
             ApiError::BodyTooLarge { .. } => 413,
-            ApiError::Unauthorized | ApiError::TokenExpired | ApiError::TokenRevoked => 401,
+            ApiError::Unauthorized
+            | ApiError::TokenExpired
+            | ApiError::TokenRevoked
+            | ApiError::TokenPredatesAgent { .. } => 401,
             ApiError::Forbidden { .. } => 403,
             ApiError::NotConfigured => 503,
             ApiError::NoRoute { .. } | ApiError::AgentNotFound { .. } => 404,

@@ -770,3 +770,46 @@ fn upload_modes_are_read_as_the_tools_read_them() {
         "a refused upload wrote nothing: {body}"
     );
 }
+
+/// An agent deleted and made again under the same id is a new agent: a
+/// token minted for the one before (known or not to the old ledger, used
+/// or not by this instance) does not open it; one minted for it does.
+#[test]
+fn tokens_of_a_deleted_agent_do_not_open_its_successor() {
+    let agent = agent();
+    create(&agent, "a");
+    let scopes = [Scope::Read];
+    let stat = |caller: Caller| {
+        call(
+            &agent,
+            request("a", Action::Tool(Tool::Stat), caller, r#"{"path":"/"}"#),
+        )
+    };
+    let record = |id: &str| {
+        let minted =
+            json!({"id": id, "scopes": ["read"], "minted_at": 1, "expires_at": 4_000_000_000i64});
+        ok(&agent, "a", Action::TokenMinted, &minted.to_string());
+    };
+    // Before any deletion: a token from before the ledger stands, as does
+    // a recorded one. Both are now remembered by this instance.
+    record("recorded-before");
+    for id in ["unrecorded", "recorded-before"] {
+        let (status, body) = stat(token(id, &scopes));
+        assert_eq!(status, 200, "{id}: {body}");
+    }
+    ok(&agent, "a", Action::Delete, "");
+    create(&agent, "a");
+    for id in ["unrecorded", "recorded-before"] {
+        let (status, body) = stat(token(id, &scopes));
+        assert_eq!(
+            failure(status, &body),
+            (401, "TOKEN_PREDATES_AGENT"),
+            "{id}: {body}"
+        );
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("mint a new token"), "{message}");
+    }
+    record("recorded-after");
+    let (status, body) = stat(token("recorded-after", &scopes));
+    assert_eq!(status, 200, "{body}");
+}
