@@ -255,6 +255,21 @@ fn tokens_are_bound_to_their_agent_scopes_expiry_and_revocation() {
     );
 }
 
+/// An agent deleted and made again under its id is a new agent: the old
+/// agent's tokens do not open it, tokens minted for it do.
+#[test]
+fn a_deleted_agents_tokens_do_not_open_the_agent_made_again() {
+    let agent = Agent::new("sec-reborn");
+    let (old, _) = mint(&agent.id, &["read"], 600);
+    expect_ok(&as_token(&agent, &old).call("stat", json!({ "path": "/" })));
+    expect_ok(&agent.send("DELETE", "", b""));
+    let again = Agent::new("sec-reborn");
+    let refused = as_token(&again, &old).call("stat", json!({ "path": "/" }));
+    expect_error(&refused, 401, "TOKEN_PREDATES_AGENT");
+    let (new, _) = mint(&again.id, &["read"], 600);
+    expect_ok(&as_token(&again, &new).call("stat", json!({ "path": "/" })));
+}
+
 #[test]
 fn quotas_refuse_with_the_limit_named_and_change_nothing() {
     let agent = Agent::new("sec-quotas");
