@@ -7,18 +7,18 @@ use std::collections::BTreeMap;
 use super::ast::{Assign, AssignValue};
 use super::{Flow, Shell, R};
 
-pub const EXPORT: u8 = 1;
-pub const READONLY: u8 = 2;
-pub const INTEGER: u8 = 4;
-pub const LOWER: u8 = 8;
-pub const UPPER: u8 = 16;
-pub const NAMEREF: u8 = 32;
+pub(super) const EXPORT: u8 = 1;
+pub(super) const READONLY: u8 = 2;
+pub(super) const INTEGER: u8 = 4;
+pub(super) const LOWER: u8 = 8;
+pub(super) const UPPER: u8 = 16;
+pub(super) const NAMEREF: u8 = 32;
 
 /// Variables bash sets up readonly.
 const BASH_READONLY: &[&str] = &["SHELLOPTS", "BASHOPTS", "UID", "EUID", "PPID"];
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     /// Declared without a value (`local x`, `declare -a a` has Indexed).
     Unset,
     Str(String),
@@ -27,13 +27,13 @@ pub enum Value {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Var {
+pub(crate) struct Var {
     pub value: Value,
     pub attrs: u8,
 }
 
 impl Var {
-    pub fn new(value: String) -> Self {
+    pub(crate) fn new(value: String) -> Self {
         Var {
             value: Value::Str(value),
             attrs: 0,
@@ -41,7 +41,7 @@ impl Var {
     }
 
     /// The value as a scalar (`${a}` of an array is element 0).
-    pub fn scalar(&self) -> Option<String> {
+    pub(crate) fn scalar(&self) -> Option<String> {
         match &self.value {
             Value::Unset => None,
             Value::Str(s) => Some(s.clone()),
@@ -50,7 +50,7 @@ impl Var {
         }
     }
 
-    pub fn values(&self) -> Vec<String> {
+    pub(crate) fn values(&self) -> Vec<String> {
         match &self.value {
             Value::Unset => Vec::new(),
             Value::Str(s) => vec![s.clone()],
@@ -59,7 +59,7 @@ impl Var {
         }
     }
 
-    pub fn keys(&self) -> Vec<String> {
+    pub(crate) fn keys(&self) -> Vec<String> {
         match &self.value {
             Value::Unset => Vec::new(),
             Value::Str(_) => vec!["0".into()],
@@ -75,7 +75,7 @@ impl Var {
 /// `${a[@]}` and `declare -p`. Keys sharing a bucket come in key order here
 /// (bash puts the newest first); past 2,048 entries bash's table grows and
 /// its order is no longer this one.
-pub fn bash_order(map: &BTreeMap<String, String>) -> Vec<(&String, &String)> {
+pub(super) fn bash_order(map: &BTreeMap<String, String>) -> Vec<(&String, &String)> {
     let mut entries: Vec<(&String, &String)> = map.iter().collect();
     entries.sort_by_key(|(k, _)| fnv1(k.as_bytes()) & 1023);
     entries
@@ -92,7 +92,7 @@ impl Shell<'_> {
     /// Follows `declare -n` references from `name` to the variable they
     /// name. A nameref without a target resolves to itself; `None` on a
     /// reference cycle.
-    pub fn resolve_ref(&self, name: &str) -> Option<String> {
+    pub(crate) fn resolve_ref(&self, name: &str) -> Option<String> {
         let mut cur = name.to_string();
         for _ in 0..32 {
             match self.st.vars.get(&cur) {
@@ -114,7 +114,7 @@ impl Shell<'_> {
         }
     }
 
-    pub fn is_nameref(&self, name: &str) -> bool {
+    pub(crate) fn is_nameref(&self, name: &str) -> bool {
         self.st
             .vars
             .get(name)
@@ -122,7 +122,7 @@ impl Shell<'_> {
     }
 
     /// A parameter's value; `None` when unset.
-    pub fn get_scalar(&mut self, name: &str) -> Option<String> {
+    pub(crate) fn get_scalar(&mut self, name: &str) -> Option<String> {
         let first = name.as_bytes().first().copied().unwrap_or(b' ');
         if !(first.is_ascii_alphabetic() || first == b'_') {
             return self.special(name);
@@ -198,14 +198,14 @@ impl Shell<'_> {
         })
     }
 
-    pub fn ifs(&self) -> String {
+    pub(crate) fn ifs(&self) -> String {
         match self.st.vars.get("IFS") {
             Some(v) => v.scalar().unwrap_or_default(),
             None => " \t\n".into(),
         }
     }
 
-    pub fn ifs_first(&self) -> String {
+    pub(crate) fn ifs_first(&self) -> String {
         self.ifs()
             .chars()
             .next()
@@ -213,7 +213,7 @@ impl Shell<'_> {
             .unwrap_or_default()
     }
 
-    pub fn is_assoc(&self, name: &str) -> bool {
+    pub(crate) fn is_assoc(&self, name: &str) -> bool {
         matches!(
             self.st.vars.get(&self.target(name)),
             Some(Var {
@@ -234,7 +234,7 @@ impl Shell<'_> {
     }
 
     /// All values of a parameter (`${a[@]}`, `$@`).
-    pub fn get_all(&mut self, name: &str) -> Option<Vec<String>> {
+    pub(crate) fn get_all(&mut self, name: &str) -> Option<Vec<String>> {
         match name {
             "@" | "*" => return Some(self.st.positional.clone()),
             "PIPESTATUS" if !self.st.vars.contains_key(name) => {
@@ -273,7 +273,7 @@ impl Shell<'_> {
         }
     }
 
-    pub fn get_keys(&mut self, name: &str) -> Vec<String> {
+    pub(crate) fn get_keys(&mut self, name: &str) -> Vec<String> {
         if name == "@" || name == "*" {
             return (1..=self.st.positional.len())
                 .map(|i| i.to_string())
@@ -288,7 +288,7 @@ impl Shell<'_> {
     }
 
     /// One element; `key` is already evaluated (an index for indexed arrays).
-    pub fn get_element(&mut self, name: &str, key: &str) -> Option<String> {
+    pub(crate) fn get_element(&mut self, name: &str, key: &str) -> Option<String> {
         if name == "PIPESTATUS" && !self.st.vars.contains_key(name) {
             let i: usize = key.parse().ok()?;
             return self.pipestatus.get(i).map(|s| s.to_string());
@@ -331,7 +331,7 @@ impl Shell<'_> {
 
     /// Whether `name` (through namerefs) is readonly: declared so, or one
     /// of the variables bash itself makes readonly.
-    pub fn is_readonly(&self, name: &str) -> bool {
+    pub(crate) fn is_readonly(&self, name: &str) -> bool {
         let target = self.target(name);
         match self.st.vars.get(&target) {
             Some(v) => v.attrs & READONLY != 0,
@@ -370,7 +370,7 @@ impl Shell<'_> {
 
     /// Assigns a scalar; assigning `PATH`, `HISTSIZE` or `HISTFILESIZE`
     /// also acts on what they govern.
-    pub fn set_scalar(&mut self, name: &str, value: String) -> R<()> {
+    pub(crate) fn set_scalar(&mut self, name: &str, value: String) -> R<()> {
         match name {
             "PATH" => self.forget_hashed(),
             "HISTSIZE" | "HISTFILESIZE" => {
@@ -451,7 +451,7 @@ impl Shell<'_> {
         }
     }
 
-    pub fn set_element(&mut self, name: &str, key: &str, value: String) -> R<()> {
+    pub(crate) fn set_element(&mut self, name: &str, key: &str, value: String) -> R<()> {
         let name = &self.deref_for_write(name)?;
         self.check_writable(name)?;
         let value = self.transform_value(name, value)?;
@@ -488,7 +488,7 @@ impl Shell<'_> {
         Ok(())
     }
 
-    pub fn unset_var(&mut self, name: &str) -> R<bool> {
+    pub(crate) fn unset_var(&mut self, name: &str) -> R<bool> {
         let name = &self.target(name);
         if name == "PATH" {
             self.forget_hashed();
@@ -498,7 +498,7 @@ impl Shell<'_> {
     }
 
     /// Sets `name` to an indexed array of `values`.
-    pub fn assign_array_values(&mut self, name: &str, values: Vec<String>) -> R<()> {
+    pub(crate) fn assign_array_values(&mut self, name: &str, values: Vec<String>) -> R<()> {
         self.check_writable(name)?;
         let map = values
             .into_iter()
@@ -517,7 +517,7 @@ impl Shell<'_> {
     }
 
     /// Makes `name` local to the current function call.
-    pub fn make_local(&mut self, name: &str) {
+    pub(crate) fn make_local(&mut self, name: &str) {
         let old = self.st.vars.get(name).cloned();
         if let Some(frame) = self.st.frames.last_mut() {
             if frame.iter().any(|(n, _)| n == name) {
@@ -536,7 +536,7 @@ impl Shell<'_> {
     }
 
     /// Evaluates an array subscript for `name` (arithmetic unless assoc).
-    pub fn subscript_key(&mut self, name: &str, text: &str) -> R<String> {
+    pub(crate) fn subscript_key(&mut self, name: &str, text: &str) -> R<String> {
         if self.is_assoc(name) {
             return Ok(text.to_string());
         }
@@ -545,7 +545,7 @@ impl Shell<'_> {
     }
 
     /// Performs an assignment word (`x=1`, `a[i]+=v`, `a=(1 2)`).
-    pub fn assign(&mut self, a: &Assign) -> R<()> {
+    pub(crate) fn assign(&mut self, a: &Assign) -> R<()> {
         if self.is_nameref(&a.name) {
             let t = self.deref_for_write(&a.name)?;
             if t != a.name && !t.contains('[') {
