@@ -481,15 +481,17 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
             status = 1;
             continue;
         }
-        if sh.st.vars.contains_key(a.as_str()) {
-            if sh.st.vars[a.as_str()].attrs & READONLY != 0 {
-                sh.err_line(&format!("unset: {a}: cannot unset: readonly variable"))?;
-                status = 1;
-                continue;
-            }
-            // Unsetting a local reveals nothing in bash's default mode; keep simple.
-            sh.st.vars.remove(a.as_str());
-        } else {
+        if sh
+            .st
+            .vars
+            .get(a.as_str())
+            .is_some_and(|v| v.attrs & READONLY != 0)
+        {
+            sh.err_line(&format!("unset: {a}: cannot unset: readonly variable"))?;
+            status = 1;
+            continue;
+        }
+        if !sh.remove_var(a) {
             sh.st.funcs.remove(a.as_str());
         }
     }
@@ -613,14 +615,7 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
             continue;
         }
         if local {
-            let exists_here = sh
-                .st
-                .frames
-                .last()
-                .is_some_and(|f| f.iter().any(|(n, _)| *n == base));
-            if !exists_here {
-                sh.make_local(&base);
-            }
+            sh.make_local(&base);
         }
         let var = sh.st.vars.entry(base.clone()).or_insert(Var {
             value: Value::Unset,

@@ -161,8 +161,8 @@ impl Default for Opts {
 pub(crate) struct State {
     pub vars: HashMap<String, Var>,
     pub funcs: HashMap<String, Rc<Function>>,
-    /// Saved variables of each active function call (for `local`).
-    pub frames: Vec<Vec<(String, Option<Var>)>>,
+    /// Variable contexts: function calls and prefix assignments.
+    pub frames: Vec<vars::Frame>,
     pub positional: Vec<String>,
     pub arg0: String,
     pub cwd: VPath,
@@ -289,6 +289,9 @@ pub(crate) struct Shell<'a> {
     random: u64,
     ticks: u32,
     pub(crate) in_function: u32,
+    /// The command being dispatched has prefix assignments, in the frame
+    /// on top (a function call it makes takes them as its own).
+    env_for_call: bool,
     /// Loops running in the current function (or at top level), for
     /// `break` and `continue`.
     pub(crate) loop_depth: u32,
@@ -384,6 +387,7 @@ impl<'a> Shell<'a> {
             random: 0x2545_F491_4F6C_DD1D,
             ticks: 0,
             in_function: 0,
+            env_for_call: false,
             loop_depth: 0,
             sourcing: 0,
             cmdsub_status: None,
@@ -1297,15 +1301,26 @@ impl<'a> Shell<'a> {
             );
             self.write_fd(2, line.as_bytes())?;
         }
-        // Prefix assignments apply to this command only.
-        let mut saved_vars = Vec::new();
+        // Prefix assignments apply to this command only, in a frame of
+        // their own (see `vars.rs`).
+        let has_env = !cmd.assigns.is_empty();
+        if has_env {
+            self.push_env_frame();
+        }
         for a in &cmd.assigns {
             // A readonly variable keeps its value; the command still runs.
             if self.is_readonly(&a.name) {
                 self.err_line(&format!("{}: readonly variable", a.name))?;
                 continue;
             }
-            saved_vars.push((a.name.clone(), self.st.vars.get(&a.name).cloned()));
+            let outer = self.st.vars.get(&a.name).cloned();
+            if let Some(frame) = self.st.frames.last_mut() {
+                frame.cells.push(vars::Cell {
+                    name: a.name.clone(),
+                    outer,
+                    kind: vars::CellKind::Temp,
+                });
+            }
             self.assign(a)?;
             if let Some(v) = self.st.vars.get_mut(&a.name) {
                 v.attrs |= vars::EXPORT;
@@ -1317,14 +1332,16 @@ impl<'a> Shell<'a> {
             match self.apply_redirs(&cmd.redirs) {
                 Ok(Some(s)) => Some(s),
                 Ok(None) => {
-                    self.restore_vars(saved_vars, &argv[0]);
+                    self.end_env_frame(has_env, &argv[0]);
                     self.status = 1;
                     return Ok(());
                 }
                 Err(e) => return Err(e),
             }
         };
+        self.env_for_call = has_env;
         let r = self.dispatch(&argv, deferred);
+        self.env_for_call = false;
         if let Some(last) = argv.last() {
             self.last_arg.clone_from(last);
         }
@@ -1335,7 +1352,7 @@ impl<'a> Shell<'a> {
             self.restore_fds(saved)?;
         }
         self.flush_direct()?;
-        self.restore_vars(saved_vars, &argv[0]);
+        self.end_env_frame(has_env, &argv[0]);
         self.finish_procsubs(procsubs_before)?;
         let status = r?;
         self.status = self.status_after_writes(status);
@@ -1351,26 +1368,17 @@ impl<'a> Shell<'a> {
         }
     }
 
-    fn restore_vars(&mut self, saved: Vec<(String, Option<Var>)>, cmd: &str) {
+    /// Ends a command's prefix-assignment frame (when it has one).
+    fn end_env_frame(&mut self, has_env: bool, cmd: &str) {
+        if !has_env {
+            return;
+        }
         // Special builtins keep prefix assignments, as in POSIX mode; bash
         // keeps them only for functions' duration: restore for all but these.
-        if matches!(cmd, "export" | "readonly" | "declare" | "local" | "typeset") {
-            return;
-        }
-        // In POSIX mode, prefix assignments of special builtins stay.
-        if self.st.opts.posix && builtins::is_special(cmd) {
-            return;
-        }
-        for (name, old) in saved.into_iter().rev() {
-            match old {
-                Some(v) => {
-                    self.st.vars.insert(name, v);
-                }
-                None => {
-                    self.st.vars.remove(&name);
-                }
-            }
-        }
+        let keep = matches!(cmd, "export" | "readonly" | "declare" | "local" | "typeset")
+            // In POSIX mode, prefix assignments of special builtins stay.
+            || (self.st.opts.posix && builtins::is_special(cmd));
+        self.pop_frame(keep);
     }
 
     /// `x=1 y=$(cmd)`: the words see the `$?` of the previous command (so
@@ -1585,7 +1593,11 @@ impl<'a> Shell<'a> {
     pub(crate) fn call_function(&mut self, f: &Function, argv: &[String]) -> R<i32> {
         self.budget.enter()?;
         let saved_pos = std::mem::replace(&mut self.st.positional, argv[1..].to_vec());
-        self.st.frames.push(Vec::new());
+        let env_below = std::mem::take(&mut self.env_for_call);
+        self.st.frames.push(vars::Frame {
+            kind: vars::FrameKind::Function { env_below },
+            cells: Vec::new(),
+        });
         self.st.func_names.push(f.name.clone());
         self.st.call_lines.push(self.line);
         let file = self.st.func_sources.get(&f.name).cloned();
@@ -1613,18 +1625,7 @@ impl<'a> Shell<'a> {
         self.st.func_names.pop();
         self.st.call_lines.pop();
         self.st.sources.pop();
-        if let Some(frame) = self.st.frames.pop() {
-            for (name, old) in frame.into_iter().rev() {
-                match old {
-                    Some(v) => {
-                        self.st.vars.insert(name, v);
-                    }
-                    None => {
-                        self.st.vars.remove(&name);
-                    }
-                }
-            }
-        }
+        self.pop_frame(false);
         self.st.positional = saved_pos;
         self.budget.leave();
         r

@@ -1,6 +1,14 @@
 //! Variables: scalars, indexed and associative arrays, attributes,
-//! special parameters, and `local` scoping (dynamic, as in bash: a call
-//! frame saves the outer value and restores it on return).
+//! special parameters, and scoping (dynamic, as in bash: a frame saves the
+//! outer value of each name it binds and restores it when it ends).
+//!
+//! Frames are bash's variable contexts: a function call's, and the
+//! temporary environment of a command's prefix assignments (`v=1 f`,
+//! `v=1 eval ...`). Where bash is subtle, so is this: `local v` of a name
+//! whose visible value comes from a temporary environment keeps that value;
+//! `unset` of a local of the current call only empties it (it stays local),
+//! while `unset` from a function it was called from, or of a temporary
+//! binding, removes that binding and reveals the one beneath it.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +32,41 @@ pub(crate) enum Value {
     Str(String),
     Indexed(BTreeMap<i64, String>),
     Assoc(BTreeMap<String, String>),
+}
+
+/// One variable context (see the module doc).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Frame {
+    pub kind: FrameKind,
+    /// Each name this frame binds, with the value it hides, oldest first.
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) enum FrameKind {
+    /// A command's prefix assignments, for the command's duration.
+    #[default]
+    Env,
+    /// A function call; `env_below` when the frame just beneath it holds
+    /// the call's own prefix assignments (bash merges them into the call's
+    /// context, so they are the function's to make local).
+    Function { env_below: bool },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Cell {
+    pub name: String,
+    /// The value this binding hides (`None`: the name was unset).
+    pub outer: Option<Var>,
+    pub kind: CellKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum CellKind {
+    /// A prefix assignment's temporary binding.
+    Temp,
+    /// Made by `local` / `declare` in a function.
+    Local,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -494,7 +537,83 @@ impl Shell<'_> {
             self.forget_hashed();
         }
         self.check_writable(name)?;
-        Ok(self.st.vars.remove(name).is_some())
+        Ok(self.remove_var(name))
+    }
+
+    /// Unsets `name` by bash's rules (see the module doc); whether it was
+    /// bound at all.
+    pub(crate) fn remove_var(&mut self, name: &str) -> bool {
+        let Some((f, c)) = self.innermost_cell(name) else {
+            return self.st.vars.remove(name).is_some();
+        };
+        let cell = &self.st.frames[f].cells[c];
+        if cell.kind == CellKind::Local && f >= self.current_level() {
+            self.st.vars.remove(name);
+            return true;
+        }
+        let cell = self.st.frames[f].cells.remove(c);
+        let was = match cell.outer {
+            Some(v) => self.st.vars.insert(cell.name, v),
+            None => self.st.vars.remove(&cell.name),
+        };
+        was.is_some()
+    }
+
+    /// The frame and cell of the innermost binding of `name`.
+    fn innermost_cell(&self, name: &str) -> Option<(usize, usize)> {
+        self.st
+            .frames
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(f, frame)| {
+                let c = frame.cells.iter().rposition(|c| c.name == name)?;
+                Some((f, c))
+            })
+    }
+
+    /// The first frame of the running function's own context: its call
+    /// frame (with its prefix assignments' frame beneath it) and the
+    /// frames of commands it runs (`v=1 eval ...`); 0 outside functions.
+    fn current_level(&self) -> usize {
+        let frames = &self.st.frames;
+        match frames
+            .iter()
+            .rposition(|f| matches!(f.kind, FrameKind::Function { .. }))
+        {
+            Some(i) if frames[i].kind == (FrameKind::Function { env_below: true }) => {
+                i.saturating_sub(1)
+            }
+            Some(i) => i,
+            None => 0,
+        }
+    }
+
+    /// Starts a frame for one command's prefix assignments.
+    pub(crate) fn push_env_frame(&mut self) {
+        self.st.frames.push(Frame::default());
+    }
+
+    /// Ends the innermost frame: each binding it still holds gives back the
+    /// value it hid, unless `keep` (prefix assignments that outlive their
+    /// command, as `declare`'s do).
+    pub(crate) fn pop_frame(&mut self, keep: bool) {
+        let Some(frame) = self.st.frames.pop() else {
+            return;
+        };
+        if keep {
+            return;
+        }
+        for cell in frame.cells.into_iter().rev() {
+            match cell.outer {
+                Some(v) => {
+                    self.st.vars.insert(cell.name, v);
+                }
+                None => {
+                    self.st.vars.remove(&cell.name);
+                }
+            }
+        }
     }
 
     /// Sets `name` to an indexed array of `values`.
@@ -516,23 +635,42 @@ impl Shell<'_> {
         Ok(())
     }
 
-    /// Makes `name` local to the current function call.
+    /// Makes `name` local to the current function call. A name already
+    /// bound in the call's context stays as it is (a temporary binding
+    /// becomes the local); a new local starts unset, or with the visible
+    /// value when that comes from a temporary binding.
     pub(crate) fn make_local(&mut self, name: &str) {
-        let old = self.st.vars.get(name).cloned();
-        if let Some(frame) = self.st.frames.last_mut() {
-            if frame.iter().any(|(n, _)| n == name) {
+        let found = self.innermost_cell(name);
+        if let Some((f, c)) = found {
+            if f >= self.current_level() {
+                self.st.frames[f].cells[c].kind = CellKind::Local;
                 return;
             }
-            frame.push((name.to_string(), old.clone()));
         }
+        let Some(call) = self
+            .st
+            .frames
+            .iter()
+            .rposition(|f| matches!(f.kind, FrameKind::Function { .. }))
+        else {
+            return;
+        };
+        let inherit = found.is_some_and(|(f, c)| self.st.frames[f].cells[c].kind == CellKind::Temp);
+        let old = self.st.vars.get(name).cloned();
+        self.st.frames[call].cells.push(Cell {
+            name: name.to_string(),
+            outer: old.clone(),
+            kind: CellKind::Local,
+        });
         let attrs = old.as_ref().map_or(0, |v| v.attrs & EXPORT);
-        self.st.vars.insert(
-            name.to_string(),
-            Var {
-                value: Value::Unset,
-                attrs,
-            },
-        );
+        let value = match old {
+            Some(Var {
+                value: v @ Value::Str(_),
+                ..
+            }) if inherit => v,
+            _ => Value::Unset,
+        };
+        self.st.vars.insert(name.to_string(), Var { value, attrs });
     }
 
     /// Evaluates an array subscript for `name` (arithmetic unless assoc).
