@@ -3,14 +3,17 @@
 #![deny(unreachable_pub)]
 
 pub mod config;
+pub mod diff;
 pub mod error;
 pub mod files;
 pub mod index;
 pub mod objects;
 pub mod odb;
+pub mod ignore;
 mod pack;
 pub mod refs;
 pub mod repo;
+pub mod worktree;
 
 pub use error::{Error, Result};
 pub use files::{Entry, FileError, Files, Kind, Meta};
