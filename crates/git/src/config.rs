@@ -304,6 +304,19 @@ impl Config {
         }
     }
 
+    /// Adds a line for `key` after its section's last (`--add`: the old
+    /// values stay).
+    pub fn add(&mut self, key: &Key, value: &str) {
+        let line = format!("\t{} = {}", key.name, quote(value));
+        match self.positions(key).0 {
+            Some(end) => self.lines.insert(end + 1, line),
+            None => {
+                self.lines.push(key.header());
+                self.lines.push(line);
+            }
+        }
+    }
+
     /// Removes every line holding `key` (the section's header stays, as
     /// git leaves it); false when there was none.
     pub fn unset(&mut self, key: &Key) -> bool {

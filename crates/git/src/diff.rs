@@ -95,30 +95,45 @@ fn push_line(out: &mut Vec<u8>, sign: u8, line: &[u8]) {
 
 /// The patch for one path; `None` for a side that does not exist. Empty
 /// when nothing differs.
-pub fn patch(path: &str, old: Option<&Side>, new: Option<&Side>, abbrev: &dyn Fn(&ObjectId) -> String) -> Vec<u8> {
+pub fn patch(
+    path: &str,
+    old: Option<&Side>,
+    new: Option<&Side>,
+    abbrev: &dyn Fn(&ObjectId) -> String,
+) -> Vec<u8> {
     let mut out = Vec::new();
     let zero = ObjectId::null(gix_hash::Kind::Sha1);
     out.extend_from_slice(format!("diff --git a/{path} b/{path}\n").as_bytes());
     match (old, new) {
         (None, Some(n)) => {
             out.extend_from_slice(format!("new file mode {:o}\n", n.mode).as_bytes());
-            out.extend_from_slice(format!("index {}..{}\n", abbrev(&zero), abbrev(&n.id)).as_bytes());
+            out.extend_from_slice(
+                format!("index {}..{}\n", abbrev(&zero), abbrev(&n.id)).as_bytes(),
+            );
         }
         (Some(o), None) => {
             out.extend_from_slice(format!("deleted file mode {:o}\n", o.mode).as_bytes());
-            out.extend_from_slice(format!("index {}..{}\n", abbrev(&o.id), abbrev(&zero)).as_bytes());
+            out.extend_from_slice(
+                format!("index {}..{}\n", abbrev(&o.id), abbrev(&zero)).as_bytes(),
+            );
         }
         (Some(o), Some(n)) => {
             if o.mode != n.mode {
-                out.extend_from_slice(format!("old mode {:o}\nnew mode {:o}\n", o.mode, n.mode).as_bytes());
+                out.extend_from_slice(
+                    format!("old mode {:o}\nnew mode {:o}\n", o.mode, n.mode).as_bytes(),
+                );
             }
             if o.id == n.id {
                 return if o.mode != n.mode { out } else { Vec::new() };
             }
             if o.mode == n.mode {
-                out.extend_from_slice(format!("index {}..{} {:o}\n", abbrev(&o.id), abbrev(&n.id), o.mode).as_bytes());
+                out.extend_from_slice(
+                    format!("index {}..{} {:o}\n", abbrev(&o.id), abbrev(&n.id), o.mode).as_bytes(),
+                );
             } else {
-                out.extend_from_slice(format!("index {}..{}\n", abbrev(&o.id), abbrev(&n.id)).as_bytes());
+                out.extend_from_slice(
+                    format!("index {}..{}\n", abbrev(&o.id), abbrev(&n.id)).as_bytes(),
+                );
             }
         }
         (None, None) => return Vec::new(),
@@ -130,16 +145,32 @@ pub fn patch(path: &str, old: Option<&Side>, new: Option<&Side>, abbrev: &dyn Fn
         return out;
     }
     if is_binary(old_data) || is_binary(new_data) {
-        let a = if old.is_some() { format!("a/{path}") } else { "/dev/null".to_string() };
-        let b = if new.is_some() { format!("b/{path}") } else { "/dev/null".to_string() };
+        let a = if old.is_some() {
+            format!("a/{path}")
+        } else {
+            "/dev/null".to_string()
+        };
+        let b = if new.is_some() {
+            format!("b/{path}")
+        } else {
+            "/dev/null".to_string()
+        };
         out.extend_from_slice(format!("Binary files {a} and {b} differ\n").as_bytes());
         return out;
     }
     if old_data.is_empty() && new_data.is_empty() {
         return out;
     }
-    let a = if old.is_some() { format!("a/{path}") } else { "/dev/null".to_string() };
-    let b = if new.is_some() { format!("b/{path}") } else { "/dev/null".to_string() };
+    let a = if old.is_some() {
+        format!("a/{path}")
+    } else {
+        "/dev/null".to_string()
+    };
+    let b = if new.is_some() {
+        format!("b/{path}")
+    } else {
+        "/dev/null".to_string()
+    };
     out.extend_from_slice(format!("--- {a}\n+++ {b}\n").as_bytes());
     let (a, b) = (lines(old_data), lines(new_data));
     let ops = capture_diff_slices(Algorithm::Myers, &a, &b);

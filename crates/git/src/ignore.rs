@@ -35,9 +35,8 @@ impl Patterns {
                 line.pop();
             }
             let negated = line.first() == Some(&b'!');
-            if negated {
-                line.remove(0);
-            } else if line.starts_with(b"\\!") || line.starts_with(b"\\#") {
+            // `!` negates; a `\\` before a leading `!` or `#` escapes it.
+            if negated || line.starts_with(b"\\!") || line.starts_with(b"\\#") {
                 line.remove(0);
             }
             let dir_only = line.last() == Some(&b'/');

@@ -2,14 +2,15 @@
 //! everyday commands, over any [`Files`].
 #![deny(unreachable_pub)]
 
+pub mod cmd;
 pub mod config;
 pub mod diff;
 pub mod error;
 pub mod files;
+pub mod ignore;
 pub mod index;
 pub mod objects;
 pub mod odb;
-pub mod ignore;
 mod pack;
 pub mod refs;
 pub mod repo;

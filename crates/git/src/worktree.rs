@@ -8,7 +8,7 @@
 //! content is hashed. Entries found unchanged that way get fresh stat data,
 //! so the next look is cheap (git refreshes its index the same way).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use gix_hash::ObjectId;
 use gix_object::Kind as ObjectKind;
@@ -50,6 +50,9 @@ pub struct Status {
     pub untracked: Vec<String>,
     /// Paths with conflict stages.
     pub unmerged: Vec<String>,
+    /// Staged additions that are exact renames: new path → old path (the
+    /// old path's deletion is not in `staged`).
+    pub renamed: BTreeMap<String, String>,
 }
 
 /// The mode git records for a worktree node.
@@ -192,7 +195,9 @@ pub fn status(
     for (path, (mode, id)) in &staged {
         match head.get(path) {
             None => out.staged.push((path.clone(), Change::Added)),
-            Some((m, i)) if m != mode || i != id => out.staged.push((path.clone(), Change::Modified)),
+            Some((m, i)) if m != mode || i != id => {
+                out.staged.push((path.clone(), Change::Modified))
+            }
             Some(_) => {}
         }
     }
@@ -202,6 +207,27 @@ pub fn status(
         }
     }
     out.staged.sort();
+    // Exact renames: a deleted path whose blob and mode an added one has.
+    let mut added: HashMap<(u32, ObjectId), Vec<String>> = HashMap::new();
+    for (p, c) in &out.staged {
+        if *c == Change::Added {
+            added.entry(staged[p]).or_default().push(p.clone());
+        }
+    }
+    let mut gone = HashSet::new();
+    for (p, c) in &out.staged {
+        if *c == Change::Deleted {
+            if let Some(to) = added
+                .get_mut(&head[p])
+                .and_then(|c| (!c.is_empty()).then(|| c.remove(0)))
+            {
+                gone.insert(p.clone());
+                out.renamed.insert(to, p.clone());
+            }
+        }
+    }
+    out.staged
+        .retain(|(p, c)| !(gone.contains(p) && *c == Change::Deleted));
     let mut unmerged: Vec<String> = index
         .entries
         .iter()
@@ -273,10 +299,19 @@ enum Compared {
 fn stat_matches(entry: &IndexEntry, meta: &Meta, written_ms: Option<i64>) -> bool {
     let (secs, nanos) = stamp(meta.mtime_ms);
     let racy = written_ms.is_none_or(|w| w <= meta.mtime_ms);
-    !racy && entry.size as u64 == meta.size && entry.mtime.0 == secs && entry.mtime.1 / 1_000_000 == nanos / 1_000_000
+    !racy
+        && entry.size as u64 == meta.size
+        && entry.mtime.0 == secs
+        && entry.mtime.1 / 1_000_000 == nanos / 1_000_000
 }
 
-fn compare(repo: &Repo<'_>, entry: &IndexEntry, meta: &Meta, written_ms: Option<i64>, filemode: bool) -> Result<Compared> {
+fn compare(
+    repo: &Repo<'_>,
+    entry: &IndexEntry,
+    meta: &Meta,
+    written_ms: Option<i64>,
+    filemode: bool,
+) -> Result<Compared> {
     if entry.mode == MODE_GITLINK {
         return Ok(Compared::Same);
     }
@@ -316,7 +351,13 @@ pub fn stage(repo: &Repo<'_>, index: &mut Index, rel: &str, meta: &Meta) -> Resu
         Some(i) if !filemode(repo)? && mode != MODE_SYMLINK => index.entries[i].mode,
         _ => mode,
     };
-    index.upsert(IndexEntry::new(rel.to_string(), mode, id, meta.size, meta.mtime_ms));
+    index.upsert(IndexEntry::new(
+        rel.to_string(),
+        mode,
+        id,
+        meta.size,
+        meta.mtime_ms,
+    ));
     Ok(id)
 }
 
@@ -328,7 +369,11 @@ pub fn files_under(repo: &Repo<'_>, index: &Index, dir: &str) -> Result<Vec<(Str
     let mut ignores = root_ignores(repo)?;
     // The .gitignore files from the root down to `dir` apply.
     let mut prefix = String::new();
-    let parts: Vec<&str> = if dir.is_empty() { Vec::new() } else { dir.split('/').collect() };
+    let parts: Vec<&str> = if dir.is_empty() {
+        Vec::new()
+    } else {
+        dir.split('/').collect()
+    };
     for (n, part) in std::iter::once("").chain(parts.iter().copied()).enumerate() {
         if n > 0 {
             if !prefix.is_empty() {
