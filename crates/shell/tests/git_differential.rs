@@ -357,3 +357,49 @@ fn each_side_reads_the_others_commits() {
     );
     assert_eq!(judge.run("git status --porcelain").stdout, "");
 }
+
+/// What the light shell's git lacks goes to the computer under `auto`
+/// (an option gap), and run here anyway it says so: never a wrong answer.
+#[test]
+fn what_is_not_implemented_is_routed_to_the_computer() {
+    let db = common::db();
+    let vfs = Vfs::new(&db, 1_700_000_000_000);
+    let gaps = |script: &str| stead_shell::light_shell_gaps(script, &vfs, &VPath::root()).unwrap();
+    for script in [
+        "git status",
+        "git add -A && git commit -qm x",
+        "git log --oneline -5 -- src",
+        "git commit --amend --no-edit",
+        "git -C sub diff --cached",
+        "git switch -c topic",
+    ] {
+        assert_eq!(gaps(script), vec![], "{script}");
+    }
+    for script in [
+        "git push origin main",
+        "git clone https://example.invalid/r.git",
+        "git rebase -i HEAD~2",
+        "git stash",
+        "git commit",
+        "git commit -m x --fixup HEAD",
+        "git log --graph",
+        "git diff --stat",
+        "git add '*.rs'",
+        "git -c user.name=x commit -m y",
+        "git status src",
+    ] {
+        let found = gaps(script);
+        assert!(
+            matches!(found.as_slice(), [stead_shell::Gap::Options { utility, .. }] if utility == "git"),
+            "{script}: {found:?}"
+        );
+    }
+    let light = Light { db: common::db() };
+    let refused = light.run("git init -q; git rebase main");
+    assert_eq!(refused.status, 129);
+    assert!(
+        refused.stderr.contains("not in the light shell's git"),
+        "{}",
+        refused.stderr
+    );
+}

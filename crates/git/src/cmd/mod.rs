@@ -226,12 +226,31 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
     let parsed = parse(name, &args[i + 1..], spec, *numbers)?;
     // Subcommand words this does not implement.
     let first = parsed.operands.first().map(String::as_str);
+    // Pathspec magic and globs (`'*.rs'`, `:/x`) are git's, not here.
+    let magic = parsed
+        .operands
+        .iter()
+        .any(|o| o.starts_with(':') || o.contains(['*', '?', '[']));
     let refused = match *name {
         "remote" => !matches!(
             first,
-            None | Some("add" | "remove" | "rm" | "get-url" | "set-url" | "rename")
+            None | Some("add" | "remove" | "rm" | "get-url" | "set-url")
         ),
-        "config" => first.is_some_and(|k| !k.contains('.')) && !parsed.has("list"),
+        "config" => match first {
+            None => !parsed.has("list"),
+            Some(key) => !key.contains('.'),
+        },
+        // An editor would open: there is none here.
+        "commit" => {
+            !parsed.operands.is_empty()
+                || !(parsed.has("message")
+                    || parsed.has("file")
+                    || (parsed.has("amend") && parsed.has("no-edit")))
+        }
+        "tag" => parsed.has("annotate") && !parsed.has("message"),
+        "status" => !parsed.operands.is_empty(),
+        "switch" | "checkout" => first == Some("-"),
+        "add" | "rm" | "ls-files" | "log" | "diff" | "reset" | "mv" => magic,
         _ => false,
     };
     if refused {
