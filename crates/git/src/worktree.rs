@@ -85,7 +85,7 @@ fn root_ignores(repo: &Repo<'_>) -> Result<Ignores> {
 }
 
 /// Whether the filesystem's executable bit counts (`core.filemode`).
-fn filemode(repo: &Repo<'_>) -> Result<bool> {
+pub fn filemode(repo: &Repo<'_>) -> Result<bool> {
     Ok(repo
         .config()?
         .get_bool(&crate::config::Key::parse("core.filemode")?)
@@ -342,13 +342,19 @@ fn compare(
 }
 
 /// Stages the worktree's `rel` (a file or symlink): writes its blob and
-/// puts a fresh entry in `index`.
-pub fn stage(repo: &Repo<'_>, index: &mut Index, rel: &str, meta: &Meta) -> Result<ObjectId> {
+/// puts a fresh entry in `index`. `filemode`: [`filemode`]'s answer.
+pub fn stage(
+    repo: &Repo<'_>,
+    index: &mut Index,
+    rel: &str,
+    meta: &Meta,
+    filemode: bool,
+) -> Result<ObjectId> {
     let (mode, data) = worktree_blob(repo, rel, meta)?;
     let id = repo.odb.write(ObjectKind::Blob, &data)?;
     let mode = match index.find(rel) {
         // Without core.filemode the recorded bit stays as it was.
-        Some(i) if !filemode(repo)? && mode != MODE_SYMLINK => index.entries[i].mode,
+        Some(i) if !filemode && mode != MODE_SYMLINK => index.entries[i].mode,
         _ => mode,
     };
     index.upsert(IndexEntry::new(

@@ -715,7 +715,11 @@ impl<'a> Run<'a> {
         }
         let update_only = a.has("update");
         let mut ignored = Vec::new();
-        let mut changes: Vec<String> = Vec::new();
+        let mut adding = Adding {
+            dry: a.has("dry-run"),
+            filemode: worktree::filemode(repo)?,
+            changes: Vec::new(),
+        };
         for operand in &operands {
             let rel = self.rel(repo, operand)?;
             let inside = if rel.is_empty() {
@@ -737,21 +741,14 @@ impl<'a> Run<'a> {
                     for path in &tracked_under {
                         if !present.contains(path.as_str()) && !a.has("dry-run") {
                             index.remove(path);
-                            changes.push(format!("remove '{path}'"));
+                            adding.changes.push(format!("remove '{path}'"));
                         }
                     }
                     for (path, meta) in &found {
                         if update_only && index.find(path).is_none() {
                             continue;
                         }
-                        self.stage_one(
-                            repo,
-                            &mut index,
-                            path,
-                            meta,
-                            a.has("dry-run"),
-                            &mut changes,
-                        )?;
+                        self.stage_one(repo, &mut index, path, meta, &mut adding)?;
                     }
                 }
                 Ok(meta) => {
@@ -765,21 +762,14 @@ impl<'a> Run<'a> {
                         ignored.push(self.shown(repo, &rel));
                         continue;
                     }
-                    self.stage_one(
-                        repo,
-                        &mut index,
-                        &rel,
-                        &meta,
-                        a.has("dry-run"),
-                        &mut changes,
-                    )?;
+                    self.stage_one(repo, &mut index, &rel, &meta, &mut adding)?;
                 }
                 Err(FileError::NotFound) if !tracked_under.is_empty() => {
                     for path in tracked_under {
                         if !a.has("dry-run") {
                             index.remove(&path);
                         }
-                        changes.push(format!("remove '{path}'"));
+                        adding.changes.push(format!("remove '{path}'"));
                     }
                 }
                 Err(FileError::NotFound) => {
@@ -791,7 +781,7 @@ impl<'a> Run<'a> {
             }
         }
         if a.has("verbose") || a.has("dry-run") {
-            for change in &changes {
+            for change in &adding.changes {
                 self.say(&format!("{change}\n"));
             }
         }
@@ -815,22 +805,21 @@ impl<'a> Run<'a> {
         index: &mut Index,
         path: &str,
         meta: &crate::files::Meta,
-        dry: bool,
-        changes: &mut Vec<String>,
+        adding: &mut Adding,
     ) -> Result<()> {
         let before = index
             .find(path)
             .map(|i| (index.entries[i].id, index.entries[i].mode));
-        if dry {
-            changes.push(format!("add '{path}'"));
+        if adding.dry {
+            adding.changes.push(format!("add '{path}'"));
             return Ok(());
         }
-        worktree::stage(repo, index, path, meta)?;
+        worktree::stage(repo, index, path, meta, adding.filemode)?;
         let after = index
             .find(path)
             .map(|i| (index.entries[i].id, index.entries[i].mode));
         if before != after {
-            changes.push(format!("add '{path}'"));
+            adding.changes.push(format!("add '{path}'"));
         }
         Ok(())
     }
@@ -1096,6 +1085,7 @@ impl<'a> Run<'a> {
         }
         let (mut index, written) = repo.index()?;
         if a.has("all") {
+            let filemode = worktree::filemode(repo)?;
             let head = self.head_files(repo)?;
             let (status, _) = worktree::status(repo, &mut index, written, &head, Untracked::No)?;
             for (path, change) in status.unstaged {
@@ -1106,7 +1096,7 @@ impl<'a> Run<'a> {
                     _ => {
                         let abs = repo.abs(&path);
                         let meta = self.files.stat(&abs).at(&abs)?;
-                        worktree::stage(repo, &mut index, &path, &meta)?;
+                        worktree::stage(repo, &mut index, &path, &meta, filemode)?;
                     }
                 }
             }
@@ -2792,6 +2782,13 @@ impl<'a> Run<'a> {
             )),
         }
     }
+}
+
+/// How `git add` stages, and what it did (for `-v` and `-n`).
+struct Adding {
+    dry: bool,
+    filemode: bool,
+    changes: Vec<String>,
 }
 
 /// Paths that differ between two flat trees, by path.
