@@ -16,6 +16,7 @@ mod checkpoint;
 mod civil;
 mod files;
 mod getopt;
+mod git;
 mod jq;
 mod search;
 mod sed;
@@ -82,6 +83,7 @@ const TABLES: &[Table] = &[
     checkpoint::UTILITIES,
     which::UTILITIES,
     system::UTILITIES,
+    git::UTILITIES,
 ];
 
 /// The utility called `name`, if the light shell has it.
@@ -119,6 +121,7 @@ const OPTION_CHECKS: &[Checks] = &[
     files::OPTION_CHECKS,
     search::OPTION_CHECKS,
     sed::OPTION_CHECKS,
+    git::OPTION_CHECKS,
 ];
 
 /// Every utility's name, sorted.
