@@ -39,6 +39,7 @@ mod interp;
 mod io;
 mod limits;
 mod pipes;
+pub mod session;
 mod utils;
 
 pub use fs::Fs;

@@ -1,0 +1,242 @@
+//! The terminal's core on the fake host: opening and attaching through the
+//! dispatch, the light backend's keys and shell, the transcript replayed
+//! from an offset by another instance over the same database (a restart),
+//! tickets, and bad frames.
+
+mod common;
+
+use common::{agent, create, failure, ok, request, FakeHost, FakeSocket};
+use futures::executor::block_on;
+use serde_json::Value;
+use stead_agent::auth::{Caller, Scope};
+use stead_agent::socket::Incoming;
+use stead_agent::{Action, Agent, Reply, Socket};
+
+/// Opens the terminal with `query` as `caller`: the accepted socket, or
+/// the refusal's status and body.
+fn open(
+    agent: &Agent<FakeHost>,
+    caller: Caller,
+    query: &[(&str, &str)],
+) -> Result<FakeSocket, (u16, Value)> {
+    let mut req = request("a", Action::Terminal, caller, "");
+    req.upgrade = true;
+    req.query = query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    match block_on(agent.dispatch(req)) {
+        Ok(Reply::Socket(state)) => {
+            let socket = agent.host().accept(&state);
+            agent.socket_accepted(&socket);
+            Ok(socket)
+        }
+        Ok(Reply::Json { status, body, .. }) => Err((status, body)),
+        Ok(other) => panic!("{other:?}"),
+        Err(error) => Err((error.status(), error.body())),
+    }
+}
+
+/// The refusal of an upgrade that should be refused.
+#[track_caller]
+fn refused(opened: Result<FakeSocket, (u16, Value)>) -> (u16, Value) {
+    match opened {
+        Ok(_) => panic!("the upgrade was accepted"),
+        Err(refusal) => refusal,
+    }
+}
+
+fn keys(agent: &Agent<FakeHost>, socket: &FakeSocket, bytes: &[u8]) {
+    block_on(agent.socket_message(socket, Incoming::Binary(bytes.to_vec())));
+}
+
+fn control(agent: &Agent<FakeHost>, socket: &FakeSocket, text: &str) {
+    block_on(agent.socket_message(socket, Incoming::Text(text.to_string())));
+}
+
+fn screen(socket: &FakeSocket) -> String {
+    String::from_utf8_lossy(&socket.take_bytes()).into_owned()
+}
+
+fn token(id: &str, scopes: &[Scope]) -> Caller {
+    Caller::Token {
+        id: id.into(),
+        scopes: scopes.to_vec(),
+        expires: i64::MAX / 2,
+    }
+}
+
+#[test]
+fn a_light_session_runs_lines_and_replays_after_a_restart() {
+    let agent = agent();
+    create(&agent, "a");
+    let socket = open(&agent, Caller::Admin, &[("cols", "90")]).unwrap();
+    let ready = socket.take();
+    assert_eq!(ready[0]["type"], "ready");
+    assert_eq!(ready[0]["offset"], 0);
+    let session = ready[0]["session"].as_str().unwrap().to_string();
+    assert_eq!(screen(&socket), "/$ ");
+    keys(&agent, &socket, b"mkdir /x; cd /x; A=1\r");
+    assert_eq!(screen(&socket), "mkdir /x; cd /x; A=1\r\n/x$ ");
+    keys(&agent, &socket, b"echo $A $COLUMNS\rprintf 'a\\nb\\n'\r");
+    assert_eq!(
+        screen(&socket),
+        "echo $A $COLUMNS\r\n1 90\r\n/x$ printf 'a\\nb\\n'\r\na\r\nb\r\n/x$ "
+    );
+    let listed = ok(&agent, "a", Action::Terminals, "");
+    let end = listed["terminals"][0]["end"].as_i64().unwrap();
+    assert_eq!(listed["terminals"][0]["attached"], 1);
+
+    // Another instance over the same database: a restart.
+    let db = agent.host().db.clone();
+    let restarted = Agent::new(FakeHost::new(db));
+    let again = open(
+        &restarted,
+        Caller::Admin,
+        &[("session", &session), ("from", "3")],
+    )
+    .unwrap();
+    assert_eq!(again.take()[0]["offset"], 3);
+    let replayed = screen(&again);
+    assert!(replayed.starts_with("mkdir /x;"), "{replayed:?}");
+    assert_eq!(replayed.len() as i64, end - 3);
+    keys(&restarted, &again, b"pwd; echo $A\r");
+    assert_eq!(screen(&again), "pwd; echo $A\r\n/x\r\n1\r\n/x$ ");
+    // The line is in the audit log, and undo takes it back.
+    keys(&restarted, &again, b"echo hi > /x/f\r");
+    screen(&again);
+    let audit = ok(&restarted, "a", Action::Audit, "");
+    let lines: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "terminal.line")
+        .map(|e| e["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(lines[0], "echo hi > /x/f");
+    ok(&restarted, "a", Action::Undo, "{}");
+    let (status, body) = common::call(
+        &restarted,
+        request(
+            "a",
+            Action::Tool(stead_agent::Tool::Stat),
+            Caller::Admin,
+            r#"{"path":"/x/f"}"#,
+        ),
+    );
+    assert_eq!(failure(status, &body), (404, "ENOENT"));
+    // Ctrl-D ends it: exit with the last status, and the socket closes.
+    keys(&restarted, &again, b"false\r\x04");
+    let sent = again.take();
+    let exit = sent.iter().find(|m| m["type"] == "exit").expect("exit");
+    assert_eq!(
+        (exit["code"].as_i64(), exit["reason"].as_str()),
+        (Some(1), Some("exited"))
+    );
+    assert_eq!(again.closed(), Some(1000));
+    assert!(screen(&again).ends_with("exit\r\n"));
+}
+
+#[test]
+fn tickets_carry_their_minters_scopes_once() {
+    let agent = agent();
+    create(&agent, "a");
+    let shell = token("t1", &[Scope::ExecShell]);
+    let minted = {
+        let (status, body) = common::call(
+            &agent,
+            request(
+                "a",
+                Action::TicketCreate,
+                shell.clone(),
+                r#"{"purpose":"terminal"}"#,
+            ),
+        );
+        assert_eq!(status, 201, "{body}");
+        body["ticket"].as_str().unwrap().to_string()
+    };
+    let socket = open(&agent, Caller::Anonymous, &[("ticket", &minted)]).unwrap();
+    assert_eq!(socket.take()[0]["type"], "ready");
+    assert_eq!(socket.state().unwrap().caller, shell);
+    let (status, body) = refused(open(&agent, Caller::Anonymous, &[("ticket", &minted)]));
+    assert_eq!(failure(status, &body), (401, "TICKET_USED"));
+    let (status, body) = refused(open(
+        &agent,
+        Caller::Anonymous,
+        &[("ticket", "stt_made_up")],
+    ));
+    assert_eq!(failure(status, &body), (401, "TICKET_INVALID"));
+    // No ticket, no credential.
+    let (status, _) = refused(open(&agent, Caller::Anonymous, &[]));
+    assert_eq!(status, 401);
+    // Its scopes decide: a shell ticket opens no computer terminal.
+    let (status, body) = common::call(
+        &agent,
+        request(
+            "a",
+            Action::TicketCreate,
+            shell,
+            r#"{"purpose":"terminal","ttl_seconds":5}"#,
+        ),
+    );
+    let second = body["ticket"].as_str().unwrap().to_string();
+    assert_eq!(status, 201);
+    let (status, body) = refused(open(
+        &agent,
+        Caller::Anonymous,
+        &[("ticket", &second), ("backend", "computer")],
+    ));
+    assert_eq!(failure(status, &body), (403, "FORBIDDEN"));
+    // A reader mints none.
+    let (status, body) = common::call(
+        &agent,
+        request(
+            "a",
+            Action::TicketCreate,
+            token("r", &[Scope::Read]),
+            r#"{"purpose":"terminal"}"#,
+        ),
+    );
+    assert_eq!(failure(status, &body), (403, "FORBIDDEN"));
+}
+
+#[test]
+fn bad_frames_leave_the_session_as_it_was() {
+    let agent = agent();
+    create(&agent, "a");
+    let socket = open(&agent, Caller::Admin, &[]).unwrap();
+    socket.take();
+    keys(&agent, &socket, b"B=kept\r");
+    screen(&socket);
+    for (frame, code) in [
+        ("{nope", "MALFORMED_JSON"),
+        (r#"{"type":"resize","cols":0,"rows":5}"#, "INVALID_REQUEST"),
+        (
+            r#"{"type":"resize","cols":100000,"rows":5}"#,
+            "INVALID_REQUEST",
+        ),
+        (
+            r#"{"type":"attach","session":"nope"}"#,
+            "TERMINAL_NOT_FOUND",
+        ),
+        (r#"{"type":"ping"}"#, "INVALID_REQUEST"),
+    ] {
+        control(&agent, &socket, frame);
+        let sent = socket.take();
+        assert_eq!(sent[0]["type"], "error", "{frame}");
+        assert_eq!(sent[0]["code"], code, "{frame}: {sent:?}");
+    }
+    keys(
+        &agent,
+        &socket,
+        &vec![b'x'; stead_agent::terminal::MAX_INPUT + 1],
+    );
+    assert_eq!(socket.take()[0]["code"], "BODY_TOO_LARGE");
+    assert_eq!(screen(&socket), "", "nothing of it was typed");
+    control(&agent, &socket, r#"{"type":"resize","cols":40,"rows":10}"#);
+    keys(&agent, &socket, b"echo $B $COLUMNS $LINES\r");
+    assert_eq!(
+        screen(&socket),
+        "echo $B $COLUMNS $LINES\r\nkept 40 10\r\n/$ "
+    );
+}
