@@ -458,3 +458,36 @@ fn bad_frames_get_an_error_and_leave_the_session_unharmed() {
         "TERMINAL_NOT_FOUND",
     );
 }
+
+#[test]
+fn keys_and_resizes_sent_back_to_back_arrive_in_order() {
+    let agent = Agent::new("term-order");
+    let mut terminal = open(&agent, "cols=80&rows=24");
+    terminal.expect("/$ ", WAIT);
+    terminal.clear();
+    // 200 distinct lines, each its own frame, sent without waiting, then a
+    // resize, then a line that shows the size.
+    for n in 0..200 {
+        terminal.keys(format!("echo line-{n}\r").as_bytes());
+    }
+    terminal.control(&json!({ "type": "resize", "cols": 123, "rows": 45 }));
+    terminal.keys(b"echo size=$COLUMNS,$LINES\r");
+    let screen = terminal.expect("size=123,45\r\n/$ ", WAIT);
+    let printed: Vec<&str> = screen
+        .split("\r\n")
+        .filter(|line| line.starts_with("line-"))
+        .collect();
+    let expected: Vec<String> = (0..200).map(|n| format!("line-{n}")).collect();
+    assert_eq!(printed, expected);
+    // Keys typed while a line waits out its sleep run after it, in order.
+    terminal.clear();
+    terminal.keys(b"sleep 1; echo slept\r");
+    terminal.keys(b"echo after-1\r");
+    terminal.keys(b"echo after-2\r");
+    let screen = terminal.expect("after-2\r\n/$ ", WAIT);
+    assert!(
+        screen
+            .ends_with("slept\r\n/$ echo after-1\r\nafter-1\r\n/$ echo after-2\r\nafter-2\r\n/$ "),
+        "{screen:?}"
+    );
+}
