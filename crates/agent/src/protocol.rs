@@ -169,6 +169,12 @@ pub fn error_json(id: &Value, error: &ApiError) -> Value {
     message
 }
 
+/// The `error` frame of a terminal socket (`crate::terminal`), whose
+/// protocol puts the code and message at the top.
+pub fn terminal_error_json(error: &ApiError) -> Value {
+    json!({ "type": "error", "code": error.code(), "message": error.public_message() })
+}
+
 /// A reply of `kind` to request `id`, with extra fields.
 pub fn reply_json(id: &Value, kind: &str, fields: Value) -> Value {
     let mut message = json!({ "type": kind });

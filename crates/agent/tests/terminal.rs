@@ -10,7 +10,7 @@ use futures::executor::block_on;
 use serde_json::Value;
 use stead_agent::auth::{Caller, Scope};
 use stead_agent::socket::Incoming;
-use stead_agent::{Action, Agent, Reply, Socket};
+use stead_agent::{Action, Agent, Host, Reply, Socket};
 
 /// Opens the terminal with `query` as `caller`: the accepted socket, or
 /// the refusal's status and body.
@@ -239,4 +239,31 @@ fn bad_frames_leave_the_session_as_it_was() {
         screen(&socket),
         "echo $B $COLUMNS $LINES\r\nkept 40 10\r\n/$ "
     );
+}
+
+#[test]
+fn a_revoked_or_expired_token_ends_its_terminal_sockets() {
+    let agent = agent();
+    create(&agent, "a");
+    let socket = open(&agent, token("t9", &[Scope::ExecShell]), &[]).unwrap();
+    socket.take();
+    ok(&agent, "a", Action::RevokeToken, r#"{"id":"t9"}"#);
+    let sent = socket.take();
+    assert_eq!(sent[0]["type"], "error");
+    assert_eq!(sent[0]["code"], "TOKEN_REVOKED", "{sent:?}");
+    assert_eq!(socket.closed(), Some(4401));
+    // An expired one: the next frame is refused and types nothing.
+    let short = Caller::Token {
+        id: "t10".into(),
+        scopes: vec![Scope::ExecShell],
+        expires: agent.host().now_ms() / 1000 + 60,
+    };
+    let socket = open(&agent, short, &[]).unwrap();
+    socket.take();
+    screen(&socket);
+    agent.host().advance(61_000);
+    keys(&agent, &socket, b"echo no\r");
+    assert_eq!(socket.take()[0]["code"], "TOKEN_EXPIRED");
+    assert_eq!(screen(&socket), "");
+    assert_eq!(socket.closed(), Some(4401));
 }

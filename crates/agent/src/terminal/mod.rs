@@ -39,7 +39,7 @@ use crate::error::ApiError;
 use crate::host::{Host, Socket};
 use crate::outcome::Backend as ExecBackend;
 use crate::policy;
-use crate::protocol::{SocketState, TerminalSocket};
+use crate::protocol::{terminal_error_json, SocketState, TerminalSocket};
 use transcript::{Backend, Session, State, Transcripts};
 
 /// The largest binary frame a client may send (a paste): more is refused
@@ -151,11 +151,6 @@ fn send_json(socket: &impl Socket, message: &Value) {
     socket.send(&message.to_string());
 }
 
-/// The `error` frame for `error`.
-fn error_frame(error: &ApiError) -> Value {
-    json!({ "type": "error", "code": error.code(), "message": error.public_message() })
-}
-
 impl<H: Host> Agent<H> {
     fn transcripts(&self) -> Transcripts<'_, H::Db> {
         Transcripts::new(self.db())
@@ -227,7 +222,7 @@ impl<H: Host> Agent<H> {
             return;
         };
         if let Err(error) = self.replay(socket, &session, replay_from) {
-            send_json(socket, &error_frame(&error));
+            send_json(socket, &terminal_error_json(&error));
             socket.close(1011, "terminal unavailable");
         }
     }
@@ -260,8 +255,7 @@ impl<H: Host> Agent<H> {
         frame: crate::socket::Incoming,
     ) {
         if let Err(error) = self.token_holds(&state.caller) {
-            send_json(socket, &error_frame(&error));
-            return socket.close(4401, error.code());
+            return crate::subscriptions::end_socket(socket, &Value::Null, &error);
         }
         let served = match frame {
             crate::socket::Incoming::Binary(bytes) if bytes.len() > MAX_INPUT => {
@@ -276,7 +270,7 @@ impl<H: Host> Agent<H> {
             }
         };
         if let Err(error) = served {
-            send_json(socket, &error_frame(&error));
+            send_json(socket, &terminal_error_json(&error));
         }
     }
 
