@@ -93,15 +93,18 @@ fn a_light_session_runs_lines_and_replays_after_a_restart() {
     let again = open(
         &restarted,
         Caller::Admin,
-        &[("session", &session), ("from", "3")],
+        &[("session", &session), ("from", "3"), ("cols", "70")],
     )
     .unwrap();
     assert_eq!(again.take()[0]["offset"], 3);
     let replayed = screen(&again);
     assert!(replayed.starts_with("mkdir /x;"), "{replayed:?}");
     assert_eq!(replayed.len() as i64, end - 3);
-    keys(&restarted, &again, b"pwd; echo $A\r");
-    assert_eq!(screen(&again), "pwd; echo $A\r\n/x\r\n1\r\n/x$ ");
+    keys(&restarted, &again, b"pwd; echo $A $COLUMNS\r");
+    assert_eq!(
+        screen(&again),
+        "pwd; echo $A $COLUMNS\r\n/x\r\n1 70\r\n/x$ "
+    );
     // The line is in the audit log, and undo takes it back.
     keys(&restarted, &again, b"echo hi > /x/f\r");
     screen(&again);

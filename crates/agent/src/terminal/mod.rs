@@ -187,6 +187,10 @@ impl<H: Host> Agent<H> {
                     // Checked before the upgrade, so a bad one is refused.
                     self.transcripts().read(id, from)?;
                 }
+                // The window attaching is the size from now on.
+                if let Some(size) = open.size {
+                    self.transcripts().resize(id, size)?;
+                }
                 session.id
             }
             None => {
