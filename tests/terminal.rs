@@ -273,6 +273,10 @@ fn line_editing_history_completion_and_ctrl_c() {
     let screen = terminal.expect("^C\r\n/$ ", WAIT);
     assert!(started.elapsed() < Duration::from_secs(20));
     assert!(!screen.contains("typed-ahead"), "{screen:?}");
+    assert!(
+        !screen.contains("limit"),
+        "a terminal's sleep is not an exec's: {screen:?}"
+    );
     assert_eq!(run(&mut terminal, "echo $?", "/$ "), "130\r\n");
     // Ctrl-D on an empty line ends the session.
     // with the last status.

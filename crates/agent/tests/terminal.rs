@@ -270,3 +270,57 @@ fn a_revoked_or_expired_token_ends_its_terminal_sockets() {
     assert_eq!(screen(&socket), "");
     assert_eq!(socket.closed(), Some(4401));
 }
+
+/// A line waiting out its `sleep`: Ctrl-C (from any socket attached) cuts
+/// the wait short; a restart during the wait owes the prompt, shown before
+/// the next keys.
+#[test]
+fn a_sleeping_line_is_interrupted_and_a_restart_during_it_owes_the_prompt() {
+    use futures::executor::LocalPool;
+    use futures::task::LocalSpawnExt;
+    use std::rc::Rc;
+
+    let agent = Rc::new(agent());
+    create(&agent, "a");
+    let socket = open(&agent, Caller::Admin, &[]).unwrap();
+    socket.take();
+    screen(&socket);
+    let mut pool = LocalPool::new();
+    let (sleeper, on) = (agent.clone(), socket.clone());
+    pool.spawner()
+        .spawn_local(async move {
+            sleeper
+                .socket_message(&on, Incoming::Binary(b"sleep 30\r".to_vec()))
+                .await
+        })
+        .unwrap();
+    pool.run_until_stalled();
+    assert_eq!(screen(&socket), "sleep 30\r\n", "the prompt waits");
+    // Typed ahead, then Ctrl-C: the interrupt drops what was typed.
+    keys(&agent, &socket, b"echo typed");
+    keys(&agent, &socket, b"\x03");
+    let started = std::time::Instant::now();
+    pool.run();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(screen(&socket), "^C\r\n/$ ");
+    keys(&agent, &socket, b"echo $?\r");
+    assert_eq!(screen(&socket), "echo $?\r\n130\r\n/$ ");
+
+    // A restart while a line sleeps: the next keys come after its prompt.
+    let mut pool = LocalPool::new();
+    let (sleeper, on) = (agent.clone(), socket.clone());
+    pool.spawner()
+        .spawn_local(async move {
+            sleeper
+                .socket_message(&on, Incoming::Binary(b"sleep 30\r".to_vec()))
+                .await
+        })
+        .unwrap();
+    pool.run_until_stalled();
+    drop(pool);
+    screen(&socket);
+    let restarted = Agent::new(FakeHost::new(agent.host().db.clone()));
+    let socket = restarted.host().accept(&socket.state().unwrap());
+    keys(&restarted, &socket, b"echo back\r");
+    assert_eq!(screen(&socket), "/$ echo back\r\nback\r\n/$ ");
+}

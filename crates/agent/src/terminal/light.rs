@@ -37,11 +37,23 @@ const INTERRUPT: u8 = 0x03;
 /// The status of a line cut short by Ctrl-C (128 + SIGINT), as in bash.
 const INTERRUPTED: i32 = 130;
 
+/// The wall time a line may stand for. Within a line only its `sleep`s
+/// move the shell's clock (the isolate's stands still while it computes,
+/// which the CPU and count limits bound), and a terminal's user waits out
+/// a `sleep 100` or cuts it short with Ctrl-C, as in bash: an hour, not
+/// an exec's 30 s.
+const LINE_WALL_MS: u64 = 60 * 60_000;
+
 /// What a light session stores.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Stored {
     shell: Shell,
     editor: Editor,
+    /// A line is waiting out its sleeps: set before the wait, cleared
+    /// after it. Found set with no line [`Running`], the wait was cut off
+    /// by a restart: the prompt it owed is shown before the next keys.
+    #[serde(default)]
+    waiting: bool,
 }
 
 /// A light session whose line is waiting out its `sleep`.
@@ -119,6 +131,9 @@ impl<H: Host> Agent<H> {
             .map_err(|e| ApiError::Internal(format!("terminal {id}: {e}")))?;
         let mut rest = bytes.to_vec();
         let mut out = Vec::new();
+        if std::mem::take(&mut stored.waiting) {
+            out.extend(stored.editor.begin(&prompt(&stored.shell)));
+        }
         loop {
             let (event, took) = stored.editor.feed(&rest, &mut out);
             rest.drain(..took);
@@ -139,7 +154,9 @@ impl<H: Host> Agent<H> {
                         return self.end_terminal(id, Some(i64::from(ran.status)), "exited");
                     }
                     if owed_ms > 0 {
+                        stored.waiting = true;
                         self.save_light(id, &stored)?;
+                        stored.waiting = false;
                         self.print(id, &std::mem::take(&mut out))?;
                         let Some((interrupted, typed)) = self.wait_line(id, owed_ms).await else {
                             // Closed meanwhile.
@@ -205,7 +222,11 @@ impl<H: Host> Agent<H> {
             scope: Scope::Whole,
         };
         let ran = crate::checkpoints::around(self, &vfs, before, |_| {
-            Ok::<_, VfsError>(shell.run(&vfs, &clock, line, &env, Limits::default()))
+            let limits = Limits {
+                max_wall_ms: LINE_WALL_MS,
+                ..Limits::default()
+            };
+            Ok::<_, VfsError>(shell.run(&vfs, &clock, line, &env, limits))
         })?;
         let note = crate::audit::Note {
             target: Some(line.chars().take(200).collect()),
