@@ -324,3 +324,19 @@ fn a_sleeping_line_is_interrupted_and_a_restart_during_it_owes_the_prompt() {
     keys(&restarted, &socket, b"echo back\r");
     assert_eq!(screen(&socket), "/$ echo back\r\nback\r\n/$ ");
 }
+
+#[test]
+fn a_shell_state_too_large_to_keep_is_not_kept_and_the_session_goes_on() {
+    let agent = agent();
+    create(&agent, "a");
+    let socket = open(&agent, Caller::Admin, &[]).unwrap();
+    socket.take();
+    screen(&socket);
+    keys(&agent, &socket, b"SMALL=kept\r");
+    screen(&socket);
+    keys(&agent, &socket, b"BIG=$(seq 1 300000)\r");
+    let shown = screen(&socket);
+    assert!(shown.contains("was not kept"), "{shown:?}");
+    keys(&agent, &socket, b"echo $SMALL ${#BIG}\r");
+    assert_eq!(screen(&socket), "echo $SMALL ${#BIG}\r\nkept 0\r\n/$ ");
+}

@@ -23,6 +23,10 @@ use serde::{Deserialize, Serialize};
 /// How many lines the history keeps (bash's default `HISTSIZE`).
 pub const HISTORY: usize = 500;
 
+/// How many bytes of lines the history keeps at most (it is stored with
+/// the session): the oldest go first past it.
+pub const HISTORY_BYTES: usize = 256 << 10;
+
 /// The longest line the editor takes; keys past it ring the bell.
 pub const MAX_LINE: usize = 64 << 10;
 
@@ -204,8 +208,9 @@ impl Editor {
                 let line = self.line();
                 if !line.trim().is_empty() && self.history.last() != Some(&line) {
                     self.history.push(line.clone());
-                    if self.history.len() > HISTORY {
-                        self.history.remove(0);
+                    let mut bytes: usize = self.history.iter().map(String::len).sum();
+                    while self.history.len() > HISTORY || bytes > HISTORY_BYTES {
+                        bytes -= self.history.remove(0).len();
                     }
                 }
                 self.line.clear();
@@ -527,6 +532,14 @@ mod tests {
         }
         assert_eq!(editor.history().len(), HISTORY);
         assert_eq!(editor.history()[0], "line 10");
+        // Long lines: the bytes bound it too.
+        let long = "y".repeat(HISTORY_BYTES / 8);
+        for n in 0..12 {
+            type_keys(&mut editor, format!("{long}{n}\r").as_bytes());
+        }
+        let kept: usize = editor.history().iter().map(String::len).sum();
+        assert!(kept <= HISTORY_BYTES, "{kept}");
+        assert!(editor.history().last().unwrap().ends_with("11"));
     }
 
     #[test]

@@ -44,6 +44,11 @@ const INTERRUPTED: i32 = 130;
 /// an exec's 30 s.
 const LINE_WALL_MS: u64 = 60 * 60_000;
 
+/// The most a session's shell state may take in storage (a row holds at
+/// most 2 MB): a line that leaves more (a huge variable) keeps the state
+/// from before it, and says so.
+const MAX_SHELL_STATE: usize = 1 << 20;
+
 /// What a light session stores.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Stored {
@@ -145,9 +150,23 @@ impl<H: Host> Agent<H> {
                 Event::Submit(line) if line.trim().is_empty() => {}
                 Event::Submit(line) => {
                     let size = self.transcripts().get(id)?;
+                    let before = stored.shell.clone();
                     let (ran, owed_ms) =
                         self.run_light_line(caller, id, &mut stored.shell, &line, &size)?;
                     out.extend(onlcr(&ran.output));
+                    if stored.shell.state.len() > MAX_SHELL_STATE {
+                        let warning = format!(
+                            "stead: the shell's state after this line ({} bytes) is over {} \
+                             bytes and was not kept: unset large variables\r\n",
+                            stored.shell.state.len(),
+                            MAX_SHELL_STATE
+                        );
+                        out.extend(warning.into_bytes());
+                        stored.shell = Shell {
+                            status: ran.status,
+                            ..before
+                        };
+                    }
                     if ran.ended {
                         out.extend_from_slice(b"exit\r\n");
                         self.print(id, &out)?;
