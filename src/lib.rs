@@ -100,9 +100,16 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // Everything else needs a credential, even to learn that a route is
     // wrong; but a hook call carries the hook's own secret, which the agent
     // checks.
-    let public = matches!(&route, Ok(Route::Agent { action, .. }) if action.public());
-    let admin_token = env.secret("API_TOKEN").ok().map(|s| s.to_string());
+    // So does a terminal upgrade with a ticket and no bearer credential
+    // (a browser's): the agent redeems the ticket.
     let header = req.headers().get("authorization")?;
+    let ticketed = header.is_none()
+        && url
+            .query_pairs()
+            .any(|(key, _)| key == stead_agent::terminal::tickets::QUERY_PARAM);
+    let public = matches!(&route, Ok(Route::Agent { action, .. })
+        if action.public() || (ticketed && action.takes_ticket()));
+    let admin_token = env.secret("API_TOKEN").ok().map(|s| s.to_string());
     let now_s = (js_sys::Date::now() / 1000.0) as i64;
     // A port may be reached on its own origin with a share link instead
     // (see `stead_agent::shares`): checked here as a token is, revocation

@@ -9,7 +9,7 @@
 //! (the port route, live sync both ways) and writes `bench/out/ports.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|git] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|git|terminal] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
@@ -31,6 +31,7 @@ mod shell;
 mod sidecar;
 mod small_files;
 mod stats;
+mod terminal;
 mod ws;
 
 use std::path::{Path, PathBuf};
@@ -45,7 +46,7 @@ use report::Report;
 use stats::MIB;
 
 const USAGE: &str =
-    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git] [--quick] [--url http://host:port]
+    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git|terminal] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
   computer    bytes and time the computer backend's sync costs
@@ -55,6 +56,7 @@ const USAGE: &str =
   mcp         a tool call over MCP (both revisions) vs its HTTP route
   cli         `stead push` of a tree, cold vs one tar upload, and warm
   git         `git status` on 10,000 files in the light shell vs real git (no Worker)
+  terminal    keystroke to echo on the terminal vs a WebSocket ping
               (without any: the file tools)
   --quick   small sizes, finishes in seconds (CI smoke test)
   --url     benchmark a running Worker instead of starting wrangler dev
@@ -92,6 +94,7 @@ struct Options {
     mcp: bool,
     cli: bool,
     git: bool,
+    terminal: bool,
     quick: bool,
     url: Option<String>,
 }
@@ -105,6 +108,7 @@ fn parse_args() -> Options {
         mcp: false,
         cli: false,
         git: false,
+        terminal: false,
         quick: false,
         url: None,
     };
@@ -118,6 +122,7 @@ fn parse_args() -> Options {
             "mcp" => options.mcp = true,
             "cli" => options.cli = true,
             "git" => options.git = true,
+            "terminal" => options.terminal = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
             "-h" | "--help" => {
@@ -213,6 +218,8 @@ fn main() {
         cli_main(&options);
     } else if options.git {
         git_main(&options);
+    } else if options.terminal {
+        terminal_main(&options);
     } else {
         files_main(&options);
     }
@@ -420,6 +427,34 @@ fn mcp_main(options: &Options) {
     mcp::run(&agent, rounds, &mut report);
     agent.delete();
     print_and_save(&report, "mcp.json");
+}
+
+/// The terminal benchmark (see `terminal.rs`), on a local Worker unless
+/// `--url` names one.
+fn terminal_main(options: &Options) {
+    let rounds = if options.quick { 50 } else { 1000 };
+    let (local, client) = connect(options);
+    let (base, token) = match (&local, &options.url) {
+        (Some(local), _) => (local.runtime.base().to_string(), DEV_TOKEN.to_string()),
+        (None, Some(url)) => (
+            url.trim_end_matches('/').to_string(),
+            std::env::var("STEAD_TOKEN").unwrap_or_else(|_| DEV_TOKEN.into()),
+        ),
+        (None, None) => unreachable!("a local runtime starts without --url"),
+    };
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let agent = Agent::create(client, agent_id("bench-terminal"));
+    let mode = if options.quick { "quick" } else { "full" };
+    let mut report = Report::new(
+        format!(
+            "stead-bench terminal ({mode}) against {target}, agent {}",
+            agent.id()
+        ),
+        json!({ "mode": mode, "target": target, "rounds": rounds, "unix_time": unix_seconds() }),
+    );
+    terminal::run(&agent, &base, &token, rounds, &mut report);
+    agent.delete();
+    print_and_save(&report, "terminal.json");
 }
 
 /// The WebSocket load check (see `ws.rs`), on a local Worker unless
