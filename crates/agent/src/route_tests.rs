@@ -142,3 +142,31 @@ fn percent_encoding_round_trips() {
     }
     assert_eq!(percent_encode("a b/c"), "a%20b%2Fc");
 }
+
+#[test]
+fn the_inspector_and_its_session_have_routes_of_their_own() {
+    use crate::route::SessionStep;
+    assert_eq!(route("GET", "/ui"), Ok(Route::Inspector));
+    assert_eq!(route("GET", "/ui/"), Ok(Route::Inspector));
+    assert_eq!(route("HEAD", "/ui/app.js"), Ok(Route::Inspector));
+    assert_eq!(
+        route("POST", "/ui/session"),
+        Ok(Route::Session(SessionStep::SignIn))
+    );
+    assert_eq!(
+        route("GET", "/ui/session"),
+        Ok(Route::Session(SessionStep::Show))
+    );
+    assert_eq!(
+        route("DELETE", "/ui/session"),
+        Ok(Route::Session(SessionStep::SignOut))
+    );
+    for (method, path) in [("PUT", "/ui/session"), ("POST", "/ui/"), ("DELETE", "/ui")] {
+        assert_eq!(
+            route(method, path).unwrap_err().code(),
+            "METHOD_NOT_ALLOWED",
+            "{method} {path}"
+        );
+    }
+    assert_eq!(route("GET", "/uix").unwrap_err().code(), "NO_ROUTE");
+}
