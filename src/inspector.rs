@@ -60,7 +60,8 @@ pub(crate) fn cookie_principal(
 }
 
 /// An API answer to a cookie-authenticated request, with the headers that
-/// keep its bytes from running as a page (a WebSocket's upgrade as it is).
+/// keep its bytes from running as a page (a WebSocket's upgrade as it is;
+/// an answer with a policy of its own, a port's sandbox, keeps it).
 pub(crate) fn guarded(answer: Response) -> Result<Response> {
     if answer.status_code() == 101 {
         return Ok(answer);
@@ -70,7 +71,9 @@ pub(crate) fn guarded(answer: Response) -> Result<Response> {
         headers.append(&name, &value)?;
     }
     for (name, value) in session::api_headers() {
-        headers.set(name, value)?;
+        if !headers.has(name)? {
+            headers.set(name, value)?;
+        }
     }
     Ok(answer.with_headers(headers))
 }

@@ -44,8 +44,12 @@ fn artifacts() -> PathBuf {
 }
 
 /// Runs scenario `name` against `agent` (with `token` as its second
-/// credential) and returns what it reports.
+/// credential, `port` a dev server's) and returns what it reports.
 fn browse(name: &str, agent: &str, token: &str) -> Value {
+    browse_port(name, agent, token, 0)
+}
+
+fn browse_port(name: &str, agent: &str, token: &str, port: u16) -> Value {
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let bin = repo_root().join("node_modules/.bin");
     let path = format!(
@@ -62,6 +66,7 @@ fn browse(name: &str, agent: &str, token: &str) -> Value {
         .env("STEAD_UI_AGENT", agent)
         .env("STEAD_UI_ADMIN", stead_harness::DEV_TOKEN)
         .env("STEAD_UI_TOKEN", token)
+        .env("STEAD_UI_PORT", port.to_string())
         .env("STEAD_UI_ARTIFACTS", artifacts())
         .env("CHROMIUM", chromium())
         .output()
@@ -73,6 +78,7 @@ fn browse(name: &str, agent: &str, token: &str) -> Value {
         String::from_utf8_lossy(&output.stderr)
     );
     let last = stdout.lines().last().expect("the scenario reports");
+    eprintln!("{name}: {last}");
     serde_json::from_str(last).expect("a JSON report")
 }
 
@@ -247,4 +253,81 @@ fn a_revoked_token_opens_no_session() {
         json!({ "token": minted["token"] }).to_string().as_bytes(),
     );
     expect_error(&signed_in, 401, "TOKEN_REVOKED");
+}
+
+#[test]
+fn the_timeline_diffs_two_points_per_file_and_restores_one() {
+    let agent = seeded("ui-timeline");
+    let report = browse("timeline", &agent.id, "");
+    assert_eq!(report["restored"], "a one\n");
+    assert_eq!(report["kept"], "b two\n");
+    assert_eq!(
+        agent.read("/notes/a.txt"),
+        "a two\n",
+        "undo took the restore back"
+    );
+}
+
+#[test]
+fn a_jobs_output_is_followed_live_and_a_job_is_cancelled() {
+    let agent = seeded("ui-jobs");
+    let report = browse("jobs", &agent.id, "");
+    assert_eq!(
+        report["during"], "running",
+        "the output was seen while it ran"
+    );
+    assert_eq!(report["output"], "tick 1\ntick 2\ntick 3\ntick 4\n");
+    assert_eq!(report["cancelled"], "cancelled");
+}
+
+#[test]
+fn a_page_a_dev_server_serves_cannot_read_or_use_the_session() {
+    let agent = seeded("ui-isolation");
+    let probe =
+        std::fs::read_to_string(repo_root().join("tests/inspector/probe.js")).expect("probe");
+    agent.write(
+        "/site/index.html",
+        &format!(
+            "<!doctype html><body data-agent=\"{}\"><pre id=\"out\"></pre><script>{probe}</script></body>\n",
+            agent.id
+        ),
+    );
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("address").port()
+    };
+    let started = agent.send(
+        "POST",
+        "/processes",
+        json!({
+            "command": format!("exec python3 -m http.server {port} --bind 127.0.0.1"),
+            "cwd": "/site",
+            "ports": [port],
+        })
+        .to_string()
+        .as_bytes(),
+    );
+    expect_status(&started, 201);
+    let id = started.json()["process"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    // Up before the browser comes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while agent.send("GET", &format!("/ports/{port}/"), b"").status != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dev server never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let report = browse_port("isolation", &agent.id, "", port);
+    agent.send("DELETE", &format!("/processes/{id}"), b"");
+    for place in ["port_origin", "port_route"] {
+        let found = &report[place];
+        let cookie = found["cookie"].as_str().expect("cookie");
+        assert!(!cookie.contains("stead_session"), "{place}: {found}");
+        assert_eq!(found["ws"], "refused", "{place}: {found}");
+    }
+    assert_eq!(agent.call("stat", json!({ "path": "/stolen" })).status, 404);
 }

@@ -149,6 +149,124 @@ const scenarios = {
     check(status[0] === 403 && status[1] === "FORBIDDEN", `a write is refused: ${status}`);
     return { write: status };
   },
+
+  /** The timeline: create a checkpoint, change two files, see both in the
+   * diff, restore one. */
+  async timeline(page) {
+    page.on("dialog", (dialog) => dialog.accept());
+    await tool("write", { path: "/notes/a.txt", content: "a one\n" });
+    await tool("write", { path: "/notes/b.txt", content: "b one\n" });
+    await signIn(page, admin);
+    await page.getByRole("tab", { name: "Timeline" }).click();
+    await page.getByLabel("checkpoint name").fill("base");
+    await page.getByRole("button", { name: "Create checkpoint" }).click();
+    await page.locator(".timeline li.checkpoint", { hasText: "checkpoint base" }).waitFor();
+    await tool("write", { path: "/notes/a.txt", content: "a two\n" });
+    await tool("write", { path: "/notes/b.txt", content: "b two\n" });
+    await page.locator(".timeline li.checkpoint", { hasText: "checkpoint base" }).getByRole("checkbox").check();
+    const a = page.locator('.diff-file[data-path="/notes/a.txt"]');
+    const b = page.locator('.diff-file[data-path="/notes/b.txt"]');
+    await a.waitFor();
+    await b.waitFor();
+    check((await a.innerText()).includes("a two"), "a.txt's diff shows the new line");
+    check((await b.innerText()).includes("b one"), "b.txt's diff shows the old line");
+    check((await page.locator(".timeline li.audit").count()) > 0, "audit entries on the line");
+    await page.screenshot({ path: `${artifacts}/timeline.png` });
+    await a.getByRole("button", { name: "Restore this file" }).click();
+    await page.locator(".status.ok", { hasText: "Restored /notes/a.txt" }).waitFor();
+    const restored = (await tool("read", { path: "/notes/a.txt" })).content;
+    const kept = (await tool("read", { path: "/notes/b.txt" })).content;
+    check(restored === "a one\n" && kept === "b two\n", `restored one file only: ${restored} / ${kept}`);
+    // The diff is shown again against now: only b.txt differs.
+    await page.locator('.diff-file[data-path="/notes/a.txt"]').waitFor({ state: "detached" });
+    await page.getByRole("button", { name: "Undo last change" }).click();
+    await page.locator(".status.ok", { hasText: "Undone" }).waitFor();
+    const undone = (await tool("read", { path: "/notes/a.txt" })).content;
+    check(undone === "a two\n", `undo took the restore back: ${undone}`);
+    return { restored, kept, undone };
+  },
+
+  /** A job's output is followed live (seen before the job ends), and a job
+   * is cancelled from the page. */
+  async jobs(page) {
+    await signIn(page, admin);
+    await page.getByRole("tab", { name: "Jobs" }).click();
+    const started = await api("POST", `/agents/${agent}/exec`, {
+      command: "for i in 1 2 3 4; do echo tick $i; sleep 1; done",
+      backend: "computer",
+      detach: true,
+    });
+    const id = started.job.id;
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.locator(`tr[data-job="${id}"] .open-job`).click();
+    const out = page.locator(".job .output");
+    await out.filter({ hasText: "tick 1" }).waitFor();
+    const early = await out.innerText();
+    const during = (await api("GET", `/agents/${agent}/jobs/${id}`)).job.state;
+    check(!early.includes("tick 4"), `output arrived before the end: ${early}`);
+    await page.locator('.job-state[data-state="succeeded"]').waitFor({ timeout: 15000 });
+    const whole = await out.innerText();
+    check(whole === "tick 1\ntick 2\ntick 3\ntick 4\n", `every piece once: ${JSON.stringify(whole)}`);
+    await page.screenshot({ path: `${artifacts}/jobs.png` });
+    // Cancel.
+    const long = await api("POST", `/agents/${agent}/exec`, { command: "echo waiting; sleep 30", backend: "computer", detach: true });
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.locator(`tr[data-job="${long.job.id}"] .open-job`).click();
+    await out.filter({ hasText: "waiting" }).waitFor();
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await page.locator('.job-state[data-state="cancelled"]').waitFor({ timeout: 15000 });
+    const cancelled = (await api("GET", `/agents/${agent}/jobs/${long.job.id}`)).job.state;
+    return { during, output: whole, cancelled };
+  },
+
+  /** A page a dev server serves, on its port's origin and through the port
+   * route on the API's, can neither read the inspector's session nor act
+   * with it. */
+  async isolation(page, context) {
+    const port = Number(process.env.STEAD_UI_PORT);
+    await signIn(page, admin);
+    await page.getByRole("tab", { name: "Processes" }).click();
+    await page.locator(`.port[data-port="${port}"]`).getByRole("button", { name: "Share link" }).click();
+    const link = page.locator("a.share-url");
+    await link.waitFor();
+    const href = await link.getAttribute("href");
+    check(new URL(href).host !== new URL(base).host, `the port has its own origin: ${href}`);
+    await page.screenshot({ path: `${artifacts}/processes.png` });
+    const findings = {};
+    for (const [where, url] of [["port_origin", href], ["port_route", `${base}/agents/${agent}/ports/${port}/`]]) {
+      const served = await context.newPage();
+      const said = [];
+      served.on("console", (message) => said.push(message.text()));
+      served.on("pageerror", (error) => said.push(error.message));
+      await served.goto(url);
+      const report = await served.locator("#out").filter({ hasText: "{" }).innerText({ timeout: 15000 })
+        .catch(async () => { throw new Error(`${where} (${url}) never reported: ${said.join(" | ")} | ${await served.content()}`); });
+      findings[where] = JSON.parse(report);
+      await served.close();
+    }
+    for (const [where, found] of Object.entries(findings)) {
+      check(!found.cookie.includes("stead_session"), `${where}: no session in document.cookie`);
+      check(found.session.startsWith("blocked"), `${where}: the session route cannot be read: ${found.session}`);
+      check(found.info.startsWith("blocked"), `${where}: the API cannot be read: ${found.info}`);
+      check(found.ws === "refused", `${where}: the agent's socket refuses it: ${found.ws}`);
+    }
+    // Revoked from the page, the link opens nothing more (a fresh browser,
+    // without the cookie the link left on the port's origin).
+    await page.getByRole("button", { name: "Revoke" }).first().click();
+    await page.locator("tr[data-share]", { hasText: "revoked" }).waitFor();
+    const fresh = await context.browser().newContext();
+    const after = await (await fresh.newPage()).goto(href);
+    findings.after_revoke = after.status();
+    await fresh.close();
+    check(after.status() === 401, `a revoked link is refused: ${after.status()}`);
+    const stolen = await fetch(`${base}/agents/${agent}/stat`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${admin}` },
+      body: JSON.stringify({ path: "/stolen" }),
+    });
+    check(stolen.status === 404, `no write landed: stat answered ${stolen.status}`);
+    return findings;
+  },
 };
 
 const browser = await chromium.launch({

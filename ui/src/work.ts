@@ -128,9 +128,9 @@ export class ProcessesView {
         const shares: any[] = (await json(agentPath(this.agent, "/shares"))).shares;
         clear(this.shares, shares.map((share) => h("tr", { "data-share": share.id },
           h("td", {}, String(share.port)),
-          h("td", {}, share.url ? h("a", { href: share.url, target: "_blank", rel: "noopener noreferrer" }, "open") : "(shown once, when made)"),
-          h("td", {}, when(share.exp * 1000)),
-          h("td", {}, h("button", { class: "revoke", onclick: () => void this.revoke(share.id) }, "Revoke")))));
+          h("td", {}, share.revoked_ms ? `revoked ${when(share.revoked_ms)}` : "active (its URL is shown once, when made)"),
+          h("td", {}, when(share.expires_at * 1000)),
+          h("td", {}, share.revoked_ms ? null : h("button", { class: "revoke", onclick: () => void this.revoke(share.id) }, "Revoke")))));
       }
     } catch (error) {
       failed(this.status, error);
@@ -140,9 +140,11 @@ export class ProcessesView {
   private process(p: any): HTMLElement {
     const out = output();
     const ports: number[] = p.ports ?? [];
-    const portLinks = ports.map((port) => h("span", { class: "port" },
-      h("a", { href: portOrigin(this.agent, port), target: "_blank", rel: "noopener noreferrer", "data-port": String(port) }, `port ${port}`),
-      can(this.session, "ports") ? h("button", { class: "share", onclick: () => void this.share(port) }, "Share") : null));
+    // A port is served on its own origin, where the browser has no
+    // credential: it is opened with a share link.
+    const portLinks = ports.map((port) => h("span", { class: "port", "data-port": String(port), title: portOrigin(this.agent, port) },
+      `port ${port} `,
+      can(this.session, "ports") ? h("button", { class: "share", onclick: () => void this.share(port) }, "Share link") : null));
     const stop = can(this.session, "exec:computer") && p.state === "running"
       ? h("button", { class: "stop", onclick: async () => {
           try { await json(agentPath(this.agent, `/processes/${encodeURIComponent(p.id)}`), "DELETE"); await this.load(); } catch (error) { failed(this.status, error); }
@@ -159,10 +161,11 @@ export class ProcessesView {
   private async share(port: number): Promise<void> {
     try {
       const made = await json(agentPath(this.agent, `/ports/${port}/share`), "POST", { ttl_seconds: 3600 });
-      const url: string = made.share?.url ?? made.url;
-      await navigator.clipboard?.writeText(url).catch(() => {});
+      const url: string = made.share.url;
+      const copy = h("button", { class: "copy", onclick: () => void navigator.clipboard?.writeText(url) }, "Copy");
       this.status.className = "status ok";
-      clear(this.status, "Share link (copied): ", h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, url));
+      clear(this.status, `Share link to port ${port} (until ${when(made.share.expires_at * 1000)}): `,
+        h("a", { class: "share-url", href: url, target: "_blank", rel: "noopener noreferrer" }, "open"), " ", copy);
       await this.load();
     } catch (error) {
       failed(this.status, error);

@@ -190,9 +190,9 @@ pub fn page_headers() -> [(&'static str, &'static str); 5] {
     ]
 }
 
-/// The headers an API answer to a cookie-authenticated request carries: a
-/// file's bytes are never sniffed into a page, and anything opened in a
-/// tab runs with no origin and no script.
+/// The headers an API answer to a cookie-authenticated request carries
+/// unless it has its own: a file's bytes are never sniffed into a page,
+/// and anything opened in a tab runs with no origin and no script.
 pub fn api_headers() -> [(&'static str, &'static str); 2] {
     [
         ("x-content-type-options", "nosniff"),
