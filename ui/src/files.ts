@@ -44,12 +44,22 @@ export class FilesView {
   private refreshing = new Map<string, number>();
   private open: { path: string; rev: number } | null = null;
   private editor: Editor | null = null;
+  /** What each listed path is, for its details on hover. */
+  private entries = new Map<string, Entry>();
 
   constructor(private readonly agent: string, private readonly session: Session, socket: AgentSocket) {
     this.tree = h("nav", { class: "tree", "aria-label": "files" });
+    this.tree.addEventListener("click", (event) => this.click(event));
+    this.tree.addEventListener("mouseover", (event) => this.hover(event));
     this.viewer = h("section", { class: "viewer" }, h("p", { class: "hint" }, "Pick a file."));
     this.el = h("div", { class: "files" }, this.tree, this.viewer);
     socket.onChange((change) => this.changed(change));
+    // Opened (again): what changed before the feed started, or while it
+    // was down beyond what it replays, is in a fresh listing.
+    let opens = 0;
+    socket.onState((state) => {
+      if (state === "open" && opens++ > 0) for (const dir of this.listed.keys()) this.refresh(dir);
+    });
     const root = h("ul", { class: "dir", "data-dir": "/" });
     this.tree.append(root);
     this.listed.set("/", root);
@@ -74,6 +84,7 @@ export class FilesView {
     const expanded = new Set(
       [...ul.querySelectorAll<HTMLElement>(":scope > li.open")].map((li) => li.dataset.path ?? ""),
     );
+    for (const path of expanded) this.forget(path);
     clear(ul, items.length ? items : h("li", { class: "empty" }, "(empty)"));
     for (const li of items) {
       if (expanded.has(li.dataset.path ?? "")) li.querySelector<HTMLElement>(":scope > .entry")?.click();
@@ -81,33 +92,47 @@ export class FilesView {
     ul.dataset.loaded = "true";
   }
 
+  /** One entry of a listing. Built plainly (a listing may hold tens of
+   * thousands); clicks are handled once, on the tree ([`FilesView.click`]),
+   * and details are shown on hover. */
   private item(dir: string, entry: Entry): HTMLElement {
     const path = join(dir, entry.name);
-    const label = h(
-      "button",
-      { class: `entry ${entry.type}`, "data-path": path, title: `${entry.mode} · ${bytes(entry.size)} · ${when(entry.mtime)}` },
-      entry.name + (entry.type === "dir" ? "/" : entry.type === "symlink" ? ` → ${entry.target ?? ""}` : ""),
-    );
-    const li = h("li", { "data-path": path }, label);
-    if (entry.type === "dir") {
-      label.addEventListener("click", () => {
-        const existing = this.listed.get(path);
-        if (existing) {
-          existing.remove();
-          this.forget(path);
-          li.classList.remove("open");
-          return;
-        }
-        const ul = h("ul", { class: "dir", "data-dir": path });
-        li.append(ul);
-        li.classList.add("open");
-        this.listed.set(path, ul);
-        void this.list(path, ul);
-      });
-    } else {
-      label.addEventListener("click", () => void this.show(path));
-    }
+    const label = document.createElement("button");
+    label.className = `entry ${entry.type}`;
+    label.dataset.path = path;
+    label.dataset.type = entry.type;
+    label.textContent = entry.name + (entry.type === "dir" ? "/" : entry.type === "symlink" ? ` → ${entry.target ?? ""}` : "");
+    this.entries.set(path, entry);
+    const li = document.createElement("li");
+    li.dataset.path = path;
+    li.append(label);
     return li;
+  }
+
+  private click(event: Event): void {
+    const label = (event.target as HTMLElement).closest<HTMLElement>(".entry");
+    const path = label?.dataset.path;
+    if (!label || !path) return;
+    if (label.dataset.type !== "dir") return void this.show(path);
+    const li = label.parentElement!;
+    const existing = this.listed.get(path);
+    if (existing) {
+      existing.remove();
+      this.forget(path);
+      li.classList.remove("open");
+      return;
+    }
+    const ul = h("ul", { class: "dir", "data-dir": path });
+    li.append(ul);
+    li.classList.add("open");
+    this.listed.set(path, ul);
+    void this.list(path, ul);
+  }
+
+  private hover(event: Event): void {
+    const label = (event.target as HTMLElement).closest<HTMLElement>(".entry");
+    const entry = label && this.entries.get(label.dataset.path ?? "");
+    if (label && entry && !label.title) label.title = `${entry.mode} · ${bytes(entry.size)} · ${when(entry.mtime)}`;
   }
 
   private forget(dir: string): void {

@@ -113,24 +113,26 @@ async function showAgents(): Promise<void> {
 }
 
 async function showAgent(agent: string): Promise<void> {
-  let info: any;
-  try {
-    info = await json(agentPath(agent));
-  } catch (error) {
-    clear(app, topBar(), h("main", {}, h("p", { class: "error" }, (error as Error).message)));
-    return;
-  }
+  // The views start reading at once; the agent's own answer, asked
+  // meanwhile, says where the change feed starts, or that it is gone.
+  const info = json(agentPath(agent));
   const live = h("span", { class: "live", "data-state": "connecting" }, "connecting");
-  socket = new AgentSocket(agent, info.revision ?? null);
-  socket.onState((state) => {
+  const opened = new AgentSocket(agent, info.then((answer) => answer.usage?.revision ?? null, () => null));
+  socket = opened;
+  opened.onState((state) => {
     live.dataset.state = state;
     live.textContent = state === "open" ? "live" : "reconnecting…";
   });
+  info.catch((error: ApiError) => {
+    opened.close();
+    const gone = error.code === "AGENT_NOT_FOUND" ? `Agent ${agent} does not exist (deleted?).` : error.message;
+    clear(app, topBar(), h("main", { class: "panel" }, h("p", { class: "error", role: "alert" }, gone)));
+  });
   const views: [string, () => HTMLElement][] = [
-    ["Files", () => new FilesView(agent, current, socket!).el],
-    ["Timeline", () => new TimelineView(agent, current, socket!).el],
-    ["Jobs", () => new JobsView(agent, current, socket!).el],
-    ["Processes", () => new ProcessesView(agent, current, socket!).el],
+    ["Files", () => new FilesView(agent, current, opened).el],
+    ["Timeline", () => new TimelineView(agent, current, opened).el],
+    ["Jobs", () => new JobsView(agent, current, opened).el],
+    ["Processes", () => new ProcessesView(agent, current, opened).el],
     ["Schedules", () => new SchedulesView(agent).el],
     ["Terminal", () => lazyTerminal(agent)],
   ];

@@ -47,9 +47,13 @@ export class AgentSocket {
   private changeListeners = new Set<(change: Change) => void>();
   private stateListeners = new Set<(state: "open" | "lost") => void>();
 
-  constructor(private readonly agent: string, since: number | null) {
-    this.revision = since;
-    this.connect();
+  /** Opens once `since` (the revision the page's first reads start from)
+   * is known. */
+  constructor(private readonly agent: string, since: Promise<number | null>) {
+    void since.then((revision) => {
+      this.revision = revision;
+      if (!this.closed) this.connect();
+    });
   }
 
   onChange(listener: (change: Change) => void): () => void {
