@@ -50,6 +50,7 @@ try {
   const tree = [];
   const floor = [];
   const transfers = [];
+  const steps = [];
   for (let i = 0; i < samples; i++) {
     floor.push(await listing());
     const fresh = await context.newPage();
@@ -58,13 +59,16 @@ try {
       if (new URL(response.url()).pathname.startsWith("/ui/")) loaded.push(response);
     });
     await fresh.goto(`${base}/ui/#/agents/${encodeURIComponent(agent)}`);
-    // Interactive: every entry is in the tree, and the last one can be
-    // clicked (it opens its file).
-    await fresh.waitForFunction((n) => {
-      const root = document.querySelector('.tree ul[data-dir="/"][data-loaded="true"]');
-      return root && root.children.length === n;
-    }, files, { timeout: 60000 });
-    tree.push(await fresh.evaluate(() => performance.now()));
+    // Interactive: every entry is in the tree, drawn, and the last one
+    // can be clicked (it opens its file).
+    // The page marks when the root's listing is on the page and drawn.
+    await fresh.waitForFunction(() => performance.getEntriesByName("stead:tree").length > 0, null, { timeout: 60000 });
+    const count = await fresh.locator('.tree ul[data-dir="/"] > li').count();
+    if (count !== files) throw new Error(`the tree shows ${count} entries, not ${files}`);
+    tree.push(await fresh.evaluate(() => performance.getEntriesByName("stead:tree")[0].startTime));
+    // Where the time went: each request's start and end, from navigation.
+    steps.push(await fresh.evaluate(() => performance.getEntriesByType("resource")
+      .map((r) => [new URL(r.name).pathname, Math.round(r.startTime), Math.round(r.responseEnd)])));
     await fresh.locator(".tree .entry").last().click();
     await fresh.locator(".viewer .code").waitFor();
     if (i === 0) {
@@ -75,7 +79,7 @@ try {
     }
     await fresh.close();
   }
-  console.log(JSON.stringify({ tree_ms: tree, floor_ms: floor, page: transfers }));
+  console.log(JSON.stringify({ tree_ms: tree, floor_ms: floor, page: transfers, requests: steps }));
 } finally {
   await browser.close();
 }

@@ -129,6 +129,8 @@ pub fn run(agent: &Agent, base: &str, token: &str, count: usize, report: &mut Re
             "the page is {gzip:.0} bytes compressed, over the 300 KB aim"
         ));
     }
-    report.details =
-        json!({ "tree_ms": found["tree_ms"], "floor_ms": found["floor_ms"], "page": page });
+    report.details = json!({
+        "tree_ms": found["tree_ms"], "floor_ms": found["floor_ms"], "page": page,
+        "requests": found["requests"],
+    });
 }

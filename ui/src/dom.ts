@@ -28,11 +28,13 @@ export function h<K extends keyof HTMLElementTagNameMap>(
 }
 
 export function clear(el: Element, ...children: (Child | Child[])[]): void {
-  el.replaceChildren();
+  // Built off the page, then put in at once: one change to the document.
+  const fragment = document.createDocumentFragment();
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(typeof child === "string" ? document.createTextNode(child) : child);
+    fragment.append(typeof child === "string" ? document.createTextNode(child) : child);
   }
+  el.replaceChildren(fragment);
 }
 
 export function when(ms: number): string {
