@@ -50,6 +50,10 @@ fn browse(name: &str, agent: &str, token: &str) -> Value {
 }
 
 fn browse_port(name: &str, agent: &str, token: &str, port: u16) -> Value {
+    browse_with(name, agent, token, &[("STEAD_UI_PORT", port.to_string())])
+}
+
+fn browse_with(name: &str, agent: &str, token: &str, extra: &[(&str, String)]) -> Value {
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let bin = repo_root().join("node_modules/.bin");
     let path = format!(
@@ -66,7 +70,7 @@ fn browse_port(name: &str, agent: &str, token: &str, port: u16) -> Value {
         .env("STEAD_UI_AGENT", agent)
         .env("STEAD_UI_ADMIN", stead_harness::DEV_TOKEN)
         .env("STEAD_UI_TOKEN", token)
-        .env("STEAD_UI_PORT", port.to_string())
+        .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
         .env("STEAD_UI_ARTIFACTS", artifacts())
         .env("CHROMIUM", chromium())
         .output()
@@ -330,4 +334,28 @@ fn a_page_a_dev_server_serves_cannot_read_or_use_the_session() {
         assert_eq!(found["ws"], "refused", "{place}: {found}");
     }
     assert_eq!(agent.call("stat", json!({ "path": "/stolen" })).status, 404);
+}
+
+#[test]
+fn a_session_that_ends_while_editing_asks_again_and_loses_nothing() {
+    let agent = seeded("ui-expiry");
+    let reply = client().send(
+        "POST",
+        "/tokens",
+        json!({ "agent": agent.id, "scopes": ["read", "write"], "ttl_seconds": 8 })
+            .to_string()
+            .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let minted = reply.json();
+    let token = minted["token"].as_str().expect("token");
+    let expires = minted["expires_at"].as_i64().expect("expires_at");
+    let report = browse_with(
+        "expiry",
+        &agent.id,
+        token,
+        &[("STEAD_UI_EXPIRES", expires.to_string())],
+    );
+    assert_eq!(report["saved"], "typed before the session ended\n");
+    assert_eq!(agent.read("/README.md"), "typed before the session ended\n");
 }

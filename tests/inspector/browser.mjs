@@ -150,6 +150,28 @@ const scenarios = {
     return { write: status };
   },
 
+  /** The session ends while the user edits (its token expires): saving
+   * asks to sign in again over the page, then saves what was typed. */
+  async expiry(page) {
+    await signIn(page, token);
+    await entry(page, "/README.md").click();
+    await page.getByRole("button", { name: "Edit" }).click();
+    await page.locator("textarea.editor").fill("typed before the session ended\n");
+    const expires = Number(process.env.STEAD_UI_EXPIRES) * 1000;
+    await page.waitForTimeout(Math.max(0, expires - Date.now()) + 1500);
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    const dialog = page.locator(".overlay");
+    await dialog.getByRole("alert").filter({ hasText: "session ended" }).waitFor();
+    await page.screenshot({ path: `${artifacts}/session-ended.png` });
+    check((await page.locator("textarea.editor").inputValue()) === "typed before the session ended\n", "the text is kept");
+    await dialog.getByLabel("token").fill(admin);
+    await dialog.getByRole("button", { name: "Sign in" }).click();
+    await page.locator(".status.ok").waitFor();
+    const saved = (await tool("read", { path: "/README.md" })).content;
+    check(saved === "typed before the session ended\n", `saved after signing in again: ${saved}`);
+    return { saved };
+  },
+
   /** The timeline: create a checkpoint, change two files, see both in the
    * diff, restore one. */
   async timeline(page) {
