@@ -359,3 +359,10 @@ fn a_session_that_ends_while_editing_asks_again_and_loses_nothing() {
     assert_eq!(report["saved"], "typed before the session ended\n");
     assert_eq!(agent.read("/README.md"), "typed before the session ended\n");
 }
+
+#[test]
+fn schedules_show_their_runs_and_hooks_their_calls() {
+    let agent = seeded("ui-schedules");
+    let report = browse("schedules", &agent.id, "");
+    assert_eq!(report["run"], "succeeded");
+}

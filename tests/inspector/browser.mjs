@@ -172,6 +172,31 @@ const scenarios = {
     return { saved };
   },
 
+  /** Schedules with their runs, hooks with their calls, and processes
+   * with their output. */
+  async schedules(page) {
+    await api("PUT", `/agents/${agent}/schedules/soon`, { delay_ms: 1, exec: { command: "echo scheduled" } });
+    await api("PUT", `/agents/${agent}/schedules/nightly`, { cron: "0 3 * * *", tz: "Europe/Paris", exec: { command: "echo nightly" } });
+    await api("PUT", `/agents/${agent}/hooks/deploy`, { exec: { command: "echo deployed" } });
+    // The one-shot schedule runs (the alarm is due at once).
+    for (let i = 0; i < 100; i++) {
+      const runs = (await api("GET", `/agents/${agent}/schedules/soon`)).runs;
+      if (runs.some((run) => run.state === "succeeded")) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await signIn(page, admin);
+    await page.getByRole("tab", { name: "Schedules" }).click();
+    await page.locator('tr[data-schedule="nightly"]', { hasText: "0 3 * * * (Europe/Paris)" }).waitFor();
+    await page.locator('tr[data-hook="deploy"]').waitFor();
+    await page.locator('tr[data-schedule="soon"] .open-schedule').click();
+    const run = page.locator(".runs tr[data-run] .state");
+    await run.first().waitFor();
+    const state = await run.first().innerText();
+    check(state === "succeeded", `the run is shown: ${state}`);
+    await page.screenshot({ path: `${artifacts}/schedules.png` });
+    return { run: state };
+  },
+
   /** The timeline: create a checkpoint, change two files, see both in the
    * diff, restore one. */
   async timeline(page) {

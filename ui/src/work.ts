@@ -185,10 +185,13 @@ export class ProcessesView {
 export class SchedulesView {
   readonly el: HTMLElement;
   private body = h("div");
+  private runs = h("section", { class: "runs" });
   private status = h("p", { class: "status", role: "status" });
 
   constructor(private readonly agent: string) {
-    this.el = h("div", { class: "panel" }, this.status, h("button", { onclick: () => void this.load() }, "Refresh"), this.body);
+    this.el = h("div", { class: "columns panel" },
+      h("div", {}, this.status, h("button", { onclick: () => void this.load() }, "Refresh"), this.body),
+      this.runs);
     void this.load();
   }
 
@@ -196,30 +199,42 @@ export class SchedulesView {
     try {
       const schedules: any[] = (await json(agentPath(this.agent, "/schedules"))).schedules;
       const hooks: any[] = (await json(agentPath(this.agent, "/hooks"))).hooks;
-      const runs = h("section", { class: "runs" });
+      const what = (exec: any, url?: string) => (exec ? h("code", {}, exec.command ?? "") : h("span", {}, `webhook ${url ?? ""}`));
       clear(this.body,
         h("h2", {}, "Schedules"),
-        schedules.length ? h("table", {}, h("tbody", {}, schedules.map((s) => h("tr", { "data-schedule": s.id ?? s.name },
-          h("td", {}, h("button", { onclick: () => void this.runs(runs, `/schedules/${encodeURIComponent(s.id ?? s.name)}`) }, s.id ?? s.name)),
-          h("td", {}, s.cron ?? s.at ?? ""), h("td", {}, h("code", {}, s.command ?? JSON.stringify(s.action ?? ""))),
-          h("td", {}, s.next_ms ? `next ${when(s.next_ms)}` : ""))))) : h("p", { class: "hint" }, "No schedules."),
+        schedules.length ? h("table", {}, h("tbody", {}, schedules.map((s) => h("tr", { "data-schedule": s.id },
+          h("td", {}, h("button", { class: "open-schedule", onclick: () => void this.scheduleRuns(s.id) }, s.id)),
+          h("td", {}, s.cron ? `${s.cron} (${s.tz})` : s.kind),
+          h("td", {}, what(s.exec, s.url)),
+          h("td", { class: "state" }, s.state),
+          h("td", {}, s.next_due_ms ? `next ${when(s.next_due_ms)}` : ""))))) : h("p", { class: "hint" }, "No schedules."),
         h("h2", {}, "Hooks"),
         hooks.length ? h("table", {}, h("tbody", {}, hooks.map((hook) => h("tr", { "data-hook": hook.name },
-          h("td", {}, h("button", { onclick: () => void this.runs(runs, `/hooks/${encodeURIComponent(hook.name)}`) }, hook.name)),
-          h("td", {}, h("code", {}, hook.command ?? ""))))) ) : h("p", { class: "hint" }, "No hooks."),
-        runs);
+          h("td", {}, h("button", { class: "open-hook", onclick: () => void this.hookRuns(hook.name) }, hook.name)),
+          h("td", {}, what(hook.exec)),
+          h("td", {}, `${hook.calls} call${hook.calls === 1 ? "" : "s"}${hook.last_call_ms ? `, last ${when(hook.last_call_ms)}` : ""}`))))) : h("p", { class: "hint" }, "No hooks."));
     } catch (error) {
       failed(this.status, error);
     }
   }
 
-  private async runs(el: HTMLElement, path: string): Promise<void> {
-    const answer = await json(agentPath(this.agent, path));
+  /** A schedule's runs (its last 50, as the route keeps them). */
+  private async scheduleRuns(id: string): Promise<void> {
+    const answer = await json(agentPath(this.agent, `/schedules/${encodeURIComponent(id)}`));
     const runs: any[] = answer.runs ?? [];
-    clear(el, h("h3", {}, `Runs of ${path.split("/").pop()}`),
-      runs.length ? h("table", {}, h("tbody", {}, runs.map((run) => h("tr", {},
-        h("td", {}, when(run.due_ms ?? run.at_ms ?? run.created_ms ?? 0)), h("td", {}, run.state ?? run.outcome ?? ""),
-        h("td", {}, run.job ? `job #${run.job}` : ""))))) : h("p", { class: "hint" }, "No runs yet."),
-      h("pre", { class: "output" }, JSON.stringify(answer, null, 2)));
+    clear(this.runs, h("h2", {}, `Runs of ${id}`),
+      runs.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "due"), h("th", {}, "attempt"), h("th", {}, "state"), h("th", {}, "job"), h("th", {}, "error"))),
+        h("tbody", {}, runs.map((run) => h("tr", { "data-run": String(run.due_ms) },
+          h("td", {}, when(run.due_ms)), h("td", {}, String(run.attempt)), h("td", { class: "state" }, run.state),
+          h("td", {}, run.job_id ? `#${run.job_id}` : run.status ? `HTTP ${run.status}` : ""), h("td", {}, run.error ?? ""))))) : h("p", { class: "hint" }, "No runs yet."));
+  }
+
+  /** A hook's runs: the jobs its calls queued. */
+  private async hookRuns(name: string): Promise<void> {
+    const jobs: any[] = (await json(agentPath(this.agent, "/jobs?limit=100"))).jobs;
+    const runs = jobs.filter((job) => job.source === `hook:${name}`);
+    clear(this.runs, h("h2", {}, `Calls of ${name}`),
+      runs.length ? h("table", {}, h("tbody", {}, runs.map((job) => h("tr", { "data-job": String(job.id) },
+        h("td", {}, `#${job.id}`), h("td", {}, when(job.created_ms)), h("td", { class: "state" }, job.state))))) : h("p", { class: "hint" }, "No calls among the newest jobs."));
   }
 }
