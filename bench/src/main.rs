@@ -12,7 +12,7 @@
 //! `bench/out/ui.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|ui] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|git|ui] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
@@ -24,6 +24,7 @@ mod checkpoint;
 mod cli;
 mod computer;
 mod gen;
+mod git;
 mod grep;
 mod large_file;
 mod mcp;
@@ -48,7 +49,7 @@ use report::Report;
 use stats::MIB;
 
 const USAGE: &str =
-    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|ui] [--quick] [--url http://host:port]
+    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git|ui] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
   computer    bytes and time the computer backend's sync costs
@@ -57,6 +58,7 @@ const USAGE: &str =
   checkpoint  checkpoints, diffs and forks on the VFS over SQLite (no Worker)
   mcp         a tool call over MCP (both revisions) vs its HTTP route
   cli         `stead push` of a tree, cold vs one tar upload, and warm
+  git         `git status` on 10,000 files in the light shell vs real git (no Worker)
   ui          the inspector in Chromium: navigation to an interactive tree
               of 10,000 files against the listing's floor, and its size
               (without any: the file tools)
@@ -95,6 +97,7 @@ struct Options {
     checkpoint: bool,
     mcp: bool,
     cli: bool,
+    git: bool,
     ui: bool,
     quick: bool,
     url: Option<String>,
@@ -108,6 +111,7 @@ fn parse_args() -> Options {
         checkpoint: false,
         mcp: false,
         cli: false,
+        git: false,
         ui: false,
         quick: false,
         url: None,
@@ -121,6 +125,7 @@ fn parse_args() -> Options {
             "checkpoint" => options.checkpoint = true,
             "mcp" => options.mcp = true,
             "cli" => options.cli = true,
+            "git" => options.git = true,
             "ui" => options.ui = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
@@ -215,6 +220,8 @@ fn main() {
         mcp_main(&options);
     } else if options.cli {
         cli_main(&options);
+    } else if options.git {
+        git_main(&options);
     } else if options.ui {
         ui_main(&options);
     } else {
@@ -384,6 +391,22 @@ fn checkpoint_main(options: &Options) {
     );
     checkpoint::run(sizes, &mut report);
     print_and_save(&report, "checkpoint.json");
+}
+
+/// `git status` in the light shell against the real git (see `git.rs`).
+fn git_main(options: &Options) {
+    let sizes = if options.quick {
+        git::Sizes::QUICK
+    } else {
+        git::Sizes::FULL
+    };
+    let mode = if options.quick { "quick" } else { "full" };
+    let mut report = Report::new(
+        format!("stead-bench git ({mode}): the light shell's git on SQLite vs real git"),
+        json!({ "mode": mode, "unix_time": unix_seconds() }),
+    );
+    git::run(sizes, &mut report);
+    print_and_save(&report, "git.json");
 }
 
 /// `stead push` against a tar upload (see `cli.rs`).
