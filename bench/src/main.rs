@@ -6,10 +6,13 @@
 //! measures a tool call over MCP against its HTTP route and writes
 //! `bench/out/mcp.json`; `cli` measures `stead push` (cold against one
 //! tar upload, and warm) and writes `bench/out/cli.json`; `ports` measures a dev server on the computer
-//! (the port route, live sync both ways) and writes `bench/out/ports.json`.
+//! (the port route, live sync both ways) and writes `bench/out/ports.json`;
+//! `ui` measures the inspector in a real browser (navigation to an
+//! interactive tree of 10,000 files, the page's size) and writes
+//! `bench/out/ui.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|git|terminal] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|git|terminal|ui] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
@@ -32,6 +35,7 @@ mod sidecar;
 mod small_files;
 mod stats;
 mod terminal;
+mod ui;
 mod ws;
 
 use std::path::{Path, PathBuf};
@@ -46,7 +50,7 @@ use report::Report;
 use stats::MIB;
 
 const USAGE: &str =
-    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git|terminal] [--quick] [--url http://host:port]
+    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git|terminal|ui] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
   computer    bytes and time the computer backend's sync costs
@@ -57,6 +61,8 @@ const USAGE: &str =
   cli         `stead push` of a tree, cold vs one tar upload, and warm
   git         `git status` on 10,000 files in the light shell vs real git (no Worker)
   terminal    keystroke to echo on the terminal vs a WebSocket ping
+  ui          the inspector in Chromium: navigation to an interactive tree
+              of 10,000 files against the listing's floor, and its size
               (without any: the file tools)
   --quick   small sizes, finishes in seconds (CI smoke test)
   --url     benchmark a running Worker instead of starting wrangler dev
@@ -95,6 +101,7 @@ struct Options {
     cli: bool,
     git: bool,
     terminal: bool,
+    ui: bool,
     quick: bool,
     url: Option<String>,
 }
@@ -109,6 +116,7 @@ fn parse_args() -> Options {
         cli: false,
         git: false,
         terminal: false,
+        ui: false,
         quick: false,
         url: None,
     };
@@ -123,6 +131,7 @@ fn parse_args() -> Options {
             "cli" => options.cli = true,
             "git" => options.git = true,
             "terminal" => options.terminal = true,
+            "ui" => options.ui = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
             "-h" | "--help" => {
@@ -220,6 +229,8 @@ fn main() {
         git_main(&options);
     } else if options.terminal {
         terminal_main(&options);
+    } else if options.ui {
+        ui_main(&options);
     } else {
         files_main(&options);
     }
@@ -286,6 +297,33 @@ fn computer_main(options: &Options) {
         }
     }
     print_and_save(&report, "computer.json");
+}
+
+/// The inspector benchmark (`ui.rs`).
+fn ui_main(options: &Options) {
+    let count = ui::files(options.quick);
+    let size = if options.quick { "quick" } else { "full" };
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let mut report = Report::new(
+        format!("stead-bench ui ({size}) against {target}"),
+        json!({ "mode": size, "target": target, "files": count, "unix_time": unix_seconds() }),
+    );
+    let (local, client) = connect(options);
+    let base = match (&local, &options.url) {
+        (Some(local), _) => local.runtime.base().to_string(),
+        (None, Some(url)) => url.trim_end_matches('/').to_string(),
+        (None, None) => unreachable!("connect starts a Worker without --url"),
+    };
+    let token = std::env::var("STEAD_TOKEN")
+        .ok()
+        .filter(|_| options.url.is_some())
+        .unwrap_or_else(|| DEV_TOKEN.into());
+    let agent = Agent::create(client, agent_id("bench-ui"));
+    eprintln!("ui: writing {count} files");
+    ui::seed(&agent, count);
+    ui::run(&agent, &base, &token, count, &mut report);
+    agent.delete();
+    print_and_save(&report, "ui.json");
 }
 
 /// Runs `measure` on each way the computer can run, each on a `wrangler
