@@ -207,6 +207,10 @@ fn first_commits() {
         "git show --oneline HEAD~1",
         "git show HEAD:a.txt",
         "git log --oneline -- d/g",
+        "git log --format='%H %h %T %t %an <%ae> %ad %at %cn <%ce> %cd %ct %s'",
+        "git log --pretty=format:'%s|%b|%P|%p%n--'",
+        "git log --format=%B",
+        "git log --pretty=oneline",
     ]);
 }
 
@@ -383,6 +387,7 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git commit",
         "git commit -m x --fixup HEAD",
         "git log --graph",
+        "git log --format='%ar %s'",
         "git diff --stat",
         "git add '*.rs'",
         "git -c user.name=x commit -m y",

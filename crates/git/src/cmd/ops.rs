@@ -1321,6 +1321,15 @@ impl<'a> Run<'a> {
             limit as usize
         };
         let oneline = a.has("oneline");
+        let format = a
+            .value("format")
+            .map(|f| format!("tformat:{f}"))
+            .or(a.value("pretty").map(str::to_string))
+            .map(|f| {
+                super::format::Format::parse(&f)
+                    .ok_or_else(|| fatal(format!("invalid --pretty format: {f}")))
+            })
+            .transpose()?;
         let mut shown = 0;
         // By committer date, newest first (git's default order).
         let mut heap = BinaryHeap::new();
@@ -1370,7 +1379,16 @@ impl<'a> Run<'a> {
                 continue;
             }
             shown += 1;
-            if oneline {
+            if let Some(format) = &format {
+                let text = format.render(&id, &commit, &|id| self.abbrev(repo, id), &git_date);
+                if !first && format.separates() {
+                    self.say("\n");
+                }
+                self.say(&text);
+                if !format.separates() {
+                    self.say("\n");
+                }
+            } else if oneline {
                 let line = format!("{} {}\n", self.abbrev(repo, &id), commit.subject());
                 self.say(&line);
             } else {
