@@ -408,3 +408,39 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         refused.stderr
     );
 }
+
+/// git's reads and writes count against the exec's limits like any
+/// utility's: a `git add` that would write past `max_bytes_written` ends
+/// the exec with that limit.
+#[test]
+fn git_is_bounded_by_the_exec_limits() {
+    let db = common::db();
+    let vfs = Vfs::new(&db, 1_700_000_000_000);
+    let run = |command: &str, limits: Limits| {
+        exec(
+            &vfs,
+            &common::HostClock,
+            ExecRequest {
+                command: command.to_string(),
+                cwd: VPath::root(),
+                env: env(),
+                stdin: Vec::new(),
+                limits,
+            },
+        )
+    };
+    assert_eq!(
+        run(
+            "git init -q; head -c 300000 /dev/urandom > big",
+            Limits::default()
+        )
+        .exit_code,
+        0
+    );
+    let tight = Limits {
+        max_bytes_written: 100_000,
+        ..Limits::default()
+    };
+    let r = run("git add big", tight);
+    common::assert_ended_by(&r, stead_shell::LimitKind::BytesWritten, "git add big");
+}
