@@ -444,3 +444,22 @@ fn git_is_bounded_by_the_exec_limits() {
     let r = run("git add big", tight);
     common::assert_ended_by(&r, stead_shell::LimitKind::BytesWritten, "git add big");
 }
+
+#[test]
+fn subdirectories_modes_and_odd_content() {
+    differential(&[
+        "git init -q -b main",
+        "mkdir -p lib/deep; echo a > lib/a; echo b > lib/deep/b; echo top > top; printf 'no newline' > nonl; : > empty; printf 'bin\\0ary' > blob.bin; git add -A; git commit -qm base",
+        "cd lib && git status -s && echo x >> a && mkdir new && echo n > new/n && git status && git status -s && git diff",
+        "cd lib && git add a && git status --porcelain && git reset -q a && git status -s",
+        "cd lib/deep && git rev-parse --show-prefix && git ls-files && git log --oneline -- ../a",
+        "chmod +x top; git status -s; git diff",
+        "printf 'still no newline!' > nonl; printf 'bin\\0ary2' > blob.bin; git diff",
+        "echo content > empty; git diff empty",
+        "ln -s top link; git add link; git commit -qm link; git ls-files -s link",
+        "git checkout -- lib/a && git status -s",
+        "echo y > top; git checkout top; git status -s",
+        "git add -A; git commit -qm all; git show --oneline HEAD~1",
+        "git rm -q --cached nonl; git status -s; git diff --cached --name-status",
+    ]);
+}

@@ -1917,7 +1917,7 @@ impl<'a> Run<'a> {
                     ))
                 }
             };
-            return self.restore_paths(repo, source.as_deref(), &paths);
+            return self.restore_paths(repo, source.as_deref(), &paths, a.dashdash.is_none());
         }
         match revs {
             [target] => {
@@ -1944,7 +1944,7 @@ impl<'a> Run<'a> {
                     .iter()
                     .any(|e| e.path == rel || e.path.starts_with(&inside))
                 {
-                    return self.restore_paths(repo, None, std::slice::from_ref(target));
+                    return self.restore_paths(repo, None, std::slice::from_ref(target), true);
                 }
                 Err(fatal(format!(
                     "pathspec '{target}' did not match any file(s) known to git"
@@ -1961,6 +1961,7 @@ impl<'a> Run<'a> {
         repo: &Repo<'_>,
         source: Option<&str>,
         paths: &[String],
+        report: bool,
     ) -> Result<i32> {
         let (mut index, _) = repo.index()?;
         let from: Flat = match source {
@@ -1991,8 +1992,20 @@ impl<'a> Run<'a> {
             }
             picked.extend(matched);
         }
+        let mut updated = 0;
         for (path, (mode, id)) in &picked {
-            self.write_worktree_file(repo, path, *mode, id)?;
+            let abs = repo.abs(path);
+            let current = match self.files.stat(&abs) {
+                Ok(meta) => Some(worktree::worktree_blob(repo, path, &meta)?),
+                Err(_) => None,
+            };
+            let same = current.is_some_and(|(m, data)| {
+                m == *mode && crate::odb::hash(ObjectKind::Blob, &data) == *id
+            });
+            if !same {
+                self.write_worktree_file(repo, path, *mode, id)?;
+                updated += 1;
+            }
             if source.is_some() {
                 let abs = repo.abs(path);
                 let meta = self.files.stat(&abs).at(&abs)?;
@@ -2006,7 +2019,10 @@ impl<'a> Run<'a> {
             }
         }
         repo.save_index(&index)?;
-        let n = picked.len();
+        if !report {
+            return Ok(0);
+        }
+        let n = updated;
         let from_text = match source {
             Some(rev) => self.abbrev(repo, &repo.commit_of(rev)?),
             None => "the index".to_string(),
