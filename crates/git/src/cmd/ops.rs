@@ -2395,55 +2395,7 @@ impl<'a> Run<'a> {
                 index.sort();
                 repo.save_index(&index)?;
             }
-            _ => {
-                let (old_index, _) = repo.index()?;
-                let head = self.head_files(repo)?;
-                let mut index = Index::default();
-                // Tracked paths (in HEAD or the index) not in the target go.
-                let tracked: BTreeSet<String> = head
-                    .keys()
-                    .cloned()
-                    .chain(old_index.entries.iter().map(|e| e.path.clone()))
-                    .collect();
-                for path in tracked {
-                    if !tree.contains_key(&path) {
-                        let abs = repo.abs(&path);
-                        match self.files.remove(&abs) {
-                            Ok(()) | Err(FileError::NotFound) => {}
-                            Err(e) => return Err(e).at(&abs),
-                        }
-                        self.prune_dirs(repo, &path);
-                    }
-                }
-                for (path, (mode, id)) in &tree {
-                    let abs = repo.abs(path);
-                    let same = old_index
-                        .find(path)
-                        .map(|i| &old_index.entries[i])
-                        .filter(|e| e.id == *id && e.mode == *mode);
-                    let current = self
-                        .files
-                        .stat(&abs)
-                        .ok()
-                        .map(|m| worktree::worktree_blob(repo, path, &m))
-                        .transpose()?;
-                    let matches = current.as_ref().is_some_and(|(m, data)| {
-                        *m == *mode && crate::odb::hash(ObjectKind::Blob, data) == *id
-                    });
-                    if !matches {
-                        self.write_worktree_file(repo, path, *mode, id)?;
-                    }
-                    let meta = self.files.stat(&abs).at(&abs)?;
-                    let mut entry = same.cloned().unwrap_or_else(|| {
-                        IndexEntry::new(path.clone(), *mode, *id, meta.size, meta.mtime_ms)
-                    });
-                    entry.mtime = crate::index::stamp(meta.mtime_ms);
-                    entry.size = meta.size as u32;
-                    index.entries.push(entry);
-                }
-                index.sort();
-                repo.save_index(&index)?;
-            }
+            _ => self.hard_reset(repo, &tree)?,
         }
         let reason = format!("reset: moving to {rev}");
         self.update_head(repo, &target, &reason)?;
@@ -2460,6 +2412,60 @@ impl<'a> Run<'a> {
             self.unstaged_after_reset(repo, a.has("quiet"))?;
         }
         Ok(0)
+    }
+
+    /// Makes the index and the worktree `tree` (what `reset --hard`
+    /// does): tracked files not in it go, the others get its content;
+    /// untracked files stay.
+    fn hard_reset(&self, repo: &Repo<'_>, tree: &Flat) -> Result<()> {
+        let (old_index, _) = repo.index()?;
+        let head = self.head_files(repo)?;
+        let mut index = Index::default();
+        // Tracked paths (in HEAD or the index) not in the target go.
+        let tracked: BTreeSet<String> = head
+            .keys()
+            .cloned()
+            .chain(old_index.entries.iter().map(|e| e.path.clone()))
+            .collect();
+        for path in tracked {
+            if !tree.contains_key(&path) {
+                let abs = repo.abs(&path);
+                match self.files.remove(&abs) {
+                    Ok(()) | Err(FileError::NotFound) => {}
+                    Err(e) => return Err(e).at(&abs),
+                }
+                self.prune_dirs(repo, &path);
+            }
+        }
+        for (path, (mode, id)) in tree {
+            let abs = repo.abs(path);
+            let same = old_index
+                .find(path)
+                .map(|i| &old_index.entries[i])
+                .filter(|e| e.id == *id && e.mode == *mode);
+            let current = self
+                .files
+                .stat(&abs)
+                .ok()
+                .map(|m| worktree::worktree_blob(repo, path, &m))
+                .transpose()?;
+            let matches = current.as_ref().is_some_and(|(m, data)| {
+                *m == *mode && crate::odb::hash(ObjectKind::Blob, data) == *id
+            });
+            if !matches {
+                self.write_worktree_file(repo, path, *mode, id)?;
+            }
+            let meta = self.files.stat(&abs).at(&abs)?;
+            let mut entry = same.cloned().unwrap_or_else(|| {
+                IndexEntry::new(path.clone(), *mode, *id, meta.size, meta.mtime_ms)
+            });
+            entry.mtime = crate::index::stamp(meta.mtime_ms);
+            entry.size = meta.size as u32;
+            index.entries.push(entry);
+        }
+        index.sort();
+        repo.save_index(&index)?;
+        Ok(())
     }
 
     fn unstaged_after_reset(&mut self, repo: &Repo<'_>, quiet: bool) -> Result<()> {
