@@ -383,7 +383,7 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git push origin main",
         "git clone https://example.invalid/r.git",
         "git rebase -i HEAD~2",
-        "git stash",
+        "git stash show",
         "git commit",
         "git commit -m x --fixup HEAD",
         "git log --graph",
@@ -461,5 +461,30 @@ fn subdirectories_modes_and_odd_content() {
         "echo y > top; git checkout top; git status -s",
         "git add -A; git commit -qm all; git show --oneline HEAD~1",
         "git rm -q --cached nonl; git status -s; git diff --cached --name-status",
+    ]);
+}
+
+#[test]
+fn stash() {
+    differential(&[
+        "git init -q -b main",
+        "echo a > a; echo b > b; git add .; git commit -qm base",
+        "git stash",
+        "echo a2 >> a; echo new > n; git add n; rm b",
+        "git stash",
+        "git status -s; ls",
+        "git stash list",
+        "echo b2 >> a; git stash push -m 'my message'",
+        "git stash list",
+        "git log --format='%H %T %P|%an <%ae> %at|%cn <%ce> %ct|%B' refs/stash",
+        "git stash pop",
+        "git stash list",
+        "echo dirty >> a; git stash apply stash@{0}",
+        "git checkout -- a; git stash apply",
+        "git status -s",
+        "git reset -q --hard; git stash drop stash@{0}",
+        "git stash drop",
+        "git stash pop",
+        "git log --format='%H %P %s'",
     ]);
 }

@@ -172,6 +172,11 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
     ),
     ("remote", &[flag(Some('v'), "verbose")], false),
     (
+        "stash",
+        &[value(Some('m'), "message"), flag(Some('q'), "quiet")],
+        false,
+    ),
+    (
         "rev-parse",
         &[
             optional(None, "short"),
@@ -256,6 +261,15 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
         }
         "tag" => parsed.has("annotate") && !parsed.has("message"),
         "status" => !parsed.operands.is_empty(),
+        "stash" => match parsed.operands.as_slice() {
+            [] => false,
+            [sub] => !matches!(sub.as_str(), "push" | "list" | "pop" | "apply" | "drop"),
+            [sub, entry] => {
+                !matches!(sub.as_str(), "pop" | "apply" | "drop")
+                    || ops::stash_index(entry).is_none()
+            }
+            _ => true,
+        },
         "log" => {
             magic
                 || parsed
