@@ -488,3 +488,33 @@ fn stash() {
         "git log --format='%H %P %s'",
     ]);
 }
+
+/// A corrupt object or index in `.git` is git's fatal error (status 128,
+/// the damage named), never a panic or a wrong answer; and nothing is
+/// written on top of it.
+#[test]
+fn corrupt_repositories_are_fatal_errors() {
+    let light = Light { db: common::db() };
+    let made =
+        light.run("git init -q; echo a > a; git add a; git commit -qm one; git rev-parse HEAD");
+    let head = made.stdout.trim().to_string();
+    let object = format!(".git/objects/{}/{}", &head[..2], &head[2..]);
+    light.run(&format!("printf 'not zlib' > {object}"));
+    let log = light.run("git log");
+    assert_eq!(log.status, 128, "{log:?}");
+    assert!(
+        log.stderr.starts_with("fatal: ") && log.stderr.contains("corrupt"),
+        "{log:?}"
+    );
+    let commit = light.run("echo b > b; git add b; git commit -qm two");
+    assert_eq!(commit.status, 128, "{commit:?}");
+    assert_eq!(
+        light.run(&format!("cat {object}")).stdout,
+        "not zlib",
+        "HEAD is left as it was"
+    );
+    light.run("printf 'DIRC garbage' > .git/index");
+    let status = light.run("git status");
+    assert_eq!(status.status, 128, "{status:?}");
+    assert!(status.stderr.contains("index file corrupt"), "{status:?}");
+}
