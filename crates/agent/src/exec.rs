@@ -120,17 +120,30 @@ pub enum Run {
 }
 
 impl Plan {
-    /// Adds `defaults` to the command's environment where the request
-    /// does not set the same variable (the agent's git identity).
-    pub fn with_default_env(mut self, defaults: Vec<(String, String)>) -> Self {
+    /// Adds `defaults()` to the command's environment where the request
+    /// does not set the same variable (the agent's git identity). In the
+    /// light shell only a script that names `git` (or cannot be parsed)
+    /// asks for them, so other commands cost no settings read; on the
+    /// computer any program may run git.
+    pub fn with_git_env(
+        mut self,
+        defaults: impl FnOnce() -> Result<Vec<(String, String)>, ApiError>,
+    ) -> Result<Self, ApiError> {
         let env = match &mut self.run {
-            Run::Shell(request) => &mut request.env,
+            Run::Shell(request) => {
+                let names_git = stead_shell::commands_used(&request.command)
+                    .is_none_or(|names| names.iter().any(|n| n == "git"));
+                if !names_git {
+                    return Ok(self);
+                }
+                &mut request.env
+            }
             Run::Computer(command) => &mut command.env,
         };
-        for (key, value) in defaults {
+        for (key, value) in defaults()? {
             env.entry(key).or_insert(value);
         }
-        self
+        Ok(self)
     }
 
     /// Where it runs.

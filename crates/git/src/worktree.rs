@@ -330,7 +330,10 @@ fn compare(
     if stat_matches(entry, meta, written_ms) {
         return Ok(Compared::Same);
     }
-    if meta.kind != Kind::Symlink && meta.size != entry.size as u64 {
+    // A size that differs settles it, unless the entry's stat data were
+    // never filled in (size 0: a reset or a checkout left it so), as git
+    // reads a "smudged" entry.
+    if meta.kind != Kind::Symlink && entry.size != 0 && meta.size != entry.size as u64 {
         return Ok(Compared::Modified);
     }
     let (_, data) = worktree_blob(repo, &entry.path, meta)?;

@@ -207,6 +207,10 @@ fn first_commits() {
         "git show --oneline HEAD~1",
         "git show HEAD:a.txt",
         "git log --oneline -- d/g",
+        "git log --format='%H %h %T %t %an <%ae> %ad %at %cn <%ce> %cd %ct %s'",
+        "git log --pretty=format:'%s|%b|%P|%p%n--'",
+        "git log --format=%B",
+        "git log --pretty=oneline",
     ]);
 }
 
@@ -379,10 +383,11 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git push origin main",
         "git clone https://example.invalid/r.git",
         "git rebase -i HEAD~2",
-        "git stash",
+        "git stash show",
         "git commit",
         "git commit -m x --fixup HEAD",
         "git log --graph",
+        "git log --format='%ar %s'",
         "git diff --stat",
         "git add '*.rs'",
         "git -c user.name=x commit -m y",
@@ -402,4 +407,114 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "{}",
         refused.stderr
     );
+}
+
+/// git's reads and writes count against the exec's limits like any
+/// utility's: a `git add` that would write past `max_bytes_written` ends
+/// the exec with that limit.
+#[test]
+fn git_is_bounded_by_the_exec_limits() {
+    let db = common::db();
+    let vfs = Vfs::new(&db, 1_700_000_000_000);
+    let run = |command: &str, limits: Limits| {
+        exec(
+            &vfs,
+            &common::HostClock,
+            ExecRequest {
+                command: command.to_string(),
+                cwd: VPath::root(),
+                env: env(),
+                stdin: Vec::new(),
+                limits,
+            },
+        )
+    };
+    assert_eq!(
+        run(
+            "git init -q; head -c 300000 /dev/urandom > big",
+            Limits::default()
+        )
+        .exit_code,
+        0
+    );
+    let tight = Limits {
+        max_bytes_written: 100_000,
+        ..Limits::default()
+    };
+    let r = run("git add big", tight);
+    common::assert_ended_by(&r, stead_shell::LimitKind::BytesWritten, "git add big");
+}
+
+#[test]
+fn subdirectories_modes_and_odd_content() {
+    differential(&[
+        "git init -q -b main",
+        "mkdir -p lib/deep; echo a > lib/a; echo b > lib/deep/b; echo top > top; printf 'no newline' > nonl; : > empty; printf 'bin\\0ary' > blob.bin; git add -A; git commit -qm base",
+        "cd lib && git status -s && echo x >> a && mkdir new && echo n > new/n && git status && git status -s && git diff",
+        "cd lib && git add a && git status --porcelain && git reset -q a && git status -s",
+        "cd lib/deep && git rev-parse --show-prefix && git ls-files && git log --oneline -- ../a",
+        "chmod +x top; git status -s; git diff",
+        "printf 'still no newline!' > nonl; printf 'bin\\0ary2' > blob.bin; git diff",
+        "echo content > empty; git diff empty",
+        "ln -s top link; git add link; git commit -qm link; git ls-files -s link",
+        "git checkout -- lib/a && git status -s",
+        "echo y > top; git checkout top; git status -s",
+        "git add -A; git commit -qm all; git show --oneline HEAD~1",
+        "git rm -q --cached nonl; git status -s; git diff --cached --name-status",
+    ]);
+}
+
+#[test]
+fn stash() {
+    differential(&[
+        "git init -q -b main",
+        "echo a > a; echo b > b; git add .; git commit -qm base",
+        "git stash",
+        "echo a2 >> a; echo new > n; git add n; rm b",
+        "git stash",
+        "git status -s; ls",
+        "git stash list",
+        "echo b2 >> a; git stash push -m 'my message'",
+        "git stash list",
+        "git log --format='%H %T %P|%an <%ae> %at|%cn <%ce> %ct|%B' refs/stash",
+        "git stash pop",
+        "git stash list",
+        "echo dirty >> a; git stash apply stash@{0}",
+        "git checkout -- a; git stash apply",
+        "git status -s",
+        "git reset -q --hard; git stash drop stash@{0}",
+        "git stash drop",
+        "git stash pop",
+        "git log --format='%H %P %s'",
+    ]);
+}
+
+/// A corrupt object or index in `.git` is git's fatal error (status 128,
+/// the damage named), never a panic or a wrong answer; and nothing is
+/// written on top of it.
+#[test]
+fn corrupt_repositories_are_fatal_errors() {
+    let light = Light { db: common::db() };
+    let made =
+        light.run("git init -q; echo a > a; git add a; git commit -qm one; git rev-parse HEAD");
+    let head = made.stdout.trim().to_string();
+    let object = format!(".git/objects/{}/{}", &head[..2], &head[2..]);
+    light.run(&format!("printf 'not zlib' > {object}"));
+    let log = light.run("git log");
+    assert_eq!(log.status, 128, "{log:?}");
+    assert!(
+        log.stderr.starts_with("fatal: ") && log.stderr.contains("corrupt"),
+        "{log:?}"
+    );
+    let commit = light.run("echo b > b; git add b; git commit -qm two");
+    assert_eq!(commit.status, 128, "{commit:?}");
+    assert_eq!(
+        light.run(&format!("cat {object}")).stdout,
+        "not zlib",
+        "HEAD is left as it was"
+    );
+    light.run("printf 'DIRC garbage' > .git/index");
+    let status = light.run("git status");
+    assert_eq!(status.status, 128, "{status:?}");
+    assert!(status.stderr.contains("index file corrupt"), "{status:?}");
 }

@@ -8,6 +8,7 @@
 //! gives a wrong answer.
 
 mod args;
+mod format;
 mod ops;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ pub use args::Refusal;
 use args::{flag, optional, parse, unsupported, value, Parsed, Spec};
 
 use crate::files::Files;
+use format::Format;
 
 /// The author and committer when nothing else names one (the computer's
 /// git has the same in its global configuration).
@@ -105,7 +107,12 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
     ),
     (
         "log",
-        &[flag(None, "oneline"), value(Some('n'), "max-count")],
+        &[
+            flag(None, "oneline"),
+            value(Some('n'), "max-count"),
+            value(None, "format"),
+            value(None, "pretty"),
+        ],
         true,
     ),
     ("show", &[flag(None, "oneline")], false),
@@ -164,6 +171,11 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
         false,
     ),
     ("remote", &[flag(Some('v'), "verbose")], false),
+    (
+        "stash",
+        &[value(Some('m'), "message"), flag(Some('q'), "quiet")],
+        false,
+    ),
     (
         "rev-parse",
         &[
@@ -249,8 +261,25 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
         }
         "tag" => parsed.has("annotate") && !parsed.has("message"),
         "status" => !parsed.operands.is_empty(),
+        "stash" => match parsed.operands.as_slice() {
+            [] => false,
+            [sub] => !matches!(sub.as_str(), "push" | "list" | "pop" | "apply" | "drop"),
+            [sub, entry] => {
+                !matches!(sub.as_str(), "pop" | "apply" | "drop")
+                    || ops::stash_index(entry).is_none()
+            }
+            _ => true,
+        },
+        "log" => {
+            magic
+                || parsed
+                    .value("format")
+                    .map(|f| format!("tformat:{f}"))
+                    .or(parsed.value("pretty").map(str::to_string))
+                    .is_some_and(|f| Format::parse(&f).is_none())
+        }
         "switch" | "checkout" => first == Some("-"),
-        "add" | "rm" | "ls-files" | "log" | "diff" | "reset" | "mv" => magic,
+        "add" | "rm" | "ls-files" | "diff" | "reset" | "mv" => magic,
         _ => false,
     };
     if refused {

@@ -232,6 +232,7 @@ impl<'a> Run<'a> {
             "reset" => self.reset(&repo, a),
             "tag" => self.tag(&repo, a),
             "remote" => self.remote(&repo, a),
+            "stash" => self.stash(&repo, a),
             "rev-parse" => self.rev_parse(&repo, a),
             "ls-files" => self.ls_files(&repo, a),
             "config" => self.config(&repo, a),
@@ -1321,6 +1322,15 @@ impl<'a> Run<'a> {
             limit as usize
         };
         let oneline = a.has("oneline");
+        let format = a
+            .value("format")
+            .map(|f| format!("tformat:{f}"))
+            .or(a.value("pretty").map(str::to_string))
+            .map(|f| {
+                super::format::Format::parse(&f)
+                    .ok_or_else(|| fatal(format!("invalid --pretty format: {f}")))
+            })
+            .transpose()?;
         let mut shown = 0;
         // By committer date, newest first (git's default order).
         let mut heap = BinaryHeap::new();
@@ -1370,7 +1380,16 @@ impl<'a> Run<'a> {
                 continue;
             }
             shown += 1;
-            if oneline {
+            if let Some(format) = &format {
+                let text = format.render(&id, &commit, &|id| self.abbrev(repo, id), &git_date);
+                if !first && format.separates() {
+                    self.say("\n");
+                }
+                self.say(&text);
+                if !format.separates() {
+                    self.say("\n");
+                }
+            } else if oneline {
                 let line = format!("{} {}\n", self.abbrev(repo, &id), commit.subject());
                 self.say(&line);
             } else {
@@ -1899,7 +1918,7 @@ impl<'a> Run<'a> {
                     ))
                 }
             };
-            return self.restore_paths(repo, source.as_deref(), &paths);
+            return self.restore_paths(repo, source.as_deref(), &paths, a.dashdash.is_none());
         }
         match revs {
             [target] => {
@@ -1926,7 +1945,7 @@ impl<'a> Run<'a> {
                     .iter()
                     .any(|e| e.path == rel || e.path.starts_with(&inside))
                 {
-                    return self.restore_paths(repo, None, std::slice::from_ref(target));
+                    return self.restore_paths(repo, None, std::slice::from_ref(target), true);
                 }
                 Err(fatal(format!(
                     "pathspec '{target}' did not match any file(s) known to git"
@@ -1943,6 +1962,7 @@ impl<'a> Run<'a> {
         repo: &Repo<'_>,
         source: Option<&str>,
         paths: &[String],
+        report: bool,
     ) -> Result<i32> {
         let (mut index, _) = repo.index()?;
         let from: Flat = match source {
@@ -1973,8 +1993,20 @@ impl<'a> Run<'a> {
             }
             picked.extend(matched);
         }
+        let mut updated = 0;
         for (path, (mode, id)) in &picked {
-            self.write_worktree_file(repo, path, *mode, id)?;
+            let abs = repo.abs(path);
+            let current = match self.files.stat(&abs) {
+                Ok(meta) => Some(worktree::worktree_blob(repo, path, &meta)?),
+                Err(_) => None,
+            };
+            let same = current.is_some_and(|(m, data)| {
+                m == *mode && crate::odb::hash(ObjectKind::Blob, &data) == *id
+            });
+            if !same {
+                self.write_worktree_file(repo, path, *mode, id)?;
+                updated += 1;
+            }
             if source.is_some() {
                 let abs = repo.abs(path);
                 let meta = self.files.stat(&abs).at(&abs)?;
@@ -1988,7 +2020,10 @@ impl<'a> Run<'a> {
             }
         }
         repo.save_index(&index)?;
-        let n = picked.len();
+        if !report {
+            return Ok(0);
+        }
+        let n = updated;
         let from_text = match source {
             Some(rev) => self.abbrev(repo, &repo.commit_of(rev)?),
             None => "the index".to_string(),
@@ -2361,55 +2396,7 @@ impl<'a> Run<'a> {
                 index.sort();
                 repo.save_index(&index)?;
             }
-            _ => {
-                let (old_index, _) = repo.index()?;
-                let head = self.head_files(repo)?;
-                let mut index = Index::default();
-                // Tracked paths (in HEAD or the index) not in the target go.
-                let tracked: BTreeSet<String> = head
-                    .keys()
-                    .cloned()
-                    .chain(old_index.entries.iter().map(|e| e.path.clone()))
-                    .collect();
-                for path in tracked {
-                    if !tree.contains_key(&path) {
-                        let abs = repo.abs(&path);
-                        match self.files.remove(&abs) {
-                            Ok(()) | Err(FileError::NotFound) => {}
-                            Err(e) => return Err(e).at(&abs),
-                        }
-                        self.prune_dirs(repo, &path);
-                    }
-                }
-                for (path, (mode, id)) in &tree {
-                    let abs = repo.abs(path);
-                    let same = old_index
-                        .find(path)
-                        .map(|i| &old_index.entries[i])
-                        .filter(|e| e.id == *id && e.mode == *mode);
-                    let current = self
-                        .files
-                        .stat(&abs)
-                        .ok()
-                        .map(|m| worktree::worktree_blob(repo, path, &m))
-                        .transpose()?;
-                    let matches = current.as_ref().is_some_and(|(m, data)| {
-                        *m == *mode && crate::odb::hash(ObjectKind::Blob, data) == *id
-                    });
-                    if !matches {
-                        self.write_worktree_file(repo, path, *mode, id)?;
-                    }
-                    let meta = self.files.stat(&abs).at(&abs)?;
-                    let mut entry = same.cloned().unwrap_or_else(|| {
-                        IndexEntry::new(path.clone(), *mode, *id, meta.size, meta.mtime_ms)
-                    });
-                    entry.mtime = crate::index::stamp(meta.mtime_ms);
-                    entry.size = meta.size as u32;
-                    index.entries.push(entry);
-                }
-                index.sort();
-                repo.save_index(&index)?;
-            }
+            _ => self.hard_reset(repo, &tree)?,
         }
         let reason = format!("reset: moving to {rev}");
         self.update_head(repo, &target, &reason)?;
@@ -2426,6 +2413,60 @@ impl<'a> Run<'a> {
             self.unstaged_after_reset(repo, a.has("quiet"))?;
         }
         Ok(0)
+    }
+
+    /// Makes the index and the worktree `tree` (what `reset --hard`
+    /// does): tracked files not in it go, the others get its content;
+    /// untracked files stay.
+    fn hard_reset(&self, repo: &Repo<'_>, tree: &Flat) -> Result<()> {
+        let (old_index, _) = repo.index()?;
+        let head = self.head_files(repo)?;
+        let mut index = Index::default();
+        // Tracked paths (in HEAD or the index) not in the target go.
+        let tracked: BTreeSet<String> = head
+            .keys()
+            .cloned()
+            .chain(old_index.entries.iter().map(|e| e.path.clone()))
+            .collect();
+        for path in tracked {
+            if !tree.contains_key(&path) {
+                let abs = repo.abs(&path);
+                match self.files.remove(&abs) {
+                    Ok(()) | Err(FileError::NotFound) => {}
+                    Err(e) => return Err(e).at(&abs),
+                }
+                self.prune_dirs(repo, &path);
+            }
+        }
+        for (path, (mode, id)) in tree {
+            let abs = repo.abs(path);
+            let same = old_index
+                .find(path)
+                .map(|i| &old_index.entries[i])
+                .filter(|e| e.id == *id && e.mode == *mode);
+            let current = self
+                .files
+                .stat(&abs)
+                .ok()
+                .map(|m| worktree::worktree_blob(repo, path, &m))
+                .transpose()?;
+            let matches = current.as_ref().is_some_and(|(m, data)| {
+                *m == *mode && crate::odb::hash(ObjectKind::Blob, data) == *id
+            });
+            if !matches {
+                self.write_worktree_file(repo, path, *mode, id)?;
+            }
+            let meta = self.files.stat(&abs).at(&abs)?;
+            let mut entry = same.cloned().unwrap_or_else(|| {
+                IndexEntry::new(path.clone(), *mode, *id, meta.size, meta.mtime_ms)
+            });
+            entry.mtime = crate::index::stamp(meta.mtime_ms);
+            entry.size = meta.size as u32;
+            index.entries.push(entry);
+        }
+        index.sort();
+        repo.save_index(&index)?;
+        Ok(())
     }
 
     fn unstaged_after_reset(&mut self, repo: &Repo<'_>, quiet: bool) -> Result<()> {
@@ -2600,6 +2641,291 @@ impl<'a> Run<'a> {
             _ => Err(fatal(
                 "stead: this form of git remote is not in the light shell's git",
             )),
+        }
+    }
+
+    // ---- stash ------------------------------------------------------------------
+
+    /// `WIP on main: abc1234 subject`'s `main: abc1234 subject` part.
+    fn stash_base(&self, repo: &Repo<'_>, head: &ObjectId) -> Result<String> {
+        let branch = match repo.refs.head()? {
+            Head::Branch(_) => repo.refs.head()?.branch().unwrap_or_default().to_string(),
+            Head::Detached(_) => "(no branch)".to_string(),
+        };
+        let subject = repo.commit(head)?.subject();
+        Ok(format!("{branch}: {} {subject}", self.abbrev(repo, head)))
+    }
+
+    /// The stash's reflog lines, oldest first: (old, new, message).
+    fn stash_log(&self, repo: &Repo<'_>) -> Result<Vec<(String, ObjectId, String)>> {
+        let path = files::join(&repo.git_dir, "logs/refs/stash");
+        let text = files::read_optional(self.files, &path)
+            .at(&path)?
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for line in String::from_utf8_lossy(&text).lines() {
+            let (head, message) = line.split_once('\t').unwrap_or((line, ""));
+            let mut words = head.split(' ');
+            let old = words.next().unwrap_or_default().to_string();
+            let new = words
+                .next()
+                .and_then(|w| ObjectId::from_hex(w.as_bytes()).ok());
+            let Some(new) = new else {
+                return Err(Error::Corrupt(format!("{path}: bad line: {line}")));
+            };
+            out.push((
+                format!("{old} {new} {}", &head[old.len() + 1 + 40 + 1..]),
+                new,
+                message.to_string(),
+            ));
+        }
+        Ok(out)
+    }
+
+    fn stash(&mut self, repo: &Repo<'_>, a: &crate::cmd::args::Parsed) -> Result<i32> {
+        let ops: Vec<&str> = a.operands.iter().map(String::as_str).collect();
+        match ops.as_slice() {
+            [] | ["push"] => self.stash_push(repo, a),
+            ["list"] => {
+                for (i, (_, _, message)) in self.stash_log(repo)?.iter().rev().enumerate() {
+                    self.say(&format!("stash@{{{i}}}: {message}\n"));
+                }
+                Ok(0)
+            }
+            [sub, rest @ ..] => {
+                let given = rest.first().copied();
+                let n = given
+                    .map_or(Some(0), stash_index)
+                    .ok_or_else(|| fatal("bad stash reference"))?;
+                let log = self.stash_log(repo)?;
+                if log.is_empty() {
+                    self.err("No stash entries found.\n");
+                    return Ok(1);
+                }
+                let Some(at) = log.len().checked_sub(n + 1) else {
+                    self.err(&format!("error: stash@{{{n}}} is not a valid reference\n"));
+                    return Ok(1);
+                };
+                let id = log[at].1;
+                if *sub != "drop" {
+                    let status = self.stash_apply(repo, &id, a.has("quiet"))?;
+                    if status != 0 || *sub == "apply" {
+                        if status != 0 && *sub == "pop" {
+                            self.err("The stash entry is kept in case you need it again.\n");
+                        }
+                        return Ok(status);
+                    }
+                }
+                self.stash_drop(repo, log, at)?;
+                let name = given.map_or("refs/stash@{0}".to_string(), str::to_string);
+                self.say(&format!("Dropped {name} ({id})\n"));
+                Ok(0)
+            }
+        }
+    }
+
+    fn stash_push(&mut self, repo: &Repo<'_>, a: &crate::cmd::args::Parsed) -> Result<i32> {
+        let Some(head) = repo.refs.head_id()? else {
+            return Err(fatal(
+                "stead: git stash before the first commit is not in the light shell's git",
+            ));
+        };
+        let (status, index) = self.compute_status(repo, Untracked::No)?;
+        if status.staged.is_empty() && status.unstaged.is_empty() && status.renamed.is_empty() {
+            self.say("No local changes to save\n");
+            return Ok(0);
+        }
+        if !status.unmerged.is_empty() {
+            return Err(fatal(
+                "stead: git stash during a merge is not in the light shell's git",
+            ));
+        }
+        let base = self.stash_base(repo, &head)?;
+        let who = self.signature(repo, "COMMITTER")?;
+        let author = self.signature(repo, "AUTHOR")?;
+        let staged = Repo::index_files(&index);
+        let index_commit = Commit {
+            tree: repo.write_tree(&staged)?,
+            parents: vec![head],
+            author: author.clone(),
+            committer: who.clone(),
+            extra: Vec::new(),
+            message: format!("index on {base}\n"),
+        };
+        let index_id = repo
+            .odb
+            .write(ObjectKind::Commit, &index_commit.to_bytes())?;
+        // The worktree: the index with the tracked files' current content.
+        let mut work = staged.clone();
+        for (path, change) in &status.unstaged {
+            match change {
+                Change::Deleted => {
+                    work.remove(path);
+                }
+                _ => {
+                    let abs = repo.abs(path);
+                    let meta = self.files.stat(&abs).at(&abs)?;
+                    let (mode, data) = worktree::worktree_blob(repo, path, &meta)?;
+                    work.insert(
+                        path.clone(),
+                        (mode, repo.odb.write(ObjectKind::Blob, &data)?),
+                    );
+                }
+            }
+        }
+        let message = match a.value("message") {
+            Some(m) => format!("On {}: {m}", base.split(':').next().unwrap_or_default()),
+            None => format!("WIP on {base}"),
+        };
+        let work_commit = Commit {
+            tree: repo.write_tree(&work)?,
+            parents: vec![head, index_id],
+            author,
+            committer: who,
+            extra: Vec::new(),
+            // git writes the stash's own message without a final newline.
+            message: message.clone(),
+        };
+        let work_id = repo
+            .odb
+            .write(ObjectKind::Commit, &work_commit.to_bytes())?;
+        let old = repo.refs.resolve("refs/stash")?;
+        repo.refs.write("refs/stash", &work_id)?;
+        self.write_reflog(repo, "refs/stash", old, &work_id, &message)?;
+        let head_tree = self.head_files(repo)?;
+        self.hard_reset(repo, &head_tree)?;
+        if !a.has("quiet") {
+            self.say(&format!(
+                "Saved working directory and index state {message}\n"
+            ));
+        }
+        Ok(0)
+    }
+
+    /// Puts stash `id`'s changes back: the worktree's as unstaged
+    /// changes, files it had added to the index as added. Refuses (nothing
+    /// changed) when a local change would be overwritten; leaves a stash
+    /// whose base differs from `HEAD` at its paths to the computer's git.
+    fn stash_apply(&mut self, repo: &Repo<'_>, id: &ObjectId, quiet: bool) -> Result<i32> {
+        let work = repo.commit(id)?;
+        let [base_id, index_id] = work.parents[..] else {
+            return Err(fatal(format!("'{id}' is not a stash-like commit")));
+        };
+        let base = repo.commit_files(Some(&base_id))?;
+        let staged_then = repo.commit_files(Some(&index_id))?;
+        let worked = repo.flatten(&work.tree)?;
+        let head = self.head_files(repo)?;
+        let changes = changed_paths(&base, &worked);
+        if changes.iter().any(|(p, _)| head.get(p) != base.get(p)) {
+            return Err(fatal("stead: applying a stash onto a different commit (a merge) is not in the light shell's git"));
+        }
+        let (status, mut index) = self.compute_status(repo, Untracked::All)?;
+        let dirty: HashSet<&str> = status
+            .staged
+            .iter()
+            .chain(status.unstaged.iter())
+            .map(|(p, _)| p.as_str())
+            .collect();
+        let untracked: HashSet<&str> = status.untracked.iter().map(String::as_str).collect();
+        let local: Vec<&String> = changes
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|p| dirty.contains(p.as_str()))
+            .collect();
+        if !local.is_empty() {
+            self.err(
+                "error: Your local changes to the following files would be overwritten by merge:\n",
+            );
+            for p in &local {
+                self.err(&format!("\t{p}\n"));
+            }
+            self.err("Please commit your changes or stash them before you merge.\nAborting\n");
+            // git shows where things stand after the refused merge.
+            if !quiet {
+                let (status, _) = self.compute_status(repo, Untracked::Normal)?;
+                let text = self.long_status(repo, &status)?;
+                self.say(&text);
+            }
+            return Ok(1);
+        }
+        let clobbered: Vec<&String> = changes
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|p| untracked.contains(p.as_str()))
+            .collect();
+        if !clobbered.is_empty() {
+            for p in &clobbered {
+                self.err(&format!("{p} already exists, no checkout\n"));
+            }
+            self.err("error: could not restore untracked files from stash\n");
+            return Ok(1);
+        }
+        for (path, change) in &changes {
+            match change {
+                Change::Deleted => {
+                    let abs = repo.abs(path);
+                    match self.files.remove(&abs) {
+                        Ok(()) | Err(FileError::NotFound) => {}
+                        Err(e) => return Err(e).at(&abs),
+                    }
+                    // The deletion stays unstaged, as git leaves it.
+
+                    self.prune_dirs(repo, path);
+                }
+                _ => {
+                    let (mode, blob) = worked[path];
+                    self.write_worktree_file(repo, path, mode, &blob)?;
+                    // A file the stash had added stays added.
+                    if !base.contains_key(path) {
+                        if let Some((m, i)) = staged_then.get(path) {
+                            let abs = repo.abs(path);
+                            let meta = self.files.stat(&abs).at(&abs)?;
+                            index.upsert(IndexEntry::new(
+                                path.clone(),
+                                *m,
+                                *i,
+                                meta.size,
+                                meta.mtime_ms,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        repo.save_index(&index)?;
+        if !quiet {
+            let (status, _) = self.compute_status(repo, Untracked::Normal)?;
+            let text = self.long_status(repo, &status)?;
+            self.say(&text);
+        }
+        Ok(0)
+    }
+
+    /// Removes entry `at` (oldest first) of the stash's reflog.
+    fn stash_drop(
+        &self,
+        repo: &Repo<'_>,
+        mut log: Vec<(String, ObjectId, String)>,
+        at: usize,
+    ) -> Result<()> {
+        log.remove(at);
+        let path = files::join(&repo.git_dir, "logs/refs/stash");
+        match log.last() {
+            None => {
+                repo.refs.delete("refs/stash")?;
+                match self.files.remove(&path) {
+                    Ok(()) | Err(FileError::NotFound) => Ok(()),
+                    Err(e) => Err(e).at(&path),
+                }
+            }
+            Some((_, newest, _)) => {
+                repo.refs.write("refs/stash", newest)?;
+                let text: String = log
+                    .iter()
+                    .map(|(head, _, message)| format!("{head}\t{message}\n"))
+                    .collect();
+                self.files.write(&path, text.as_bytes()).at(&path)
+            }
         }
     }
 
@@ -2782,6 +3108,15 @@ impl<'a> Run<'a> {
             )),
         }
     }
+}
+
+/// `stash@{N}` or `N`: the entry's number.
+pub(crate) fn stash_index(text: &str) -> Option<usize> {
+    let inner = text
+        .strip_prefix("stash@{")
+        .and_then(|t| t.strip_suffix('}'))
+        .unwrap_or(text);
+    inner.parse().ok()
 }
 
 /// How `git add` stages, and what it did (for `-v` and `-n`).

@@ -7,13 +7,15 @@
 //! here anyway they are refused with a message saying so (status 129),
 //! never answered wrongly.
 
+use std::cell::Cell;
+
 use stead_git::cmd::{self, Invocation};
 use stead_git::{Entry, FileError, Files, Kind, Meta};
 use stead_vfs::{Errno, Node, VPath, VfsError};
 
 use super::{strerror, Checks, Ctx, Table};
 use crate::fs::Fs;
-use crate::limits::Abort;
+use crate::limits::{Abort, Budget, Clock};
 
 pub(crate) const UTILITIES: Table = &[("git", git)];
 
@@ -21,9 +23,15 @@ pub(crate) const OPTION_CHECKS: Checks = &[("git", |argv| {
     cmd::check(&argv[1..]).map_err(|refusal| refusal.message)
 })];
 
-/// The workspace as git's files.
+/// The workspace as git's files. Every call is charged to the exec's
+/// budget (bytes read as CPU, bytes written as writes) and checks its wall
+/// clock: the first limit crossed fails the call, and the exec then ends
+/// with that limit, as any utility's would.
 struct Workspace<'a> {
     fs: &'a dyn Fs,
+    budget: &'a Budget,
+    clock: &'a dyn Clock,
+    abort: Cell<Option<Abort>>,
 }
 
 fn error(e: VfsError) -> FileError {
@@ -53,6 +61,21 @@ fn meta(node: &Node) -> Meta {
 }
 
 impl Workspace<'_> {
+    /// Charges `read` and `written` bytes; the limit's error when one is
+    /// crossed (kept for the exec to end with).
+    fn charge(&self, read: usize, written: usize) -> Result<(), FileError> {
+        let charged = self
+            .budget
+            .check_time(self.clock)
+            .and_then(|()| self.budget.charge_cpu(read as u64 + 1))
+            .and_then(|()| self.budget.charge_write(written as u64));
+        charged.map_err(|abort| {
+            let message = format!("stead: {abort:?}");
+            self.abort.set(Some(abort));
+            FileError::Failed(message)
+        })
+    }
+
     fn parents(&self, p: &VPath) -> Result<(), FileError> {
         match p.parent() {
             Some(parent) if !parent.is_root() => self.fs.mkdir(&parent, true).map_err(error),
@@ -63,16 +86,20 @@ impl Workspace<'_> {
 
 impl Files for Workspace<'_> {
     fn stat(&self, p: &str) -> Result<Meta, FileError> {
+        self.charge(0, 0)?;
         self.fs
             .stat(&path(p)?, false)
             .map(|n| meta(&n))
             .map_err(error)
     }
     fn read(&self, p: &str) -> Result<Vec<u8>, FileError> {
-        self.fs.read(&path(p)?).map_err(error)
+        let data = self.fs.read(&path(p)?).map_err(error)?;
+        self.charge(data.len(), 0)?;
+        Ok(data)
     }
     fn list(&self, dir: &str) -> Result<Vec<Entry>, FileError> {
         let entries = self.fs.list(&path(dir)?).map_err(error)?;
+        self.charge(entries.len(), 0)?;
         Ok(entries
             .into_iter()
             .map(|e| Entry {
@@ -82,6 +109,7 @@ impl Files for Workspace<'_> {
             .collect())
     }
     fn write(&self, p: &str, data: &[u8]) -> Result<(), FileError> {
+        self.charge(0, data.len())?;
         let p = path(p)?;
         self.parents(&p)?;
         self.fs.write(&p, data).map_err(error)
@@ -120,7 +148,12 @@ impl Files for Workspace<'_> {
 }
 
 fn git(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
-    let workspace = Workspace { fs: ctx.fs };
+    let workspace = Workspace {
+        fs: ctx.fs,
+        budget: ctx.budget,
+        clock: ctx.clock,
+        abort: Cell::new(None),
+    };
     let outcome = cmd::run(
         &workspace,
         &Invocation {
@@ -130,6 +163,9 @@ fn git(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
             now_ms: ctx.clock.now_ms() as i64,
         },
     );
+    if let Some(abort) = workspace.abort.take() {
+        return Err(abort);
+    }
     ctx.stdout.write(&outcome.stdout)?;
     ctx.stderr.write(&outcome.stderr)?;
     Ok(outcome.status)
