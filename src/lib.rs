@@ -13,6 +13,7 @@
 //!   `Transport`) over `worker` types;
 //! - [`computer`]: the `Computer` Durable Object that owns the agent's
 //!   container;
+//! - `inspector`: the inspector page's files and its browser sessions;
 //! - `do_sql`, `body`, `random`: SQLite, request bodies and randomness from
 //!   the runtime.
 
@@ -22,6 +23,7 @@ mod body;
 #[path = "computer/host.rs"]
 pub mod computer;
 mod do_sql;
+mod inspector;
 mod platform;
 mod random;
 mod registry;
@@ -97,6 +99,17 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             }
         }
     }
+    let admin_token = env.secret("API_TOKEN").ok().map(|s| s.to_string());
+    let now_s = (js_sys::Date::now() / 1000.0) as i64;
+    // The inspector's page holds no data, so it needs no credential; its
+    // session routes take a token or the session itself.
+    match &route {
+        Ok(Route::Inspector) => return inspector::serve_page(req, &env).await,
+        Ok(Route::Session(step)) => {
+            return inspector::session_route(*step, req, &env, admin_token.as_deref(), now_s).await
+        }
+        _ => {}
+    }
     // Everything else needs a credential, even to learn that a route is
     // wrong; but a hook call carries the hook's own secret, which the agent
     // checks.
@@ -109,8 +122,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             .any(|(key, _)| key == stead_agent::terminal::tickets::QUERY_PARAM);
     let public = matches!(&route, Ok(Route::Agent { action, .. })
         if action.public() || (ticketed && action.takes_ticket()));
-    let admin_token = env.secret("API_TOKEN").ok().map(|s| s.to_string());
-    let now_s = (js_sys::Date::now() / 1000.0) as i64;
+    // A browser signed in to the inspector presents its session cookie
+    // instead (never on a port's origin, where it is never sent).
+    let from_cookie = match (&header, on_port_origin) {
+        (None, false) => inspector::cookie_principal(&req, &url, admin_token.as_deref(), now_s)?,
+        _ => None,
+    };
+    let by_cookie = from_cookie.is_some();
     // A port may be reached on its own origin with a share link instead
     // (see `stead_agent::shares`): checked here as a token is, revocation
     // by the agent.
@@ -121,7 +139,12 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         }
         _ => None,
     };
-    let principal = match auth::authenticate(header.as_deref(), admin_token.as_deref(), now_s) {
+    let bearer = match from_cookie {
+        Some(Ok(principal)) => Ok(principal),
+        Some(Err(error)) => return error_response(&error),
+        None => auth::authenticate(header.as_deref(), admin_token.as_deref(), now_s),
+    };
+    let principal = match bearer {
         Ok(principal) => Some(principal),
         Err(_) if public => None,
         Err(error) => match (shared, &admin_token) {
@@ -191,6 +214,10 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             let answer = stub.fetch_with_request(forwarded).await?;
             let round_trip = platform::performance_now() - sent;
             registry::note(&env, &id, &action, &answer).await;
+            let answer = match by_cookie {
+                true => inspector::guarded(answer)?,
+                false => answer,
+            };
             if !platform::local_development(&env) {
                 return Ok(answer);
             }
@@ -202,7 +229,9 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             let front = format!("front;dur={:.3}, hop;dur={hop:.3}", sent - started);
             workspace::with_server_timing(answer, &front)
         }
-        Ok(Route::Health) => unreachable!("answered above"),
+        Ok(Route::Health | Route::Inspector | Route::Session(_)) => {
+            unreachable!("answered above")
+        }
         Err(error) => error_response(&error),
     }
 }

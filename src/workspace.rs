@@ -350,11 +350,15 @@ fn route(req: &Request, env: &Env) -> std::result::Result<(String, Action), ApiE
         .map_err(|e| ApiError::Internal(format!("request url: {e}")))?;
     match route_on_front(env, &req.method(), &url)? {
         Route::Agent { id, action } => Ok((id, action)),
-        Route::Health | Route::MintToken | Route::RevokeToken | Route::Tools | Route::Agents => {
-            Err(ApiError::Internal(
-                "this route is answered by the Worker".into(),
-            ))
-        }
+        Route::Health
+        | Route::MintToken
+        | Route::RevokeToken
+        | Route::Tools
+        | Route::Agents
+        | Route::Inspector
+        | Route::Session(_) => Err(ApiError::Internal(
+            "this route is answered by the Worker".into(),
+        )),
     }
 }
 

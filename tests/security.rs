@@ -603,6 +603,7 @@ fn token_settings_and_audit_requests_are_validated() {
             "checkpoints": { "automatic": true,
                              "retention": { "keep_last": 20, "keep_within_ms": 86_400_000,
                                             "max_automatic": 100 } },
+            "git": {},
         }),
         "refused settings changed nothing"
     );

@@ -6,10 +6,13 @@
 //! measures a tool call over MCP against its HTTP route and writes
 //! `bench/out/mcp.json`; `cli` measures `stead push` (cold against one
 //! tar upload, and warm) and writes `bench/out/cli.json`; `ports` measures a dev server on the computer
-//! (the port route, live sync both ways) and writes `bench/out/ports.json`.
+//! (the port route, live sync both ways) and writes `bench/out/ports.json`;
+//! `ui` measures the inspector in a real browser (navigation to an
+//! interactive tree of 10,000 files, the page's size) and writes
+//! `bench/out/ui.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|terminal] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|git|terminal|ui] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
@@ -21,6 +24,7 @@ mod checkpoint;
 mod cli;
 mod computer;
 mod gen;
+mod git;
 mod grep;
 mod large_file;
 mod mcp;
@@ -31,6 +35,7 @@ mod sidecar;
 mod small_files;
 mod stats;
 mod terminal;
+mod ui;
 mod ws;
 
 use std::path::{Path, PathBuf};
@@ -45,7 +50,7 @@ use report::Report;
 use stats::MIB;
 
 const USAGE: &str =
-    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|terminal] [--quick] [--url http://host:port]
+    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git|terminal|ui] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
   computer    bytes and time the computer backend's sync costs
@@ -54,7 +59,10 @@ const USAGE: &str =
   checkpoint  checkpoints, diffs and forks on the VFS over SQLite (no Worker)
   mcp         a tool call over MCP (both revisions) vs its HTTP route
   cli         `stead push` of a tree, cold vs one tar upload, and warm
+  git         `git status` on 10,000 files in the light shell vs real git (no Worker)
   terminal    keystroke to echo on the terminal vs a WebSocket ping
+  ui          the inspector in Chromium: navigation to an interactive tree
+              of 10,000 files against the listing's floor, and its size
               (without any: the file tools)
   --quick   small sizes, finishes in seconds (CI smoke test)
   --url     benchmark a running Worker instead of starting wrangler dev
@@ -91,7 +99,9 @@ struct Options {
     checkpoint: bool,
     mcp: bool,
     cli: bool,
+    git: bool,
     terminal: bool,
+    ui: bool,
     quick: bool,
     url: Option<String>,
 }
@@ -104,7 +114,9 @@ fn parse_args() -> Options {
         checkpoint: false,
         mcp: false,
         cli: false,
+        git: false,
         terminal: false,
+        ui: false,
         quick: false,
         url: None,
     };
@@ -117,7 +129,9 @@ fn parse_args() -> Options {
             "checkpoint" => options.checkpoint = true,
             "mcp" => options.mcp = true,
             "cli" => options.cli = true,
+            "git" => options.git = true,
             "terminal" => options.terminal = true,
+            "ui" => options.ui = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
             "-h" | "--help" => {
@@ -211,8 +225,12 @@ fn main() {
         mcp_main(&options);
     } else if options.cli {
         cli_main(&options);
+    } else if options.git {
+        git_main(&options);
     } else if options.terminal {
         terminal_main(&options);
+    } else if options.ui {
+        ui_main(&options);
     } else {
         files_main(&options);
     }
@@ -279,6 +297,33 @@ fn computer_main(options: &Options) {
         }
     }
     print_and_save(&report, "computer.json");
+}
+
+/// The inspector benchmark (`ui.rs`).
+fn ui_main(options: &Options) {
+    let count = ui::files(options.quick);
+    let size = if options.quick { "quick" } else { "full" };
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let mut report = Report::new(
+        format!("stead-bench ui ({size}) against {target}"),
+        json!({ "mode": size, "target": target, "files": count, "unix_time": unix_seconds() }),
+    );
+    let (local, client) = connect(options);
+    let base = match (&local, &options.url) {
+        (Some(local), _) => local.runtime.base().to_string(),
+        (None, Some(url)) => url.trim_end_matches('/').to_string(),
+        (None, None) => unreachable!("connect starts a Worker without --url"),
+    };
+    let token = std::env::var("STEAD_TOKEN")
+        .ok()
+        .filter(|_| options.url.is_some())
+        .unwrap_or_else(|| DEV_TOKEN.into());
+    let agent = Agent::create(client, agent_id("bench-ui"));
+    eprintln!("ui: writing {count} files");
+    ui::seed(&agent, count);
+    ui::run(&agent, &base, &token, count, &mut report);
+    agent.delete();
+    print_and_save(&report, "ui.json");
 }
 
 /// Runs `measure` on each way the computer can run, each on a `wrangler
@@ -353,6 +398,22 @@ fn checkpoint_main(options: &Options) {
     );
     checkpoint::run(sizes, &mut report);
     print_and_save(&report, "checkpoint.json");
+}
+
+/// `git status` in the light shell against the real git (see `git.rs`).
+fn git_main(options: &Options) {
+    let sizes = if options.quick {
+        git::Sizes::QUICK
+    } else {
+        git::Sizes::FULL
+    };
+    let mode = if options.quick { "quick" } else { "full" };
+    let mut report = Report::new(
+        format!("stead-bench git ({mode}): the light shell's git on SQLite vs real git"),
+        json!({ "mode": mode, "unix_time": unix_seconds() }),
+    );
+    git::run(sizes, &mut report);
+    print_and_save(&report, "git.json");
 }
 
 /// `stead push` against a tar upload (see `cli.rs`).

@@ -249,7 +249,8 @@ impl<H: Host> Agent<H> {
         sink: &dyn OutputSink,
         until: Option<i64>,
     ) -> Result<Ran, ApiError> {
-        let plan = exec::plan(body, &self.vfs())?;
+        let plan =
+            exec::plan(body, &self.vfs())?.with_default_env(crate::settings::git(self.db())?.env());
         match plan.run {
             Run::Shell(request) => {
                 exec::check_cwd(&self.vfs(), &request.cwd)?;

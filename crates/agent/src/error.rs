@@ -151,6 +151,27 @@ pub enum ApiError {
     TicketUsed,
     #[error("the ticket has expired (tickets live at most 60 s): mint another")]
     TicketExpired,
+    #[error("the inspector session is not valid: sign in again")]
+    SessionInvalid,
+    #[error("the inspector session has expired: sign in again")]
+    SessionExpired,
+    /// A request carrying the inspector's session cookie from another
+    /// origin (`crate::session::check_origin`).
+    #[error(
+        "refused a request from {from} carrying the inspector's session: changes are accepted \
+         only from the inspector's own page (send a bearer token from other clients)"
+    )]
+    CrossOriginRefused { from: String },
+    /// A write with `if_rev` to a file changed since that revision.
+    #[error(
+        "{path} changed since revision {expected} (it is at {actual}): read it again and \
+         reapply your change"
+    )]
+    RevisionChanged {
+        path: String,
+        expected: i64,
+        actual: i64,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -232,6 +253,10 @@ impl ApiError {
             ApiError::TicketInvalid => "TICKET_INVALID",
             ApiError::TicketUsed => "TICKET_USED",
             ApiError::TicketExpired => "TICKET_EXPIRED",
+            ApiError::SessionInvalid => "SESSION_INVALID",
+            ApiError::SessionExpired => "SESSION_EXPIRED",
+            ApiError::CrossOriginRefused { .. } => "CROSS_ORIGIN_REFUSED",
+            ApiError::RevisionChanged { .. } => "REVISION_CHANGED",
             ApiError::Host(_) | ApiError::Internal(_) => "INTERNAL",
         }
     }
@@ -297,6 +322,9 @@ impl ApiError {
             ApiError::ShareLinkInvalid
             | ApiError::ShareLinkExpired
             | ApiError::ShareLinkRevoked => 401,
+            ApiError::SessionInvalid | ApiError::SessionExpired => 401,
+            ApiError::CrossOriginRefused { .. } => 403,
+            ApiError::RevisionChanged { .. } => 412,
             ApiError::Host(_) | ApiError::Internal(_) => 500,
         }
     }
@@ -322,6 +350,10 @@ impl ApiError {
         let mut error = json!({ "code": self.code(), "message": self.public_message() });
         if let ApiError::DownloadOfDirectory { path } = self {
             error["path"] = json!(path);
+        }
+        if let ApiError::RevisionChanged { path, actual, .. } = self {
+            error["path"] = json!(path);
+            error["revision"] = json!(actual);
         }
         if let ApiError::Fs(fs) = self {
             if let Some(path) = fs.path() {

@@ -120,6 +120,19 @@ pub enum Run {
 }
 
 impl Plan {
+    /// Adds `defaults` to the command's environment where the request
+    /// does not set the same variable (the agent's git identity).
+    pub fn with_default_env(mut self, defaults: Vec<(String, String)>) -> Self {
+        let env = match &mut self.run {
+            Run::Shell(request) => &mut request.env,
+            Run::Computer(command) => &mut command.env,
+        };
+        for (key, value) in defaults {
+            env.entry(key).or_insert(value);
+        }
+        self
+    }
+
     /// Where it runs.
     pub fn ran(&self) -> Backend {
         match self.run {

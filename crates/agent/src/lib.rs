@@ -24,7 +24,8 @@
 //!   output goes;
 //! - [`processes`]: long-running processes on the computer, their records
 //!   and their lives across computers; [`ports`]: requests to the ports
-//!   they serve; [`shares`]: share links to a port;
+//!   they serve; [`shares`]: share links to a port; [`session`]: the
+//!   inspector's browser sessions;
 //! - [`protocol`]: the WebSocket messages; [`socket`]: where a socket
 //!   message is answered; [`subscriptions`]: where job output and change
 //!   events are sent;
@@ -67,6 +68,7 @@ pub mod protocol;
 pub mod route;
 pub mod runner;
 pub mod scheduling;
+pub mod session;
 pub mod settings;
 pub mod shares;
 pub mod socket;

@@ -13,7 +13,7 @@
 //!
 //! - to the dev server go the request's headers minus hop-by-hop ones
 //!   (kept for a WebSocket upgrade, which needs them), our credentials
-//!   (`Authorization`, the share cookie) and the headers the Worker sets
+//!   (`Authorization`, the share cookie, the inspector's session cookie) and the headers the Worker sets
 //!   for the agent; the target is the URL path (on the API's origin, the
 //!   path after the prefix) with the query minus the share parameter;
 //!   `X-Forwarded-Host` and `-Proto` say where the browser is, and on the
@@ -127,6 +127,7 @@ pub fn request_headers(
                 .split(';')
                 .map(str::trim)
                 .filter(|pair| pair.split('=').next() != Some(shares::COOKIE))
+                .filter(|pair| !crate::session::is_session_pair(pair))
                 .filter(|pair| !pair.is_empty())
                 .collect();
             if !rest.is_empty() {
@@ -286,7 +287,10 @@ mod tests {
     fn credentials_and_hop_by_hop_headers_stay_behind() {
         let incoming = pairs(&[
             ("Authorization", "Bearer secret"),
-            ("Cookie", "theme=dark; stead_share=shr_x.y"),
+            (
+                "Cookie",
+                "theme=dark; stead_share=shr_x.y; __Host-stead_session=sss_a.b",
+            ),
             ("Connection", "keep-alive"),
             ("Accept", "text/html"),
             ("x-stead-actor", "admin"),

@@ -31,8 +31,22 @@ pub enum Route {
     /// first (admin token only; the Worker answers from its index,
     /// [`crate::agent_index`]).
     Agents,
+    /// `GET /ui` and `GET /ui/{file}`: the inspector's page, static files
+    /// with no data in them (no credential; `crate::session`).
+    Inspector,
+    /// `/ui/session`: sign in (`POST` with a token), see who is signed in
+    /// (`GET`), sign out (`DELETE`) (`crate::session`).
+    Session(SessionStep),
     /// A route on one agent.
     Agent { id: String, action: Action },
+}
+
+/// What a request to `/ui/session` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionStep {
+    SignIn,
+    Show,
+    SignOut,
 }
 
 /// A file tool: `POST /agents/{id}/{tool}` with a JSON body.
@@ -351,9 +365,14 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("POST", "/tokens/revoke") => return Ok(Route::RevokeToken),
         ("GET", "/tools") => return Ok(Route::Tools),
         ("GET", "/agents") => return Ok(Route::Agents),
-        (_, "/health" | "/tokens" | "/tokens/revoke" | "/tools" | "/agents") => {
+        ("POST", "/ui/session") => return Ok(Route::Session(SessionStep::SignIn)),
+        ("GET", "/ui/session") => return Ok(Route::Session(SessionStep::Show)),
+        ("DELETE", "/ui/session") => return Ok(Route::Session(SessionStep::SignOut)),
+        (_, "/health" | "/tokens" | "/tokens/revoke" | "/tools" | "/agents" | "/ui/session") => {
             return Err(not_allowed())
         }
+        ("GET", ui) if ui == "/ui" || ui.starts_with("/ui/") => return Ok(Route::Inspector),
+        (_, ui) if ui == "/ui" || ui.starts_with("/ui/") => return Err(not_allowed()),
         _ => {}
     }
     let rest = path.strip_prefix("/agents/").ok_or_else(no_route)?;

@@ -179,3 +179,31 @@ fn terminal_routes() {
     assert!(Action::TicketCreate.takes_json() && !Action::Terminal.takes_json());
     assert!(Action::Terminal.takes_ticket() && !Action::Terminals.takes_ticket());
 }
+
+#[test]
+fn the_inspector_and_its_session_have_routes_of_their_own() {
+    use crate::route::SessionStep;
+    assert_eq!(route("GET", "/ui"), Ok(Route::Inspector));
+    assert_eq!(route("GET", "/ui/"), Ok(Route::Inspector));
+    assert_eq!(route("HEAD", "/ui/app.js"), Ok(Route::Inspector));
+    assert_eq!(
+        route("POST", "/ui/session"),
+        Ok(Route::Session(SessionStep::SignIn))
+    );
+    assert_eq!(
+        route("GET", "/ui/session"),
+        Ok(Route::Session(SessionStep::Show))
+    );
+    assert_eq!(
+        route("DELETE", "/ui/session"),
+        Ok(Route::Session(SessionStep::SignOut))
+    );
+    for (method, path) in [("PUT", "/ui/session"), ("POST", "/ui/"), ("DELETE", "/ui")] {
+        assert_eq!(
+            route(method, path).unwrap_err().code(),
+            "METHOD_NOT_ALLOWED",
+            "{method} {path}"
+        );
+    }
+    assert_eq!(route("GET", "/uix").unwrap_err().code(), "NO_ROUTE");
+}

@@ -94,6 +94,59 @@ pub fn computer(db: &impl Sql) -> Result<ComputerSettings, ApiError> {
     load(db, "computer")
 }
 
+/// Who commits: the author and committer git records, on both backends.
+/// Unset, git's own configuration decides (a repository's `user.name` and
+/// `user.email`, else the default identity `stead agent
+/// <agent@stead.invalid>` both backends' global configuration holds). Set,
+/// it is exported to every command as `GIT_AUTHOR_NAME`,
+/// `GIT_AUTHOR_EMAIL`, `GIT_COMMITTER_NAME` and `GIT_COMMITTER_EMAIL`,
+/// which git puts above its configuration; a request's own `env` still
+/// wins.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+}
+
+impl GitSettings {
+    /// The environment a command gets from these settings.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut env = Vec::new();
+        for (value, suffix) in [(&self.name, "NAME"), (&self.email, "EMAIL")] {
+            if let Some(value) = value {
+                for who in ["AUTHOR", "COMMITTER"] {
+                    env.push((format!("GIT_{who}_{suffix}"), value.clone()));
+                }
+            }
+        }
+        env
+    }
+
+    /// git refuses identities with angle brackets or line breaks in them.
+    fn check(&self) -> Result<(), ApiError> {
+        for (field, value) in [("git.name", &self.name), ("git.email", &self.email)] {
+            let Some(value) = value else { continue };
+            if value.trim().is_empty()
+                || value.len() > 256
+                || value.contains(['<', '>', '\n', '\0'])
+            {
+                return Err(ApiError::InvalidRequest(format!(
+                    "{field} must be 1 to 256 bytes without <, > or line breaks"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The workspace's git identity settings.
+pub fn git(db: &impl Sql) -> Result<GitSettings, ApiError> {
+    load(db, "git")
+}
+
 /// The workspace's checkpoint settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -161,6 +214,7 @@ pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
         "computer": computer(db)?,
         "webhooks": webhooks(db)?,
         "checkpoints": checkpoints(db)?,
+        "git": git(db)?,
     }))
 }
 
@@ -171,6 +225,7 @@ struct PutSettings {
     computer: Option<ComputerSettings>,
     webhooks: Option<WebhookSettings>,
     checkpoints: Option<CheckpointSettings>,
+    git: Option<GitSettings>,
 }
 
 /// `PUT /agents/{id}/settings`: replaces the sections given (`quotas`,
@@ -209,6 +264,9 @@ pub fn put(
             ));
         }
     }
+    if let Some(git) = &request.git {
+        git.check()?;
+    }
     let before = get(db)?;
     db.transaction(|| {
         if let Some(quotas) = &request.quotas {
@@ -222,6 +280,9 @@ pub fn put(
         }
         if let Some(checkpoints) = &request.checkpoints {
             store(db, "checkpoints", checkpoints)?;
+        }
+        if let Some(git) = &request.git {
+            store(db, "git", git)?;
         }
         Ok::<_, ApiError>(())
     })?;
@@ -295,6 +356,39 @@ mod tests {
         assert_eq!(
             quotas(&db).unwrap(),
             stored,
+            "refused changes change nothing"
+        );
+    }
+
+    #[test]
+    fn git_identity_is_exported_once_set() {
+        let db = SqliteDb::memory().unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        assert_eq!(
+            git(&db).unwrap().env(),
+            vec![],
+            "unset: git's configuration decides"
+        );
+        let (_, changed) = put(
+            &db,
+            br#"{"git":{"name":"Ada","email":"ada@example.com"}}"#,
+            false,
+        )
+        .unwrap();
+        assert_eq!(changed["git.name"], json!({ "old": null, "new": "Ada" }));
+        let env = git(&db).unwrap().env();
+        assert!(env.contains(&("GIT_AUTHOR_NAME".into(), "Ada".into())));
+        assert!(env.contains(&("GIT_COMMITTER_EMAIL".into(), "ada@example.com".into())));
+        for bad in [
+            r#"{"git":{"name":"a <b>"}}"#,
+            r#"{"git":{"email":""}}"#,
+            "{\"git\":{\"name\":\"a\\nb\"}}",
+        ] {
+            assert!(put(&db, bad.as_bytes(), false).is_err(), "{bad}");
+        }
+        assert_eq!(
+            git(&db).unwrap().name.as_deref(),
+            Some("Ada"),
             "refused changes change nothing"
         );
     }

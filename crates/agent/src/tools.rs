@@ -256,10 +256,29 @@ pub(crate) struct WriteReq {
     mode: Option<Mode>,
     /// Create missing parent directories (default true).
     parents: Option<bool>,
+    /// Write only if the file is still at this revision (its `rev` from
+    /// `stat`, or the `X-Revision` of its download); `0`: only if it does
+    /// not exist. Otherwise nothing is written and the answer is `412
+    /// REVISION_CHANGED` with the file's current revision.
+    if_rev: Option<i64>,
 }
 
 fn write<S: Sql>(vfs: &Vfs<'_, S>, req: WriteReq, append: bool) -> Result<Value, ApiError> {
     let p = path(&req.path)?;
+    if let Some(expected) = req.if_rev {
+        let actual = match vfs.stat(&p, true) {
+            Ok((_, node)) => node.rev,
+            Err(error) if error.code() == stead_vfs::Errno::Enoent => 0,
+            Err(error) => return Err(error.into()),
+        };
+        if actual != expected {
+            return Err(ApiError::RevisionChanged {
+                path: p.as_str().to_string(),
+                expected,
+                actual,
+            });
+        }
+    }
     let options = WriteOptions {
         mode: mode_bits(&req.mode)?,
         create_parents: req.parents.unwrap_or(true),

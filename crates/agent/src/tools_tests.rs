@@ -331,3 +331,57 @@ fn reading_a_binary_file_as_lines_says_how_to_get_its_bytes() {
         .get("hint")
         .is_none());
 }
+
+#[test]
+fn a_write_with_if_rev_lands_only_on_the_revision_it_names() {
+    let db = db();
+    // 0: only while the file does not exist.
+    let first = ok(
+        &db,
+        "write",
+        json!({"path": "/a.txt", "content": "one", "if_rev": 0}),
+    );
+    let rev = first["revision"].as_i64().unwrap();
+    assert_eq!(
+        fails(
+            &db,
+            "write",
+            r#"{"path":"/a.txt","content":"x","if_rev":0}"#
+        ),
+        (412, "REVISION_CHANGED".into())
+    );
+    // Someone else writes: the editor's revision is stale now.
+    ok(&db, "write", json!({"path": "/a.txt", "content": "theirs"}));
+    let stale = format!(r#"{{"path":"/a.txt","content":"mine","if_rev":{rev}}}"#);
+    let error = call(&db, "write", &stale).unwrap_err();
+    assert_eq!(error.status(), 412);
+    let body = error.body();
+    let current = ok(&db, "stat", json!({"path": "/a.txt"}))["rev"].clone();
+    assert_eq!(body["error"]["revision"], current);
+    assert_eq!(body["error"]["path"], "/a.txt");
+    assert_eq!(
+        ok(&db, "read", json!({"path": "/a.txt"}))["content"],
+        "theirs"
+    );
+    // At the current revision it lands.
+    let current = current.as_i64().unwrap();
+    ok(
+        &db,
+        "write",
+        json!({"path": "/a.txt", "content": "mine", "if_rev": current}),
+    );
+    assert_eq!(
+        ok(&db, "read", json!({"path": "/a.txt"}))["content"],
+        "mine"
+    );
+    // A file deleted meanwhile is a change too.
+    ok(&db, "rm", json!({"path": "/a.txt"}));
+    assert_eq!(
+        fails(
+            &db,
+            "write",
+            r#"{"path":"/a.txt","content":"x","if_rev":5}"#
+        ),
+        (412, "REVISION_CHANGED".into())
+    );
+}

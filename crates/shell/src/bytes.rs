@@ -12,12 +12,12 @@ use std::borrow::Cow;
 const BASE: u32 = 0x10_FF00;
 
 /// The character that carries raw byte `b` (0x80..=0xFF).
-pub fn byte_char(b: u8) -> char {
+pub(crate) fn byte_char(b: u8) -> char {
     char::from_u32(BASE + u32::from(b)).unwrap_or('\u{fffd}')
 }
 
 /// The raw byte a character carries, if it is one of [`byte_char`]'s.
-pub fn char_byte(c: char) -> Option<u8> {
+pub(crate) fn char_byte(c: char) -> Option<u8> {
     let v = c as u32;
     (BASE + 0x80..=BASE + 0xFF)
         .contains(&v)
@@ -25,7 +25,7 @@ pub fn char_byte(c: char) -> Option<u8> {
 }
 
 /// Text from bytes: valid UTF-8 as is, every other byte as its carrier.
-pub fn decode(bytes: &[u8]) -> String {
+pub(crate) fn decode(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     let mut rest = bytes;
     loop {
@@ -49,7 +49,7 @@ pub fn decode(bytes: &[u8]) -> String {
 
 /// Bytes from the UTF-8 bytes of text: carriers (`F4 8F BE|BF xx`) back to
 /// their bytes.
-pub fn encode_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
+pub(crate) fn encode_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
     if !bytes.contains(&0xF4) {
         return Cow::Borrowed(bytes);
     }

@@ -13,7 +13,7 @@ use crate::limits::{Abort, Budget, Clock};
 
 /// A device path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Device {
+pub(crate) enum Device {
     Null,
     Zero,
     /// `/dev/random` and `/dev/urandom`.
@@ -24,7 +24,7 @@ pub enum Device {
 
 impl Device {
     /// The device `path` names, if any (exact names, as the kernel's).
-    pub fn named(path: &str) -> Option<Device> {
+    pub(crate) fn named(path: &str) -> Option<Device> {
         Some(match path {
             "/dev/null" => Device::Null,
             "/dev/zero" => Device::Zero,
@@ -44,14 +44,18 @@ impl Device {
 }
 
 /// What reading an endless device gives: as much as a pipe holds.
-pub struct Endless {
+pub(crate) struct Endless {
     pub data: Vec<u8>,
 }
 
 impl Endless {
     /// Reads `device` if it is an endless one (zeros or random bytes),
     /// charging the CPU and memory budgets for the bytes made.
-    pub fn read(device: Device, budget: &Budget, clock: &dyn Clock) -> Result<Option<Self>, Abort> {
+    pub(crate) fn read(
+        device: Device,
+        budget: &Budget,
+        clock: &dyn Clock,
+    ) -> Result<Option<Self>, Abort> {
         let len = budget.limits().max_pipe_bytes;
         let data = match device {
             Device::Zero => {

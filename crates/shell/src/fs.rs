@@ -11,7 +11,7 @@ use stead_vfs::{
     Point, Restored, Undone, VPath, Vfs, VfsError, WriteOptions,
 };
 
-pub type Result<T> = std::result::Result<T, VfsError>;
+pub(crate) type Result<T> = std::result::Result<T, VfsError>;
 
 /// What the shell needs from a filesystem.
 pub trait Fs {

@@ -32,6 +32,8 @@
 //! `cat` with no file operand) consumes the rest of it, one given files does
 //! not. Background jobs run when waited for (see `interp/jobs.rs`).
 
+#![deny(unreachable_pub)]
+
 mod bytes;
 mod devices;
 mod fs;

@@ -14,7 +14,7 @@
 use std::cell::{Cell, RefCell};
 
 use stead_vfs::grep::regex_too_large;
-pub use stead_vfs::grep::MAX_REGEX_BYTES;
+pub(crate) use stead_vfs::grep::MAX_REGEX_BYTES;
 
 /// Which bound a script crossed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,7 +80,7 @@ pub enum Abort {
 pub const MAX_PARSE_DEPTH: usize = 100;
 
 /// The syntax-error text for nesting deeper than [`MAX_PARSE_DEPTH`].
-pub fn too_deep_message() -> String {
+pub(crate) fn too_deep_message() -> String {
     format!("nesting deeper than {MAX_PARSE_DEPTH} levels (max_parse_depth)")
 }
 
@@ -88,11 +88,11 @@ pub fn too_deep_message() -> String {
 /// expansion): a lookup costs far more than a byte processed, and in a
 /// Worker the clock does not move during an exec, so a walk over a large
 /// tree must end on this budget.
-pub const NODE_COST: u64 = 64;
+pub(crate) const NODE_COST: u64 = 64;
 
 /// Why a regular expression from a script was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RegexError {
+pub(crate) enum RegexError {
     /// Its compiled size passes [`MAX_REGEX_BYTES`]: reported as it is,
     /// naming the bound, by every utility.
     TooLarge,
@@ -121,7 +121,7 @@ impl From<regex::Error> for RegexError {
 
 /// Compiles a regular expression from a script within
 /// [`MAX_REGEX_BYTES`] (the bound the file tools use, see there why).
-pub fn build_regex(builder: &mut regex::RegexBuilder) -> Result<regex::Regex, RegexError> {
+pub(crate) fn build_regex(builder: &mut regex::RegexBuilder) -> Result<regex::Regex, RegexError> {
     Ok(builder
         .size_limit(MAX_REGEX_BYTES)
         .dfa_size_limit(MAX_REGEX_BYTES)
@@ -135,12 +135,12 @@ pub fn build_regex(builder: &mut regex::RegexBuilder) -> Result<regex::Regex, Re
 /// byte per state. Utilities charge [`RegexCost::extra_work`] before such
 /// a search, so it ends on `max_cpu_units` instead of running for minutes.
 #[derive(Debug)]
-pub struct RegexCost(Option<stead_vfs::search_cost::SearchCost>);
+pub(crate) struct RegexCost(Option<stead_vfs::search_cost::SearchCost>);
 
 impl RegexCost {
     /// For `pattern` with its flags inline (`(?i)`), as compiled by
     /// [`build_regex`] or [`build_bytes_regex`] with no builder flags.
-    pub fn new(pattern: &str) -> RegexCost {
+    pub(crate) fn new(pattern: &str) -> RegexCost {
         RegexCost(stead_vfs::search_cost::SearchCost::new(
             pattern, false, false,
         ))
@@ -148,13 +148,13 @@ impl RegexCost {
 
     /// The steps a search of `haystack` may cost beyond one per byte (none
     /// for a pattern that could not be measured).
-    pub fn extra_work(&self, haystack: &[u8]) -> u64 {
+    pub(crate) fn extra_work(&self, haystack: &[u8]) -> u64 {
         self.0.as_ref().map_or(0, |cost| cost.extra_work(haystack))
     }
 }
 
 /// [`build_regex`] for a matcher on bytes.
-pub fn build_bytes_regex(
+pub(crate) fn build_bytes_regex(
     builder: &mut regex::bytes::RegexBuilder,
 ) -> Result<regex::bytes::Regex, RegexError> {
     Ok(builder
@@ -220,13 +220,13 @@ pub trait Clock {
 /// without waiting when the host's clock cannot block. So `sleep 5; date`
 /// shows five seconds later and the wall limit counts the five seconds on
 /// every host, while only a host that can block really waits.
-pub struct ExecClock<'c> {
+pub(crate) struct ExecClock<'c> {
     host: &'c dyn Clock,
     unwaited_ms: Cell<u64>,
 }
 
 impl<'c> ExecClock<'c> {
-    pub fn new(host: &'c dyn Clock) -> Self {
+    pub(crate) fn new(host: &'c dyn Clock) -> Self {
         ExecClock {
             host,
             unwaited_ms: Cell::new(0),
@@ -277,7 +277,7 @@ pub struct Budget {
 /// an earlier reading gives the stack used in between (the stack grows
 /// down on every target stead runs on, wasm32's shadow stack included).
 #[inline(never)]
-pub fn stack_position() -> usize {
+pub(crate) fn stack_position() -> usize {
     let marker = 0u8;
     std::hint::black_box(&marker) as *const u8 as usize
 }

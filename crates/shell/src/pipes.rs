@@ -19,7 +19,7 @@ use crate::fs::{Fs, Result};
 
 /// The open process-substitution files.
 #[derive(Default)]
-pub struct Pipes {
+pub(crate) struct Pipes {
     open: RefCell<Vec<Pipe>>,
     /// The last inode number given out (counting down from -1: a
     /// workspace node's is positive).
@@ -34,7 +34,7 @@ struct Pipe {
 
 impl Pipes {
     /// Opens `path` holding `data` (replacing one open there).
-    pub fn open(&self, path: &VPath, data: Vec<u8>) {
+    pub(crate) fn open(&self, path: &VPath, data: Vec<u8>) {
         self.close(path);
         let ino = self.last_ino.get() - 1;
         self.last_ino.set(ino);
@@ -46,7 +46,7 @@ impl Pipes {
     }
 
     /// Closes `path`; its bytes are gone.
-    pub fn close(&self, path: &VPath) {
+    pub(crate) fn close(&self, path: &VPath) {
         self.open.borrow_mut().retain(|p| &p.path != path);
     }
 
@@ -77,7 +77,7 @@ impl Pipes {
 }
 
 /// The workspace's filesystem with [`Pipes`] over it.
-pub struct WithPipes<'a> {
+pub(crate) struct WithPipes<'a> {
     pub fs: &'a dyn Fs,
     pub pipes: &'a Pipes,
 }

@@ -458,3 +458,16 @@ echo "st=$? ${a[*]}"
         "<'a b'>\n<a\\nb>\nin\nv=1\nv=0\nredir=1\ni=7\nst=1 1 2\n",
     );
 }
+
+/// bash's variable contexts: a prefix assignment binds in a frame of its
+/// own (merged into a function call's); `unset` of the current call's local
+/// empties it, `unset` from a called function or of a temporary binding
+/// removes that binding and reveals the one beneath; `local` of a name
+/// bound by a temporary environment keeps its value.
+#[test]
+fn unset_and_local_follow_bash_variable_contexts() {
+    check(
+        "unlocal() { unset -v \"$1\"; }\nf1() { local v=local; unset v; echo \"a ${v-(unset)}\"; }\nv=global; f1; v=tempenv f1\nf1() { local v=local; unlocal v; echo \"b ${v-(unset)}\"; }\nv=global; f1; v=tempenv f1\nf1() { unset v; echo \"c ${v-(unset)}\"; }\nv=tempenv f1\nf1() { unlocal v; echo \"d ${v-(unset)}\"; }\nv=tempenv f1\nf5() {\n  echo \"[$1] v: ${v-(unset)}\"\n  local v\n  echo \"[$1,local] v: ${v-(unset)}\"\n  ( unset v; echo \"[$1,local+unset] v: ${v-(unset)}\" )\n  ( unlocal v; echo \"[$1,local+unlocal] v: ${v-(unset)}\" )\n}\nf5 'global'\nv=tempenv f5 'global,tempenv'\nv=tempenv eval 'f5 \"global,tempenv,(eval)\"'\nf3() {\n  local v=local1\n  v=tempenv2 eval '\n    local v=local2\n    v=tempenv3 eval \"\n      local v=local3\n      echo \\\"e \\${v-(unset)}\\\"\n      unlocal v; echo \\\"e1 \\${v-(unset)}\\\"\n      unlocal v; echo \\\"e2 \\${v-(unset)}\\\"\n      unlocal v; echo \\\"e3 \\${v-(unset)}\\\"\n      unlocal v; echo \\\"e4 \\${v-(unset)}\\\"\n    \"\n  '\n  echo \"after ${v-(unset)}\"\n}\nv=global\nv=tempenv1 f3\necho \"end ${v-(unset)}\"\nx=global\ng() { x=mut; echo $x; unset x; echo \"g ${x-u}\"; }\nx=temp g; echo \"top $x\"\nv=g; v=t eval 'unset v; echo \"ev ${v-u}\"'; echo \"ev2 ${v-u}\"\nh() { local -x q=1; q=2 eval 'local q=3; echo $q'; echo \"h $q\"; }; h\n",
+        "a (unset)\na (unset)\nb global\nb global\nc global\nd global\n[global] v: global\n[global,local] v: (unset)\n[global,local+unset] v: (unset)\n[global,local+unlocal] v: global\n[global,tempenv] v: tempenv\n[global,tempenv,local] v: tempenv\n[global,tempenv,local+unset] v: (unset)\n[global,tempenv,local+unlocal] v: global\n[global,tempenv,(eval)] v: tempenv\n[global,tempenv,(eval),local] v: tempenv\n[global,tempenv,(eval),local+unset] v: (unset)\n[global,tempenv,(eval),local+unlocal] v: tempenv\ne local3\ne1 local2\ne2 local1\ne3 global\ne4 (unset)\nafter (unset)\nend (unset)\nmut\ng global\ntop global\nev g\nev2 g\n3\nh 1\n",
+    );
+}

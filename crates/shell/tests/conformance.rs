@@ -258,6 +258,11 @@ fn parse_spec(text: &str, origin: &str) -> Vec<Case> {
                         break;
                     }
                     lines.next();
+                    // The Oils runner reads every line starting with `#` as
+                    // a comment, inside an expected block too.
+                    if bl.trim_start().starts_with('#') {
+                        continue;
+                    }
                     b.push_str(bl);
                     b.push('\n');
                 }
@@ -526,6 +531,12 @@ mod parser {
                 status: Some(0)
             }]
         );
+    }
+
+    #[test]
+    fn comment_lines_inside_an_expected_block_are_not_output() {
+        let cases = parse("#### c\necho a\n## STDOUT:\n# a note\na\n  # indented\n## END\n");
+        assert_eq!(cases[0].expect[0].stdout.as_deref(), Some("a\n"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::Shell;
 use crate::limits::{too_deep_message, MAX_PARSE_DEPTH};
 
 #[derive(Debug, Clone)]
-pub enum Expr {
+pub(crate) enum Expr {
     Num(i64),
     Var(String),
     /// `name[index]`, with the index's source text (assoc keys).
@@ -56,7 +56,7 @@ const ASSIGN_OPS: &[&str] = &[
 ];
 
 /// Parses a whole arithmetic expression (comma lists included).
-pub fn parse(src: &str) -> Result<Expr, String> {
+pub(crate) fn parse(src: &str) -> Result<Expr, String> {
     parse_nested(src, 0)
 }
 
@@ -317,7 +317,7 @@ impl Parser<'_> {
 }
 
 /// Parses an integer constant: decimal, `0x1f`, `017`, `base#digits`.
-pub fn parse_number(text: &str) -> Option<i64> {
+pub(crate) fn parse_number(text: &str) -> Option<i64> {
     let (base, digits) = if let Some((b, d)) = text.split_once('#') {
         (b.parse::<u32>().ok().filter(|b| (2..=64).contains(b))?, d)
     } else if let Some(h) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {

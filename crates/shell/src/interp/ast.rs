@@ -9,10 +9,10 @@ use std::rc::Rc;
 use super::arith::Expr;
 
 /// A list of commands (`a; b && c | d`).
-pub type Program = Vec<Item>;
+pub(crate) type Program = Vec<Item>;
 
 #[derive(Debug, Clone)]
-pub struct Item {
+pub(crate) struct Item {
     pub first: Pipeline,
     /// `&&` (true) or `||` (false), then the next pipeline.
     pub rest: Vec<(bool, Pipeline)>,
@@ -23,7 +23,7 @@ pub struct Item {
 }
 
 #[derive(Debug, Clone)]
-pub struct Pipeline {
+pub(crate) struct Pipeline {
     pub negate: bool,
     /// `time`: its run time goes to stderr.
     pub timed: bool,
@@ -33,14 +33,14 @@ pub struct Pipeline {
 }
 
 #[derive(Debug, Clone)]
-pub enum Command {
+pub(crate) enum Command {
     Simple(Simple),
     Compound(Box<Compound>, Vec<Redir>),
     Function(Rc<Function>),
 }
 
 #[derive(Debug, Clone)]
-pub struct Simple {
+pub(crate) struct Simple {
     pub assigns: Vec<Assign>,
     pub words: Vec<Word>,
     pub redirs: Vec<Redir>,
@@ -50,17 +50,17 @@ pub struct Simple {
 }
 
 #[derive(Debug, Clone)]
-pub struct Function {
+pub(crate) struct Function {
     pub name: String,
     pub body: Command,
 }
 
 /// An array literal element: the `[k]` word with whether it is `[k]+=v`,
 /// and the value.
-pub type ArrayElem = (Option<(Word, bool)>, Word);
+pub(crate) type ArrayElem = (Option<(Word, bool)>, Word);
 
 #[derive(Debug, Clone)]
-pub struct Assign {
+pub(crate) struct Assign {
     pub name: String,
     pub index: Option<Word>,
     pub append: bool,
@@ -68,7 +68,7 @@ pub struct Assign {
 }
 
 #[derive(Debug, Clone)]
-pub enum AssignValue {
+pub(crate) enum AssignValue {
     Scalar(Word),
     /// `(a b [k]=v)`
     /// Elements; a keyed one carries its `[k]` word and whether it is `[k]+=v`.
@@ -76,7 +76,7 @@ pub enum AssignValue {
 }
 
 #[derive(Debug, Clone)]
-pub enum Compound {
+pub(crate) enum Compound {
     Group(Program),
     Subshell(Program),
     If {
@@ -122,7 +122,7 @@ pub enum Compound {
 }
 
 #[derive(Debug, Clone)]
-pub struct CaseArm {
+pub(crate) struct CaseArm {
     pub patterns: Vec<Word>,
     /// The patterns as written.
     pub pattern_text: Vec<Rc<str>>,
@@ -131,7 +131,7 @@ pub struct CaseArm {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CaseTerm {
+pub(crate) enum CaseTerm {
     /// `;;`
     Break,
     /// `;&`
@@ -141,7 +141,7 @@ pub enum CaseTerm {
 }
 
 #[derive(Debug, Clone)]
-pub enum Cond {
+pub(crate) enum Cond {
     Not(Box<Cond>),
     And(Box<Cond>, Box<Cond>),
     Or(Box<Cond>, Box<Cond>),
@@ -151,7 +151,7 @@ pub enum Cond {
 }
 
 #[derive(Debug, Clone)]
-pub struct Redir {
+pub(crate) struct Redir {
     pub fd: Option<i32>,
     /// `{name}>file`: allocate an fd and store it in `name`.
     pub var_fd: Option<String>,
@@ -163,7 +163,7 @@ pub struct Redir {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RedirOp {
+pub(crate) enum RedirOp {
     In,
     Out,
     Append,
@@ -179,10 +179,10 @@ pub enum RedirOp {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Word(pub Vec<Part>);
+pub(crate) struct Word(pub Vec<Part>);
 
 #[derive(Debug, Clone)]
-pub enum Part {
+pub(crate) enum Part {
     /// Unquoted text (glob characters active).
     Lit(String),
     /// Quoted or escaped text.
@@ -206,13 +206,13 @@ pub enum Part {
 
 /// Arithmetic: parsed once when it has no `$`, else expanded then parsed.
 #[derive(Debug, Clone)]
-pub enum Arith {
+pub(crate) enum Arith {
     Static(Rc<Result<Expr, String>>, Rc<str>),
     Dynamic(Word),
 }
 
 #[derive(Debug, Clone)]
-pub struct Param {
+pub(crate) struct Param {
     pub name: String,
     pub sub: Option<Subscript>,
     pub op: ParamOp,
@@ -221,14 +221,14 @@ pub struct Param {
 }
 
 #[derive(Debug, Clone)]
-pub enum Subscript {
+pub(crate) enum Subscript {
     /// `[@]` (false) or `[*]` (true)
     All(bool),
     Index(Word),
 }
 
 #[derive(Debug, Clone)]
-pub enum ParamOp {
+pub(crate) enum ParamOp {
     None,
     Length,
     /// `-`, `=`, `+`, `?` with or without `:`.
@@ -262,12 +262,12 @@ pub enum ParamOp {
 }
 
 impl Word {
-    pub fn lit(text: &str) -> Word {
+    pub(crate) fn lit(text: &str) -> Word {
         Word(vec![Part::Lit(text.to_string())])
     }
 
     /// The text when the word is a single unquoted literal.
-    pub fn as_lit(&self) -> Option<&str> {
+    pub(crate) fn as_lit(&self) -> Option<&str> {
         match self.0.as_slice() {
             [Part::Lit(s)] => Some(s),
             _ => None,
@@ -278,7 +278,7 @@ impl Word {
 /// What `${x^}` (upper), `${x,}` (lower) and `${x~}` (toggle) do to the
 /// letters they match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CaseChange {
+pub(crate) enum CaseChange {
     Upper,
     Lower,
     Toggle,

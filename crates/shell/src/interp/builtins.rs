@@ -10,7 +10,7 @@ use super::{printf, Fd, Flow, Shell, R};
 use crate::limits::Abort;
 use crate::utils;
 
-pub type Builtin = fn(&mut Shell, &[String]) -> R<i32>;
+pub(crate) type Builtin = fn(&mut Shell, &[String]) -> R<i32>;
 
 const BUILTINS: &[(&str, Builtin)] = &[
     (":", |_, _| Ok(0)),
@@ -73,21 +73,21 @@ const BUILTINS: &[(&str, Builtin)] = &[
     }),
 ];
 
-pub use super::options::{set_option_names, shopt_names};
+pub(crate) use super::options::{set_option_names, shopt_names};
 
 /// Every builtin's name, sorted.
-pub fn names() -> Vec<String> {
+pub(crate) fn names() -> Vec<String> {
     let mut v: Vec<String> = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
     v.sort();
     v
 }
 
-pub fn lookup(name: &str) -> Option<Builtin> {
+pub(crate) fn lookup(name: &str) -> Option<Builtin> {
     BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
 }
 
 /// POSIX's special builtins.
-pub fn is_special(name: &str) -> bool {
+pub(crate) fn is_special(name: &str) -> bool {
     matches!(
         name,
         ":" | "."
@@ -107,7 +107,7 @@ pub fn is_special(name: &str) -> bool {
     )
 }
 
-pub fn is_builtin(name: &str) -> bool {
+pub(crate) fn is_builtin(name: &str) -> bool {
     lookup(name).is_some()
 }
 
@@ -188,7 +188,7 @@ fn printf_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
 
 impl Shell<'_> {
     /// Sets `name` or `name[key]` (for `printf -v`, `read`).
-    pub fn set_var_path(&mut self, target: &str, value: String) -> R<()> {
+    pub(crate) fn set_var_path(&mut self, target: &str, value: String) -> R<()> {
         if let Some((name, rest)) = target.split_once('[') {
             let key = self.ref_key(name, rest)?;
             return self.set_element(name, &key, value);
@@ -481,15 +481,17 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
             status = 1;
             continue;
         }
-        if sh.st.vars.contains_key(a.as_str()) {
-            if sh.st.vars[a.as_str()].attrs & READONLY != 0 {
-                sh.err_line(&format!("unset: {a}: cannot unset: readonly variable"))?;
-                status = 1;
-                continue;
-            }
-            // Unsetting a local reveals nothing in bash's default mode; keep simple.
-            sh.st.vars.remove(a.as_str());
-        } else {
+        if sh
+            .st
+            .vars
+            .get(a.as_str())
+            .is_some_and(|v| v.attrs & READONLY != 0)
+        {
+            sh.err_line(&format!("unset: {a}: cannot unset: readonly variable"))?;
+            status = 1;
+            continue;
+        }
+        if !sh.remove_var(a) {
             sh.st.funcs.remove(a.as_str());
         }
     }
@@ -613,14 +615,7 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
             continue;
         }
         if local {
-            let exists_here = sh
-                .st
-                .frames
-                .last()
-                .is_some_and(|f| f.iter().any(|(n, _)| *n == base));
-            if !exists_here {
-                sh.make_local(&base);
-            }
+            sh.make_local(&base);
         }
         let var = sh.st.vars.entry(base.clone()).or_insert(Var {
             value: Value::Unset,

@@ -17,7 +17,7 @@ use crate::utils;
 
 /// What `complete NAME` stored: its options as given, for `complete -p`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub name: String,
     pub options: Vec<(String, Option<String>)>,
 }
@@ -182,7 +182,7 @@ fn parse_options(args: &[String], name: &str) -> Result<Options, String> {
 
 /// `complete [-abcdefgjksuv] [-pr] [-DEI] [-o option] [-A action] [-G pat]
 /// [-W words] [-F func] [-C cmd] [-X filter] [-P prefix] [-S suffix] [name ...]`
-pub fn complete(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn complete(sh: &mut Shell, args: &[String]) -> R<i32> {
     let o = match parse_options(args, "complete") {
         Ok(o) => o,
         Err(m) => {
@@ -256,7 +256,7 @@ pub fn complete(sh: &mut Shell, args: &[String]) -> R<i32> {
 
 /// `compopt [-o|+o option] [-DEI] [name ...]`: changes the options of the
 /// completion running now, so outside a completion function it fails.
-pub fn compopt(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn compopt(sh: &mut Shell, args: &[String]) -> R<i32> {
     if let Err(m) = parse_options(args, "compopt") {
         sh.err_line(&format!("compopt: {m}"))?;
         return Ok(2);
@@ -268,7 +268,7 @@ pub fn compopt(sh: &mut Shell, args: &[String]) -> R<i32> {
 /// `compgen [option] [word]`: prints the matches for `word`; status 1 when
 /// there are none, or when generating them failed (an expansion error in
 /// `-W` or the `-F` function).
-pub fn compgen(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn compgen(sh: &mut Shell, args: &[String]) -> R<i32> {
     match generate(sh, args) {
         Err(super::Flow::Error(_)) => Ok(1),
         other => other,

@@ -11,7 +11,7 @@ use super::{Flow, Shell, R};
 const UNARY: &str = "abcdefghknoprstuwxzGLNOSv";
 
 impl Shell<'_> {
-    pub fn eval_cond(&mut self, c: &Cond) -> R<bool> {
+    pub(crate) fn eval_cond(&mut self, c: &Cond) -> R<bool> {
         Ok(match c {
             Cond::Not(c) => !self.eval_cond(c)?,
             Cond::And(a, b) => self.eval_cond(a)? && self.eval_cond(b)?,
@@ -111,7 +111,7 @@ impl Shell<'_> {
     }
 
     /// A unary test; `None` when `op` is not one.
-    pub fn test_unary(&mut self, op: &str, arg: &str) -> R<Option<bool>> {
+    pub(crate) fn test_unary(&mut self, op: &str, arg: &str) -> R<Option<bool>> {
         let Some(flag) = op
             .strip_prefix('-')
             .filter(|f| f.len() == 1 && UNARY.contains(*f))
@@ -180,7 +180,7 @@ impl Shell<'_> {
     }
 
     /// A binary test; `None` when `op` is not one.
-    pub fn test_binary(&mut self, op: &str, a: &str, b: &str) -> R<Option<bool>> {
+    pub(crate) fn test_binary(&mut self, op: &str, a: &str, b: &str) -> R<Option<bool>> {
         Ok(Some(match op {
             "=" | "==" => a == b,
             "!=" => a != b,
@@ -221,7 +221,7 @@ impl Shell<'_> {
     }
 
     /// The `test` / `[` builtin over already-expanded arguments.
-    pub fn test_args(&mut self, args: &[String]) -> R<i32> {
+    pub(crate) fn test_args(&mut self, args: &[String]) -> R<i32> {
         let mut p = TestParser { args, pos: 0 };
         match p.expr(self) {
             Ok(b) if p.pos == args.len() => Ok((!b) as i32),

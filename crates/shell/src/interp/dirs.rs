@@ -62,7 +62,7 @@ fn stack_index(arg: &str, len: usize) -> Option<Result<usize, ()>> {
 }
 
 /// `pushd [-n] [dir | +N | -N]`
-pub fn pushd(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn pushd(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut no_cd = false;
     let mut target = None;
     for a in &args[1..] {
@@ -112,7 +112,7 @@ pub fn pushd(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 /// `popd [-n] [+N | -N]`
-pub fn popd(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn popd(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut no_cd = false;
     let mut which = None;
     for a in &args[1..] {
@@ -151,7 +151,7 @@ pub fn popd(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 /// `dirs [-clpv] [+N | -N]`
-pub fn dirs(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn dirs(sh: &mut Shell, args: &[String]) -> R<i32> {
     let (mut long, mut per_line, mut numbered) = (false, false, false);
     let mut which = None;
     for a in &args[1..] {

@@ -114,7 +114,7 @@ impl Fields {
 
 impl Shell<'_> {
     /// Expands command words into fields (split and globbed).
-    pub fn expand_words(&mut self, words: &[Word]) -> R<Vec<String>> {
+    pub(crate) fn expand_words(&mut self, words: &[Word]) -> R<Vec<String>> {
         let mut out = Vec::with_capacity(words.len());
         let ifs = self.ifs();
         for w in words {
@@ -151,7 +151,7 @@ impl Shell<'_> {
     }
 
     /// Expands a word to one string (no splitting, no globbing).
-    pub fn expand_single(&mut self, w: &Word) -> R<String> {
+    pub(crate) fn expand_single(&mut self, w: &Word) -> R<String> {
         if let Some(l) = w.as_lit() {
             return Ok(l.to_string());
         }
@@ -165,12 +165,12 @@ impl Shell<'_> {
             .join(" "))
     }
 
-    pub fn expand_assign_value(&mut self, w: &Word) -> R<String> {
+    pub(crate) fn expand_assign_value(&mut self, w: &Word) -> R<String> {
         self.expand_single(w)
     }
 
     /// Expands a word to a pattern: quoted characters are escaped.
-    pub fn expand_pattern(&mut self, w: &Word) -> R<String> {
+    pub(crate) fn expand_pattern(&mut self, w: &Word) -> R<String> {
         if let Some(l) = w.as_lit() {
             return Ok(l.to_string());
         }
@@ -240,7 +240,7 @@ impl Shell<'_> {
     }
 
     /// Runs `$(...)` and returns its output without trailing newlines.
-    pub fn command_subst(&mut self, prog: &Program) -> R<String> {
+    pub(crate) fn command_subst(&mut self, prog: &Program) -> R<String> {
         if let Some(redir) = file_read_only(prog) {
             return self.file_subst(redir);
         }
@@ -725,7 +725,7 @@ impl Shell<'_> {
 impl Shell<'_> {
     /// Expands prompt escapes (`\u`, `\w`, `\$`, ...) as bash does for `PS1`,
     /// then parameters and command substitutions in the result.
-    pub fn expand_prompt(&mut self, text: &str) -> R<String> {
+    pub(crate) fn expand_prompt(&mut self, text: &str) -> R<String> {
         let mut out = String::new();
         let mut chars = text.chars().peekable();
         while let Some(c) = chars.next() {
@@ -821,7 +821,7 @@ fn push_value(f: &mut Fields, s: &str, quoted: bool) {
     }
 }
 
-pub fn attr_letters(var: Option<&Var>) -> String {
+pub(super) fn attr_letters(var: Option<&Var>) -> String {
     let Some(v) = var else { return String::new() };
     let mut s = String::new();
     match v.value {

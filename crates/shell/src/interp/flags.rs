@@ -8,7 +8,7 @@
 
 /// A builtin's arguments, read.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Parsed<'a> {
+pub(super) struct Parsed<'a> {
     /// Each option letter in order, with its argument if it takes one.
     pub flags: Vec<(char, Option<&'a str>)>,
     /// What follows the options.
@@ -17,7 +17,7 @@ pub struct Parsed<'a> {
 
 /// Why the options could not be read.
 #[derive(Debug, PartialEq, Eq)]
-pub enum BadFlag {
+pub(super) enum BadFlag {
     /// A letter the builtin does not know.
     Unknown(char),
     /// A letter that takes an argument, with none after it.
@@ -26,7 +26,7 @@ pub enum BadFlag {
 
 impl BadFlag {
     /// Bash's words for it (after the builtin's name).
-    pub fn message(&self) -> String {
+    pub(super) fn message(&self) -> String {
         match self {
             BadFlag::Unknown(c) => format!("-{c}: invalid option"),
             BadFlag::NoArgument(c) => format!("-{c}: option requires an argument"),
@@ -36,7 +36,7 @@ impl BadFlag {
 
 /// Reads `args` (the builtin's name first): the letters in `known` are
 /// options, those also in `with_argument` take an argument.
-pub fn parse<'a>(
+pub(super) fn parse<'a>(
     args: &'a [String],
     known: &str,
     with_argument: &str,

@@ -12,11 +12,11 @@ use super::options::Table;
 use super::{flags, Shell, SourceKind, R};
 
 /// bash's default `$HISTSIZE` and `$HISTFILESIZE` in an interactive shell.
-pub const DEFAULT_SIZE: usize = 500;
+pub(super) const DEFAULT_SIZE: usize = 500;
 
 /// The history list of one shell.
 #[derive(Debug, Clone, Default)]
-pub struct History {
+pub(crate) struct History {
     entries: Vec<String>,
     /// The number of the first entry minus one (entries dropped by
     /// `$HISTSIZE` keep the numbers of the rest).
@@ -232,7 +232,7 @@ impl Shell<'_> {
 
 /// `history [n]`, `-c`, `-d offset[-offset]`, `-anrw [file]`, `-s args`,
 /// `-p args`.
-pub fn history(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn history(sh: &mut Shell, args: &[String]) -> R<i32> {
     let parsed = match flags::parse(args, "canrwspd", "d") {
         Ok(parsed) => parsed,
         Err(bad) => return usage(sh, &bad.message()),
@@ -378,7 +378,7 @@ fn history_file(sh: &mut Shell, mode: char, file: Option<String>) -> R<i32> {
 
 /// `fc -l [-nr] [first [last]]` lists; `fc -s [old=new] [command]` runs a
 /// command again. Without them `fc` edits, which needs an editor.
-pub fn fc(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn fc(sh: &mut Shell, args: &[String]) -> R<i32> {
     let (mut list, mut numbers, mut reverse, mut rerun) = (false, true, false, false);
     let mut i = 1;
     while let Some(a) = args.get(i) {

@@ -21,7 +21,7 @@ use crate::limits::Abort;
 /// the light shell runs a bash or sh script itself, as it runs a file with
 /// no `#!` line (bash runs such a file as a script). `#!/usr/bin/env
 /// python3` names `python3`, `#!/usr/bin/perl -w` names `/usr/bin/perl`.
-pub fn foreign_interpreter(text: &[u8]) -> Option<String> {
+pub(crate) fn foreign_interpreter(text: &[u8]) -> Option<String> {
     let line = text.split(|b| *b == b'\n').next()?.strip_prefix(b"#!")?;
     let line = crate::bytes::decode(line);
     let mut words = line.split_whitespace();

@@ -21,9 +21,9 @@ use super::traps::{signal_name, signal_number, signal_table};
 use super::{Fd, Input, Shell, State, R};
 
 /// The shell's own process id (`$$`).
-pub const SHELL_PID: u32 = 4242;
+pub(super) const SHELL_PID: u32 = 4242;
 
-pub struct Job {
+pub(super) struct Job {
     /// `%n`
     pub number: usize,
     pub pid: u32,
@@ -34,13 +34,13 @@ pub struct Job {
     pub reported: bool,
 }
 
-pub enum JobState {
+pub(super) enum JobState {
     /// Not run yet: the command and the environment it was started in.
     Pending(Box<PendingJob>),
     Done(i32),
 }
 
-pub struct PendingJob {
+pub(super) struct PendingJob {
     item: Item,
     st: State,
     fds: Vec<Option<Fd>>,
@@ -121,7 +121,7 @@ impl Shell<'_> {
     }
 
     /// Runs every job of this (sub)shell that has not run yet.
-    pub fn complete_all_jobs(&mut self) -> R<()> {
+    pub(crate) fn complete_all_jobs(&mut self) -> R<()> {
         let mut i = self.job_floor;
         while i < self.jobs.len() {
             if matches!(self.jobs[i].state, JobState::Pending(_)) {
@@ -188,7 +188,7 @@ impl Shell<'_> {
 }
 
 /// `wait [-fn] [-p var] [id ...]`
-pub fn wait(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn wait(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut next = false;
     let mut var = None;
     let mut i = 1;
@@ -264,7 +264,7 @@ pub fn wait(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 /// `jobs [-lnprs] [jobspec ...]`
-pub fn jobs(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn jobs(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut pids_only = false;
     let mut long = false;
     let mut specs = Vec::new();
@@ -355,7 +355,7 @@ fn signal_description(n: i32) -> String {
 }
 
 /// `fg [jobspec]`: runs the job now and returns its status.
-pub fn fg(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn fg(sh: &mut Shell, args: &[String]) -> R<i32> {
     let spec = args.get(1).map_or("%+", String::as_str);
     let Some(index) = sh.find_job(spec) else {
         sh.err_line(&format!("fg: {spec}: no such job"))?;
@@ -369,7 +369,7 @@ pub fn fg(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 /// `bg [jobspec]`: jobs already run in the background here.
-pub fn bg(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn bg(sh: &mut Shell, args: &[String]) -> R<i32> {
     let spec = args.get(1).map_or("%+", String::as_str);
     if sh.find_job(spec).is_none() {
         sh.err_line(&format!("bg: {spec}: no such job"))?;
@@ -379,7 +379,7 @@ pub fn bg(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 /// `disown [jobspec ...]`: the shell forgets the job (it still runs).
-pub fn disown(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn disown(sh: &mut Shell, args: &[String]) -> R<i32> {
     let specs: Vec<&String> = args[1..].iter().filter(|a| !a.starts_with('-')).collect();
     let targets: Vec<usize> = if specs.is_empty() {
         sh.find_job("%+").into_iter().collect()
@@ -403,7 +403,7 @@ pub fn disown(sh: &mut Shell, args: &[String]) -> R<i32> {
 }
 
 /// `kill [-s sig | -n num | -sig] pid|jobspec ...` and `kill -l|-L [sig ...]`.
-pub fn kill(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn kill(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut signal = 15;
     let mut i = 1;
     match args.get(1).map(String::as_str) {

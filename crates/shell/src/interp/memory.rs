@@ -55,9 +55,9 @@ impl State {
             add((b + name.len() as u64, n));
         }
         for frame in &self.frames {
-            for (name, saved) in frame {
-                let (b, n) = saved.as_ref().map_or((0, 1), |v| value_size(&v.value));
-                add((b + name.len() as u64 + ENTRY_OVERHEAD, n));
+            for cell in &frame.cells {
+                let (b, n) = cell.outer.as_ref().map_or((0, 1), |v| value_size(&v.value));
+                add((b + cell.name.len() as u64 + ENTRY_OVERHEAD, n));
             }
         }
         for arg in &self.positional {

@@ -19,8 +19,8 @@
 //!   command. `>(cmd)` gets such a file too, and `cmd` runs with it as
 //!   input once the outer command finished.
 
-pub mod arith;
-pub mod ast;
+pub(crate) mod arith;
+pub(crate) mod ast;
 pub(crate) mod builtins;
 mod complete;
 mod cond;
@@ -32,10 +32,10 @@ pub(crate) mod invoke;
 mod jobs;
 mod memory;
 mod options;
-pub mod parse;
+pub(crate) mod parse;
 mod pattern;
 mod print;
-pub mod printf;
+pub(crate) mod printf;
 mod redirect;
 mod resources;
 mod search;
@@ -53,11 +53,11 @@ use crate::limits::{Abort, Budget, Clock, LimitKind};
 use crate::pipes::Pipes;
 use crate::utils::{self, Ctx, Runner, Utility};
 use ast::*;
-pub use vars::{Value, Var};
+pub(crate) use vars::{Value, Var};
 
 /// What a syntax error in a source text ends (see [`Shell::run_source`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourceKind {
+pub(crate) enum SourceKind {
     /// A script or `-c` text: the shell exits.
     Script,
     /// `eval`, `source` or a trap: the text returns 1, as bash's
@@ -67,7 +67,7 @@ pub enum SourceKind {
 
 /// How control leaves a command early.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     Abort(Abort),
     Break(u32),
     Continue(u32),
@@ -86,10 +86,10 @@ impl From<Abort> for Flow {
     }
 }
 
-pub type R<T> = Result<T, Flow>;
+pub(crate) type R<T> = Result<T, Flow>;
 
 #[derive(Debug, Clone)]
-pub struct Opts {
+pub(crate) struct Opts {
     pub errexit: bool,
     pub allexport: bool,
     pub nounset: bool,
@@ -158,11 +158,11 @@ impl Default for Opts {
 
 /// Everything a subshell copies and discards.
 #[derive(Clone)]
-pub struct State {
+pub(crate) struct State {
     pub vars: HashMap<String, Var>,
     pub funcs: HashMap<String, Rc<Function>>,
-    /// Saved variables of each active function call (for `local`).
-    pub frames: Vec<Vec<(String, Option<Var>)>>,
+    /// Variable contexts: function calls and prefix assignments.
+    pub frames: Vec<vars::Frame>,
     pub positional: Vec<String>,
     pub arg0: String,
     pub cwd: VPath,
@@ -204,7 +204,7 @@ pub struct State {
 }
 
 /// Where an output descriptor's bytes go.
-pub struct Slot {
+pub(crate) struct Slot {
     pub out: Output,
     /// Flushed to this file (append) when the slot closes.
     pub file: Option<VPath>,
@@ -220,7 +220,7 @@ pub struct Slot {
 }
 
 /// A readable input with a shared position.
-pub struct Input {
+pub(crate) struct Input {
     pub data: Vec<u8>,
     pub pos: std::cell::Cell<usize>,
     /// `data` is all there is; `false` for a pipe that filled up or a
@@ -230,7 +230,7 @@ pub struct Input {
 
 impl Input {
     /// All of an input.
-    pub fn new(data: Vec<u8>) -> Self {
+    pub(crate) fn new(data: Vec<u8>) -> Self {
         Input {
             data,
             pos: 0.into(),
@@ -239,7 +239,7 @@ impl Input {
     }
 
     /// The start of an input that goes on.
-    pub fn cut(data: Vec<u8>) -> Self {
+    pub(crate) fn cut(data: Vec<u8>) -> Self {
         Input {
             complete: false,
             ..Input::new(data)
@@ -247,7 +247,7 @@ impl Input {
     }
 
     /// What is left to read.
-    pub fn rest(&self) -> crate::io::Stdin<'_> {
+    pub(crate) fn rest(&self) -> crate::io::Stdin<'_> {
         let rest = &self.data[self.pos.get().min(self.data.len())..];
         if self.complete {
             crate::io::Stdin::complete(rest)
@@ -258,13 +258,13 @@ impl Input {
 }
 
 #[derive(Clone)]
-pub enum Fd {
+pub(crate) enum Fd {
     In(Rc<Input>),
     Out(usize),
     Null,
 }
 
-pub struct Shell<'a> {
+pub(crate) struct Shell<'a> {
     pub fs: &'a dyn Fs,
     /// Where process substitutions' `/dev/fd/N` files live (`fs` shows them).
     pipes: &'a Pipes,
@@ -289,6 +289,9 @@ pub struct Shell<'a> {
     random: u64,
     ticks: u32,
     pub(crate) in_function: u32,
+    /// The command being dispatched has prefix assignments, in the frame
+    /// on top (a function call it makes takes them as its own).
+    env_for_call: bool,
     /// Loops running in the current function (or at top level), for
     /// `break` and `continue`.
     pub(crate) loop_depth: u32,
@@ -324,13 +327,13 @@ pub struct Shell<'a> {
 const SIGPIPE_STATUS: i32 = 141;
 
 /// The top-level message for a limit.
-pub fn limit_message(kind: crate::limits::LimitKind) -> String {
+pub(crate) fn limit_message(kind: crate::limits::LimitKind) -> String {
     format!("stead: limit {} exceeded\n", kind.name())
 }
 
 impl<'a> Shell<'a> {
     /// A shell over `fs`, which must show `pipes` (see [`crate::pipes`]).
-    pub fn new(
+    pub(crate) fn new(
         fs: &'a dyn Fs,
         pipes: &'a Pipes,
         clock: &'a dyn Clock,
@@ -384,6 +387,7 @@ impl<'a> Shell<'a> {
             random: 0x2545_F491_4F6C_DD1D,
             ticks: 0,
             in_function: 0,
+            env_for_call: false,
             loop_depth: 0,
             sourcing: 0,
             cmdsub_status: None,
@@ -403,7 +407,7 @@ impl<'a> Shell<'a> {
 
     /// Opens a slot for output to `file`, or for a pipe or capture (a
     /// command substitution) when `None`, and returns its index.
-    pub fn open_slot(&mut self, file: Option<VPath>) -> usize {
+    pub(crate) fn open_slot(&mut self, file: Option<VPath>) -> usize {
         let limits = self.budget.limits();
         let out = match file {
             Some(_) => Output::with_cap(limits.max_output_bytes),
@@ -413,7 +417,7 @@ impl<'a> Shell<'a> {
     }
 
     /// Opens the slot of the exec's own stdout or stderr.
-    pub fn open_exec_output(&mut self) -> usize {
+    pub(crate) fn open_exec_output(&mut self) -> usize {
         let cap = self.budget.limits().max_output_bytes;
         self.push_slot(Output::with_cap(cap), None)
     }
@@ -437,7 +441,7 @@ impl<'a> Shell<'a> {
     /// top down); callers that took a slot's output themselves mark it
     /// closed before calling this, and it must still be popped, or closed
     /// slots pile up under an open one.
-    pub fn close_slot(&mut self, index: usize) -> R<()> {
+    pub(crate) fn close_slot(&mut self, index: usize) -> R<()> {
         // Background jobs writing here run first (they would have written
         // before it closed).
         if self.slots.get(index).is_some_and(|s| s.open) {
@@ -485,7 +489,7 @@ impl<'a> Shell<'a> {
 
     /// Writes the shell's own output to a descriptor (raw-byte characters
     /// become their bytes, see `crate::bytes`).
-    pub fn write_fd(&mut self, fd: usize, data: &[u8]) -> R<()> {
+    pub(crate) fn write_fd(&mut self, fd: usize, data: &[u8]) -> R<()> {
         match self.fds.get(fd).cloned().flatten() {
             Some(Fd::Out(i)) => {
                 self.slots[i].out.write(&crate::bytes::encode_bytes(data))?;
@@ -501,19 +505,19 @@ impl<'a> Shell<'a> {
         }
     }
 
-    pub fn out(&mut self, text: &str) -> R<()> {
+    pub(crate) fn out(&mut self, text: &str) -> R<()> {
         self.write_fd(1, text.as_bytes())
     }
 
     /// Writes `bash: message\n` to stderr.
-    pub fn err_line(&mut self, message: &str) -> R<()> {
+    pub(crate) fn err_line(&mut self, message: &str) -> R<()> {
         let line = format!("bash: {message}\n");
         self.write_fd(2, line.as_bytes())
     }
 
     /// Prints an expansion error and returns the flow that abandons the
     /// current complete command ([`Flow::Error`]).
-    pub fn fatal(&mut self, message: &str) -> Flow {
+    pub(crate) fn fatal(&mut self, message: &str) -> Flow {
         match self.err_line(message) {
             Err(f) => f,
             Ok(()) => Flow::Error(1),
@@ -522,7 +526,7 @@ impl<'a> Shell<'a> {
 
     /// Prints an error that ends the shell (`${x?}`, `set -u`), as a
     /// non-interactive bash does.
-    pub fn fatal_exit(&mut self, message: &str) -> Flow {
+    pub(crate) fn fatal_exit(&mut self, message: &str) -> Flow {
         match self.err_line(message) {
             Err(f) => f,
             // An interactive shell only abandons the line.
@@ -542,7 +546,7 @@ impl<'a> Shell<'a> {
         Ok(())
     }
 
-    pub fn next_random(&mut self) -> u64 {
+    pub(crate) fn next_random(&mut self) -> u64 {
         self.random ^= self.random << 13;
         self.random ^= self.random >> 7;
         self.random ^= self.random << 17;
@@ -557,7 +561,12 @@ impl<'a> Shell<'a> {
     /// `bash: [label: ]line N: message` and ends the text: the shell itself
     /// for a script (`Flow::Error(2)`), or just the text for `eval` and
     /// `source`, which then return 1 (`Ok(1)`).
-    pub fn run_source(&mut self, text: &str, label: Option<&str>, kind: SourceKind) -> R<i32> {
+    pub(crate) fn run_source(
+        &mut self,
+        text: &str,
+        label: Option<&str>,
+        kind: SourceKind,
+    ) -> R<i32> {
         let mut parser = parse::Parser::new(text);
         loop {
             if self.st.opts.expand_aliases {
@@ -596,7 +605,7 @@ impl<'a> Shell<'a> {
         }
     }
 
-    pub fn run_program(&mut self, prog: &[Item]) -> R<i32> {
+    pub(crate) fn run_program(&mut self, prog: &[Item]) -> R<i32> {
         for item in prog {
             self.run_item(item)?;
         }
@@ -827,7 +836,7 @@ impl<'a> Shell<'a> {
     /// The subshell gets its own process id, starts with traps reset (see
     /// `traps.rs`), runs an `EXIT` trap it set, and completes the
     /// background jobs it started before it ends.
-    pub fn subshell(&mut self, f: impl FnOnce(&mut Self) -> R<i32>) -> R<i32> {
+    pub(crate) fn subshell(&mut self, f: impl FnOnce(&mut Self) -> R<i32>) -> R<i32> {
         self.budget.enter()?;
         let held = match self.hold_saved_state() {
             Ok(held) => held,
@@ -886,7 +895,7 @@ impl<'a> Shell<'a> {
         }
     }
 
-    pub fn run_command(&mut self, cmd: &Command) -> R<()> {
+    pub(crate) fn run_command(&mut self, cmd: &Command) -> R<()> {
         // Every nesting of commands (and of functions calling functions)
         // passes through here.
         self.budget.check_stack()?;
@@ -1235,7 +1244,7 @@ impl<'a> Shell<'a> {
     }
 
     /// Evaluates an arithmetic expression.
-    pub fn arith(&mut self, a: &Arith) -> R<i64> {
+    pub(crate) fn arith(&mut self, a: &Arith) -> R<i64> {
         match a {
             Arith::Static(expr, text) => match expr.as_ref() {
                 Ok(e) => self.eval_arith(e),
@@ -1292,15 +1301,26 @@ impl<'a> Shell<'a> {
             );
             self.write_fd(2, line.as_bytes())?;
         }
-        // Prefix assignments apply to this command only.
-        let mut saved_vars = Vec::new();
+        // Prefix assignments apply to this command only, in a frame of
+        // their own (see `vars.rs`).
+        let has_env = !cmd.assigns.is_empty();
+        if has_env {
+            self.push_env_frame();
+        }
         for a in &cmd.assigns {
             // A readonly variable keeps its value; the command still runs.
             if self.is_readonly(&a.name) {
                 self.err_line(&format!("{}: readonly variable", a.name))?;
                 continue;
             }
-            saved_vars.push((a.name.clone(), self.st.vars.get(&a.name).cloned()));
+            let outer = self.st.vars.get(&a.name).cloned();
+            if let Some(frame) = self.st.frames.last_mut() {
+                frame.cells.push(vars::Cell {
+                    name: a.name.clone(),
+                    outer,
+                    kind: vars::CellKind::Temp,
+                });
+            }
             self.assign(a)?;
             if let Some(v) = self.st.vars.get_mut(&a.name) {
                 v.attrs |= vars::EXPORT;
@@ -1312,14 +1332,16 @@ impl<'a> Shell<'a> {
             match self.apply_redirs(&cmd.redirs) {
                 Ok(Some(s)) => Some(s),
                 Ok(None) => {
-                    self.restore_vars(saved_vars, &argv[0]);
+                    self.end_env_frame(has_env, &argv[0]);
                     self.status = 1;
                     return Ok(());
                 }
                 Err(e) => return Err(e),
             }
         };
+        self.env_for_call = has_env;
         let r = self.dispatch(&argv, deferred);
+        self.env_for_call = false;
         if let Some(last) = argv.last() {
             self.last_arg.clone_from(last);
         }
@@ -1330,7 +1352,7 @@ impl<'a> Shell<'a> {
             self.restore_fds(saved)?;
         }
         self.flush_direct()?;
-        self.restore_vars(saved_vars, &argv[0]);
+        self.end_env_frame(has_env, &argv[0]);
         self.finish_procsubs(procsubs_before)?;
         let status = r?;
         self.status = self.status_after_writes(status);
@@ -1346,26 +1368,17 @@ impl<'a> Shell<'a> {
         }
     }
 
-    fn restore_vars(&mut self, saved: Vec<(String, Option<Var>)>, cmd: &str) {
+    /// Ends a command's prefix-assignment frame (when it has one).
+    fn end_env_frame(&mut self, has_env: bool, cmd: &str) {
+        if !has_env {
+            return;
+        }
         // Special builtins keep prefix assignments, as in POSIX mode; bash
         // keeps them only for functions' duration: restore for all but these.
-        if matches!(cmd, "export" | "readonly" | "declare" | "local" | "typeset") {
-            return;
-        }
-        // In POSIX mode, prefix assignments of special builtins stay.
-        if self.st.opts.posix && builtins::is_special(cmd) {
-            return;
-        }
-        for (name, old) in saved.into_iter().rev() {
-            match old {
-                Some(v) => {
-                    self.st.vars.insert(name, v);
-                }
-                None => {
-                    self.st.vars.remove(&name);
-                }
-            }
-        }
+        let keep = matches!(cmd, "export" | "readonly" | "declare" | "local" | "typeset")
+            // In POSIX mode, prefix assignments of special builtins stay.
+            || (self.st.opts.posix && builtins::is_special(cmd));
+        self.pop_frame(keep);
     }
 
     /// `x=1 y=$(cmd)`: the words see the `$?` of the previous command (so
@@ -1433,7 +1446,7 @@ impl<'a> Shell<'a> {
     }
 
     /// Runs a command by name: function, builtin, utility.
-    pub fn dispatch(&mut self, argv: &[String], deferred: Vec<Rc<Assign>>) -> R<i32> {
+    pub(crate) fn dispatch(&mut self, argv: &[String], deferred: Vec<Rc<Assign>>) -> R<i32> {
         let name = argv[0].as_str();
         if let Some(f) = self.st.funcs.get(name).cloned() {
             return self.call_function(&f, argv);
@@ -1451,7 +1464,7 @@ impl<'a> Shell<'a> {
     /// Runs a program: a name with a `/` is that file (or, under `/bin` or
     /// `/usr/bin`, the light shell's program of that name); any other name
     /// is searched for (see `search.rs`).
-    pub fn run_external(&mut self, argv: &[String]) -> R<i32> {
+    pub(crate) fn run_external(&mut self, argv: &[String]) -> R<i32> {
         let name = argv[0].as_str();
         if !name.contains('/') {
             return match self.find_command(name) {
@@ -1577,10 +1590,14 @@ impl<'a> Shell<'a> {
         self.run_shell_command(&v)
     }
 
-    pub fn call_function(&mut self, f: &Function, argv: &[String]) -> R<i32> {
+    pub(crate) fn call_function(&mut self, f: &Function, argv: &[String]) -> R<i32> {
         self.budget.enter()?;
         let saved_pos = std::mem::replace(&mut self.st.positional, argv[1..].to_vec());
-        self.st.frames.push(Vec::new());
+        let env_below = std::mem::take(&mut self.env_for_call);
+        self.st.frames.push(vars::Frame {
+            kind: vars::FrameKind::Function { env_below },
+            cells: Vec::new(),
+        });
         self.st.func_names.push(f.name.clone());
         self.st.call_lines.push(self.line);
         let file = self.st.func_sources.get(&f.name).cloned();
@@ -1608,25 +1625,14 @@ impl<'a> Shell<'a> {
         self.st.func_names.pop();
         self.st.call_lines.pop();
         self.st.sources.pop();
-        if let Some(frame) = self.st.frames.pop() {
-            for (name, old) in frame.into_iter().rev() {
-                match old {
-                    Some(v) => {
-                        self.st.vars.insert(name, v);
-                    }
-                    None => {
-                        self.st.vars.remove(&name);
-                    }
-                }
-            }
-        }
+        self.pop_frame(false);
         self.st.positional = saved_pos;
         self.budget.leave();
         r
     }
 
     /// Takes all remaining input from fd 0.
-    pub fn take_stdin(&mut self) -> Vec<u8> {
+    pub(crate) fn take_stdin(&mut self) -> Vec<u8> {
         match self.fds[0].clone() {
             Some(Fd::In(input)) => {
                 let pos = input.pos.get().min(input.data.len());
@@ -1709,7 +1715,7 @@ impl<'a> Shell<'a> {
         }
     }
 
-    pub fn exported_env(&self) -> BTreeMap<String, String> {
+    pub(crate) fn exported_env(&self) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
         for (name, var) in &self.st.vars {
             // Arrays cannot be in an environment: bash exports only strings.
@@ -1724,7 +1730,7 @@ impl<'a> Shell<'a> {
     }
 
     /// Runs a command with captured output (for utilities that run commands).
-    pub fn run_captured(
+    pub(crate) fn run_captured(
         &mut self,
         argv: &[String],
         stdin: crate::io::Stdin<'_>,
@@ -1763,7 +1769,7 @@ impl<'a> Shell<'a> {
     }
 
     /// Runs `argv` with its stdout captured (stderr passes through).
-    pub fn capture(&mut self, argv: &[String]) -> R<(String, i32)> {
+    pub(crate) fn capture(&mut self, argv: &[String]) -> R<(String, i32)> {
         let slot = self.open_slot(None);
         let saved = self.fds[1].replace(Fd::Out(slot));
         let r = self.dispatch(argv, Vec::new());
@@ -1776,7 +1782,7 @@ impl<'a> Shell<'a> {
     }
 
     /// Runs the `EXIT` trap, if any.
-    pub fn run_exit_trap(&mut self) -> R<()> {
+    pub(crate) fn run_exit_trap(&mut self) -> R<()> {
         if let Some(script) = self.st.traps.remove("EXIT") {
             if let Ok(prog) = parse::parse_script(&script) {
                 let status = self.status;
@@ -1791,7 +1797,7 @@ impl<'a> Shell<'a> {
     }
 
     /// Closes every slot opened by `exec` and every process substitution.
-    pub fn finish(&mut self) -> R<()> {
+    pub(crate) fn finish(&mut self) -> R<()> {
         for i in (2..self.slots.len()).rev() {
             self.close_slot(i)?;
         }
@@ -1802,7 +1808,7 @@ impl<'a> Shell<'a> {
     }
 
     /// Creates a process-substitution file; `>(cmd)` runs later.
-    pub fn procsub(&mut self, prog: &Rc<Program>, input: bool) -> R<String> {
+    pub(crate) fn procsub(&mut self, prog: &Rc<Program>, input: bool) -> R<String> {
         let n = self.procsubs.len();
         let dir = VPath::parse("/dev/fd").unwrap_or_else(|_| VPath::root());
         let path = dir.join(&(63 - n as i64).to_string());
@@ -1890,7 +1896,7 @@ impl Runner for ShellRunner<'_, '_> {
 }
 
 /// The export attribute (for setting up the initial environment).
-pub fn vars_export() -> u8 {
+pub(crate) fn vars_export() -> u8 {
     vars::EXPORT
 }
 
@@ -1898,13 +1904,13 @@ pub fn vars_export() -> u8 {
 /// defines, and the words of each simple command whose name is literal
 /// (`None` for a word known only once expanded: `$x`, `$(cmd)`).
 #[derive(Debug, Default)]
-pub struct CommandNames {
+pub(crate) struct CommandNames {
     pub used: Vec<String>,
     pub defined: Vec<String>,
     pub argvs: Vec<Vec<Option<String>>>,
 }
 
-pub fn collect_commands(prog: &[Item], names: &mut CommandNames) {
+pub(crate) fn collect_commands(prog: &[Item], names: &mut CommandNames) {
     for item in prog {
         for pipe in std::iter::once(&item.first).chain(item.rest.iter().map(|(_, p)| p)) {
             for cmd in &pipe.cmds {

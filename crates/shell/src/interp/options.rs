@@ -127,7 +127,7 @@ const DEFAULT_ON: &[&str] = &[
 ];
 
 /// The options without a field of their own that are on.
-pub fn default_others() -> BTreeSet<&'static str> {
+pub(super) fn default_others() -> BTreeSet<&'static str> {
     DEFAULT_ON.iter().copied().collect()
 }
 
@@ -163,7 +163,7 @@ fn field<'o>(o: &'o mut Opts, name: &str) -> Option<&'o mut bool> {
 
 /// Which table an option name belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Table {
+pub(crate) enum Table {
     Set,
     Shopt,
 }
@@ -176,18 +176,18 @@ fn known(name: &str, table: Table) -> Option<&'static str> {
 }
 
 /// The `set -o` names (for `compgen -A setopt`).
-pub fn set_option_names() -> Vec<&'static str> {
+pub(crate) fn set_option_names() -> Vec<&'static str> {
     SET_OPTIONS.iter().map(|(n, _)| *n).collect()
 }
 
 /// The `shopt` names (for `compgen -A shopt`).
-pub fn shopt_names() -> Vec<&'static str> {
+pub(crate) fn shopt_names() -> Vec<&'static str> {
     SHOPT_OPTIONS.to_vec()
 }
 
 impl Opts {
     /// An option's state; `None` if there is no such option.
-    pub fn get(&mut self, name: &str, table: Table) -> Option<bool> {
+    pub(crate) fn get(&mut self, name: &str, table: Table) -> Option<bool> {
         let name = known(name, table)?;
         if let Some(f) = field(self, name) {
             return Some(*f);
@@ -196,7 +196,7 @@ impl Opts {
     }
 
     /// Sets an option; `false` if there is no such option.
-    pub fn set(&mut self, name: &str, table: Table, on: bool) -> bool {
+    pub(crate) fn set(&mut self, name: &str, table: Table, on: bool) -> bool {
         let Some(name) = known(name, table) else {
             return false;
         };
@@ -211,7 +211,7 @@ impl Opts {
     }
 
     /// Sets a single-letter flag (`set -e`); `false` if unknown.
-    pub fn set_flag(&mut self, c: char, on: bool) -> bool {
+    pub(crate) fn set_flag(&mut self, c: char, on: bool) -> bool {
         match SET_OPTIONS.iter().find(|(_, f)| *f == Some(c)) {
             Some((name, _)) => self.set(name, Table::Set, on),
             None => false,
@@ -219,7 +219,7 @@ impl Opts {
     }
 
     /// `$-`: the single-letter options that are on, in bash's order.
-    pub fn flags(&mut self) -> String {
+    pub(crate) fn flags(&mut self) -> String {
         let mut out = String::new();
         for c in FLAG_ORDER.chars() {
             let name = SET_OPTIONS
@@ -234,7 +234,7 @@ impl Opts {
     }
 
     /// `$SHELLOPTS` or `$BASHOPTS`: the names that are on, `:`-separated.
-    pub fn on_list(&mut self, table: Table) -> String {
+    pub(crate) fn on_list(&mut self, table: Table) -> String {
         let names: Vec<&str> = match table {
             Table::Set => set_option_names(),
             Table::Shopt => shopt_names(),
@@ -269,13 +269,13 @@ fn listing(sh: &mut Shell, names: &[&str], table: Table, as_commands: bool) -> S
 }
 
 /// `set -o` / `set +o` with no name: the listing.
-pub fn print_set_options(sh: &mut Shell, as_commands: bool) -> R<()> {
+pub(super) fn print_set_options(sh: &mut Shell, as_commands: bool) -> R<()> {
     let text = listing(sh, &set_option_names(), Table::Set, as_commands);
     sh.out(&text)
 }
 
 /// `shopt [-pqsu] [-o] [optname ...]`
-pub fn shopt(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn shopt(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut mode = None;
     let mut quiet = false;
     let mut print = false;

@@ -12,9 +12,9 @@ use super::arith;
 use super::ast::*;
 use crate::limits::{too_deep_message, MAX_PARSE_DEPTH};
 
-pub type PResult<T> = Result<T, String>;
+pub(crate) type PResult<T> = Result<T, String>;
 
-pub struct Parser {
+pub(crate) struct Parser {
     src: Vec<char>,
     pos: usize,
     /// Positions of the newlines in `src`, for line numbers.
@@ -44,7 +44,7 @@ const RESERVED_END: &[&str] = &[
 ];
 
 /// Parses a whole script.
-pub fn parse_script(src: &str) -> PResult<Program> {
+pub(crate) fn parse_script(src: &str) -> PResult<Program> {
     parse_nested_script(src, 0)
 }
 
@@ -74,7 +74,7 @@ fn is_meta(c: char) -> bool {
 }
 
 impl Parser {
-    pub fn new(src: &str) -> Self {
+    pub(crate) fn new(src: &str) -> Self {
         let src: Vec<char> = src.chars().collect();
         Parser {
             newlines: newline_positions(&src),
@@ -113,12 +113,12 @@ impl Parser {
     }
 
     /// Whether `extglob` is on for what is read from now on.
-    pub fn set_extglob(&mut self, on: bool) {
+    pub(crate) fn set_extglob(&mut self, on: bool) {
         self.extglob = on;
     }
 
     /// Sets the aliases expanded from now on.
-    pub fn set_aliases(&mut self, aliases: BTreeMap<String, String>) {
+    pub(crate) fn set_aliases(&mut self, aliases: BTreeMap<String, String>) {
         self.aliases = aliases;
     }
 
@@ -126,7 +126,7 @@ impl Parser {
     /// a line (more lines when a compound command or quote spans them), as
     /// bash reads a script, so that a syntax error further on stops nothing
     /// before it. `None` at the end of the text.
-    pub fn next_command_line(&mut self) -> Option<PResult<Program>> {
+    pub(crate) fn next_command_line(&mut self) -> Option<PResult<Program>> {
         if let Err(e) = self.skip_space_nl() {
             return Some(Err(e));
         }
@@ -137,19 +137,19 @@ impl Parser {
     }
 
     /// Where the parser is in its text.
-    pub fn position(&self) -> usize {
+    pub(crate) fn position(&self) -> usize {
         self.pos
     }
 
     /// The text read since `start` (a [`Parser::position`]).
-    pub fn text_since(&self, start: usize) -> String {
+    pub(crate) fn text_since(&self, start: usize) -> String {
         let end = self.pos.min(self.src.len());
         self.src[start.min(end)..end].iter().collect()
     }
 
     /// Skips to the next line (after a syntax error, as an interactive
     /// shell discards the rest of the line it read).
-    pub fn skip_line(&mut self) {
+    pub(crate) fn skip_line(&mut self) {
         while let Some(c) = self.peek() {
             self.pos += 1;
             if c == '\n' {
@@ -246,7 +246,7 @@ impl Parser {
     }
 
     /// The 1-based line of the current position.
-    pub fn line_number(&self) -> usize {
+    pub(crate) fn line_number(&self) -> usize {
         1 + self.newlines.partition_point(|&n| n < self.pos)
     }
 
@@ -381,7 +381,7 @@ impl Parser {
     }
 
     /// Parses a list up to something that cannot start a command.
-    pub fn program(&mut self) -> PResult<Program> {
+    pub(crate) fn program(&mut self) -> PResult<Program> {
         self.nest(Self::list)
     }
 
@@ -1374,7 +1374,7 @@ fn split_top(text: &str, sep: char) -> Vec<&str> {
 }
 
 /// The unary operators of `[[ ]]` and `test`.
-pub fn is_unary_test(op: &str) -> bool {
+pub(crate) fn is_unary_test(op: &str) -> bool {
     matches!(
         op,
         "-a" | "-b"
@@ -1489,4 +1489,4 @@ fn heredoc_delim(raw: &str) -> (String, bool) {
 
 #[path = "words.rs"]
 mod words;
-pub use words::{brace_expand, valid_name};
+pub(crate) use words::{brace_expand, valid_name};

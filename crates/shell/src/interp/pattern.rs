@@ -168,7 +168,7 @@ fn class_has(items: &[ClassItem], c: char, nocase: bool) -> bool {
 /// groups can take time exponential in the text, and past the budget the
 /// exec ends with the limit's error rather than a "no match" that would
 /// be a wrong answer.
-pub struct Steps<'b> {
+pub(crate) struct Steps<'b> {
     budget: &'b Budget,
     clock: &'b dyn Clock,
     pending: u64,
@@ -185,7 +185,7 @@ const STEP_COST: u64 = 32;
 const BATCH: u64 = 8192;
 
 impl<'b> Steps<'b> {
-    pub fn new(budget: &'b Budget, clock: &'b dyn Clock) -> Self {
+    pub(crate) fn new(budget: &'b Budget, clock: &'b dyn Clock) -> Self {
         Steps {
             budget,
             clock,
@@ -333,7 +333,7 @@ fn lengths(
 }
 
 /// Whether `text` matches the whole pattern.
-pub fn matches(
+pub(super) fn matches(
     pat: &str,
     text: &str,
     ext: bool,
@@ -350,7 +350,7 @@ pub fn matches(
 /// whether a word is a pattern: `*`, `?`, a `[` with a `]` after it (a lone
 /// `[`, as in `[ "$a" = b ]`, is a plain word, even under `nullglob`), or
 /// an extglob group `@(..)`, `+(..)` or `!(..)` (`@(a|b).txt` globs).
-pub fn has_glob(pat: &str) -> bool {
+pub(super) fn has_glob(pat: &str) -> bool {
     let chars: Vec<char> = pat.chars().collect();
     let mut escaped = false;
     let mut prev = None;
@@ -376,12 +376,12 @@ pub fn has_glob(pat: &str) -> bool {
 
 /// Whether unquoted text may glob: it has `*`, `?`, `[` or an extglob
 /// group's opening (checked exactly, escapes included, by [`has_glob`]).
-pub fn may_glob(text: &str) -> bool {
+pub(super) fn may_glob(text: &str) -> bool {
     text.contains(['*', '?', '[']) || ["@(", "+(", "!("].iter().any(|g| text.contains(g))
 }
 
 /// Removes backslash escapes.
-pub fn unescape(pat: &str) -> String {
+pub(super) fn unescape(pat: &str) -> String {
     let mut out = String::new();
     let mut escaped = false;
     for c in pat.chars() {
@@ -396,7 +396,7 @@ pub fn unescape(pat: &str) -> String {
 }
 
 /// `${s#pat}` / `${s##pat}` / `${s%pat}` / `${s%%pat}`.
-pub fn strip(
+pub(super) fn strip(
     pat: &str,
     s: &str,
     suffix: bool,
@@ -422,7 +422,7 @@ pub fn strip(
 }
 
 /// `${s/pat/rep}` with mode 0 (first), `/` (all), `#` (prefix), `%` (suffix).
-pub fn replace(
+pub(super) fn replace(
     pat: &str,
     s: &str,
     rep: &str,
@@ -499,18 +499,18 @@ pub fn replace(
 
 impl<'a> Shell<'a> {
     /// A counter of match steps charged to this exec's budget.
-    pub fn steps(&self) -> Steps<'a> {
+    pub(crate) fn steps(&self) -> Steps<'a> {
         Steps::new(self.budget, self.clock)
     }
 
-    pub fn pattern_match(&self, pat: &str, text: &str) -> Result<bool, Abort> {
+    pub(crate) fn pattern_match(&self, pat: &str, text: &str) -> Result<bool, Abort> {
         matches(pat, text, true, self.st.opts.nocasematch, &mut self.steps())
     }
 
     /// Pathname expansion: the sorted matches of `pat`, or none. Every
     /// directory entry visited is a step (`**` over a large tree ends
     /// with a limit, not minutes later).
-    pub fn glob(&mut self, pat: &str) -> Result<Vec<String>, Abort> {
+    pub(crate) fn glob(&mut self, pat: &str) -> Result<Vec<String>, Abort> {
         let absolute = pat.starts_with('/');
         let comps: Vec<&str> = pat.split('/').filter(|c| !c.is_empty()).collect();
         let base = if absolute {

@@ -9,7 +9,7 @@ use super::ast::*;
 const INDENT: &str = "    ";
 
 /// `name () \n{ \n    body\n}` and the function's redirections.
-pub fn function(f: &Function) -> String {
+pub(super) fn function(f: &Function) -> String {
     let mut p = Printer::default();
     p.function(f, 0, false);
     p.out.push('\n');

@@ -3,7 +3,7 @@
 
 /// Which backslash escapes a text takes (they differ in octal and `\c`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Escapes {
+pub(crate) enum Escapes {
     /// `echo -e`: octal only as `\0nnn` (`\1` stays), `\c` stops output.
     Echo,
     /// `printf %b` operands: `\0nnn` and `\nnn`, `\c` stops output.
@@ -14,7 +14,7 @@ pub enum Escapes {
 
 /// Processes backslash escapes; the returned flag is true when `\c` asked
 /// to stop output.
-pub fn unescape(s: &str, dialect: Escapes) -> (String, bool) {
+pub(crate) fn unescape(s: &str, dialect: Escapes) -> (String, bool) {
     let echo = dialect != Escapes::Text;
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::new();
@@ -117,7 +117,7 @@ fn push_byte(out: &mut String, v: u32) {
 /// A word as `set -x` shows it: as is when it is safe, else in single
 /// quotes, or `$'...'` when it holds control characters other than tab and
 /// newline (bash's xtrace rules).
-pub fn xtrace_quote(s: &str) -> String {
+pub(crate) fn xtrace_quote(s: &str) -> String {
     const METAS: &str = " \t\n'\"\\|&;()<>!{}*[?]^$`";
     let control = |c: char| {
         (c.is_control() && c != '\t' && c != '\n') || crate::bytes::char_byte(c).is_some()
@@ -132,7 +132,7 @@ pub fn xtrace_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-pub fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     if s.is_empty() {
         return "''".into();
     }
@@ -174,12 +174,12 @@ pub fn quote(s: &str) -> String {
 }
 
 /// Quotes like `${x@Q}`: single quotes.
-pub fn single_quote(s: &str) -> String {
+pub(crate) fn single_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// The result of formatting: the text, and whether an argument was bad.
-pub struct Formatted {
+pub(crate) struct Formatted {
     pub text: String,
     pub errors: Vec<String>,
     pub stop: bool,
@@ -191,12 +191,12 @@ pub struct Formatted {
 /// otherwise allocate gigabytes (bash refuses widths past `INT_MAX` with
 /// "Numerical result out of range"; in a 128 MB isolate the bound must be
 /// far lower).
-pub const MAX_FIELD: usize = 1 << 20;
+pub(crate) const MAX_FIELD: usize = 1 << 20;
 
 /// Formats `args` with `fmt`, reusing the format while arguments remain.
 /// Formats like bash's `printf`; `now` (Unix seconds) is what `%(fmt)T`
 /// shows for `-1` or a missing argument.
-pub fn format(fmt: &str, args: &[String], now: i64) -> Formatted {
+pub(crate) fn format(fmt: &str, args: &[String], now: i64) -> Formatted {
     let mut f = Formatted {
         text: String::new(),
         errors: Vec::new(),

@@ -15,12 +15,12 @@ use crate::utils::strerror;
 /// Descriptors live in a vector indexed by number, so without a bound
 /// `echo 999999999>&1` would allocate gigabytes; bash too refuses
 /// descriptors past its limit ("Bad file descriptor").
-pub const MAX_FD: usize = 1023;
+pub(super) const MAX_FD: usize = 1023;
 
 impl Shell<'_> {
     /// Applies redirections; returns the descriptors to restore, or `None`
     /// after printing the error when one fails.
-    pub fn apply_redirs(&mut self, redirs: &[Redir]) -> R<Option<Vec<Option<Fd>>>> {
+    pub(crate) fn apply_redirs(&mut self, redirs: &[Redir]) -> R<Option<Vec<Option<Fd>>>> {
         let saved = self.fds.clone();
         let first_new = self.slots.len();
         for r in redirs {
@@ -44,7 +44,7 @@ impl Shell<'_> {
     }
 
     /// Restores descriptors, closing slots opened since they were saved.
-    pub fn restore_fds(&mut self, saved: Vec<Option<Fd>>) -> R<()> {
+    pub(crate) fn restore_fds(&mut self, saved: Vec<Option<Fd>>) -> R<()> {
         let keep: Vec<usize> = saved
             .iter()
             .filter_map(|f| match f {
@@ -339,7 +339,7 @@ impl Shell<'_> {
 impl Shell<'_> {
     /// After `exec` redirections: files written through from now on, and
     /// slots no descriptor refers to any more are closed.
-    pub fn settle_exec_fds(&mut self) -> R<()> {
+    pub(crate) fn settle_exec_fds(&mut self) -> R<()> {
         let used: Vec<usize> = self
             .fds
             .iter()
@@ -362,7 +362,7 @@ impl Shell<'_> {
     }
 
     /// Writes out what write-through slots hold.
-    pub fn flush_direct(&mut self) -> R<()> {
+    pub(crate) fn flush_direct(&mut self) -> R<()> {
         for i in 2..self.slots.len() {
             let slot = &mut self.slots[i];
             if !slot.direct || !slot.open || slot.out.is_empty() {

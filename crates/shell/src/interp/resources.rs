@@ -84,7 +84,7 @@ fn resource(flag: char) -> Option<&'static Resource> {
 
 /// The limits a shell has changed from the defaults, in base units.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     changed: BTreeMap<char, (u64, u64)>,
 }
 
@@ -99,12 +99,12 @@ impl Limits {
     }
 
     /// The soft `-f` limit in bytes, if any.
-    pub fn file_size(&self) -> Option<u64> {
+    pub(crate) fn file_size(&self) -> Option<u64> {
         Some(self.get('f').0).filter(|v| *v != UNLIMITED)
     }
 
     /// The soft `-n` limit.
-    pub fn open_files(&self) -> u64 {
+    pub(crate) fn open_files(&self) -> u64 {
         self.get('n').0
     }
 }
@@ -126,7 +126,7 @@ fn shown(value: u64, scale: u64) -> String {
 }
 
 /// `ulimit [-SHa] [-RcdefilmnpqrstuvxT...] [limit]`
-pub fn ulimit(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn ulimit(sh: &mut Shell, args: &[String]) -> R<i32> {
     let known: String = "SHa"
         .chars()
         .chain(RESOURCES.iter().map(|r| r.flag))
@@ -241,7 +241,7 @@ fn print_all(sh: &mut Shell, hard: bool) -> R<i32> {
 }
 
 /// `umask [-p] [-S] [mode]`: octal or symbolic (`u=rwx,g-w,o=`).
-pub fn umask(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn umask(sh: &mut Shell, args: &[String]) -> R<i32> {
     let (mut symbolic, mut reusable) = (false, false);
     let mut i = 1;
     while let Some(a) = args.get(i).filter(|a| a.starts_with('-') && a.len() > 1) {

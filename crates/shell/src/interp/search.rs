@@ -14,14 +14,14 @@ use crate::utils::which::{self, Found, DEFAULT_PATH};
 
 /// A remembered location (`hash`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hashed {
+pub(crate) struct Hashed {
     pub path: String,
     /// Times it was used since found (`hash` shows them).
     pub hits: u32,
 }
 
 /// The reserved words, as `type` names them.
-pub const KEYWORDS: &[&str] = &[
+pub(super) const KEYWORDS: &[&str] = &[
     "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
     "done", "in", "function", "time", "{", "}", "!", "[[", "]]", "coproc",
 ];
@@ -155,7 +155,7 @@ impl Shell<'_> {
 }
 
 /// `hash [-r] [-d] [-t] [-l] [-p path] [name ...]`
-pub fn hash(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn hash(sh: &mut Shell, args: &[String]) -> R<i32> {
     let parsed = match flags::parse(args, "rdtlp", "p") {
         Ok(parsed) => parsed,
         Err(bad) => {
@@ -235,7 +235,7 @@ fn print_table(sh: &mut Shell, reusable: bool) -> R<i32> {
 }
 
 /// `type [-afptP] name...`
-pub fn type_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn type_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let parsed = match flags::parse(args, "aftpP", "") {
         Ok(parsed) => parsed,
         Err(bad) => {
@@ -313,7 +313,7 @@ fn describe(sh: &Shell, name: &str, kind: &Kind) -> String {
 
 /// `command [-pVv] name [arg ...]`: runs a builtin or program (never a
 /// function), or describes names.
-pub fn command(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn command(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut i = 1;
     let mut verbose = None;
     let mut default_path = false;

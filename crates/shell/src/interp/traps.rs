@@ -60,7 +60,7 @@ const RTMAX: i32 = 64;
 
 /// The name of signal `n` without `SIG` (`RTMIN+3`, `RTMAX-2` for the
 /// real-time ones).
-pub fn signal_name(n: i32) -> Option<String> {
+pub(super) fn signal_name(n: i32) -> Option<String> {
     if let Some((_, name)) = SIGNALS.iter().find(|(k, _)| *k == n) {
         return Some(name.to_string());
     }
@@ -74,7 +74,7 @@ pub fn signal_name(n: i32) -> Option<String> {
 }
 
 /// A signal given by number or name (any case, with or without `SIG`).
-pub fn signal_number(spec: &str) -> Option<i32> {
+pub(super) fn signal_number(spec: &str) -> Option<i32> {
     if let Ok(n) = spec.parse::<i32>() {
         return signal_name(n).map(|_| n);
     }
@@ -84,7 +84,7 @@ pub fn signal_number(spec: &str) -> Option<i32> {
 }
 
 /// `kill -l` / `trap -l`: every signal as ` 1) SIGHUP`, five to a line.
-pub fn signal_table() -> String {
+pub(super) fn signal_table() -> String {
     let mut out = String::new();
     let numbers = (1..=RTMAX).filter(|&n| signal_name(n).is_some());
     for (i, n) in numbers.enumerate() {
@@ -135,7 +135,7 @@ fn shown_name(key: &str) -> String {
 }
 
 /// `trap [-lp] [[action] signal...]`
-pub fn trap(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn trap(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut rest = &args[1..];
     let mut print = false;
     while let Some(flag) = rest.first() {

@@ -1,24 +1,32 @@
 //! Variables: scalars, indexed and associative arrays, attributes,
-//! special parameters, and `local` scoping (dynamic, as in bash: a call
-//! frame saves the outer value and restores it on return).
+//! special parameters, and scoping (dynamic, as in bash: a frame saves the
+//! outer value of each name it binds and restores it when it ends).
+//!
+//! Frames are bash's variable contexts: a function call's, and the
+//! temporary environment of a command's prefix assignments (`v=1 f`,
+//! `v=1 eval ...`). Where bash is subtle, so is this: `local v` of a name
+//! whose visible value comes from a temporary environment keeps that value;
+//! `unset` of a local of the current call only empties it (it stays local),
+//! while `unset` from a function it was called from, or of a temporary
+//! binding, removes that binding and reveals the one beneath it.
 
 use std::collections::BTreeMap;
 
 use super::ast::{Assign, AssignValue};
 use super::{Flow, Shell, R};
 
-pub const EXPORT: u8 = 1;
-pub const READONLY: u8 = 2;
-pub const INTEGER: u8 = 4;
-pub const LOWER: u8 = 8;
-pub const UPPER: u8 = 16;
-pub const NAMEREF: u8 = 32;
+pub(super) const EXPORT: u8 = 1;
+pub(super) const READONLY: u8 = 2;
+pub(super) const INTEGER: u8 = 4;
+pub(super) const LOWER: u8 = 8;
+pub(super) const UPPER: u8 = 16;
+pub(super) const NAMEREF: u8 = 32;
 
 /// Variables bash sets up readonly.
 const BASH_READONLY: &[&str] = &["SHELLOPTS", "BASHOPTS", "UID", "EUID", "PPID"];
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     /// Declared without a value (`local x`, `declare -a a` has Indexed).
     Unset,
     Str(String),
@@ -26,14 +34,49 @@ pub enum Value {
     Assoc(BTreeMap<String, String>),
 }
 
+/// One variable context (see the module doc).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Frame {
+    pub kind: FrameKind,
+    /// Each name this frame binds, with the value it hides, oldest first.
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) enum FrameKind {
+    /// A command's prefix assignments, for the command's duration.
+    #[default]
+    Env,
+    /// A function call; `env_below` when the frame just beneath it holds
+    /// the call's own prefix assignments (bash merges them into the call's
+    /// context, so they are the function's to make local).
+    Function { env_below: bool },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Cell {
+    pub name: String,
+    /// The value this binding hides (`None`: the name was unset).
+    pub outer: Option<Var>,
+    pub kind: CellKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum CellKind {
+    /// A prefix assignment's temporary binding.
+    Temp,
+    /// Made by `local` / `declare` in a function.
+    Local,
+}
+
 #[derive(Debug, Clone, PartialEq)]
-pub struct Var {
+pub(crate) struct Var {
     pub value: Value,
     pub attrs: u8,
 }
 
 impl Var {
-    pub fn new(value: String) -> Self {
+    pub(crate) fn new(value: String) -> Self {
         Var {
             value: Value::Str(value),
             attrs: 0,
@@ -41,7 +84,7 @@ impl Var {
     }
 
     /// The value as a scalar (`${a}` of an array is element 0).
-    pub fn scalar(&self) -> Option<String> {
+    pub(crate) fn scalar(&self) -> Option<String> {
         match &self.value {
             Value::Unset => None,
             Value::Str(s) => Some(s.clone()),
@@ -50,7 +93,7 @@ impl Var {
         }
     }
 
-    pub fn values(&self) -> Vec<String> {
+    pub(crate) fn values(&self) -> Vec<String> {
         match &self.value {
             Value::Unset => Vec::new(),
             Value::Str(s) => vec![s.clone()],
@@ -59,7 +102,7 @@ impl Var {
         }
     }
 
-    pub fn keys(&self) -> Vec<String> {
+    pub(crate) fn keys(&self) -> Vec<String> {
         match &self.value {
             Value::Unset => Vec::new(),
             Value::Str(_) => vec!["0".into()],
@@ -75,7 +118,7 @@ impl Var {
 /// `${a[@]}` and `declare -p`. Keys sharing a bucket come in key order here
 /// (bash puts the newest first); past 2,048 entries bash's table grows and
 /// its order is no longer this one.
-pub fn bash_order(map: &BTreeMap<String, String>) -> Vec<(&String, &String)> {
+pub(super) fn bash_order(map: &BTreeMap<String, String>) -> Vec<(&String, &String)> {
     let mut entries: Vec<(&String, &String)> = map.iter().collect();
     entries.sort_by_key(|(k, _)| fnv1(k.as_bytes()) & 1023);
     entries
@@ -92,7 +135,7 @@ impl Shell<'_> {
     /// Follows `declare -n` references from `name` to the variable they
     /// name. A nameref without a target resolves to itself; `None` on a
     /// reference cycle.
-    pub fn resolve_ref(&self, name: &str) -> Option<String> {
+    pub(crate) fn resolve_ref(&self, name: &str) -> Option<String> {
         let mut cur = name.to_string();
         for _ in 0..32 {
             match self.st.vars.get(&cur) {
@@ -114,7 +157,7 @@ impl Shell<'_> {
         }
     }
 
-    pub fn is_nameref(&self, name: &str) -> bool {
+    pub(crate) fn is_nameref(&self, name: &str) -> bool {
         self.st
             .vars
             .get(name)
@@ -122,7 +165,7 @@ impl Shell<'_> {
     }
 
     /// A parameter's value; `None` when unset.
-    pub fn get_scalar(&mut self, name: &str) -> Option<String> {
+    pub(crate) fn get_scalar(&mut self, name: &str) -> Option<String> {
         let first = name.as_bytes().first().copied().unwrap_or(b' ');
         if !(first.is_ascii_alphabetic() || first == b'_') {
             return self.special(name);
@@ -198,14 +241,14 @@ impl Shell<'_> {
         })
     }
 
-    pub fn ifs(&self) -> String {
+    pub(crate) fn ifs(&self) -> String {
         match self.st.vars.get("IFS") {
             Some(v) => v.scalar().unwrap_or_default(),
             None => " \t\n".into(),
         }
     }
 
-    pub fn ifs_first(&self) -> String {
+    pub(crate) fn ifs_first(&self) -> String {
         self.ifs()
             .chars()
             .next()
@@ -213,7 +256,7 @@ impl Shell<'_> {
             .unwrap_or_default()
     }
 
-    pub fn is_assoc(&self, name: &str) -> bool {
+    pub(crate) fn is_assoc(&self, name: &str) -> bool {
         matches!(
             self.st.vars.get(&self.target(name)),
             Some(Var {
@@ -234,7 +277,7 @@ impl Shell<'_> {
     }
 
     /// All values of a parameter (`${a[@]}`, `$@`).
-    pub fn get_all(&mut self, name: &str) -> Option<Vec<String>> {
+    pub(crate) fn get_all(&mut self, name: &str) -> Option<Vec<String>> {
         match name {
             "@" | "*" => return Some(self.st.positional.clone()),
             "PIPESTATUS" if !self.st.vars.contains_key(name) => {
@@ -273,7 +316,7 @@ impl Shell<'_> {
         }
     }
 
-    pub fn get_keys(&mut self, name: &str) -> Vec<String> {
+    pub(crate) fn get_keys(&mut self, name: &str) -> Vec<String> {
         if name == "@" || name == "*" {
             return (1..=self.st.positional.len())
                 .map(|i| i.to_string())
@@ -288,7 +331,7 @@ impl Shell<'_> {
     }
 
     /// One element; `key` is already evaluated (an index for indexed arrays).
-    pub fn get_element(&mut self, name: &str, key: &str) -> Option<String> {
+    pub(crate) fn get_element(&mut self, name: &str, key: &str) -> Option<String> {
         if name == "PIPESTATUS" && !self.st.vars.contains_key(name) {
             let i: usize = key.parse().ok()?;
             return self.pipestatus.get(i).map(|s| s.to_string());
@@ -331,7 +374,7 @@ impl Shell<'_> {
 
     /// Whether `name` (through namerefs) is readonly: declared so, or one
     /// of the variables bash itself makes readonly.
-    pub fn is_readonly(&self, name: &str) -> bool {
+    pub(crate) fn is_readonly(&self, name: &str) -> bool {
         let target = self.target(name);
         match self.st.vars.get(&target) {
             Some(v) => v.attrs & READONLY != 0,
@@ -370,7 +413,7 @@ impl Shell<'_> {
 
     /// Assigns a scalar; assigning `PATH`, `HISTSIZE` or `HISTFILESIZE`
     /// also acts on what they govern.
-    pub fn set_scalar(&mut self, name: &str, value: String) -> R<()> {
+    pub(crate) fn set_scalar(&mut self, name: &str, value: String) -> R<()> {
         match name {
             "PATH" => self.forget_hashed(),
             "HISTSIZE" | "HISTFILESIZE" => {
@@ -451,7 +494,7 @@ impl Shell<'_> {
         }
     }
 
-    pub fn set_element(&mut self, name: &str, key: &str, value: String) -> R<()> {
+    pub(crate) fn set_element(&mut self, name: &str, key: &str, value: String) -> R<()> {
         let name = &self.deref_for_write(name)?;
         self.check_writable(name)?;
         let value = self.transform_value(name, value)?;
@@ -488,17 +531,93 @@ impl Shell<'_> {
         Ok(())
     }
 
-    pub fn unset_var(&mut self, name: &str) -> R<bool> {
+    pub(crate) fn unset_var(&mut self, name: &str) -> R<bool> {
         let name = &self.target(name);
         if name == "PATH" {
             self.forget_hashed();
         }
         self.check_writable(name)?;
-        Ok(self.st.vars.remove(name).is_some())
+        Ok(self.remove_var(name))
+    }
+
+    /// Unsets `name` by bash's rules (see the module doc); whether it was
+    /// bound at all.
+    pub(crate) fn remove_var(&mut self, name: &str) -> bool {
+        let Some((f, c)) = self.innermost_cell(name) else {
+            return self.st.vars.remove(name).is_some();
+        };
+        let cell = &self.st.frames[f].cells[c];
+        if cell.kind == CellKind::Local && f >= self.current_level() {
+            self.st.vars.remove(name);
+            return true;
+        }
+        let cell = self.st.frames[f].cells.remove(c);
+        let was = match cell.outer {
+            Some(v) => self.st.vars.insert(cell.name, v),
+            None => self.st.vars.remove(&cell.name),
+        };
+        was.is_some()
+    }
+
+    /// The frame and cell of the innermost binding of `name`.
+    fn innermost_cell(&self, name: &str) -> Option<(usize, usize)> {
+        self.st
+            .frames
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(f, frame)| {
+                let c = frame.cells.iter().rposition(|c| c.name == name)?;
+                Some((f, c))
+            })
+    }
+
+    /// The first frame of the running function's own context: its call
+    /// frame (with its prefix assignments' frame beneath it) and the
+    /// frames of commands it runs (`v=1 eval ...`); 0 outside functions.
+    fn current_level(&self) -> usize {
+        let frames = &self.st.frames;
+        match frames
+            .iter()
+            .rposition(|f| matches!(f.kind, FrameKind::Function { .. }))
+        {
+            Some(i) if frames[i].kind == (FrameKind::Function { env_below: true }) => {
+                i.saturating_sub(1)
+            }
+            Some(i) => i,
+            None => 0,
+        }
+    }
+
+    /// Starts a frame for one command's prefix assignments.
+    pub(crate) fn push_env_frame(&mut self) {
+        self.st.frames.push(Frame::default());
+    }
+
+    /// Ends the innermost frame: each binding it still holds gives back the
+    /// value it hid, unless `keep` (prefix assignments that outlive their
+    /// command, as `declare`'s do).
+    pub(crate) fn pop_frame(&mut self, keep: bool) {
+        let Some(frame) = self.st.frames.pop() else {
+            return;
+        };
+        if keep {
+            return;
+        }
+        for cell in frame.cells.into_iter().rev() {
+            match cell.outer {
+                Some(v) => {
+                    self.st.vars.insert(cell.name, v);
+                }
+                None => {
+                    self.st.vars.remove(&cell.name);
+                }
+            }
+        }
     }
 
     /// Sets `name` to an indexed array of `values`.
-    pub fn assign_array_values(&mut self, name: &str, values: Vec<String>) -> R<()> {
+    pub(crate) fn assign_array_values(&mut self, name: &str, values: Vec<String>) -> R<()> {
         self.check_writable(name)?;
         let map = values
             .into_iter()
@@ -516,27 +635,46 @@ impl Shell<'_> {
         Ok(())
     }
 
-    /// Makes `name` local to the current function call.
-    pub fn make_local(&mut self, name: &str) {
-        let old = self.st.vars.get(name).cloned();
-        if let Some(frame) = self.st.frames.last_mut() {
-            if frame.iter().any(|(n, _)| n == name) {
+    /// Makes `name` local to the current function call. A name already
+    /// bound in the call's context stays as it is (a temporary binding
+    /// becomes the local); a new local starts unset, or with the visible
+    /// value when that comes from a temporary binding.
+    pub(crate) fn make_local(&mut self, name: &str) {
+        let found = self.innermost_cell(name);
+        if let Some((f, c)) = found {
+            if f >= self.current_level() {
+                self.st.frames[f].cells[c].kind = CellKind::Local;
                 return;
             }
-            frame.push((name.to_string(), old.clone()));
         }
+        let Some(call) = self
+            .st
+            .frames
+            .iter()
+            .rposition(|f| matches!(f.kind, FrameKind::Function { .. }))
+        else {
+            return;
+        };
+        let inherit = found.is_some_and(|(f, c)| self.st.frames[f].cells[c].kind == CellKind::Temp);
+        let old = self.st.vars.get(name).cloned();
+        self.st.frames[call].cells.push(Cell {
+            name: name.to_string(),
+            outer: old.clone(),
+            kind: CellKind::Local,
+        });
         let attrs = old.as_ref().map_or(0, |v| v.attrs & EXPORT);
-        self.st.vars.insert(
-            name.to_string(),
-            Var {
-                value: Value::Unset,
-                attrs,
-            },
-        );
+        let value = match old {
+            Some(Var {
+                value: v @ Value::Str(_),
+                ..
+            }) if inherit => v,
+            _ => Value::Unset,
+        };
+        self.st.vars.insert(name.to_string(), Var { value, attrs });
     }
 
     /// Evaluates an array subscript for `name` (arithmetic unless assoc).
-    pub fn subscript_key(&mut self, name: &str, text: &str) -> R<String> {
+    pub(crate) fn subscript_key(&mut self, name: &str, text: &str) -> R<String> {
         if self.is_assoc(name) {
             return Ok(text.to_string());
         }
@@ -545,7 +683,7 @@ impl Shell<'_> {
     }
 
     /// Performs an assignment word (`x=1`, `a[i]+=v`, `a=(1 2)`).
-    pub fn assign(&mut self, a: &Assign) -> R<()> {
+    pub(crate) fn assign(&mut self, a: &Assign) -> R<()> {
         if self.is_nameref(&a.name) {
             let t = self.deref_for_write(&a.name)?;
             if t != a.name && !t.contains('[') {

@@ -805,11 +805,11 @@ enum Tok {
 /// expansion happens as the script is parsed, before an exec's memory
 /// budget applies, so its size has a fixed bound; more is a syntax error
 /// naming it (never a silent cut of the list). `{1..100000}` fits.
-pub const MAX_BRACE_WORDS: usize = 100_000;
-pub const MAX_BRACE_CHARS: usize = 1 << 20;
+pub(super) const MAX_BRACE_WORDS: usize = 100_000;
+pub(super) const MAX_BRACE_CHARS: usize = 1 << 20;
 
 /// Expands `{a,b}` and `{1..3}` in the unquoted text of a word.
-pub fn brace_expand(word: Word) -> Result<Vec<Word>, String> {
+pub(crate) fn brace_expand(word: Word) -> Result<Vec<Word>, String> {
     let has_brace = word
         .0
         .iter()
@@ -1033,6 +1033,6 @@ fn leading_tilde(mut parts: Vec<Part>) -> Vec<Part> {
 }
 
 /// True when `name` is a valid variable name.
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     is_name(name)
 }

@@ -46,12 +46,12 @@ pub(crate) struct Parsed {
 }
 
 impl Parsed {
-    pub fn has(&self, key: char) -> bool {
+    pub(super) fn has(&self, key: char) -> bool {
         self.opts.iter().any(|(k, _)| *k == key)
     }
 
     /// The last value given for `key`.
-    pub fn value(&self, key: char) -> Option<&str> {
+    pub(super) fn value(&self, key: char) -> Option<&str> {
         self.opts
             .iter()
             .rev()

@@ -16,6 +16,7 @@ mod checkpoint;
 mod civil;
 mod files;
 mod getopt;
+mod git;
 mod jq;
 mod search;
 mod sed;
@@ -82,10 +83,11 @@ const TABLES: &[Table] = &[
     checkpoint::UTILITIES,
     which::UTILITIES,
     system::UTILITIES,
+    git::UTILITIES,
 ];
 
 /// The utility called `name`, if the light shell has it.
-pub fn lookup(name: &str) -> Option<Utility> {
+pub(crate) fn lookup(name: &str) -> Option<Utility> {
     TABLES
         .iter()
         .flat_map(|table| table.iter())
@@ -97,7 +99,7 @@ pub fn lookup(name: &str) -> Option<Utility> {
 /// without running it: `Err` is the parser's message. `auto` sends a script
 /// to the computer when one of its commands fails this. Utilities with no
 /// check listed accept every argv here (they are the rarely used ones).
-pub fn check_options(argv: &[String]) -> Result<(), String> {
+pub(crate) fn check_options(argv: &[String]) -> Result<(), String> {
     let Some(name) = argv.first() else {
         return Ok(());
     };
@@ -119,10 +121,11 @@ const OPTION_CHECKS: &[Checks] = &[
     files::OPTION_CHECKS,
     search::OPTION_CHECKS,
     sed::OPTION_CHECKS,
+    git::OPTION_CHECKS,
 ];
 
 /// Every utility's name, sorted.
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     let mut names: Vec<_> = TABLES
         .iter()
         .flat_map(|table| table.iter().map(|(n, _)| *n))
@@ -136,7 +139,7 @@ pub fn names() -> Vec<&'static str> {
 /// the API names it (the limit is the workspace's, not a disk's, so the
 /// bare text would leave an agent looking for a disk to free). Every
 /// utility's and redirection's message goes through here.
-pub fn strerror(error: &VfsError) -> String {
+pub(crate) fn strerror(error: &VfsError) -> String {
     let text = errno_text(error.code());
     match quota_note(error) {
         Some(note) => format!("{text} ({note})"),
@@ -291,7 +294,7 @@ pub(crate) mod testing {
     use crate::io::Output;
     use crate::limits::{Abort, Budget, Clock, Limits};
 
-    pub struct FixedClock;
+    pub(crate) struct FixedClock;
     impl Clock for FixedClock {
         fn now_ms(&self) -> u64 {
             1_700_000_000_000
@@ -299,7 +302,7 @@ pub(crate) mod testing {
     }
 
     /// Runs utilities only (no shell): enough for `xargs` and friends in tests.
-    pub struct UtilRunner<'a> {
+    pub(crate) struct UtilRunner<'a> {
         pub fs: &'a dyn crate::fs::Fs,
         pub budget: &'a Budget,
         pub cwd: &'a VPath,
@@ -341,7 +344,7 @@ pub(crate) mod testing {
     }
 
     /// A fresh in-memory workspace.
-    pub fn db() -> SqliteDb {
+    pub(crate) fn db() -> SqliteDb {
         let db = SqliteDb::memory().unwrap();
         migrate(&db, MIGRATIONS).unwrap();
         db
@@ -349,7 +352,7 @@ pub(crate) mod testing {
 
     /// What a utility run produced.
     #[derive(Debug)]
-    pub struct Ran {
+    pub(crate) struct Ran {
         pub stdout: String,
         pub stderr: String,
         pub status: i32,
@@ -357,7 +360,7 @@ pub(crate) mod testing {
 
     /// Runs `argv` (split on spaces when given as one string is NOT done:
     /// pass each argument) with `stdin`, in `cwd` `/`, over `db`.
-    pub fn run(db: &SqliteDb, argv: &[&str], stdin: &str) -> Ran {
+    pub(crate) fn run(db: &SqliteDb, argv: &[&str], stdin: &str) -> Ran {
         let vfs = Vfs::new(db, 1_700_000_000_000);
         let budget = Budget::new(Limits::default(), FixedClock.now_ms());
         let cwd = VPath::root();
@@ -387,7 +390,7 @@ pub(crate) mod testing {
     }
 
     /// Writes `files` (path, content) into the workspace, creating parents.
-    pub fn files(db: &SqliteDb, files: &[(&str, &str)]) {
+    pub(crate) fn files(db: &SqliteDb, files: &[(&str, &str)]) {
         let vfs = Vfs::new(db, 1_700_000_000_000);
         for (path, content) in files {
             vfs.write(

@@ -17,20 +17,20 @@ use crate::fs::Fs;
 use crate::limits::Abort;
 
 /// The directories the light shell's programs are found in.
-pub const PROGRAM_DIRS: [&str; 2] = ["/usr/bin", "/bin"];
+pub(crate) const PROGRAM_DIRS: [&str; 2] = ["/usr/bin", "/bin"];
 
 /// Builtins that are also programs on a Linux system (`/usr/bin/echo`):
 /// found on `PATH` like the utilities, and run as the builtin.
-pub const PROGRAM_BUILTINS: &[&str] = &[
+pub(crate) const PROGRAM_BUILTINS: &[&str] = &[
     "echo", "printf", "true", "false", "test", "[", "pwd", "kill",
 ];
 
 /// The `PATH` bash searches with `command -p` (`getconf PATH`).
-pub const DEFAULT_PATH: &str = "/bin:/usr/bin";
+pub(crate) const DEFAULT_PATH: &str = "/bin:/usr/bin";
 
 /// A command found on `$PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// One of the light shell's programs, under a [`PROGRAM_DIRS`] directory.
     Program(String),
     /// An executable file of the workspace.
@@ -41,7 +41,7 @@ pub enum Found {
 }
 
 impl Found {
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         match self {
             Found::Program(p) | Found::File(p) | Found::NotExecutable(p) => p,
         }
@@ -49,7 +49,7 @@ impl Found {
 }
 
 /// Whether a workspace node is an executable file (for its owner, the agent).
-pub fn executable(fs: &dyn Fs, path: &VPath) -> Option<bool> {
+pub(crate) fn executable(fs: &dyn Fs, path: &VPath) -> Option<bool> {
     let node = fs.stat(path, true).ok()?;
     (node.kind == Kind::File).then_some(node.mode & 0o111 != 0)
 }
@@ -59,7 +59,7 @@ pub fn executable(fs: &dyn Fs, path: &VPath) -> Option<bool> {
 /// `all` every one; when there is none, the first non-executable file of
 /// that name (`None` if there is no such file either, or `all` is set).
 /// `is_program` says whether a name is one of the light shell's programs.
-pub fn search(
+pub(crate) fn search(
     fs: &dyn Fs,
     cwd: &VPath,
     path: &str,

@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 /// The corpus folder; panics when it does not exist.
-pub fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     let dir = match std::env::var_os("CONFORMANCE_CORPUS") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         // crates/shell -> the repository root -> its sibling `shared`.
@@ -31,7 +31,7 @@ pub fn root() -> PathBuf {
 
 /// A subfolder of the corpus (`bash-spec`, `comparison`, `jq`, `sed`);
 /// panics when it does not exist.
-pub fn folder(name: &str) -> PathBuf {
+pub(crate) fn folder(name: &str) -> PathBuf {
     let dir = root().join(name);
     assert!(
         dir.is_dir(),
@@ -43,7 +43,7 @@ pub fn folder(name: &str) -> PathBuf {
 
 /// The files of a corpus subfolder whose names end with `suffix`, sorted;
 /// panics when there are none.
-pub fn files(name: &str, suffix: &str) -> Vec<PathBuf> {
+pub(crate) fn files(name: &str, suffix: &str) -> Vec<PathBuf> {
     let dir = folder(name);
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
@@ -56,6 +56,6 @@ pub fn files(name: &str, suffix: &str) -> Vec<PathBuf> {
 }
 
 /// The text of a corpus file; panics when it cannot be read.
-pub fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }

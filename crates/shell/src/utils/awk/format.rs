@@ -4,7 +4,7 @@
 //! the C rules are implemented here on top of Rust's exact decimal output.
 
 /// A value as `printf` sees it: the formatter asks for a number or a string.
-pub trait Arg {
+pub(super) trait Arg {
     fn num(&self) -> f64;
     fn text(&self) -> String;
     /// Whether the value is a number (for `%c`).
@@ -12,7 +12,7 @@ pub trait Arg {
 }
 
 /// Formats an integral number the way awk prints it.
-pub fn integral(n: f64) -> Option<String> {
+pub(super) fn integral(n: f64) -> Option<String> {
     if n == n.trunc() && n.is_finite() {
         if n.abs() < 1e18 {
             return Some((n as i64).to_string());
@@ -24,7 +24,7 @@ pub fn integral(n: f64) -> Option<String> {
 
 /// A number as awk turns it into a string: integers plainly, others with
 /// `fmt` (CONVFMT or OFMT).
-pub fn num_to_string(n: f64, fmt: &str) -> String {
+pub(super) fn num_to_string(n: f64, fmt: &str) -> String {
     if let Some(text) = integral(n) {
         return text;
     }
@@ -70,7 +70,7 @@ fn nonfinite(n: f64, upper: bool) -> Option<String> {
 }
 
 /// C's `%.{prec}e`.
-pub fn format_e(n: f64, prec: usize, upper: bool) -> String {
+pub(super) fn format_e(n: f64, prec: usize, upper: bool) -> String {
     if let Some(text) = nonfinite(n, upper) {
         return text;
     }
@@ -83,7 +83,7 @@ pub fn format_e(n: f64, prec: usize, upper: bool) -> String {
 }
 
 /// C's `%.{prec}f`.
-pub fn format_f(n: f64, prec: usize) -> String {
+pub(super) fn format_f(n: f64, prec: usize) -> String {
     if let Some(text) = nonfinite(n, false) {
         return text;
     }
@@ -91,7 +91,7 @@ pub fn format_f(n: f64, prec: usize) -> String {
 }
 
 /// C's `%.{prec}g` (`alt` keeps trailing zeros, as `#` does).
-pub fn format_g(n: f64, prec: usize, upper: bool, alt: bool) -> String {
+pub(super) fn format_g(n: f64, prec: usize, upper: bool, alt: bool) -> String {
     if let Some(text) = nonfinite(n, upper) {
         return text;
     }
@@ -138,14 +138,14 @@ struct Spec {
 }
 
 /// Formats `args` by `fmt` as awk's `sprintf` does.
-pub fn sprintf(fmt: &str, args: &[&dyn Arg]) -> String {
+pub(super) fn sprintf(fmt: &str, args: &[&dyn Arg]) -> String {
     sprintf_within(fmt, args, usize::MAX).unwrap_or_default()
 }
 
 /// [`sprintf`], or `None` when the text would pass `room` bytes: checked
 /// before a width or precision is padded out (`%*d` with a width of 1e9
 /// would otherwise build a gigabyte first).
-pub fn sprintf_within(fmt: &str, args: &[&dyn Arg], room: usize) -> Option<String> {
+pub(super) fn sprintf_within(fmt: &str, args: &[&dyn Arg], room: usize) -> Option<String> {
     let mut out = String::new();
     let mut chars = fmt.chars().peekable();
     let mut next_arg = args.iter();

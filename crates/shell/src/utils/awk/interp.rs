@@ -24,7 +24,7 @@ use crate::utils::Ctx;
 
 /// Why evaluation stopped unwinding.
 #[derive(Debug)]
-pub enum Stop {
+pub(crate) enum Stop {
     Next,
     NextFile,
     Exit(i32),
@@ -38,7 +38,7 @@ impl From<Abort> for Stop {
     }
 }
 
-pub type R<T> = Result<T, Stop>;
+pub(super) type R<T> = Result<T, Stop>;
 
 enum Flow {
     Normal,
@@ -72,7 +72,7 @@ struct Record {
     fs: Value,
 }
 
-pub struct Interp<'p, 'c, 'a> {
+pub(crate) struct Interp<'p, 'c, 'a> {
     prog: &'p Program,
     pub ctx: &'c mut Ctx<'a>,
     regexes: Vec<Rc<ProgramRegex>>,
@@ -107,7 +107,7 @@ fn fatal<T>(message: impl Into<String>) -> R<T> {
 
 /// A regex of the program (literal or dynamic), with what its searches
 /// cost.
-pub struct ProgramRegex {
+pub(crate) struct ProgramRegex {
     re: Regex,
     cost: RegexCost,
 }
@@ -129,7 +129,7 @@ impl std::ops::Deref for ProgramRegex {
 }
 
 impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
-    pub fn new(prog: &'p Program, ctx: &'c mut Ctx<'a>) -> Result<Self, String> {
+    pub(crate) fn new(prog: &'p Program, ctx: &'c mut Ctx<'a>) -> Result<Self, String> {
         let regexes = prog
             .regexes
             .iter()
@@ -245,28 +245,28 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
 
     // ----- variables -----
 
-    pub fn set_global(&mut self, slot: usize, value: Value) {
+    pub(crate) fn set_global(&mut self, slot: usize, value: Value) {
         self.globals[slot] = Cell::Val(value);
     }
 
     /// The slot of a global the program uses, by name.
-    pub fn global_slot(&self, name: &str) -> Option<usize> {
+    pub(crate) fn global_slot(&self, name: &str) -> Option<usize> {
         self.prog.globals.iter().position(|g| g == name)
     }
 
     /// Assigns a global as the program would (NF rebuilds the record).
-    pub fn assign_global(&mut self, slot: usize, value: Value) -> R<()> {
+    pub(crate) fn assign_global(&mut self, slot: usize, value: Value) -> R<()> {
         self.set_var(Var::Global(slot), value)
     }
 
-    pub fn global(&self, slot: usize) -> Value {
+    pub(crate) fn global(&self, slot: usize) -> Value {
         match &self.globals[slot] {
             Cell::Val(v) => v.clone(),
             _ => Value::Uninit,
         }
     }
 
-    pub fn global_str(&self, slot: usize) -> Rc<str> {
+    pub(crate) fn global_str(&self, slot: usize) -> Rc<str> {
         let convfmt = self.convfmt();
         self.global(slot).to_str(&convfmt)
     }
@@ -285,7 +285,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         }
     }
 
-    pub fn to_str(&self, value: &Value) -> Rc<str> {
+    pub(crate) fn to_str(&self, value: &Value) -> Rc<str> {
         match value {
             Value::Num(n) => Rc::from(num_to_string(*n, &self.convfmt())),
             other => other.to_str(""),
@@ -337,7 +337,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
     }
 
     /// The array in `var`, creating it if the variable is untyped.
-    pub fn array(&mut self, var: Var) -> R<Rc<RefCell<Array>>> {
+    pub(crate) fn array(&mut self, var: Var) -> R<Rc<RefCell<Array>>> {
         let slot = self.slot(var);
         let target = match self.cell(slot) {
             Cell::Arr(a) => return Ok(a.clone()),
@@ -418,7 +418,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
     }
 
     /// Makes a main-input record (a byte range of the current file) `$0`.
-    pub fn load_main_record(&mut self, (a, b): (usize, usize)) {
+    pub(crate) fn load_main_record(&mut self, (a, b): (usize, usize)) {
         self.record.text.clear();
         self.record.text.push_str(&self.main.source.data[a..b]);
         self.record.split = false;
@@ -426,7 +426,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
     }
 
     /// Replaces `$0`; fields are split on demand with the current FS.
-    pub fn set_record(&mut self, text: &str) {
+    pub(crate) fn set_record(&mut self, text: &str) {
         self.record.text.clear();
         self.record.text.push_str(text);
         self.record.split = false;
@@ -442,7 +442,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         Ok(self.field_sep.1.clone())
     }
 
-    pub fn record_sep(&mut self) -> R<Rc<RecordSep>> {
+    pub(crate) fn record_sep(&mut self) -> R<Rc<RecordSep>> {
         let text = self.global_str(p::RS);
         if *text != *self.record_sep.0 {
             let sep = RecordSep::new(&text).map_err(Stop::Fatal)?;
@@ -543,7 +543,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         self.dynamic_regex(&source)
     }
 
-    pub fn dynamic_regex(&mut self, source: &str) -> R<Rc<ProgramRegex>> {
+    pub(crate) fn dynamic_regex(&mut self, source: &str) -> R<Rc<ProgramRegex>> {
         if let Some(re) = self.dynamic.get(source) {
             return Ok(re.clone());
         }
@@ -567,14 +567,14 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
     // ----- patterns and actions -----
 
     /// Runs BEGIN (or END) statements.
-    pub fn run_block(&mut self, stmts: &[Stmt]) -> R<()> {
+    pub(crate) fn run_block(&mut self, stmts: &[Stmt]) -> R<()> {
         match self.exec_all(stmts)? {
             Flow::Normal | Flow::Break | Flow::Continue | Flow::Return(_) => Ok(()),
         }
     }
 
     /// Runs the main items against the current record.
-    pub fn run_items(&mut self) -> R<()> {
+    pub(crate) fn run_items(&mut self) -> R<()> {
         let prog = self.prog;
         for item in &prog.items {
             if !self.matches(&item.pattern)? {
@@ -795,7 +795,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
 
     // ----- expressions -----
 
-    pub fn eval(&mut self, e: &Expr) -> R<Value> {
+    pub(crate) fn eval(&mut self, e: &Expr) -> R<Value> {
         Ok(match e {
             Expr::Num(n) => Value::Num(*n),
             Expr::Str(s) => Value::Str(s.clone()),
@@ -965,7 +965,7 @@ impl<'p, 'c, 'a> Interp<'p, 'c, 'a> {
         Ok(Value::Num(1.0))
     }
 
-    pub fn bump(&mut self, slot: usize) {
+    pub(crate) fn bump(&mut self, slot: usize) {
         let n = self.global(slot).to_num();
         self.globals[slot] = Cell::Val(Value::Num(n + 1.0));
     }

@@ -28,7 +28,7 @@ fn command_argv(cmd: &str) -> Vec<String> {
 
 /// Runs `cmd` (see [`command_argv`]), feeding `stdin`; output goes to
 /// `capture` or to the utility's stdout. Returns the exit status.
-pub fn run_shell(
+pub(super) fn run_shell(
     ctx: &mut Ctx<'_>,
     cmd: &str,
     stdin: &[u8],
@@ -56,14 +56,20 @@ struct Stream {
 
 /// Open output redirections, in the order they were opened.
 #[derive(Default)]
-pub struct Outputs {
+pub(crate) struct Outputs {
     streams: Vec<Stream>,
 }
 
 const FLUSH_AT: usize = 1 << 20;
 
 impl Outputs {
-    pub fn write(&mut self, ctx: &mut Ctx<'_>, kind: Redir, name: &str, text: &str) -> R<()> {
+    pub(crate) fn write(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        kind: Redir,
+        name: &str,
+        text: &str,
+    ) -> R<()> {
         if kind != Redir::Pipe {
             match name {
                 "/dev/stdout" | "-" => return Ok(ctx.stdout.write_str(text)?),
@@ -93,7 +99,7 @@ impl Outputs {
     }
 
     /// Closes `name`; `None` when it was not open.
-    pub fn close(&mut self, ctx: &mut Ctx<'_>, name: &str) -> R<Option<i32>> {
+    pub(crate) fn close(&mut self, ctx: &mut Ctx<'_>, name: &str) -> R<Option<i32>> {
         let Some(index) = self.streams.iter().position(|s| s.name == name) else {
             return Ok(None);
         };
@@ -102,7 +108,7 @@ impl Outputs {
     }
 
     /// Writes out pending file output (pipes wait for close or exit).
-    pub fn flush_all(&mut self, ctx: &mut Ctx<'_>) -> R<()> {
+    pub(crate) fn flush_all(&mut self, ctx: &mut Ctx<'_>) -> R<()> {
         for stream in self.streams.iter_mut().filter(|s| s.kind != Redir::Pipe) {
             flush(ctx, stream)?;
         }
@@ -110,7 +116,7 @@ impl Outputs {
     }
 
     /// Closes everything, at exit.
-    pub fn finish(&mut self, ctx: &mut Ctx<'_>) -> R<()> {
+    pub(crate) fn finish(&mut self, ctx: &mut Ctx<'_>) -> R<()> {
         for mut stream in std::mem::take(&mut self.streams) {
             flush(ctx, &mut stream)?;
         }
@@ -144,21 +150,21 @@ fn redirect_error(name: &str, reason: &str) -> String {
 
 /// Text being read record by record.
 #[derive(Default)]
-pub struct Source {
+pub(crate) struct Source {
     pub data: String,
     pub pos: usize,
 }
 
 /// Files and commands open for `getline`.
 #[derive(Default)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     open: HashMap<String, Source>,
 }
 
 impl Inputs {
     /// The next record from `name`: `None` if it cannot be opened,
     /// `Some(None)` at its end.
-    pub fn read(
+    pub(crate) fn read(
         &mut self,
         ctx: &mut Ctx<'_>,
         name: &str,
@@ -185,13 +191,13 @@ impl Inputs {
         Ok(Some(record))
     }
 
-    pub fn close(&mut self, name: &str) -> Option<i32> {
+    pub(crate) fn close(&mut self, name: &str) -> Option<i32> {
         self.open.remove(name).map(|_| 0)
     }
 }
 
 /// A whole input file (`-` and `/dev/stdin` are stdin), or why not.
-pub fn read_file(ctx: &mut Ctx<'_>, name: &str) -> R<Result<String, String>> {
+pub(super) fn read_file(ctx: &mut Ctx<'_>, name: &str) -> R<Result<String, String>> {
     let bytes = match name {
         "-" | "/dev/stdin" => ctx.stdin.all()?.to_vec(),
         _ => match ctx.path(name).and_then(|p| ctx.fs.read(&p)) {
@@ -208,7 +214,7 @@ pub fn read_file(ctx: &mut Ctx<'_>, name: &str) -> R<Result<String, String>> {
 
 /// The file the main input is reading, and where ARGV processing is.
 #[derive(Default)]
-pub struct MainInput {
+pub(crate) struct MainInput {
     pub source: Source,
     pub open: bool,
     pub next_arg: usize,

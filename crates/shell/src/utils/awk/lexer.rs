@@ -7,7 +7,7 @@
 
 /// The built-in functions, which are keywords in awk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Builtin {
+pub(crate) enum Builtin {
     Length,
     Substr,
     Index,
@@ -37,7 +37,7 @@ pub enum Builtin {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Tok {
+pub(super) enum Tok {
     Num(f64),
     Str(String),
     Regex(String),
@@ -184,7 +184,7 @@ struct Lexer<'a> {
 }
 
 /// Tokenizes a whole program.
-pub fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
+pub(super) fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
     let mut lexer = Lexer {
         chars: src.chars().collect(),
         pos: 0,

@@ -81,7 +81,7 @@ fn parse_args(args: &[String]) -> Result<Invocation, String> {
 }
 
 /// The `awk` utility.
-pub fn awk(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
+pub(super) fn awk(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     let inv = match parse_args(&argv[1..]) {
         Ok(inv) => inv,
         Err(message) if message == "version" => {

@@ -11,13 +11,13 @@ use super::lexer::{Builtin, Tok};
 
 /// A variable slot: a global, or a parameter/local of the running function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Var {
+pub(crate) enum Var {
     Global(usize),
     Local(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BinOp {
+pub(crate) enum BinOp {
     Add,
     Sub,
     Mul,
@@ -27,7 +27,7 @@ pub enum BinOp {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CmpOp {
+pub(crate) enum CmpOp {
     Lt,
     Le,
     Gt,
@@ -37,14 +37,14 @@ pub enum CmpOp {
 }
 
 #[derive(Debug, Clone)]
-pub enum LValue {
+pub(crate) enum LValue {
     Var(Var),
     Field(Box<Expr>),
     Index(Var, Vec<Expr>),
 }
 
 #[derive(Debug, Clone)]
-pub enum GetSource {
+pub(crate) enum GetSource {
     /// The main input.
     Main,
     File(Box<Expr>),
@@ -52,7 +52,7 @@ pub enum GetSource {
 }
 
 #[derive(Debug, Clone)]
-pub enum Expr {
+pub(crate) enum Expr {
     Num(f64),
     Str(Rc<str>),
     /// A regex literal: as a value it means `$0 ~ /re/`.
@@ -78,14 +78,14 @@ pub enum Expr {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Redir {
+pub(crate) enum Redir {
     File,
     Append,
     Pipe,
 }
 
 #[derive(Debug, Clone)]
-pub enum Stmt {
+pub(crate) enum Stmt {
     Expr(Expr),
     Print(Vec<Expr>, Option<(Redir, Expr)>),
     Printf(Vec<Expr>, Option<(Redir, Expr)>),
@@ -110,7 +110,7 @@ pub enum Stmt {
 }
 
 #[derive(Debug, Clone)]
-pub enum Pattern {
+pub(crate) enum Pattern {
     All,
     Expr(Expr),
     /// A range, with its index among the program's ranges.
@@ -118,14 +118,14 @@ pub enum Pattern {
 }
 
 #[derive(Debug, Clone)]
-pub struct Item {
+pub(crate) struct Item {
     pub pattern: Pattern,
     /// `None` prints the record.
     pub action: Option<Vec<Stmt>>,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Func {
+pub(crate) struct Func {
     pub name: String,
     pub params: usize,
     pub body: Vec<Stmt>,
@@ -133,7 +133,7 @@ pub struct Func {
 }
 
 #[derive(Debug, Default)]
-pub struct Program {
+pub(crate) struct Program {
     pub begin: Vec<Stmt>,
     pub end: Vec<Stmt>,
     pub items: Vec<Item>,
@@ -144,26 +144,26 @@ pub struct Program {
 }
 
 /// The special variables, pre-registered at these global slots.
-pub const SPECIALS: &[&str] = &[
+pub(super) const SPECIALS: &[&str] = &[
     "NF", "NR", "FNR", "FS", "OFS", "ORS", "RS", "SUBSEP", "FILENAME", "RSTART", "RLENGTH",
     "CONVFMT", "OFMT", "ENVIRON", "ARGC", "ARGV",
 ];
-pub const NF: usize = 0;
-pub const NR: usize = 1;
-pub const FNR: usize = 2;
-pub const FS: usize = 3;
-pub const OFS: usize = 4;
-pub const ORS: usize = 5;
-pub const RS: usize = 6;
-pub const SUBSEP: usize = 7;
-pub const FILENAME: usize = 8;
-pub const RSTART: usize = 9;
-pub const RLENGTH: usize = 10;
-pub const CONVFMT: usize = 11;
-pub const OFMT: usize = 12;
-pub const ENVIRON: usize = 13;
-pub const ARGC: usize = 14;
-pub const ARGV: usize = 15;
+pub(super) const NF: usize = 0;
+pub(super) const NR: usize = 1;
+pub(super) const FNR: usize = 2;
+pub(super) const FS: usize = 3;
+pub(super) const OFS: usize = 4;
+pub(super) const ORS: usize = 5;
+pub(super) const RS: usize = 6;
+pub(super) const SUBSEP: usize = 7;
+pub(super) const FILENAME: usize = 8;
+pub(super) const RSTART: usize = 9;
+pub(super) const RLENGTH: usize = 10;
+pub(super) const CONVFMT: usize = 11;
+pub(super) const OFMT: usize = 12;
+pub(super) const ENVIRON: usize = 13;
+pub(super) const ARGC: usize = 14;
+pub(super) const ARGV: usize = 15;
 
 type PResult<T> = Result<T, String>;
 
@@ -179,7 +179,7 @@ struct Parser {
 }
 
 /// Parses a program.
-pub fn parse(src: &str) -> PResult<Program> {
+pub(super) fn parse(src: &str) -> PResult<Program> {
     let toks = super::lexer::tokenize(src)?;
     let mut parser = Parser {
         toks,
@@ -637,7 +637,7 @@ impl Parser {
         Ok(list)
     }
 
-    pub fn expr(&mut self) -> PResult<Expr> {
+    pub(crate) fn expr(&mut self) -> PResult<Expr> {
         let lhs = self.ternary()?;
         let op = match self.peek() {
             Tok::Assign => None,

@@ -8,7 +8,7 @@ use crate::limits::build_regex;
 /// Translates an awk ERE to the `regex` crate's syntax: literal braces that
 /// are not intervals, `[` inside brackets, gawk's `\y \< \>` word edges,
 /// and `.` matching newlines.
-pub fn translate(re: &str) -> String {
+pub(super) fn translate(re: &str) -> String {
     let chars: Vec<char> = re.chars().collect();
     let mut out = String::from("(?s)");
     let mut i = 0;
@@ -120,7 +120,7 @@ fn bracket(chars: &[char], start: usize, out: &mut String) -> usize {
 }
 
 /// Compiles an awk regex.
-pub fn compile(re: &str) -> Result<Regex, String> {
+pub(super) fn compile(re: &str) -> Result<Regex, String> {
     build_regex(&mut regex::RegexBuilder::new(&translate(re))).map_err(|e| {
         let first = e.to_string();
         format!(
@@ -131,7 +131,7 @@ pub fn compile(re: &str) -> Result<Regex, String> {
 }
 
 /// How records are separated (RS).
-pub enum RecordSep {
+pub(crate) enum RecordSep {
     Char(char),
     /// RS="": blank lines separate records.
     Paragraph,
@@ -139,7 +139,7 @@ pub enum RecordSep {
 }
 
 impl RecordSep {
-    pub fn new(rs: &str) -> Result<Self, String> {
+    pub(crate) fn new(rs: &str) -> Result<Self, String> {
         let mut chars = rs.chars();
         match (chars.next(), chars.next()) {
             (None, _) => Ok(RecordSep::Paragraph),
@@ -149,7 +149,7 @@ impl RecordSep {
     }
 
     /// The next record in `data` from `*pos`, as a byte range; advances `pos`.
-    pub fn next(&self, data: &str, pos: &mut usize) -> Option<(usize, usize)> {
+    pub(crate) fn next(&self, data: &str, pos: &mut usize) -> Option<(usize, usize)> {
         let start = *pos;
         if start >= data.len() {
             return self.at_end();
@@ -220,7 +220,7 @@ fn paragraph(data: &str, pos: &mut usize) -> Option<(usize, usize)> {
 }
 
 /// How fields are separated (FS, or split()'s separator).
-pub enum FieldSep {
+pub(super) enum FieldSep {
     /// The default " ": runs of blanks and newlines, trimmed.
     Blanks,
     Char(char),
@@ -230,7 +230,7 @@ pub enum FieldSep {
 }
 
 impl FieldSep {
-    pub fn new(fs: &str) -> Result<Self, String> {
+    pub(super) fn new(fs: &str) -> Result<Self, String> {
         let mut chars = fs.chars();
         match (chars.next(), chars.next()) {
             (None, _) => Ok(FieldSep::EachChar),
@@ -243,7 +243,7 @@ impl FieldSep {
 
     /// Splits `text` into field ranges (cleared first). `newline_too` adds
     /// newline as a separator (paragraph mode).
-    pub fn split(&self, text: &str, newline_too: bool, out: &mut Vec<(usize, usize)>) {
+    pub(super) fn split(&self, text: &str, newline_too: bool, out: &mut Vec<(usize, usize)>) {
         out.clear();
         if text.is_empty() {
             return;

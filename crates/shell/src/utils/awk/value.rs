@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::format::num_to_string;
 
 #[derive(Debug, Clone, Default)]
-pub enum Value {
+pub(crate) enum Value {
     /// Never assigned: both "" and 0, and compares as a number.
     #[default]
     Uninit,
@@ -19,11 +19,11 @@ pub enum Value {
 }
 
 impl Value {
-    pub fn str(text: &str) -> Self {
+    pub(crate) fn str(text: &str) -> Self {
         Value::Str(Rc::from(text))
     }
 
-    pub fn to_num(&self) -> f64 {
+    pub(crate) fn to_num(&self) -> f64 {
         match self {
             Value::Uninit => 0.0,
             Value::Num(n) => *n,
@@ -32,7 +32,7 @@ impl Value {
     }
 
     /// The string value, numbers converted with `convfmt`.
-    pub fn to_str(&self, convfmt: &str) -> Rc<str> {
+    pub(crate) fn to_str(&self, convfmt: &str) -> Rc<str> {
         match self {
             Value::Uninit => Rc::from(""),
             Value::Num(n) => Rc::from(num_to_string(*n, convfmt)),
@@ -42,7 +42,7 @@ impl Value {
 
     /// Appends the string value to `out` without an intermediate allocation
     /// for strings.
-    pub fn push_to(&self, out: &mut String, fmt: &str) {
+    pub(crate) fn push_to(&self, out: &mut String, fmt: &str) {
         match self {
             Value::Uninit => {}
             Value::Num(n) => out.push_str(&num_to_string(*n, fmt)),
@@ -50,7 +50,7 @@ impl Value {
         }
     }
 
-    pub fn is_true(&self) -> bool {
+    pub(crate) fn is_true(&self) -> bool {
         match self {
             Value::Uninit => false,
             Value::Num(n) => *n != 0.0,
@@ -63,7 +63,7 @@ impl Value {
     }
 
     /// The number this value compares as, if it compares numerically.
-    pub fn numeric(&self) -> Option<f64> {
+    pub(crate) fn numeric(&self) -> Option<f64> {
         match self {
             Value::Uninit => Some(0.0),
             Value::Num(n) => Some(*n),
@@ -119,7 +119,7 @@ fn is_blank(b: u8) -> bool {
 }
 
 /// awk's string-to-number: the leading numeric part, or 0.
-pub fn str_to_num(s: &str) -> f64 {
+pub(super) fn str_to_num(s: &str) -> f64 {
     let bytes = s.as_bytes();
     let start = bytes
         .iter()
@@ -134,7 +134,7 @@ pub fn str_to_num(s: &str) -> f64 {
 
 /// The number a string stands for if it is entirely numeric (blanks around
 /// allowed), as POSIX's "numeric string".
-pub fn looks_numeric(s: &str) -> Option<f64> {
+pub(super) fn looks_numeric(s: &str) -> Option<f64> {
     let bytes = s.as_bytes();
     let start = bytes.iter().position(|&b| !is_blank(b))?;
     let end = numeric_prefix(bytes, start);
@@ -146,27 +146,27 @@ pub fn looks_numeric(s: &str) -> Option<f64> {
 
 /// An associative array that iterates in insertion order.
 #[derive(Debug, Default)]
-pub struct Array {
+pub(crate) struct Array {
     index: HashMap<Rc<str>, usize>,
     slots: Vec<Option<(Rc<str>, Value)>>,
 }
 
 impl Array {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.index.len()
     }
 
-    pub fn contains(&self, key: &str) -> bool {
+    pub(crate) fn contains(&self, key: &str) -> bool {
         self.index.contains_key(key)
     }
 
-    pub fn get(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
         let slot = *self.index.get(key)?;
         self.slots[slot].as_ref().map(|(_, v)| v)
     }
 
     /// The element, created uninitialized when missing (as a reference does in awk).
-    pub fn entry(&mut self, key: Rc<str>) -> &mut Value {
+    pub(crate) fn entry(&mut self, key: Rc<str>) -> &mut Value {
         let slot = match self.index.get(&key) {
             Some(&slot) => slot,
             None => {
@@ -178,11 +178,11 @@ impl Array {
         &mut self.slots[slot].as_mut().expect("indexed slot is live").1
     }
 
-    pub fn set(&mut self, key: Rc<str>, value: Value) {
+    pub(crate) fn set(&mut self, key: Rc<str>, value: Value) {
         *self.entry(key) = value;
     }
 
-    pub fn remove(&mut self, key: &str) {
+    pub(crate) fn remove(&mut self, key: &str) {
         if let Some(slot) = self.index.remove(key) {
             self.slots[slot] = None;
             if self.slots.len() > 32 && self.index.len() < self.slots.len() / 2 {
@@ -198,17 +198,17 @@ impl Array {
         }
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.index.clear();
         self.slots.clear();
     }
 
     /// Each element: key and value, in insertion order.
-    pub fn entries(&self) -> impl Iterator<Item = (&Rc<str>, &Value)> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&Rc<str>, &Value)> {
         self.slots.iter().flatten().map(|(k, v)| (k, v))
     }
 
-    pub fn keys(&self) -> Vec<Rc<str>> {
+    pub(crate) fn keys(&self) -> Vec<Rc<str>> {
         self.slots
             .iter()
             .flatten()

@@ -19,7 +19,7 @@ pub(super) struct Civil {
 }
 
 impl Civil {
-    pub fn from_secs(secs: i64) -> Civil {
+    pub(super) fn from_secs(secs: i64) -> Civil {
         let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
         let rem = secs.rem_euclid(86_400) as u32;
         Civil {
@@ -32,7 +32,7 @@ impl Civil {
         }
     }
 
-    pub fn to_secs(self) -> i64 {
+    pub(super) fn to_secs(self) -> i64 {
         days_from_civil(self.year, self.month, self.day) * 86_400
             + i64::from(self.hour * 3600 + self.minute * 60 + self.second)
     }

@@ -40,13 +40,13 @@ use super::{Env, Kind};
 use crate::limits::{too_deep_message, Abort, LimitKind, MAX_PARSE_DEPTH};
 
 /// The native every repeating step passes through.
-pub const TICK: &str = "_stead_tick";
+pub(super) const TICK: &str = "_stead_tick";
 
 /// The program as it runs: checked for nesting, then rewritten (see the
 /// module docs). `Err` is the message of a program nested too deeply
 /// (jaq's lexer and parser recurse once per level). A program that does
 /// not lex is returned as it is, for jaq to report.
-pub fn prepare(program: &str) -> Result<String, String> {
+pub(super) fn prepare(program: &str) -> Result<String, String> {
     if nesting(program) > MAX_PARSE_DEPTH {
         return Err(format!("syntax error: {}", too_deep_message()));
     }
@@ -214,7 +214,7 @@ fn word_at(bytes: &[u8], at: usize, len: usize) -> bool {
 
 /// A library definition (jaq's, or ours in `COMPAT_DEFS`) with a step
 /// before its body; recursive definitions nested in ours have their own.
-pub fn tick_std_def(mut def: Def<&'static str>) -> Def<&'static str> {
+pub(super) fn tick_std_def(mut def: Def<&'static str>) -> Def<&'static str> {
     let body = std::mem::take(&mut def.body);
     def.body = Term::BinOp(
         Box::new(Term::Call(TICK, Vec::new())),
@@ -288,7 +288,7 @@ fn step(env: &Env<'_>, value: &Val) -> bool {
 
 /// [`TICK`]: the identity, as a step; a path expression too, so `path(f)`
 /// and `f |= g` work on definitions.
-pub fn tick() -> Fun<Kind> {
+pub(super) fn tick() -> Fun<Kind> {
     let native = Native::<Kind>::new(|cv| {
         let env = cv.0.data();
         if step(env, &cv.1) {
@@ -317,7 +317,7 @@ pub fn tick() -> Fun<Kind> {
 }
 
 /// `range($from; $upto; $by)` as jaq's native does it, one step per value.
-pub fn range() -> Fun<Kind> {
+pub(super) fn range() -> Fun<Kind> {
     let native = Native::<Kind>::new(|mut cv| {
         let by = cv.0.pop_var();
         let to = cv.0.pop_var();

@@ -258,7 +258,7 @@ fn read_operand(ctx: &mut Ctx<'_>, name: &str) -> Result<Option<Vec<u8>>, Abort>
 }
 
 /// The `jq` utility.
-pub fn jq(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
+pub(super) fn jq(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     let opts = match parse_args(ctx, &argv[1..])? {
         Ok(opts) => opts,
         Err(UsageError(message)) => {

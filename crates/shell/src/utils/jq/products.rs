@@ -37,14 +37,15 @@ use super::meter::{span, Edit};
 use super::{Env, Kind};
 
 /// The definition every rewritten `*` calls.
-pub const PRODUCT_DEF: &str = "def _stead_mul(a; b): b as $y | a as $x | $x | _stead_product($y);";
+pub(super) const PRODUCT_DEF: &str =
+    "def _stead_mul(a; b): b as $y | a as $x | $x | _stead_product($y);";
 
 /// The native behind [`PRODUCT_DEF`].
 const PRODUCT: &str = "_stead_product";
 
 /// Adds the edits that rewrite every binary `*` among `tokens` (one level
 /// of nesting: blocks are visited on their own).
-pub fn rewrite(program: &str, tokens: &[Token<&str>], edits: &mut Vec<Edit>) {
+pub(super) fn rewrite(program: &str, tokens: &[Token<&str>], edits: &mut Vec<Edit>) {
     for (at, Token(text, tok)) in tokens.iter().enumerate() {
         if !matches!(tok, Tok::Sym) || *text != "*" || at == 0 {
             continue;
@@ -202,7 +203,7 @@ fn suffixes_end(tokens: &[Token<&str>], mut at: usize) -> usize {
 }
 
 /// `$x * $y` for [`PRODUCT_DEF`], within the budget (see the module docs).
-pub fn product() -> Fun<Kind> {
+pub(super) fn product() -> Fun<Kind> {
     let native = Native::<Kind>::new(|mut cv| {
         let y = cv.0.pop_var();
         let env: &Env<'_> = cv.0.data();

@@ -7,7 +7,7 @@ use jaq_json::{Num, Val};
 
 /// How values are laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
+pub(super) enum Layout {
     Compact,
     Spaces(usize),
     Tab,
@@ -15,7 +15,7 @@ pub enum Layout {
 
 /// Output options shared by every value of a run.
 #[derive(Clone, Copy, Debug)]
-pub struct Style {
+pub(super) struct Style {
     pub layout: Layout,
     pub sort_keys: bool,
     pub ascii: bool,
@@ -27,13 +27,13 @@ pub struct Style {
 }
 
 impl Style {
-    pub fn with_max_len(self, max_len: usize) -> Style {
+    pub(super) fn with_max_len(self, max_len: usize) -> Style {
         Style { max_len, ..self }
     }
 }
 
 /// Appends `value` as JSON (stopping past `style.max_len`).
-pub fn write_value(out: &mut String, value: &Val, style: &Style, level: usize) {
+pub(super) fn write_value(out: &mut String, value: &Val, style: &Style, level: usize) {
     if out.len() > style.max_len {
         return;
     }
@@ -124,7 +124,7 @@ fn separator(out: &mut String, style: &Style, level: usize, comma: bool) {
 }
 
 /// A JSON string literal with jq's escapes.
-pub fn write_str(out: &mut String, text: &str, ascii: bool) {
+pub(super) fn write_str(out: &mut String, text: &str, ascii: bool) {
     out.push('"');
     for c in text.chars() {
         match c {
@@ -166,7 +166,7 @@ fn write_num(out: &mut String, n: &Num) {
 }
 
 /// A double the way jq's dtoa-based printer writes it.
-pub fn format_float(x: f64) -> String {
+pub(super) fn format_float(x: f64) -> String {
     if x.is_nan() {
         return "null".into();
     }

@@ -266,7 +266,7 @@ pub(in crate::utils) mod fixtures {
 
     /// Runs the single-utility fixtures in files named `<prefix>*`; returns
     /// (passed, run, failures).
-    pub fn run_fixtures(prefix: &str, util: &str) -> (usize, usize, Vec<String>) {
+    pub(crate) fn run_fixtures(prefix: &str, util: &str) -> (usize, usize, Vec<String>) {
         let paths = crate::test_corpus::files("comparison", ".json");
         let (mut passed, mut total, mut failures) = (0, 0, Vec::new());
         for path in paths {

@@ -1,0 +1,297 @@
+//! `git` as a command: the subcommands agents use every day, with git's
+//! output, messages and exit statuses, over a [`Files`].
+//!
+//! [`check`] tells, without running anything, whether a command line is
+//! one this implements (subcommand and every option); the light shell's
+//! `auto` routing sends the others to the computer's real git. [`run`]
+//! refuses the same lines the same way, so a forced light-shell run never
+//! gives a wrong answer.
+
+mod args;
+mod ops;
+
+use std::collections::BTreeMap;
+
+pub use args::Refusal;
+use args::{flag, optional, parse, unsupported, value, Parsed, Spec};
+
+use crate::files::Files;
+
+/// The author and committer when nothing else names one (the computer's
+/// git has the same in its global configuration).
+pub const DEFAULT_NAME: &str = "stead agent";
+pub const DEFAULT_EMAIL: &str = "agent@stead.invalid";
+
+/// One run of `git`.
+pub struct Invocation<'a> {
+    /// The arguments after `git`.
+    pub args: &'a [String],
+    /// The absolute current directory.
+    pub cwd: &'a str,
+    /// The environment (identity: `GIT_AUTHOR_NAME` and friends).
+    pub env: &'a BTreeMap<String, String>,
+    /// Now, in milliseconds since the Unix epoch.
+    pub now_ms: i64,
+}
+
+/// What a run printed and its exit status.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub status: i32,
+}
+
+/// A subcommand with its parsed command line.
+pub(crate) struct Command {
+    pub(crate) name: &'static str,
+    pub(crate) args: Parsed,
+    /// `-C DIR` given before the subcommand.
+    pub(crate) dirs: Vec<String>,
+}
+
+/// Each subcommand this implements and the options it takes.
+const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
+    (
+        "init",
+        &[flag(Some('q'), "quiet"), value(Some('b'), "initial-branch")],
+        false,
+    ),
+    (
+        "status",
+        &[
+            flag(Some('s'), "short"),
+            optional(None, "porcelain"),
+            flag(Some('b'), "branch"),
+            optional(Some('u'), "untracked-files"),
+            flag(None, "long"),
+        ],
+        false,
+    ),
+    (
+        "add",
+        &[
+            flag(Some('A'), "all"),
+            flag(Some('u'), "update"),
+            flag(Some('f'), "force"),
+            flag(Some('v'), "verbose"),
+            flag(Some('n'), "dry-run"),
+        ],
+        false,
+    ),
+    (
+        "rm",
+        &[
+            flag(None, "cached"),
+            flag(Some('r'), ""),
+            flag(Some('f'), "force"),
+            flag(Some('q'), "quiet"),
+        ],
+        false,
+    ),
+    ("mv", &[flag(Some('f'), "force")], false),
+    (
+        "commit",
+        &[
+            value(Some('m'), "message"),
+            flag(Some('a'), "all"),
+            flag(None, "amend"),
+            flag(Some('q'), "quiet"),
+            flag(None, "allow-empty"),
+            flag(None, "no-edit"),
+            value(Some('F'), "file"),
+        ],
+        false,
+    ),
+    (
+        "log",
+        &[flag(None, "oneline"), value(Some('n'), "max-count")],
+        true,
+    ),
+    ("show", &[flag(None, "oneline")], false),
+    (
+        "diff",
+        &[
+            flag(None, "cached"),
+            flag(None, "staged"),
+            flag(None, "name-only"),
+            flag(None, "name-status"),
+            flag(None, "quiet"),
+            flag(None, "exit-code"),
+        ],
+        false,
+    ),
+    (
+        "branch",
+        &[
+            flag(Some('d'), "delete"),
+            flag(Some('D'), ""),
+            flag(Some('m'), "move"),
+            flag(Some('l'), "list"),
+            flag(None, "show-current"),
+            flag(Some('f'), "force"),
+        ],
+        false,
+    ),
+    (
+        "switch",
+        &[value(Some('c'), "create"), flag(None, "detach")],
+        false,
+    ),
+    (
+        "checkout",
+        &[value(Some('b'), ""), flag(None, "detach")],
+        false,
+    ),
+    (
+        "reset",
+        &[
+            flag(None, "soft"),
+            flag(None, "mixed"),
+            flag(None, "hard"),
+            flag(Some('q'), "quiet"),
+        ],
+        false,
+    ),
+    (
+        "tag",
+        &[
+            flag(Some('a'), "annotate"),
+            value(Some('m'), "message"),
+            flag(Some('d'), "delete"),
+            flag(Some('l'), "list"),
+        ],
+        false,
+    ),
+    ("remote", &[flag(Some('v'), "verbose")], false),
+    (
+        "rev-parse",
+        &[
+            optional(None, "short"),
+            flag(None, "abbrev-ref"),
+            flag(None, "show-toplevel"),
+            flag(None, "git-dir"),
+            flag(None, "is-inside-work-tree"),
+            flag(None, "verify"),
+            flag(Some('q'), "quiet"),
+            flag(None, "show-prefix"),
+        ],
+        false,
+    ),
+    (
+        "ls-files",
+        &[flag(Some('s'), "stage"), flag(Some('c'), "cached")],
+        false,
+    ),
+    (
+        "config",
+        &[
+            flag(None, "get"),
+            flag(None, "get-all"),
+            flag(None, "unset"),
+            flag(Some('l'), "list"),
+            flag(None, "local"),
+            flag(None, "add"),
+        ],
+        false,
+    ),
+];
+
+/// Parses a whole `git` command line (the arguments after `git`).
+pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
+    let mut i = 0;
+    let mut dirs = Vec::new();
+    // Global options before the subcommand.
+    while let Some(arg) = args.get(i) {
+        match arg.as_str() {
+            "-C" => {
+                let dir = args.get(i + 1).ok_or_else(|| Refusal {
+                    message: "error: no directory given for -C".to_string(),
+                    status: 129,
+                })?;
+                dirs.push(dir.clone());
+                i += 2;
+            }
+            "--no-pager" | "-P" => i += 1,
+            other if other.starts_with('-') => return Err(unsupported(&format!("git {other}"))),
+            _ => break,
+        }
+    }
+    let Some(name) = args.get(i) else {
+        return Err(unsupported("git without a subcommand"));
+    };
+    let Some((name, spec, numbers)) = SUBCOMMANDS.iter().find(|(n, _, _)| n == name) else {
+        return Err(unsupported(&format!("git {name}")));
+    };
+    let parsed = parse(name, &args[i + 1..], spec, *numbers)?;
+    // Subcommand words this does not implement.
+    let first = parsed.operands.first().map(String::as_str);
+    // Pathspec magic and globs (`'*.rs'`, `:/x`) are git's, not here.
+    let magic = parsed
+        .operands
+        .iter()
+        .any(|o| o.starts_with(':') || o.contains(['*', '?', '[']));
+    let refused = match *name {
+        "remote" => !matches!(
+            first,
+            None | Some("add" | "remove" | "rm" | "get-url" | "set-url")
+        ),
+        "config" => match first {
+            None => !parsed.has("list"),
+            Some(key) => !key.contains('.'),
+        },
+        // An editor would open: there is none here.
+        "commit" => {
+            !parsed.operands.is_empty()
+                || !(parsed.has("message")
+                    || parsed.has("file")
+                    || (parsed.has("amend") && parsed.has("no-edit")))
+        }
+        "tag" => parsed.has("annotate") && !parsed.has("message"),
+        "status" => !parsed.operands.is_empty(),
+        "switch" | "checkout" => first == Some("-"),
+        "add" | "rm" | "ls-files" | "log" | "diff" | "reset" | "mv" => magic,
+        _ => false,
+    };
+    if refused {
+        return Err(unsupported(&format!("git {name} {}", first.unwrap_or(""))));
+    }
+    Ok(Command {
+        name,
+        args: parsed,
+        dirs,
+    })
+}
+
+/// `Ok` when the light shell's git implements this command line; the
+/// refusal (what `run` would print) otherwise.
+pub fn check(args: &[String]) -> Result<(), Refusal> {
+    parse_command(args).map(drop)
+}
+
+/// Runs `git` with `invocation.args` over `files`.
+pub fn run(files: &dyn Files, invocation: &Invocation<'_>) -> Outcome {
+    let command = match parse_command(invocation.args) {
+        Ok(command) => command,
+        Err(refusal) => {
+            return Outcome {
+                stdout: Vec::new(),
+                stderr: format!("{}\n", refusal.message).into_bytes(),
+                status: refusal.status,
+            }
+        }
+    };
+    let mut run = ops::Run::new(files, invocation, &command);
+    let status = match run.dispatch(&command) {
+        Ok(status) => status,
+        Err(error) => {
+            run.err(&format!("fatal: {error}\n"));
+            128
+        }
+    };
+    Outcome {
+        stdout: run.out,
+        stderr: run.errout,
+        status,
+    }
+}

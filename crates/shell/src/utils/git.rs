@@ -1,0 +1,136 @@
+//! `git` in the light shell: `stead-git` over the workspace, so a commit
+//! made here is one the computer's real git reads from the same `.git`,
+//! and the reverse.
+//!
+//! Command lines `stead-git` does not implement (a subcommand, an option)
+//! fail the option check, so `auto` sends the script to the computer; run
+//! here anyway they are refused with a message saying so (status 129),
+//! never answered wrongly.
+
+use stead_git::cmd::{self, Invocation};
+use stead_git::{Entry, FileError, Files, Kind, Meta};
+use stead_vfs::{Errno, Node, VPath, VfsError};
+
+use super::{strerror, Checks, Ctx, Table};
+use crate::fs::Fs;
+use crate::limits::Abort;
+
+pub(crate) const UTILITIES: Table = &[("git", git)];
+
+pub(crate) const OPTION_CHECKS: Checks = &[("git", |argv| {
+    cmd::check(&argv[1..]).map_err(|refusal| refusal.message)
+})];
+
+/// The workspace as git's files.
+struct Workspace<'a> {
+    fs: &'a dyn Fs,
+}
+
+fn error(e: VfsError) -> FileError {
+    match e.code() {
+        Errno::Enoent => FileError::NotFound,
+        _ => FileError::Failed(strerror(&e)),
+    }
+}
+
+fn path(text: &str) -> Result<VPath, FileError> {
+    VPath::parse(text).map_err(error)
+}
+
+fn meta(node: &Node) -> Meta {
+    let kind = match node.kind {
+        stead_vfs::Kind::File => Kind::File {
+            executable: node.mode & 0o111 != 0,
+        },
+        stead_vfs::Kind::Dir => Kind::Dir,
+        stead_vfs::Kind::Symlink => Kind::Symlink,
+    };
+    Meta {
+        kind,
+        size: node.size,
+        mtime_ms: node.mtime,
+    }
+}
+
+impl Workspace<'_> {
+    fn parents(&self, p: &VPath) -> Result<(), FileError> {
+        match p.parent() {
+            Some(parent) if !parent.is_root() => self.fs.mkdir(&parent, true).map_err(error),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Files for Workspace<'_> {
+    fn stat(&self, p: &str) -> Result<Meta, FileError> {
+        self.fs
+            .stat(&path(p)?, false)
+            .map(|n| meta(&n))
+            .map_err(error)
+    }
+    fn read(&self, p: &str) -> Result<Vec<u8>, FileError> {
+        self.fs.read(&path(p)?).map_err(error)
+    }
+    fn list(&self, dir: &str) -> Result<Vec<Entry>, FileError> {
+        let entries = self.fs.list(&path(dir)?).map_err(error)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| Entry {
+                meta: meta(&e.node),
+                name: e.name,
+            })
+            .collect())
+    }
+    fn write(&self, p: &str, data: &[u8]) -> Result<(), FileError> {
+        let p = path(p)?;
+        self.parents(&p)?;
+        self.fs.write(&p, data).map_err(error)
+    }
+    fn set_executable(&self, p: &str, executable: bool) -> Result<(), FileError> {
+        let p = path(p)?;
+        let mode = self.fs.stat(&p, false).map_err(error)?.mode;
+        let mode = if executable {
+            mode | ((mode & 0o444) >> 2)
+        } else {
+            mode & !0o111
+        };
+        self.fs.chmod(&p, mode).map_err(error)
+    }
+    fn readlink(&self, p: &str) -> Result<String, FileError> {
+        self.fs.readlink(&path(p)?).map_err(error)
+    }
+    fn symlink(&self, target: &str, p: &str) -> Result<(), FileError> {
+        let p = path(p)?;
+        self.parents(&p)?;
+        self.fs.symlink(target, &p).map_err(error)
+    }
+    fn mkdir_all(&self, p: &str) -> Result<(), FileError> {
+        let p = path(p)?;
+        if p.is_root() {
+            return Ok(());
+        }
+        self.fs.mkdir(&p, true).map_err(error)
+    }
+    fn remove(&self, p: &str) -> Result<(), FileError> {
+        self.fs.remove(&path(p)?, false).map_err(error)
+    }
+    fn rename(&self, from: &str, to: &str) -> Result<(), FileError> {
+        self.fs.rename(&path(from)?, &path(to)?).map_err(error)
+    }
+}
+
+fn git(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
+    let workspace = Workspace { fs: ctx.fs };
+    let outcome = cmd::run(
+        &workspace,
+        &Invocation {
+            args: &argv[1..],
+            cwd: ctx.cwd.as_str(),
+            env: ctx.env,
+            now_ms: ctx.clock.now_ms() as i64,
+        },
+    );
+    ctx.stdout.write(&outcome.stdout)?;
+    ctx.stderr.write(&outcome.stderr)?;
+    Ok(outcome.status)
+}

@@ -1,0 +1,405 @@
+//! git in the light shell against the machine's real `git`: the same
+//! scripted sessions run by real git (under bash, in a temporary
+//! directory) and by the light shell (over a SQLite workspace) print the
+//! same stdout and stderr and exit with the same statuses, step by step;
+//! the repository the light shell leaves passes `git fsck --strict` and
+//! has the same commits, refs and index as real git's; and each side reads
+//! the other's commits.
+//!
+//! Both sides get the same identity and clock through the environment
+//! (`GIT_AUTHOR_DATE` and friends), so the object ids must match too, and
+//! real git gets the global configuration the computer gives it (the same
+//! default identity, nothing else).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use stead_shell::{exec, ExecRequest, Limits};
+use stead_sql::SqliteDb;
+use stead_vfs::{Kind, VPath, Vfs};
+
+const GLOBAL_CONFIG: &str = "[user]\n\tname = stead agent\n\temail = agent@stead.invalid\n";
+
+fn env() -> BTreeMap<String, String> {
+    [
+        ("GIT_AUTHOR_DATE", "1700000000 +0100"),
+        ("GIT_COMMITTER_DATE", "1700000100 +0100"),
+        ("LANG", "C"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// What one step printed.
+#[derive(Debug, PartialEq, Eq)]
+struct Step {
+    stdout: String,
+    stderr: String,
+    status: i32,
+}
+
+struct Real {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Real {
+    fn new() -> Real {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("gitconfig"), GLOBAL_CONFIG).unwrap();
+        Real {
+            dir: tempfile::tempdir().unwrap(),
+            home,
+        }
+    }
+
+    fn run(&self, line: &str) -> Step {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(line)
+            .current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", self.home.path().join("gitconfig"))
+            .envs(env())
+            .output()
+            .unwrap();
+        let root = self.dir.path().to_string_lossy().into_owned();
+        let clean = |b: &[u8]| {
+            String::from_utf8_lossy(b)
+                .replace(&format!("{root}/"), "/")
+                .replace(&root, "/")
+        };
+        Step {
+            stdout: clean(&out.stdout),
+            stderr: clean(&out.stderr),
+            status: out.status.code().unwrap_or(-1),
+        }
+    }
+}
+
+struct Light {
+    db: SqliteDb,
+}
+
+impl Light {
+    fn run(&self, line: &str) -> Step {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let vfs = Vfs::new(&self.db, now);
+        let r = exec(
+            &vfs,
+            &common::HostClock,
+            ExecRequest {
+                command: line.to_string(),
+                cwd: VPath::root(),
+                env: env(),
+                stdin: Vec::new(),
+                limits: Limits::default(),
+            },
+        );
+        Step {
+            stdout: common::text(&r.stdout),
+            stderr: common::text(&r.stderr),
+            status: r.exit_code,
+        }
+    }
+
+    /// Copies the workspace onto disk under `dir`.
+    fn export(&self, dir: &Path) {
+        let vfs = Vfs::new(&self.db, 0);
+        fn walk(vfs: &Vfs<'_, SqliteDb>, at: &VPath, dir: &Path) {
+            for e in vfs.list(at, None, usize::MAX >> 1).unwrap() {
+                let path = at.join(&e.name);
+                let disk = dir.join(&e.name);
+                match e.node.kind {
+                    Kind::Dir => {
+                        std::fs::create_dir_all(&disk).unwrap();
+                        walk(vfs, &path, &disk);
+                    }
+                    Kind::File => {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::write(&disk, vfs.read_file(&path).unwrap()).unwrap();
+                        std::fs::set_permissions(
+                            &disk,
+                            std::fs::Permissions::from_mode(e.node.mode),
+                        )
+                        .unwrap();
+                    }
+                    Kind::Symlink => {
+                        std::os::unix::fs::symlink(e.node.target.unwrap(), &disk).unwrap()
+                    }
+                }
+            }
+        }
+        walk(&vfs, &VPath::root(), dir);
+    }
+}
+
+/// Runs `session` on both sides, comparing every step, then the
+/// repositories.
+fn differential(session: &[&str]) {
+    let real = Real::new();
+    let light = Light { db: common::db() };
+    for line in session {
+        let want = real.run(line);
+        let got = light.run(line);
+        assert_eq!(
+            got, want,
+            "step `{line}`\nlight shell: {got:#?}\nreal git: {want:#?}"
+        );
+    }
+    // The light shell's repository, on disk, for the real git to judge.
+    let copy = tempfile::tempdir().unwrap();
+    light.export(copy.path());
+    let judge = Real {
+        dir: copy,
+        home: tempfile::tempdir().unwrap(),
+    };
+    std::fs::write(judge.home.path().join("gitconfig"), GLOBAL_CONFIG).unwrap();
+    let fsck = judge.run("git fsck --strict --no-dangling 2>&1; echo status $?");
+    assert!(fsck.stdout.ends_with("status 0\n"), "fsck: {}", fsck.stdout);
+    for probe in [
+        "git log --all --format='%H %P %an <%ae> %ad %cn %cd %s' 2>&1",
+        "git for-each-ref --format='%(refname) %(objectname)'",
+        "git ls-files -s",
+        "git status --porcelain",
+        "git cat-file -p HEAD 2>&1 | head -5",
+    ] {
+        assert_eq!(judge.run(probe), real.run(probe), "{probe}");
+    }
+}
+
+#[test]
+fn first_commits() {
+    differential(&[
+        "git status",
+        "git init",
+        "git status",
+        "echo hello > a.txt; mkdir -p d/e; echo x > d/e/f; echo y > d/g",
+        "git status",
+        "git status -s",
+        "git add a.txt",
+        "git status",
+        "git status --short --branch",
+        "git commit -m 'first commit'",
+        "git status",
+        "git add .",
+        "git commit -q -m second -m 'with a body'",
+        "git log",
+        "git log --oneline",
+        "git log -1 --oneline",
+        "git log -n 1",
+        "git rev-parse HEAD",
+        "git rev-parse --short HEAD~1",
+        "git rev-parse --abbrev-ref HEAD",
+        "git rev-parse --show-toplevel --is-inside-work-tree",
+        "git ls-files",
+        "git ls-files -s",
+        "git show --oneline HEAD~1",
+        "git show HEAD:a.txt",
+        "git log --oneline -- d/g",
+    ]);
+}
+
+#[test]
+fn modify_stage_diff_and_amend() {
+    differential(&[
+        "git init -q -b main",
+        "printf 'one\\ntwo\\nthree\\nfour\\nfive\\nsix\\nseven\\neight\\n' > n.txt; echo keep > k; git add -A; git commit -qm base",
+        "sed -i 's/four/FOUR/' n.txt; echo new > new.txt; rm k",
+        "git status",
+        "git diff",
+        "git diff --name-status",
+        "git add n.txt",
+        "git diff --cached",
+        "git diff",
+        "git status -s",
+        "git commit -a -m 'change four, drop k'",
+        "git status --porcelain",
+        "git show",
+        "echo more >> n.txt; git commit -a --amend --no-edit",
+        "git log --oneline",
+        "git commit --amend -m 'reworded'",
+        "git diff HEAD~1 HEAD",
+        "git diff HEAD~1 --name-only",
+        "git commit -m nothing",
+    ]);
+}
+
+#[test]
+fn branches_tags_and_reset() {
+    differential(&[
+        "git init -q -b main",
+        "echo a > a; git add a; git commit -qm A",
+        "git branch topic",
+        "git branch",
+        "git switch topic",
+        "echo b > b; git add b; git commit -qm B",
+        "git switch main",
+        "ls",
+        "git branch -d topic",
+        "git checkout -b other",
+        "git branch --show-current",
+        "git checkout topic",
+        "git branch -d other",
+        "git tag v1",
+        "git tag -a v2 -m 'second release'",
+        "git tag",
+        "git show v2 --oneline",
+        "git tag v1",
+        "git tag -d v1",
+        "git tag -d v1",
+        "echo c >> b; git add b",
+        "git reset",
+        "git status -s",
+        "git reset --hard",
+        "git status",
+        "git reset --soft HEAD~1",
+        "git status -s",
+        "git reset --hard main",
+        "ls; git log --oneline",
+        "git checkout HEAD~0 2>&1 | tail -1",
+        "git switch nope",
+        "git branch -m topic renamed; git branch",
+    ]);
+}
+
+#[test]
+fn rm_mv_ignore_and_config() {
+    differential(&[
+        "git init -q",
+        "mkdir src; echo 1 > src/one.rs; echo 2 > src/two.rs; echo '*.log' > .gitignore; echo x > debug.log",
+        "git status",
+        "git add debug.log",
+        "git add .",
+        "git commit -qm files",
+        "git mv src/one.rs src/uno.rs",
+        "git status",
+        "git commit -m rename",
+        "git rm src/two.rs",
+        "git rm nothing",
+        "git rm -r src",
+        "git status -s",
+        "git config user.name",
+        "git config core.bare",
+        "git config remote.origin.url https://example.invalid/repo.git",
+        "git config --get remote.origin.url",
+        "git remote -v",
+        "git remote add up https://example.invalid/up.git; git remote",
+        "git remote add up x",
+        "git config --unset nothing.here; echo $?",
+        "git config --list --local",
+        "cat .git/config",
+    ]);
+}
+
+/// Real git commits; the light shell reads them, commits on top; real git
+/// reads that.
+#[test]
+fn each_side_reads_the_others_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = Real {
+        dir,
+        home: tempfile::tempdir().unwrap(),
+    };
+    std::fs::write(real.home.path().join("gitconfig"), GLOBAL_CONFIG).unwrap();
+    for line in [
+        "git init -q -b main",
+        "for i in 1 2 3; do echo $i > f$i; git add f$i; git commit -qm c$i; done",
+        "git gc -q",
+    ] {
+        assert_eq!(real.run(line).status, 0, "{line}");
+    }
+    // Into the workspace, packed objects and all.
+    let light = Light { db: common::db() };
+    let vfs = Vfs::new(&light.db, 1_700_000_000_000);
+    fn import(vfs: &Vfs<'_, SqliteDb>, disk: &Path, at: &VPath) {
+        for e in std::fs::read_dir(disk).unwrap() {
+            let e = e.unwrap();
+            let path = at.join(&e.file_name().to_string_lossy());
+            if e.file_type().unwrap().is_dir() {
+                vfs.mkdir(&path, true, None).unwrap();
+                import(vfs, &e.path(), &path);
+            } else {
+                vfs.write(&path, &std::fs::read(e.path()).unwrap(), Default::default())
+                    .unwrap();
+            }
+        }
+    }
+    import(&vfs, real.dir.path(), &VPath::root());
+    let log = light.run("git log --oneline");
+    assert_eq!(log, real.run("git log --oneline"));
+    assert_eq!(log.stdout.lines().count(), 3);
+    assert_eq!(light.run("git status --porcelain").stdout, "");
+    let commit = light.run("echo 4 > f4; git add f4; git commit -qm 'from the light shell'");
+    assert_eq!(commit.status, 0, "{commit:?}");
+    let copy = tempfile::tempdir().unwrap();
+    light.export(copy.path());
+    let judge = Real {
+        dir: copy,
+        home: tempfile::tempdir().unwrap(),
+    };
+    std::fs::write(judge.home.path().join("gitconfig"), GLOBAL_CONFIG).unwrap();
+    assert_eq!(judge.run("git fsck --strict").status, 0);
+    let log = judge.run("git log --format='%an %s'");
+    assert_eq!(
+        log.stdout,
+        "stead agent from the light shell\nstead agent c3\nstead agent c2\nstead agent c1\n"
+    );
+    assert_eq!(judge.run("git status --porcelain").stdout, "");
+}
+
+/// What the light shell's git lacks goes to the computer under `auto`
+/// (an option gap), and run here anyway it says so: never a wrong answer.
+#[test]
+fn what_is_not_implemented_is_routed_to_the_computer() {
+    let db = common::db();
+    let vfs = Vfs::new(&db, 1_700_000_000_000);
+    let gaps = |script: &str| stead_shell::light_shell_gaps(script, &vfs, &VPath::root()).unwrap();
+    for script in [
+        "git status",
+        "git add -A && git commit -qm x",
+        "git log --oneline -5 -- src",
+        "git commit --amend --no-edit",
+        "git -C sub diff --cached",
+        "git switch -c topic",
+    ] {
+        assert_eq!(gaps(script), vec![], "{script}");
+    }
+    for script in [
+        "git push origin main",
+        "git clone https://example.invalid/r.git",
+        "git rebase -i HEAD~2",
+        "git stash",
+        "git commit",
+        "git commit -m x --fixup HEAD",
+        "git log --graph",
+        "git diff --stat",
+        "git add '*.rs'",
+        "git -c user.name=x commit -m y",
+        "git status src",
+    ] {
+        let found = gaps(script);
+        assert!(
+            matches!(found.as_slice(), [stead_shell::Gap::Options { utility, .. }] if utility == "git"),
+            "{script}: {found:?}"
+        );
+    }
+    let light = Light { db: common::db() };
+    let refused = light.run("git init -q; git rebase main");
+    assert_eq!(refused.status, 129);
+    assert!(
+        refused.stderr.contains("not in the light shell's git"),
+        "{}",
+        refused.stderr
+    );
+}
