@@ -340,3 +340,28 @@ fn a_shell_state_too_large_to_keep_is_not_kept_and_the_session_goes_on() {
     keys(&agent, &socket, b"echo $SMALL ${#BIG}\r");
     assert_eq!(screen(&socket), "echo $SMALL ${#BIG}\r\nkept 0\r\n/$ ");
 }
+
+#[test]
+fn a_command_that_goes_on_is_asked_for_with_the_continuation_prompt() {
+    let agent = agent();
+    create(&agent, "a");
+    let socket = open(&agent, Caller::Admin, &[]).unwrap();
+    socket.take();
+    screen(&socket);
+    keys(&agent, &socket, b"for i in 1 2; do\r");
+    assert_eq!(screen(&socket), "for i in 1 2; do\r\n> ");
+    keys(&agent, &socket, b"echo n$i\rdone\r");
+    assert_eq!(screen(&socket), "echo n$i\r\n> done\r\nn1\r\nn2\r\n/$ ");
+    // Ctrl-C drops what was typed of it.
+    keys(&agent, &socket, b"echo 'open\r\x03echo fresh\r");
+    assert_eq!(
+        screen(&socket),
+        "echo 'open\r\n> ^C\r\n/$ echo fresh\r\nfresh\r\n/$ "
+    );
+    // Ctrl-D ends the command unfinished, not the session.
+    keys(&agent, &socket, b"if true; then\r\x04");
+    let shown = screen(&socket);
+    assert!(shown.contains("unexpected end of file"), "{shown:?}");
+    assert!(shown.ends_with("/$ "), "{shown:?}");
+    assert!(socket.closed().is_none());
+}

@@ -202,6 +202,18 @@ impl Session {
     }
 }
 
+/// Whether `text` is the start of a command that goes on: an open quote,
+/// an `if` without its `fi`, a trailing `|` or `&&`. An interactive shell
+/// then asks for more (its `PS2` prompt) before running any of it.
+pub fn incomplete(text: &str) -> bool {
+    match crate::interp::parse::parse_script(text) {
+        Ok(_) => false,
+        Err(message) => {
+            message.contains("unexpected end of file") || message.contains("unexpected EOF")
+        }
+    }
+}
+
 /// Variables the shell sets anew for each line, or that the terminal
 /// passes in (its size): never read back from an earlier line.
 const FRESH: &[&str] = &[

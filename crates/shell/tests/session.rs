@@ -8,7 +8,7 @@
 mod common;
 
 use common::{db, text, HostClock};
-use stead_shell::session::Session;
+use stead_shell::session::{incomplete, Session};
 use stead_shell::{LimitKind, Limits};
 use stead_vfs::Vfs;
 
@@ -195,4 +195,29 @@ fn completion_offers_commands_and_paths() {
     let commands = session.complete(&vfs, &HostClock, "base", true);
     assert!(commands.iter().any(|c| c == "basename"), "{commands:?}");
     assert!(session.complete(&vfs, &HostClock, "zzz", true).is_empty());
+}
+
+#[test]
+fn a_command_that_goes_on_is_told_apart_from_a_wrong_one() {
+    for text in [
+        "for i in 1 2; do",
+        "if true; then\necho a",
+        "echo 'open",
+        "echo \"open",
+        "ls |",
+        "true &&",
+        "f() {",
+        "case x in",
+    ] {
+        assert!(incomplete(text), "{text:?}");
+    }
+    for text in [
+        "echo done",
+        "for i in 1; do echo $i; done",
+        "fi",
+        "echo )",
+        "",
+    ] {
+        assert!(!incomplete(text), "{text:?}");
+    }
 }

@@ -59,6 +59,10 @@ struct Stored {
     /// by a restart: the prompt it owed is shown before the next keys.
     #[serde(default)]
     waiting: bool,
+    /// The lines of a command that goes on (an open `if`, a quote), while
+    /// the rest is typed after the `> ` prompt.
+    #[serde(default)]
+    continued: String,
 }
 
 /// A light session whose line is waiting out its `sleep`.
@@ -68,6 +72,9 @@ pub(crate) struct Running {
     /// Keys typed meanwhile, fed once the line is done.
     typed: Vec<u8>,
 }
+
+/// The prompt of a command's next line (bash's `PS2`).
+const CONTINUED: &str = "> ";
 
 /// The prompt: the cwd, as bash's `\w$ ` shows it.
 fn prompt(shell: &Shell) -> String {
@@ -147,8 +154,20 @@ impl<H: Host> Agent<H> {
                 return self.print(id, &out);
             };
             match event {
-                Event::Submit(line) if line.trim().is_empty() => {}
                 Event::Submit(line) => {
+                    let line = match std::mem::take(&mut stored.continued) {
+                        continued if continued.is_empty() => line,
+                        continued => format!("{continued}\n{line}"),
+                    };
+                    if line.trim().is_empty() {
+                        out.extend(stored.editor.begin(&prompt(&stored.shell)));
+                        continue;
+                    }
+                    if stead_shell::session::incomplete(&line) {
+                        stored.continued = line;
+                        out.extend(stored.editor.begin(CONTINUED));
+                        continue;
+                    }
                     let size = self.transcripts().get(id)?;
                     let before = stored.shell.clone();
                     let (ran, owed_ms) =
@@ -188,7 +207,20 @@ impl<H: Host> Agent<H> {
                         rest.extend(typed);
                     }
                 }
-                Event::Interrupt => stored.shell.status = INTERRUPTED,
+                Event::Interrupt => {
+                    stored.continued.clear();
+                    stored.shell.status = INTERRUPTED;
+                }
+                Event::End if !stored.continued.is_empty() => {
+                    // Ctrl-D inside a command that goes on ends the command,
+                    // not the shell: bash reports it unfinished.
+                    out.extend_from_slice(b"\r\n");
+                    let text = std::mem::take(&mut stored.continued);
+                    let size = self.transcripts().get(id)?;
+                    let (ran, _) =
+                        self.run_light_line(caller, id, &mut stored.shell, &text, &size)?;
+                    out.extend(onlcr(&ran.output));
+                }
                 Event::End => {
                     // As bash does on Ctrl-D: says so, and exits (its EXIT
                     // trap runs) with the last status.
