@@ -471,3 +471,74 @@ fn unset_and_local_follow_bash_variable_contexts() {
         "a (unset)\na (unset)\nb global\nb global\nc global\nd global\n[global] v: global\n[global,local] v: (unset)\n[global,local+unset] v: (unset)\n[global,local+unlocal] v: global\n[global,tempenv] v: tempenv\n[global,tempenv,local] v: tempenv\n[global,tempenv,local+unset] v: (unset)\n[global,tempenv,local+unlocal] v: global\n[global,tempenv,(eval)] v: tempenv\n[global,tempenv,(eval),local] v: tempenv\n[global,tempenv,(eval),local+unset] v: (unset)\n[global,tempenv,(eval),local+unlocal] v: tempenv\ne local3\ne1 local2\ne2 local1\ne3 global\ne4 (unset)\nafter (unset)\nend (unset)\nmut\ng global\ntop global\nev g\nev2 g\n3\nh 1\n",
     );
 }
+
+/// `getopts` past the last argument (another list than the last call's,
+/// `set --`) sets OPTIND to one past the last, as bash does.
+#[test]
+fn getopts_past_the_arguments_sets_optind_to_one_past_the_last() {
+    check(
+        "set -- -a; while getopts \"ab:\" opt; do echo .; done; echo OPTIND=$OPTIND\nset -- -c -d -e foo; while getopts \"cde:\" opt; do echo -; done; echo OPTIND=$OPTIND\nset -- -f; while getopts \"f:\" opt; do echo _; done 2>/dev/null; echo OPTIND=$OPTIND\nset --; while getopts \"h\" opt; do echo -; done; echo OPTIND=$OPTIND\n",
+        ".\nOPTIND=2\n-\n-\nOPTIND=5\nOPTIND=2\nOPTIND=1\n",
+    );
+}
+
+/// An arithmetic expression is expanded as if in double quotes, but its
+/// own double quotes are removed (`$(( "1 + 2" * 3 ))` is 7).
+#[test]
+fn double_quotes_in_arithmetic_are_removed() {
+    check(
+        "echo $(( \"1 + 2\" * 3 )); x='1 + 2'; echo $(( \"$x\" * 3 )) $(( $(echo \"4\") + \"2\" )); (( y = \"1+2\" * 3 )); echo $y\n",
+        "7\n7 6\n7\n",
+    );
+}
+
+/// `set -u`: an unset name in arithmetic ends the script, as in a
+/// parameter expansion.
+#[test]
+fn nounset_in_arithmetic_ends_the_script() {
+    check_status(
+        "set -u; echo start; x=$(( zz + 1 )); echo not reached\n",
+        "start\n",
+        1,
+    );
+}
+
+/// bash expands braces in the text: `{$a,b}_c` makes `$a_c`, the variable
+/// `a_c`, while `${a}` and `$1` end where they end.
+#[test]
+fn brace_expansion_continues_a_bare_name() {
+    check(
+        "a=A; a_c=AC; echo {$a,b}_{c,d}; echo {_$a,b}_{c,d}; echo {${a},b}_c; set -- one; echo {$1,b}2\n",
+        "AC b_c b_d\n_AC _ b_c b_d\nA_c b_c\none2 b2\n",
+    );
+}
+
+/// `${a[@]@K}` is one word of `key "value"` pairs (an associative array's
+/// ending in a blank), `@k` separate words; a scalar is quoted as by `@Q`.
+#[test]
+fn transform_k_lists_keys_and_values() {
+    check(
+        "a=(x \"y z\" 'q\"$'); printf \"<%s>\" \"${a[@]@K}\"; echo; printf \"<%s>\" \"${a[@]@k}\"; echo; printf \"<%s>\" \"${a[*]@k}\"; echo\ndeclare -A A=([k]=v); printf \"<%s>\" \"${A[@]@K}\"; echo; x=x; e=; echo ${x@K} ${e@K} ${u@K} ${x@k} \"${a[1]@K}\"\n",
+        "<0 \"x\" 1 \"y z\" 2 \"q\\\"\\$\">\n<0><x><1><y z><2><q\"$>\n<0 x 1 y z 2 q\"$>\n<k \"v\" >\n'x' '' 'x' 'y z'\n",
+    );
+}
+
+/// `${s:}` has no offset: a bad substitution (`${s: }` is offset 0).
+#[test]
+fn substring_without_an_offset_is_a_bad_substitution() {
+    check_status(
+        "s=123; echo ${s: }; echo \"${s:}\"; echo not reached\n",
+        "123\n",
+        1,
+    );
+}
+
+/// Devices are character devices; `-u`, `-g` and `-k` each test their own
+/// mode bit.
+#[test]
+fn file_tests_of_devices_and_mode_bits() {
+    check(
+        "test -c /dev/zero; echo $?; touch s g; chmod u+s s; chmod g+s g; test -u s; echo $?; test -u g; echo $?; test -g s; echo $?; test -g g; echo $?; test -k s; echo $?\n",
+        "0\n0\n1\n1\n0\n1\n",
+    );
+}

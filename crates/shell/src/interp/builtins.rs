@@ -381,7 +381,7 @@ fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(status)
 }
 
-fn escape_dq(s: &str) -> String {
+pub(super) fn escape_dq(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if matches!(c, '"' | '\\' | '$' | '`') {
@@ -1181,7 +1181,10 @@ fn next_option(sh: &mut Shell, args: &[String]) -> R<i32> {
         sh.st.vars.remove("OPTARG");
         Ok(1)
     };
+    // Past the arguments (another list than the last call's, `set --`),
+    // OPTIND is set to one past the last, as bash does.
     let Some(arg) = params.get(optind - 1).cloned() else {
+        sh.set_scalar("OPTIND", (params.len() + 1).to_string())?;
         return end(sh);
     };
     if sub == 0 {

@@ -716,7 +716,38 @@ impl Shell<'_> {
                 }
                 _ => Val::One(None),
             },
-            'K' | 'k' => val,
+            // An array's keys and values: `@K` as one word of `key "value"`
+            // pairs (quoted as `declare -p` quotes), `@k` as separate words;
+            // any other value is quoted as by `@Q`.
+            'K' | 'k' => match (attrs, val) {
+                (Some(var), Val::Many(_, star))
+                    if matches!(var.value, Value::Indexed(_) | Value::Assoc(_)) =>
+                {
+                    let assoc = matches!(var.value, Value::Assoc(_));
+                    let keys =
+                        var.keys()
+                            .into_iter()
+                            .map(|k| if assoc { printf::quote(&k) } else { k });
+                    let pairs: Vec<(String, String)> = keys.zip(var.values()).collect();
+                    if pairs.is_empty() {
+                        Val::Many(Vec::new(), star)
+                    } else if t == 'k' {
+                        Val::Many(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(), star)
+                    } else {
+                        let mut word = pairs
+                            .iter()
+                            .map(|(k, v)| format!("{k} \"{}\"", super::builtins::escape_dq(v)))
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        // bash ends an associative array's list with a blank.
+                        if assoc {
+                            word.push(' ');
+                        }
+                        Val::Many(vec![word], star)
+                    }
+                }
+                (_, val) => self.map_val(val, printf::single_quote),
+            },
             _ => return Err(self.fatal(&format!("{name}: bad substitution"))),
         })
     }
