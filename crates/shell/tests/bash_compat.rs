@@ -542,3 +542,35 @@ fn file_tests_of_devices_and_mode_bits() {
         "0\n0\n1\n1\n0\n1\n",
     );
 }
+
+/// `declare -a` / `-A` alone list those arrays; an array is never converted
+/// to the other kind (the command is abandoned, status 1), a scalar becomes
+/// element 0; an associative list is `(key value ...)` unless its first
+/// element has a `[key]=`, after which one without is refused.
+#[test]
+fn declare_lists_converts_and_reads_associative_lists_as_bash() {
+    check_status(
+        "z=(1); z[5]=d; declare -A A=([k]=v); declare -a | grep -E \"^declare -a z\"; declare -A | grep -E \" A=\"\ndeclare -a a=(1 2 3 4); eval 'declare -A a=([a]=x [b]=y)'; echo status=$?; echo \"${a[@]}\"\neval 'declare -a A=(1 2)'; echo status=$?; declare -p A\ns1=hello; declare -A s1=([a]=x); declare -p s1; s2=world; declare -A s2+=([b]=y); declare -p s2\ndeclare -A c; c=([j]=1 2 3); declare -p c; declare -A d; d=(1 2 [k]=v 3); echo \"${d[1]}\" \"${d[\"[k]=v\"]}\"\necho ${!undef-d}; echo st=$?; set -u; echo ${!undef}; echo not reached\n",
+        "declare -a z=([0]=\"1\" [5]=\"d\")\ndeclare -A A=([k]=\"v\" )\nstatus=1\n1 2 3 4\nstatus=1\ndeclare -A A=([k]=\"v\" )\ndeclare -A s1=([a]=\"x\" )\ndeclare -A s2=([0]=\"world\" [b]=\"y\" )\ndeclare -A c=([j]=\"1\" )\n2 3\n",
+        1,
+    );
+}
+
+/// `${!name}` of an unset `name` is an error that abandons the line (under
+/// `set -u` too).
+#[test]
+fn indirect_expansion_of_an_unset_name_is_an_error() {
+    check(
+        "echo ${!undef-d}; echo not reached\necho st=$?\nset -u\necho ${!undef}\necho not reached\n",
+        "st=1\nnot reached\n",
+    );
+}
+
+/// A command of assignments alone leaves `$_` empty.
+#[test]
+fn assignments_alone_leave_no_last_argument() {
+    check(
+        ": foo\ns=bar\necho \"[$_]\"\n: x\nx=$_ y=1\necho \"[$_] $x\"\n: z\na=(1 2)\necho \"[$_]\"\n: q\nr=$(echo hi)\necho \"[$_]\"\n",
+        "[]\n[] x\n[]\n[]\n",
+    );
+}

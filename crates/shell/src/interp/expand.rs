@@ -433,11 +433,10 @@ impl Shell<'_> {
             },
             None => self.get_scalar(&p.name),
         };
+        // An unset reference names nothing: bash 5 reports it and abandons
+        // the line (with or without `set -u`).
         let Some(target) = target else {
-            if self.st.opts.nounset {
-                return Err(self.fatal_exit(&format!("{}: unbound variable", p.name)));
-            }
-            return Ok((String::new(), None));
+            return Err(self.fatal(&format!("{}: invalid indirect expansion", p.name)));
         };
         if let Some((n, rest)) = target.split_once('[') {
             let inner = rest.strip_suffix(']').unwrap_or(rest);

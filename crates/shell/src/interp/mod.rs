@@ -1441,6 +1441,8 @@ impl<'a> Shell<'a> {
             }
         }
         self.status = last_sub.unwrap_or(0);
+        // A command of assignments alone has no last argument: `$_` is empty.
+        self.last_arg.clear();
         self.finish_procsubs(procsubs_before)?;
         self.check_errexit()
     }
@@ -1453,8 +1455,11 @@ impl<'a> Shell<'a> {
         }
         if let Some(b) = builtins::lookup(name) {
             let r = b(self, argv);
-            for a in deferred {
-                self.assign(&a)?;
+            // An abandoned `declare` assigns none of its arrays.
+            if r.is_ok() {
+                for a in deferred {
+                    self.assign(&a)?;
+                }
             }
             return r;
         }
