@@ -574,3 +574,15 @@ fn assignments_alone_leave_no_last_argument() {
         "[]\n[] x\n[]\n[]\n",
     );
 }
+
+/// `${a[*]:-w}` tests the elements joined by IFS's first character (empty
+/// when IFS is), `${a[@]:-w}` joined by a blank; `a[]=v` and `${a[]}` have
+/// no subscript (an error, status 1); `compgen -W` splits its list at IFS
+/// characters, a backslash quoting one.
+#[test]
+fn joined_tests_empty_subscripts_and_compgen_word_lists() {
+    check(
+        "a=(\"\" \"\"); IFS=\necho \"a[*]: '${a[*]-no-colon}' '${a[*]:-with-colon}'\"\necho \"a[@]: '${a[@]-no-colon}' '${a[@]:-with-colon}'\"\nset -- \"\" \"\"\necho \"at: '${*:-with-colon}' '${@:-with-colon}'\"\nIFS=' '\necho \"a[*]: '${a[*]:-with-colon}'\"\nb=(1 2 3)\nb[]=42\necho status=$? ${b[@]}\necho ${b[]}\necho status=$?\nIFS=':%'\ncompgen -W 'spam:eggs%ham cheese\\:colon'\n",
+        "a[*]: '' 'with-colon'\na[@]: ' ' ' '\nat: 'with-colon' ' '\na[*]: ' '\nstatus=1 1 2 3\nstatus=1\nspam\neggs\nham cheese:colon\n",
+    );
+}

@@ -472,6 +472,10 @@ impl Shell<'_> {
                 Some(v) => Val::Many(v, *star),
                 None => Val::Many(Vec::new(), *star),
             },
+            // `${a[]}`: no subscript at all.
+            Some(Subscript::Index(w)) if w.0.is_empty() => {
+                return Err(self.fatal(&format!("{name}[]: bad substitution")))
+            }
             Some(Subscript::Index(w)) => {
                 let text = self.expand_single(w)?;
                 let key = self.subscript_key(name, &text)?;
@@ -517,8 +521,11 @@ impl Shell<'_> {
                 let null = match &val {
                     Val::One(None) => true,
                     Val::One(Some(s)) => *colon && s.is_empty(),
-                    Val::Many(v, _) => {
-                        v.is_empty() || (*colon && v.iter().all(|s| s.is_empty()) && v.len() <= 1)
+                    // The elements joined as the expansion joins them: by a
+                    // blank for `[@]`, by IFS's first character for `[*]`.
+                    Val::Many(v, star) => {
+                        let joined_empty = v.len() <= 1 || (*star && self.ifs_first().is_empty());
+                        v.is_empty() || (*colon && v.iter().all(|s| s.is_empty()) && joined_empty)
                     }
                 };
                 match op {

@@ -696,6 +696,10 @@ impl Shell<'_> {
             AssignValue::Scalar(w) => {
                 let value = self.expand_assign_value(w)?;
                 if let Some(index) = &a.index {
+                    if index.0.is_empty() {
+                        let msg = format!("{}[]: bad array subscript", a.name);
+                        return Err(self.fatal(&msg));
+                    }
                     let text = self.expand_single(index)?;
                     let key = self.subscript_key(&a.name, &text)?;
                     let value = if a.append {
