@@ -586,3 +586,23 @@ fn joined_tests_empty_subscripts_and_compgen_word_lists() {
         "a[*]: '' 'with-colon'\na[@]: ' ' ' '\nat: 'with-colon' ' '\na[*]: ' '\nstatus=1 1 2 3\nstatus=1\nspam\neggs\nham cheese:colon\n",
     );
 }
+
+/// The `ERR` trap fires once for a failed assignment (its command
+/// substitution does not inherit the trap) and for `[[ ]]` and `(( ))`.
+#[test]
+fn err_trap_fires_once_for_an_assignment_and_for_atoms() {
+    check(
+        "trap 'echo line=$LINENO' ERR\n\nx=$(false)\n\n[[ a == b ]]\n\n(( 0 ))\necho ok\n",
+        "line=3\nline=5\nline=7\nok\n",
+    );
+}
+
+/// Without `set -E` a function does not inherit `ERR`: its failed call fires
+/// the trap with `$LINENO` the call's line; with it, the failing line's.
+#[test]
+fn err_trap_of_a_failed_call_names_the_call_line() {
+    check(
+        "trap 'echo line=$LINENO' ERR\n\npassing() {\n  false  # line 4\n  true\n}\n\nfailing() {\n  true\n  false\n}\n\npassing\nfailing\n\nset -o errtrace\n\necho 'now with errtrace'\npassing\nfailing\n\necho ok\n",
+        "line=14\nnow with errtrace\nline=4\nline=10\nline=20\nok\n",
+    );
+}

@@ -1443,8 +1443,8 @@ impl<'a> Shell<'a> {
         self.status = last_sub.unwrap_or(0);
         // A command of assignments alone has no last argument: `$_` is empty.
         self.last_arg.clear();
-        self.finish_procsubs(procsubs_before)?;
-        self.check_errexit()
+        // Its status goes to `ERR` and `set -e` with its pipeline's, once.
+        self.finish_procsubs(procsubs_before)
     }
 
     /// Runs a command by name: function, builtin, utility.
@@ -1628,7 +1628,11 @@ impl<'a> Shell<'a> {
         self.loop_depth = saved_loops;
         self.in_function -= 1;
         self.st.func_names.pop();
-        self.st.call_lines.pop();
+        // `$LINENO` is the caller's line again (the `ERR` trap a failed call
+        // fires names the call).
+        if let Some(line) = self.st.call_lines.pop() {
+            self.line = line;
+        }
         self.st.sources.pop();
         self.pop_frame(false);
         self.st.positional = saved_pos;
