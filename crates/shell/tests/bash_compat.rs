@@ -606,3 +606,13 @@ fn err_trap_of_a_failed_call_names_the_call_line() {
         "line=14\nnow with errtrace\nline=4\nline=10\nline=20\nok\n",
     );
 }
+
+/// Prefix assignments last for their command only, `declare`, `export`,
+/// `readonly` and `local` included; in POSIX mode a special builtin's stay.
+#[test]
+fn prefix_assignments_of_declaration_builtins_do_not_stay() {
+    check(
+        "FOO=foo readonly v=1; echo \"[$FOO]\"; B=b declare x=1; echo \"[$B]\"; C=c export y=1; echo \"[$C]\"\nf() { E=e local z=1; echo \"in [$E] $z\"; }; f; echo \"[$E]\"\nset -o posix; H=h readonly w=1; echo \"[$H]\"; I=i eval :; echo \"[$I]\"\n",
+        "[]\n[]\n[]\nin [] 1\n[]\n[h]\n[i]\n",
+    );
+}

@@ -1373,11 +1373,10 @@ impl<'a> Shell<'a> {
         if !has_env {
             return;
         }
-        // Special builtins keep prefix assignments, as in POSIX mode; bash
-        // keeps them only for functions' duration: restore for all but these.
-        let keep = matches!(cmd, "export" | "readonly" | "declare" | "local" | "typeset")
-            // In POSIX mode, prefix assignments of special builtins stay.
-            || (self.st.opts.posix && builtins::is_special(cmd));
+        // Prefix assignments last for their command only (`declare` and
+        // `export` included, as in bash 5.2); in POSIX mode those of a
+        // special builtin stay.
+        let keep = self.st.opts.posix && builtins::is_special(cmd);
         self.pop_frame(keep);
     }
 
