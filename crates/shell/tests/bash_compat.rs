@@ -471,3 +471,148 @@ fn unset_and_local_follow_bash_variable_contexts() {
         "a (unset)\na (unset)\nb global\nb global\nc global\nd global\n[global] v: global\n[global,local] v: (unset)\n[global,local+unset] v: (unset)\n[global,local+unlocal] v: global\n[global,tempenv] v: tempenv\n[global,tempenv,local] v: tempenv\n[global,tempenv,local+unset] v: (unset)\n[global,tempenv,local+unlocal] v: global\n[global,tempenv,(eval)] v: tempenv\n[global,tempenv,(eval),local] v: tempenv\n[global,tempenv,(eval),local+unset] v: (unset)\n[global,tempenv,(eval),local+unlocal] v: tempenv\ne local3\ne1 local2\ne2 local1\ne3 global\ne4 (unset)\nafter (unset)\nend (unset)\nmut\ng global\ntop global\nev g\nev2 g\n3\nh 1\n",
     );
 }
+
+/// `getopts` past the last argument (another list than the last call's,
+/// `set --`) sets OPTIND to one past the last, as bash does.
+#[test]
+fn getopts_past_the_arguments_sets_optind_to_one_past_the_last() {
+    check(
+        "set -- -a; while getopts \"ab:\" opt; do echo .; done; echo OPTIND=$OPTIND\nset -- -c -d -e foo; while getopts \"cde:\" opt; do echo -; done; echo OPTIND=$OPTIND\nset -- -f; while getopts \"f:\" opt; do echo _; done 2>/dev/null; echo OPTIND=$OPTIND\nset --; while getopts \"h\" opt; do echo -; done; echo OPTIND=$OPTIND\n",
+        ".\nOPTIND=2\n-\n-\nOPTIND=5\nOPTIND=2\nOPTIND=1\n",
+    );
+}
+
+/// An arithmetic expression is expanded as if in double quotes, but its
+/// own double quotes are removed (`$(( "1 + 2" * 3 ))` is 7).
+#[test]
+fn double_quotes_in_arithmetic_are_removed() {
+    check(
+        "echo $(( \"1 + 2\" * 3 )); x='1 + 2'; echo $(( \"$x\" * 3 )) $(( $(echo \"4\") + \"2\" )); (( y = \"1+2\" * 3 )); echo $y\n",
+        "7\n7 6\n7\n",
+    );
+}
+
+/// `set -u`: an unset name in arithmetic ends the script, as in a
+/// parameter expansion.
+#[test]
+fn nounset_in_arithmetic_ends_the_script() {
+    check_status(
+        "set -u; echo start; x=$(( zz + 1 )); echo not reached\n",
+        "start\n",
+        1,
+    );
+}
+
+/// bash expands braces in the text: `{$a,b}_c` makes `$a_c`, the variable
+/// `a_c`, while `${a}` and `$1` end where they end.
+#[test]
+fn brace_expansion_continues_a_bare_name() {
+    check(
+        "a=A; a_c=AC; echo {$a,b}_{c,d}; echo {_$a,b}_{c,d}; echo {${a},b}_c; set -- one; echo {$1,b}2\n",
+        "AC b_c b_d\n_AC _ b_c b_d\nA_c b_c\none2 b2\n",
+    );
+}
+
+/// `${a[@]@K}` is one word of `key "value"` pairs (an associative array's
+/// ending in a blank), `@k` separate words; a scalar is quoted as by `@Q`.
+#[test]
+fn transform_k_lists_keys_and_values() {
+    check(
+        "a=(x \"y z\" 'q\"$'); printf \"<%s>\" \"${a[@]@K}\"; echo; printf \"<%s>\" \"${a[@]@k}\"; echo; printf \"<%s>\" \"${a[*]@k}\"; echo\ndeclare -A A=([k]=v); printf \"<%s>\" \"${A[@]@K}\"; echo; x=x; e=; echo ${x@K} ${e@K} ${u@K} ${x@k} \"${a[1]@K}\"\n",
+        "<0 \"x\" 1 \"y z\" 2 \"q\\\"\\$\">\n<0><x><1><y z><2><q\"$>\n<0 x 1 y z 2 q\"$>\n<k \"v\" >\n'x' '' 'x' 'y z'\n",
+    );
+}
+
+/// `${s:}` has no offset: a bad substitution (`${s: }` is offset 0).
+#[test]
+fn substring_without_an_offset_is_a_bad_substitution() {
+    check_status(
+        "s=123; echo ${s: }; echo \"${s:}\"; echo not reached\n",
+        "123\n",
+        1,
+    );
+}
+
+/// Devices are character devices; `-u`, `-g` and `-k` each test their own
+/// mode bit.
+#[test]
+fn file_tests_of_devices_and_mode_bits() {
+    check(
+        "test -c /dev/zero; echo $?; touch s g; chmod u+s s; chmod g+s g; test -u s; echo $?; test -u g; echo $?; test -g s; echo $?; test -g g; echo $?; test -k s; echo $?\n",
+        "0\n0\n1\n1\n0\n1\n",
+    );
+}
+
+/// `declare -a` / `-A` alone list those arrays; an array is never converted
+/// to the other kind (the command is abandoned, status 1), a scalar becomes
+/// element 0; an associative list is `(key value ...)` unless its first
+/// element has a `[key]=`, after which one without is refused.
+#[test]
+fn declare_lists_converts_and_reads_associative_lists_as_bash() {
+    check_status(
+        "z=(1); z[5]=d; declare -A A=([k]=v); declare -a | grep -E \"^declare -a z\"; declare -A | grep -E \" A=\"\ndeclare -a a=(1 2 3 4); eval 'declare -A a=([a]=x [b]=y)'; echo status=$?; echo \"${a[@]}\"\neval 'declare -a A=(1 2)'; echo status=$?; declare -p A\ns1=hello; declare -A s1=([a]=x); declare -p s1; s2=world; declare -A s2+=([b]=y); declare -p s2\ndeclare -A c; c=([j]=1 2 3); declare -p c; declare -A d; d=(1 2 [k]=v 3); echo \"${d[1]}\" \"${d[\"[k]=v\"]}\"\necho ${!undef-d}; echo st=$?; set -u; echo ${!undef}; echo not reached\n",
+        "declare -a z=([0]=\"1\" [5]=\"d\")\ndeclare -A A=([k]=\"v\" )\nstatus=1\n1 2 3 4\nstatus=1\ndeclare -A A=([k]=\"v\" )\ndeclare -A s1=([a]=\"x\" )\ndeclare -A s2=([0]=\"world\" [b]=\"y\" )\ndeclare -A c=([j]=\"1\" )\n2 3\n",
+        1,
+    );
+}
+
+/// `${!name}` of an unset `name` is an error that abandons the line (under
+/// `set -u` too).
+#[test]
+fn indirect_expansion_of_an_unset_name_is_an_error() {
+    check(
+        "echo ${!undef-d}; echo not reached\necho st=$?\nset -u\necho ${!undef}\necho not reached\n",
+        "st=1\nnot reached\n",
+    );
+}
+
+/// A command of assignments alone leaves `$_` empty.
+#[test]
+fn assignments_alone_leave_no_last_argument() {
+    check(
+        ": foo\ns=bar\necho \"[$_]\"\n: x\nx=$_ y=1\necho \"[$_] $x\"\n: z\na=(1 2)\necho \"[$_]\"\n: q\nr=$(echo hi)\necho \"[$_]\"\n",
+        "[]\n[] x\n[]\n[]\n",
+    );
+}
+
+/// `${a[*]:-w}` tests the elements joined by IFS's first character (empty
+/// when IFS is), `${a[@]:-w}` joined by a blank; `a[]=v` and `${a[]}` have
+/// no subscript (an error, status 1); `compgen -W` splits its list at IFS
+/// characters, a backslash quoting one.
+#[test]
+fn joined_tests_empty_subscripts_and_compgen_word_lists() {
+    check(
+        "a=(\"\" \"\"); IFS=\necho \"a[*]: '${a[*]-no-colon}' '${a[*]:-with-colon}'\"\necho \"a[@]: '${a[@]-no-colon}' '${a[@]:-with-colon}'\"\nset -- \"\" \"\"\necho \"at: '${*:-with-colon}' '${@:-with-colon}'\"\nIFS=' '\necho \"a[*]: '${a[*]:-with-colon}'\"\nb=(1 2 3)\nb[]=42\necho status=$? ${b[@]}\necho ${b[]}\necho status=$?\nIFS=':%'\ncompgen -W 'spam:eggs%ham cheese\\:colon'\n",
+        "a[*]: '' 'with-colon'\na[@]: ' ' ' '\nat: 'with-colon' ' '\na[*]: ' '\nstatus=1 1 2 3\nstatus=1\nspam\neggs\nham cheese:colon\n",
+    );
+}
+
+/// The `ERR` trap fires once for a failed assignment (its command
+/// substitution does not inherit the trap) and for `[[ ]]` and `(( ))`.
+#[test]
+fn err_trap_fires_once_for_an_assignment_and_for_atoms() {
+    check(
+        "trap 'echo line=$LINENO' ERR\n\nx=$(false)\n\n[[ a == b ]]\n\n(( 0 ))\necho ok\n",
+        "line=3\nline=5\nline=7\nok\n",
+    );
+}
+
+/// Without `set -E` a function does not inherit `ERR`: its failed call fires
+/// the trap with `$LINENO` the call's line; with it, the failing line's.
+#[test]
+fn err_trap_of_a_failed_call_names_the_call_line() {
+    check(
+        "trap 'echo line=$LINENO' ERR\n\npassing() {\n  false  # line 4\n  true\n}\n\nfailing() {\n  true\n  false\n}\n\npassing\nfailing\n\nset -o errtrace\n\necho 'now with errtrace'\npassing\nfailing\n\necho ok\n",
+        "line=14\nnow with errtrace\nline=4\nline=10\nline=20\nok\n",
+    );
+}
+
+/// Prefix assignments last for their command only, `declare`, `export`,
+/// `readonly` and `local` included; in POSIX mode a special builtin's stay.
+#[test]
+fn prefix_assignments_of_declaration_builtins_do_not_stay() {
+    check(
+        "FOO=foo readonly v=1; echo \"[$FOO]\"; B=b declare x=1; echo \"[$B]\"; C=c export y=1; echo \"[$C]\"\nf() { E=e local z=1; echo \"in [$E] $z\"; }; f; echo \"[$E]\"\nset -o posix; H=h readonly w=1; echo \"[$H]\"; I=i eval :; echo \"[$I]\"\n",
+        "[]\n[]\n[]\nin [] 1\n[]\n[h]\n[i]\n",
+    );
+}

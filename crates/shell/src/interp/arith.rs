@@ -429,9 +429,10 @@ impl Shell<'_> {
             None => self.get_scalar(name),
         };
         let Some(value) = value else {
+            // As in a parameter expansion, an unset name ends the shell.
             if self.st.opts.nounset {
                 let msg = format!("{name}: unbound variable");
-                return Err(self.fatal(&msg));
+                return Err(self.fatal_exit(&msg));
             }
             return Ok(0);
         };

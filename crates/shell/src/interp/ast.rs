@@ -218,6 +218,9 @@ pub(crate) struct Param {
     pub op: ParamOp,
     /// `${!name}`
     pub indirect: bool,
+    /// `$name` without braces: text that brace expansion puts after it
+    /// continues the name, as in bash, which expands braces in the text.
+    pub bare: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -381,7 +381,7 @@ fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(status)
 }
 
-fn escape_dq(s: &str) -> String {
+pub(super) fn escape_dq(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if matches!(c, '"' | '\\' | '$' | '`') {
@@ -590,7 +590,9 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
     if o.funcs || o.func_names {
         return declare_funcs(sh, &o, &names);
     }
-    if o.print || (names.is_empty() && o.attrs_on == 0 && !o.indexed && !o.assoc) {
+    // No names: list the variables (`declare -a` the indexed arrays,
+    // `declare -x` the exported ones, ...).
+    if o.print || (names.is_empty() && o.attrs_off == 0) {
         return declare_print(sh, &o, &names);
     }
     let local = local && !o.global;
@@ -617,12 +619,29 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
         if local {
             sh.make_local(&base);
         }
+        // An array keeps its kind: bash refuses to convert one to the other.
+        let conversion = match sh.st.vars.get(&base).map(|v| &v.value) {
+            Some(Value::Indexed(_)) if o.assoc => Some("indexed to associative"),
+            Some(Value::Assoc(_)) if o.indexed => Some("associative to indexed"),
+            _ => None,
+        };
+        // It is an assignment error: the command is abandoned, its array
+        // values unassigned.
+        if let Some(what) = conversion {
+            sh.err_line(&format!("{}: {base}: cannot convert {what} array", args[0]))?;
+            sh.status = 1;
+            return Err(Flow::Error(1));
+        }
         let var = sh.st.vars.entry(base.clone()).or_insert(Var {
             value: Value::Unset,
             attrs: 0,
         });
         if o.assoc && !matches!(var.value, Value::Assoc(_)) {
-            var.value = Value::Assoc(BTreeMap::new());
+            // A scalar becomes element "0", as an indexed array's element 0.
+            var.value = match std::mem::replace(&mut var.value, Value::Unset) {
+                Value::Str(s) => Value::Assoc(BTreeMap::from([("0".to_string(), s)])),
+                _ => Value::Assoc(BTreeMap::new()),
+            };
         } else if o.indexed && !matches!(var.value, Value::Indexed(_)) {
             var.value = match std::mem::replace(&mut var.value, Value::Unset) {
                 Value::Str(s) => Value::Indexed(BTreeMap::from([(0, s)])),
@@ -1181,7 +1200,10 @@ fn next_option(sh: &mut Shell, args: &[String]) -> R<i32> {
         sh.st.vars.remove("OPTARG");
         Ok(1)
     };
+    // Past the arguments (another list than the last call's, `set --`),
+    // OPTIND is set to one past the last, as bash does.
     let Some(arg) = params.get(optind - 1).cloned() else {
+        sh.set_scalar("OPTIND", (params.len() + 1).to_string())?;
         return end(sh);
     };
     if sub == 0 {

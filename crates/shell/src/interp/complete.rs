@@ -354,12 +354,27 @@ fn expand_word_list(sh: &mut Shell, words: &str) -> R<Vec<String>> {
         .dq_parts(None)
         .map_err(|m| sh.fatal(&format!("compgen: {m}")))?;
     let text = sh.expand_single(&Word(parts))?;
+    // Split at IFS characters, a backslash quoting the next one (and
+    // removed, as quote removal does: `a\:b` is one word `a:b`).
     let ifs = sh.ifs();
-    Ok(text
-        .split(|c| ifs.contains(c))
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect())
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if ifs.contains(c) => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    Ok(words)
 }
 
 /// Runs a `-F` function as `compgen` calls it, and returns `COMPREPLY`.

@@ -151,13 +151,15 @@ impl Shell<'_> {
         let Ok(path) = stead_vfs::VPath::parse_from(arg, &self.st.cwd) else {
             return false;
         };
-        if arg.starts_with("/dev/")
-            && matches!(
-                arg,
-                "/dev/null" | "/dev/stdin" | "/dev/stdout" | "/dev/stderr"
-            )
+        // The devices are character devices, as on Linux (`/dev/fd/N` is
+        // what that descriptor holds: a process substitution's file).
+        use crate::devices::Device;
+        if matches!(
+            Device::named(arg),
+            Some(Device::Null | Device::Zero | Device::Random)
+        ) || matches!(arg, "/dev/stdin" | "/dev/stdout" | "/dev/stderr")
         {
-            return matches!(flag, "e" | "c" | "r" | "w");
+            return matches!(flag, "e" | "a" | "c" | "r" | "w");
         }
         let follow = !matches!(flag, "h" | "L");
         let Ok(node) = self.fs.stat(&path, follow) else {
@@ -174,7 +176,9 @@ impl Shell<'_> {
             "x" => node.mode & 0o111 != 0,
             "O" | "G" => true,
             "N" => true,
-            "u" | "g" | "k" => node.mode & 0o7000 != 0,
+            "u" => node.mode & 0o4000 != 0,
+            "g" => node.mode & 0o2000 != 0,
+            "k" => node.mode & 0o1000 != 0,
             _ => false,
         }
     }

@@ -433,11 +433,10 @@ impl Shell<'_> {
             },
             None => self.get_scalar(&p.name),
         };
+        // An unset reference names nothing: bash 5 reports it and abandons
+        // the line (with or without `set -u`).
         let Some(target) = target else {
-            if self.st.opts.nounset {
-                return Err(self.fatal_exit(&format!("{}: unbound variable", p.name)));
-            }
-            return Ok((String::new(), None));
+            return Err(self.fatal(&format!("{}: invalid indirect expansion", p.name)));
         };
         if let Some((n, rest)) = target.split_once('[') {
             let inner = rest.strip_suffix(']').unwrap_or(rest);
@@ -473,6 +472,10 @@ impl Shell<'_> {
                 Some(v) => Val::Many(v, *star),
                 None => Val::Many(Vec::new(), *star),
             },
+            // `${a[]}`: no subscript at all.
+            Some(Subscript::Index(w)) if w.0.is_empty() => {
+                return Err(self.fatal(&format!("{name}[]: bad substitution")))
+            }
             Some(Subscript::Index(w)) => {
                 let text = self.expand_single(w)?;
                 let key = self.subscript_key(name, &text)?;
@@ -518,8 +521,11 @@ impl Shell<'_> {
                 let null = match &val {
                     Val::One(None) => true,
                     Val::One(Some(s)) => *colon && s.is_empty(),
-                    Val::Many(v, _) => {
-                        v.is_empty() || (*colon && v.iter().all(|s| s.is_empty()) && v.len() <= 1)
+                    // The elements joined as the expansion joins them: by a
+                    // blank for `[@]`, by IFS's first character for `[*]`.
+                    Val::Many(v, star) => {
+                        let joined_empty = v.len() <= 1 || (*star && self.ifs_first().is_empty());
+                        v.is_empty() || (*colon && v.iter().all(|s| s.is_empty()) && joined_empty)
                     }
                 };
                 match op {
@@ -716,7 +722,38 @@ impl Shell<'_> {
                 }
                 _ => Val::One(None),
             },
-            'K' | 'k' => val,
+            // An array's keys and values: `@K` as one word of `key "value"`
+            // pairs (quoted as `declare -p` quotes), `@k` as separate words;
+            // any other value is quoted as by `@Q`.
+            'K' | 'k' => match (attrs, val) {
+                (Some(var), Val::Many(_, star))
+                    if matches!(var.value, Value::Indexed(_) | Value::Assoc(_)) =>
+                {
+                    let assoc = matches!(var.value, Value::Assoc(_));
+                    let keys =
+                        var.keys()
+                            .into_iter()
+                            .map(|k| if assoc { printf::quote(&k) } else { k });
+                    let pairs: Vec<(String, String)> = keys.zip(var.values()).collect();
+                    if pairs.is_empty() {
+                        Val::Many(Vec::new(), star)
+                    } else if t == 'k' {
+                        Val::Many(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(), star)
+                    } else {
+                        let mut word = pairs
+                            .iter()
+                            .map(|(k, v)| format!("{k} \"{}\"", super::builtins::escape_dq(v)))
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        // bash ends an associative array's list with a blank.
+                        if assoc {
+                            word.push(' ');
+                        }
+                        Val::Many(vec![word], star)
+                    }
+                }
+                (_, val) => self.map_val(val, printf::single_quote),
+            },
             _ => return Err(self.fatal(&format!("{name}: bad substitution"))),
         })
     }

@@ -1373,11 +1373,10 @@ impl<'a> Shell<'a> {
         if !has_env {
             return;
         }
-        // Special builtins keep prefix assignments, as in POSIX mode; bash
-        // keeps them only for functions' duration: restore for all but these.
-        let keep = matches!(cmd, "export" | "readonly" | "declare" | "local" | "typeset")
-            // In POSIX mode, prefix assignments of special builtins stay.
-            || (self.st.opts.posix && builtins::is_special(cmd));
+        // Prefix assignments last for their command only (`declare` and
+        // `export` included, as in bash 5.2); in POSIX mode those of a
+        // special builtin stay.
+        let keep = self.st.opts.posix && builtins::is_special(cmd);
         self.pop_frame(keep);
     }
 
@@ -1441,8 +1440,10 @@ impl<'a> Shell<'a> {
             }
         }
         self.status = last_sub.unwrap_or(0);
-        self.finish_procsubs(procsubs_before)?;
-        self.check_errexit()
+        // A command of assignments alone has no last argument: `$_` is empty.
+        self.last_arg.clear();
+        // Its status goes to `ERR` and `set -e` with its pipeline's, once.
+        self.finish_procsubs(procsubs_before)
     }
 
     /// Runs a command by name: function, builtin, utility.
@@ -1453,8 +1454,11 @@ impl<'a> Shell<'a> {
         }
         if let Some(b) = builtins::lookup(name) {
             let r = b(self, argv);
-            for a in deferred {
-                self.assign(&a)?;
+            // An abandoned `declare` assigns none of its arrays.
+            if r.is_ok() {
+                for a in deferred {
+                    self.assign(&a)?;
+                }
             }
             return r;
         }
@@ -1623,7 +1627,11 @@ impl<'a> Shell<'a> {
         self.loop_depth = saved_loops;
         self.in_function -= 1;
         self.st.func_names.pop();
-        self.st.call_lines.pop();
+        // `$LINENO` is the caller's line again (the `ERR` trap a failed call
+        // fires names the call).
+        if let Some(line) = self.st.call_lines.pop() {
+            self.line = line;
+        }
         self.st.sources.pop();
         self.pop_frame(false);
         self.st.positional = saved_pos;

@@ -613,10 +613,20 @@ impl Parser {
         None
     }
 
+    /// An arithmetic expression is expanded as if in double quotes, but its
+    /// own double quotes are not special: they are removed (`$(( "1+2" * 3 ))`
+    /// is 7), while those inside its substitutions stay theirs.
     fn make_arith(&mut self, text: &str) -> PResult<Arith> {
         if text.contains('$') || text.contains('`') || text.contains('"') || text.contains('\'') {
             let mut sub = self.nested(text);
-            let parts = sub.dq_parts(None)?;
+            let parts = sub
+                .dq_parts(None)?
+                .into_iter()
+                .map(|p| match p {
+                    Part::Lit(t) => Part::Lit(t.replace('"', "")),
+                    other => other,
+                })
+                .collect();
             return Ok(Arith::Dynamic(Word(parts)));
         }
         Ok(Arith::Static(Rc::new(arith::parse(text)), Rc::from(text)))

@@ -696,6 +696,10 @@ impl Shell<'_> {
             AssignValue::Scalar(w) => {
                 let value = self.expand_assign_value(w)?;
                 if let Some(index) = &a.index {
+                    if index.0.is_empty() {
+                        let msg = format!("{}[]: bad array subscript", a.name);
+                        return Err(self.fatal(&msg));
+                    }
                     let text = self.expand_single(index)?;
                     let key = self.subscript_key(&a.name, &text)?;
                     let value = if a.append {
@@ -781,8 +785,25 @@ impl Shell<'_> {
                 ) => m.clone(),
                 _ => BTreeMap::new(),
             };
+            // `(k1 v1 k2 v2)` when the first element has no `[key]=`: then
+            // every element is a word of the list, `[k]=v` included; after
+            // a first `[key]=`, an element without one is refused.
+            let pairs = matches!(values.first(), Some((None, _)));
             let mut pending_key: Option<String> = None;
             for (k, v) in values {
+                let (k, v) = match (k, v) {
+                    (Some((k, add)), v) if pairs => {
+                        let op = if add { "+=" } else { "=" };
+                        (None, format!("[{k}]{op}{v}"))
+                    }
+                    (None, v) if !pairs => {
+                        self.err_line(&format!(
+                            "{name}: {v}: must use subscript when assigning associative array"
+                        ))?;
+                        continue;
+                    }
+                    kv => kv,
+                };
                 match k {
                     // bash builds a fresh table unless appending, so `[k]+=`
                     // then extends the variable's value from before.

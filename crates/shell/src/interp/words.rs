@@ -493,6 +493,7 @@ impl Parser {
                 sub,
                 op,
                 indirect,
+                bare: false,
             }))
         };
         if length {
@@ -543,6 +544,11 @@ impl Parser {
                 word: self.param_word_q(&['}'], self.in_dq)?,
             },
             ':' => {
+                // `${s:}` has no offset at all: bash calls it a bad
+                // substitution (`${s: }` is offset 0).
+                if self.peek() == Some('}') {
+                    return Err("bad substitution".into());
+                }
                 let offset = self.param_word(&[':', '}'])?;
                 let length = if self.src.get(self.pos - 1) == Some(&':') {
                     let w = self.param_word(&['}'])?;
@@ -778,11 +784,13 @@ impl Parser {
 }
 
 fn simple_param(name: String) -> Part {
+    let bare = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
     Part::Param(Box::new(Param {
         name,
         sub: None,
         op: ParamOp::None,
         indirect: false,
+        bare,
     }))
 }
 
@@ -988,11 +996,21 @@ fn single_char(s: &str) -> Option<char> {
 fn rebuild(toks: Vec<Tok>) -> Word {
     let mut parts = Vec::new();
     let mut lit = String::new();
-    for t in toks {
+    let mut toks = toks.into_iter().peekable();
+    while let Some(t) = toks.next() {
         match t {
             Tok::Ch(c) => lit.push(c),
-            Tok::Part(p) => {
+            Tok::Part(mut p) => {
                 flush(&mut parts, &mut lit);
+                // `{$a,b}_c`: bash expands braces in the text, so `$a_c`
+                // names the variable `a_c`.
+                if let Part::Param(param) = p.as_mut() {
+                    while let Some(Tok::Ch(c)) = toks
+                        .next_if(|t| matches!(t, Tok::Ch(c) if param.bare && (c.is_ascii_alphanumeric() || *c == '_')))
+                    {
+                        param.name.push(c);
+                    }
+                }
                 parts.push(*p);
             }
         }

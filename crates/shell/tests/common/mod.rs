@@ -114,13 +114,16 @@ fn py_repr(s: &str) -> String {
     out
 }
 
-/// `stdout_stderr.py`: one line to each stream.
+/// `stdout_stderr.py [OUT [ERR]]`: one line to each stream (`STDOUT` and
+/// `STDERR` unless given), as the Oils spec tests' program does.
 pub fn stdout_stderr_py(
     ctx: &mut stead_shell::Ctx<'_>,
-    _argv: &[String],
+    argv: &[String],
 ) -> Result<i32, stead_shell::Abort> {
-    ctx.stdout.write_str("STDOUT\n")?;
-    ctx.stderr.write_str("STDERR\n")?;
+    let out = argv.get(1).map_or("STDOUT", String::as_str);
+    let err = argv.get(2).map_or("STDERR", String::as_str);
+    ctx.stdout.write_str(&format!("{out}\n"))?;
+    ctx.stderr.write_str(&format!("{err}\n"))?;
     Ok(0)
 }
 
