@@ -81,8 +81,9 @@ impl Session {
     /// (its stderr with its stdout, when `merged`) and runs `after`.
     ///
     /// An interactive shell expands aliases, so this one does (unless the
-    /// state says otherwise). `$?` is the last line's status, set inside
-    /// the evaluated text (`eval` would reset it); under `set -e` (switched
+    /// state says otherwise). `$?` is the last line's status, restored at
+    /// the start of the evaluated text (reading the state back sets it);
+    /// under `set -e` (switched
     /// on last, after the rest is read back, so a failure while reading
     /// back cannot end the shell) it can only have been 0.
     fn script(&self, line: &str, merged: bool, after: &str) -> String {

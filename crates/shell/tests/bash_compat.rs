@@ -32,6 +32,17 @@ fn assignment_sees_and_sets_status() {
     );
 }
 
+/// The text `eval` and `source` run starts with `$?` as it was; an empty
+/// text, or one of assignments alone, ends with status 0.
+#[test]
+fn eval_and_source_see_the_status_before_them() {
+    check(
+        "printf 'echo src=$?\\n' > s.sh; false; eval 'echo $?'; false; eval ''; echo e=$?; \
+         false; eval 'x=1'; echo a=$?; false; . ./s.sh; false; eval 'y=$?'; echo y=$y",
+        "1\ne=0\na=0\nsrc=1\ny=1\n",
+    );
+}
+
 /// bash reads a script a complete command at a time: lines before a syntax
 /// error run, the error ends the script with status 2; in `eval` it ends
 /// only the eval, which returns 1.

@@ -801,7 +801,6 @@ fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
 /// Runs `eval` or `source` text: its lines count from `line_base`.
 fn run_text(sh: &mut Shell, text: &str, what: &str, line_base: usize) -> R<i32> {
     sh.budget.enter()?;
-    sh.status = 0;
     let saved = std::mem::replace(&mut sh.line_base, line_base);
     let r = sh.run_source(text, Some(what), super::SourceKind::Eval);
     sh.line_base = saved;

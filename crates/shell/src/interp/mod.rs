@@ -568,13 +568,20 @@ impl<'a> Shell<'a> {
         kind: SourceKind,
     ) -> R<i32> {
         let mut parser = parse::Parser::new(text);
+        // The text starts with `$?` as it was (`false; eval 'echo $?'`
+        // prints 1); one that runs no command ends with status 0.
+        let mut ran = false;
         loop {
             if self.st.opts.expand_aliases {
                 parser.set_aliases(self.st.aliases.clone());
             }
             parser.set_extglob(self.st.opts.extglob);
             let prog = match parser.next_command_line() {
-                None => return Ok(self.status),
+                None if ran => return Ok(self.status),
+                None => {
+                    self.status = 0;
+                    return Ok(0);
+                }
                 Some(Ok(prog)) => prog,
                 Some(Err(message)) => {
                     let line = self.line_base + parser.line_number();
@@ -597,6 +604,7 @@ impl<'a> Shell<'a> {
             if self.st.opts.noexec {
                 continue;
             }
+            ran = true;
             match self.run_program(&prog) {
                 Ok(_) => {}
                 Err(Flow::Error(s)) => self.status = s,
