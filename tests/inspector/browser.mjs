@@ -105,7 +105,7 @@ const scenarios = {
     await page.getByRole("button", { name: "Save", exact: true }).click();
     await page.locator(".status.conflict").waitFor();
     check((await page.locator("textarea.editor").inputValue()) === "mine\n", "the user's text is kept");
-    check((await page.locator(".theirs .code .text").innerText()).includes("theirs"), "their version is shown");
+    await page.locator(".theirs .code .text", { hasText: "theirs" }).waitFor();
     check((await tool("read", { path: "/src/main.rs" })).content === "theirs\n", "nothing was overwritten");
     await page.screenshot({ path: `${artifacts}/conflict.png` });
     await page.getByRole("button", { name: "Save mine over theirs" }).click();

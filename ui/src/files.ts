@@ -266,6 +266,8 @@ class Editor {
   }
 
   changedMeanwhile(change: Change): void {
+    // A refused save already says so, with their version.
+    if (this.status.classList.contains("conflict")) return;
     this.status.className = "status warning";
     this.status.textContent = `${this.path} was ${change.kind} at revision ${change.revision} while you edit; saving will ask first.`;
   }
