@@ -113,8 +113,15 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     // Everything else needs a credential, even to learn that a route is
     // wrong; but a hook call carries the hook's own secret, which the agent
     // checks.
-    let public = matches!(&route, Ok(Route::Agent { action, .. }) if action.public());
+    // So does a terminal upgrade with a ticket and no bearer credential
+    // (a browser's): the agent redeems the ticket.
     let header = req.headers().get("authorization")?;
+    let ticketed = header.is_none()
+        && url
+            .query_pairs()
+            .any(|(key, _)| key == stead_agent::terminal::tickets::QUERY_PARAM);
+    let public = matches!(&route, Ok(Route::Agent { action, .. })
+        if action.public() || (ticketed && action.takes_ticket()));
     // A browser signed in to the inspector presents its session cookie
     // instead (never on a port's origin, where it is never sent).
     let from_cookie = match (&header, on_port_origin) {

@@ -348,6 +348,10 @@ impl Socket for WorkerSocket {
         let _ = self.0.send_with_str(text);
     }
 
+    fn send_bytes(&self, bytes: &[u8]) {
+        let _ = self.0.send_with_bytes(bytes);
+    }
+
     fn state(&self) -> Option<SocketState> {
         self.0.deserialize_attachment().ok().flatten()
     }

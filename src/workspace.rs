@@ -77,7 +77,7 @@ impl DurableObject for Workspace {
     ) -> Result<()> {
         let message = match message {
             worker::WebSocketIncomingMessage::String(text) => Incoming::Text(text),
-            worker::WebSocketIncomingMessage::Binary(_) => Incoming::Binary,
+            worker::WebSocketIncomingMessage::Binary(bytes) => Incoming::Binary(bytes),
         };
         self.agent.socket_message(&WorkerSocket(ws), message).await;
         Ok(())
@@ -300,7 +300,11 @@ impl Workspace {
                 let pong = worker::worker_sys::WebSocketRequestResponsePair::new(PING, PONG)?;
                 host.state.set_websocket_auto_response(&pong);
                 host.state.accept_web_socket(&pair.server);
-                stead_agent::Socket::save(&WorkerSocket(pair.server), &state);
+                let socket = WorkerSocket(pair.server);
+                stead_agent::Socket::save(&socket, &state);
+                // A terminal's output starts at once, before any frame of
+                // the client's.
+                self.agent.socket_accepted(&socket);
                 Response::from_websocket(pair.client)
             }
         }

@@ -12,7 +12,7 @@
 //! `bench/out/ui.json`.
 //!
 //! ```text
-//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|git|ui] [--quick] [--url http://host:port]
+//! cargo run --release -p stead-bench -- [shell|computer|ports|checkpoint|mcp|cli|git|terminal|ui] [--quick] [--url http://host:port]
 //! ```
 //!
 //! Without `--url` it starts its own `wrangler dev` through the harness.
@@ -34,6 +34,7 @@ mod shell;
 mod sidecar;
 mod small_files;
 mod stats;
+mod terminal;
 mod ui;
 mod ws;
 
@@ -49,7 +50,7 @@ use report::Report;
 use stats::MIB;
 
 const USAGE: &str =
-    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git|ui] [--quick] [--url http://host:port]
+    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git|terminal|ui] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
   computer    bytes and time the computer backend's sync costs
@@ -59,6 +60,7 @@ const USAGE: &str =
   mcp         a tool call over MCP (both revisions) vs its HTTP route
   cli         `stead push` of a tree, cold vs one tar upload, and warm
   git         `git status` on 10,000 files in the light shell vs real git (no Worker)
+  terminal    keystroke to echo on the terminal vs a WebSocket ping
   ui          the inspector in Chromium: navigation to an interactive tree
               of 10,000 files against the listing's floor, and its size
               (without any: the file tools)
@@ -98,6 +100,7 @@ struct Options {
     mcp: bool,
     cli: bool,
     git: bool,
+    terminal: bool,
     ui: bool,
     quick: bool,
     url: Option<String>,
@@ -112,6 +115,7 @@ fn parse_args() -> Options {
         mcp: false,
         cli: false,
         git: false,
+        terminal: false,
         ui: false,
         quick: false,
         url: None,
@@ -126,6 +130,7 @@ fn parse_args() -> Options {
             "mcp" => options.mcp = true,
             "cli" => options.cli = true,
             "git" => options.git = true,
+            "terminal" => options.terminal = true,
             "ui" => options.ui = true,
             "--quick" => options.quick = true,
             "--url" => options.url = Some(args.next().unwrap_or_else(|| usage_error())),
@@ -222,6 +227,8 @@ fn main() {
         cli_main(&options);
     } else if options.git {
         git_main(&options);
+    } else if options.terminal {
+        terminal_main(&options);
     } else if options.ui {
         ui_main(&options);
     } else {
@@ -458,6 +465,34 @@ fn mcp_main(options: &Options) {
     mcp::run(&agent, rounds, &mut report);
     agent.delete();
     print_and_save(&report, "mcp.json");
+}
+
+/// The terminal benchmark (see `terminal.rs`), on a local Worker unless
+/// `--url` names one.
+fn terminal_main(options: &Options) {
+    let rounds = if options.quick { 50 } else { 1000 };
+    let (local, client) = connect(options);
+    let (base, token) = match (&local, &options.url) {
+        (Some(local), _) => (local.runtime.base().to_string(), DEV_TOKEN.to_string()),
+        (None, Some(url)) => (
+            url.trim_end_matches('/').to_string(),
+            std::env::var("STEAD_TOKEN").unwrap_or_else(|_| DEV_TOKEN.into()),
+        ),
+        (None, None) => unreachable!("a local runtime starts without --url"),
+    };
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let agent = Agent::create(client, agent_id("bench-terminal"));
+    let mode = if options.quick { "quick" } else { "full" };
+    let mut report = Report::new(
+        format!(
+            "stead-bench terminal ({mode}) against {target}, agent {}",
+            agent.id()
+        ),
+        json!({ "mode": mode, "target": target, "rounds": rounds, "unix_time": unix_seconds() }),
+    );
+    terminal::run(&agent, &base, &token, rounds, &mut report);
+    agent.delete();
+    print_and_save(&report, "terminal.json");
 }
 
 /// The WebSocket load check (see `ws.rs`), on a local Worker unless

@@ -59,6 +59,9 @@ pub struct Agent<H: Host> {
     /// it, or cleared), so an edit can bring the alarm forward without
     /// pushing it back (see `crate::processes::serve`).
     pub(crate) alarm_at: Cell<Option<i64>>,
+    /// The light terminals whose line is still running (waiting out its
+    /// `sleep`), with the keys typed meanwhile (see `crate::terminal`).
+    pub(crate) terminals: crate::terminal::Busy,
 }
 
 /// How many unrevoked tokens an instance remembers (see
@@ -80,13 +83,13 @@ struct RunningExec {
 /// not wall time, are what stop a runaway script. It cannot block either:
 /// the time `sleep` stands for (`owed`) is waited once the exec is done,
 /// before its output is given, so `sleep 2` takes two seconds as in bash.
-struct HostClock<'h, H: Host> {
+pub(crate) struct HostClock<'h, H: Host> {
     host: &'h H,
-    owed_ms: Cell<u64>,
+    pub(crate) owed_ms: Cell<u64>,
 }
 
 impl<'h, H: Host> HostClock<'h, H> {
-    fn new(host: &'h H) -> Self {
+    pub(crate) fn new(host: &'h H) -> Self {
         HostClock {
             host,
             owed_ms: Cell::new(0),
@@ -120,6 +123,7 @@ impl<H: Host> Agent<H> {
             not_forking: Cell::new(false),
             unrevoked: RefCell::default(),
             checkpoint_settings: Cell::new(None),
+            terminals: Default::default(),
         }
     }
 

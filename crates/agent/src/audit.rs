@@ -217,7 +217,8 @@ pub fn route_target(agent: &str, action: &Action) -> Option<String> {
         | Action::HookDelete(name)
         | Action::HookCall(name)
         | Action::ProcessSignal(name)
-        | Action::ProcessStop(name) => Some(name.clone()),
+        | Action::ProcessStop(name)
+        | Action::TerminalDelete(name) => Some(name.clone()),
         _ => None,
     }
 }

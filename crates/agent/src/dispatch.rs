@@ -233,7 +233,10 @@ impl<H: Host> Agent<H> {
             detail: None,
         };
         // A refusal is recorded like any other outcome: who tried what.
-        let outcome = match self.authorize(&request, policy) {
+        let outcome = match self
+            .redeem_ticket(&mut request)
+            .and_then(|()| self.authorize(&request, policy))
+        {
             Ok(()) => self.perform(&mut request, &mut note, stopwatch).await,
             Err(refused) => Err(refused),
         };
@@ -257,6 +260,20 @@ impl<H: Host> Agent<H> {
             stopwatch.lap(Stage::LiveSync);
         }
         outcome
+    }
+
+    /// A terminal upgrade that came with a ticket instead of a bearer
+    /// credential is the ticket's minter's, once (`crate::terminal::tickets`).
+    fn redeem_ticket<B>(&self, request: &mut Request<B>) -> Result<(), ApiError> {
+        if !request.action.takes_ticket() || request.caller != Caller::Anonymous {
+            return Ok(());
+        }
+        let Some(ticket) = crate::terminal::tickets::presented(&request.query) else {
+            return Ok(());
+        };
+        self.open(Some(&request.agent), false)?;
+        request.caller = crate::terminal::tickets::redeem(self.db(), ticket, self.now_ms())?;
+        Ok(())
     }
 
     /// Checks the caller may perform the action: it holds the access the
@@ -500,6 +517,28 @@ impl<H: Host> Agent<H> {
                     caller: request.caller.clone(),
                     ..SocketState::default()
                 }));
+            }
+            Action::Terminal => {
+                return self.open_terminal(&agent, &request.caller, &request.query, request.upgrade)
+            }
+            Action::Terminals => self.list_terminals()?,
+            Action::TerminalDelete(id) => self.delete_terminal(&request.caller, id)?,
+            Action::TicketCreate => {
+                // Either exec scope: the terminal checks its backend's.
+                Access::Exec.admits(&request.caller)?;
+                let ticket: crate::terminal::tickets::TicketRequest = decode(&json_body)?;
+                let minted = crate::terminal::tickets::mint(
+                    db,
+                    &ticket,
+                    &request.caller,
+                    &self.host.random_hex(48)?,
+                    self.now_ms(),
+                )?;
+                return Ok(Reply::Json {
+                    status: 201,
+                    body: minted,
+                    location: None,
+                });
             }
             Action::Audit => audit::list(db, audit::Page::from_query(&request.query)?)?,
             Action::Settings => settings::get(db)?,

@@ -129,6 +129,28 @@ pub enum ApiError {
         id: String,
         state: crate::processes::record::State,
     },
+    #[error("no terminal session {id:?}: GET /agents/{{id}}/terminals lists them")]
+    TerminalNotFound { id: String },
+    #[error("terminal session {id:?} has ended: open a new one")]
+    TerminalEnded { id: String },
+    #[error(
+        "offset {from} is past the end of the terminal's transcript ({end}): attach from at \
+         most {end}"
+    )]
+    TerminalOffsetBeyondEnd { from: i64, end: i64 },
+    #[error("{limit} terminal sessions are running: close one (DELETE /agents/{{id}}/terminals/{{session}})")]
+    TerminalLimit { limit: i64 },
+    #[error(
+        "terminals on the computer are not available yet: open one on the light backend \
+         (backend=light)"
+    )]
+    TerminalBackendUnavailable,
+    #[error("the ticket is not valid for this agent: mint one (POST /agents/{{id}}/tickets)")]
+    TicketInvalid,
+    #[error("the ticket has been used: a ticket opens one terminal; mint another")]
+    TicketUsed,
+    #[error("the ticket has expired (tickets live at most 60 s): mint another")]
+    TicketExpired,
     #[error("the inspector session is not valid: sign in again")]
     SessionInvalid,
     #[error("the inspector session has expired: sign in again")]
@@ -223,6 +245,14 @@ impl ApiError {
             ApiError::NoPortOrigin { .. } => "NO_PORT_ORIGIN",
             ApiError::NotAPortOrigin { .. } => "NOT_A_PORT_ORIGIN",
             ApiError::NoPortsHost => "NO_PORTS_HOST",
+            ApiError::TerminalNotFound { .. } => "TERMINAL_NOT_FOUND",
+            ApiError::TerminalEnded { .. } => "TERMINAL_ENDED",
+            ApiError::TerminalOffsetBeyondEnd { .. } => "OFFSET_BEYOND_END",
+            ApiError::TerminalLimit { .. } => "TERMINAL_LIMIT",
+            ApiError::TerminalBackendUnavailable => "TERMINAL_BACKEND_UNAVAILABLE",
+            ApiError::TicketInvalid => "TICKET_INVALID",
+            ApiError::TicketUsed => "TICKET_USED",
+            ApiError::TicketExpired => "TICKET_EXPIRED",
             ApiError::SessionInvalid => "SESSION_INVALID",
             ApiError::SessionExpired => "SESSION_EXPIRED",
             ApiError::CrossOriginRefused { .. } => "CROSS_ORIGIN_REFUSED",
@@ -284,6 +314,11 @@ impl ApiError {
             | ApiError::NotAPortOrigin { .. } => 404,
             ApiError::NoPortOrigin { .. } => 409,
             ApiError::NoPortsHost => 503,
+            ApiError::TerminalNotFound { .. } => 404,
+            ApiError::TerminalEnded { .. } | ApiError::TerminalLimit { .. } => 409,
+            ApiError::TerminalOffsetBeyondEnd { .. } => 400,
+            ApiError::TerminalBackendUnavailable => 501,
+            ApiError::TicketInvalid | ApiError::TicketUsed | ApiError::TicketExpired => 401,
             ApiError::ShareLinkInvalid
             | ApiError::ShareLinkExpired
             | ApiError::ShareLinkRevoked => 401,

@@ -129,6 +129,8 @@ pub trait Host {
 pub trait Socket {
     /// Sends a text message; a socket closing under us is not an error.
     fn send(&self, text: &str);
+    /// Sends a binary message (a terminal's output), likewise.
+    fn send_bytes(&self, bytes: &[u8]);
     /// The socket's attachment, if one was saved.
     fn state(&self) -> Option<SocketState>;
     /// Replaces the socket's attachment.

@@ -29,6 +29,7 @@
 //! - [`protocol`]: the WebSocket messages; [`socket`]: where a socket
 //!   message is answered; [`subscriptions`]: where job output and change
 //!   events are sent;
+//! - [`terminal`]: interactive terminals, their transcripts and tickets;
 //! - [`mcp`]: the MCP server, one more entry point through dispatch;
 //! - [`catalog`]: the tools a model is given, with their schemas and each
 //!   harness's shape of them;
@@ -72,6 +73,7 @@ pub mod settings;
 pub mod shares;
 pub mod socket;
 pub mod subscriptions;
+pub mod terminal;
 mod tombstone;
 pub mod tools;
 pub mod transfer;

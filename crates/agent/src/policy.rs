@@ -139,6 +139,13 @@ impl Action {
             Action::ShareCreate(_) => records(Scope::Ports, "share.create"),
             Action::Shares => reads(Scope::Ports),
             Action::ShareRevoke(_) => records(Scope::Ports, "share.revoke"),
+            // A terminal runs commands: the exec scope of its backend, which
+            // the agent checks once it knows it (as for an exec).
+            Action::Terminal => policy(Access::Exec, Audit::Record("terminal.open")),
+            Action::Terminals => reads(Scope::Read),
+            Action::TerminalDelete(_) => policy(Access::Exec, Audit::Record("terminal.close")),
+            // A ticket carries its minter's scopes to one terminal upgrade.
+            Action::TicketCreate => policy(Access::Exec, Audit::Record("ticket.mint")),
             // Staged chunks change no file: only the apply is recorded.
             Action::Transfer(crate::transfer::Step::Apply) => records(Scope::Write, "push"),
             Action::Transfer(crate::transfer::Step::Chunks) => {

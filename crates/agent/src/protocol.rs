@@ -64,6 +64,20 @@ pub struct SocketState {
     /// The revision up to which it has been sent changes, when subscribed.
     #[serde(default)]
     pub changes: Option<i64>,
+    /// The terminal session it is attached to, if it is a terminal's
+    /// (`GET /agents/{id}/terminal`, whose protocol is `crate::terminal`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<TerminalSocket>,
+}
+
+/// A terminal socket's attachment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalSocket {
+    pub session: String,
+    /// The offset its transcript was replayed from when it was accepted
+    /// (`None`: the first kept).
+    #[serde(default)]
+    pub replay_from: Option<i64>,
 }
 
 impl SocketState {
@@ -155,6 +169,12 @@ pub fn error_json(id: &Value, error: &ApiError) -> Value {
     message
 }
 
+/// The `error` frame of a terminal socket (`crate::terminal`), whose
+/// protocol puts the code and message at the top.
+pub fn terminal_error_json(error: &ApiError) -> Value {
+    json!({ "type": "error", "code": error.code(), "message": error.public_message() })
+}
+
 /// A reply of `kind` to request `id`, with extra fields.
 pub fn reply_json(id: &Value, kind: &str, fields: Value) -> Value {
     let mut message = json!({ "type": kind });
@@ -241,6 +261,7 @@ mod tests {
             jobs: vec![4],
             all_jobs: false,
             changes: Some(9),
+            terminal: None,
         };
         let back: SocketState =
             serde_json::from_value(serde_json::to_value(&state).unwrap()).unwrap();

@@ -271,6 +271,16 @@ pub enum Action {
     Shares,
     /// `DELETE /agents/{id}/shares/{share}`: revoke one.
     ShareRevoke(String),
+    /// `GET /agents/{id}/terminal?backend=&cols=&rows=&session=&from=`: an
+    /// interactive terminal over a WebSocket (`crate::terminal`).
+    Terminal,
+    /// `GET /agents/{id}/terminals`: the terminal sessions.
+    Terminals,
+    /// `DELETE /agents/{id}/terminals/{session}`: end one and forget it.
+    TerminalDelete(String),
+    /// `POST /agents/{id}/tickets {"purpose":"terminal"}`: a single-use
+    /// ticket that opens one terminal upgrade (`crate::terminal::tickets`).
+    TicketCreate,
 }
 
 impl Action {
@@ -295,6 +305,7 @@ impl Action {
                 | Action::ProcessStart
                 | Action::ProcessSignal(_)
                 | Action::ShareCreate(_)
+                | Action::TicketCreate
                 | Action::Mcp
         ) || matches!(self, Action::Transfer(step) if step.takes_json())
     }
@@ -310,6 +321,12 @@ impl Action {
                 ..
             }
         )
+    }
+
+    /// Whether a terminal ticket (rather than a bearer credential) may let
+    /// the request in: a browser cannot set `Authorization` on a WebSocket.
+    pub fn takes_ticket(&self) -> bool {
+        matches!(self, Action::Terminal)
     }
 
     /// Whether the action works on an agent that does not exist yet.
@@ -394,11 +411,23 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
         ("POST", "fork/import") => Action::ForkImport,
         ("GET", "computer") => Action::Computer,
         ("POST", "computer/stop") => Action::ComputerStop,
+        ("GET", "terminal") => Action::Terminal,
+        ("GET", "terminals") => Action::Terminals,
+        ("POST", "tickets") => Action::TicketCreate,
         (
             _,
             "ws" | "mcp" | "audit" | "settings" | "tokens/revoke" | "diff" | "restore" | "undo"
-            | "fork" | "fork/import" | "computer" | "computer/stop",
+            | "fork" | "fork/import" | "computer" | "computer/stop" | "terminal" | "terminals"
+            | "tickets",
         ) => return Err(not_allowed()),
+        (method, rest) if rest.starts_with("terminals/") => {
+            let id = percent_decode(&rest["terminals/".len()..])?;
+            match method {
+                "DELETE" if !id.is_empty() && !id.contains('/') => Action::TerminalDelete(id),
+                "DELETE" => return Err(no_route()),
+                _ => return Err(not_allowed()),
+            }
+        }
         (method, rest) if rest == "jobs" || rest.starts_with("jobs/") => route_jobs(method, rest)
             .ok_or_else(|| {
             if known_jobs_path(rest) {

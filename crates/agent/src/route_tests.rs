@@ -144,6 +144,43 @@ fn percent_encoding_round_trips() {
 }
 
 #[test]
+fn terminal_routes() {
+    let action = |method, path| match route(method, path) {
+        Ok(Route::Agent { action, .. }) => Ok(action),
+        Ok(other) => panic!("{other:?}"),
+        Err(error) => Err(error.code().to_string()),
+    };
+    assert_eq!(action("GET", "/agents/a/terminal"), Ok(Action::Terminal));
+    assert_eq!(action("GET", "/agents/a/terminals"), Ok(Action::Terminals));
+    assert_eq!(
+        action("DELETE", "/agents/a/terminals/ab12"),
+        Ok(Action::TerminalDelete("ab12".into()))
+    );
+    assert_eq!(
+        action("POST", "/agents/a/tickets"),
+        Ok(Action::TicketCreate)
+    );
+    for (method, path) in [
+        ("POST", "/agents/a/terminal"),
+        ("DELETE", "/agents/a/terminals"),
+        ("GET", "/agents/a/terminals/ab12"),
+        ("GET", "/agents/a/tickets"),
+    ] {
+        assert_eq!(
+            action(method, path),
+            Err("METHOD_NOT_ALLOWED".into()),
+            "{method} {path}"
+        );
+    }
+    assert_eq!(
+        action("DELETE", "/agents/a/terminals/a/b"),
+        Err("NO_ROUTE".into())
+    );
+    assert!(Action::TicketCreate.takes_json() && !Action::Terminal.takes_json());
+    assert!(Action::Terminal.takes_ticket() && !Action::Terminals.takes_ticket());
+}
+
+#[test]
 fn the_inspector_and_its_session_have_routes_of_their_own() {
     use crate::route::SessionStep;
     assert_eq!(route("GET", "/ui"), Ok(Route::Inspector));

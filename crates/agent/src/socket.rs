@@ -16,16 +16,26 @@ use crate::subscriptions::{send_backlog, send_changes};
 /// A message as the platform delivers it.
 pub enum Incoming {
     Text(String),
-    Binary,
+    Binary(Vec<u8>),
 }
 
 impl<H: Host> Agent<H> {
     /// A message from a client: answered on the socket, never failing the
     /// socket itself.
     pub async fn socket_message(&self, socket: &H::Socket, message: Incoming) {
+        let state = socket.state().unwrap_or_default();
+        if let Some(terminal) = state.terminal.clone() {
+            if let Err(error) = self.open(Some(&state.agent), false) {
+                socket.close(4404, error.code());
+                return;
+            }
+            return self
+                .terminal_message(socket, state, terminal, message)
+                .await;
+        }
         let text = match message {
             Incoming::Text(text) => text,
-            Incoming::Binary => {
+            Incoming::Binary(_) => {
                 let error = ApiError::InvalidRequest("send JSON text messages, not binary".into());
                 return send(socket, &error_json(&Value::Null, &error));
             }
@@ -35,7 +45,6 @@ impl<H: Host> Agent<H> {
             Err((id, error)) => return send(socket, &error_json(&id, &error)),
         };
         let id = request.id().clone();
-        let state = socket.state().unwrap_or_default();
         if let Err(error) = self.open(Some(&state.agent), false) {
             send(socket, &error_json(&id, &error));
             socket.close(4404, "agent not found");

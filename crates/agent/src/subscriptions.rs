@@ -192,7 +192,11 @@ fn open_sockets<H: Host>(agent: &Agent<H>) -> Vec<H::Socket> {
 /// Tells `socket` its credential no longer holds (`error`, in answer to
 /// message `id` if one was asked) and closes it.
 pub(crate) fn end_socket(socket: &impl Socket, id: &Value, error: &ApiError) {
-    send(socket, &schema::error_json(id, error));
+    let message = match state_of(socket).terminal {
+        Some(_) => schema::terminal_error_json(error),
+        None => schema::error_json(id, error),
+    };
+    send(socket, &message);
     socket.close(CREDENTIAL_GONE, error.code());
 }
 

@@ -183,7 +183,7 @@ fn bad_messages_get_errors_and_the_socket_stays_open() {
     for message in ["{nope", r#"{"type":"fly","id":3}"#, r#"[1]"#] {
         block_on(agent.socket_message(&client, Incoming::Text(message.into())));
     }
-    block_on(agent.socket_message(&client, Incoming::Binary));
+    block_on(agent.socket_message(&client, Incoming::Binary(b"x".to_vec())));
     let errors = client.take();
     let codes: Vec<&str> = errors
         .iter()

@@ -133,12 +133,19 @@ impl Api {
 
     /// Opens the agent's WebSocket.
     pub fn socket(&self, agent: &str) -> Result<Socket> {
+        let ws = self.connect(&format!("{}/ws", agent_path(agent)), SOCKET_IDLE)?;
+        Ok(Socket { ws })
+    }
+
+    /// Opens a WebSocket at `path` (with its query, already encoded),
+    /// whose reads return after `idle` without a frame.
+    pub fn connect(&self, path: &str, idle: Duration) -> Result<WebSocket> {
         use tungstenite::client::IntoClientRequest;
         let url = match self.base.strip_prefix("https://") {
             Some(host) => format!("wss://{host}"),
             None => format!("ws://{}", self.base.trim_start_matches("http://")),
         };
-        let mut request = format!("{url}{}/ws", agent_path(agent))
+        let mut request = format!("{url}{path}")
             .into_client_request()
             .map_err(|e| CliError::new(Failure::Config, format!("bad URL {url}: {e}")))?;
         let value = format!("Bearer {}", self.token)
@@ -155,9 +162,10 @@ impl Api {
                     _ => None,
                 };
                 if let Some(tcp) = tcp {
-                    let _ = tcp.set_read_timeout(Some(SOCKET_IDLE));
+                    let _ = tcp.set_read_timeout(Some(idle));
+                    let _ = tcp.set_nodelay(true);
                 }
-                Ok(Socket { ws })
+                Ok(ws)
             }
             Err(tungstenite::Error::Http(response)) => {
                 let status = response.status().as_u16();
@@ -266,9 +274,13 @@ pub fn workspace_path(path: &str) -> String {
     }
 }
 
+/// A WebSocket to the deployment.
+pub type WebSocket =
+    tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>;
+
 /// The agent's WebSocket.
 pub struct Socket {
-    ws: tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>,
+    ws: WebSocket,
 }
 
 /// How long a socket read waits before it reports [`Received::Idle`].

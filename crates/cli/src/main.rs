@@ -14,6 +14,7 @@ mod files;
 mod follow;
 mod more;
 mod output;
+mod terminal;
 mod timetravel;
 mod transfer;
 
@@ -173,9 +174,11 @@ enum Command {
     /// Edit a file with $EDITOR; written back only if it did not change
     /// meanwhile.
     Edit { path: String },
-    /// A line-by-line shell on the agent (light shell); `cd` and variables
-    /// carry over between lines.
-    Shell,
+    /// The agent's shell. On a terminal: its interactive terminal, in raw
+    /// mode (the light shell's line editor; a session that survives
+    /// reconnects). With input from a pipe: line by line, printing only
+    /// what the commands print; `cd` and variables carry over.
+    Shell(ShellArgs),
     /// Pin the workspace as it is.
     Checkpoint {
         /// A name to find it by later.
@@ -216,6 +219,20 @@ enum Command {
     Mcp(McpCommand),
     /// Shell completions, for `source <(stead completions bash)`.
     Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Args)]
+struct ShellArgs {
+    /// Open the terminal even when standard input is not a terminal (its
+    /// bytes are typed as they come; its end types Ctrl-D).
+    #[arg(short = 't', long)]
+    terminal: bool,
+    /// A bash on the Linux computer instead of the light shell.
+    #[arg(long)]
+    computer: bool,
+    /// Attach to this terminal session (its transcript is replayed).
+    #[arg(long)]
+    session: Option<String>,
 }
 
 #[derive(Args)]
@@ -387,7 +404,7 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Schedules(command) => more::named(&ctx, "schedules", command),
         Command::Hooks(command) => more::named(&ctx, "hooks", command),
         Command::Edit { path } => more::edit(&ctx, &path),
-        Command::Shell => more::shell(&ctx),
+        Command::Shell(args) => shell(&ctx, args),
         Command::Checkpoint { name, message } => timetravel::checkpoint(&ctx, name, message),
         Command::Checkpoints { limit } => timetravel::checkpoints(&ctx, limit),
         Command::Diff { from, to, paths } => timetravel::diff(&ctx, from, to, paths),
@@ -440,6 +457,22 @@ fn use_agent(ctx: &Context, agent: &str) -> Result<i32> {
         &serde_json::json!({ "agent": agent, "file": path }),
         &format!("{agent} is the default agent under {}", here.display()),
     )
+}
+
+/// `stead shell`: the terminal, unless the input is a script to run line by
+/// line.
+fn shell(ctx: &Context, args: ShellArgs) -> Result<i32> {
+    use std::io::IsTerminal;
+    let raw = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if !(raw || args.terminal || args.computer || args.session.is_some()) {
+        return more::shell(ctx);
+    }
+    let options = terminal::Options {
+        backend: if args.computer { "computer" } else { "light" },
+        session: args.session,
+        raw,
+    };
+    terminal::run(ctx.api()?, ctx.agent()?, options)
 }
 
 /// `stead mcp config`: the agent's MCP endpoint, as each client takes it.

@@ -742,6 +742,27 @@ fn shell_keeps_the_directory_and_variables_between_lines() {
     assert_eq!(run.code, 1, "the last line's status");
 }
 
+/// `shell -t`: the agent's terminal even from a pipe; what is typed is
+/// echoed and answered after the prompt, and the session's exit status is
+/// stead's.
+#[test]
+fn shell_on_the_terminal_keeps_its_session_and_exits_with_it() {
+    let user = User::new();
+    let id = new_agent(&user, "terminal");
+    let input = "mkdir -p /t && cd /t\nV=42\necho v=$V in $(pwd)\nexit 5\n";
+    let run = user.run_with(&["-a", &id, "shell", "-t"], input, &[]);
+    assert!(
+        run.stdout
+            .contains("/t$ echo v=$V in $(pwd)\r\nv=42 in /t\r\n/t$ "),
+        "stdout: {:?}, stderr: {}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(run.code, 5, "the session's status; stderr: {}", run.stderr);
+    let listed = common::client().send("GET", &format!("/agents/{id}/terminals"), b"");
+    assert_eq!(listed.json()["terminals"][0]["exit_code"], 5);
+}
+
 #[test]
 fn edit_writes_back_only_when_the_file_did_not_move_meanwhile() {
     let user = User::new();

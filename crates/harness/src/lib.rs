@@ -14,6 +14,7 @@
 //! its log.
 
 pub mod computer;
+pub mod terminal;
 
 use std::io::Read;
 use std::net::TcpListener;

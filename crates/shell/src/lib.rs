@@ -41,6 +41,7 @@ mod interp;
 mod io;
 mod limits;
 mod pipes;
+pub mod session;
 mod utils;
 
 pub use fs::Fs;

@@ -131,6 +131,7 @@ pub struct FakeSocket(Rc<SocketInner>);
 #[derive(Default)]
 pub struct SocketInner {
     sent: RefCell<Vec<Value>>,
+    bytes: RefCell<Vec<u8>>,
     state: RefCell<Option<SocketState>>,
     closed: Cell<Option<u16>>,
 }
@@ -144,12 +145,21 @@ impl FakeSocket {
     pub fn closed(&self) -> Option<u16> {
         self.0.closed.get()
     }
+
+    /// Takes the binary messages sent so far, joined.
+    pub fn take_bytes(&self) -> Vec<u8> {
+        std::mem::take(&mut self.0.bytes.borrow_mut())
+    }
 }
 
 impl Socket for FakeSocket {
     fn send(&self, text: &str) {
         let value = serde_json::from_str(text).expect("sockets are sent JSON");
         self.0.sent.borrow_mut().push(value);
+    }
+
+    fn send_bytes(&self, bytes: &[u8]) {
+        self.0.bytes.borrow_mut().extend_from_slice(bytes);
     }
 
     fn state(&self) -> Option<SocketState> {
