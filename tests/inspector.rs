@@ -366,3 +366,18 @@ fn schedules_show_their_runs_and_hooks_their_calls() {
     let report = browse("schedules", &agent.id, "");
     assert_eq!(report["run"], "succeeded");
 }
+
+#[test]
+fn the_terminal_tab_runs_echo_hi_on_the_light_shell() {
+    let agent = seeded("ui-terminal");
+    let report = browse("terminal", &agent.id, "");
+    let screen = report["screen"].as_str().expect("screen");
+    assert!(
+        screen.contains("echo hi"),
+        "the typed line is echoed: {screen}"
+    );
+    assert!(
+        screen.lines().any(|line| line.trim() == "hi"),
+        "its output is on a line of its own: {screen}"
+    );
+}

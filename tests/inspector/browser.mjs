@@ -65,7 +65,8 @@ const scenarios = {
     check(!visible.includes("stead_session"), "scripts cannot read the session");
     // The page's CSP forbids inline script.
     const csp = (await page.request.get(`${base}/ui/`)).headers()["content-security-policy"];
-    check(csp && csp.includes("script-src 'self'") && !csp.includes("unsafe-inline"), `CSP: ${csp}`);
+    const scripts = (csp ?? "").split(";").map((d) => d.trim()).find((d) => d.startsWith("script-src"));
+    check(scripts === "script-src 'self'", `no inline script, no eval: ${csp}`);
     await page.reload();
     await page.locator(`a[data-agent="${agent}"]`).waitFor();
     await page.getByRole("button", { name: "Sign out" }).click();
@@ -105,7 +106,10 @@ const scenarios = {
     await page.getByRole("button", { name: "Save", exact: true }).click();
     await page.locator(".status.conflict").waitFor();
     check((await page.locator("textarea.editor").inputValue()) === "mine\n", "the user's text is kept");
-    check((await page.locator(".theirs .code .text").innerText()).includes("theirs"), "their version is shown");
+    await page.locator(".theirs .code .text", { hasText: "theirs" }).waitFor().catch(async (error) => {
+      await page.screenshot({ path: `${artifacts}/conflict-failed.png` });
+      throw new Error(`their version not shown: ${await page.locator(".viewer").innerText()} (${error.message})`);
+    });
     check((await tool("read", { path: "/src/main.rs" })).content === "theirs\n", "nothing was overwritten");
     await page.screenshot({ path: `${artifacts}/conflict.png` });
     await page.getByRole("button", { name: "Save mine over theirs" }).click();
@@ -195,6 +199,24 @@ const scenarios = {
     check(state === "succeeded", `the run is shown: ${state}`);
     await page.screenshot({ path: `${artifacts}/schedules.png` });
     return { run: state };
+  },
+
+  /** The terminal tab on the light shell: type `echo hi`, see `hi`. */
+  async terminal(page) {
+    await signIn(page, admin);
+    await page.getByRole("tab", { name: "Terminal" }).click();
+    await page.getByRole("button", { name: "Light shell" }).click();
+    await page.locator(".terminal-tab .status", { hasText: "session" }).waitFor();
+    await page.locator(".terminal .xterm").click();
+    await page.keyboard.type("echo hi\r");
+    const rows = page.locator(".terminal .xterm-rows");
+    await page.waitForFunction(() => {
+      const lines = document.querySelector(".terminal .xterm-rows")?.innerText.split("\n") ?? [];
+      return lines.some((line) => line.trim() === "hi");
+    }, null, { timeout: 10000 });
+    const screen = await rows.innerText();
+    await page.screenshot({ path: `${artifacts}/terminal.png` });
+    return { screen };
   },
 
   /** The timeline: create a checkpoint, change two files, see both in the

@@ -173,7 +173,8 @@ export class FilesView {
     const abort = new AbortController();
     let response: Response;
     try {
-      response = await request(filePath(this.agent, path), { signal: abort.signal });
+      // Never from the browser's cache: the file may have changed since.
+      response = await request(filePath(this.agent, path), { signal: abort.signal, cache: "no-store" });
     } catch (error) {
       const message = error instanceof ApiError && error.status === 404 ? `${path} is gone.` : (error as Error).message;
       clear(this.viewer, h("p", { class: "error" }, message));
@@ -266,6 +267,8 @@ class Editor {
   }
 
   changedMeanwhile(change: Change): void {
+    // A refused save already says so, with their version.
+    if (this.status.classList.contains("conflict")) return;
     this.status.className = "status warning";
     this.status.textContent = `${this.path} was ${change.kind} at revision ${change.revision} while you edit; saving will ask first.`;
   }
@@ -297,7 +300,7 @@ class Editor {
     this.status.textContent = `Not saved: ${this.path} changed since you opened it (now revision ${current}). Their version is below; your text is kept.`;
     let theirs = "";
     if (current > 0) {
-      const response = await request(filePath(this.agent, this.path));
+      const response = await request(filePath(this.agent, this.path), { cache: "no-store" });
       theirs = await response.text();
       current = Number(response.headers.get("x-revision") ?? current);
     }

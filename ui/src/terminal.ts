@@ -46,9 +46,9 @@ export function terminalView(agent: string, backend: "light" | "computer"): HTML
           status.textContent = `${backend === "light" ? "light shell" : "computer"} · session ${session}`;
         } else if (message.type === "exit") {
           ended = true;
-          status.textContent = `exited${message.code !== undefined ? ` with ${message.code}` : ""}`;
+          status.textContent = `session ended (${message.reason ?? "exited"}${message.code !== undefined && message.code !== null ? `, status ${message.code}` : ""})`;
         } else if (message.type === "error") {
-          status.textContent = `error: ${message.error?.message ?? message.message ?? JSON.stringify(message)}`;
+          status.textContent = `${message.code ?? "error"}: ${message.message ?? JSON.stringify(message)}`;
         }
         return;
       }

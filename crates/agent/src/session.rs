@@ -171,11 +171,15 @@ pub fn cleared_cookie() -> String {
     format!("{COOKIE}=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Strict")
 }
 
-/// The page's Content-Security-Policy: its own scripts and styles only (no
-/// inline script, no `eval`), images from itself or from the blobs it makes
-/// of a file, connections to its own origin (`'self'` covers its
-/// WebSocket), never framed.
-pub const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+/// The page's Content-Security-Policy: its own scripts only (no inline
+/// script, no `eval`), images from itself or from the blobs it makes of a
+/// file, connections to its own origin (`'self'` covers its WebSocket),
+/// never framed. Styles are its own plus inline ones: the terminal's
+/// renderer (xterm.js) writes its measurements into style elements of its
+/// own. The page never puts an agent's content in as markup (text goes in
+/// as text; highlighting escapes it), so nothing else can add one.
+pub const PAGE_CSP: &str =
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
      img-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
      frame-ancestors 'none'";
 
