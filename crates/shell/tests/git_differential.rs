@@ -464,6 +464,28 @@ fn subdirectories_modes_and_odd_content() {
     ]);
 }
 
+/// Paths that name a directory, the repository's root or a file: what
+/// lies beneath a directory is restored, unstaged and removed as git does.
+#[test]
+fn pathspecs_of_directories_and_the_root() {
+    differential(&[
+        "git init -q -b main",
+        "mkdir -p d/e dd; echo 1 > d/a; echo 2 > d/e/b; echo 3 > dd/c; echo 4 > top; git add -A; git commit -qm base",
+        "echo x > d/a; echo y > d/e/b; echo z > dd/c; echo w > top",
+        "git checkout -- d",
+        "git status --porcelain",
+        "git checkout .",
+        "git status --porcelain",
+        "echo x > d/a; echo z > dd/c; git add -A; git reset -q d",
+        "git status --porcelain",
+        "git reset -q .",
+        "git status --porcelain",
+        "git checkout -- .; git rm -rq d",
+        "git status --porcelain",
+        "git checkout nosuch",
+    ]);
+}
+
 #[test]
 fn stash() {
     differential(&[

@@ -723,15 +723,10 @@ impl<'a> Run<'a> {
         };
         for operand in &operands {
             let rel = self.rel(repo, operand)?;
-            let inside = if rel.is_empty() {
-                String::new()
-            } else {
-                format!("{rel}/")
-            };
             let tracked_under: Vec<String> = index
                 .entries
                 .iter()
-                .filter(|e| e.path == rel || e.path.starts_with(&inside))
+                .filter(|e| at_or_under(&e.path, &rel))
                 .map(|e| e.path.clone())
                 .collect();
             let abs = repo.abs(&rel);
@@ -1937,19 +1932,8 @@ impl<'a> Run<'a> {
                 if repo.rev_parse(target)?.is_some() {
                     return self.detach(repo, target);
                 }
-                let rel = self.rel(repo, target)?;
-                let (index, _) = repo.index()?;
-                let inside = format!("{rel}/");
-                if index
-                    .entries
-                    .iter()
-                    .any(|e| e.path == rel || e.path.starts_with(&inside))
-                {
-                    return self.restore_paths(repo, None, std::slice::from_ref(target), true);
-                }
-                Err(fatal(format!(
-                    "pathspec '{target}' did not match any file(s) known to git"
-                )))
+                // A path: restored from the index, or the paths' error.
+                self.restore_paths(repo, None, std::slice::from_ref(target), true)
             }
             _ => Err(fatal(
                 "stead: git checkout without a target is not in the light shell's git",
@@ -1975,14 +1959,9 @@ impl<'a> Run<'a> {
         let mut picked = Vec::new();
         for p in paths {
             let rel = self.rel(repo, p)?;
-            let inside = if rel.is_empty() {
-                String::new()
-            } else {
-                format!("{rel}/")
-            };
             let matched: Vec<(String, (u32, ObjectId))> = from
                 .iter()
-                .filter(|(k, _)| **k == rel || k.starts_with(&inside))
+                .filter(|(k, _)| at_or_under(k, &rel))
                 .map(|(k, v)| (k.clone(), *v))
                 .collect();
             if matched.is_empty() {
@@ -2350,24 +2329,16 @@ impl<'a> Run<'a> {
             let (mut index, _) = repo.index()?;
             for p in &paths {
                 let rel = self.rel(repo, p)?;
-                let inside = if rel.is_empty() {
-                    String::new()
-                } else {
-                    format!("{rel}/")
-                };
                 let in_index: Vec<String> = index
                     .entries
                     .iter()
-                    .filter(|e| e.path == rel || e.path.starts_with(&inside))
+                    .filter(|e| at_or_under(&e.path, &rel))
                     .map(|e| e.path.clone())
                     .collect();
                 for path in in_index {
                     index.remove(&path);
                 }
-                for (path, (mode, id)) in source
-                    .iter()
-                    .filter(|(k, _)| **k == rel || k.starts_with(&inside))
-                {
+                for (path, (mode, id)) in source.iter().filter(|(k, _)| at_or_under(k, &rel)) {
                     index.upsert(IndexEntry::new(path.clone(), *mode, *id, 0, 0));
                 }
             }
@@ -3182,4 +3153,14 @@ fn exact_renames(
         .filter(|(p, _)| !renamed.contains(p))
         .collect();
     (renames, rest)
+}
+
+/// Whether `path` is `dir` itself or lies beneath it; every path lies
+/// beneath the repository's root (`""`).
+fn at_or_under(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
