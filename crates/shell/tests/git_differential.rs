@@ -486,6 +486,35 @@ fn pathspecs_of_directories_and_the_root() {
     ]);
 }
 
+/// What agents type most, one after another.
+#[test]
+fn an_agents_everyday_session() {
+    differential(&[
+        "git init -q",
+        "git status",
+        "echo hello > README.md; mkdir src; printf 'fn main() {}\\n' > src/main.rs; git add .",
+        "git status",
+        "git commit -m 'first commit'",
+        "git log --oneline",
+        "git checkout -b feature",
+        "echo more >> README.md; git diff",
+        "git commit -am 'more'",
+        "git log --oneline -n 5",
+        "git branch",
+        "git checkout master",
+        "git branch -d feature",
+        "git branch -D feature",
+        "git status -sb",
+        "git log -1",
+        "git rev-parse --abbrev-ref HEAD",
+        "git rev-parse --show-toplevel",
+        "git ls-files",
+        "git tag v1; git tag",
+        "git show HEAD",
+        "git diff HEAD",
+    ]);
+}
+
 #[test]
 fn stash() {
     differential(&[
