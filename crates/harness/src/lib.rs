@@ -555,6 +555,35 @@ pub fn temp_state() -> tempfile::TempDir {
         .expect("temp dir")
 }
 
+/// Opens a WebSocket to `path` (with its query) on `base`, with the bearer
+/// `token` when given; a refused upgrade is its status and body.
+fn upgrade(
+    base: &str,
+    path: &str,
+    token: Option<&str>,
+) -> Result<tungstenite::WebSocket<std::net::TcpStream>, String> {
+    use tungstenite::client::IntoClientRequest;
+    let host = base.trim_start_matches("http://");
+    let url = format!("ws://{host}{path}");
+    let mut request = url.into_client_request().map_err(|e| e.to_string())?;
+    if let Some(token) = token {
+        let value = format!("Bearer {token}")
+            .parse()
+            .map_err(|e| format!("{e}"))?;
+        request.headers_mut().insert("authorization", value);
+    }
+    let stream = std::net::TcpStream::connect(host).map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let (ws, _) = tungstenite::client::client(request, stream).map_err(|e| match e {
+        tungstenite::handshake::HandshakeError::Failure(tungstenite::Error::Http(r)) => {
+            let body = r.body().as_deref().map(String::from_utf8_lossy);
+            format!("HTTP {}: {}", r.status(), body.unwrap_or_default())
+        }
+        other => other.to_string(),
+    })?;
+    Ok(ws)
+}
+
 /// A blocking WebSocket client of an agent's `/ws` route.
 pub struct Socket {
     ws: tungstenite::WebSocket<std::net::TcpStream>,
@@ -570,26 +599,9 @@ impl Socket {
     /// Connects to `path` (with its query) on `base` with the bearer
     /// `token`: any WebSocket route, such as a port's.
     pub fn connect_to(base: &str, path: &str, token: Option<&str>) -> Result<Socket, String> {
-        use tungstenite::client::IntoClientRequest;
-        let host = base.trim_start_matches("http://");
-        let url = format!("ws://{host}{path}");
-        let mut request = url.into_client_request().map_err(|e| e.to_string())?;
-        if let Some(token) = token {
-            let value = format!("Bearer {token}")
-                .parse()
-                .map_err(|e| format!("{e}"))?;
-            request.headers_mut().insert("authorization", value);
-        }
-        let stream = std::net::TcpStream::connect(host).map_err(|e| e.to_string())?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        let (ws, _) = tungstenite::client::client(request, stream).map_err(|e| match e {
-            tungstenite::handshake::HandshakeError::Failure(tungstenite::Error::Http(r)) => {
-                let body = r.body().as_deref().map(String::from_utf8_lossy);
-                format!("HTTP {}: {}", r.status(), body.unwrap_or_default())
-            }
-            other => other.to_string(),
-        })?;
-        Ok(Socket { ws })
+        Ok(Socket {
+            ws: upgrade(base, path, token)?,
+        })
     }
 
     /// Sends a JSON message.

@@ -41,25 +41,7 @@ impl Terminal {
         query: &str,
         token: Option<&str>,
     ) -> Result<Terminal, String> {
-        use tungstenite::client::IntoClientRequest;
-        let host = base.trim_start_matches("http://");
-        let url = format!("ws://{host}/agents/{agent}/terminal?{query}");
-        let mut request = url.into_client_request().map_err(|e| e.to_string())?;
-        if let Some(token) = token {
-            let value = format!("Bearer {token}")
-                .parse()
-                .map_err(|e| format!("{e}"))?;
-            request.headers_mut().insert("authorization", value);
-        }
-        let stream = std::net::TcpStream::connect(host).map_err(|e| e.to_string())?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        let (ws, _) = tungstenite::client::client(request, stream).map_err(|e| match e {
-            tungstenite::handshake::HandshakeError::Failure(tungstenite::Error::Http(r)) => {
-                let body = r.body().as_deref().map(String::from_utf8_lossy);
-                format!("HTTP {}: {}", r.status(), body.unwrap_or_default())
-            }
-            other => other.to_string(),
-        })?;
+        let ws = crate::upgrade(base, &format!("/agents/{agent}/terminal?{query}"), token)?;
         let mut terminal = Terminal {
             ws,
             session: String::new(),
