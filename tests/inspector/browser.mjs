@@ -98,6 +98,10 @@ const scenarios = {
     await page.locator(".status.ok").waitFor();
     const saved = await tool("read", { path: "/src/main.rs" });
     check(saved.content.includes("edited in the browser"), `saved through the page: ${saved.content}`);
+    const status = await page.locator(".status.ok").innerText();
+    const savedAt = status.match(/revision (\d+)/)?.[1];
+    const meta = await page.locator(".viewer header .meta").innerText();
+    check(savedAt !== undefined && meta.endsWith(`revision ${savedAt}`), `the header names the saved revision (${status}): ${meta}`);
 
     // Someone else writes while the user edits: the save is refused and
     // their version shown; the user's text stays.

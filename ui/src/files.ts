@@ -212,8 +212,10 @@ export class FilesView {
   }
 
   private edit(path: string, rev: number, text: string, header: HTMLElement): void {
-    this.editor = new Editor(this.agent, path, rev, text, (saved) => {
+    this.editor = new Editor(this.agent, path, rev, text, (saved, size) => {
       if (this.open) this.open.rev = saved;
+      const meta = header.querySelector(".meta");
+      if (meta) meta.textContent = `${bytes(size)} · revision ${saved}`;
     });
     header.querySelector(".edit")?.remove();
     clear(this.viewer, header, this.editor.el);
@@ -246,7 +248,7 @@ class Editor {
     private readonly path: string,
     private rev: number,
     text: string,
-    private readonly onSaved: (rev: number) => void,
+    private readonly onSaved: (rev: number, size: number) => void,
   ) {
     this.area = h("textarea", { class: "editor", spellcheck: "false", "aria-label": `edit ${path}` });
     this.area.value = text;
@@ -279,7 +281,7 @@ class Editor {
     try {
       const written = await tool(this.agent, "write", { path: this.path, content: this.area.value, if_rev: this.rev });
       this.rev = written.revision;
-      this.onSaved(this.rev);
+      this.onSaved(this.rev, new TextEncoder().encode(this.area.value).length);
       clear(this.theirs);
       this.status.className = "status ok";
       this.status.textContent = `Saved at revision ${this.rev}${overwrite ? " (their version replaced)" : ""}.`;
