@@ -429,10 +429,14 @@ pub const USER_DIR: &str = "/var/tmp/home";
 const USER_DIR_NAME: &str = "home";
 
 /// What a fresh computer's global git configuration (in [`USER_DIR`])
-/// says: an identity, so `git commit` works without set-up. A
-/// repository's own config (`git config user.name ...`, kept in the
-/// workspace's `.git/config`) overrides it.
-const GIT_CONFIG: &str = "[user]\n\tname = stead agent\n\temail = agent@stead.invalid\n";
+/// says: an identity, so `git commit` works without set-up (a
+/// repository's own config, `git config user.name ...` kept in the
+/// workspace's `.git/config`, overrides it); and that every repository is
+/// safe: the workspace's files belong to the computer, not to the
+/// commands' user, and git's ownership check (for machines that users
+/// share) would refuse every repository in it as "dubious".
+const GIT_CONFIG: &str =
+    "[user]\n\tname = stead agent\n\temail = agent@stead.invalid\n[safe]\n\tdirectory = *\n";
 
 /// Makes the commands' per-user directory at `dir` (see [`USER_DIR`]),
 /// owned by their user and private to it, with its global git
