@@ -728,6 +728,10 @@ impl<H: Host> Agent<H> {
             Action::ForkImport => {
                 // A fork makes a new agent: one that exists, and is not this
                 // fork's copy under way, is not overwritten (nor merged into).
+                // Asked of storage, not the cache: a request that came in
+                // while the first page's body was read saw no copy yet and
+                // cached "not forking", which would refuse every later page.
+                self.not_forking.set(false);
                 if !created && !self.forking()? {
                     return Err(ApiError::AgentExists { id: agent });
                 }
