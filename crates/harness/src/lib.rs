@@ -56,6 +56,7 @@ pub fn build_worker() {
     BUILT.get_or_init(|| {
         if std::env::var("STEAD_SKIP_BUILD").as_deref() == Ok("1")
             && repo_root().join("build/worker/shim.mjs").exists()
+            && repo_root().join("build/ui/ui/index.html").exists()
         {
             return;
         }
