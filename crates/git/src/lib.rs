@@ -12,8 +12,10 @@ pub mod index;
 pub mod objects;
 pub mod odb;
 mod pack;
+pub mod packfile;
 pub mod refs;
 pub mod repo;
+pub mod transport;
 pub mod worktree;
 
 pub use error::{Error, Result};

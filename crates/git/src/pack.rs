@@ -239,7 +239,7 @@ fn delta_size(delta: &[u8], at: &mut usize) -> Option<usize> {
 }
 
 /// Applies a git delta (copy-from-base and insert instructions) to `base`.
-fn apply_delta(base: &[u8], delta: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn apply_delta(base: &[u8], delta: &[u8]) -> Option<Vec<u8>> {
     let mut at = 0;
     if delta_size(delta, &mut at)? != base.len() {
         return None;

@@ -1,7 +1,8 @@
 //! One repository: its worktree, its `.git`, and what git derives from
 //! them (the index, HEAD's tree, revisions).
 
-use std::collections::BTreeMap;
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, HashSet};
 
 use gix_hash::ObjectId;
 use gix_object::Kind;
@@ -23,6 +24,9 @@ pub struct Repo<'a> {
     pub git_dir: String,
     pub odb: Odb<'a>,
     pub refs: Refs<'a>,
+    /// The commits `.git/shallow` names (a shallow clone's boundary),
+    /// read when a commit is first asked for.
+    shallow: OnceCell<HashSet<ObjectId>>,
 }
 
 /// A flattened tree: path → (mode, blob id).
@@ -49,6 +53,7 @@ impl<'a> Repo<'a> {
             odb: Odb::new(files, &git_dir),
             refs: Refs::new(files, &git_dir),
             git_dir,
+            shallow: OnceCell::new(),
         }
     }
 
@@ -158,8 +163,28 @@ impl<'a> Repo<'a> {
         self.files.write(&path, &index.to_bytes()).at(&path)
     }
 
+    /// Commit `id`; one on the shallow boundary has no parents here, as
+    /// git grafts it (its parents were never fetched).
     pub fn commit(&self, id: &ObjectId) -> Result<Commit> {
-        Commit::parse(&self.odb.read_kind(id, Kind::Commit)?)
+        let mut commit = Commit::parse(&self.odb.read_kind(id, Kind::Commit)?)?;
+        if self.shallow()?.contains(id) {
+            commit.parents.clear();
+        }
+        Ok(commit)
+    }
+
+    /// The shallow boundary (empty for a full clone).
+    pub fn shallow(&self) -> Result<&HashSet<ObjectId>> {
+        if let Some(set) = self.shallow.get() {
+            return Ok(set);
+        }
+        let path = self.git_path("shallow");
+        let text = files::read_optional(self.files, &path).at(&path)?;
+        let set = String::from_utf8_lossy(&text.unwrap_or_default())
+            .lines()
+            .filter_map(|line| ObjectId::from_hex(line.trim().as_bytes()).ok())
+            .collect();
+        Ok(self.shallow.get_or_init(|| set))
     }
 
     pub fn tree(&self, id: &ObjectId) -> Result<Vec<TreeEntry>> {

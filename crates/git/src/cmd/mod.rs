@@ -17,6 +17,7 @@ pub use args::Refusal;
 use args::{flag, optional, parse, unsupported, value, Parsed, Spec};
 
 use crate::files::Files;
+use crate::refs::valid_name;
 use format::Format;
 
 /// The author and committer when nothing else names one (the computer's
@@ -34,6 +35,9 @@ pub struct Invocation<'a> {
     pub env: &'a BTreeMap<String, String>,
     /// Now, in milliseconds since the Unix epoch.
     pub now_ms: i64,
+    /// How `clone`, `fetch`, `pull` and `push` reach a remote; without it
+    /// they fail saying there is no network.
+    pub net: Option<&'a dyn crate::transport::Http>,
 }
 
 /// What a run printed and its exit status.
@@ -196,6 +200,28 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
         false,
     ),
     (
+        "clone",
+        &[
+            flag(Some('q'), "quiet"),
+            value(Some('b'), "branch"),
+            value(None, "depth"),
+            flag(None, "single-branch"),
+            flag(Some('n'), "no-checkout"),
+        ],
+        false,
+    ),
+    ("fetch", &[flag(Some('q'), "quiet")], false),
+    (
+        "pull",
+        &[flag(Some('q'), "quiet"), flag(None, "ff-only")],
+        false,
+    ),
+    (
+        "push",
+        &[flag(Some('q'), "quiet"), flag(Some('u'), "set-upstream")],
+        false,
+    ),
+    (
         "config",
         &[
             flag(None, "get"),
@@ -279,6 +305,28 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
                     .is_some_and(|f| Format::parse(&f).is_none())
         }
         "switch" | "checkout" => first == Some("-"),
+        // Smart HTTP only: ssh, git:// and local paths are the computer's.
+        "clone" => {
+            !first.is_some_and(|url| url.starts_with("http://") || url.starts_with("https://"))
+        }
+        // A named remote, not a URL; fetch takes no refspecs, pull one
+        // branch, push plain `src[:dst]` refspecs (no force, no deletes).
+        "fetch" => parsed.operands.len() > 1 || !first.is_none_or(ops::is_remote_name),
+        "pull" => {
+            parsed.operands.len() > 2
+                || !first.is_none_or(ops::is_remote_name)
+                || parsed.operands.get(1).is_some_and(|b| !valid_name(b))
+        }
+        "push" => {
+            !first.is_none_or(ops::is_remote_name)
+                || parsed.operands.iter().skip(1).any(|spec| {
+                    spec.starts_with('+')
+                        || spec.split(':').count() > 2
+                        || spec.split(':').any(|side| {
+                            side.is_empty() || !valid_name(side.trim_start_matches("refs/heads/"))
+                        })
+                })
+        }
         "add" | "rm" | "ls-files" | "diff" | "reset" | "mv" => magic,
         _ => false,
     };

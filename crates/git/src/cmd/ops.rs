@@ -1,5 +1,9 @@
 //! The subcommands' work, each as git does it.
 
+mod network;
+
+pub(crate) use network::is_remote_name;
+
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 
 use gix_hash::ObjectId;
@@ -22,6 +26,8 @@ pub(crate) struct Run<'a> {
     cwd: String,
     env: &'a BTreeMap<String, String>,
     now_ms: i64,
+    /// The network, for the subcommands that talk to a remote.
+    net: Option<&'a dyn crate::transport::Http>,
     pub(crate) out: Vec<u8>,
     pub(crate) errout: Vec<u8>,
 }
@@ -187,6 +193,7 @@ impl<'a> Run<'a> {
             cwd,
             env: invocation.env,
             now_ms: invocation.now_ms,
+            net: invocation.net,
             out: Vec::new(),
             errout: Vec::new(),
         }
@@ -203,6 +210,9 @@ impl<'a> Run<'a> {
     pub(crate) fn dispatch(&mut self, command: &Command) -> Result<i32> {
         if command.name == "init" {
             return self.init(command);
+        }
+        if command.name == "clone" {
+            return self.clone(command);
         }
         if self.files.stat(&self.cwd).is_err() {
             return Err(fatal(format!(
@@ -236,6 +246,9 @@ impl<'a> Run<'a> {
             "rev-parse" => self.rev_parse(&repo, a),
             "ls-files" => self.ls_files(&repo, a),
             "config" => self.config(&repo, a),
+            "fetch" => self.fetch(&repo, a),
+            "pull" => self.pull(&repo, a),
+            "push" => self.push(&repo, a),
             other => unreachable!("{other} is parsed but not dispatched"),
         }
     }

@@ -19,7 +19,18 @@ use crate::limits::{Abort, Budget, Clock};
 
 pub(crate) const UTILITIES: Table = &[("git", git)];
 
+/// The subcommands that need the network, which the light shell does not
+/// give its git yet: they stay the computer's.
+const NETWORK: &[&str] = &["clone", "fetch", "pull", "push"];
+
 pub(crate) const OPTION_CHECKS: Checks = &[("git", |argv| {
+    if let Some(sub) = argv[1..].iter().find(|a| !a.starts_with('-')) {
+        if NETWORK.contains(&sub.as_str()) {
+            return Err(format!(
+                "stead: git {sub} is not in the light shell's git; run it on the computer"
+            ));
+        }
+    }
     cmd::check(&argv[1..]).map_err(|refusal| refusal.message)
 })];
 
@@ -161,6 +172,7 @@ fn git(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
             cwd: ctx.cwd.as_str(),
             env: ctx.env,
             now_ms: ctx.clock.now_ms() as i64,
+            net: None,
         },
     );
     if let Some(abort) = workspace.abort.take() {

@@ -1,0 +1,513 @@
+//! The smart-HTTP client against a real git server: `git http-backend`
+//! behind a loopback server (`common/http_backend.rs`), in protocol v2 and
+//! v0. Clones, fetches, pulls and pushes made here are compared with what
+//! the machine's real git makes of the same server, and checked with
+//! `git fsck`; a pack cut mid-stream leaves nothing behind.
+
+mod common;
+#[path = "common/http_backend.rs"]
+mod http_backend;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use common::{git, git_command, Disk};
+use http_backend::Server;
+use stead_git::cmd::{self, Invocation, Outcome};
+use stead_git::transport::{Http, Method, Request, Response};
+
+/// The machine's HTTP client as the transport's [`Http`] (no redirects
+/// followed, statuses returned as they are).
+struct Client {
+    agent: ureq::Agent,
+}
+
+impl Client {
+    fn new() -> Client {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .build();
+        Client {
+            agent: config.into(),
+        }
+    }
+}
+
+impl Http for Client {
+    fn send(&self, request: Request) -> Result<Response, String> {
+        let answer = match request.method {
+            Method::Get => {
+                let mut builder = self.agent.get(&request.url);
+                for (k, v) in &request.headers {
+                    builder = builder.header(k, v);
+                }
+                builder.call()
+            }
+            Method::Post => {
+                let mut builder = self.agent.post(&request.url);
+                for (k, v) in &request.headers {
+                    builder = builder.header(k, v);
+                }
+                builder.send(&request.body[..])
+            }
+        };
+        let mut answer = answer.map_err(|e| e.to_string())?;
+        let content_type = answer
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let body = answer
+            .body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_to_vec()
+            .map_err(|e| e.to_string())?;
+        Ok(Response {
+            status: answer.status().as_u16(),
+            content_type,
+            body,
+        })
+    }
+}
+
+/// A served repository with history: branches, an annotated and a
+/// lightweight tag, a subdirectory, an executable.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    server: Server,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]);
+    let mut text = String::new();
+    for i in 0..12 {
+        text.push_str(&format!("line {i} of the readme, long enough to delta\n"));
+        std::fs::write(work.join("README.md"), &text).unwrap();
+        std::fs::write(
+            work.join(format!("src/f{}.rs", i % 4)),
+            format!("fn f{i}() {{}}\n"),
+        )
+        .unwrap();
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", &format!("commit {i}")]);
+        if i == 5 {
+            git(&work, &["tag", "-a", "v0.5", "-m", "half way"]);
+            git(&work, &["branch", "old"]);
+        }
+    }
+    std::fs::write(work.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    git(&work, &["update-index", "--add", "--chmod=+x", "run.sh"]);
+    git(&work, &["commit", "-q", "-m", "a script"]);
+    git(&work, &["tag", "light"]);
+    let root = dir.path().join("served");
+    std::fs::create_dir_all(&root).unwrap();
+    git(
+        dir.path(),
+        &["clone", "-q", "--bare", "work", "served/project.git"],
+    );
+    git(
+        &root.join("project.git"),
+        &["config", "http.receivepack", "true"],
+    );
+    let server = Server::start(&root);
+    Fixture {
+        root,
+        server,
+        _dir: dir,
+    }
+}
+
+/// Runs the light shell's git in `cwd` of `disk` with `args`.
+fn run(disk: &Disk, cwd: &str, args: &[&str]) -> Outcome {
+    let env: BTreeMap<String, String> = [
+        ("GIT_AUTHOR_NAME", "A U Thor"),
+        ("GIT_AUTHOR_EMAIL", "author@example.com"),
+        ("GIT_COMMITTER_NAME", "C O Mitter"),
+        ("GIT_COMMITTER_EMAIL", "committer@example.com"),
+        ("GIT_AUTHOR_DATE", "1700000000 +0100"),
+        ("GIT_COMMITTER_DATE", "1700000000 +0100"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let client = Client::new();
+    cmd::run(
+        disk,
+        &Invocation {
+            args: &args,
+            cwd,
+            env: &env,
+            now_ms: 1_700_000_000_000,
+            net: Some(&client),
+        },
+    )
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// What real git says about `dir`: every ref with its commit subject,
+/// status, and fsck's verdict.
+fn describe(dir: &Path) -> String {
+    let refs = git(
+        dir,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname) %(*objectname)",
+        ],
+    );
+    let log = git(dir, &["log", "--format=%H %s", "HEAD"]);
+    let status = git(dir, &["status", "--porcelain=v1", "-b"]);
+    let head = std::fs::read_to_string(dir.join(".git/HEAD")).unwrap();
+    format!(
+        "refs:\n{}\nlog:\n{}\nstatus:\n{}\nhead: {head}",
+        text(&refs),
+        text(&log),
+        text(&status)
+    )
+}
+
+fn fsck(dir: &Path) {
+    let out = git_command(dir, &["fsck", "--strict", "--no-dangling"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "git fsck: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+/// Clones `args` with real git and with this crate, side by side, and
+/// checks both see the same repository.
+fn clone_both(fixture: &Fixture, args: &[&str], name: &str) -> (tempfile::TempDir, Outcome) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fixture.server.url("project.git");
+    let mut real = vec!["clone", "-q"];
+    real.extend_from_slice(args);
+    real.extend_from_slice(&[&url, "real"]);
+    git(dir.path(), &real);
+    let disk = Disk {
+        root: dir.path().to_path_buf(),
+    };
+    let mut ours = vec!["clone"];
+    ours.extend_from_slice(args);
+    ours.extend_from_slice(&[&url, name]);
+    let outcome = run(&disk, "/", &ours);
+    assert_eq!(outcome.status, 0, "clone: {}", text(&outcome.stderr));
+    let (real, mine) = (dir.path().join("real"), dir.path().join(name));
+    assert_eq!(describe(&mine), describe(&real));
+    assert_eq!(
+        std::fs::read_to_string(mine.join(".git/config")).unwrap(),
+        std::fs::read_to_string(real.join(".git/config")).unwrap()
+    );
+    for file in ["packed-refs", "shallow", "refs/remotes/origin/HEAD"] {
+        assert_eq!(
+            std::fs::read_to_string(mine.join(".git").join(file)).ok(),
+            std::fs::read_to_string(real.join(".git").join(file)).ok(),
+            "{file}"
+        );
+    }
+    fsck(&mine);
+    (dir, outcome)
+}
+
+#[test]
+fn a_clone_in_protocol_v2_is_the_one_git_makes() {
+    let fixture = fixture();
+    let (dir, outcome) = clone_both(&fixture, &[], "mine");
+    assert_eq!(text(&outcome.stderr), "Cloning into 'mine'...\n");
+    // The worktree is checked out, the script executable, the index clean.
+    let mine = dir.path().join("mine");
+    assert_eq!(
+        std::fs::read(mine.join("src/f1.rs")).unwrap(),
+        std::fs::read(dir.path().join("real/src/f1.rs")).unwrap()
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(mine.join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111);
+    // Our own git reads what it cloned: status and log.
+    let disk = Disk {
+        root: dir.path().to_path_buf(),
+    };
+    let status = run(&disk, "/mine", &["status"]);
+    assert_eq!(
+        text(&status.stdout),
+        "On branch main\nYour branch is up to date with 'origin/main'.\n\nnothing to commit, working tree clean\n"
+    );
+    let log = run(&disk, "/mine", &["log", "--oneline", "-n", "2"]);
+    let real_log = git(&dir.path().join("real"), &["log", "--oneline", "-n", "2"]);
+    assert_eq!(text(&log.stdout), text(&real_log));
+}
+
+#[test]
+fn a_server_speaking_v0_is_cloned_the_same() {
+    let fixture = fixture();
+    fixture
+        .server
+        .behaviour
+        .v0_only
+        .store(true, Ordering::SeqCst);
+    clone_both(&fixture, &[], "mine");
+    clone_both(&fixture, &["--depth", "2"], "shallow");
+}
+
+#[test]
+fn depth_and_branch_clone_what_git_clones() {
+    let fixture = fixture();
+    let (dir, _) = clone_both(&fixture, &["--depth", "1"], "one");
+    let log = git(&dir.path().join("one"), &["log", "--oneline"]);
+    assert_eq!(text(&log).lines().count(), 1);
+    clone_both(&fixture, &["--depth", "3", "--branch", "old"], "old3");
+    clone_both(&fixture, &["--branch", "old"], "old");
+    clone_both(&fixture, &["--single-branch"], "single");
+}
+
+#[test]
+fn commits_pushed_from_a_clone_are_the_servers() {
+    let fixture = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Disk {
+        root: dir.path().to_path_buf(),
+    };
+    let url = fixture.server.url("project.git");
+    assert_eq!(run(&disk, "/", &["clone", "-q", &url, "a"]).status, 0);
+    std::fs::write(dir.path().join("a/README.md"), "rewritten\n").unwrap();
+    std::fs::write(dir.path().join("a/new.txt"), "new\n").unwrap();
+    assert_eq!(run(&disk, "/a", &["add", "-A"]).status, 0);
+    assert_eq!(run(&disk, "/a", &["commit", "-qm", "from stead"]).status, 0);
+    let head = text(&git(&dir.path().join("a"), &["rev-parse", "HEAD"]));
+    let pushed = run(&disk, "/a", &["push"]);
+    assert_eq!(pushed.status, 0, "{}", text(&pushed.stderr));
+    let bare = fixture.root.join("project.git");
+    assert_eq!(text(&git(&bare, &["rev-parse", "main"])), head);
+    let fsck = git_command(&bare, &["fsck", "--strict"]).output().unwrap();
+    assert!(fsck.status.success(), "{}", text(&fsck.stderr));
+    assert_eq!(text(&git(&bare, &["show", "main:new.txt"])), "new\n");
+    let short = &head[..7];
+    let stderr = text(&pushed.stderr);
+    assert!(stderr.starts_with(&format!("To {url}\n   ")), "{stderr}");
+    assert!(
+        stderr.ends_with(&format!("..{short}  main -> main\n")),
+        "{stderr}"
+    );
+    // The tracking ref moved: status says up to date.
+    let status = run(&disk, "/a", &["status", "-sb"]);
+    assert_eq!(text(&status.stdout), "## main...origin/main\n");
+    // Nothing more to push.
+    let again = run(&disk, "/a", &["push"]);
+    assert_eq!(
+        (again.status, text(&again.stderr)),
+        (0, "Everything up-to-date\n".into())
+    );
+    // A new branch, with -u.
+    assert_eq!(run(&disk, "/a", &["switch", "-c", "topic"]).status, 0);
+    let topic = run(&disk, "/a", &["push", "-u", "origin", "topic"]);
+    assert_eq!(topic.status, 0, "{}", text(&topic.stderr));
+    assert!(text(&topic.stderr).contains(" * [new branch]      topic -> topic\n"));
+    assert_eq!(
+        text(&topic.stdout),
+        "branch 'topic' set up to track 'origin/topic'.\n"
+    );
+    assert_eq!(text(&git(&bare, &["rev-parse", "topic"])), head);
+}
+
+#[test]
+fn a_push_behind_the_server_is_rejected_as_git_rejects_it() {
+    let fixture = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Disk {
+        root: dir.path().to_path_buf(),
+    };
+    let url = fixture.server.url("project.git");
+    for name in ["a", "b"] {
+        assert_eq!(run(&disk, "/", &["clone", "-q", &url, name]).status, 0);
+    }
+    std::fs::write(dir.path().join("a/a.txt"), "a\n").unwrap();
+    run(&disk, "/a", &["add", "a.txt"]);
+    run(&disk, "/a", &["commit", "-qm", "a"]);
+    assert_eq!(run(&disk, "/a", &["push", "-q"]).status, 0);
+    std::fs::write(dir.path().join("b/b.txt"), "b\n").unwrap();
+    run(&disk, "/b", &["add", "b.txt"]);
+    run(&disk, "/b", &["commit", "-qm", "b"]);
+    let before = text(&git(
+        &fixture.root.join("project.git"),
+        &["rev-parse", "main"],
+    ));
+    let rejected = run(&disk, "/b", &["push"]);
+    assert_eq!(rejected.status, 1);
+    assert_eq!(
+        text(&rejected.stderr),
+        format!("To {url}\n ! [rejected]        main -> main (fetch first)\nerror: failed to push some refs to '{url}'\nhint: Updates were rejected because the remote contains work that you do not\nhint: have locally. This is usually caused by another repository pushing to\nhint: the same ref. If you want to integrate the remote changes, use\nhint: 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n")
+    );
+    // After a fetch the tip is known: non-fast-forward.
+    let fetched = run(&disk, "/b", &["fetch"]);
+    assert_eq!(fetched.status, 0, "{}", text(&fetched.stderr));
+    assert!(
+        text(&fetched.stderr).contains("  main       -> origin/main\n"),
+        "{}",
+        text(&fetched.stderr)
+    );
+    let rejected = run(&disk, "/b", &["push"]);
+    assert_eq!(rejected.status, 1);
+    assert!(
+        text(&rejected.stderr).contains(" ! [rejected]        main -> main (non-fast-forward)\n")
+    );
+    assert_eq!(
+        text(&git(
+            &fixture.root.join("project.git"),
+            &["rev-parse", "main"]
+        )),
+        before
+    );
+    // pull --ff-only refuses diverged branches as git does.
+    let pulled = run(&disk, "/b", &["pull", "--ff-only"]);
+    assert_eq!(pulled.status, 128);
+    assert!(text(&pulled.stderr).ends_with("fatal: Not possible to fast-forward, aborting.\n"));
+    fsck(&dir.path().join("b"));
+}
+
+#[test]
+fn a_pull_fast_forwards_as_git_does() {
+    let fixture = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Disk {
+        root: dir.path().to_path_buf(),
+    };
+    let url = fixture.server.url("project.git");
+    assert_eq!(run(&disk, "/", &["clone", "-q", &url, "mine"]).status, 0);
+    git(dir.path(), &["clone", "-q", &url, "real"]);
+    // Someone else pushes two commits.
+    let other = dir.path().join("other");
+    git(dir.path(), &["clone", "-q", &url, "other"]);
+    std::fs::write(other.join("README.md"), "changed\n").unwrap();
+    std::fs::write(other.join("added.txt"), "one\ntwo\n").unwrap();
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-q", "-m", "upstream work"]);
+    git(&other, &["push", "-q"]);
+    let ours = run(&disk, "/mine", &["pull"]);
+    let real = git_command(&dir.path().join("real"), &["pull"])
+        .output()
+        .unwrap();
+    assert_eq!(ours.status, 0, "{}", text(&ours.stderr));
+    assert_eq!(text(&ours.stdout), text(&real.stdout));
+    assert_eq!(
+        text(&ours.stderr),
+        text(&real.stderr).replace("/real", "/mine")
+    );
+    assert_eq!(
+        describe(&dir.path().join("mine")),
+        describe(&dir.path().join("real"))
+    );
+    let again = run(&disk, "/mine", &["pull", "--ff-only"]);
+    assert_eq!(text(&again.stdout), "Already up to date.\n");
+    fsck(&dir.path().join("mine"));
+}
+
+#[test]
+fn a_pack_cut_mid_stream_leaves_nothing_behind() {
+    let fixture = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Disk {
+        root: dir.path().to_path_buf(),
+    };
+    let url = fixture.server.url("project.git");
+    fixture
+        .server
+        .behaviour
+        .cut_fetch_after
+        .store(2000, Ordering::SeqCst);
+    let cut = run(&disk, "/", &["clone", &url, "cut"]);
+    assert_eq!(cut.status, 128);
+    assert!(
+        text(&cut.stderr).starts_with("Cloning into 'cut'...\nfatal: "),
+        "{}",
+        text(&cut.stderr)
+    );
+    assert!(
+        !dir.path().join("cut").exists(),
+        "a failed clone leaves its directory"
+    );
+    // A fetch cut short changes nothing in an existing clone.
+    fixture
+        .server
+        .behaviour
+        .cut_fetch_after
+        .store(0, Ordering::SeqCst);
+    assert_eq!(
+        run(&disk, "/", &["clone", "-q", "--depth", "1", &url, "mine"]).status,
+        0
+    );
+    let other = dir.path().join("other");
+    git(dir.path(), &["clone", "-q", &url, "other"]);
+    for i in 0..30 {
+        std::fs::write(
+            other.join(format!("big{i}.txt")),
+            format!("{i} {}\n", "x".repeat(5000 + i)),
+        )
+        .unwrap();
+    }
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-q", "-m", "much more"]);
+    git(&other, &["push", "-q"]);
+    let mine = dir.path().join("mine");
+    let before = describe(&mine);
+    let packs = std::fs::read_dir(mine.join(".git/objects/pack"))
+        .unwrap()
+        .count();
+    fixture
+        .server
+        .behaviour
+        .cut_fetch_after
+        .store(3000, Ordering::SeqCst);
+    let fetch = run(&disk, "/mine", &["fetch"]);
+    assert_eq!(fetch.status, 128, "{}", text(&fetch.stderr));
+    assert_eq!(describe(&mine), before);
+    assert_eq!(
+        std::fs::read_dir(mine.join(".git/objects/pack"))
+            .unwrap()
+            .count(),
+        packs
+    );
+    fsck(&mine);
+}
+
+#[test]
+fn what_is_not_a_git_server_is_named() {
+    let fixture = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Disk {
+        root: dir.path().to_path_buf(),
+    };
+    let port = fixture.server.port;
+    for (path, message) in [
+        ("nope.git", format!("fatal: repository 'http://127.0.0.1:{port}/nope.git/' not found\n")),
+        ("html/x", format!("fatal: http://127.0.0.1:{port}/html/x/info/refs not valid: is this a git repository?\n")),
+        ("garbage/x", "fatal: protocol error: ".to_string()),
+    ] {
+        let url = format!("http://127.0.0.1:{port}/{path}");
+        let out = run(&disk, "/", &["clone", "-q", &url, "x"]);
+        assert_eq!(out.status, 128, "{path}");
+        assert!(text(&out.stderr).starts_with(&message), "{path}: {}", text(&out.stderr));
+        assert!(!dir.path().join("x").exists());
+    }
+    let refused = run(&disk, "/", &["clone", "-q", "http://127.0.0.1:1/x.git"]);
+    assert_eq!(refused.status, 128);
+    assert!(
+        text(&refused.stderr).starts_with("fatal: unable to access 'http://127.0.0.1:1/x.git/': ")
+    );
+}
