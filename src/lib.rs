@@ -32,9 +32,9 @@ mod workspace;
 use serde_json::json;
 use stead_agent::auth::{self, Caller, Principal};
 use stead_agent::catalog::formats::{render, Format};
-use stead_agent::front::Front;
 use stead_agent::mcp::gate::{self, Origins};
 use stead_agent::mcp::http::too_large;
+use stead_agent::route::Front;
 use stead_agent::shares;
 use stead_agent::{Action, ApiError, Route, MAX_JSON_BODY};
 use worker::{

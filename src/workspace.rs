@@ -8,12 +8,12 @@
 
 use futures::StreamExt;
 use stead_agent::auth::{self, Caller};
-use stead_agent::dispatch;
 use stead_agent::mcp::gate::Origins;
 use stead_agent::mcp::http::{HttpMethod, McpBody, McpHeaders, McpReply, McpRequest};
 use stead_agent::ports::{self, Forward};
 use stead_agent::protocol::{PING, PONG};
 use stead_agent::socket::Incoming;
+use stead_agent::{dispatch, request};
 use stead_agent::{
     Action, Agent, ApiError, Entry, HookHeaders, Reply, Request as AgentRequest, Route,
 };
@@ -182,10 +182,10 @@ impl Workspace {
                 .map(|(k, v)| (k.into_owned(), v.into_owned()))
                 .collect(),
             hook: HookHeaders {
-                secret: header(dispatch::HOOK_SECRET_HEADER),
-                timestamp: header(dispatch::HOOK_TIMESTAMP_HEADER),
-                signature: header(dispatch::HOOK_SIGNATURE_HEADER),
-                idempotency_key: header(dispatch::IDEMPOTENCY_KEY_HEADER),
+                secret: header(request::HOOK_SECRET_HEADER),
+                timestamp: header(request::HOOK_TIMESTAMP_HEADER),
+                signature: header(request::HOOK_SIGNATURE_HEADER),
+                idempotency_key: header(request::IDEMPOTENCY_KEY_HEADER),
             },
             upgrade,
             origin,

@@ -34,6 +34,10 @@ pub enum ApiError {
     UnknownExec(String),
     #[error("no process {0} on this computer")]
     UnknownProcess(String),
+    #[error("no terminal {0} on this computer")]
+    UnknownTerminal(String),
+    #[error("{0} terminals are open: close one first")]
+    TooManyTerminals(usize),
     #[error("process {0} exists already")]
     ProcessExists(String),
     #[error("chunk {0} is no longer on disk as reported")]
@@ -69,7 +73,10 @@ impl ApiError {
             ApiError::AlreadyStarted(_) => ErrorCode::AlreadyStarted,
             ApiError::Busy(_) => ErrorCode::Busy,
             ApiError::UnknownExec(_) => ErrorCode::UnknownExec,
-            ApiError::UnknownProcess(_) => ErrorCode::UnknownProcess,
+            // A terminal is a shell process: the codes the Worker knows
+            // for processes fit.
+            ApiError::UnknownProcess(_) | ApiError::UnknownTerminal(_) => ErrorCode::UnknownProcess,
+            ApiError::TooManyTerminals(_) => ErrorCode::Busy,
             ApiError::ProcessExists(_) => ErrorCode::AlreadyStarted,
             ApiError::ChunkGone(_) => ErrorCode::ChunkGone,
             ApiError::ShuttingDown => ErrorCode::ShuttingDown,
@@ -83,13 +90,15 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::InvalidRequest(_) | ApiError::BadPath(_) => StatusCode::BAD_REQUEST,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::NoRoute | ApiError::UnknownExec(_) | ApiError::UnknownProcess(_) => {
-                StatusCode::NOT_FOUND
-            }
+            ApiError::NoRoute
+            | ApiError::UnknownExec(_)
+            | ApiError::UnknownProcess(_)
+            | ApiError::UnknownTerminal(_) => StatusCode::NOT_FOUND,
             ApiError::StaleInstance { .. }
             | ApiError::AlreadyStarted(_)
             | ApiError::Busy(_)
             | ApiError::ProcessExists(_)
+            | ApiError::TooManyTerminals(_)
             | ApiError::ChunkGone(_) => StatusCode::CONFLICT,
             ApiError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Io { .. } => StatusCode::INTERNAL_SERVER_ERROR,

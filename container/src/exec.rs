@@ -172,6 +172,23 @@ pub fn command(
     script: &str,
     env: &BTreeMap<String, String>,
 ) -> std::io::Result<tokio::process::Command> {
+    let mut command = confined(container, cwd, script, env)?;
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    Ok(command)
+}
+
+/// `bash -lc script` in `cwd`, confined as the container's commands are,
+/// with the clean environment plus `env`; its standard streams and process
+/// group are the caller's to set.
+pub fn confined(
+    container: &Container,
+    cwd: &str,
+    script: &str,
+    env: &BTreeMap<String, String>,
+) -> std::io::Result<tokio::process::Command> {
     let mut command =
         container
             .confinement
@@ -206,10 +223,7 @@ pub fn command(
         .env("NPM_CONFIG_PREFIX", format!("{user}/.local"))
         .env("NPM_CONFIG_CACHE", format!("{user}/.npm"))
         .env("GIT_CONFIG_GLOBAL", format!("{user}/.gitconfig"))
-        .envs(env)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .envs(env);
     Ok(command)
 }
 

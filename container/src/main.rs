@@ -23,6 +23,8 @@ mod scan;
 mod server;
 mod staged;
 mod state;
+mod terminal;
+mod terminal_ws;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

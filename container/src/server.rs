@@ -11,6 +11,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, Uri};
@@ -35,6 +37,7 @@ use crate::beneath::Dir;
 use crate::error::ApiError;
 use crate::outlog::OutputLog;
 use crate::state::{Container, Registry};
+use crate::terminal::TerminalSpec;
 
 /// Largest body accepted, and most chunk data in one `/v1/chunks` answer.
 pub const BODY_LIMIT: usize = 64 * 1024 * 1024;
@@ -64,6 +67,12 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/processes/poll", post(process_poll))
         .route("/v1/processes/{id}/signal", post(process_signal))
         .route("/v1/processes/{id}/stop", post(process_stop))
+        .route("/v1/terminals", post(terminal_start))
+        .route(
+            "/v1/terminals/{id}",
+            get(terminal_status).delete(terminal_close),
+        )
+        .route("/v1/terminals/{id}/attach", get(terminal_attach))
         .route_layer(middleware::from_fn_with_state(app.clone(), auth));
     Router::new()
         .route(
@@ -463,6 +472,56 @@ async fn process_stop(
     let process = container.processes.get(&id)?;
     process.stop(std::time::Duration::from_millis(grace));
     Ok(json_response(&process.ended().await))
+}
+
+async fn terminal_start(
+    Ctx(container): Ctx,
+    JsonBody(spec): JsonBody<TerminalSpec>,
+) -> Result<Response, ApiError> {
+    let terminal = crate::terminal::start(&container, spec)?;
+    Ok((
+        axum::http::StatusCode::CREATED,
+        json_response(&terminal.status()),
+    )
+        .into_response())
+}
+
+async fn terminal_status(
+    Ctx(container): Ctx,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(json_response(&container.terminals.get(&id)?.status()))
+}
+
+async fn terminal_close(Ctx(container): Ctx, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let terminal = container.terminals.get(&id)?;
+    terminal.close().await;
+    container.terminals.remove(&id);
+    Ok(json_response(&terminal.status()))
+}
+
+/// `?from=N` of an attach.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttachQuery {
+    #[serde(default)]
+    from: u64,
+}
+
+/// `GET /v1/terminals/{id}/attach`: the session's stream (see
+/// [`crate::terminal`]); everything is checked before the upgrade, so a
+/// refusal is a plain structured error.
+async fn terminal_attach(
+    Ctx(container): Ctx,
+    Path(id): Path<String>,
+    uri: Uri,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let query: AttachQuery = parse_query(&uri)?;
+    let terminal = container.terminals.get(&id)?;
+    let from = terminal.start_at(query.from)?;
+    let upgrade = upgrade.map_err(|e| ApiError::InvalidRequest(e.body_text()))?;
+    Ok(upgrade.on_upgrade(move |socket| crate::terminal_ws::serve(terminal, from, socket)))
 }
 
 /// What to do with an asked chunk whose file moved since its report's

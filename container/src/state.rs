@@ -27,6 +27,7 @@ use crate::outlog::OutputLog;
 use crate::procs::Processes;
 use crate::scan::{Report, Workspace};
 use crate::staged::Staged;
+use crate::terminal::Terminals;
 
 /// Reports kept unacknowledged at most: each scan reports everything that
 /// still differs, so a newer report covers what an older one said.
@@ -45,6 +46,8 @@ pub struct Container {
     pub logs: PathBuf,
     /// Long-running processes (see [`crate::procs`]).
     pub processes: Processes,
+    /// Terminal sessions (see [`crate::terminal`]).
+    pub terminals: Terminals,
     /// How commands are run, and who owns what the program writes.
     pub confinement: Arc<Confinement>,
     /// Shared with the registry: set when the program began to shut down.
@@ -126,6 +129,7 @@ impl Container {
             scratch,
             logs,
             processes: Processes::default(),
+            terminals: Terminals::default(),
             confinement,
             stopping,
             state: Mutex::new(ContainerState {
@@ -350,6 +354,7 @@ impl Registry {
             }
             drop(state);
             container.processes.stop_all();
+            container.terminals.close_all();
         }
     }
 

@@ -11,11 +11,12 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use serde_json::Value;
 use stead_scheduler::{Jobs, SchedError};
 use stead_sql::{migrate, params, Sql, MIGRATIONS};
 use stead_vfs::{Before, Operation, Scope, Vfs};
 
-use crate::checkpoints;
+use crate::checkpoints::{self, AutoCheckpoints};
 use crate::computer::detached::{self, DetachedJob};
 use crate::computer::{self, ComputerError, OutputSink, Ran};
 use crate::error::ApiError;
@@ -150,17 +151,6 @@ impl<H: Host> Agent<H> {
         quotas
     }
 
-    /// The workspace's checkpoint settings (read once per instance and
-    /// after a change).
-    pub(crate) fn checkpoint_settings(&self) -> Result<settings::CheckpointSettings, ApiError> {
-        if let Some(settings) = self.checkpoint_settings.get() {
-            return Ok(settings);
-        }
-        let settings = settings::checkpoints(self.db())?;
-        self.checkpoint_settings.set(Some(settings));
-        Ok(settings)
-    }
-
     /// Forgets the cached settings (they changed).
     pub(crate) fn settings_changed(&self) {
         self.quotas.set(None);
@@ -245,7 +235,7 @@ impl<H: Host> Agent<H> {
     pub(crate) async fn exec(
         &self,
         actor: &str,
-        body: &[u8],
+        body: &Value,
         sink: &dyn OutputSink,
         until: Option<i64>,
     ) -> Result<Ran, ApiError> {
@@ -333,7 +323,7 @@ impl<H: Host> Agent<H> {
     pub(crate) async fn exec_to_end(
         &self,
         actor: &str,
-        body: &[u8],
+        body: &Value,
         sink: &dyn OutputSink,
     ) -> Result<ExecOutcome, ApiError> {
         match self.exec(actor, body, sink, None).await? {
@@ -474,6 +464,18 @@ impl<H: Host> Agent<H> {
             }) => Ok(()),
             other => Ok(other?),
         }
+    }
+}
+
+impl<H: Host> AutoCheckpoints for Agent<H> {
+    /// Read once per instance and after a change.
+    fn checkpoint_settings(&self) -> Result<settings::CheckpointSettings, ApiError> {
+        if let Some(settings) = self.checkpoint_settings.get() {
+            return Ok(settings);
+        }
+        let settings = settings::checkpoints(self.db())?;
+        self.checkpoint_settings.set(Some(settings));
+        Ok(settings)
     }
 }
 

@@ -13,7 +13,6 @@ use stead_sql::{params, Sql, SqlError};
 
 use crate::decode::{within, Cursor};
 use crate::error::ApiError;
-use crate::route::Action;
 
 /// How long entries are kept.
 pub const KEEP_MS: i64 = 30 * 24 * 3600 * 1000;
@@ -203,35 +202,6 @@ pub fn list(db: &impl Sql, page: Page) -> Result<Value, ApiError> {
     Ok(json!({ "entries": entries, "next_cursor": next }))
 }
 
-/// The target named by the route itself (a path or a name; the agent for
-/// what changes the agent as a whole), if any.
-pub fn route_target(agent: &str, action: &Action) -> Option<String> {
-    match action {
-        Action::Create | Action::Delete | Action::SettingsPut => Some(agent.to_string()),
-        Action::Upload(path) => Some(path.clone()),
-        Action::JobCancel(job) => Some(job.to_string()),
-        Action::Checkpoint(name) | Action::CheckpointDelete(name) => Some(name.clone()),
-        Action::SchedulePut(name)
-        | Action::ScheduleDelete(name)
-        | Action::HookPut(name)
-        | Action::HookDelete(name)
-        | Action::HookCall(name)
-        | Action::ProcessSignal(name)
-        | Action::ProcessStop(name)
-        | Action::TerminalDelete(name) => Some(name.clone()),
-        _ => None,
-    }
-}
-
-/// The target worth recording from a tool's JSON body: its path (or `from`
-/// for moves and copies), or a command's first 200 characters.
-pub fn target_of(value: &Value) -> Option<String> {
-    let text = ["path", "from", "command", "name", "pattern"]
-        .iter()
-        .find_map(|key| value.get(*key).and_then(Value::as_str))?;
-    Some(text.chars().take(200).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use stead_sql::{migrate, SqliteDb, MIGRATIONS};
@@ -354,30 +324,5 @@ mod tests {
                 "{query:?}"
             );
         }
-    }
-
-    #[test]
-    fn targets_come_from_the_route() {
-        assert_eq!(
-            route_target("ag", &Action::Upload("/a".into())).as_deref(),
-            Some("/a")
-        );
-        assert_eq!(
-            route_target("ag", &Action::SettingsPut).as_deref(),
-            Some("ag")
-        );
-    }
-
-    #[test]
-    fn targets_come_from_the_body() {
-        assert_eq!(
-            target_of(&json!({"path":"/x","content":"y"})).as_deref(),
-            Some("/x")
-        );
-        assert_eq!(
-            target_of(&json!({"from":"/a","to":"/b"})).as_deref(),
-            Some("/a")
-        );
-        assert_eq!(target_of(&json!("not an object")), None);
     }
 }

@@ -21,10 +21,9 @@ use stead_vfs::{
     Point, Retention, TextOptions, VPath, Vfs, VfsError,
 };
 
-use crate::agent::Agent;
-use crate::decode::{decode, within, Cursor};
+use crate::decode::{decode_value, within, Cursor};
 use crate::error::ApiError;
-use crate::host::Host;
+use crate::settings::CheckpointSettings;
 
 /// How long a fork's target waits for the next page before it gives up.
 pub const FORK_STALL_MS: i64 = 30_000;
@@ -107,8 +106,8 @@ pub(crate) struct CreateReq {
 }
 
 /// `POST /checkpoints`.
-pub fn create<S: Sql>(vfs: &Vfs<'_, S>, actor: &str, body: &[u8]) -> Result<Value, ApiError> {
-    let req: CreateReq = decode(body)?;
+pub fn create<S: Sql>(vfs: &Vfs<'_, S>, actor: &str, body: &Value) -> Result<Value, ApiError> {
+    let req: CreateReq = decode_value(body)?;
     let checkpoint = vfs.create_checkpoint(NewCheckpoint {
         actor,
         name: req.name.as_deref(),
@@ -189,8 +188,8 @@ fn now() -> PointRef {
 }
 
 /// `POST /diff`.
-pub fn diff<S: Sql>(vfs: &Vfs<'_, S>, body: &[u8]) -> Result<Value, ApiError> {
-    let req: DiffReq = decode(body)?;
+pub fn diff<S: Sql>(vfs: &Vfs<'_, S>, body: &Value) -> Result<Value, ApiError> {
+    let req: DiffReq = decode_value(body)?;
     let within_paths = req
         .paths
         .iter()
@@ -245,8 +244,8 @@ pub struct RestoreRequest {
 }
 
 /// Decodes `POST /restore`.
-pub fn restore_request<S: Sql>(vfs: &Vfs<'_, S>, body: &[u8]) -> Result<RestoreRequest, ApiError> {
-    let req: RestoreReq = decode(body)?;
+pub fn restore_request<S: Sql>(vfs: &Vfs<'_, S>, body: &Value) -> Result<RestoreRequest, ApiError> {
+    let req: RestoreReq = decode_value(body)?;
     let checkpoint = req.checkpoint.resolve(vfs)?.id;
     let paths = req
         .paths
@@ -274,9 +273,9 @@ pub struct ForkRequest {
 pub fn fork_request<S: Sql>(
     vfs: &Vfs<'_, S>,
     agent: &str,
-    body: &[u8],
+    body: &Value,
 ) -> Result<ForkRequest, ApiError> {
-    let req: ForkReq = decode(body)?;
+    let req: ForkReq = decode_value(body)?;
     if !crate::route::valid_agent_id(&req.to) {
         return Err(ApiError::InvalidAgentId { id: req.to });
     }
@@ -326,15 +325,23 @@ pub fn tool_paths(value: &Value) -> Vec<VPath> {
         .collect()
 }
 
+/// Where [`around`] learns whether the workspace takes automatic
+/// checkpoints and how many it keeps: the agent, which caches its
+/// settings. (A trait, so that this module needs nothing of the agent.)
+pub trait AutoCheckpoints {
+    /// The workspace's checkpoint settings.
+    fn checkpoint_settings(&self) -> Result<CheckpointSettings, ApiError>;
+}
+
 /// Runs `body` between the automatic checkpoint taken before `operation`
 /// (if the workspace takes them) and its settling: the checkpoint is kept,
 /// and the retention policy applied, when `body` succeeds, and dropped
 /// when it fails (if it was taken for this operation), so a failed call
 /// changes nothing, checkpoints included. `body` is given the checkpoint's
 /// id, to answer with.
-pub fn around<H: Host, T, E: From<VfsError>>(
-    agent: &Agent<H>,
-    vfs: &Vfs<'_, H::Db>,
+pub fn around<S: Sql, T, E: From<VfsError>>(
+    agent: &impl AutoCheckpoints,
+    vfs: &Vfs<'_, S>,
     operation: Before<'_>,
     body: impl FnOnce(Option<i64>) -> Result<T, E>,
 ) -> Result<T, E> {
@@ -375,9 +382,9 @@ const KEEP_ALL: Retention = Retention {
 
 /// Takes the automatic checkpoint before `operation`, if the workspace
 /// takes them.
-fn before<H: Host>(
-    agent: &Agent<H>,
-    vfs: &Vfs<'_, H::Db>,
+fn before<S: Sql>(
+    agent: &impl AutoCheckpoints,
+    vfs: &Vfs<'_, S>,
     operation: Before<'_>,
 ) -> Result<Option<Taken>, VfsError> {
     let settings = match agent.checkpoint_settings() {

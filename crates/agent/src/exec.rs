@@ -20,12 +20,13 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 use stead_shell::{Clock, ExecRequest, LimitKind, Limits};
 use stead_sql::Sql;
 use stead_vfs::{VPath, Vfs};
 
 use crate::computer;
-use crate::decode::{decode, within};
+use crate::decode::{decode_value, within};
 use crate::error::ApiError;
 use crate::outcome::{Backend, Captured, ExecOutcome, ExecStatus, OutputEncoding};
 
@@ -157,8 +158,8 @@ impl Plan {
 
 /// Decodes an exec request and decides where it runs (`files`: the
 /// workspace, for the script files a command runs).
-pub fn plan(body: &[u8], files: &dyn stead_shell::Fs) -> Result<Plan, ApiError> {
-    let req: ExecReq = decode(body)?;
+pub fn plan(body: &Value, files: &dyn stead_shell::Fs) -> Result<Plan, ApiError> {
+    let req: ExecReq = decode_value(body)?;
     if req.detach.is_some() {
         return Err(ApiError::InvalidRequest(
             "detach: a stored command always runs as a job; leave detach out".into(),
@@ -209,7 +210,7 @@ pub fn plan(body: &[u8], files: &dyn stead_shell::Fs) -> Result<Plan, ApiError> 
 /// Where an exec body (perhaps with fields for a job, such as `detach`)
 /// would run; `None` when it does not decode (the exec itself then reports
 /// why).
-pub fn destination(body: &[u8], files: &dyn stead_shell::Fs) -> Option<Backend> {
+pub fn destination(body: &Value, files: &dyn stead_shell::Fs) -> Option<Backend> {
     #[derive(Deserialize)]
     struct Routing {
         command: String,
@@ -217,7 +218,7 @@ pub fn destination(body: &[u8], files: &dyn stead_shell::Fs) -> Option<Backend> 
         #[serde(default)]
         backend: BackendChoice,
     }
-    let routing = serde_json::from_slice::<Routing>(body).ok()?;
+    let routing = Routing::deserialize(body).ok()?;
     let cwd = VPath::parse(routing.cwd.as_deref().unwrap_or("/")).ok()?;
     Some(routing.backend.resolve(&routing.command, &cwd, files))
 }
@@ -301,12 +302,9 @@ mod tests {
     use super::*;
 
     fn planned_over(body: &str, files: &dyn stead_shell::Fs) -> Backend {
-        let plan = plan(body.as_bytes(), files).unwrap();
-        assert_eq!(
-            destination(body.as_bytes(), files),
-            Some(plan.ran()),
-            "{body}"
-        );
+        let body: Value = serde_json::from_str(body).unwrap();
+        let plan = plan(&body, files).unwrap();
+        assert_eq!(destination(&body, files), Some(plan.ran()), "{body}");
         plan.ran()
     }
 

@@ -33,7 +33,7 @@ use stead_sql::Sql;
 use stead_vfs::{CheckpointId, ExportCursor, ImportProgress, NewCheckpoint, Operation, Scope};
 
 use crate::agent::Agent;
-use crate::checkpoints::{self, ForkRequest, FORK_PAGE_BYTES};
+use crate::checkpoints::{self, AutoCheckpoints, ForkRequest, FORK_PAGE_BYTES};
 use crate::error::ApiError;
 use crate::host::Host;
 use crate::route::percent_encode;

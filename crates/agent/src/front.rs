@@ -23,23 +23,13 @@
 //! ([`ApiError::NoPortOrigin`]).
 
 use crate::error::ApiError;
-use crate::route::{valid_agent_id, Action, Route};
+use crate::route::{valid_agent_id, Action, Front, Route};
 
 /// The deployment variable naming the ports origins' parent host.
 pub const PORTS_HOST_VAR: &str = "PORTS_HOST";
 
 /// The longest DNS label (RFC 1035 2.3.4).
 const MAX_LABEL: usize = 63;
-
-/// Which front a request to a port came in on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Front {
-    /// `/agents/{id}/ports/{port}/...` on the API's origin: for API
-    /// clients with a token; answered sandboxed (see `ports`).
-    Api,
-    /// The port's own origin, `{port}-{agent label}.{PORTS_HOST}`.
-    Port,
-}
 
 /// The escapes after `-`, as (agent id byte, label byte).
 const ESCAPES: &[(u8, u8)] = &[(b'-', b'0'), (b'.', b'1'), (b'_', b'2')];

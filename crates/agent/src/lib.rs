@@ -9,10 +9,13 @@
 //! `cargo test` alone.
 //!
 //! Where things happen:
-//! - [`route`]: a URL into an [`Action`]; [`policy`]: what each action needs
-//!   and what the audit log calls it (one exhaustive table);
-//! - [`dispatch`]: where a request is authorized, carried out and audited,
-//!   for every entry point (HTTP, WebSocket calls, hooks);
+//! - [`route`]: a URL into an [`Action`]; [`policy`]: what each action needs,
+//!   what its body is and what the audit log calls it and its target (one
+//!   exhaustive table);
+//! - [`request`]: a [`Request`] and its [`Reply`], whatever the way in;
+//!   [`dispatch`]: where a request is authorized, admitted, carried out and
+//!   audited, for every entry point (HTTP, WebSocket calls, hooks, MCP);
+//!   `handlers`: what each action does, one module per area;
 //! - [`auth`]: tokens, scopes and callers; [`audit`]: the audit log;
 //!   [`settings`]: quotas and computer settings;
 //! - [`tools`]: the file tools; [`exec`]: planning and running a command;
@@ -55,6 +58,7 @@ mod error;
 pub mod exec;
 pub mod fork;
 pub mod front;
+mod handlers;
 pub mod host;
 pub mod joblog;
 pub mod mcp;
@@ -65,6 +69,7 @@ pub mod policy;
 pub mod ports;
 pub mod processes;
 pub mod protocol;
+pub mod request;
 pub mod route;
 pub mod runner;
 pub mod scheduling;
@@ -80,8 +85,8 @@ pub mod transfer;
 
 pub use agent::Agent;
 pub use computer::error::ComputerError;
-pub use dispatch::{Body, Bytes, Entry, HookHeaders, Reply, Request};
 pub use error::{ApiError, HostError};
 pub use host::{EventStream, Host, Socket, Transport};
 pub use outcome::ExecOutcome;
+pub use request::{Body, Bytes, Entry, HookHeaders, Reply, Request};
 pub use route::{route, Action, Route, Tool, MAX_JSON_BODY};

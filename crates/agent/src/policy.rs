@@ -8,11 +8,14 @@
 //! where the checks that need storage (revocation) and the request (the
 //! exec's backend) happen.
 
+use serde_json::Value;
+
 use crate::auth::{Caller, Principal, Scope};
 use crate::error::ApiError;
 use crate::exec::destination;
 use crate::outcome::Backend;
 use crate::route::{Action, Tool};
+use crate::transfer::Step;
 
 /// Who may perform an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,46 +54,153 @@ pub enum Audit {
     ReadOnly,
 }
 
-/// Access and audit of one action.
+/// What a request's body is, and who reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
+pub enum Input {
+    /// None: a body sent along is not read.
+    Nothing,
+    /// A JSON object of at most [`crate::route::MAX_JSON_BODY`] bytes, read whole and
+    /// parsed once before the action's handler runs: the audit target and
+    /// the handler's typed decode both work on that one parse.
+    Json,
+    /// Bytes of at most [`crate::route::MAX_JSON_BODY`], not read as JSON (a hook call's
+    /// payload, which its signature covers as sent); the handler reads them
+    /// once it has checked what it can without them.
+    Payload,
+    /// A body the handler streams itself, with a bound of its own (an
+    /// upload, a fork page, staged chunks), or forwards as it came (a
+    /// port's).
+    Stream,
+}
+
+/// Where an audit entry's target (the path, command or name acted on)
+/// comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// Nothing worth naming.
+    Nothing,
+    /// The agent itself: the action changes it as a whole.
+    Agent,
+    /// A name or path the route holds.
+    Named(&'a str),
+    /// A job the route names.
+    Job(i64),
+    /// The first of these string fields the JSON body has.
+    Body(&'static [&'static str]),
+}
+
+/// The fields a call's own target is read from: its path (or `from` for
+/// moves and copies), its command, its name, its pattern.
+const SUBJECT: &[&str] = &["path", "from", "command", "name", "pattern"];
+
+/// The longest target recorded, in characters (a command is cut there).
+const MAX_TARGET_CHARS: usize = 200;
+
+impl Target<'_> {
+    /// The target of a call to agent `agent` whose JSON body is `body`
+    /// (`None`: it has none, or it did not parse).
+    pub fn of(self, agent: &str, body: Option<&Value>) -> Option<String> {
+        match self {
+            Target::Nothing => None,
+            Target::Agent => Some(agent.to_string()),
+            Target::Named(name) => Some(name.to_string()),
+            Target::Job(job) => Some(job.to_string()),
+            Target::Body(fields) => {
+                let body = body?;
+                let text = fields
+                    .iter()
+                    .find_map(|field| body.get(*field).and_then(Value::as_str))?;
+                Some(text.chars().take(MAX_TARGET_CHARS).collect())
+            }
+        }
+    }
+}
+
+/// Access, audit, body and audit target of one action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy<'a> {
     pub access: Access,
     pub audit: Audit,
+    pub input: Input,
+    pub target: Target<'a>,
+    /// Whether the body may ask for a dry run (`"dry_run": true`), which
+    /// the audit entry then notes, whether or not the call succeeds.
+    pub dry_run: bool,
 }
 
-const fn policy(access: Access, audit: Audit) -> Policy {
-    Policy { access, audit }
+const fn policy(access: Access, audit: Audit) -> Policy<'static> {
+    Policy {
+        access,
+        audit,
+        input: Input::Nothing,
+        target: Target::Nothing,
+        dry_run: false,
+    }
 }
 
-const fn reads(scope: Scope) -> Policy {
+const fn reads(scope: Scope) -> Policy<'static> {
     policy(Access::Scope(scope), Audit::ReadOnly)
 }
 
-const fn records(scope: Scope, name: &'static str) -> Policy {
+const fn records(scope: Scope, name: &'static str) -> Policy<'static> {
     policy(Access::Scope(scope), Audit::Record(name))
+}
+
+impl<'a> Policy<'a> {
+    /// The same policy, for a request with a JSON body, audited (if it is)
+    /// under the call's own subject ([`SUBJECT`]).
+    const fn json(self) -> Policy<'a> {
+        Policy {
+            input: Input::Json,
+            target: Target::Body(SUBJECT),
+            ..self
+        }
+    }
+
+    /// The same policy, with its body read as `input`.
+    const fn input(self, input: Input) -> Policy<'a> {
+        Policy { input, ..self }
+    }
+
+    /// The same policy, audited under `target`.
+    const fn target<'b>(self, target: Target<'b>) -> Policy<'b> {
+        Policy {
+            access: self.access,
+            audit: self.audit,
+            input: self.input,
+            target,
+            dry_run: self.dry_run,
+        }
+    }
 }
 
 impl Tool {
     /// The policy of a file tool: reading tools need `read`, the others
-    /// `write` and are audited under the tool's name.
-    pub fn policy(self) -> Policy {
+    /// `write` and are audited under the tool's name and path, a dry run
+    /// noted.
+    pub fn policy(self) -> Policy<'static> {
         if self.mutates() {
-            records(Scope::Write, self.name())
+            Policy {
+                dry_run: true,
+                ..records(Scope::Write, self.name()).json()
+            }
         } else {
-            reads(Scope::Read)
+            reads(Scope::Read).json()
         }
     }
 }
 
 impl Action {
-    /// Who may perform the action and how it is recorded.
-    pub fn policy(&self) -> Policy {
+    /// Who may perform the action, what its body is, and how it is
+    /// recorded.
+    pub fn policy(&self) -> Policy<'_> {
+        use Target::{Agent, Body, Job, Named};
         match self {
             Action::Info | Action::Ping | Action::Download(_) | Action::Socket => {
                 reads(Scope::Read)
             }
             // Each tool call is authorized and audited as its HTTP twin.
-            Action::Mcp => policy(Access::Credential, Audit::ReadOnly),
+            Action::Mcp => policy(Access::Credential, Audit::ReadOnly).input(Input::Json),
             Action::Jobs
             | Action::Job(_)
             | Action::JobOutput(_)
@@ -99,63 +209,89 @@ impl Action {
             | Action::Hooks
             | Action::Hook(_)
             | Action::Settings => reads(Scope::Read),
-            Action::Create => records(Scope::Admin, "agent.create"),
-            Action::Delete => records(Scope::Admin, "agent.delete"),
+            Action::Create => records(Scope::Admin, "agent.create").target(Agent),
+            Action::Delete => records(Scope::Admin, "agent.delete").target(Agent),
             Action::Tool(tool) => tool.policy(),
-            Action::Upload(_) => records(Scope::Write, "upload"),
-            Action::Exec => policy(Access::Exec, Audit::Record("exec")),
-            Action::JobCancel(_) => policy(Access::Exec, Audit::Record("job.cancel")),
-            Action::ScheduleCreate | Action::SchedulePut(_) => {
-                records(Scope::Schedule, "schedule.put")
+            Action::Upload(path) => records(Scope::Write, "upload")
+                .input(Input::Stream)
+                .target(Named(path)),
+            Action::Exec => policy(Access::Exec, Audit::Record("exec")).json(),
+            Action::JobCancel(job) => {
+                policy(Access::Exec, Audit::Record("job.cancel")).target(Job(*job))
             }
-            Action::ScheduleDelete(_) => records(Scope::Schedule, "schedule.delete"),
-            Action::HookPut(_) => records(Scope::Schedule, "hook.put"),
-            Action::HookDelete(_) => records(Scope::Schedule, "hook.delete"),
-            Action::HookCall(_) => policy(Access::HookSecret, Audit::Record("hook.call")),
-            Action::SettingsPut => records(Scope::Admin, "settings.put"),
+            Action::ScheduleCreate => records(Scope::Schedule, "schedule.put").json(),
+            Action::SchedulePut(name) => records(Scope::Schedule, "schedule.put")
+                .json()
+                .target(Named(name)),
+            Action::ScheduleDelete(name) => {
+                records(Scope::Schedule, "schedule.delete").target(Named(name))
+            }
+            Action::HookPut(name) => records(Scope::Schedule, "hook.put")
+                .json()
+                .target(Named(name)),
+            Action::HookDelete(name) => records(Scope::Schedule, "hook.delete").target(Named(name)),
+            Action::HookCall(name) => policy(Access::HookSecret, Audit::Record("hook.call"))
+                .input(Input::Payload)
+                .target(Named(name)),
+            Action::SettingsPut => records(Scope::Admin, "settings.put").json().target(Agent),
             Action::Audit => reads(Scope::Admin),
-            Action::RevokeToken => records(Scope::Admin, "token.revoke"),
+            Action::RevokeToken => records(Scope::Admin, "token.revoke")
+                .json()
+                .target(Body(&["id"])),
             Action::Tokens => reads(Scope::Admin),
             // Only the Worker, as the deployment's admin, mints tokens.
-            Action::TokenMinted => policy(Access::DeploymentAdmin, Audit::Record("token.mint")),
-            Action::Checkpoints | Action::Checkpoint(_) | Action::Diff => reads(Scope::Read),
-            Action::CheckpointCreate => records(Scope::Write, "checkpoint.create"),
-            Action::CheckpointDelete(_) => records(Scope::Write, "checkpoint.delete"),
-            Action::Restore => records(Scope::Write, "restore"),
-            Action::Undo => records(Scope::Write, "undo"),
+            Action::TokenMinted => policy(Access::DeploymentAdmin, Audit::Record("token.mint"))
+                .json()
+                .target(Body(&["id"])),
+            Action::Checkpoints | Action::Checkpoint(_) => reads(Scope::Read),
+            Action::Diff => reads(Scope::Read).json(),
+            Action::CheckpointCreate => records(Scope::Write, "checkpoint.create").json(),
+            Action::CheckpointDelete(key) => {
+                records(Scope::Write, "checkpoint.delete").target(Named(key))
+            }
+            Action::Restore => records(Scope::Write, "restore").json(),
+            Action::Undo => records(Scope::Write, "undo").json(),
             // A fork makes another agent, which only the deployment's admin
             // token may; its pages are sent as that admin.
-            Action::Fork => policy(Access::DeploymentAdmin, Audit::Record("fork")),
-            Action::ForkImport => policy(Access::DeploymentAdmin, Audit::Record("fork.import")),
+            Action::Fork => policy(Access::DeploymentAdmin, Audit::Record("fork"))
+                .json()
+                .target(Body(&["to"])),
+            Action::ForkImport => {
+                policy(Access::DeploymentAdmin, Audit::Record("fork.import")).input(Input::Stream)
+            }
             Action::Computer => reads(Scope::Read),
             Action::ComputerStop => records(Scope::ExecComputer, "computer.stop"),
             Action::Processes | Action::Process(_) | Action::ProcessOutput(_) => reads(Scope::Read),
             // A process is a command on the computer.
-            Action::ProcessStart => records(Scope::ExecComputer, "process.start"),
-            Action::ProcessSignal(_) => records(Scope::ExecComputer, "process.signal"),
-            Action::ProcessStop(_) => records(Scope::ExecComputer, "process.stop"),
+            Action::ProcessStart => records(Scope::ExecComputer, "process.start").json(),
+            Action::ProcessSignal(id) => records(Scope::ExecComputer, "process.signal")
+                .json()
+                .target(Named(id)),
+            Action::ProcessStop(id) => {
+                records(Scope::ExecComputer, "process.stop").target(Named(id))
+            }
             // A dev server's every asset is a request: not recorded.
-            Action::Port { .. } => policy(Access::Port, Audit::ReadOnly),
-            Action::ShareCreate(_) => records(Scope::Ports, "share.create"),
+            Action::Port { .. } => policy(Access::Port, Audit::ReadOnly).input(Input::Stream),
+            Action::ShareCreate(_) => records(Scope::Ports, "share.create").json(),
             Action::Shares => reads(Scope::Ports),
             Action::ShareRevoke(_) => records(Scope::Ports, "share.revoke"),
             // A terminal runs commands: the exec scope of its backend, which
             // the agent checks once it knows it (as for an exec).
             Action::Terminal => policy(Access::Exec, Audit::Record("terminal.open")),
             Action::Terminals => reads(Scope::Read),
-            Action::TerminalDelete(_) => policy(Access::Exec, Audit::Record("terminal.close")),
-            // A ticket carries its minter's scopes to one terminal upgrade.
-            Action::TicketCreate => policy(Access::Exec, Audit::Record("ticket.mint")),
-            // Staged chunks change no file: only the apply is recorded.
-            Action::Transfer(crate::transfer::Step::Apply) => records(Scope::Write, "push"),
-            Action::Transfer(crate::transfer::Step::Chunks) => {
-                policy(Access::Scope(Scope::Write), Audit::ReadOnly)
+            Action::TerminalDelete(id) => {
+                policy(Access::Exec, Audit::Record("terminal.close")).target(Named(id))
             }
-            Action::Transfer(
-                crate::transfer::Step::Manifest
-                | crate::transfer::Step::Missing
-                | crate::transfer::Step::Fetch,
-            ) => reads(Scope::Read),
+            // A ticket carries its minter's scopes to one terminal upgrade.
+            Action::TicketCreate => policy(Access::Exec, Audit::Record("ticket.mint")).json(),
+            // Staged chunks change no file: only the apply is recorded.
+            Action::Transfer(Step::Apply) => records(Scope::Write, "push").json(),
+            Action::Transfer(Step::Chunks) => {
+                policy(Access::Scope(Scope::Write), Audit::ReadOnly).input(Input::Stream)
+            }
+            Action::Transfer(Step::Manifest | Step::Missing | Step::Fetch) => {
+                reads(Scope::Read).json()
+            }
         }
     }
 
@@ -163,6 +299,16 @@ impl Action {
     /// credential (the agent checks the hook's secret instead).
     pub fn public(&self) -> bool {
         self.policy().access == Access::HookSecret
+    }
+
+    /// Whether the request body is bounded by [`crate::route::MAX_JSON_BODY`] (a JSON
+    /// body, or a hook's payload): the Worker refuses a larger declared
+    /// length before the body travels on.
+    pub fn takes_json(&self) -> bool {
+        match self.policy().input {
+            Input::Json | Input::Payload => true,
+            Input::Nothing | Input::Stream => false,
+        }
     }
 }
 
@@ -259,14 +405,11 @@ pub fn require_exec(caller: &Caller, destination: Backend) -> Result<(), ApiErro
 /// it now would, or `schedule` would be a way round `exec:computer`.
 pub fn require_exec_of(
     caller: &Caller,
-    body: &[u8],
+    body: &Value,
     files: &dyn stead_shell::Fs,
 ) -> Result<(), ApiError> {
-    let exec = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|value| value.get("exec").cloned());
-    if let Some(exec) = exec {
-        let destination = destination(exec.to_string().as_bytes(), files).unwrap_or(Backend::Shell);
+    if let Some(exec) = body.get("exec") {
+        let destination = destination(exec, files).unwrap_or(Backend::Shell);
         require_exec(caller, destination)?;
     }
     Ok(())
@@ -329,29 +472,92 @@ mod tests {
             require_exec(&computer_only, Backend::Shell),
             Err(ApiError::Forbidden { .. })
         ));
-        let body = br#"{"exec":{"command":"python3 -V","backend":"computer"}}"#;
+        let body = serde_json::json!({"exec":{"command":"python3 -V","backend":"computer"}});
         let db = stead_sql::SqliteDb::memory().unwrap();
         stead_sql::migrate(&db, stead_sql::MIGRATIONS).unwrap();
         let files = stead_vfs::Vfs::new(&db, 0);
-        require_exec_of(&computer_only, body, &files).unwrap();
+        require_exec_of(&computer_only, &body, &files).unwrap();
         let shell_only = Caller::Token {
             id: "s".into(),
             scopes: vec![Scope::ExecShell],
             expires: i64::MAX,
         };
-        assert!(require_exec_of(&shell_only, body, &files).is_err());
-        require_exec_of(&shell_only, br#"{"exec":{"command":"ls"}}"#, &files).unwrap();
+        assert!(require_exec_of(&shell_only, &body, &files).is_err());
+        let shell = serde_json::json!({"exec":{"command":"ls"}});
+        require_exec_of(&shell_only, &shell, &files).unwrap();
     }
 
     #[test]
     fn reading_tools_need_read_and_are_not_audited() {
         for tool in Tool::ALL {
             let policy = tool.policy();
+            assert_eq!(policy.input, Input::Json, "{tool:?}");
+            assert_eq!(policy.dry_run, tool.mutates(), "{tool:?}");
             if tool.mutates() {
-                assert_eq!(policy, records(Scope::Write, tool.name()), "{tool:?}");
+                assert_eq!(
+                    (policy.access, policy.audit),
+                    (Access::Scope(Scope::Write), Audit::Record(tool.name())),
+                    "{tool:?}"
+                );
             } else {
-                assert_eq!(policy, reads(Scope::Read), "{tool:?}");
+                assert_eq!(
+                    (policy.access, policy.audit),
+                    (Access::Scope(Scope::Read), Audit::ReadOnly),
+                    "{tool:?}"
+                );
             }
+        }
+    }
+
+    #[test]
+    fn targets_come_from_the_route_or_the_body() {
+        let target =
+            |action: Action, body: Option<Value>| action.policy().target.of("ag", body.as_ref());
+        assert_eq!(
+            target(Action::Upload("/a".into()), None).as_deref(),
+            Some("/a")
+        );
+        assert_eq!(target(Action::SettingsPut, None).as_deref(), Some("ag"));
+        assert_eq!(target(Action::JobCancel(7), None).as_deref(), Some("7"));
+        let edit = serde_json::json!({"path": "/x", "content": "y"});
+        assert_eq!(
+            target(Action::Tool(Tool::Write), Some(edit)).as_deref(),
+            Some("/x")
+        );
+        let mv = serde_json::json!({"from": "/a", "to": "/b"});
+        assert_eq!(
+            target(Action::Tool(Tool::Mv), Some(mv)).as_deref(),
+            Some("/a")
+        );
+        let fork = serde_json::json!({"to": "b", "checkpoint": "c"});
+        assert_eq!(target(Action::Fork, Some(fork)).as_deref(), Some("b"));
+        let long = serde_json::json!({"command": "x".repeat(500)});
+        let cut = target(Action::Exec, Some(long)).unwrap();
+        assert_eq!(cut.chars().count(), MAX_TARGET_CHARS);
+        // The body names nothing the table reads, or there is none.
+        assert_eq!(
+            target(Action::Exec, Some(serde_json::json!("not an object"))),
+            None
+        );
+        assert_eq!(target(Action::Tool(Tool::Write), None), None);
+        assert_eq!(target(Action::ComputerStop, None), None);
+    }
+
+    #[test]
+    fn json_bodies_are_bounded_and_streamed_ones_are_not() {
+        assert!(Action::TicketCreate.takes_json() && !Action::Terminal.takes_json());
+        assert!(
+            Action::HookCall("h".into()).takes_json(),
+            "a hook's payload"
+        );
+        assert_eq!(Action::HookCall("h".into()).policy().input, Input::Payload);
+        for action in [
+            Action::Upload("/a".into()),
+            Action::ForkImport,
+            Action::Transfer(Step::Chunks),
+        ] {
+            assert_eq!(action.policy().input, Input::Stream, "{action:?}");
+            assert!(!action.takes_json(), "{action:?}");
         }
     }
 

@@ -30,8 +30,8 @@
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::front::Front;
 use crate::processes::record::{self, State};
+use crate::route::Front;
 use crate::shares;
 
 /// Headers that describe one connection, not the message (RFC 9110 7.6.1).

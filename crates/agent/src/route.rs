@@ -145,6 +145,16 @@ impl Tool {
     }
 }
 
+/// Which front a request to a port came in on (`crate::front`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    /// `/agents/{id}/ports/{port}/...` on the API's origin: for API
+    /// clients with a token; answered sandboxed (see `crate::ports`).
+    Api,
+    /// The port's own origin, `{port}-{agent label}.{PORTS_HOST}`.
+    Port,
+}
+
 /// What a request asks of an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -255,12 +265,12 @@ pub enum Action {
     /// Any method on `/agents/{id}/ports/{port}{path}`: forwarded to that
     /// port on the computer. `path` is the rest of the URL path as it came
     /// (percent-encoded), empty or starting with `/`.
-    /// `front` says which origin it came in on (`crate::front`): on the
-    /// port's own, the whole URL path is the dev server's.
+    /// `front` says which origin it came in on: on the port's own, the
+    /// whole URL path is the dev server's.
     Port {
         port: u16,
         path: String,
-        front: crate::front::Front,
+        front: Front,
     },
     /// `POST /agents/{id}/ports/{port}/share`: a share link to the port.
     ShareCreate(u16),
@@ -284,32 +294,6 @@ pub enum Action {
 }
 
 impl Action {
-    /// Whether the request body is JSON (and so bounded by [`MAX_JSON_BODY`]).
-    pub fn takes_json(&self) -> bool {
-        matches!(
-            self,
-            Action::Tool(_)
-                | Action::Exec
-                | Action::ScheduleCreate
-                | Action::SchedulePut(_)
-                | Action::HookPut(_)
-                | Action::HookCall(_)
-                | Action::SettingsPut
-                | Action::RevokeToken
-                | Action::TokenMinted
-                | Action::CheckpointCreate
-                | Action::Diff
-                | Action::Restore
-                | Action::Undo
-                | Action::Fork
-                | Action::ProcessStart
-                | Action::ProcessSignal(_)
-                | Action::ShareCreate(_)
-                | Action::TicketCreate
-                | Action::Mcp
-        ) || matches!(self, Action::Transfer(step) if step.takes_json())
-    }
-
     /// Whether a share link (rather than a bearer credential) may let the
     /// request in: only on the port's own origin, so its cookie never
     /// lands on the API's.
@@ -317,7 +301,7 @@ impl Action {
         matches!(
             self,
             Action::Port {
-                front: crate::front::Front::Port,
+                front: Front::Port,
                 ..
             }
         )
@@ -532,7 +516,7 @@ fn route_ports(method: &str, rest: &str) -> Result<Action, ApiError> {
         _ => Action::Port {
             port,
             path: path.to_string(),
-            front: crate::front::Front::Api,
+            front: Front::Api,
         },
     })
 }

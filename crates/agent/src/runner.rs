@@ -146,9 +146,8 @@ impl<H: Host> Agent<H> {
     /// alarm picks it up). Without `until` it runs to its end.
     async fn run_job(&self, job: Job, until: Option<i64>) -> Result<Option<Job>, ApiError> {
         let sink = JobSink::new(self, job.id);
-        let body = job.request.to_string();
         let actor = format!("job:{}", job.id);
-        let result = self.exec(&actor, body.as_bytes(), &sink, until).await;
+        let result = self.exec(&actor, &job.request, &sink, until).await;
         self.end_job(job.id, result)
     }
 

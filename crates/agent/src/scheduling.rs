@@ -22,32 +22,27 @@ pub(crate) const OUTPUT_PAGE: usize = 1 << 20;
 const RUNS_SHOWN: usize = 50;
 
 /// Takes the `detach` flag out of an exec body, since the exec decoder
-/// refuses fields it does not know. `None` when the body has no `detach`
-/// (pass it on unchanged, so its errors stay the exec route's own);
-/// otherwise the flag and the rest of the request.
-pub fn split_detach(body: &[u8]) -> Result<Option<(bool, Value)>, ApiError> {
-    let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(body) else {
-        return Ok(None);
+/// refuses fields it does not know: whether the body asks to run detached
+/// (`false` when it does not say, or is no object; its errors stay the
+/// exec route's own).
+pub fn split_detach(body: &mut Value) -> Result<bool, ApiError> {
+    let Some(object) = body.as_object_mut() else {
+        return Ok(false);
     };
-    let detach = match object.remove("detach") {
-        None => return Ok(None),
-        Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(other) => {
-            return Err(ApiError::InvalidRequest(format!(
-                "detach must be true or false, not {other}"
-            )))
-        }
-    };
-    Ok(Some((detach, Value::Object(object))))
+    match object.remove("detach") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(detach)) => Ok(detach),
+        Some(other) => Err(ApiError::InvalidRequest(format!(
+            "detach must be true or false, not {other}"
+        ))),
+    }
 }
 
 /// Where an exec request will run, as the exec route decides it (`auto`
 /// resolved, over the workspace in `db` as it is at `now_ms`); an error if
 /// the exec route would refuse the request.
 pub fn backend_of<S: Sql>(db: &S, request: &Value, now_ms: i64) -> Result<Backend, ApiError> {
-    let body = serde_json::to_vec(request).map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(crate::exec::plan(&body, &stead_vfs::Vfs::new(db, now_ms))?.ran())
+    Ok(crate::exec::plan(request, &stead_vfs::Vfs::new(db, now_ms))?.ran())
 }
 
 /// Queues a job that runs `request`.
@@ -218,13 +213,13 @@ fn found<T>(lookup: Result<T, SchedError>) -> Result<bool, ApiError> {
 pub fn put_schedule<S: Sql>(
     db: &S,
     path_id: Option<&str>,
-    body: &[u8],
+    body: &Value,
     generated_id: &str,
     generated_secret: &str,
     now_ms: i64,
     max_schedules: i64,
 ) -> Result<(Value, Made), ApiError> {
-    let req: ScheduleRequest = crate::decode::decode(body)?;
+    let req: ScheduleRequest = crate::decode::decode_value(body)?;
     let id = match (path_id, req.id.as_deref()) {
         (Some(path), Some(body)) if path != body => {
             return Err(ApiError::InvalidRequest(format!(
@@ -255,10 +250,8 @@ pub fn put_schedule<S: Sql>(
 }
 
 /// The webhook URL of a schedule request body, if it has one.
-pub fn webhook_url(body: &[u8]) -> Option<String> {
-    let value: Value = serde_json::from_slice(body).ok()?;
-    value
-        .get("webhook")?
+pub fn webhook_url(body: &Value) -> Option<String> {
+    body.get("webhook")?
         .get("url")?
         .as_str()
         .map(str::to_string)
@@ -312,11 +305,11 @@ pub(crate) struct HookReq {
 pub fn put_hook<S: Sql>(
     db: &S,
     name: &str,
-    body: &[u8],
+    body: &Value,
     generated_secret: &str,
     now_ms: i64,
 ) -> Result<(Value, bool), ApiError> {
-    let req: HookReq = crate::decode::decode(body)?;
+    let req: HookReq = crate::decode::decode_value(body)?;
     check_exec_request(db, &req.exec, now_ms)?;
     let secret = req.secret.unwrap_or_else(|| generated_secret.to_string());
     let options = HookOptions {
@@ -372,24 +365,31 @@ mod tests {
             .collect()
     }
 
+    /// A JSON body, parsed.
+    fn v(bytes: &[u8]) -> Value {
+        serde_json::from_slice(bytes).unwrap()
+    }
+
     #[test]
     fn detach_is_taken_out_and_checked() {
-        let (detach, rest) = split_detach(br#"{"command":"ls","detach":true}"#)
-            .unwrap()
-            .unwrap();
-        assert!(detach);
-        assert_eq!(rest, json!({ "command": "ls" }));
-        let (detach, _) = split_detach(br#"{"command":"ls","detach":false}"#)
-            .unwrap()
-            .unwrap();
-        assert!(!detach);
-        assert!(split_detach(br#"{"command":"ls"}"#).unwrap().is_none());
+        let mut body = json!({ "command": "ls", "detach": true });
+        assert!(split_detach(&mut body).unwrap());
+        assert_eq!(body, json!({ "command": "ls" }));
+        let mut body = json!({ "command": "ls", "detach": false });
+        assert!(!split_detach(&mut body).unwrap());
+        assert_eq!(body, json!({ "command": "ls" }));
+        let mut body = json!({ "command": "ls" });
+        assert!(!split_detach(&mut body).unwrap());
+        let mut body = json!(["not an object"]);
         assert!(
-            split_detach(b"{").unwrap().is_none(),
+            !split_detach(&mut body).unwrap(),
             "left to the exec decoder"
         );
-        let error = split_detach(br#"{"command":"ls","detach":"yes"}"#).unwrap_err();
-        assert_eq!(error.code(), "INVALID_REQUEST");
+        let mut body = json!({ "command": "ls", "detach": "yes" });
+        assert_eq!(
+            split_detach(&mut body).unwrap_err().code(),
+            "INVALID_REQUEST"
+        );
     }
 
     fn outcome(backend: Backend, status: ExecStatus, exit_code: Option<i32>) -> ExecOutcome {
@@ -484,7 +484,7 @@ mod tests {
     #[test]
     fn schedules_take_ids_from_path_body_or_generator() {
         let db = db();
-        let body = br#"{"delay_ms":1000,"exec":{"command":"echo"}}"#;
+        let body = &v(br#"{"delay_ms":1000,"exec":{"command":"echo"}}"#);
         let (made, what) = put_schedule(
             &db,
             None,
@@ -498,7 +498,7 @@ mod tests {
         assert_eq!(made["schedule"]["id"], "gen-1");
         assert_eq!((what.id.as_str(), what.created), ("gen-1", true));
         assert!(made.get("webhook_secret").is_none());
-        let named = br#"{"id":"n","delay_ms":1000,"exec":{"command":"echo"}}"#;
+        let named = &v(br#"{"id":"n","delay_ms":1000,"exec":{"command":"echo"}}"#);
         assert_eq!(
             put_schedule(
                 &db,
@@ -524,7 +524,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(error.code(), "INVALID_REQUEST");
-        let bad_exec = br#"{"delay_ms":1,"exec":{"command":"x","colour":"red"}}"#;
+        let bad_exec = &v(br#"{"delay_ms":1,"exec":{"command":"x","colour":"red"}}"#);
         assert_eq!(
             put_schedule(
                 &db,
@@ -539,7 +539,7 @@ mod tests {
             .code(),
             "INVALID_REQUEST"
         );
-        let hook = br#"{"delay_ms":1,"webhook":{"url":"https://example.com"}}"#;
+        let hook = &v(br#"{"delay_ms":1,"webhook":{"url":"https://example.com"}}"#);
         let put = || {
             put_schedule(
                 &db,
@@ -571,7 +571,7 @@ mod tests {
             get_schedule(&db, "zz", 0).unwrap_err().code(),
             "SCHEDULE_NOT_FOUND"
         );
-        let cron = br#"{"cron":"61 * * * *","exec":{"command":"x"}}"#;
+        let cron = &v(br#"{"cron":"61 * * * *","exec":{"command":"x"}}"#);
         assert_eq!(
             put_schedule(
                 &db,
@@ -594,7 +594,7 @@ mod tests {
         let (made, created) = put_hook(
             &db,
             "gh",
-            br#"{"exec":{"command":"cat"}}"#,
+            &v(br#"{"exec":{"command":"cat"}}"#),
             "generated-secret-123",
             5,
         )
@@ -612,8 +612,14 @@ mod tests {
             hook_request(&hook, b"{\"a\":1}"),
             json!({ "command": "cat", "stdin": "{\"a\":1}" })
         );
-        let error =
-            put_hook(&db, "gh", br#"{"exec":{"command":"cat"},"x":1}"#, "s", 5).unwrap_err();
+        let error = put_hook(
+            &db,
+            "gh",
+            &v(br#"{"exec":{"command":"cat"},"x":1}"#),
+            "s",
+            5,
+        )
+        .unwrap_err();
         assert_eq!(error.code(), "INVALID_REQUEST");
     }
 }

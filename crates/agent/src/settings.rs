@@ -242,10 +242,10 @@ struct PutSettings {
 /// secrets, so the values can be recorded as they are.)
 pub fn put(
     db: &impl Sql,
-    body: &[u8],
+    body: &Value,
     local_development: bool,
 ) -> Result<(Value, Value), ApiError> {
-    let request: PutSettings = crate::decode::decode(body)?;
+    let request: PutSettings = crate::decode::decode_value(body)?;
     if let Some(idle) = request.computer.and_then(|c| c.idle_ms) {
         crate::decode::within("computer.idle_ms", idle, IDLE_MS.0, IDLE_MS.1)?;
     }
@@ -326,12 +326,17 @@ mod tests {
 
     use super::*;
 
+    /// A JSON body, parsed.
+    fn v(bytes: &[u8]) -> Value {
+        serde_json::from_slice(bytes).unwrap()
+    }
+
     #[test]
     fn quotas_default_and_round_trip() {
         let db = SqliteDb::memory().unwrap();
         migrate(&db, MIGRATIONS).unwrap();
         assert_eq!(quotas(&db).unwrap(), Quotas::default());
-        let (_, changed) = put(&db, br#"{"quotas":{"max_nodes":10}}"#, false).unwrap();
+        let (_, changed) = put(&db, &v(br#"{"quotas":{"max_nodes":10}}"#), false).unwrap();
         let old = Quotas::default().max_nodes;
         assert_eq!(
             changed,
@@ -341,9 +346,9 @@ mod tests {
         let stored = quotas(&db).unwrap();
         assert_eq!(stored.max_nodes, 10);
         assert_eq!(stored.max_file_bytes, Limits::default().max_file_bytes);
-        assert!(put(&db, br#"{"quotas":{"max_nodes":0}}"#, false).is_err());
-        assert!(put(&db, br#"{"quotas":{"max_inodes":1}}"#, false).is_err());
-        let private = br#"{"webhooks":{"allow_private_targets":true}}"#;
+        assert!(put(&db, &v(br#"{"quotas":{"max_nodes":0}}"#), false).is_err());
+        assert!(put(&db, &v(br#"{"quotas":{"max_inodes":1}}"#), false).is_err());
+        let private = &v(br#"{"webhooks":{"allow_private_targets":true}}"#);
         assert!(put(&db, private, false).is_err(), "not in a deployment");
         let (_, changed) = put(&db, private, true).unwrap();
         assert_eq!(
@@ -371,7 +376,7 @@ mod tests {
         );
         let (_, changed) = put(
             &db,
-            br#"{"git":{"name":"Ada","email":"ada@example.com"}}"#,
+            &v(br#"{"git":{"name":"Ada","email":"ada@example.com"}}"#),
             false,
         )
         .unwrap();
@@ -384,7 +389,7 @@ mod tests {
             r#"{"git":{"email":""}}"#,
             "{\"git\":{\"name\":\"a\\nb\"}}",
         ] {
-            assert!(put(&db, bad.as_bytes(), false).is_err(), "{bad}");
+            assert!(put(&db, &v(bad.as_bytes()), false).is_err(), "{bad}");
         }
         assert_eq!(
             git(&db).unwrap().name.as_deref(),

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use stead_sql::{params, Sql, SqlError};
 
 use crate::auth::constant_time_eq;
-use crate::decode::{decode, within};
+use crate::decode::{decode_value, within};
 use crate::error::ApiError;
 
 /// The query parameter a share link carries its capability in.
@@ -127,12 +127,12 @@ pub(crate) struct ShareRequest {
 pub fn create(
     db: &impl Sql,
     (agent, port): (&str, u16),
-    body: &[u8],
+    body: &Value,
     (key, api_origin, ports_host): (&str, &str, &str),
     id: String,
     now_ms: i64,
 ) -> Result<Value, ApiError> {
-    let request: ShareRequest = decode(body)?;
+    let request: ShareRequest = decode_value(body)?;
     let origin = crate::front::port_origin(api_origin, (agent, port), ports_host)?;
     let ttl = within("ttl_seconds", request.ttl_seconds, 1, MAX_TTL_SECONDS)?;
     let claims = ShareClaims {

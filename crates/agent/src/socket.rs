@@ -6,10 +6,10 @@ use stead_scheduler::Jobs;
 use stead_vfs::Vfs;
 
 use crate::agent::Agent;
-use crate::dispatch::{Bytes, Entry, HookHeaders, Reply, Request};
 use crate::error::ApiError;
 use crate::host::{Host, Socket};
 use crate::protocol::{error_json, parse, reply_json, ClientMessage, SocketState};
+use crate::request::{Bytes, Entry, HookHeaders, Reply, Request};
 use crate::route::{Action, Tool};
 use crate::subscriptions::{send_backlog, send_changes};
 

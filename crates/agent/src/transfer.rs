@@ -30,7 +30,7 @@ use stead_sql::Sql;
 use stead_sync::{chunk_hashes, frame, Change, ChunkHash, IgnoreRules};
 use stead_vfs::{UploadId, VPath, Vfs, VfsError};
 
-use crate::decode::decode;
+use crate::decode::decode_value;
 use crate::error::ApiError;
 
 /// Largest body of one `chunks` request, framing included.
@@ -71,11 +71,6 @@ impl Step {
             Step::Manifest | Step::Missing | Step::Fetch => false,
         }
     }
-
-    /// Whether the body is JSON (`chunks` is binary).
-    pub fn takes_json(self) -> bool {
-        self != Step::Chunks
-    }
 }
 
 /// `manifest`'s body.
@@ -107,8 +102,8 @@ pub(crate) struct ApplyReq {
 }
 
 /// `POST .../transfer/manifest`.
-pub fn manifest<S: Sql>(vfs: &Vfs<'_, S>, body: &[u8]) -> Result<Value, ApiError> {
-    let req: ManifestReq = decode(body)?;
+pub fn manifest<S: Sql>(vfs: &Vfs<'_, S>, body: &Value) -> Result<Value, ApiError> {
+    let req: ManifestReq = decode_value(body)?;
     let root = VPath::parse(&req.path)?;
     let revision = vfs.revision()?;
     let entries = vfs.sync_manifest_under(&root, &IgnoreRules::default())?;
@@ -133,8 +128,8 @@ fn hashes(req: &HashesReq, most: usize) -> Result<Vec<ChunkHash>, ApiError> {
 }
 
 /// `POST .../transfer/missing`.
-pub fn missing<S: Sql>(vfs: &Vfs<'_, S>, body: &[u8]) -> Result<Value, ApiError> {
-    let req: HashesReq = decode(body)?;
+pub fn missing<S: Sql>(vfs: &Vfs<'_, S>, body: &Value) -> Result<Value, ApiError> {
+    let req: HashesReq = decode_value(body)?;
     let missing = vfs.missing_chunks(&hashes(&req, MAX_HASHES)?)?;
     Ok(json!({ "missing": missing }))
 }
@@ -164,8 +159,8 @@ pub struct Apply {
 }
 
 impl Apply {
-    pub fn decode(body: &[u8]) -> Result<Apply, ApiError> {
-        let req: ApplyReq = decode(body)?;
+    pub fn decode(body: &Value) -> Result<Apply, ApiError> {
+        let req: ApplyReq = decode_value(body)?;
         Ok(Apply {
             base: req.base,
             changes: req.changes,
@@ -204,9 +199,9 @@ impl Apply {
 
 /// `POST .../transfer/fetch`: the chunks, in the order asked, base64 in
 /// JSON (`{"chunks": [{"hash", "data"}]}`).
-pub fn fetch<S: Sql>(vfs: &Vfs<'_, S>, body: &[u8]) -> Result<Value, ApiError> {
+pub fn fetch<S: Sql>(vfs: &Vfs<'_, S>, body: &Value) -> Result<Value, ApiError> {
     use base64::Engine;
-    let req: HashesReq = decode(body)?;
+    let req: HashesReq = decode_value(body)?;
     let mut out = Vec::new();
     for hash in hashes(&req, MAX_FETCH)? {
         let data = vfs.chunk_by_hash(&hash)?.ok_or_else(|| {
@@ -231,10 +226,6 @@ mod tests {
         db
     }
 
-    fn body(value: Value) -> Vec<u8> {
-        value.to_string().into_bytes()
-    }
-
     fn file_change(path: &str, data: &[u8]) -> Value {
         let chunks: Vec<String> = stead_sync::hash_content(data)
             .iter()
@@ -252,7 +243,7 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect();
-        let missing = missing(&vfs, &body(json!({ "hashes": hashes }))).unwrap();
+        let missing = missing(&vfs, &json!({ "hashes": hashes })).unwrap();
         assert_eq!(missing["missing"].as_array().unwrap().len(), 2);
 
         // An apply before the content is here changes nothing.
@@ -260,7 +251,7 @@ mod tests {
             { "path": "/app", "entry": { "type": "dir", "mode": 0o755 } },
             file_change("/app/big.bin", &data),
         ]);
-        let early = Apply::decode(&body(json!({ "base": 0, "changes": changes }))).unwrap();
+        let early = Apply::decode(&json!({ "base": 0, "changes": changes })).unwrap();
         assert!(matches!(
             early.check_content(&vfs),
             Err(ApiError::ContentMissing { chunks: 2 })
@@ -272,20 +263,18 @@ mod tests {
         }
         let staged = stage(&db, &vfs, &framed).unwrap();
         let staging = staged["staging"].as_i64().unwrap();
-        let apply = Apply::decode(&body(
-            json!({ "base": 0, "changes": changes, "staging": [staging] }),
-        ))
-        .unwrap();
+        let apply =
+            Apply::decode(&json!({ "base": 0, "changes": changes, "staging": [staging] })).unwrap();
         apply.check_content(&vfs).unwrap();
         let applied = apply.run(&vfs).unwrap();
         assert_eq!(applied["applied"], json!(["/app", "/app/big.bin"]));
 
-        let listed = manifest(&vfs, &body(json!({ "path": "/app" }))).unwrap();
+        let listed = manifest(&vfs, &json!({ "path": "/app" })).unwrap();
         let entries = listed["entries"].as_array().unwrap();
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0]["entry"]["chunks"], json!(hashes));
         assert_eq!(entries[0]["mtime_ms"], 5000);
-        let fetched = fetch(&vfs, &body(json!({ "hashes": hashes }))).unwrap();
+        let fetched = fetch(&vfs, &json!({ "hashes": hashes })).unwrap();
         use base64::Engine;
         let back: Vec<u8> = fetched["chunks"]
             .as_array()
@@ -316,7 +305,7 @@ mod tests {
             "{refused}"
         );
         let hash = stead_sync::hash_chunk(b"good").to_string();
-        let missing = missing(&vfs, &body(json!({ "hashes": [hash] }))).unwrap();
+        let missing = missing(&vfs, &json!({ "hashes": [hash] })).unwrap();
         assert_eq!(missing["missing"].as_array().unwrap().len(), 1);
     }
 }

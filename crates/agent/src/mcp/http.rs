@@ -27,7 +27,6 @@ use serde_json::{json, Map, Value};
 
 use crate::agent::Agent;
 use crate::auth::{Caller, Scope};
-use crate::dispatch::{read_body, Body};
 use crate::error::ApiError;
 use crate::host::{EventStream, Host};
 use crate::mcp::gate::{self, Origins};
@@ -45,6 +44,7 @@ use crate::mcp::server::{capabilities, server_info, Call, INSTRUCTIONS};
 use crate::mcp::session::{Session, Sessions};
 use crate::mcp::sse;
 use crate::policy::Access;
+use crate::request::{read_body, Body};
 use crate::route::{Action, MAX_JSON_BODY};
 
 /// The HTTP method of a request to the endpoint.

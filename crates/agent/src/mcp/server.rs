@@ -20,7 +20,6 @@ use crate::auth::{Caller, Scope};
 use crate::catalog::formats::mcp_tool;
 use crate::catalog::schema::{drop_nulls, input_schema};
 use crate::catalog::ModelTool;
-use crate::dispatch::{Bytes, Entry, HookHeaders, Reply, Request};
 use crate::error::ApiError;
 use crate::host::{EventStream, Host};
 use crate::mcp::gate;
@@ -32,6 +31,7 @@ use crate::mcp::resources;
 use crate::mcp::revision::{Revision, Version, SERVER_INFO_KEY};
 use crate::mcp::session::{Session, Sessions};
 use crate::policy::Access;
+use crate::request::{Bytes, Entry, HookHeaders, Reply, Request};
 
 /// How long a client may keep `tools/list` and `server/discover` answers
 /// (2026-07-28 caching): the tools change only with a new deployment.

@@ -19,7 +19,7 @@ use super::record::{self, Process, State};
 use super::{comes_back, is_gone, lose, Loss};
 use crate::agent::Agent;
 use crate::computer::{self, detached, live, ComputerError};
-use crate::decode::{decode, within};
+use crate::decode::{decode_value, within};
 use crate::error::ApiError;
 use crate::host::Host;
 use crate::joblog::JobSink;
@@ -110,8 +110,8 @@ fn check(request: &ProcessRequest) -> Result<(), ApiError> {
 impl<H: Host> Agent<H> {
     /// Starts a process on the computer (pushing the workspace first) and
     /// records it; answers with its record.
-    pub(crate) async fn start_process(&self, body: &[u8]) -> Result<Value, ApiError> {
-        let request: ProcessRequest = decode(body)?;
+    pub(crate) async fn start_process(&self, body: &Value) -> Result<Value, ApiError> {
+        let request: ProcessRequest = decode_value(body)?;
         check(&request)?;
         let cwd = VPath::parse(request.cwd.as_deref().unwrap_or("/"))?;
         exec::check_computer_cwd(&self.vfs(), &cwd)?;
@@ -185,8 +185,8 @@ impl<H: Host> Agent<H> {
     }
 
     /// `POST /agents/{id}/processes/{pid}/signal`.
-    pub(crate) async fn signal_process(&self, id: &str, body: &[u8]) -> Result<Value, ApiError> {
-        let SignalBody { signal } = decode(body)?;
+    pub(crate) async fn signal_process(&self, id: &str, body: &Value) -> Result<Value, ApiError> {
+        let SignalBody { signal } = decode_value(body)?;
         if signal_number(&signal).is_none() {
             let known: Vec<&str> = SIGNALS.iter().map(|(name, _)| *name).collect();
             return Err(ApiError::InvalidRequest(format!(
