@@ -303,18 +303,25 @@ fn a_reader_resuming_from_an_offset_gets_exactly_the_missed_bytes() {
 fn a_file_written_in_the_terminal_is_in_the_workspace() {
     let computer = Computer::start();
     let client = computer.client();
+    // The shell is a login shell: the workspace's `/.profile` (home is `/`)
+    // runs, once.
+    std::fs::write(client.root.join(".profile"), "echo profile-$((5+5))\n").unwrap();
     let id = create(&client, json!({}))["id"]
         .as_str()
         .unwrap()
         .to_string();
     let mut term = attach(&client, &id, 0);
     term.send(b"echo \"[$TERM $(pwd) $HOME]\"; echo hello > made-here.txt; echo wrote-$?\r");
-    term.until("[xterm-256color / /]");
+    let seen = term.until("[xterm-256color / /]");
     term.until("wrote-0");
+    assert_eq!(seen.matches("profile-10").count(), 1, "{seen:?}");
     assert_eq!(
         std::fs::read_to_string(client.root.join("made-here.txt")).unwrap(),
         "hello\n"
     );
+    // The terminal is the shell's user's, as after a login.
+    term.send(b"[ -O /proc/self/fd/0 ] && echo tty-$((1+1))-owned\r");
+    term.until("tty-2-owned");
     if running_as_root() {
         // The shell runs as the unprivileged user, never as root.
         term.send(b"echo uid-$(id -u)-end\r");
