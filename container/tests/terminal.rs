@@ -446,3 +446,29 @@ fn bad_requests_are_refused_with_structured_errors() {
     term.send(b"stty size\r");
     term.until("20 90");
 }
+
+#[test]
+fn a_reader_from_before_the_ring_starts_at_the_first_kept_byte() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let id = create(&client, json!({}))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut term = attach(&client, &id, 0);
+    // 2 MB of output: more than the ring's 1 MiB.
+    term.send(b"head -c 2000000 /dev/zero | tr '\\0' a; echo; echo big-$((6+6))\r");
+    term.until("big-12");
+    drop(term);
+    let end = quiet_end(&client, &id);
+    let status = client.get(&format!("/v1/terminals/{id}")).json();
+    assert_eq!(
+        status["first"].as_u64().unwrap(),
+        end - (1 << 20),
+        "{status}"
+    );
+    let mut late = attach(&client, &id, 0);
+    assert_eq!(late.from, end - (1 << 20));
+    late.until("big-12");
+    assert!(late.output.starts_with(b"aaaa"));
+}
