@@ -38,7 +38,7 @@
 //! The namespaces are set up by this same binary, started as a helper
 //! (`stead-computer __confine ...`) before it runs any other code: it
 //! unshares the namespaces, and its child, PID 1 of the new namespace,
-//! assembles the root, pivots into it and runs `bash -lc`, forwarding
+//! assembles the root, pivots into it and runs bash ([`Shell`]), forwarding
 //! SIGTERM to everything in the namespace and reaping orphans. The helper
 //! itself waits and exits the way the command did. Nothing it started
 //! outlives the program: every helper holds the read end of one
@@ -68,6 +68,26 @@ use crate::paths::on_disk;
 
 /// The first argument that makes the binary the confinement helper.
 pub const HELPER_ARG: &str = "__confine";
+
+/// What the confined bash runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Shell<'a> {
+    /// `bash -lc <script>`: a command or a process.
+    Script(&'a str),
+    /// `bash -l`: a login shell, interactive on a terminal's input (see
+    /// [`crate::terminal`]).
+    Login,
+}
+
+impl Shell<'_> {
+    /// bash's arguments.
+    fn args(self) -> Vec<OsString> {
+        match self {
+            Shell::Script(script) => vec!["-lc".into(), script.into()],
+            Shell::Login => vec!["-l".into()],
+        }
+    }
+}
 
 /// Devices a confined command sees.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
@@ -227,23 +247,22 @@ impl Confinement {
         }
     }
 
-    /// The process that runs `bash -lc <script>` in workspace path `cwd`
-    /// of the workspace at `workspace` (`scratch` holds a confined
-    /// command's scratch directories). The caller adds the environment
-    /// and the pipes.
+    /// The process that runs `shell` in workspace path `cwd` of the
+    /// workspace at `workspace` (`scratch` holds a confined command's
+    /// scratch directories). The caller adds the environment and the
+    /// standard streams.
     pub fn command(
         &self,
         workspace: &Path,
         scratch: &Path,
         cwd: &str,
-        script: &str,
+        shell: Shell,
     ) -> io::Result<tokio::process::Command> {
         let mut command = match self.isolation {
             Isolation::Container => {
                 let mut command = tokio::process::Command::new("bash");
                 command
-                    .arg("-lc")
-                    .arg(script)
+                    .args(shell.args())
                     .current_dir(on_disk(workspace, cwd));
                 command
             }
@@ -254,8 +273,8 @@ impl Confinement {
                     .arg(workspace)
                     .arg(scratch)
                     .arg(cwd)
-                    .arg(script)
                     .arg(lifeline()?.to_string())
+                    .args(shell.args())
                     // The helper starts here and moves into the workspace.
                     .current_dir("/");
                 command
@@ -289,7 +308,7 @@ impl Confinement {
         })();
         prepared.map_err(|e| format!("preparing {}: {e}", workspace.display()))?;
         let mut command = self
-            .command(&workspace, &scratch, "/", "exit 0")
+            .command(&workspace, &scratch, "/", Shell::Script("exit 0"))
             .map_err(|e| e.to_string())?
             .into_std();
         let output = command
@@ -344,8 +363,10 @@ fn lifeline() -> io::Result<RawFd> {
 /// never returns. `args` are the ones after [`HELPER_ARG`]: workspace,
 /// scratch, cwd, script, and the lifeline's descriptor.
 pub fn helper_main(args: &[OsString]) -> ! {
-    let [workspace, scratch, cwd, script, lifeline] = args else {
-        eprintln!("stead-computer: {HELPER_ARG} takes: workspace scratch cwd script lifeline");
+    let [workspace, scratch, cwd, lifeline, bash_args @ ..] = args else {
+        eprintln!(
+            "stead-computer: {HELPER_ARG} takes: workspace scratch cwd lifeline bash-args..."
+        );
         std::process::exit(125);
     };
     let Some(lifeline) = lifeline.to_str().and_then(|fd| fd.parse::<RawFd>().ok()) else {
@@ -356,7 +377,7 @@ pub fn helper_main(args: &[OsString]) -> ! {
         workspace: PathBuf::from(workspace),
         scratch: PathBuf::from(scratch),
         cwd: PathBuf::from(cwd),
-        script: script.clone(),
+        bash_args: bash_args.to_vec(),
         lifeline,
     };
     match run_helper(&spec) {
@@ -376,7 +397,8 @@ struct Spec {
     scratch: PathBuf,
     /// A workspace path: where the command starts, once `/` is the workspace.
     cwd: PathBuf,
-    script: OsString,
+    /// bash's arguments (see [`Shell::args`]).
+    bash_args: Vec<OsString>,
     /// The read end of the program's lifeline.
     lifeline: RawFd,
 }
@@ -608,7 +630,7 @@ fn run_init(spec: &Spec, report: OwnedFd) -> ! {
     })
 }
 
-/// Starts `bash -lc <script>` as a child; its pid.
+/// Starts bash with the spec's arguments as a child; its pid.
 fn spawn_shell(spec: &Spec) -> libc::pid_t {
     // SAFETY: single-threaded; the child only resets signals and execs.
     let pid = unsafe { libc::fork() };
@@ -626,8 +648,7 @@ fn spawn_shell(spec: &Spec) -> libc::pid_t {
     }
     let error = std::os::unix::process::CommandExt::exec(
         std::process::Command::new("bash")
-            .arg("-lc")
-            .arg(&spec.script)
+            .args(&spec.bash_args)
             .current_dir(&spec.cwd),
     );
     eprintln!("stead-computer: starting bash: {error}");

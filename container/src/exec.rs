@@ -33,6 +33,7 @@ use tokio::process::Child;
 use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
 
+use crate::confine::Shell;
 use crate::error::ApiError;
 use crate::outlog::{self, OutputLog, Stream};
 use crate::paths;
@@ -172,7 +173,7 @@ pub fn command(
     script: &str,
     env: &BTreeMap<String, String>,
 ) -> std::io::Result<tokio::process::Command> {
-    let mut command = confined(container, cwd, script, env)?;
+    let mut command = confined(container, cwd, Shell::Script(script), env)?;
     command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -180,19 +181,19 @@ pub fn command(
     Ok(command)
 }
 
-/// `bash -lc script` in `cwd`, confined as the container's commands are,
-/// with the clean environment plus `env`; its standard streams and process
-/// group are the caller's to set.
+/// `shell` in `cwd`, confined as the container's commands are, with the
+/// clean environment plus `env`; its standard streams and process group
+/// are the caller's to set.
 pub fn confined(
     container: &Container,
     cwd: &str,
-    script: &str,
+    shell: Shell,
     env: &BTreeMap<String, String>,
 ) -> std::io::Result<tokio::process::Command> {
     let mut command =
         container
             .confinement
-            .command(&container.workspace, &container.scratch, cwd, script)?;
+            .command(&container.workspace, &container.scratch, cwd, shell)?;
     // As in the light shell: home is the workspace's root, and `pwd` says
     // the cwd as it was asked for (bash keeps an inherited PWD that names
     // its directory, so a symlinked cwd is not resolved). What programs

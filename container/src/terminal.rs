@@ -47,6 +47,7 @@
 //!   gone. Shutting the program down closes every session the same way.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::process::Stdio;
@@ -59,6 +60,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::watch;
 
+use crate::confine::Shell;
 use crate::disk::random_hex;
 use crate::error::ApiError;
 use crate::exec;
@@ -77,9 +79,6 @@ const READ_PIECE: usize = 64 * 1024;
 /// How long output is still read after the shell exited: a background job
 /// may hold the terminal open forever.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
-/// What the shell is: a login shell, interactive since its input is a
-/// terminal.
-const SHELL: &str = "exec bash -l";
 
 /// `POST /v1/terminals`.
 #[derive(Debug, Deserialize)]
@@ -438,11 +437,15 @@ pub fn start(container: &Arc<Container>, spec: TerminalSpec) -> Result<Arc<Termi
     let mut env = spec.env;
     env.entry("TERM".into())
         .or_insert_with(|| "xterm-256color".into());
-    let mut command = exec::confined(container, &cwd, SHELL, &env)
+    let mut command = exec::confined(container, &cwd, Shell::Login, &env)
         .map_err(|e| ApiError::io("preparing the shell", e))?;
-    let stdio = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
-    let stdio = (|| Ok::<_, io::Error>((stdio(&slave)?, stdio(&slave)?, stdio(&slave)?)))()
-        .map_err(|e| ApiError::io("opening a terminal", e))?;
+    // As a login does, the terminal is given to its user.
+    let stdio = (|| {
+        container.confinement.own_file(&slave)?;
+        let stdio = || slave.try_clone().map(Stdio::from);
+        Ok::<_, io::Error>((stdio()?, stdio()?, stdio()?))
+    })()
+    .map_err(|e| ApiError::io("opening a terminal", e))?;
     command.stdin(stdio.0).stdout(stdio.1).stderr(stdio.2);
     // SAFETY: setsid and the TIOCSCTTY ioctl are plain system calls, safe
     // in the child of a fork; the shell leads a new session whose
@@ -480,7 +483,7 @@ pub fn start(container: &Arc<Container>, spec: TerminalSpec) -> Result<Arc<Termi
 }
 
 /// A new pty of `size`: its master side (non-blocking) and its slave.
-fn open_pty(size: Winsize) -> io::Result<(OwnedFd, OwnedFd)> {
+fn open_pty(size: Winsize) -> io::Result<(OwnedFd, File)> {
     let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
     grantpt(&master)?;
     unlockpt(&master)?;
@@ -492,7 +495,7 @@ fn open_pty(size: Winsize) -> io::Result<(OwnedFd, OwnedFd)> {
     )?;
     tcsetwinsize(&slave, size)?;
     rustix::io::ioctl_fionbio(&master, true)?;
-    Ok((master, slave))
+    Ok((master, File::from(slave)))
 }
 
 /// Moves output into the ring until the shell ended and the terminal is

@@ -303,18 +303,25 @@ fn a_reader_resuming_from_an_offset_gets_exactly_the_missed_bytes() {
 fn a_file_written_in_the_terminal_is_in_the_workspace() {
     let computer = Computer::start();
     let client = computer.client();
+    // The shell is a login shell: the workspace's `/.profile` (home is `/`)
+    // runs, once.
+    std::fs::write(client.root.join(".profile"), "echo profile-$((5+5))\n").unwrap();
     let id = create(&client, json!({}))["id"]
         .as_str()
         .unwrap()
         .to_string();
     let mut term = attach(&client, &id, 0);
     term.send(b"echo \"[$TERM $(pwd) $HOME]\"; echo hello > made-here.txt; echo wrote-$?\r");
-    term.until("[xterm-256color / /]");
+    let seen = term.until("[xterm-256color / /]");
     term.until("wrote-0");
+    assert_eq!(seen.matches("profile-10").count(), 1, "{seen:?}");
     assert_eq!(
         std::fs::read_to_string(client.root.join("made-here.txt")).unwrap(),
         "hello\n"
     );
+    // The terminal is the shell's user's, as after a login.
+    term.send(b"[ -O /proc/self/fd/0 ] && echo tty-$((1+1))-owned\r");
+    term.until("tty-2-owned");
     if running_as_root() {
         // The shell runs as the unprivileged user, never as root.
         term.send(b"echo uid-$(id -u)-end\r");
@@ -438,4 +445,30 @@ fn bad_requests_are_refused_with_structured_errors() {
     assert_eq!(term.event("error")["error"]["code"], "INVALID_REQUEST");
     term.send(b"stty size\r");
     term.until("20 90");
+}
+
+#[test]
+fn a_reader_from_before_the_ring_starts_at_the_first_kept_byte() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let id = create(&client, json!({}))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut term = attach(&client, &id, 0);
+    // 2 MB of output: more than the ring's 1 MiB.
+    term.send(b"head -c 2000000 /dev/zero | tr '\\0' a; echo; echo big-$((6+6))\r");
+    term.until("big-12");
+    drop(term);
+    let end = quiet_end(&client, &id);
+    let status = client.get(&format!("/v1/terminals/{id}")).json();
+    assert_eq!(
+        status["first"].as_u64().unwrap(),
+        end - (1 << 20),
+        "{status}"
+    );
+    let mut late = attach(&client, &id, 0);
+    assert_eq!(late.from, end - (1 << 20));
+    late.until("big-12");
+    assert!(late.output.starts_with(b"aaaa"));
 }
