@@ -327,16 +327,33 @@ pub fn valid_agent_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// A request as it came, for the errors of one that fits no route.
+#[derive(Clone, Copy)]
+struct Asked<'a> {
+    method: &'a str,
+    path: &'a str,
+}
+
+impl Asked<'_> {
+    fn no_route(self) -> ApiError {
+        ApiError::NoRoute {
+            method: self.method.to_string(),
+            path: self.path.to_string(),
+        }
+    }
+
+    fn not_allowed(self) -> ApiError {
+        ApiError::MethodNotAllowed {
+            method: self.method.to_string(),
+            path: self.path.to_string(),
+        }
+    }
+}
+
 /// Routes `method` on the percent-encoded URL `path`.
 pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
-    let no_route = || ApiError::NoRoute {
-        method: method.to_string(),
-        path: path.to_string(),
-    };
-    let not_allowed = || ApiError::MethodNotAllowed {
-        method: method.to_string(),
-        path: path.to_string(),
-    };
+    let asked = Asked { method, path };
+    let (no_route, not_allowed) = (|| asked.no_route(), || asked.not_allowed());
     // HEAD is GET without the body (RFC 9110, 9.3.2): it takes GET's
     // route, and the glue answers with GET's status and headers only.
     let method = match method {
@@ -365,6 +382,13 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
     if !valid_agent_id(&id) {
         return Err(ApiError::InvalidAgentId { id });
     }
+    let action = route_action(asked, method, rest)?;
+    Ok(Route::Agent { id, action })
+}
+
+/// Routes `method` on `rest`, the path after `/agents/{id}/`.
+fn route_action(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, ApiError> {
+    let (no_route, not_allowed) = (|| asked.no_route(), || asked.not_allowed());
     let action = match (method, rest) {
         ("GET", "") => Action::Info,
         ("PUT", "") => Action::Create,
@@ -481,7 +505,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
             None => return Err(no_route()),
         },
     };
-    Ok(Route::Agent { id, action })
+    Ok(action)
 }
 
 /// Routes `method` on `jobs`, `jobs/{id}`, `jobs/{id}/output` and

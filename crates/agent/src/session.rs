@@ -23,11 +23,11 @@
 //! an `Origin` equal to its own). `SameSite=Strict` alone is not enough:
 //! the ports' origins are the same *site*.
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use crate::auth::{self, constant_time_eq, Claims, Principal};
+use crate::auth::{self, Claims, Principal};
 use crate::error::ApiError;
+use crate::seal::Seal;
 
 /// The cookie the session travels in.
 pub const COOKIE: &str = "__Host-stead_session";
@@ -35,7 +35,10 @@ pub const COOKIE: &str = "__Host-stead_session";
 /// expires sooner.
 pub const SESSION_TTL_SECONDS: i64 = 12 * 3600;
 
-const PREFIX: &str = "sss_";
+const SEALED: Seal = Seal {
+    prefix: "sss_",
+    domain: "session.",
+};
 
 /// Whom a session stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,17 +93,6 @@ pub struct SignIn {
     pub token: String,
 }
 
-fn b64() -> base64::engine::GeneralPurpose {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-}
-
-fn sign(key: &str, payload: &str) -> String {
-    stead_scheduler::signing::hmac_sha256_hex(
-        key.as_bytes(),
-        format!("session.{payload}").as_bytes(),
-    )
-}
-
 /// Checks a token presented at sign-in (as `Authorization: Bearer` would
 /// be) and gives the session it opens at `now_s`.
 pub fn open(token: &str, admin_token: Option<&str>, now_s: i64) -> Result<SessionClaims, ApiError> {
@@ -121,24 +113,12 @@ pub fn open(token: &str, admin_token: Option<&str>, now_s: i64) -> Result<Sessio
 
 /// The cookie value for `claims`, signed with the admin token `key`.
 pub fn seal(key: &str, claims: &SessionClaims) -> String {
-    let payload = b64().encode(serde_json::to_vec(claims).expect("claims serialize"));
-    format!("{PREFIX}{payload}.{}", sign(key, &payload))
+    SEALED.seal(key, claims)
 }
 
 /// Checks a presented session's signature and expiry.
 pub fn verify(value: &str, key: &str, now_s: i64) -> Result<SessionClaims, ApiError> {
-    let (payload, signature) = value
-        .strip_prefix(PREFIX)
-        .and_then(|rest| rest.split_once('.'))
-        .ok_or(ApiError::SessionInvalid)?;
-    if key.is_empty() || !constant_time_eq(signature.as_bytes(), sign(key, payload).as_bytes()) {
-        return Err(ApiError::SessionInvalid);
-    }
-    let claims: SessionClaims = b64()
-        .decode(payload)
-        .ok()
-        .and_then(|json| serde_json::from_slice(&json).ok())
-        .ok_or(ApiError::SessionInvalid)?;
+    let claims: SessionClaims = SEALED.open(key, value).ok_or(ApiError::SessionInvalid)?;
     if claims.exp <= now_s {
         return Err(ApiError::SessionExpired);
     }

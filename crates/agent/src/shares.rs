@@ -15,15 +15,14 @@
 //! ([`COOKIE`]) host-only on that origin, for the page's own requests,
 //! scripts and WebSockets. Neither ever reaches the dev server.
 
-use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stead_sql::{params, Sql, SqlError};
 
-use crate::auth::constant_time_eq;
 use crate::decode::{decode_value, within};
 use crate::error::ApiError;
+use crate::seal::Seal;
 
 /// The query parameter a share link carries its capability in.
 pub const QUERY_PARAM: &str = "stead_share";
@@ -32,7 +31,10 @@ pub const COOKIE: &str = "stead_share";
 /// Longest lifetime of a share link: 30 days.
 pub const MAX_TTL_SECONDS: i64 = 30 * 24 * 3600;
 
-const PREFIX: &str = "shr_";
+const SEALED: Seal = Seal {
+    prefix: "shr_",
+    domain: "share.",
+};
 
 /// What a share link says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,33 +48,15 @@ pub struct ShareClaims {
     pub exp: i64,
 }
 
-fn b64() -> base64::engine::GeneralPurpose {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-}
-
-fn sign(key: &str, payload: &str) -> String {
-    stead_scheduler::signing::hmac_sha256_hex(key.as_bytes(), format!("share.{payload}").as_bytes())
-}
-
 /// The capability for `claims`, signed with the admin token `key`.
 pub fn mint(key: &str, claims: &ShareClaims) -> String {
-    let payload = b64().encode(serde_json::to_vec(claims).expect("claims serialize"));
-    format!("{PREFIX}{payload}.{}", sign(key, &payload))
+    SEALED.seal(key, claims)
 }
 
 /// Checks a presented capability's signature and expiry.
 pub fn verify(capability: &str, key: &str, now_s: i64) -> Result<ShareClaims, ApiError> {
-    let (payload, signature) = capability
-        .strip_prefix(PREFIX)
-        .and_then(|rest| rest.split_once('.'))
-        .ok_or(ApiError::ShareLinkInvalid)?;
-    if key.is_empty() || !constant_time_eq(signature.as_bytes(), sign(key, payload).as_bytes()) {
-        return Err(ApiError::ShareLinkInvalid);
-    }
-    let claims: ShareClaims = b64()
-        .decode(payload)
-        .ok()
-        .and_then(|json| serde_json::from_slice(&json).ok())
+    let claims: ShareClaims = SEALED
+        .open(key, capability)
         .ok_or(ApiError::ShareLinkInvalid)?;
     if claims.exp <= now_s {
         return Err(ApiError::ShareLinkExpired);

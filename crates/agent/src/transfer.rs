@@ -63,14 +63,6 @@ impl Step {
             _ => return None,
         })
     }
-
-    /// Whether the step changes the workspace (it needs `write`).
-    pub fn writes(self) -> bool {
-        match self {
-            Step::Chunks | Step::Apply => true,
-            Step::Manifest | Step::Missing | Step::Fetch => false,
-        }
-    }
 }
 
 /// `manifest`'s body.

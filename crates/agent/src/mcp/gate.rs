@@ -31,8 +31,8 @@
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::mcp::http::{McpBody, McpReply};
 use crate::mcp::jsonrpc::{self, RpcError, INTERNAL_ERROR, INVALID_REQUEST};
+use crate::mcp::reply::{McpBody, McpReply};
 use crate::route::{route, Action, Route};
 
 /// The methods the endpoint serves, for `Allow` and preflights.

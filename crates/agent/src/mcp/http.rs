@@ -34,9 +34,11 @@ use crate::mcp::jsonrpc::{
     self, Id, Message, RpcError, HEADER_MISMATCH, INVALID_REQUEST, METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::mcp::listen::{Channel, Cursor, ListenState};
+use crate::mcp::listen::{Channel, Cursor, ListenState, Listener};
 use crate::mcp::notify::catch_up;
-use crate::mcp::resume::{Listener, Positions};
+/// The endpoint's answers, as the glue and the tests name them.
+pub use crate::mcp::reply::{McpBody, McpReply};
+use crate::mcp::resume::Positions;
 use crate::mcp::revision::{
     Revision, Version, CLIENT_CAPABILITIES_KEY, CURSOR_KEY, PROTOCOL_VERSION_KEY,
 };
@@ -95,53 +97,6 @@ pub struct McpRequest<B> {
     /// endpoint's own.
     pub origins: Origins,
     pub body: B,
-}
-
-/// The answer's body.
-pub enum McpBody<S> {
-    Empty,
-    Json(Value),
-    /// A complete `text/event-stream` body.
-    Events(String),
-    /// An event stream the agent keeps open.
-    Stream(S),
-}
-
-/// The answer.
-pub struct McpReply<S> {
-    pub status: u16,
-    pub headers: Vec<(&'static str, String)>,
-    pub body: McpBody<S>,
-}
-
-impl<S> McpReply<S> {
-    pub(crate) fn new(status: u16, body: McpBody<S>) -> Self {
-        McpReply {
-            status,
-            headers: Vec::new(),
-            body,
-        }
-    }
-
-    pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
-        self.headers.push((name, value.into()));
-        self
-    }
-
-    /// A JSON-RPC error as the whole answer (with its challenge, if any).
-    pub(crate) fn error(error: &RpcError, id: Option<&Id>) -> Self {
-        let reply = McpReply::new(error.status, McpBody::Json(error.to_response(id)));
-        match &error.challenge {
-            Some(challenge) => reply.header("www-authenticate", challenge.as_ref()),
-            None => reply,
-        }
-    }
-
-    /// An API error (an unknown agent, a failure of storage) as the API
-    /// answers it.
-    fn api(error: &ApiError) -> Self {
-        McpReply::new(error.status(), McpBody::Json(error.body()))
-    }
 }
 
 /// What the client accepts.

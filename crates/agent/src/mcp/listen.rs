@@ -10,10 +10,9 @@
 //! client that lost its stream resumes from the last position it saw with
 //! nothing lost: the log still holds everything after it.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::auth::Caller;
-use crate::mcp::resume::Listener;
 
 /// A position in the change log: everything up to revision `revision` has
 /// been considered, or, with `index`, everything before and the changes of
@@ -85,6 +84,27 @@ pub struct ListenState {
     /// Who opened it: nothing more is pushed once that caller's token has
     /// expired or been revoked (the stream is closed).
     pub caller: Caller,
+}
+
+/// Who follows what: the key of the position `crate::mcp::resume` keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    pub actor: String,
+    /// The filter as canonical JSON.
+    pub filter: String,
+}
+
+impl Listener {
+    /// The listener `actor` following `resources` (workspace paths) and, if
+    /// `list_changed`, the list of files: the same filter in any order is
+    /// the same listener.
+    pub fn new(actor: String, resources: &[String], list_changed: bool) -> Listener {
+        let mut resources = resources.to_vec();
+        resources.sort();
+        resources.dedup();
+        let filter = json!({ "list_changed": list_changed, "resources": resources }).to_string();
+        Listener { actor, filter }
+    }
 }
 
 #[cfg(test)]

@@ -57,6 +57,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod listen;
 pub mod notify;
+mod reply;
 pub mod resources;
 pub mod resume;
 pub mod revision;

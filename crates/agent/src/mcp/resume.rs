@@ -21,36 +21,14 @@
 //! filter share a position, and so may each be told of a change the other
 //! was already told of: again a repeat, never a loss.
 
-use serde_json::json;
 use stead_sql::{params, Sql};
 
 use crate::error::ApiError;
-use crate::mcp::listen::Cursor;
+use crate::mcp::listen::{Cursor, Listener};
 
 /// A listener unseen this long starts from "now" again (its client's
 /// copies are better re-read than replayed change by change).
 pub const RESUME_MS: i64 = 60 * 60 * 1000;
-
-/// Who follows what: the key of a kept position.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listener {
-    pub actor: String,
-    /// The filter as canonical JSON.
-    pub filter: String,
-}
-
-impl Listener {
-    /// The listener `actor` following `resources` (workspace paths) and, if
-    /// `list_changed`, the list of files: the same filter in any order is
-    /// the same listener.
-    pub fn new(actor: String, resources: &[String], list_changed: bool) -> Listener {
-        let mut resources = resources.to_vec();
-        resources.sort();
-        resources.dedup();
-        let filter = json!({ "list_changed": list_changed, "resources": resources }).to_string();
-        Listener { actor, filter }
-    }
-}
 
 /// The kept positions of one agent.
 pub struct Positions<'a, S: Sql> {
