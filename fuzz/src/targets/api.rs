@@ -90,7 +90,10 @@ fn tool(tool: Tool, body: &[u8]) {
 
 fn plan(body: &[u8]) {
     let db = super::fresh_db();
-    match exec::plan(body, &Vfs::new(&db, 0)).map(|plan| plan.run) {
+    // As dispatch does: the body parsed once, then planned from the value.
+    let planned =
+        stead_agent::decode::parse(body).and_then(|value| exec::plan(&value, &Vfs::new(&db, 0)));
+    match planned.map(|plan| plan.run) {
         Ok(Run::Shell(request)) => {
             let cwd = request.cwd.as_str();
             assert_eq!(VPath::parse(cwd).ok().as_ref(), Some(&request.cwd));
