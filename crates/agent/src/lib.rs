@@ -71,6 +71,7 @@ pub mod scheduling;
 pub mod session;
 pub mod settings;
 pub mod shares;
+mod shell_net;
 pub mod socket;
 pub mod subscriptions;
 pub mod terminal;

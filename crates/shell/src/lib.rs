@@ -40,6 +40,7 @@ mod fs;
 mod interp;
 mod io;
 mod limits;
+pub mod net;
 mod pipes;
 pub mod session;
 mod utils;

@@ -419,6 +419,54 @@ impl Host for FakeHost {
         self.answers.borrow_mut().pop_front().unwrap_or(Ok(200))
     }
 
+    /// A real request over the machine's network (the tests' servers are
+    /// on loopback), blocking: the test host runs one thing at a time.
+    async fn fetch(
+        &self,
+        request: &stead_agent::host::HttpRequest,
+        limit: usize,
+    ) -> Result<stead_agent::host::HttpResponse, String> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .build()
+            .into();
+        let answer = match request.method {
+            stead_agent::host::HttpMethod::Get => {
+                let mut builder = agent.get(&request.url);
+                for (k, v) in &request.headers {
+                    builder = builder.header(k, v);
+                }
+                builder.call()
+            }
+            stead_agent::host::HttpMethod::Post => {
+                let mut builder = agent.post(&request.url);
+                for (k, v) in &request.headers {
+                    builder = builder.header(k, v);
+                }
+                builder.send(&request.body[..])
+            }
+        };
+        let mut answer = answer.map_err(|e| e.to_string())?;
+        let content_type = answer
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let body = answer
+            .body_mut()
+            .with_config()
+            .limit(limit as u64)
+            .read_to_vec()
+            .map_err(|e| e.to_string())?;
+        Ok(stead_agent::host::HttpResponse {
+            status: answer.status().as_u16(),
+            content_type,
+            body,
+        })
+    }
+
     async fn call_agent(
         &self,
         agent: &str,
