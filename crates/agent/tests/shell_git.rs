@@ -8,34 +8,13 @@ mod common;
 #[path = "../../git/tests/common/http_backend.rs"]
 mod http_backend;
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::Ordering;
 
 use common::{agent, call, create, ok, request};
+use http_backend::fixture_git as git;
 use serde_json::{json, Value};
 use stead_agent::auth::Caller;
 use stead_agent::route::Action;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "A U Thor")
-        .env("GIT_COMMITTER_EMAIL", "author@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A served bare repository `project.git` with two commits.
 fn served() -> (tempfile::TempDir, http_backend::Server) {

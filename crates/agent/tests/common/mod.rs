@@ -11,6 +11,9 @@
 //!   [`FaultyTransport`] it breaks chosen steps of the protocol.
 #![allow(dead_code)] // Each test binary uses its own subset.
 
+#[path = "../../../git/tests/common/http_client.rs"]
+mod http_client;
+
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -426,42 +429,16 @@ impl Host for FakeHost {
         request: &stead_agent::host::HttpRequest,
         limit: usize,
     ) -> Result<stead_agent::host::HttpResponse, String> {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .build()
-            .into();
-        let answer = match request.method {
-            stead_agent::host::HttpMethod::Get => {
-                let mut builder = agent.get(&request.url);
-                for (k, v) in &request.headers {
-                    builder = builder.header(k, v);
-                }
-                builder.call()
-            }
-            stead_agent::host::HttpMethod::Post => {
-                let mut builder = agent.post(&request.url);
-                for (k, v) in &request.headers {
-                    builder = builder.header(k, v);
-                }
-                builder.send(&request.body[..])
-            }
-        };
-        let mut answer = answer.map_err(|e| e.to_string())?;
-        let content_type = answer
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
-        let body = answer
-            .body_mut()
-            .with_config()
-            .limit(limit as u64)
-            .read_to_vec()
-            .map_err(|e| e.to_string())?;
+        let post = request.method == stead_agent::host::HttpMethod::Post;
+        let (status, content_type, body) = http_client::send(
+            post,
+            &request.url,
+            &request.headers,
+            &request.body,
+            limit as u64,
+        )?;
         Ok(stead_agent::host::HttpResponse {
-            status: answer.status().as_u16(),
+            status,
             content_type,
             body,
         })
