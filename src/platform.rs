@@ -205,6 +205,54 @@ impl Host for WorkerHost {
             .map_err(|e| e.to_string())
     }
 
+    async fn fetch(
+        &self,
+        request: &stead_agent::host::HttpRequest,
+        limit: usize,
+    ) -> Result<stead_agent::host::HttpResponse, String> {
+        let sent = async {
+            let list = Headers::new();
+            for (name, value) in &request.headers {
+                list.set(name, value)?;
+            }
+            let mut init = RequestInit::new();
+            init.with_headers(list)
+                .with_redirect(RequestRedirect::Manual);
+            match request.method {
+                stead_agent::host::HttpMethod::Get => {
+                    init.with_method(worker::Method::Get);
+                }
+                stead_agent::host::HttpMethod::Post => {
+                    init.with_method(worker::Method::Post)
+                        .with_body(Some(Uint8Array::from(request.body.as_slice()).into()));
+                }
+            }
+            let outbound = Request::new_with_init(&request.url, &init)?;
+            let mut response = Fetch::Request(outbound).send().await?;
+            let content_type = response.headers().get("content-type")?.unwrap_or_default();
+            // Read as it arrives, refusing an answer past the limit before
+            // it is all in memory.
+            let mut body = Vec::new();
+            if let Ok(mut stream) = response.stream() {
+                while let Some(chunk) = stream.next().await {
+                    body.extend_from_slice(&chunk?);
+                    if body.len() > limit {
+                        return Err(worker::Error::RustError(format!(
+                            "the answer is larger than {limit} bytes"
+                        )));
+                    }
+                }
+            }
+            Ok(stead_agent::host::HttpResponse {
+                status: response.status_code(),
+                content_type,
+                body,
+            })
+        }
+        .await;
+        sent.map_err(|e: worker::Error| e.to_string())
+    }
+
     async fn call_agent(
         &self,
         agent: &str,

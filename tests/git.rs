@@ -6,8 +6,14 @@
 //! goes to the computer.
 
 mod common;
+#[path = "../crates/git/tests/common/http_backend.rs"]
+mod http_backend;
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use common::{expect_ok, Agent};
+use http_backend::fixture_git as real_git;
 use serde_json::{json, Value};
 
 fn run(agent: &Agent, command: &str, backend: &str) -> Value {
@@ -89,4 +95,127 @@ fn auto_runs_what_the_light_shell_has_and_sends_the_rest() {
     );
     assert_eq!(out["backend"], "computer", "{out}");
     assert_eq!(out["exit_code"], 0, "{out}");
+}
+
+/// A bare repository with history served by `git http-backend` on
+/// loopback, and a clone of it made by the real git.
+fn served(dir: &Path) -> http_backend::Server {
+    let work = dir.join("work");
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    real_git(&work, &["init", "-q", "-b", "main"]);
+    for i in 0..5 {
+        std::fs::write(
+            work.join("src/lib.rs"),
+            format!("pub fn v() -> u32 {{ {i} }}\n"),
+        )
+        .unwrap();
+        real_git(&work, &["add", "-A"]);
+        real_git(&work, &["commit", "-q", "-m", &format!("version {i}")]);
+    }
+    std::fs::create_dir_all(dir.join("served")).unwrap();
+    real_git(
+        dir,
+        &["clone", "-q", "--bare", "work", "served/project.git"],
+    );
+    real_git(
+        &dir.join("served/project.git"),
+        &["config", "http.receivepack", "true"],
+    );
+    http_backend::Server::start(&dir.join("served"))
+}
+
+fn allow_loopback(agent: &Agent) {
+    expect_ok(&agent.send(
+        "PUT",
+        "/settings",
+        br#"{"webhooks":{"allow_private_targets":true}}"#,
+    ));
+}
+
+#[test]
+fn a_clone_modified_committed_and_pushed_from_the_light_shell_is_the_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path());
+    let url = server.url("project.git");
+    let agent = Agent::new("git-remote");
+    allow_loopback(&agent);
+    let out = agent.ok(
+        "exec",
+        json!({ "command": format!(
+            "git clone {url} && cd project && git status && git log --oneline -n 2 | wc -l && \
+             echo 'pub fn w() {{}}' >> src/lib.rs && git commit -qam 'from stead' && git push"
+        ) }),
+    );
+    assert_eq!(out["backend"], "shell", "{out}");
+    assert_eq!(out["exit_code"], 0, "{out}");
+    assert_eq!(
+        out["stdout"],
+        "On branch main\nYour branch is up to date with 'origin/main'.\n\nnothing to commit, working tree clean\n2\n"
+    );
+    let bare = dir.path().join("served/project.git");
+    assert_eq!(
+        real_git(&bare, &["log", "--format=%s", "-n", "2"]),
+        "from stead\nversion 4\n"
+    );
+    assert!(real_git(&bare, &["show", "main:src/lib.rs"]).ends_with("pub fn w() {}\n"));
+    real_git(&bare, &["fsck", "--strict"]);
+    let stderr = out["stderr"].as_str().unwrap();
+    assert!(
+        stderr.starts_with(&format!("Cloning into 'project'...\nTo {url}\n   ")),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("  main -> main\n"), "{stderr}");
+    // The same repository, on the workspace: the light shell sees it clean.
+    let status = agent.ok("exec", json!({ "command": "cd project && git status -sb" }));
+    assert_eq!(status["stdout"], "## main...origin/main\n");
+}
+
+#[test]
+fn a_cut_pack_stream_leaves_nothing_in_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path());
+    let url = server.url("project.git");
+    let agent = Agent::new("git-cut");
+    allow_loopback(&agent);
+    server
+        .behaviour
+        .cut_fetch_after
+        .store(500, Ordering::SeqCst);
+    let out = agent.ok(
+        "exec",
+        json!({ "command": format!("git clone {url} repo; echo $?; ls -a") }),
+    );
+    assert_eq!(out["backend"], "shell", "{out}");
+    assert_eq!(out["stdout"], "128\n.\n..\n", "{out}");
+    // A fetch cut short in a good clone leaves it as git fsck accepts it.
+    server.behaviour.cut_fetch_after.store(0, Ordering::SeqCst);
+    agent.ok(
+        "exec",
+        json!({ "command": format!("git clone -q {url} repo") }),
+    );
+    let work = dir.path().join("work");
+    std::fs::write(work.join("more.txt"), "x".repeat(100_000)).unwrap();
+    real_git(&work, &["add", "-A"]);
+    real_git(&work, &["commit", "-q", "-m", "more"]);
+    real_git(
+        &work,
+        &[
+            "push",
+            "-q",
+            &dir.path().join("served/project.git").to_string_lossy(),
+            "main",
+        ],
+    );
+    server
+        .behaviour
+        .cut_fetch_after
+        .store(2000, Ordering::SeqCst);
+    let fetch = agent.ok("exec", json!({ "command": "cd repo && git fetch" }));
+    assert_eq!(fetch["exit_code"], 128, "{fetch}");
+    let fsck = agent.ok(
+        "exec",
+        json!({ "command": "cd repo && git fsck --strict && git log --format=%s -n 1 origin/main", "backend": "computer", "timeout_ms": 60_000 }),
+    );
+    assert_eq!(fsck["exit_code"], 0, "{fsck}");
+    assert_eq!(fsck["stdout"], "version 4\n");
 }

@@ -3,7 +3,7 @@
 //! repository and on one with a file changed, against the machine's real
 //! `git status` on the same files on disk, in the same run. A cold computer
 //! start (about 1.1 s here, see the computer benchmark) is what the light
-//! shell saves on top.
+//! shell saves on top. A clone row (`git_clone.rs`) follows.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,6 +17,9 @@ use stead_vfs::{VPath, Vfs, WriteOptions};
 use tempfile::TempDir;
 
 use crate::report::{Aim, Report, Row, Unit};
+
+#[path = "git_clone.rs"]
+mod clone;
 use crate::stats::{best_of, millis, timed};
 
 const RUNS: usize = 5;
@@ -26,11 +29,19 @@ const PER_DIR: usize = 100;
 #[derive(Clone, Copy)]
 pub struct Sizes {
     pub files: usize,
+    /// Files of the repository the clone row clones.
+    pub clone_files: usize,
 }
 
 impl Sizes {
-    pub const FULL: Sizes = Sizes { files: 10_000 };
-    pub const QUICK: Sizes = Sizes { files: 1_000 };
+    pub const FULL: Sizes = Sizes {
+        files: 10_000,
+        clone_files: 5_000,
+    };
+    pub const QUICK: Sizes = Sizes {
+        files: 1_000,
+        clone_files: 500,
+    };
 }
 
 struct WallClock;
@@ -55,22 +66,21 @@ fn content(i: usize) -> String {
     format!("file {i}\n{}\n", "some text in a source file ".repeat(4))
 }
 
+/// An exec of `command` at `/` with the default limits.
+fn request(command: &str) -> ExecRequest {
+    ExecRequest {
+        command: command.to_string(),
+        cwd: VPath::root(),
+        env: BTreeMap::new(),
+        stdin: Vec::new(),
+        limits: Limits::default(),
+    }
+}
+
 /// Runs `command` in the light shell at `/`, as an exec does.
 fn light(db: &SqliteDb, command: &str) -> (Duration, String) {
     let vfs = Vfs::new(db, now_ms());
-    let (elapsed, r) = timed(|| {
-        exec(
-            &vfs,
-            &WallClock,
-            ExecRequest {
-                command: command.to_string(),
-                cwd: VPath::root(),
-                env: BTreeMap::new(),
-                stdin: Vec::new(),
-                limits: Limits::default(),
-            },
-        )
-    });
+    let (elapsed, r) = timed(|| exec(&vfs, &WallClock, request(command)));
     assert_eq!(
         r.exit_code,
         0,
@@ -167,5 +177,7 @@ pub fn run(sizes: Sizes, report: &mut Report) {
     )
     .unwrap();
     measure(report, "one file changed", 1);
-    report.details = json!({ "files": sizes.files, "runs": RUNS });
+    clone::run(sizes.clone_files, report);
+    report.details =
+        json!({ "files": sizes.files, "clone_files": sizes.clone_files, "runs": RUNS });
 }

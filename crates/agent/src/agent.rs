@@ -244,21 +244,9 @@ impl<H: Host> Agent<H> {
         match plan.run {
             Run::Shell(request) => {
                 exec::check_cwd(&self.vfs(), &request.cwd)?;
-                let vfs = self.vfs();
-                let clock = HostClock::new(&self.host);
-                // The run takes `request`; the checkpoint keeps its command as the note.
-                let command = request.command.clone();
-                let before = Before {
-                    actor,
-                    operation: &Operation::Exec,
-                    note: Some(&command),
-                    scope: Scope::Whole,
-                };
-                let outcome = checkpoints::around(self, &vfs, before, |checkpoint| {
-                    exec::run_shell(&vfs, &clock, request, plan.encoding, checkpoint)
-                })?;
-                if clock.owed_ms.get() > 0 {
-                    self.host.sleep(clock.owed_ms.get()).await;
+                let (outcome, owed_ms) = self.run_shell_exec(actor, request, plan.encoding).await?;
+                if owed_ms > 0 {
+                    self.host.sleep(owed_ms).await;
                 }
                 for (stream, write) in [
                     (

@@ -2,7 +2,8 @@
 //!
 //! Everything the agent needs from outside its database comes through these
 //! traits, and nothing else does: a clock and randomness, the one alarm,
-//! the WebSockets and event streams it holds, outbound webhook calls, a way
+//! the WebSockets and event streams it holds, outbound webhook calls and the
+//! light shell's HTTP requests, a way
 //! to wipe its storage, and a [`Transport`] to its computer. On Workers the Durable
 //! Object implements them over `worker` types (the `stead` crate's glue);
 //! in host tests a fake host implements them over plain Rust, and the
@@ -16,6 +17,11 @@
 
 use futures::stream::LocalBoxStream;
 use stead_sql::Sql;
+
+/// The light shell's HTTP requests and answers (see [`Host::fetch`]).
+pub use stead_shell::net::{
+    Method as HttpMethod, Request as HttpRequest, Response as HttpResponse,
+};
 
 use crate::computer::error::ComputerError;
 use crate::error::HostError;
@@ -79,6 +85,12 @@ pub trait Host {
         headers: &[(&str, String)],
         body: String,
     ) -> Result<u16, String>;
+
+    /// Makes an HTTP request for the light shell (git's transport; see
+    /// `crate::shell_net`, which checks the target first), never following
+    /// a redirect. `Ok` carries the answer, read whole up to `limit` bytes
+    /// (a longer one is an `Err`); `Err` a reason it could not be made.
+    async fn fetch(&self, request: &HttpRequest, limit: usize) -> Result<HttpResponse, String>;
 
     /// Sends `body` to `path` under another agent of this deployment
     /// (`/agents/{agent}{path}`), as the admin: how a fork's pages reach

@@ -82,6 +82,7 @@ mod seal;
 pub mod session;
 pub mod settings;
 pub mod shares;
+mod shell_net;
 pub mod socket;
 pub mod subscriptions;
 pub mod terminal;

@@ -7,6 +7,8 @@
 mod common;
 #[path = "common/http_backend.rs"]
 mod http_backend;
+#[path = "common/http_client.rs"]
+mod http_client;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,57 +19,16 @@ use http_backend::Server;
 use stead_git::cmd::{self, Invocation, Outcome};
 use stead_git::transport::{Http, Method, Request, Response};
 
-/// The machine's HTTP client as the transport's [`Http`] (no redirects
-/// followed, statuses returned as they are).
-struct Client {
-    agent: ureq::Agent,
-}
-
-impl Client {
-    fn new() -> Client {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .build();
-        Client {
-            agent: config.into(),
-        }
-    }
-}
+/// The machine's HTTP client as the transport's [`Http`].
+struct Client;
 
 impl Http for Client {
     fn send(&self, request: Request) -> Result<Response, String> {
-        let answer = match request.method {
-            Method::Get => {
-                let mut builder = self.agent.get(&request.url);
-                for (k, v) in &request.headers {
-                    builder = builder.header(k, v);
-                }
-                builder.call()
-            }
-            Method::Post => {
-                let mut builder = self.agent.post(&request.url);
-                for (k, v) in &request.headers {
-                    builder = builder.header(k, v);
-                }
-                builder.send(&request.body[..])
-            }
-        };
-        let mut answer = answer.map_err(|e| e.to_string())?;
-        let content_type = answer
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
-        let body = answer
-            .body_mut()
-            .with_config()
-            .limit(1 << 30)
-            .read_to_vec()
-            .map_err(|e| e.to_string())?;
+        let post = request.method == Method::Post;
+        let (status, content_type, body) =
+            http_client::send(post, &request.url, &request.headers, &request.body, 1 << 30)?;
         Ok(Response {
-            status: answer.status().as_u16(),
+            status,
             content_type,
             body,
         })
@@ -139,7 +100,7 @@ fn run(disk: &Disk, cwd: &str, args: &[&str]) -> Outcome {
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let client = Client::new();
+    let client = Client;
     cmd::run(
         disk,
         &Invocation {

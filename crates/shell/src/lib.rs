@@ -20,7 +20,8 @@
 //! and their request and result types, the limits, [`commands_used`] and
 //! [`light_shell_gaps`] (how `auto` routes a script), and [`Ctx`],
 //! [`Utility`], [`Runner`] and [`Output`] for commands a host adds (the tests'
-//! `argv.py`). Everything else is private so the compiler finds dead code.
+//! `argv.py`), and [`net`], through which a host answers the network
+//! requests of an exec it runs as a replay. Everything else is private so the compiler finds dead code.
 //!
 //! [`ExecResult`] holds stdout and stderr as raw bytes, exactly as written
 //! (binary output such as `gzip -c` or `tar c` included); a host decides
@@ -40,6 +41,7 @@ mod fs;
 mod interp;
 mod io;
 mod limits;
+pub mod net;
 mod pipes;
 pub mod session;
 mod utils;

@@ -42,6 +42,10 @@ pub enum LimitKind {
     /// Stack used by recursion that no count bounds tightly enough
     /// (deeply nested commands, jq and awk recursion).
     Stack,
+    /// Not a bound: the exec stopped to wait for a network answer, which
+    /// the host makes and then runs the exec again (see `crate::net`). A
+    /// host that gives the shell a network never reports it.
+    NetworkWait,
 }
 
 impl LimitKind {
@@ -58,6 +62,7 @@ impl LimitKind {
             LimitKind::Memory => "max_memory_bytes",
             LimitKind::PipeBytes => "max_pipe_bytes",
             LimitKind::Stack => "max_stack_bytes",
+            LimitKind::NetworkWait => "network_wait",
         }
     }
 }

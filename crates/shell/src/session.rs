@@ -209,8 +209,9 @@ impl Session {
 pub fn incomplete(text: &str) -> bool {
     match crate::interp::parse::parse_script(text) {
         Ok(_) => false,
-        Err(message) => {
-            message.contains("unexpected end of file") || message.contains("unexpected EOF")
+        Err(e) => {
+            e.kind == crate::interp::parse::SyntaxKind::Unclosed
+                || e.message.contains("unexpected end of file")
         }
     }
 }

@@ -6,6 +6,12 @@
 //! Environment: `CONFORMANCE_FILTER=substring` (file or case name; floors
 //! are not checked then), `CONFORMANCE_VERBOSE=1` (print each failure).
 //!
+//! `cargo test -p stead-shell --release --test conformance bash_itself --
+//! --ignored --nocapture` runs the same spec cases through the machine's
+//! bash instead (the script on its stdin, as the Oils runner feeds it), to
+//! tell an expectation bash 5.2 itself does not meet from a failure of the
+//! light shell; `CONFORMANCE_VERBOSE=1` lists the cases bash fails.
+//!
 //! The harness cannot pass silently: it fails when the corpus, one of its
 //! folders or the floor file is missing, when the floor file names a suite
 //! this harness does not run (or misses one it does), when a suite ran fewer
@@ -67,8 +73,19 @@ fn limits() -> Limits {
     }
 }
 
-/// Runs one case; `Err` carries what differed.
+/// What one run of a case printed and ended with.
+struct Outcome {
+    stdout: String,
+    status: i32,
+    stderr: String,
+}
+
+/// Runs one case in the light shell; `Err` carries what differed.
 fn run_case(case: &Case) -> Result<(), String> {
+    judge(case, &run_light(case)?)
+}
+
+fn run_light(case: &Case) -> Result<Outcome, String> {
     let db = common::db();
     let vfs = Vfs::new(&db, 1_700_000_000_000);
     let opts = WriteOptions {
@@ -102,10 +119,18 @@ fn run_case(case: &Case) -> Result<(), String> {
         limits: limits(),
     };
     let r = exec_with_commands(&vfs, &common::HostClock, request, common::EXTRA);
-    let stdout = String::from_utf8_lossy(&r.stdout).into_owned();
+    Ok(Outcome {
+        stdout: String::from_utf8_lossy(&r.stdout).into_owned(),
+        status: r.exit_code,
+        stderr: String::from_utf8_lossy(&r.stderr).into_owned(),
+    })
+}
+
+/// `Ok` when the outcome is one the case accepts; `Err` says what differed.
+fn judge(case: &Case, got: &Outcome) -> Result<(), String> {
     let matches = |e: &Expect| {
-        e.stdout.as_ref().is_none_or(|want| *want == stdout)
-            && e.status.is_none_or(|want| want == r.exit_code)
+        e.stdout.as_ref().is_none_or(|want| *want == got.stdout)
+            && e.status.is_none_or(|want| want == got.status)
     };
     if case.expect.iter().any(matches) {
         return Ok(());
@@ -113,20 +138,105 @@ fn run_case(case: &Case) -> Result<(), String> {
     let mut problems = Vec::new();
     for e in &case.expect {
         if let Some(want) = &e.stdout {
-            if *want != stdout {
-                problems.push(format!("stdout: want {want:?}\n           got  {stdout:?}"));
+            if *want != got.stdout {
+                problems.push(format!(
+                    "stdout: want {want:?}\n           got  {:?}",
+                    got.stdout
+                ));
             }
         }
         if let Some(want) = e.status {
-            if want != r.exit_code {
-                problems.push(format!("status: want {want}, got {}", r.exit_code));
+            if want != got.status {
+                problems.push(format!("status: want {want}, got {}", got.status));
             }
         }
     }
-    let stderr = String::from_utf8_lossy(&r.stderr);
-    let stderr: String = stderr.chars().take(300).collect();
+    let stderr: String = got.stderr.chars().take(300).collect();
     problems.push(format!("stderr: {stderr:?}"));
     Err(problems.join("\n  "))
+}
+
+/// The Oils spec tests' helper programs, for the machine's bash: the same
+/// behaviour as the light shell's test-only commands in `common`.
+const BASH_HELPERS: &[(&str, &str)] = &[
+    (
+        "argv.py",
+        r#"#!/usr/bin/env python3
+import os, sys
+def rep(b):
+    q = '"' if b"'" in b and b'"' not in b else "'"
+    out = q
+    for c in b:
+        ch = chr(c)
+        if ch == '\\': out += '\\\\'
+        elif ch == '\n': out += '\\n'
+        elif ch == '\t': out += '\\t'
+        elif ch == '\r': out += '\\r'
+        elif ch == q: out += '\\' + q
+        elif c < 0x20 or c >= 0x7f: out += '\\x%02x' % c
+        else: out += ch
+    return out + q
+print('[' + ', '.join(rep(os.fsencode(a)) for a in sys.argv[1:]) + ']')
+"#,
+    ),
+    (
+        "stdout_stderr.py",
+        r#"#!/usr/bin/env python3
+import sys
+print(sys.argv[1] if len(sys.argv) > 1 else 'STDOUT')
+print(sys.argv[2] if len(sys.argv) > 2 else 'STDERR', file=sys.stderr)
+"#,
+    ),
+    (
+        "printenv.py",
+        r#"#!/usr/bin/env python3
+import os, sys
+for name in sys.argv[1:]:
+    print(os.environ.get(name, 'None'))
+"#,
+    ),
+];
+
+/// Runs one case through the machine's bash (killed after 5 s), in a
+/// temporary folder set up as the light shell's run is, with the helper
+/// programs in `helpers` first on `PATH`.
+fn run_bash(case: &Case, helpers: &Path) -> Result<Outcome, String> {
+    use std::io::Write;
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = root.path().join("spec");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    for (path, content) in &case.files {
+        let p = dir.join(path);
+        if path.ends_with('/') {
+            std::fs::create_dir_all(&p).map_err(|e| e.to_string())?;
+        } else {
+            std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+            std::fs::write(&p, content).map_err(|e| e.to_string())?;
+        }
+    }
+    let here = |v: &str| v.replace(case.cwd, &dir.to_string_lossy());
+    let mut child = std::process::Command::new("timeout")
+        .args(["-k", "1", "5", "bash"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(case.env.iter().map(|(k, v)| (*k, here(v))))
+        .env("PATH", format!("{}:/usr/bin:/bin", helpers.display()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run bash: {e}"))?;
+    let mut stdin = child.stdin.take().unwrap();
+    // A script that exits early closes the pipe: what it did not read is
+    // not an error.
+    let _ = stdin.write_all(case.script.as_bytes());
+    drop(stdin);
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    Ok(Outcome {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        status: out.status.code().unwrap_or(128),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
 }
 
 fn comparison_cases(path: &Path) -> Vec<Case> {
@@ -354,7 +464,13 @@ fn ratio(passed: usize, total: usize) -> f64 {
     }
 }
 
-fn run_suite(label: &str, dir: &str, ext: &str, load: fn(&Path) -> Vec<Case>) -> Tally {
+fn run_suite(
+    label: &str,
+    dir: &str,
+    ext: &str,
+    load: fn(&Path) -> Vec<Case>,
+    run: &dyn Fn(&Case) -> Result<(), String>,
+) -> Tally {
     let filter = std::env::var("CONFORMANCE_FILTER").unwrap_or_default();
     let verbose = std::env::var("CONFORMANCE_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0");
     let mut tally = Tally::default();
@@ -371,7 +487,7 @@ fn run_suite(label: &str, dir: &str, ext: &str, load: fn(&Path) -> Vec<Case>) ->
         }
         let mut ok = 0;
         for case in &cases {
-            let result = catch_unwind(AssertUnwindSafe(|| run_case(case))).unwrap_or_else(|p| {
+            let result = catch_unwind(AssertUnwindSafe(|| run(case))).unwrap_or_else(|p| {
                 Err(format!(
                     "panic: {:?}",
                     p.downcast_ref::<String>()
@@ -482,8 +598,14 @@ fn conformance() {
     corpus::folder("bash-spec");
     std::panic::set_hook(Box::new(|_| {}));
     let tallies = [
-        run_suite("comparison", "comparison", ".json", comparison_cases),
-        run_suite("bash-spec", "bash-spec", ".test.sh", spec_cases),
+        run_suite(
+            "comparison",
+            "comparison",
+            ".json",
+            comparison_cases,
+            &run_case,
+        ),
+        run_suite("bash-spec", "bash-spec", ".test.sh", spec_cases, &run_case),
     ];
     let _ = std::panic::take_hook();
     let filtered = std::env::var("CONFORMANCE_FILTER").is_ok_and(|f| !f.is_empty());
@@ -506,6 +628,35 @@ fn conformance() {
             floor.rate
         );
     }
+}
+
+/// The spec cases through the machine's bash (by hand, see the module
+/// doc): how many of the corpus's expectations bash itself meets.
+#[test]
+#[ignore = "runs the machine's bash over the corpus; by hand"]
+fn bash_itself() {
+    let out = std::process::Command::new("bash")
+        .args(["-c", "echo ${BASH_VERSINFO[0]}.${BASH_VERSINFO[1]}"])
+        .output()
+        .expect("bash_itself needs bash on PATH");
+    println!("bash {}", String::from_utf8_lossy(&out.stdout).trim());
+    let helpers = tempfile::tempdir().unwrap();
+    for (name, text) in BASH_HELPERS {
+        let path = helpers.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let mut perms = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&path, perms).unwrap();
+    }
+    let run = |case: &Case| judge(case, &run_bash(case, helpers.path())?);
+    let tally = run_suite(
+        "bash-spec (bash)",
+        "bash-spec",
+        ".test.sh",
+        spec_cases,
+        &run,
+    );
+    assert!(tally.total > 0, "no spec cases ran");
 }
 
 /// Checks of the expectation parser itself, on text written here.

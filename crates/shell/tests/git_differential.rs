@@ -376,12 +376,20 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git commit --amend --no-edit",
         "git -C sub diff --cached",
         "git switch -c topic",
+        "git push origin main",
+        "git clone https://example.invalid/r.git",
+        "git clone --depth 1 -b dev https://example.invalid/r.git dir",
+        "git fetch && git pull --ff-only",
+        "git push -u origin HEAD",
     ] {
         assert_eq!(gaps(script), vec![], "{script}");
     }
     for script in [
-        "git push origin main",
-        "git clone https://example.invalid/r.git",
+        "git clone git@example.invalid:r.git",
+        "git push --force",
+        "git push origin :old",
+        "git fetch --all",
+        "git pull --rebase",
         "git rebase -i HEAD~2",
         "git stash show",
         "git commit",

@@ -11,6 +11,9 @@
 //!   [`FaultyTransport`] it breaks chosen steps of the protocol.
 #![allow(dead_code)] // Each test binary uses its own subset.
 
+#[path = "../../../git/tests/common/http_client.rs"]
+mod http_client;
+
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -417,6 +420,28 @@ impl Host for FakeHost {
             body,
         });
         self.answers.borrow_mut().pop_front().unwrap_or(Ok(200))
+    }
+
+    /// A real request over the machine's network (the tests' servers are
+    /// on loopback), blocking: the test host runs one thing at a time.
+    async fn fetch(
+        &self,
+        request: &stead_agent::host::HttpRequest,
+        limit: usize,
+    ) -> Result<stead_agent::host::HttpResponse, String> {
+        let post = request.method == stead_agent::host::HttpMethod::Post;
+        let (status, content_type, body) = http_client::send(
+            post,
+            &request.url,
+            &request.headers,
+            &request.body,
+            limit as u64,
+        )?;
+        Ok(stead_agent::host::HttpResponse {
+            status,
+            content_type,
+            body,
+        })
     }
 
     async fn call_agent(

@@ -445,7 +445,7 @@ impl Shell<'_> {
                 "*" => Subscript::All(true),
                 // Expanded as written: `ref='A["K"]'`, `ref='A[$key]'`.
                 _ => Subscript::Index(
-                    super::parse::Parser::index_word(inner).map_err(|m| self.fatal(&m))?,
+                    super::parse::Parser::index_word(inner).map_err(|e| self.fatal(&e.message))?,
                 ),
             };
             return Ok((n.to_string(), Some(sub)));
@@ -834,7 +834,7 @@ impl Shell<'_> {
         }
         let parts = super::parse::Parser::new(&out)
             .dq_parts(None)
-            .map_err(|m| self.fatal(&m))?;
+            .map_err(|e| self.fatal(&e.message))?;
         self.expand_single(&Word(parts))
     }
 }

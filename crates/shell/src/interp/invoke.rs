@@ -331,9 +331,9 @@ impl Shell<'_> {
             let prog = match parsed {
                 None => break,
                 Some(Ok(prog)) => prog,
-                Some(Err(message)) => {
+                Some(Err(error)) => {
                     self.record_history(&line);
-                    self.err_line(&message)?;
+                    self.err_line(&error.message)?;
                     self.status = 2;
                     parser.skip_line();
                     continue;

@@ -559,8 +559,10 @@ impl<'a> Shell<'a> {
     /// the lines a compound command spans) at a time, so that a syntax error
     /// further on stops nothing before it. A syntax error prints
     /// `bash: [label: ]line N: message` and ends the text: the shell itself
-    /// for a script (`Flow::Error(2)`), or just the text for `eval` and
-    /// `source`, which then return 1 (`Ok(1)`).
+    /// for a script (`Flow::Error` with the status its kind gives, see
+    /// [`parse::SyntaxKind::script_status`]; an open compound assignment
+    /// ends only its line, as bash discards it and reads on), or just the
+    /// text for `eval` and `source`, which then return 1 (`Ok(1)`).
     pub(crate) fn run_source(
         &mut self,
         text: &str,
@@ -583,22 +585,30 @@ impl<'a> Shell<'a> {
                     return Ok(0);
                 }
                 Some(Ok(prog)) => prog,
-                Some(Err(message)) => {
+                Some(Err(error)) => {
                     let line = self.line_base + parser.line_number();
                     let msg = match label {
-                        Some(l) => format!("{l}: line {line}: {message}"),
-                        None => format!("line {line}: {message}"),
+                        Some(l) => format!("{l}: line {line}: {error}"),
+                        None => format!("line {line}: {error}"),
                     };
                     self.err_line(&msg)?;
-                    let status = match kind {
-                        SourceKind::Script => 2,
-                        SourceKind::Eval => 1,
-                    };
-                    self.status = status;
-                    return match kind {
-                        SourceKind::Script => Err(Flow::Error(status)),
-                        SourceKind::Eval => Ok(status),
-                    };
+                    match kind {
+                        SourceKind::Script => {
+                            self.status = error.kind.script_status(self.status);
+                            // bash discards the line an open compound
+                            // assignment failed on and reads on.
+                            if error.kind == parse::SyntaxKind::Assignment {
+                                parser.skip_line();
+                                ran = true;
+                                continue;
+                            }
+                            return Err(Flow::Error(self.status));
+                        }
+                        SourceKind::Eval => {
+                            self.status = 1;
+                            return Ok(1);
+                        }
+                    }
                 }
             };
             if self.st.opts.noexec {

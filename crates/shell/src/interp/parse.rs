@@ -12,7 +12,81 @@ use super::arith;
 use super::ast::*;
 use crate::limits::{too_deep_message, MAX_PARSE_DEPTH};
 
-pub(crate) type PResult<T> = Result<T, String>;
+pub(crate) type PResult<T> = Result<T, SyntaxError>;
+
+/// A syntax error: what to print, and which part of bash's reader finds
+/// it, since that decides the status a script ends with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SyntaxError {
+    pub(crate) message: String,
+    pub(crate) kind: SyntaxKind,
+}
+
+/// Where bash's reader finds a syntax error (see [`SyntaxKind::script_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SyntaxKind {
+    /// A token the grammar cannot take (bash's `yyerror`).
+    Grammar,
+    /// A quote, `${`, `$((`, `((` or `[[` left open at the end of the
+    /// text: bash's scanner reports it and hands the grammar an error
+    /// token, not a syntax error of its own.
+    Unclosed,
+    /// A compound assignment left open (`x=(a b`): bash discards the
+    /// command being read.
+    Assignment,
+}
+
+impl SyntaxKind {
+    /// The status a script or `-c` text ends with after the error, `$?`
+    /// being `status` before it: 2 for the grammar's errors; the status
+    /// kept after the scanner's, except that one running into the end of
+    /// the text makes a 0 a 2 (bash's `error yacc_EOF` rule); 1 after an
+    /// open compound assignment (bash's `DISCARD`).
+    pub(crate) fn script_status(self, status: i32) -> i32 {
+        match self {
+            SyntaxKind::Grammar => 2,
+            SyntaxKind::Unclosed if status == 0 => 2,
+            SyntaxKind::Unclosed => status,
+            SyntaxKind::Assignment => 1,
+        }
+    }
+}
+
+impl SyntaxError {
+    fn new(message: impl Into<String>, kind: SyntaxKind) -> Self {
+        SyntaxError {
+            message: message.into(),
+            kind,
+        }
+    }
+
+    /// An unclosed quote or expansion: `unexpected EOF while looking for
+    /// matching `c'`.
+    pub(super) fn unclosed(close: char) -> Self {
+        Self::new(
+            format!("unexpected EOF while looking for matching `{close}'"),
+            SyntaxKind::Unclosed,
+        )
+    }
+}
+
+impl From<String> for SyntaxError {
+    fn from(message: String) -> Self {
+        SyntaxError::new(message, SyntaxKind::Grammar)
+    }
+}
+
+impl From<&str> for SyntaxError {
+    fn from(message: &str) -> Self {
+        SyntaxError::new(message, SyntaxKind::Grammar)
+    }
+}
+
+impl std::fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
 
 pub(crate) struct Parser {
     src: Vec<char>,
@@ -104,7 +178,7 @@ impl Parser {
     /// (the parser recurses once per level).
     pub(super) fn nest<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
         if self.depth >= MAX_PARSE_DEPTH {
-            return Err(format!("syntax error: {}", too_deep_message()));
+            return Err(format!("syntax error: {}", too_deep_message()).into());
         }
         self.depth += 1;
         let r = f(self);
@@ -268,7 +342,11 @@ impl Parser {
         self.line_number()
     }
 
-    fn unexpected(&self) -> String {
+    fn unexpected(&self) -> SyntaxError {
+        self.unexpected_text().into()
+    }
+
+    fn unexpected_text(&self) -> String {
         match self.peek() {
             None => "syntax error: unexpected end of file".to_string(),
             Some('\n') => "syntax error near unexpected token `newline'".to_string(),
@@ -577,6 +655,9 @@ impl Parser {
         self.pos += 2;
         match self.arith_text("))") {
             Some(text) => Ok(Some(self.make_arith(&text)?)),
+            // Its parentheses never balance: bash's scanner reads to the
+            // end looking for the `)`.
+            None if self.pos >= self.src.len() => Err(SyntaxError::unclosed(')')),
             None => {
                 self.pos = save;
                 Ok(None)
@@ -692,11 +773,17 @@ impl Parser {
             "[[" => {
                 self.pos += 2;
                 let start = self.pos;
-                let c = self.cond_or()?;
-                self.skip_space();
-                if !self.starts("]]") {
-                    return Err(self.unexpected());
-                }
+                let c = self
+                    .cond_or()
+                    .and_then(|c| {
+                        self.skip_space();
+                        if self.starts("]]") {
+                            Ok(c)
+                        } else {
+                            Err(self.unexpected())
+                        }
+                    })
+                    .map_err(|e| self.cond_error(e))?;
                 let text = self.text_from(start);
                 self.pos += 2;
                 Compound::Cond(c, text)
@@ -752,7 +839,7 @@ impl Parser {
             self.pos += 2;
             let text = self
                 .arith_text("))")
-                .ok_or("syntax error: `((' not closed")?;
+                .ok_or_else(|| SyntaxError::unclosed(')'))?;
             let parts: Vec<&str> = split_top(&text, ';');
             if parts.len() != 3 {
                 return Err("syntax error: arithmetic expression required".into());
@@ -784,7 +871,7 @@ impl Parser {
         let var = self.peek_word().ok_or_else(|| self.unexpected())?;
         self.pos += var.chars().count();
         if !is_name(&var) {
-            return Err(format!("`{var}': not a valid identifier"));
+            return Err(format!("`{var}': not a valid identifier").into());
         }
         self.skip_space_nl()?;
         let mut words = None;
@@ -924,6 +1011,20 @@ impl Parser {
             return Ok(c);
         }
         self.cond_primary()
+    }
+
+    /// A syntax error inside `[[ ]]` that ran into the end of the text
+    /// leaves `[[` open, as bash's scanner reports it. Others end a script
+    /// with status 2, as the spec tests record (bash 5.2.15 keeps the
+    /// status instead, a difference of that release).
+    fn cond_error(&self, e: SyntaxError) -> SyntaxError {
+        match e.kind {
+            SyntaxKind::Grammar if self.pos >= self.src.len() => SyntaxError {
+                kind: SyntaxKind::Unclosed,
+                ..e
+            },
+            _ => e,
+        }
     }
 
     fn cond_word(&mut self) -> PResult<Word> {
@@ -1120,7 +1221,7 @@ impl Parser {
                         l,
                         "then" | "else" | "elif" | "fi" | "do" | "done" | "esac" | "}" | ")" | "in"
                     ) {
-                        return Err(format!("syntax error near unexpected token `{l}'"));
+                        return Err(format!("syntax error near unexpected token `{l}'").into());
                     }
                 }
             }
@@ -1191,7 +1292,11 @@ impl Parser {
         // `a[0]=(x)` parses too; assigning it fails (see `Shell::assign`).
         if self.peek() == Some('(') {
             self.pos += 1;
-            let elems = self.array_elems()?;
+            // Any error inside the list is the compound assignment's.
+            let elems = self.array_elems().map_err(|e| SyntaxError {
+                kind: SyntaxKind::Assignment,
+                ..e
+            })?;
             return Ok(Some(Assign {
                 name,
                 index,
@@ -1223,7 +1328,7 @@ impl Parser {
                     self.pos += 1;
                     return Ok(elems);
                 }
-                None => return Err(self.unexpected()),
+                None => return Err(SyntaxError::unclosed(')')),
                 _ => {}
             }
             if self.peek() == Some('[') {

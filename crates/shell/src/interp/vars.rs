@@ -478,7 +478,7 @@ impl Shell<'_> {
     /// then (quotes removed, `$k` expanded; arithmetic for indexed arrays).
     pub(super) fn ref_key(&mut self, base: &str, rest: &str) -> R<String> {
         let raw = rest.strip_suffix(']').unwrap_or(rest);
-        let word = super::parse::Parser::index_word(raw).map_err(|m| self.fatal(&m))?;
+        let word = super::parse::Parser::index_word(raw).map_err(|e| self.fatal(&e.message))?;
         let text = self.expand_single(&word)?;
         self.subscript_key(base, &text)
     }

@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use super::{is_meta, is_name, PResult, Parser};
+use super::{is_meta, is_name, PResult, Parser, SyntaxError};
 use crate::interp::ast::*;
 
 impl Parser {
@@ -147,7 +147,7 @@ impl Parser {
                 let mut s = String::new();
                 loop {
                     match self.peek() {
-                        None => return Err("unexpected EOF while looking for matching `''".into()),
+                        None => return Err(SyntaxError::unclosed('\'')),
                         Some('\'') => break,
                         Some(ch) => s.push(ch),
                     }
@@ -178,7 +178,7 @@ impl Parser {
         loop {
             let Some(c) = self.peek() else {
                 if stop.is_some() {
-                    return Err("unexpected EOF while looking for matching `\"'".into());
+                    return Err(SyntaxError::unclosed('"'));
                 }
                 break;
             };
@@ -224,7 +224,7 @@ impl Parser {
         let mut text = String::new();
         loop {
             match self.peek() {
-                None => return Err("unexpected EOF while looking for matching ``'".into()),
+                None => return Err(SyntaxError::unclosed('`')),
                 Some('`') => break,
                 Some('\\')
                     if matches!(self.peek_at(1), Some('`' | '\\' | '$'))
@@ -258,6 +258,9 @@ impl Parser {
                 self.pos += 2;
                 if let Some(text) = self.arith_text("))") {
                     return Ok(Part::Arith(self.make_arith(&text)?));
+                }
+                if self.pos >= self.src.len() {
+                    return Err(SyntaxError::unclosed(')'));
                 }
                 self.pos = save + 1;
                 let prog = self.program()?;
@@ -310,7 +313,7 @@ impl Parser {
                 match r {
                     // bash reports a bad substitution when it expands it,
                     // so code that never runs may hold one.
-                    Err(m) if m == "bad substitution" => self.bad_substitution(start),
+                    Err(e) if e.message == "bad substitution" => self.bad_substitution(start),
                     other => other,
                 }
             }
@@ -374,14 +377,14 @@ impl Parser {
                 _ => {}
             }
         }
-        Err("unexpected EOF while looking for matching `}'".into())
+        Err(SyntaxError::unclosed('}'))
     }
 
     fn ansi_c(&mut self) -> PResult<String> {
         let mut raw = String::new();
         loop {
             match self.peek() {
-                None => return Err("unexpected EOF while looking for matching `''".into()),
+                None => return Err(SyntaxError::unclosed('\'')),
                 Some('\'') => break,
                 Some('\\') => {
                     raw.push('\\');
@@ -431,7 +434,7 @@ impl Parser {
     }
 
     fn braced_param(&mut self) -> PResult<Part> {
-        let bad = || "bad substitution".to_string();
+        let bad = || SyntaxError::from("bad substitution");
         let mut length = false;
         let mut indirect = false;
         if self.peek() == Some('#') && self.is_length_op() {

@@ -2,35 +2,32 @@
 //! made here is one the computer's real git reads from the same `.git`,
 //! and the reverse.
 //!
+//! `clone`, `fetch`, `pull` and `push` reach the network through the
+//! exec's [`Journal`](crate::net::Journal): a request not answered yet
+//! ends the exec with `NetworkWait`, and the host runs it again once it
+//! has the answer (see `crate::net`).
+//!
 //! Command lines `stead-git` does not implement (a subcommand, an option)
 //! fail the option check, so `auto` sends the script to the computer; run
 //! here anyway they are refused with a message saying so (status 129),
 //! never answered wrongly.
 
 use std::cell::Cell;
+use std::rc::Rc;
 
 use stead_git::cmd::{self, Invocation};
+use stead_git::transport::Http;
 use stead_git::{Entry, FileError, Files, Kind, Meta};
 use stead_vfs::{Errno, Node, VPath, VfsError};
 
 use super::{strerror, Checks, Ctx, Table};
 use crate::fs::Fs;
-use crate::limits::{Abort, Budget, Clock};
+use crate::limits::{Abort, Budget, Clock, LimitKind};
+use crate::net::{self, Journal, Lookup, Request, Response};
 
 pub(crate) const UTILITIES: Table = &[("git", git)];
 
-/// The subcommands that need the network, which the light shell does not
-/// give its git yet: they stay the computer's.
-const NETWORK: &[&str] = &["clone", "fetch", "pull", "push"];
-
 pub(crate) const OPTION_CHECKS: Checks = &[("git", |argv| {
-    if let Some(sub) = argv[1..].iter().find(|a| !a.starts_with('-')) {
-        if NETWORK.contains(&sub.as_str()) {
-            return Err(format!(
-                "stead: git {sub} is not in the light shell's git; run it on the computer"
-            ));
-        }
-    }
     cmd::check(&argv[1..]).map_err(|refusal| refusal.message)
 })];
 
@@ -158,12 +155,37 @@ impl Files for Workspace<'_> {
     }
 }
 
+/// The exec's network, as git's transport asks for it.
+struct Network<'a> {
+    journal: Option<Rc<Journal>>,
+    abort: &'a Cell<Option<Abort>>,
+}
+
+impl Http for Network<'_> {
+    fn send(&self, request: Request) -> Result<Response, String> {
+        let Some(journal) = &self.journal else {
+            return Err("the light shell has no network here".into());
+        };
+        match journal.lookup(&request) {
+            Lookup::Ready(answer) => answer,
+            Lookup::Wait => {
+                self.abort.set(Some(Abort::Limit(LimitKind::NetworkWait)));
+                Err("waiting for the network".into())
+            }
+        }
+    }
+}
+
 fn git(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
     let workspace = Workspace {
         fs: ctx.fs,
         budget: ctx.budget,
         clock: ctx.clock,
         abort: Cell::new(None),
+    };
+    let network = Network {
+        journal: net::current(),
+        abort: &workspace.abort,
     };
     let outcome = cmd::run(
         &workspace,
@@ -172,7 +194,7 @@ fn git(ctx: &mut Ctx<'_>, argv: &[String]) -> Result<i32, Abort> {
             cwd: ctx.cwd.as_str(),
             env: ctx.env,
             now_ms: ctx.clock.now_ms() as i64,
-            net: None,
+            net: Some(&network),
         },
     );
     if let Some(abort) = workspace.abort.take() {

@@ -1,0 +1,154 @@
+//! The light shell's network: an exec whose utilities ask for HTTP (git's
+//! transport) runs as a replay (see `stead_shell::net`). Each run is
+//! rolled back when it stops to wait for an answer; the agent then makes
+//! the request through the host's outbound fetch, with the same target
+//! checks as webhooks (`crate::outbound`: private addresses only where
+//! the local-development setting allows them), records the answer and runs
+//! the exec again. The run that finishes without waiting is the one kept,
+//! with its automatic checkpoint; the runs before it leave nothing.
+//!
+//! The runs read the same clock: every reading the first run took is
+//! given again in the same order (a commit made before a push has the same
+//! id in every run, so the push the last run makes is the one the earlier
+//! runs asked for).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use stead_shell::net::{Journal, Request, Response};
+use stead_shell::{Clock, ExecRequest};
+use stead_sql::Sql;
+use stead_vfs::{Before, Operation, Scope, VfsError};
+
+use crate::agent::{Agent, HostClock};
+use crate::checkpoints;
+use crate::error::ApiError;
+use crate::exec;
+use crate::host::Host;
+use crate::outbound;
+use crate::outcome::{ExecOutcome, OutputEncoding};
+use crate::settings;
+
+/// Most network requests one exec may make (a clone makes three).
+pub(crate) const MAX_REQUESTS: usize = 64;
+
+/// Largest answer the agent reads into memory, in bytes: a pack is held
+/// whole until it is indexed.
+pub(crate) const MAX_ANSWER_BYTES: usize = 64 << 20;
+
+/// The clock readings of an exec's first run, given again to later runs.
+struct Replayed<'c, 'h, H: Host> {
+    host: &'c HostClock<'h, H>,
+    readings: &'c RefCell<Vec<u64>>,
+    next: Cell<usize>,
+}
+
+impl<H: Host> Clock for Replayed<'_, '_, H> {
+    fn now_ms(&self) -> u64 {
+        let at = self.next.get();
+        self.next.set(at + 1);
+        if let Some(reading) = self.readings.borrow().get(at) {
+            return *reading;
+        }
+        let now = self.host.now_ms();
+        self.readings.borrow_mut().push(now);
+        now
+    }
+
+    fn sleep_ms(&self, ms: u64) -> bool {
+        self.host.sleep_ms(ms)
+    }
+}
+
+/// How one run ended.
+enum Run {
+    /// It stopped for a request (its changes were rolled back).
+    Waiting,
+    Failed(ApiError),
+}
+
+impl From<VfsError> for Run {
+    fn from(error: VfsError) -> Self {
+        Run::Failed(error.into())
+    }
+}
+
+impl From<stead_sql::SqlError> for Run {
+    fn from(error: stead_sql::SqlError) -> Self {
+        Run::Failed(error.into())
+    }
+}
+
+impl<H: Host> Agent<H> {
+    /// Runs `request` in the light shell, making the network requests it
+    /// asks for between runs; the outcome and the sleep time it owes.
+    pub(crate) async fn run_shell_exec(
+        &self,
+        actor: &str,
+        request: ExecRequest,
+        encoding: OutputEncoding,
+    ) -> Result<(ExecOutcome, u64), ApiError> {
+        let vfs = self.vfs();
+        let journal = Rc::new(Journal::default());
+        let readings = RefCell::new(Vec::new());
+        loop {
+            let host_clock = HostClock::new(&self.host);
+            let clock = Replayed {
+                host: &host_clock,
+                readings: &readings,
+                next: Cell::new(0),
+            };
+            journal.begin_run();
+            let before = Before {
+                actor,
+                operation: &Operation::Exec,
+                note: Some(&request.command),
+                scope: Scope::Whole,
+            };
+            let ran = checkpoints::around(self, &vfs, before, |checkpoint| {
+                self.db().transaction(|| {
+                    let outcome = stead_shell::net::with_journal(&journal, || {
+                        exec::run_shell(&vfs, &clock, request.clone(), encoding, checkpoint)
+                    })
+                    .map_err(Run::Failed)?;
+                    if journal.waiting() {
+                        // Rolled back: the next run does it all again.
+                        return Err(Run::Waiting);
+                    }
+                    Ok(outcome)
+                })
+            });
+            match ran {
+                Ok(outcome) => return Ok((outcome, host_clock.owed_ms.get())),
+                Err(Run::Failed(error)) => return Err(error),
+                Err(Run::Waiting) => {}
+            }
+            let pending = journal
+                .take_pending()
+                .expect("a waiting run names its request");
+            let answer = if journal.len() >= MAX_REQUESTS {
+                Err(format!(
+                    "the exec made {MAX_REQUESTS} network requests, the most one may"
+                ))
+            } else {
+                self.outbound_fetch(&pending).await
+            };
+            journal.record(pending, answer);
+        }
+    }
+
+    /// Makes one of the light shell's requests, if its target may be
+    /// reached; `Err` says why not, or why it failed.
+    async fn outbound_fetch(&self, request: &Request) -> Result<Response, String> {
+        let allow_private = settings::webhooks(self.db())
+            .map_err(|e| e.to_string())?
+            .allow_private_targets;
+        let pending =
+            outbound::check_url(&request.url, allow_private).map_err(|e| e.to_string())?;
+        if let outbound::Pending::Resolve(name) = pending {
+            let resolved = self.host.resolve(&name).await;
+            outbound::check_resolved(&name, resolved).map_err(|e| e.to_string())?;
+        }
+        self.host.fetch(request, MAX_ANSWER_BYTES).await
+    }
+}

@@ -1,0 +1,148 @@
+//! git's network commands in the light shell, through the agent: an exec
+//! that clones, commits and pushes runs as a replay (each run rolled back
+//! when it stops for a network answer, the agent fetching it in between),
+//! against a real `git http-backend` on loopback. The target checks are
+//! the webhooks': loopback only with the local-development setting.
+
+mod common;
+#[path = "../../git/tests/common/http_backend.rs"]
+mod http_backend;
+
+use std::sync::atomic::Ordering;
+
+use common::{agent, call, create, ok, request};
+use http_backend::fixture_git as git;
+use serde_json::{json, Value};
+use stead_agent::auth::Caller;
+use stead_agent::route::Action;
+
+/// A served bare repository `project.git` with two commits.
+fn served() -> (tempfile::TempDir, http_backend::Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]);
+    for i in 0..2 {
+        std::fs::write(work.join("README.md"), format!("version {i}\n")).unwrap();
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", &format!("commit {i}")]);
+    }
+    std::fs::create_dir_all(dir.path().join("served")).unwrap();
+    git(
+        dir.path(),
+        &["clone", "-q", "--bare", "work", "served/project.git"],
+    );
+    git(
+        &dir.path().join("served/project.git"),
+        &["config", "http.receivepack", "true"],
+    );
+    let server = http_backend::Server::start(&dir.path().join("served"));
+    (dir, server)
+}
+
+fn exec(agent: &stead_agent::Agent<common::FakeHost>, command: &str) -> Value {
+    let body = json!({ "command": command }).to_string();
+    ok(agent, "a", Action::Exec, &body)
+}
+
+fn allow_private(agent: &stead_agent::Agent<common::FakeHost>) {
+    agent.host().local.set(true);
+    ok(
+        agent,
+        "a",
+        Action::SettingsPut,
+        r#"{"webhooks":{"allow_private_targets":true}}"#,
+    );
+}
+
+#[test]
+fn a_clone_commit_and_push_run_in_the_light_shell() {
+    let (dir, server) = served();
+    let agent = agent();
+    create(&agent, "a");
+    allow_private(&agent);
+    let url = server.url("project.git");
+    let out = exec(
+        &agent,
+        &format!(
+            "git clone {url} repo && cd repo && echo new > new.txt && git add new.txt && \
+             git commit -qm 'from the light shell' && git push -q && git log --format=%s"
+        ),
+    );
+    assert_eq!(out["backend"], "shell", "{out}");
+    assert_eq!(out["exit_code"], 0, "{out}");
+    assert_eq!(out["stdout"], "from the light shell\ncommit 1\ncommit 0\n");
+    assert_eq!(out["stderr"], "Cloning into 'repo'...\n");
+    let bare = dir.path().join("served/project.git");
+    assert_eq!(
+        git(&bare, &["log", "--format=%s", "-n", "1"]),
+        "from the light shell\n"
+    );
+    assert_eq!(git(&bare, &["show", "main:new.txt"]), "new\n");
+    git(&bare, &["fsck", "--strict"]);
+    // The commit pushed is the one the workspace kept (the runs before
+    // the last were rolled back, and replayed the same clock).
+    let ours = exec(&agent, "cd repo && git rev-parse HEAD origin/main");
+    let theirs = git(&bare, &["rev-parse", "main"]);
+    assert_eq!(ours["stdout"], format!("{theirs}{theirs}"));
+    // One automatic checkpoint for the exec, none for the rolled-back runs.
+    let checkpoints = ok(&agent, "a", Action::Checkpoints, "");
+    let notes: Vec<&Value> = checkpoints["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["note"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("git clone"))
+        })
+        .collect();
+    assert_eq!(notes.len(), 1, "{checkpoints}");
+    // A fetch with nothing new, and a pull that is up to date.
+    let pulled = exec(&agent, "cd repo && git fetch && git pull");
+    assert_eq!(pulled["stdout"], "Already up to date.\n", "{pulled}");
+}
+
+#[test]
+fn loopback_remotes_need_the_local_development_setting() {
+    let (_dir, server) = served();
+    let agent = agent();
+    create(&agent, "a");
+    let url = server.url("project.git");
+    let out = exec(&agent, &format!("git clone {url} repo; ls"));
+    assert_eq!(out["backend"], "shell");
+    assert_eq!(
+        out["stderr"],
+        format!(
+            "Cloning into 'repo'...\nfatal: unable to access '{url}/': 127.0.0.1 is 127.0.0.1, a loopback address\n"
+        )
+    );
+    assert_eq!(out["stdout"], "", "nothing was left: {out}");
+    assert_eq!(server.behaviour.requests.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_pack_cut_short_leaves_the_workspace_as_it_was() {
+    let (_dir, server) = served();
+    let agent = agent();
+    create(&agent, "a");
+    allow_private(&agent);
+    server
+        .behaviour
+        .cut_fetch_after
+        .store(300, Ordering::SeqCst);
+    let url = server.url("project.git");
+    let out = exec(&agent, &format!("git clone {url} repo; echo $?; ls -a"));
+    assert_eq!(out["stdout"], "128\n.\n..\n", "{out}");
+    let (status, body) = call(
+        &agent,
+        request(
+            "a",
+            Action::Exec,
+            Caller::Admin,
+            &json!({"command": "git status"}).to_string(),
+        ),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(body["exit_code"], 128);
+}
