@@ -22,6 +22,11 @@ fn create(client: &Client, spec: Value) -> Value {
     answer.json()
 }
 
+/// Starts a session and gives its id.
+fn started(client: &Client, spec: Value) -> String {
+    create(client, spec)["id"].as_str().unwrap().to_string()
+}
+
 fn delete(client: &Client, path: &str) -> Answer {
     let mut response = agent()
         .delete(format!("{}{path}", client.base))
@@ -212,10 +217,7 @@ fn stty_size_shows_the_size_and_each_resize_in_order() {
 fn a_python_repl_answers() {
     let computer = Computer::start();
     let client = computer.client();
-    let id = create(&client, json!({}))["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = started(&client, json!({}));
     let mut term = attach(&client, &id, 0);
     term.send(b"python3 -q\r");
     term.until(">>> ");
@@ -230,10 +232,7 @@ fn a_python_repl_answers() {
 fn ctrl_c_stops_the_foreground_job() {
     let computer = Computer::start();
     let client = computer.client();
-    let id = create(&client, json!({}))["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = started(&client, json!({}));
     let mut term = attach(&client, &id, 0);
     let started = Instant::now();
     term.send(b"echo sleep-$((1+1)); sleep 100\r");
@@ -252,10 +251,7 @@ fn ctrl_c_stops_the_foreground_job() {
 fn a_reader_resuming_from_an_offset_gets_exactly_the_missed_bytes() {
     let computer = Computer::start();
     let client = computer.client();
-    let id = create(&client, json!({}))["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = started(&client, json!({}));
 
     let mut first = attach(&client, &id, 0);
     assert_eq!(first.from, 0);
@@ -306,10 +302,7 @@ fn a_file_written_in_the_terminal_is_in_the_workspace() {
     // The shell is a login shell: the workspace's `/.profile` (home is `/`)
     // runs, once.
     std::fs::write(client.root.join(".profile"), "echo profile-$((5+5))\n").unwrap();
-    let id = create(&client, json!({}))["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = started(&client, json!({}));
     let mut term = attach(&client, &id, 0);
     term.send(b"echo \"[$TERM $(pwd) $HOME]\"; echo hello > made-here.txt; echo wrote-$?\r");
     let seen = term.until("[xterm-256color / /]");
@@ -333,10 +326,7 @@ fn a_file_written_in_the_terminal_is_in_the_workspace() {
 fn close_kills_the_shell_and_its_jobs() {
     let computer = Computer::start();
     let client = computer.client();
-    let id = create(&client, json!({}))["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = started(&client, json!({}));
     let mut term = attach(&client, &id, 0);
     // A background job in its own process group (job control) that beats
     // into a file while it lives.
@@ -376,10 +366,7 @@ fn close_kills_the_shell_and_its_jobs() {
 fn a_shell_that_exits_ends_the_stream_with_its_code() {
     let computer = Computer::start();
     let client = computer.client();
-    let id = create(&client, json!({}))["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = started(&client, json!({}));
     let mut term = attach(&client, &id, 0);
     term.send(b"echo bye-$((4+3)); exit 7\r");
     term.until("bye-7");
@@ -428,10 +415,7 @@ fn bad_requests_are_refused_with_structured_errors() {
 
     // A bad resize on the stream is answered there; the session goes on
     // at its size.
-    let id = create(&client, json!({"cols": 90, "rows": 20}))["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = started(&client, json!({"cols": 90, "rows": 20}));
     let mut term = attach(&client, &id, 0);
     for (cols, rows) in [(0, 0), (80, 5000)] {
         term.resize(cols, rows);
@@ -451,10 +435,7 @@ fn bad_requests_are_refused_with_structured_errors() {
 fn a_reader_from_before_the_ring_starts_at_the_first_kept_byte() {
     let computer = Computer::start();
     let client = computer.client();
-    let id = create(&client, json!({}))["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = started(&client, json!({}));
     let mut term = attach(&client, &id, 0);
     // 2 MB of output: more than the ring's 1 MiB.
     term.send(b"head -c 2000000 /dev/zero | tr '\\0' a; echo; echo big-$((6+6))\r");
