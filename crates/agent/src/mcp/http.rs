@@ -209,131 +209,84 @@ impl<H: Host> Agent<H> {
     }
 
     async fn mcp_post<B: Body>(&self, request: &mut McpRequest<B>) -> McpReply<H::Stream> {
-        let headers = request.headers.clone();
-        let is_json = headers.content_type.as_deref().is_some_and(|t| {
-            t.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case("application/json")
-        });
-        if !is_json {
-            let error = RpcError::invalid_request(
-                "Unsupported Media Type: send the JSON-RPC message as Content-Type: application/json",
-            )
-            .status(415);
-            return McpReply::error(&error, None);
-        }
-        let accepts = Accepts::of(headers.accept.as_deref());
-        if !accepts.json && !accepts.events {
-            let error = RpcError::invalid_request(
-                "Not Acceptable: accept application/json or text/event-stream",
-            )
-            .status(406);
-            return McpReply::error(&error, None);
-        }
-        let body = match read_body(&mut request.body, MAX_JSON_BODY).await {
-            Ok(body) => body,
-            Err(ApiError::BodyTooLarge { limit }) => {
-                return McpReply::error(&too_large(limit), None);
-            }
-            Err(error) => return McpReply::api(&error),
+        let accepts = match post_accepts(&request.headers) {
+            Ok(accepts) => accepts,
+            Err(reply) => return reply,
         };
-        let value = match jsonrpc::read(&body) {
-            Ok(value) => value,
-            Err(error) => return McpReply::error(&error, None),
+        let message = match read_posted(request).await {
+            Ok(Posted::One(message)) => message,
+            Ok(Posted::Batch(batch)) => return self.mcp_batch(request, batch, accepts).await,
+            Err(reply) => return reply,
         };
-        let value = match value {
-            Value::Array(batch) if headers.session_id.is_some() => {
-                return self.mcp_batch(request, batch, accepts).await
-            }
-            value => value,
-        };
-        let message = match jsonrpc::message(value) {
-            Ok(message) => message,
-            Err((id, error)) => return McpReply::error(&error, id.as_ref()),
-        };
-        let revision = match self.revision_of(&headers, &message) {
+        let revision = match self.revision_of(&request.headers, &message) {
             Ok(revision) => revision,
             Err(error) => return McpReply::error(&error, message.id()),
         };
-        let (id, method, params) = match message {
-            Message::Request { id, method, params } => (id, method, params),
+        match message {
+            Message::Request { id, method, params } => {
+                self.mcp_request(request, revision, accepts, (id, method, params))
+                    .await
+            }
             Message::Notification { .. } => {
                 // A notification of a session that has ended is refused as
                 // its requests would be.
-                if revision == Revision::Sessions && headers.session_id.is_some() {
+                if revision == Revision::Sessions && request.headers.session_id.is_some() {
                     if let Err(reply) = self.session_of(request) {
                         return reply;
                     }
                 }
-                return McpReply::new(202, McpBody::Empty);
+                McpReply::new(202, McpBody::Empty)
             }
-            Message::Response => {
-                return match revision {
-                    // 2025-11-25 lets a client answer our requests (we send
-                    // none): accepted and ignored.
-                    Revision::Sessions => McpReply::new(202, McpBody::Empty),
-                    Revision::Stateless => McpReply::error(
-                        &RpcError::invalid_request(
-                            "Invalid Request: clients send no responses in 2026-07-28",
-                        ),
-                        None,
+            Message::Response => match revision {
+                // 2025-11-25 lets a client answer our requests (we send
+                // none): accepted and ignored.
+                Revision::Sessions => McpReply::new(202, McpBody::Empty),
+                Revision::Stateless => McpReply::error(
+                    &RpcError::invalid_request(
+                        "Invalid Request: clients send no responses in 2026-07-28",
                     ),
-                };
-            }
-        };
-        let answer = match revision {
+                    None,
+                ),
+            },
+        }
+    }
+
+    /// A POSTed request (not a notification or a response), in the
+    /// revision it speaks.
+    async fn mcp_request<B>(
+        &self,
+        request: &McpRequest<B>,
+        revision: Revision,
+        accepts: Accepts,
+        (id, method, params): (Id, String, Map<String, Value>),
+    ) -> McpReply<H::Stream> {
+        let session = match revision {
             Revision::Sessions if method == "initialize" => {
                 return self.mcp_initialize(request, &id, &params, accepts)
             }
-            Revision::Sessions => {
-                let session = match self.session_of(request) {
-                    Ok(session) => session,
-                    Err(reply) => return reply,
-                };
-                let call = Call {
-                    revision,
-                    agent: &request.agent,
-                    caller: &request.caller,
-                    origin: request.origins.own(),
-                    session: Some(&session),
-                };
-                self.mcp_method(&call, &method, &params).await
-            }
+            Revision::Sessions => match self.session_of(request) {
+                Ok(session) => Some(session),
+                Err(reply) => return reply,
+            },
             Revision::Stateless => {
-                if let Err(error) = check_stateless(&headers, &method, &params) {
+                if let Err(error) = check_stateless(&request.headers, &method, &params) {
                     return McpReply::error(&error, Some(&id));
                 }
                 if method == "subscriptions/listen" {
                     return self.mcp_listen(request, &id, &params, accepts);
                 }
-                let call = Call {
-                    revision,
-                    agent: &request.agent,
-                    caller: &request.caller,
-                    origin: request.origins.own(),
-                    session: None,
-                };
-                self.mcp_method(&call, &method, &params).await
+                None
             }
         };
-        match answer {
-            Ok(result) => respond(accepts, jsonrpc::result_response(&id, result)),
-            Err(error) => {
-                // 2026-07-28 answers an unknown method with 404; 2025-11-25
-                // reserves 404 for an ended session.
-                let error = match (revision, error.code) {
-                    (Revision::Stateless, METHOD_NOT_FOUND) => error.status(404),
-                    _ => error,
-                };
-                if error.status == 200 {
-                    respond(accepts, error.to_response(Some(&id)))
-                } else {
-                    McpReply::error(&error, Some(&id))
-                }
-            }
-        }
+        let call = Call {
+            revision,
+            agent: &request.agent,
+            caller: &request.caller,
+            origin: request.origins.own(),
+            session: session.as_ref(),
+        };
+        let answer = self.mcp_method(&call, &method, &params).await;
+        answered(revision, accepts, &id, answer)
     }
 
     /// A JSON-RPC batch in a session: served element by element when the
@@ -566,79 +519,20 @@ impl<H: Host> Agent<H> {
             .status(406);
             return McpReply::error(&error, Some(id));
         }
-        let filter = match params.get("notifications") {
-            Some(Value::Object(filter)) => filter,
-            _ => {
-                let error =
-                    RpcError::invalid_params("Invalid params: notifications must be an object")
-                        .status(400);
-                return McpReply::error(&error, Some(id));
-            }
+        let Filter {
+            paths,
+            uris,
+            list_changed,
+        } = match Filter::read(params, &request.caller) {
+            Ok(filter) => filter,
+            Err(error) => return McpReply::error(&error, Some(id)),
         };
-        let wants_resources = filter
-            .get("resourceSubscriptions")
-            .and_then(Value::as_array)
-            .is_some_and(|uris| !uris.is_empty());
-        let list_changed = filter.get("resourcesListChanged") == Some(&json!(true));
-        if wants_resources || list_changed {
-            if let Err(error) = Access::Scope(Scope::Read).admits(&request.caller) {
-                let refusal = gate::refusal(&error, gate::presented(&request.caller));
-                return McpReply::error(&refusal, Some(id));
-            }
-        }
-        let mut paths = Vec::new();
-        let mut uris = Vec::new();
-        for uri in filter
-            .get("resourceSubscriptions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let path = uri
-                .as_str()
-                .ok_or_else(|| ApiError::InvalidRequest("a resource URI is a string".into()))
-                .and_then(crate::mcp::resources::path_of);
-            match path {
-                Ok(path) => {
-                    paths.push(path.to_string());
-                    uris.push(uri.clone());
-                }
-                Err(error) => {
-                    let error = RpcError::invalid_params(format!(
-                        "Invalid params: resourceSubscriptions: {}",
-                        error.public_message()
-                    ))
-                    .status(400);
-                    return McpReply::error(&error, Some(id));
-                }
-            }
-        }
         let listener = Listener::new(request.caller.actor(), &paths, list_changed);
         let positions = Positions::new(self.db(), self.now_ms());
-        let resume = params
-            .get("_meta")
-            .and_then(|meta| meta.get(CURSOR_KEY))
-            .and_then(Value::as_str);
-        // The cursor sent back, else where this listener left off, else now.
-        let start = match resume {
-            Some(text) => match Cursor::parse(text) {
-                Some(cursor) => cursor,
-                None => {
-                    let error = RpcError::invalid_params(format!(
-                        "Invalid params: _meta {CURSOR_KEY} {text:?} is not a position of this server"
-                    ))
-                    .status(400);
-                    return McpReply::error(&error, Some(id));
-                }
-            },
-            None => match positions.find(&listener) {
-                Ok(Some(cursor)) => cursor,
-                Ok(None) => match self.vfs().revision() {
-                    Ok(revision) => Cursor::after(revision),
-                    Err(error) => return McpReply::api(&error.into()),
-                },
-                Err(error) => return McpReply::api(&error),
-            },
+        let start = match self.listen_start(params, &positions, &listener) {
+            Ok(start) => start,
+            Err(Ok(error)) => return McpReply::error(&error, Some(id)),
+            Err(Err(error)) => return McpReply::api(&error),
         };
         // Only what this server can send is acknowledged (tools and prompts
         // do not change while it runs).
@@ -679,6 +573,35 @@ impl<H: Host> Agent<H> {
             let _ = positions.record(&listener, start);
         }
         reply
+    }
+
+    /// Where a listener starts: the cursor sent back, else where this
+    /// listener left off, else now. A bad cursor is the client's error
+    /// (`Ok`), storage failing the server's (`Err`).
+    fn listen_start(
+        &self,
+        params: &Map<String, Value>,
+        positions: &Positions<'_, H::Db>,
+        listener: &Listener,
+    ) -> Result<Cursor, Result<RpcError, ApiError>> {
+        let resume = params
+            .get("_meta")
+            .and_then(|meta| meta.get(CURSOR_KEY))
+            .and_then(Value::as_str);
+        if let Some(text) = resume {
+            return Cursor::parse(text).ok_or_else(|| {
+                Ok(RpcError::invalid_params(format!(
+                    "Invalid params: _meta {CURSOR_KEY} {text:?} is not a position of this server"
+                ))
+                .status(400))
+            });
+        }
+        match positions.find(listener).map_err(Err)? {
+            Some(cursor) => Ok(cursor),
+            None => Ok(Cursor::after(
+                self.vfs().revision().map_err(|e| Err(e.into()))?,
+            )),
+        }
     }
 
     /// Opens a stream following `state`, after sending what the change log
@@ -800,6 +723,134 @@ fn unsupported(version: &str) -> RpcError {
     RpcError::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
         .data(json!({ "supported": Version::supported(), "requested": version }))
         .status(400)
+}
+
+/// What `subscriptions/listen` asks for.
+struct Filter {
+    /// The workspace paths of the resources subscribed to, and their URIs.
+    paths: Vec<String>,
+    uris: Vec<Value>,
+    list_changed: bool,
+}
+
+impl Filter {
+    /// Reads `params.notifications`; resources need the read scope.
+    fn read(params: &Map<String, Value>, caller: &Caller) -> Result<Filter, RpcError> {
+        let Some(Value::Object(filter)) = params.get("notifications") else {
+            return Err(RpcError::invalid_params(
+                "Invalid params: notifications must be an object",
+            )
+            .status(400));
+        };
+        let subscribed = filter
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let list_changed = filter.get("resourcesListChanged") == Some(&json!(true));
+        if !subscribed.is_empty() || list_changed {
+            if let Err(error) = Access::Scope(Scope::Read).admits(caller) {
+                return Err(gate::refusal(&error, gate::presented(caller)));
+            }
+        }
+        let mut paths = Vec::new();
+        for uri in subscribed {
+            let path = uri
+                .as_str()
+                .ok_or_else(|| ApiError::InvalidRequest("a resource URI is a string".into()))
+                .and_then(crate::mcp::resources::path_of)
+                .map_err(|error| {
+                    RpcError::invalid_params(format!(
+                        "Invalid params: resourceSubscriptions: {}",
+                        error.public_message()
+                    ))
+                    .status(400)
+                })?;
+            paths.push(path.to_string());
+        }
+        Ok(Filter {
+            paths,
+            uris: subscribed.to_vec(),
+            list_changed,
+        })
+    }
+}
+
+/// What a POST carries: one message, or a batch sent in a session.
+enum Posted {
+    One(Message),
+    Batch(Vec<Value>),
+}
+
+/// What a POST's client accepts, once its content type and `Accept` allow
+/// an answer at all.
+fn post_accepts<S>(headers: &McpHeaders) -> Result<Accepts, McpReply<S>> {
+    let is_json = headers.content_type.as_deref().is_some_and(|t| {
+        t.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("application/json")
+    });
+    if !is_json {
+        let error = RpcError::invalid_request(
+            "Unsupported Media Type: send the JSON-RPC message as Content-Type: application/json",
+        )
+        .status(415);
+        return Err(McpReply::error(&error, None));
+    }
+    let accepts = Accepts::of(headers.accept.as_deref());
+    if !accepts.json && !accepts.events {
+        let error = RpcError::invalid_request(
+            "Not Acceptable: accept application/json or text/event-stream",
+        )
+        .status(406);
+        return Err(McpReply::error(&error, None));
+    }
+    Ok(accepts)
+}
+
+/// Reads and parses a POST's body (bounded).
+async fn read_posted<B: Body, S>(request: &mut McpRequest<B>) -> Result<Posted, McpReply<S>> {
+    let body = match read_body(&mut request.body, MAX_JSON_BODY).await {
+        Ok(body) => body,
+        Err(ApiError::BodyTooLarge { limit }) => {
+            return Err(McpReply::error(&too_large(limit), None))
+        }
+        Err(error) => return Err(McpReply::api(&error)),
+    };
+    let value = jsonrpc::read(&body).map_err(|error| McpReply::error(&error, None))?;
+    match value {
+        Value::Array(batch) if request.headers.session_id.is_some() => Ok(Posted::Batch(batch)),
+        value => jsonrpc::message(value)
+            .map(Posted::One)
+            .map_err(|(id, error)| McpReply::error(&error, id.as_ref())),
+    }
+}
+
+/// The answer to a request, as its revision sends it.
+fn answered<S>(
+    revision: Revision,
+    accepts: Accepts,
+    id: &Id,
+    answer: Result<Value, RpcError>,
+) -> McpReply<S> {
+    match answer {
+        Ok(result) => respond(accepts, jsonrpc::result_response(id, result)),
+        Err(error) => {
+            // 2026-07-28 answers an unknown method with 404; 2025-11-25
+            // reserves 404 for an ended session.
+            let error = match (revision, error.code) {
+                (Revision::Stateless, METHOD_NOT_FOUND) => error.status(404),
+                _ => error,
+            };
+            if error.status == 200 {
+                respond(accepts, error.to_response(Some(id)))
+            } else {
+                McpReply::error(&error, Some(id))
+            }
+        }
+    }
 }
 
 /// A JSON-RPC response in the form the client accepts.
