@@ -46,6 +46,11 @@ pub struct Agent<H: Host> {
     /// from then on until the agent is wiped none can be (see
     /// `crate::fork`), and a request need not ask again.
     pub(crate) not_forking: Cell<bool>,
+    /// Whether the first page of a fork is being read into storage this
+    /// instance just created for it: until the page is in, that storage
+    /// holds no staging, and a request arriving meanwhile must be told a
+    /// fork is under way, not shown an empty agent.
+    pub(crate) first_fork_page: Cell<bool>,
     /// Tokens this instance found not revoked. Only this instance revokes
     /// this agent's tokens (`RevokeToken`, which drops its token from
     /// here), so one checked once need not be looked up per request.
@@ -122,6 +127,7 @@ impl<H: Host> Agent<H> {
             running: RefCell::new(None),
             quotas: Cell::new(None),
             not_forking: Cell::new(false),
+            first_fork_page: Cell::new(false),
             unrevoked: RefCell::default(),
             checkpoint_settings: Cell::new(None),
             terminals: Default::default(),

@@ -195,6 +195,9 @@ impl<H: Host> Agent<H> {
 
     /// Whether this agent is a fork still being copied (and so unusable).
     pub(crate) fn forking(&self) -> Result<bool, ApiError> {
+        if self.first_fork_page.get() {
+            return Ok(true);
+        }
         if self.not_forking.get() {
             return Ok(false);
         }

@@ -832,3 +832,113 @@ fn time_travel_works_over_the_socket_too() {
     let restored = say(json!({"type":"call","tool":"restore","args":{"checkpoint":"s"}}));
     assert_eq!(restored["type"], "result", "{restored}");
 }
+
+/// A fork page that arrives only once `arrived` is set (or, with
+/// `fails`, breaks off then): how a slow first page looks to the target.
+struct SlowPage {
+    arrived: Rc<std::cell::Cell<bool>>,
+    fails: bool,
+    bytes: Vec<u8>,
+}
+
+impl stead_agent::Body for SlowPage {
+    fn declared_len(&self) -> Option<usize> {
+        Some(self.bytes.len())
+    }
+
+    async fn read_into(
+        &mut self,
+        buffer: &mut Vec<u8>,
+        max: usize,
+    ) -> Result<usize, stead_agent::ApiError> {
+        let arrived = self.arrived.clone();
+        futures::future::poll_fn(|cx| match arrived.get() {
+            true => std::task::Poll::Ready(()),
+            false => {
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+        if self.fails {
+            return Err(stead_agent::ApiError::InvalidRequest(
+                "the connection broke off".into(),
+            ));
+        }
+        let take = self.bytes.len().min(max);
+        buffer.extend(self.bytes.drain(..take));
+        Ok(take)
+    }
+}
+
+/// The first page of a fork into agent `b`, still on its way.
+fn first_page(fails: bool) -> (stead_agent::Request<SlowPage>, Rc<std::cell::Cell<bool>>) {
+    let arrived = Rc::new(std::cell::Cell::new(false));
+    let page = request("b", Action::ForkImport, Caller::Admin, "");
+    let request = stead_agent::Request {
+        entry: page.entry,
+        agent: page.agent,
+        action: page.action,
+        caller: page.caller,
+        query: vec![
+            ("from".into(), "a".into()),
+            ("checkpoint".into(), "1".into()),
+        ],
+        hook: page.hook,
+        upgrade: page.upgrade,
+        origin: page.origin,
+        body: SlowPage {
+            arrived: arrived.clone(),
+            fails,
+            bytes: b"not a page of any fork".to_vec(),
+        },
+    };
+    (request, arrived)
+}
+
+/// While the first page of a fork is read, the new agent's storage exists
+/// but holds nothing yet: a request then is told a fork is under way
+/// (never shown an empty agent), and a first page that cannot be read or
+/// staged leaves no agent behind.
+#[test]
+fn a_request_during_a_forks_first_page_is_told_the_fork_is_under_way() {
+    use futures::FutureExt;
+    for fails in [false, true] {
+        let target = agent();
+        let (page, arrived) = first_page(fails);
+        let mut import = Box::pin(target.dispatch(page));
+        assert!(
+            (&mut import).now_or_never().is_none(),
+            "the page is on its way"
+        );
+        let (status, body) = call(
+            &target,
+            request(
+                "b",
+                Action::Tool(Tool::Stat),
+                Caller::Admin,
+                r#"{"path":"/"}"#,
+            ),
+        );
+        assert_eq!(failure(status, &body), (409, "AGENT_FORKING"), "{body}");
+        arrived.set(true);
+        let reply = block_on(import).unwrap_or_else(|error| stead_agent::Reply::error(&error));
+        let stead_agent::Reply::Json { status, body, .. } = reply else {
+            panic!("not a JSON reply");
+        };
+        assert!(
+            status >= 400,
+            "a page that is no page is refused: {status} {body}"
+        );
+        let (status, body) = call(
+            &target,
+            request(
+                "b",
+                Action::Tool(Tool::Stat),
+                Caller::Admin,
+                r#"{"path":"/"}"#,
+            ),
+        );
+        assert_eq!(failure(status, &body), (404, "AGENT_NOT_FOUND"), "{body}");
+    }
+}

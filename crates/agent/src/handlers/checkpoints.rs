@@ -109,10 +109,17 @@ pub(super) async fn fork_import<H: Host>(
     let status_only = call.query.iter().any(|(key, _)| key == "status");
     let origin = crate::fork::ForkOrigin::from_query(call.query);
     let page = match status_only {
-        true => Vec::new(),
-        false => read_body(body, checkpoints::MAX_FORK_PAGE).await?,
+        true => Ok(Vec::new()),
+        false => {
+            agent.first_fork_page.set(call.created);
+            let page = read_body(body, checkpoints::MAX_FORK_PAGE).await;
+            agent.first_fork_page.set(false);
+            page
+        }
     };
-    let imported = agent.fork_in(status_only, &page, origin.as_ref());
+    // A page that could not be read is a fork that never began, as one
+    // that could not be staged is.
+    let imported = page.and_then(|page| agent.fork_in(status_only, &page, origin.as_ref()));
     // The copy may bring the source's revocations.
     agent.unrevoked.borrow_mut().clear();
     if call.created && (status_only || imported.is_err()) {
