@@ -263,14 +263,8 @@ impl Workspace {
             Reply::Json {
                 status,
                 body,
-                location,
-            } => {
-                let mut response = json_response(status, &body)?;
-                if let Some(location) = location {
-                    response.headers_mut().set("location", &location)?;
-                }
-                Ok(response)
-            }
+                headers,
+            } => with_headers(json_response(status, &body)?, &headers),
             Reply::File { path, node, chunks } => {
                 let db = self.agent.host().db.clone();
                 let body = futures::stream::iter(chunks).map(move |id| {
@@ -417,7 +411,18 @@ pub(crate) fn error_response(error: &ApiError) -> Result<Response> {
     if error.status() >= 500 {
         worker::console_error!("{error}");
     }
-    json_response(error.status(), &error.body())
+    with_headers(
+        json_response(error.status(), &error.body())?,
+        &error.headers(),
+    )
+}
+
+/// `response` with `headers` set.
+fn with_headers(mut response: Response, headers: &[(&str, String)]) -> Result<Response> {
+    for (name, value) in headers {
+        response.headers_mut().set(name, value)?;
+    }
+    Ok(response)
 }
 
 /// `response` with `timing` added to its `Server-Timing` (a WebSocket's

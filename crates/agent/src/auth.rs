@@ -110,6 +110,15 @@ pub fn mint(key: &str, claims: &Claims) -> String {
     TOKEN.seal(key, claims)
 }
 
+/// The token of an `Authorization: Bearer` header: the scheme is
+/// case-insensitive and one or more spaces follow it (RFC 9110 11.1 and
+/// 11.4, RFC 6750 2.1).
+fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, rest) = header.split_once(' ')?;
+    let token = rest.trim_start_matches(' ');
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
 /// Authenticates an `Authorization` header against the admin token.
 pub fn authenticate(
     header: Option<&str>,
@@ -120,12 +129,12 @@ pub fn authenticate(
         .filter(|t| !t.is_empty())
         .ok_or(ApiError::NotConfigured)?;
     let presented = header
-        .and_then(|h| h.strip_prefix("Bearer "))
+        .and_then(bearer_token)
         .ok_or(ApiError::Unauthorized)?;
     if constant_time_eq(presented.as_bytes(), admin.as_bytes()) {
         return Ok(Principal::Admin);
     }
-    let claims: Claims = TOKEN.open(admin, presented).ok_or(ApiError::Unauthorized)?;
+    let claims: Claims = TOKEN.open(admin, presented).ok_or(ApiError::InvalidToken)?;
     if claims.exp <= now_s {
         return Err(ApiError::TokenExpired);
     }
@@ -494,7 +503,7 @@ pub(crate) mod tests {
         assert!(matches!(auth(&token, 100), Err(ApiError::TokenExpired)));
         assert!(matches!(
             authenticate(Some(&format!("Bearer {token}")), Some("other key"), 0),
-            Err(ApiError::Unauthorized)
+            Err(ApiError::InvalidToken)
         ));
         assert!(matches!(
             authenticate(None, None, 0),
@@ -520,7 +529,7 @@ pub(crate) mod tests {
             token.replace("stk_", "xyz_"),
         ] {
             assert!(
-                matches!(auth(&bad, 0), Err(ApiError::Unauthorized)),
+                matches!(auth(&bad, 0), Err(ApiError::InvalidToken)),
                 "{bad}"
             );
         }
@@ -585,16 +594,27 @@ pub(crate) mod tests {
     fn authorization_headers_are_checked() {
         let token = Some("s3cret");
         let authorize = |header, token| authenticate(header, token, 0);
-        assert_eq!(
-            authorize(Some("Bearer s3cret"), token).unwrap(),
-            Principal::Admin
-        );
+        // The scheme in any case, then one or more spaces (RFC 9110 11.1).
+        for header in [
+            "Bearer s3cret",
+            "bearer s3cret",
+            "BEARER s3cret",
+            "Bearer   s3cret",
+        ] {
+            assert_eq!(
+                authorize(Some(header), token).unwrap(),
+                Principal::Admin,
+                "{header}"
+            );
+        }
         for header in [
             None,
             Some("Bearer s3cre"),
-            Some("bearer s3cret"),
+            Some("Bearers3cret"),
+            Some("Basic s3cret"),
             Some("s3cret"),
             Some("Bearer "),
+            Some("Bearer s3cret "),
         ] {
             assert_eq!(
                 authorize(header, token).unwrap_err().status(),

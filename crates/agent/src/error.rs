@@ -41,8 +41,14 @@ pub enum ApiError {
     InvalidRequest(String),
     #[error("request body exceeds {limit} bytes")]
     BodyTooLarge { limit: usize },
-    #[error("missing or invalid bearer token")]
+    #[error("no credential: send Authorization: Bearer <token>")]
     Unauthorized,
+    /// A bearer credential that is neither the admin token nor one this
+    /// deployment minted (the same code as a missing one).
+    #[error(
+        "invalid bearer token: it is neither the admin token nor a token this deployment minted"
+    )]
+    InvalidToken,
     #[error("the token has expired")]
     TokenExpired,
     #[error("the token has been revoked")]
@@ -59,8 +65,13 @@ pub enum ApiError {
     NotConfigured,
     #[error("no route for {method} {path}")]
     NoRoute { method: String, path: String },
-    #[error("{method} is not allowed on {path}")]
-    MethodNotAllowed { method: String, path: String },
+    #[error("{method} is not allowed on {path}; it takes {}", allow.join(", "))]
+    MethodNotAllowed {
+        method: String,
+        path: String,
+        /// The methods the path takes, sent as `Allow`.
+        allow: Vec<&'static str>,
+    },
     #[error("invalid agent id {id:?}: use 1-64 characters of A-Z a-z 0-9 . _ -")]
     InvalidAgentId { id: String },
     #[error("no agent {id:?}; create it with PUT /agents/{id}")]
@@ -211,7 +222,7 @@ impl ApiError {
             ApiError::MalformedJson(_) => "MALFORMED_JSON",
             ApiError::InvalidRequest(_) => "INVALID_REQUEST",
             ApiError::BodyTooLarge { .. } => "BODY_TOO_LARGE",
-            ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::Unauthorized | ApiError::InvalidToken => "UNAUTHORIZED",
             ApiError::TokenExpired => "TOKEN_EXPIRED",
             ApiError::TokenRevoked => "TOKEN_REVOKED",
             ApiError::TokenPredatesAgent { .. } => "TOKEN_PREDATES_AGENT",
@@ -286,6 +297,7 @@ impl ApiError {
             | ApiError::InvalidAgentId { .. } => 400,
             ApiError::BodyTooLarge { .. } => 413,
             ApiError::Unauthorized
+            | ApiError::InvalidToken
             | ApiError::TokenExpired
             | ApiError::TokenRevoked
             | ApiError::TokenPredatesAgent { .. } => 401,
@@ -326,6 +338,45 @@ impl ApiError {
             ApiError::CrossOriginRefused { .. } => 403,
             ApiError::RevisionChanged { .. } => 412,
             ApiError::Host(_) | ApiError::Internal(_) => 500,
+        }
+    }
+
+    /// The RFC 6750 challenge of a refused credential: `insufficient_scope`
+    /// for a 403, `invalid_token` for a 401 when the request carried a
+    /// credential (`presented`), none without one.
+    pub fn challenge(&self, presented: bool) -> String {
+        let code = match self.status() {
+            403 => "insufficient_scope",
+            _ if !presented => return "Bearer".to_string(),
+            _ => "invalid_token",
+        };
+        // error_description is a quoted string of printable ASCII without `"`
+        // or `\` (RFC 6750 section 3).
+        let description: String = self
+            .public_message()
+            .chars()
+            .map(|c| match c {
+                '"' | '\\' => '\'',
+                ' '..='~' => c,
+                _ => '?',
+            })
+            .collect();
+        format!("Bearer error=\"{code}\", error_description=\"{description}\"")
+    }
+
+    /// The headers HTTP requires beside this error's status (RFC 9110
+    /// 15.5.2 and 15.5.6): a 401's challenge, a 405's `Allow`. Every
+    /// credential but a missing one was presented. (A 426's `Upgrade` is a
+    /// hop-by-hop header the runtime drops between the agent's object and
+    /// the Worker, so it is not sent.)
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        match self {
+            ApiError::MethodNotAllowed { allow, .. } => vec![("allow", allow.join(", "))],
+            error if error.status() == 401 => vec![(
+                "www-authenticate",
+                error.challenge(!matches!(error, ApiError::Unauthorized)),
+            )],
+            _ => Vec::new(),
         }
     }
 

@@ -126,13 +126,14 @@ pub struct Request<B> {
 /// What the agent answers.
 #[derive(Debug)]
 pub enum Reply {
-    /// A JSON answer; `location` is the URL path of the resource a request
-    /// created (a `201`) or of the job it queued (a `202`): the glue sends
-    /// it as `Location`.
+    /// A JSON answer, with the headers it needs: `location` (the URL path
+    /// of the resource a request created, a `201`, or of the job it
+    /// queued, a `202`), or those an error's status requires
+    /// ([`ApiError::headers`]).
     Json {
         status: u16,
         body: Value,
-        location: Option<String>,
+        headers: Vec<(&'static str, String)>,
     },
     /// A file to stream out, one chunk at a time
     /// (`Vfs::chunk(id, &path)` for each of `chunks`).
@@ -153,7 +154,7 @@ impl Reply {
         Reply::Json {
             status: 200,
             body,
-            location: None,
+            headers: Vec::new(),
         }
     }
 
@@ -165,7 +166,7 @@ impl Reply {
             true => Reply::Json {
                 status: 201,
                 body,
-                location: Some(location),
+                headers: vec![("location", location)],
             },
             false => Reply::ok(body),
         }
@@ -177,7 +178,7 @@ impl Reply {
         Reply::Json {
             status: 202,
             body: json!({ "job": scheduling::job_json(job) }),
-            location: Some(resource(agent, &["jobs", &job.id.to_string()])),
+            headers: vec![("location", resource(agent, &["jobs", &job.id.to_string()]))],
         }
     }
 
@@ -186,7 +187,7 @@ impl Reply {
         Reply::Json {
             status: error.status(),
             body: error.body(),
-            location: None,
+            headers: error.headers(),
         }
     }
 }

@@ -342,16 +342,38 @@ impl Asked<'_> {
         }
     }
 
+    /// Refuses the method; [`route`] fills in the methods the path takes.
     fn not_allowed(self) -> ApiError {
         ApiError::MethodNotAllowed {
             method: self.method.to_string(),
             path: self.path.to_string(),
+            allow: Vec::new(),
         }
     }
 }
 
 /// Routes `method` on the percent-encoded URL `path`.
 pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
+    route_asked(method, path).map_err(|error| match error {
+        ApiError::MethodNotAllowed { method, path, .. } => {
+            let allow = METHODS
+                .into_iter()
+                .filter(|other| route_asked(other, &path).is_ok())
+                .collect();
+            ApiError::MethodNotAllowed {
+                method,
+                path,
+                allow,
+            }
+        }
+        other => other,
+    })
+}
+
+/// The methods a route may take, in the order `Allow` lists them.
+const METHODS: [&str; 5] = ["GET", "HEAD", "POST", "PUT", "DELETE"];
+
+fn route_asked(method: &str, path: &str) -> Result<Route, ApiError> {
     let asked = Asked { method, path };
     let (no_route, not_allowed) = (|| asked.no_route(), || asked.not_allowed());
     // HEAD is GET without the body (RFC 9110, 9.3.2): it takes GET's

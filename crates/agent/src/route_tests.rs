@@ -207,3 +207,30 @@ fn the_inspector_and_its_session_have_routes_of_their_own() {
     }
     assert_eq!(route("GET", "/uix").unwrap_err().code(), "NO_ROUTE");
 }
+
+/// A 405 names the methods its path takes (sent as `Allow`), and each
+/// routes there.
+#[test]
+fn a_wrong_method_is_told_the_methods_the_path_takes() {
+    let allow = |method, path| match route(method, path) {
+        Err(ApiError::MethodNotAllowed { allow, .. }) => allow,
+        other => panic!("{method} {path}: {other:?}"),
+    };
+    assert_eq!(allow("POST", "/agents/a"), ["GET", "HEAD", "PUT", "DELETE"]);
+    assert_eq!(allow("DELETE", "/agents"), ["GET", "HEAD"]);
+    assert_eq!(allow("GET", "/agents/a/exec"), ["POST"]);
+    assert_eq!(
+        allow("PATCH", "/agents/a/files/x.txt"),
+        allow("POST", "/agents/a/files/x.txt")
+    );
+    for (method, path) in [
+        ("GET", "/agents/a/tokens/revoke"),
+        ("PUT", "/agents/a/checkpoints"),
+    ] {
+        for allowed in allow(method, path) {
+            assert!(route(allowed, path).is_ok(), "{allowed} {path}");
+        }
+        let error = route(method, path).unwrap_err();
+        assert_eq!(error.headers()[0].0, "allow");
+    }
+}

@@ -107,7 +107,7 @@ pub fn open(token: &str, admin_token: Option<&str>, now_s: i64) -> Result<Sessio
             exp: claims.exp.min(ceiling),
             holder: Holder::Token { claims },
         }),
-        Principal::Share(_) => Err(ApiError::Unauthorized),
+        Principal::Share(_) => Err(ApiError::InvalidToken),
     }
 }
 
@@ -275,7 +275,7 @@ mod tests {
     fn a_wrong_or_expired_token_opens_nothing() {
         assert!(matches!(
             open("nope", Some(KEY), 1000),
-            Err(ApiError::Unauthorized)
+            Err(ApiError::InvalidToken)
         ));
         let expired = auth::mint(KEY, &token_claims(999));
         assert!(matches!(

@@ -514,8 +514,11 @@ fn answered(
         stead_agent::Reply::Json {
             status,
             body,
-            location,
-        } => (status, body, location),
+            headers,
+        } => {
+            let location = headers.into_iter().find(|(name, _)| *name == "location");
+            (status, body, location.map(|(_, value)| value))
+        }
         other => panic!("not JSON: {other:?}"),
     }
 }

@@ -55,7 +55,7 @@ pub(super) fn share<H: Host>(
     Ok(Reply::Json {
         status: 201,
         body: created,
-        location: None,
+        headers: Vec::new(),
     }
     .into())
 }

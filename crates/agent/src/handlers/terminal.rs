@@ -47,7 +47,7 @@ pub(super) fn ticket<H: Host>(agent: &Agent<H>, call: &mut Call<'_>) -> Result<H
     Ok(Reply::Json {
         status: 201,
         body: minted,
-        location: None,
+        headers: Vec::new(),
     }
     .into())
 }

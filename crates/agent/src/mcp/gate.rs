@@ -145,28 +145,6 @@ pub fn method_not_allowed<S>(method: &str) -> McpReply<S> {
     McpReply::error(&error, None).header("allow", ALLOWED_METHODS)
 }
 
-/// The RFC 6750 challenge for a refused credential; `presented`: whether
-/// the request carried one (without, the challenge names no error).
-pub fn challenge(error: &ApiError, presented: bool) -> String {
-    let code = match error.status() {
-        403 => "insufficient_scope",
-        _ if !presented => return "Bearer".to_string(),
-        _ => "invalid_token",
-    };
-    // error_description is a quoted string of printable ASCII without `"`
-    // or `\` (RFC 6750 section 3).
-    let description: String = error
-        .public_message()
-        .chars()
-        .map(|c| match c {
-            '"' | '\\' => '\'',
-            ' '..='~' => c,
-            _ => '?',
-        })
-        .collect();
-    format!("Bearer error=\"{code}\", error_description=\"{description}\"")
-}
-
 /// A refused credential as a JSON-RPC error: `-32600` with the API's error
 /// object as `data`, the challenge attached. A check that could not be made
 /// (the service has no `API_TOKEN`, storage failed) is no refusal of the
@@ -176,7 +154,7 @@ pub fn refusal(error: &ApiError, presented: bool) -> RpcError {
         .data(error.body())
         .status(error.status());
     match error.status() {
-        401 | 403 => refused.challenge(challenge(error, presented)),
+        401 | 403 => refused.challenge(error.challenge(presented)),
         _ => RpcError {
             code: INTERNAL_ERROR,
             ..refused
@@ -312,13 +290,13 @@ mod tests {
         let forbidden = ApiError::Forbidden {
             reason: "the token is for agent \"b\"".into(),
         };
-        let scope = self::challenge(&forbidden, true);
+        let scope = forbidden.challenge(true);
         assert!(
             scope.starts_with("Bearer error=\"insufficient_scope\", error_description=\"")
                 && scope.ends_with("agent 'b'\""),
             "{scope}"
         );
-        assert_eq!(self::challenge(&ApiError::Unauthorized, false), "Bearer");
+        assert_eq!(ApiError::Unauthorized.challenge(false), "Bearer");
         let unconfigured: Reply = refused(&ApiError::NotConfigured, true, b"");
         assert_eq!(unconfigured.status, 503);
         assert!(header(&unconfigured, "www-authenticate").is_none());
