@@ -905,21 +905,24 @@ fn a_request_during_a_forks_first_page_is_told_the_fork_is_under_way() {
     use futures::FutureExt;
     for fails in [false, true] {
         let target = agent();
+        let stat_root = || {
+            call(
+                &target,
+                request(
+                    "b",
+                    Action::Tool(Tool::Stat),
+                    Caller::Admin,
+                    r#"{"path":"/"}"#,
+                ),
+            )
+        };
         let (page, arrived) = first_page(fails);
         let mut import = Box::pin(target.dispatch(page));
         assert!(
             (&mut import).now_or_never().is_none(),
             "the page is on its way"
         );
-        let (status, body) = call(
-            &target,
-            request(
-                "b",
-                Action::Tool(Tool::Stat),
-                Caller::Admin,
-                r#"{"path":"/"}"#,
-            ),
-        );
+        let (status, body) = stat_root();
         assert_eq!(failure(status, &body), (409, "AGENT_FORKING"), "{body}");
         arrived.set(true);
         let reply = block_on(import).unwrap_or_else(|error| stead_agent::Reply::error(&error));
@@ -930,15 +933,7 @@ fn a_request_during_a_forks_first_page_is_told_the_fork_is_under_way() {
             status >= 400,
             "a page that is no page is refused: {status} {body}"
         );
-        let (status, body) = call(
-            &target,
-            request(
-                "b",
-                Action::Tool(Tool::Stat),
-                Caller::Admin,
-                r#"{"path":"/"}"#,
-            ),
-        );
+        let (status, body) = stat_root();
         assert_eq!(failure(status, &body), (404, "AGENT_NOT_FOUND"), "{body}");
     }
 }
