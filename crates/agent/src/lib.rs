@@ -63,6 +63,7 @@ mod error;
 pub mod exec;
 pub mod fork;
 pub mod front;
+pub mod git_credentials;
 mod handlers;
 pub mod host;
 pub mod joblog;

@@ -472,3 +472,58 @@ fn what_is_not_a_git_server_is_named() {
         text(&refused.stderr).starts_with("fatal: unable to access 'http://127.0.0.1:1/x.git/': ")
     );
 }
+
+#[test]
+fn a_private_repository_fails_as_git_fails_it_and_opens_to_its_credential() {
+    let fixture = fixture();
+    fixture.server.behaviour.require_basic("ada", "s3cret");
+    let dir = tempfile::tempdir().unwrap();
+    let url = fixture.server.url("project.git");
+    // Real git: refused without a credential (no prompt: none is asked
+    // for), cloned with one (so the server is a private host as git
+    // sees one).
+    let real = git_command(dir.path(), &["clone", "-q", &url, "real"])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .unwrap();
+    assert_eq!(real.status.code(), Some(128));
+    let port = fixture.server.port;
+    git(
+        dir.path(),
+        &[
+            "clone",
+            "-q",
+            &format!("http://ada:s3cret@127.0.0.1:{port}/project.git"),
+            "real",
+        ],
+    );
+    // Refused as git refuses a wrong credential (what the server said,
+    // then git's line), and nothing is left.
+    let wrong = git_command(
+        dir.path(),
+        &[
+            "clone",
+            "-q",
+            &format!("http://ada:wrong@127.0.0.1:{port}/project.git"),
+            "wrong",
+        ],
+    )
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .output()
+    .unwrap();
+    assert_eq!(wrong.status.code(), Some(128));
+    assert_eq!(
+        text(&wrong.stderr),
+        format!("remote: Unauthorized\nfatal: Authentication failed for '{url}/'\n")
+    );
+    let disk = Disk {
+        root: dir.path().to_path_buf(),
+    };
+    let out = run(&disk, "/", &["clone", &url, "mine"]);
+    assert_eq!(out.status, 128);
+    assert_eq!(
+        text(&out.stderr),
+        format!("Cloning into 'mine'...\n{}", text(&wrong.stderr))
+    );
+    assert!(!dir.path().join("mine").exists());
+}

@@ -362,6 +362,9 @@ pub fn run(files: &dyn Files, invocation: &Invocation<'_>) -> Outcome {
     let status = match run.dispatch(&command) {
         Ok(status) => status,
         Err(error) => {
+            if let crate::Error::Remote { said, .. } = &error {
+                run.err(said);
+            }
             run.err(&format!("fatal: {error}\n"));
             128
         }

@@ -29,7 +29,13 @@ const MAX_HAVES: usize = 256;
 const SUMMARY_WIDTH: usize = 17;
 
 fn transport(error: TransportError) -> Error {
-    Error::Fatal(error.to_string())
+    match error {
+        TransportError::Said { said, error } => Error::Remote {
+            said,
+            message: error.to_string(),
+        },
+        error => Error::Fatal(error.to_string()),
+    }
 }
 
 /// The name git gives a clone of `url`: its last path component without
