@@ -27,10 +27,11 @@ use std::fmt;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use stead_sql::{params, Sql};
+use stead_sql::Sql;
 use url::Url;
 
 use crate::error::ApiError;
+use crate::settings;
 
 /// The settings row the credentials live in (apart from the settings
 /// `GET /settings` shows whole).
@@ -175,12 +176,7 @@ pub fn parse(section: &Value) -> Result<Patch, ApiError> {
 }
 
 fn load(db: &impl Sql) -> Result<BTreeMap<String, Stored>, ApiError> {
-    let row = db.query_row("SELECT value FROM settings WHERE key = ?", params![KEY])?;
-    match row {
-        Some(row) => serde_json::from_str(row.text(0)?)
-            .map_err(|e| ApiError::Internal(format!("stored setting {KEY}: {e}"))),
-        None => Ok(BTreeMap::new()),
-    }
+    settings::load(db, KEY)
 }
 
 /// Stores `patch` (inside the caller's transaction), as set at `now_ms`.
@@ -208,13 +204,7 @@ pub fn apply(db: &impl Sql, patch: &Patch, now_ms: i64) -> Result<(), ApiError> 
             "git_credentials: at most {MAX_HOSTS} hosts"
         )));
     }
-    let text = serde_json::to_string(&stored).expect("credentials serialize");
-    db.execute(
-        "INSERT INTO settings (key, value) VALUES (?, ?) \
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        params![KEY, text.as_str()],
-    )?;
-    Ok(())
+    settings::store(db, KEY, &stored)
 }
 
 /// What `GET /settings` shows: each host with a credential and when it

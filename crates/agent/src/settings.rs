@@ -186,7 +186,10 @@ pub fn webhooks(db: &impl Sql) -> Result<WebhookSettings, ApiError> {
     load(db, "webhooks")
 }
 
-fn load<T: Default + serde::de::DeserializeOwned>(db: &impl Sql, key: &str) -> Result<T, ApiError> {
+pub(crate) fn load<T: Default + serde::de::DeserializeOwned>(
+    db: &impl Sql,
+    key: &str,
+) -> Result<T, ApiError> {
     let row = db.query_row("SELECT value FROM settings WHERE key = ?", params![key])?;
     match row {
         Some(row) => {
@@ -198,7 +201,7 @@ fn load<T: Default + serde::de::DeserializeOwned>(db: &impl Sql, key: &str) -> R
     }
 }
 
-fn store(db: &impl Sql, key: &str, value: &impl Serialize) -> Result<(), ApiError> {
+pub(crate) fn store(db: &impl Sql, key: &str, value: &impl Serialize) -> Result<(), ApiError> {
     let text = serde_json::to_string(value).expect("settings serialize");
     db.execute(
         "INSERT INTO settings (key, value) VALUES (?, ?) \
