@@ -342,8 +342,9 @@ fn a_push_behind_the_server_is_rejected_as_git_rejects_it() {
     fsck(&dir.path().join("b"));
 }
 
-#[test]
-fn a_pull_fast_forwards_as_git_does() {
+/// The served fixture cloned twice into a new directory: `mine` by this
+/// crate, `real` by the machine's git.
+fn two_clones() -> (Fixture, tempfile::TempDir, Disk, String) {
     let fixture = fixture();
     let dir = tempfile::tempdir().unwrap();
     let disk = Disk {
@@ -352,6 +353,12 @@ fn a_pull_fast_forwards_as_git_does() {
     let url = fixture.server.url("project.git");
     assert_eq!(run(&disk, "/", &["clone", "-q", &url, "mine"]).status, 0);
     git(dir.path(), &["clone", "-q", &url, "real"]);
+    (fixture, dir, disk, url)
+}
+
+#[test]
+fn a_pull_fast_forwards_as_git_does() {
+    let (_fixture, dir, disk, url) = two_clones();
     // Someone else pushes two commits.
     let other = dir.path().join("other");
     git(dir.path(), &["clone", "-q", &url, "other"]);
@@ -526,4 +533,86 @@ fn a_private_repository_fails_as_git_fails_it_and_opens_to_its_credential() {
         format!("Cloning into 'mine'...\n{}", text(&wrong.stderr))
     );
     assert!(!dir.path().join("mine").exists());
+}
+
+#[test]
+fn a_pull_of_diverged_branches_merges_as_git_does() {
+    let (_fixture, dir, disk, url) = two_clones();
+    // A local commit on both clones (the same, so the ids match) ...
+    for name in ["mine", "real"] {
+        let at = dir.path().join(name);
+        std::fs::write(at.join("local.txt"), "ours\n").unwrap();
+        let readme = std::fs::read_to_string(at.join("README.md")).unwrap();
+        std::fs::write(at.join("README.md"), format!("top\n{readme}")).unwrap();
+    }
+    assert_eq!(run(&disk, "/mine", &["add", "-A"]).status, 0);
+    assert_eq!(
+        run(&disk, "/mine", &["commit", "-qm", "local work"]).status,
+        0
+    );
+    git(&dir.path().join("real"), &["add", "-A"]);
+    git(&dir.path().join("real"), &["commit", "-qm", "local work"]);
+    // ... and upstream work that does not touch the same lines.
+    let other = dir.path().join("other");
+    git(dir.path(), &["clone", "-q", &url, "other"]);
+    let readme = std::fs::read_to_string(other.join("README.md")).unwrap();
+    std::fs::write(other.join("README.md"), format!("{readme}bottom\n")).unwrap();
+    std::fs::write(other.join("theirs.txt"), "theirs\n").unwrap();
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-q", "-m", "upstream work"]);
+    git(&other, &["push", "-q"]);
+    let refused = run(&disk, "/mine", &["pull"]);
+    assert_eq!(refused.status, 128, "no reconciliation configured");
+    let ours = run(&disk, "/mine", &["pull", "--no-rebase"]);
+    let real = git_command(&dir.path().join("real"), &["pull", "--no-rebase"])
+        .output()
+        .unwrap();
+    assert_eq!(ours.status, 0, "{}", text(&ours.stderr));
+    assert_eq!(text(&ours.stdout), text(&real.stdout));
+    assert!(text(&ours.stdout)
+        .starts_with("Auto-merging README.md\nMerge made by the 'ort' strategy.\n"));
+    assert_eq!(
+        describe(&dir.path().join("mine")),
+        describe(&dir.path().join("real"))
+    );
+    fsck(&dir.path().join("mine"));
+    // Conflicting work: the state git leaves, with the commit's id as the
+    // marker's label.
+    for name in ["mine", "other"] {
+        std::fs::write(
+            dir.path().join(name).join("theirs.txt"),
+            format!("{name}\n"),
+        )
+        .unwrap();
+    }
+    assert_eq!(run(&disk, "/mine", &["commit", "-qam", "mine"]).status, 0);
+    git(&other, &["commit", "-qam", "other"]);
+    git(&other, &["push", "-q"]);
+    git(
+        &dir.path().join("mine"),
+        &["config", "pull.rebase", "false"],
+    );
+    let conflict = run(&disk, "/mine", &["pull", "-q"]);
+    assert_eq!(conflict.status, 1);
+    assert_eq!(
+        text(&conflict.stdout),
+        "Auto-merging theirs.txt\nCONFLICT (content): Merge conflict in theirs.txt\nAutomatic merge failed; fix conflicts and then commit the result.\n"
+    );
+    let id = text(&git(&other, &["rev-parse", "HEAD"]));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("mine/theirs.txt")).unwrap(),
+        format!(
+            "<<<<<<< HEAD\nmine\n=======\nother\n>>>>>>> {}\n",
+            id.trim()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("mine/.git/MERGE_MSG")).unwrap(),
+        format!(
+            "Merge branch 'main' of {}\n\n# Conflicts:\n#\ttheirs.txt\n",
+            url.trim_end_matches(".git")
+        )
+    );
+    let status = git(&dir.path().join("mine"), &["status", "--porcelain"]);
+    assert_eq!(text(&status), "UU theirs.txt\n");
 }

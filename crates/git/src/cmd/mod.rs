@@ -146,12 +146,20 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
     ),
     (
         "switch",
-        &[value(Some('c'), "create"), flag(None, "detach")],
+        &[
+            value(Some('c'), "create"),
+            flag(None, "detach"),
+            flag(Some('q'), "quiet"),
+        ],
         false,
     ),
     (
         "checkout",
-        &[value(Some('b'), ""), flag(None, "detach")],
+        &[
+            value(Some('b'), ""),
+            flag(None, "detach"),
+            flag(Some('q'), "quiet"),
+        ],
         false,
     ),
     (
@@ -213,7 +221,23 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
     ("fetch", &[flag(Some('q'), "quiet")], false),
     (
         "pull",
-        &[flag(Some('q'), "quiet"), flag(None, "ff-only")],
+        &[
+            flag(Some('q'), "quiet"),
+            flag(None, "ff-only"),
+            flag(None, "no-rebase"),
+        ],
+        false,
+    ),
+    (
+        "merge",
+        &[
+            flag(Some('q'), "quiet"),
+            flag(None, "no-ff"),
+            flag(None, "ff-only"),
+            flag(None, "no-edit"),
+            flag(None, "abort"),
+            value(Some('m'), "message"),
+        ],
         false,
     ),
     (
@@ -281,9 +305,7 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
         // An editor would open: there is none here.
         "commit" => {
             !parsed.operands.is_empty()
-                || !(parsed.has("message")
-                    || parsed.has("file")
-                    || (parsed.has("amend") && parsed.has("no-edit")))
+                || !(parsed.has("message") || parsed.has("file") || parsed.has("no-edit"))
         }
         "tag" => parsed.has("annotate") && !parsed.has("message"),
         "status" => !parsed.operands.is_empty(),
@@ -326,6 +348,11 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
                             side.is_empty() || !valid_name(side.trim_start_matches("refs/heads/"))
                         })
                 })
+        }
+        // `--abort` alone; one commit (an octopus is the computer's).
+        "merge" => {
+            parsed.operands.len() > 1
+                || (parsed.has("abort") && parsed.operands.len() + parsed.opts.len() > 1)
         }
         "add" | "rm" | "ls-files" | "diff" | "reset" | "mv" => magic,
         _ => false,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 use gix_hash::ObjectId;
 use gix_object::Kind as ObjectKind;
 
+use super::merge::{Ff, Options, Theirs};
 use super::{fatal, Run};
 use crate::cmd::args::Parsed;
 use crate::cmd::Command;
@@ -632,7 +633,12 @@ impl<'a> Run<'a> {
     }
 
     /// Whether commit `old` is `new` or one of its ancestors.
-    fn is_ancestor(&self, repo: &Repo<'_>, old: ObjectId, new: ObjectId) -> Result<bool> {
+    pub(super) fn is_ancestor(
+        &self,
+        repo: &Repo<'_>,
+        old: ObjectId,
+        new: ObjectId,
+    ) -> Result<bool> {
         let mut seen = HashSet::new();
         let mut todo = vec![new];
         while let Some(id) = todo.pop() {
@@ -674,53 +680,60 @@ impl<'a> Run<'a> {
             return Err(fatal(format!("couldn't find remote ref {merge}")));
         };
         let theirs = repo.peel(theirs)?.1;
-        let ours = repo.refs.head_id()?;
-        if let Some(ours) = ours {
-            if self.is_ancestor(&repo, theirs, ours)? {
-                if !quiet {
-                    self.say("Already up to date.\n");
-                }
-                return Ok(0);
+        let Some(ours) = repo.refs.head_id()? else {
+            if !self.move_tree(&repo, &theirs, "merge")? {
+                return Ok(1);
             }
-            if !self.is_ancestor(&repo, ours, theirs)? {
-                return self.diverged(&config, a);
-            }
-        }
-        let before = self.head_files(&repo)?;
-        if let Some(ours) = ours {
+            self.update_head(&repo, &theirs, "pull: Fast-forward")?;
+            return Ok(0);
+        };
+        if self.is_ancestor(&repo, theirs, ours)? {
             if !quiet {
-                let (x, y) = (self.abbrev(&repo, &ours), self.abbrev(&repo, &theirs));
-                self.say(&format!("Updating {x}..{y}\n"));
+                self.say("Already up to date.\n");
             }
+            return Ok(0);
         }
-        if !self.move_tree(&repo, &theirs, "merge")? {
-            return Ok(1);
+        if self.is_ancestor(&repo, ours, theirs)? {
+            return self.fast_forward(&repo, ours, theirs, "pull: Fast-forward", quiet);
         }
-        self.update_head(&repo, &theirs, "pull: Fast-forward")?;
-        if !quiet && ours.is_some() {
-            let after = repo.commit_files(Some(&theirs))?;
-            self.say("Fast-forward\n");
-            let stat = self.diffstat(&repo, &before, &after)?;
-            self.say(&stat);
-            let summary = self.summary(&repo, &before, &after)?;
-            self.say(&summary);
+        if let Some(refused) = self.diverged(&config, a)? {
+            return Ok(refused);
         }
-        Ok(0)
+        let theirs = Theirs {
+            id: theirs,
+            label: theirs.to_string(),
+            message: format!("Merge branch '{}' of {}", short(&merge), shown_url(&url)),
+            reflog: "pull".to_string(),
+        };
+        let options = Options {
+            ff: Ff::Allow,
+            quiet,
+            message: None,
+        };
+        self.merge_into(&repo, &theirs, &options)
     }
 
-    /// What `pull` says of branches that diverged: git's refusal, or (when
-    /// the configuration asks for a merge or rebase) that the light shell
-    /// cannot do that.
-    fn diverged(&mut self, config: &crate::config::Config, a: &Parsed) -> Result<i32> {
+    /// What `pull` does with branches that diverged: `None` to merge
+    /// (`--no-rebase`, `pull.rebase=false`, `pull.ff` set), else git's
+    /// refusal (`--ff-only`, nothing configured) or, for a rebase, that
+    /// the light shell cannot (its status).
+    fn diverged(&mut self, config: &crate::config::Config, a: &Parsed) -> Result<Option<i32>> {
         let get = |k: &str| Key::parse(k).ok().and_then(|k| config.get(&k));
         let ff_only = a.has("ff-only") || get("pull.ff").as_deref() == Some("only");
         if ff_only {
             self.err("hint: Diverging branches can't be fast-forwarded, you need to either:\nhint:\nhint: \tgit merge --no-ff\nhint:\nhint: or:\nhint:\nhint: \tgit rebase\nhint:\nhint: Disable this message with \"git config advice.diverging false\"\n");
             return Err(fatal("Not possible to fast-forward, aborting."));
         }
-        if get("pull.rebase").is_some() || get("pull.ff").is_some() {
-            self.err("stead: git pull that merges or rebases is not in the light shell's git; run it on the computer\n");
-            return Ok(129);
+        let rebase = get("pull.rebase");
+        if a.has("no-rebase") || rebase.as_deref() == Some("false") {
+            return Ok(None);
+        }
+        if rebase.is_some() {
+            self.err("stead: git pull that rebases is not in the light shell's git; run it on the computer\n");
+            return Ok(Some(129));
+        }
+        if get("pull.ff").is_some() {
+            return Ok(None);
         }
         self.err("hint: You have divergent branches and need to specify how to reconcile them.\nhint: You can do so by running one of the following commands sometime before\nhint: your next pull:\nhint:\nhint:   git config pull.rebase false  # merge\nhint:   git config pull.rebase true   # rebase\nhint:   git config pull.ff only       # fast-forward only\nhint:\nhint: You can replace \"git config\" with \"git config --global\" to set a default\nhint: preference for all repositories. You can also pass --rebase, --no-rebase,\nhint: or --ff-only on the command line to override the configured default per\nhint: invocation.\n");
         Err(fatal(
@@ -730,7 +743,7 @@ impl<'a> Run<'a> {
 
     /// ` path | N ++--` lines for each changed path, as `--stat` prints
     /// them in 80 columns.
-    fn diffstat(&self, repo: &Repo<'_>, before: &Flat, after: &Flat) -> Result<String> {
+    pub(super) fn diffstat(&self, repo: &Repo<'_>, before: &Flat, after: &Flat) -> Result<String> {
         let mut rows: Vec<(String, usize, usize)> = Vec::new();
         let paths: std::collections::BTreeSet<&String> =
             before.keys().chain(after.keys()).collect();
