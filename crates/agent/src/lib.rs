@@ -55,6 +55,7 @@ pub mod audit;
 pub mod auth;
 pub mod breakdown;
 pub mod catalog;
+pub mod checkpoint_git;
 pub mod checkpoints;
 pub mod computer;
 pub mod decode;

@@ -27,16 +27,7 @@ fn served() -> (tempfile::TempDir, http_backend::Server) {
         git(&work, &["add", "-A"]);
         git(&work, &["commit", "-q", "-m", &format!("commit {i}")]);
     }
-    std::fs::create_dir_all(dir.path().join("served")).unwrap();
-    git(
-        dir.path(),
-        &["clone", "-q", "--bare", "work", "served/project.git"],
-    );
-    git(
-        &dir.path().join("served/project.git"),
-        &["config", "http.receivepack", "true"],
-    );
-    let server = http_backend::Server::start(&dir.path().join("served"));
+    let server = http_backend::serve_clone(dir.path(), &work);
     (dir, server)
 }
 
