@@ -68,17 +68,8 @@ fn fixture() -> Fixture {
     git(&work, &["update-index", "--add", "--chmod=+x", "run.sh"]);
     git(&work, &["commit", "-q", "-m", "a script"]);
     git(&work, &["tag", "light"]);
+    let server = http_backend::serve_clone(dir.path(), &work);
     let root = dir.path().join("served");
-    std::fs::create_dir_all(&root).unwrap();
-    git(
-        dir.path(),
-        &["clone", "-q", "--bare", "work", "served/project.git"],
-    );
-    git(
-        &root.join("project.git"),
-        &["config", "http.receivepack", "true"],
-    );
-    let server = Server::start(&root);
     Fixture {
         root,
         server,

@@ -265,6 +265,28 @@ fn cgi(
     Ok((status, content_type, output[end + skip..].to_vec()))
 }
 
+/// Serves the repository at `work` (made by the caller with the real git):
+/// a bare clone of it, `project.git` under `dir/served`, that takes
+/// pushes. What every test and benchmark with a served repository starts
+/// from.
+pub fn serve_clone(dir: &Path, work: &Path) -> Server {
+    let root = dir.join("served");
+    std::fs::create_dir_all(&root).unwrap();
+    let bare = root.join("project.git");
+    fixture_git(
+        dir,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &work.to_string_lossy(),
+            &bare.to_string_lossy(),
+        ],
+    );
+    fixture_git(&bare, &["config", "http.receivepack", "true"]);
+    Server::start(&root)
+}
+
 /// The machine's git in `dir`, isolated from its configuration and with a
 /// fixed identity, for making the repositories a server serves; its
 /// stdout (panics when it fails).
