@@ -607,3 +607,76 @@ fn a_pull_of_diverged_branches_merges_as_git_does() {
     let status = git(&dir.path().join("mine"), &["status", "--porcelain"]);
     assert_eq!(text(&status), "UU theirs.txt\n");
 }
+
+#[test]
+fn forced_pushes_and_deletions_are_the_ones_git_makes() {
+    let (fixture, dir, disk, url) = two_clones();
+    let bare = fixture.root.join("project.git");
+    // Someone else moves main on; both clones rewrite it their own way.
+    let other = dir.path().join("other");
+    git(dir.path(), &["clone", "-q", &url, "other"]);
+    std::fs::write(other.join("o.txt"), "o\n").unwrap();
+    git(&other, &["add", "o.txt"]);
+    git(&other, &["commit", "-qm", "other"]);
+    git(&other, &["push", "-q"]);
+    for name in ["mine", "real"] {
+        std::fs::write(dir.path().join(name).join("r.txt"), "rewritten\n").unwrap();
+    }
+    assert_eq!(run(&disk, "/mine", &["add", "r.txt"]).status, 0);
+    assert_eq!(run(&disk, "/mine", &["commit", "-qm", "rewrite"]).status, 0);
+    let real = dir.path().join("real");
+    git(&real, &["add", "r.txt"]);
+    git(&real, &["commit", "-qm", "rewrite"]);
+    let ours = text(&git(&real, &["rev-parse", "HEAD"]));
+    // `+src:dst` and `--force` replace what the server has, as git's do.
+    for args in [
+        &["push", "origin", "+main:main"][..],
+        &["push", "--force"][..],
+    ] {
+        git(&other, &["push", "-q", "-f", "origin", "HEAD:main"]);
+        let mine = run(&disk, "/mine", args);
+        git(&other, &["push", "-q", "-f", "origin", "HEAD:main"]);
+        let theirs = git_command(&real, args).output().unwrap();
+        git(&other, &["push", "-q", "-f", "origin", "HEAD:main"]);
+        assert_eq!(mine.status, 0, "{args:?}: {}", text(&mine.stderr));
+        assert_eq!(theirs.status.code(), Some(0));
+        assert_eq!(text(&mine.stderr), text(&theirs.stderr), "{args:?}");
+        assert!(
+            text(&mine.stderr).contains("(forced update)"),
+            "{}",
+            text(&mine.stderr)
+        );
+    }
+    assert_eq!(run(&disk, "/mine", &["push", "-qf"]).status, 0);
+    assert_eq!(text(&git(&bare, &["rev-parse", "main"])), ours);
+    // A deletion, then one of a ref the server does not have.
+    assert_eq!(
+        run(&disk, "/mine", &["push", "-q", "origin", "main:gone"]).status,
+        0
+    );
+    let deleted = run(&disk, "/mine", &["push", "origin", ":gone"]);
+    assert_eq!(deleted.status, 0, "{}", text(&deleted.stderr));
+    assert_eq!(
+        text(&deleted.stderr),
+        format!("To {url}\n - [deleted]         gone\n")
+    );
+    assert!(git_command(&bare, &["rev-parse", "--verify", "-q", "gone"])
+        .output()
+        .unwrap()
+        .stdout
+        .is_empty());
+    let tracking = run(
+        &disk,
+        "/mine",
+        &["rev-parse", "--verify", "-q", "origin/gone"],
+    );
+    assert_eq!(tracking.status, 1, "the remote-tracking ref goes too");
+    let missing = run(&disk, "/mine", &["push", "origin", ":nope"]);
+    let real_missing = git_command(&real, &["push", "origin", ":nope"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status, 1);
+    assert_eq!(real_missing.status.code(), Some(1));
+    assert_eq!(text(&missing.stderr), text(&real_missing.stderr));
+    git(&bare, &["fsck", "--strict"]);
+}

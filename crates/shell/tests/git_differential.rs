@@ -386,13 +386,15 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git pull --no-rebase",
         "git merge --abort",
         "git commit --no-edit",
+        "git push --force",
+        "git push -f origin +main:main :old",
     ] {
         assert_eq!(gaps(script), vec![], "{script}");
     }
     for script in [
         "git clone git@example.invalid:r.git",
-        "git push --force",
-        "git push origin :old",
+        "git push --delete origin old",
+        "git push origin main:",
         "git fetch --all",
         "git pull --rebase",
         "git rebase -i HEAD~2",

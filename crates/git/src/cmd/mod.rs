@@ -242,7 +242,11 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
     ),
     (
         "push",
-        &[flag(Some('q'), "quiet"), flag(Some('u'), "set-upstream")],
+        &[
+            flag(Some('q'), "quiet"),
+            flag(Some('u'), "set-upstream"),
+            flag(Some('f'), "force"),
+        ],
         false,
     ),
     (
@@ -339,14 +343,14 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
                 || !first.is_none_or(ops::is_remote_name)
                 || parsed.operands.get(1).is_some_and(|b| !valid_name(b))
         }
+        // `[+]src[:dst]` and `:dst` (a deletion); not `src:` or globs.
         "push" => {
             !first.is_none_or(ops::is_remote_name)
                 || parsed.operands.iter().skip(1).any(|spec| {
-                    spec.starts_with('+')
-                        || spec.split(':').count() > 2
-                        || spec.split(':').any(|side| {
-                            side.is_empty() || !valid_name(side.trim_start_matches("refs/heads/"))
-                        })
+                    let spec = spec.strip_prefix('+').unwrap_or(spec);
+                    let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
+                    let bad = |side: &str| !valid_name(side.trim_start_matches("refs/heads/"));
+                    dst.contains(':') || bad(dst) || (!src.is_empty() && bad(src))
                 })
         }
         // `--abort` alone; one commit (an octopus is the computer's).

@@ -2,6 +2,7 @@
 
 mod merge;
 mod network;
+mod push;
 
 pub(crate) use network::is_remote_name;
 
