@@ -112,16 +112,7 @@ fn served(dir: &Path) -> http_backend::Server {
         real_git(&work, &["add", "-A"]);
         real_git(&work, &["commit", "-q", "-m", &format!("version {i}")]);
     }
-    std::fs::create_dir_all(dir.join("served")).unwrap();
-    real_git(
-        dir,
-        &["clone", "-q", "--bare", "work", "served/project.git"],
-    );
-    real_git(
-        &dir.join("served/project.git"),
-        &["config", "http.receivepack", "true"],
-    );
-    http_backend::Server::start(&dir.join("served"))
+    http_backend::serve_clone(dir, &work)
 }
 
 fn allow_loopback(agent: &Agent) {
@@ -218,4 +209,56 @@ fn a_cut_pack_stream_leaves_nothing_in_the_workspace() {
     );
     assert_eq!(fsck["exit_code"], 0, "{fsck}");
     assert_eq!(fsck["stdout"], "version 4\n");
+}
+
+#[test]
+fn a_private_repository_opens_to_the_agents_credential_for_its_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path());
+    server.behaviour.require_basic("ada", "e2e-secret-9f2");
+    let url = server.url("project.git");
+    let agent = Agent::new("git-private");
+    allow_loopback(&agent);
+    let refused = agent.ok(
+        "exec",
+        json!({ "command": format!("git clone {url} repo; echo $?; ls") }),
+    );
+    assert_eq!(refused["backend"], "shell", "{refused}");
+    assert_eq!(refused["stdout"], "128\n", "{refused}");
+    assert_eq!(
+        refused["stderr"],
+        format!(
+            "Cloning into 'repo'...\nremote: Unauthorized\nfatal: Authentication failed for '{url}/'\n"
+        )
+    );
+    let host = format!("127.0.0.1:{}", server.port);
+    let body = json!({ "git_credentials": { host.clone(): { "username": "ada", "password": "e2e-secret-9f2" } } });
+    let settings = expect_ok(&agent.send("PUT", "/settings", body.to_string().as_bytes()));
+    assert!(
+        settings["git_credentials"][&host]["set_at"].is_number(),
+        "{settings}"
+    );
+    let out = agent.ok(
+        "exec",
+        json!({ "command": format!(
+            "git clone -q {url} repo && cd repo && echo p > p.txt && git add p.txt && git commit -qm private && git push -q && cat .git/config"
+        ) }),
+    );
+    assert_eq!(out["exit_code"], 0, "{out}");
+    let bare = dir.path().join("served/project.git");
+    assert_eq!(real_git(&bare, &["show", "main:p.txt"]), "p\n");
+    let sent = server.behaviour.authorizations.lock().unwrap().clone();
+    assert!(
+        !sent.is_empty()
+            && sent
+                .iter()
+                .all(|a| *a == http_backend::basic("ada", "e2e-secret-9f2"))
+    );
+    for reply in [
+        agent.send("GET", "/settings", b""),
+        agent.send("GET", "/audit", b""),
+    ] {
+        assert!(!String::from_utf8_lossy(&reply.body).contains("e2e-secret-9f2"));
+    }
+    assert!(!out.to_string().contains("e2e-secret-9f2"));
 }

@@ -98,12 +98,7 @@ pub(super) fn run(files: usize, report: &mut Report) {
     real(&work, &["init", "-q", "-b", "main"]);
     real(&work, &["add", "-A"]);
     real(&work, &["commit", "-qm", "base"]);
-    std::fs::create_dir_all(dir.path().join("served")).unwrap();
-    real(
-        dir.path(),
-        &["clone", "-q", "--bare", "work", "served/project.git"],
-    );
-    let server = http_backend::Server::start(&dir.path().join("served"));
+    let server = http_backend::serve_clone(dir.path(), &work);
     let url = server.url("project.git");
     let (ours, requests) = best_of(RUNS, |run| {
         let db = SqliteDb::open(&dir.path().join(format!("ws{run}.sqlite"))).expect("open");

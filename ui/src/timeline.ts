@@ -19,6 +19,21 @@ interface Checkpoint {
   roots: string[];
   revision: number;
   created_ms: number;
+  /** The commit each git repository it pinned was at. */
+  git?: RepoHead[];
+}
+
+interface RepoHead {
+  repo: string;
+  branch: string | null;
+  commit: string | null;
+}
+
+/** `/app main@1a2b3c4` for each repository, as a checkpoint's line ends. */
+function heads(git: RepoHead[] | undefined): string {
+  return (git ?? [])
+    .map((r) => ` · git ${r.repo} ${r.branch ?? "detached"}@${r.commit ? r.commit.slice(0, 7) : "(no commits)"}`)
+    .join("");
 }
 
 interface AuditEntry {
@@ -79,7 +94,7 @@ export class TimelineView {
       const title = c.kind === "manual" ? `checkpoint ${c.name ?? `#${c.id}`}` : `automatic checkpoint before ${c.operation ?? "a change"}`;
       const label = c.name ?? String(c.id);
       items.push([c.created_ms, this.item({ point: String(c.id), label, checkpoint: c.id },
-        h("span", {}, h("strong", {}, title), ` · revision ${c.revision} · ${c.whole ? "whole workspace" : c.roots.join(", ")} · ${c.actor} · ${when(c.created_ms)}`, c.note ? ` · ${c.note}` : ""),
+        h("span", {}, h("strong", {}, title), ` · revision ${c.revision} · ${c.whole ? "whole workspace" : c.roots.join(", ")} · ${c.actor} · ${when(c.created_ms)}`, c.note ? ` · ${c.note}` : "", heads(c.git)),
         "checkpoint", `checkpoint-${c.id}`)]);
     }
     for (const e of audit) {

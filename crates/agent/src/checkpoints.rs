@@ -21,6 +21,7 @@ use stead_vfs::{
     Point, Retention, TextOptions, VPath, Vfs, VfsError,
 };
 
+use crate::checkpoint_git;
 use crate::decode::{decode_value, within, Cursor};
 use crate::error::ApiError;
 use crate::settings::CheckpointSettings;
@@ -113,7 +114,7 @@ pub fn create<S: Sql>(vfs: &Vfs<'_, S>, actor: &str, body: &Value) -> Result<Val
         name: req.name.as_deref(),
         note: req.note.as_deref(),
     })?;
-    Ok(json!({ "checkpoint": checkpoint }))
+    Ok(json!({ "checkpoint": with_git(vfs, &checkpoint) }))
 }
 
 /// `GET /checkpoints?before=<id>&limit=<n>`.
@@ -137,12 +138,21 @@ pub fn list<S: Sql>(vfs: &Vfs<'_, S>, query: &[(String, String)]) -> Result<Valu
     let next = (checkpoints.len() == limit)
         .then(|| checkpoints.last().map(|c| c.id))
         .flatten();
-    Ok(json!({ "checkpoints": checkpoints, "next_before": next }))
+    let shown: Vec<Value> = checkpoints.iter().map(|c| with_git(vfs, c)).collect();
+    Ok(json!({ "checkpoints": shown, "next_before": next }))
 }
 
 /// `GET /checkpoints/{id|name}`, with the workspace's usage beside it.
 pub fn show<S: Sql>(vfs: &Vfs<'_, S>, key: &str) -> Result<Value, ApiError> {
-    Ok(json!({ "checkpoint": find(vfs, key)? }))
+    Ok(json!({ "checkpoint": with_git(vfs, &find(vfs, key)?) }))
+}
+
+/// A checkpoint as the API shows it: with the commit each repository it
+/// pinned was at (`crate::checkpoint_git`).
+fn with_git<S: Sql>(vfs: &Vfs<'_, S>, checkpoint: &Checkpoint) -> Value {
+    let mut value = json!(checkpoint);
+    checkpoint_git::annotate(vfs, &mut value);
+    value
 }
 
 /// `DELETE /checkpoints/{id|name}`.
@@ -223,6 +233,14 @@ pub fn diff<S: Sql>(vfs: &Vfs<'_, S>, body: &Value) -> Result<Value, ApiError> {
     if let Some(object) = answer.as_object_mut() {
         object.remove("next_after");
         object.insert("next_cursor".into(), json!(next));
+    }
+    for (side, point) in [("from", diff.from), ("to", diff.to)] {
+        if let Some(object) = answer[side].as_object_mut() {
+            object.insert(
+                "git".into(),
+                checkpoint_git::at_point(vfs, point.checkpoint),
+            );
+        }
     }
     Ok(answer)
 }

@@ -2,7 +2,8 @@
 //!
 //! Settings live in the workspace's own database, so they move with it and
 //! need no deploy to change. Quotas left out keep their defaults; the
-//! filesystem enforces them ([`stead_vfs::Limits`]).
+//! filesystem enforces them ([`stead_vfs::Limits`]). git's HTTPS
+//! credentials are settings too, but write-only (`crate::git_credentials`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -185,7 +186,10 @@ pub fn webhooks(db: &impl Sql) -> Result<WebhookSettings, ApiError> {
     load(db, "webhooks")
 }
 
-fn load<T: Default + serde::de::DeserializeOwned>(db: &impl Sql, key: &str) -> Result<T, ApiError> {
+pub(crate) fn load<T: Default + serde::de::DeserializeOwned>(
+    db: &impl Sql,
+    key: &str,
+) -> Result<T, ApiError> {
     let row = db.query_row("SELECT value FROM settings WHERE key = ?", params![key])?;
     match row {
         Some(row) => {
@@ -197,7 +201,7 @@ fn load<T: Default + serde::de::DeserializeOwned>(db: &impl Sql, key: &str) -> R
     }
 }
 
-fn store(db: &impl Sql, key: &str, value: &impl Serialize) -> Result<(), ApiError> {
+pub(crate) fn store(db: &impl Sql, key: &str, value: &impl Serialize) -> Result<(), ApiError> {
     let text = serde_json::to_string(value).expect("settings serialize");
     db.execute(
         "INSERT INTO settings (key, value) VALUES (?, ?) \
@@ -215,6 +219,7 @@ pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
         "webhooks": webhooks(db)?,
         "checkpoints": checkpoints(db)?,
         "git": git(db)?,
+        "git_credentials": crate::git_credentials::shown(db)?,
     }))
 }
 
@@ -226,6 +231,8 @@ struct PutSettings {
     webhooks: Option<WebhookSettings>,
     checkpoints: Option<CheckpointSettings>,
     git: Option<GitSettings>,
+    /// Checked by [`crate::git_credentials::parse`]: write-only.
+    git_credentials: Option<Value>,
 }
 
 /// `PUT /agents/{id}/settings`: replaces the sections given (`quotas`,
@@ -234,18 +241,30 @@ struct PutSettings {
 /// is refused.
 ///
 /// `local_development`: whether the agent runs locally, the only place
-/// `webhooks.allow_private_targets` is accepted.
+/// `webhooks.allow_private_targets` is accepted. `now_ms`: when, for the
+/// `set_at` of git credentials.
+///
+/// `git_credentials` is the exception to replacing whole sections: it
+/// names hosts, each set or (with `null`) forgotten, the others kept (a
+/// caller cannot read the others back to send them again).
 ///
 /// Returns the settings afterwards and what changed, for the audit log:
 /// each setting whose value changed, by its dotted key
-/// (`quotas.max_nodes`), with its old and new value. (Settings hold no
-/// secrets, so the values can be recorded as they are.)
+/// (`quotas.max_nodes`), with its old and new value. Both come from
+/// [`get`], which shows no secret (a git credential is shown by its host
+/// and `set_at` only), so the values can be recorded as they are.
 pub fn put(
     db: &impl Sql,
     body: &Value,
     local_development: bool,
+    now_ms: i64,
 ) -> Result<(Value, Value), ApiError> {
     let request: PutSettings = crate::decode::decode_value(body)?;
+    let credentials = request
+        .git_credentials
+        .as_ref()
+        .map(crate::git_credentials::parse)
+        .transpose()?;
     if let Some(idle) = request.computer.and_then(|c| c.idle_ms) {
         crate::decode::within("computer.idle_ms", idle, IDLE_MS.0, IDLE_MS.1)?;
     }
@@ -283,6 +302,9 @@ pub fn put(
         }
         if let Some(git) = &request.git {
             store(db, "git", git)?;
+        }
+        if let Some(credentials) = &credentials {
+            crate::git_credentials::apply(db, credentials, now_ms)?;
         }
         Ok::<_, ApiError>(())
     })?;
@@ -336,7 +358,7 @@ mod tests {
         let db = SqliteDb::memory().unwrap();
         migrate(&db, MIGRATIONS).unwrap();
         assert_eq!(quotas(&db).unwrap(), Quotas::default());
-        let (_, changed) = put(&db, &v(br#"{"quotas":{"max_nodes":10}}"#), false).unwrap();
+        let (_, changed) = put(&db, &v(br#"{"quotas":{"max_nodes":10}}"#), false, 0).unwrap();
         let old = Quotas::default().max_nodes;
         assert_eq!(
             changed,
@@ -346,16 +368,16 @@ mod tests {
         let stored = quotas(&db).unwrap();
         assert_eq!(stored.max_nodes, 10);
         assert_eq!(stored.max_file_bytes, Limits::default().max_file_bytes);
-        assert!(put(&db, &v(br#"{"quotas":{"max_nodes":0}}"#), false).is_err());
-        assert!(put(&db, &v(br#"{"quotas":{"max_inodes":1}}"#), false).is_err());
+        assert!(put(&db, &v(br#"{"quotas":{"max_nodes":0}}"#), false, 0).is_err());
+        assert!(put(&db, &v(br#"{"quotas":{"max_inodes":1}}"#), false, 0).is_err());
         let private = &v(br#"{"webhooks":{"allow_private_targets":true}}"#);
-        assert!(put(&db, private, false).is_err(), "not in a deployment");
-        let (_, changed) = put(&db, private, true).unwrap();
+        assert!(put(&db, private, false, 0).is_err(), "not in a deployment");
+        let (_, changed) = put(&db, private, true, 0).unwrap();
         assert_eq!(
             changed,
             json!({ "webhooks.allow_private_targets": { "old": false, "new": true } })
         );
-        let (_, changed) = put(&db, private, true).unwrap();
+        let (_, changed) = put(&db, private, true, 0).unwrap();
         assert_eq!(changed, json!({}), "the same again changes nothing");
         assert!(webhooks(&db).unwrap().allow_private_targets);
         assert_eq!(
@@ -378,6 +400,7 @@ mod tests {
             &db,
             &v(br#"{"git":{"name":"Ada","email":"ada@example.com"}}"#),
             false,
+            0,
         )
         .unwrap();
         assert_eq!(changed["git.name"], json!({ "old": null, "new": "Ada" }));
@@ -389,7 +412,7 @@ mod tests {
             r#"{"git":{"email":""}}"#,
             "{\"git\":{\"name\":\"a\\nb\"}}",
         ] {
-            assert!(put(&db, &v(bad.as_bytes()), false).is_err(), "{bad}");
+            assert!(put(&db, &v(bad.as_bytes()), false, 0).is_err(), "{bad}");
         }
         assert_eq!(
             git(&db).unwrap().name.as_deref(),

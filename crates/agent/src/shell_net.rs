@@ -7,6 +7,10 @@
 //! the exec again. The run that finishes without waiting is the one kept,
 //! with its automatic checkpoint; the runs before it leave nothing.
 //!
+//! A git credential set for the request's host (`crate::git_credentials`)
+//! is added to the request here, as it leaves, and nowhere else: the
+//! journal, the shell and its output see the request git made.
+//!
 //! The runs read the same clock: every reading the first run took is
 //! given again in the same order (a commit made before a push has the same
 //! id in every run, so the push the last run makes is the one the earlier
@@ -24,6 +28,7 @@ use crate::agent::{Agent, HostClock};
 use crate::checkpoints;
 use crate::error::ApiError;
 use crate::exec;
+use crate::git_credentials;
 use crate::host::Host;
 use crate::outbound;
 use crate::outcome::{ExecOutcome, OutputEncoding};
@@ -138,7 +143,9 @@ impl<H: Host> Agent<H> {
     }
 
     /// Makes one of the light shell's requests, if its target may be
-    /// reached; `Err` says why not, or why it failed.
+    /// reached, with the git credential stored for its host (added here,
+    /// so the journal and everything the shell sees hold the request
+    /// without it); `Err` says why not, or why it failed.
     async fn outbound_fetch(&self, request: &Request) -> Result<Response, String> {
         let allow_private = settings::webhooks(self.db())
             .map_err(|e| e.to_string())?
@@ -149,6 +156,18 @@ impl<H: Host> Agent<H> {
             let resolved = self.host.resolve(&name).await;
             outbound::check_resolved(&name, resolved).map_err(|e| e.to_string())?;
         }
-        self.host.fetch(request, MAX_ANSWER_BYTES).await
+        let credential = git_credentials::authorization(self.db(), &request.url, allow_private)
+            .map_err(|e| e.to_string())?;
+        match credential {
+            Some(value) => {
+                let mut request = request.clone();
+                request
+                    .headers
+                    .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+                request.headers.push(("Authorization".to_string(), value));
+                self.host.fetch(&request, MAX_ANSWER_BYTES).await
+            }
+            None => self.host.fetch(request, MAX_ANSWER_BYTES).await,
+        }
     }
 }

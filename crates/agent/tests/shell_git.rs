@@ -27,16 +27,7 @@ fn served() -> (tempfile::TempDir, http_backend::Server) {
         git(&work, &["add", "-A"]);
         git(&work, &["commit", "-q", "-m", &format!("commit {i}")]);
     }
-    std::fs::create_dir_all(dir.path().join("served")).unwrap();
-    git(
-        dir.path(),
-        &["clone", "-q", "--bare", "work", "served/project.git"],
-    );
-    git(
-        &dir.path().join("served/project.git"),
-        &["config", "http.receivepack", "true"],
-    );
-    let server = http_backend::Server::start(&dir.path().join("served"));
+    let server = http_backend::serve_clone(dir.path(), &work);
     (dir, server)
 }
 
@@ -145,4 +136,113 @@ fn a_pack_cut_short_leaves_the_workspace_as_it_was() {
     );
     assert_eq!(status, 200);
     assert_eq!(body["exit_code"], 128);
+}
+
+/// The secret the private-repository tests use.
+const SECRET: &str = "s3cret-token-xyz";
+
+#[test]
+fn a_private_repository_is_cloned_and_pushed_with_the_hosts_credential_only() {
+    let (dir, server) = served();
+    server.behaviour.require_basic("ada", SECRET);
+    let agent = agent();
+    create(&agent, "a");
+    allow_private(&agent);
+    let url = server.url("project.git");
+    // Without a credential: git's own refusal, and nothing left.
+    let out = exec(&agent, &format!("git clone {url} repo; echo $?; ls"));
+    assert_eq!(
+        out["stderr"],
+        format!(
+            "Cloning into 'repo'...\nremote: Unauthorized\nfatal: Authentication failed for '{url}/'\n"
+        )
+    );
+    assert_eq!(out["stdout"], "128\n", "{out}");
+    // A credential for another host (the same address, another port) is
+    // not sent here.
+    let host = format!("127.0.0.1:{}", server.port);
+    let other = format!("127.0.0.1:{}", server.port.wrapping_add(1).max(1));
+    let body =
+        json!({ "git_credentials": { other.clone(): { "username": "ada", "password": SECRET } } });
+    ok(&agent, "a", Action::SettingsPut, &body.to_string());
+    let out = exec(&agent, &format!("git clone -q {url} repo"));
+    assert_eq!(out["exit_code"], 128, "{out}");
+    assert!(server.behaviour.authorizations.lock().unwrap().is_empty());
+    // Its own host's credential: clone, commit and push.
+    let body =
+        json!({ "git_credentials": { host.clone(): { "username": "ada", "password": SECRET } } });
+    let settings = ok(&agent, "a", Action::SettingsPut, &body.to_string());
+    assert_eq!(
+        settings["git_credentials"][&host]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["set_at"],
+        "only that one is set: {settings}"
+    );
+    let out = exec(
+        &agent,
+        &format!(
+            "git clone {url} repo && cd repo && echo private > p.txt && git add p.txt && \
+             git commit -qm private && git push -q && cat .git/config && git log --format=%s -n 1"
+        ),
+    );
+    assert_eq!(out["exit_code"], 0, "{out}");
+    assert!(
+        out["stdout"].as_str().unwrap().ends_with("private\n"),
+        "{out}"
+    );
+    let bare = dir.path().join("served/project.git");
+    assert_eq!(git(&bare, &["show", "main:p.txt"]), "private\n");
+    let sent = server.behaviour.authorizations.lock().unwrap().clone();
+    assert!(!sent.is_empty());
+    assert!(sent
+        .iter()
+        .all(|a| *a == http_backend::basic("ada", SECRET)));
+    // The secret is nowhere the agent shows: settings, the audit log, the
+    // workspace's files, a command's output.
+    let shown = [
+        ok(&agent, "a", Action::Settings, ""),
+        ok(&agent, "a", Action::Audit, ""),
+        exec(
+            &agent,
+            "cat repo/.git/config; cat repo/.git/FETCH_HEAD; env; grep -r s3cret / ; true",
+        ),
+    ];
+    for value in shown {
+        assert!(!value.to_string().contains(SECRET), "{value}");
+    }
+    // Forgotten: the repository is private again.
+    let body = json!({ "git_credentials": { host.clone(): null } });
+    let settings = ok(&agent, "a", Action::SettingsPut, &body.to_string());
+    assert!(
+        settings["git_credentials"].get(&host).is_none(),
+        "{settings}"
+    );
+    let out = exec(&agent, "cd repo && git fetch");
+    assert_eq!(
+        out["stderr"],
+        format!("remote: Unauthorized\nfatal: Authentication failed for '{url}/'\n")
+    );
+}
+
+#[test]
+fn bad_credentials_are_refused_whole() {
+    let agent = agent();
+    create(&agent, "a");
+    let (status, body) = call(
+        &agent,
+        request(
+            "a",
+            Action::SettingsPut,
+            Caller::Admin,
+            r#"{"git":{"name":"Ada"},"git_credentials":{"https://github.com":{"token":"t"}}}"#,
+        ),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "INVALID_REQUEST", "{body}");
+    let settings = ok(&agent, "a", Action::Settings, "");
+    assert_eq!(settings["git"], json!({}), "nothing was stored: {settings}");
+    assert_eq!(settings["git_credentials"], json!({}));
 }

@@ -937,3 +937,78 @@ fn a_request_during_a_forks_first_page_is_told_the_fork_is_under_way() {
         assert_eq!(failure(status, &body), (404, "AGENT_NOT_FOUND"), "{body}");
     }
 }
+
+/// Checkpoints know git: each names the commit every repository it pinned
+/// was at (the workspace's root and the directories under it), diff names
+/// both sides', and restoring a checkpoint puts `.git` back with the tree,
+/// so git itself is back at that commit.
+#[test]
+fn checkpoints_name_the_commit_and_restore_it_with_the_tree() {
+    let agent = agent();
+    create(&agent, "a");
+    exec(
+        &agent,
+        "mkdir app && cd app && git init -q -b main && echo v1 > f && git add f && git commit -qm one",
+    );
+    let first = exec(&agent, "cd app && git rev-parse HEAD")["stdout"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .to_string();
+    let made = ok(
+        &agent,
+        "a",
+        Action::CheckpointCreate,
+        r#"{"name":"at-one"}"#,
+    );
+    assert_eq!(
+        made["checkpoint"]["git"],
+        json!([{ "repo": "/app", "branch": "main", "commit": first }])
+    );
+    let second = exec(
+        &agent,
+        "cd app && echo v2 > f && git commit -qam two && git switch -qc topic && git rev-parse HEAD",
+    );
+    let second = second["stdout"].as_str().unwrap().trim().to_string();
+    // The automatic checkpoints name the commit each was taken at: none
+    // before the repository existed, the first one after.
+    let listed = ok(&agent, "a", Action::Checkpoints, "");
+    let automatic: Vec<&Value> = listed["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "automatic")
+        .collect();
+    assert_eq!(automatic.last().unwrap()["git"], json!([]), "{listed}");
+    assert_eq!(automatic[0]["git"][0]["commit"], first.as_str(), "{listed}");
+    let diff = ok(&agent, "a", Action::Diff, r#"{"from":"at-one"}"#);
+    assert_eq!(diff["from"]["git"][0]["commit"], first.as_str(), "{diff}");
+    assert_eq!(
+        diff["to"]["git"],
+        json!([{ "repo": "/app", "branch": "topic", "commit": second }])
+    );
+    let shown = ok(&agent, "a", Action::Checkpoint("at-one".into()), "");
+    assert_eq!(shown["checkpoint"]["git"][0]["branch"], "main");
+    // Restored: the tree and `.git` together, so git agrees with the files.
+    ok(&agent, "a", Action::Restore, r#"{"checkpoint":"at-one"}"#);
+    let after = exec(
+        &agent,
+        "cd app && git rev-parse HEAD && git branch --show-current && git status --porcelain && cat f && git log --format=%s && git branch",
+    );
+    assert_eq!(
+        after["stdout"],
+        format!("{first}\nmain\nv1\none\n* main\n"),
+        "{after}"
+    );
+    // A workspace without git names none.
+    let bare = stead_agent_without_git();
+    assert_eq!(bare["checkpoint"]["git"], json!([]));
+}
+
+/// A checkpoint of a new workspace that has no repository.
+fn stead_agent_without_git() -> Value {
+    let agent = agent();
+    create(&agent, "a");
+    write(&agent, "/notes.md", "no git here\n");
+    ok(&agent, "a", Action::CheckpointCreate, "{}")
+}

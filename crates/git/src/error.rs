@@ -18,6 +18,10 @@ pub enum Error {
     /// Anything git reports as `fatal:` (a bad revision, a bad argument).
     #[error("{0}")]
     Fatal(String),
+    /// A remote's failure, after what its server said (`remote: ...`
+    /// lines, printed before the `fatal:` line).
+    #[error("{message}")]
+    Remote { said: String, message: String },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

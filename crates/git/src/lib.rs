@@ -9,6 +9,7 @@ pub mod error;
 pub mod files;
 pub mod ignore;
 pub mod index;
+pub mod merge;
 pub mod objects;
 pub mod odb;
 mod pack;

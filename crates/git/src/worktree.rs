@@ -48,8 +48,9 @@ pub struct Status {
     pub unstaged: Vec<(String, Change)>,
     /// Not in the index and not ignored (a directory ends in `/`).
     pub untracked: Vec<String>,
-    /// Paths with conflict stages.
-    pub unmerged: Vec<String>,
+    /// Paths with conflict stages, each with the stages it has as a mask
+    /// (1: base, 2: ours, 4: theirs), as git's status reads them.
+    pub unmerged: Vec<(String, u8)>,
     /// Staged additions that are exact renames: new path → old path (the
     /// old path's deletion is not in `staged`).
     pub renamed: BTreeMap<String, String>,
@@ -201,8 +202,12 @@ pub fn status(
             Some(_) => {}
         }
     }
+    let mut unmerged: BTreeMap<String, u8> = BTreeMap::new();
+    for e in index.entries.iter().filter(|e| e.stage != 0) {
+        *unmerged.entry(e.path.clone()).or_default() |= 1 << (e.stage - 1);
+    }
     for path in head.keys() {
-        if !staged.contains_key(path) {
+        if !staged.contains_key(path) && !unmerged.contains_key(path) {
             out.staged.push((path.clone(), Change::Deleted));
         }
     }
@@ -228,14 +233,7 @@ pub fn status(
     }
     out.staged
         .retain(|(p, c)| !(gone.contains(p) && *c == Change::Deleted));
-    let mut unmerged: Vec<String> = index
-        .entries
-        .iter()
-        .filter(|e| e.stage != 0)
-        .map(|e| e.path.clone())
-        .collect();
-    unmerged.dedup();
-    out.unmerged = unmerged;
+    out.unmerged = unmerged.into_iter().collect();
     // Index → worktree, and what is untracked.
     let mut tracked = HashMap::new();
     let mut tracked_dirs = HashSet::new();

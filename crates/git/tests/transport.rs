@@ -68,17 +68,8 @@ fn fixture() -> Fixture {
     git(&work, &["update-index", "--add", "--chmod=+x", "run.sh"]);
     git(&work, &["commit", "-q", "-m", "a script"]);
     git(&work, &["tag", "light"]);
+    let server = http_backend::serve_clone(dir.path(), &work);
     let root = dir.path().join("served");
-    std::fs::create_dir_all(&root).unwrap();
-    git(
-        dir.path(),
-        &["clone", "-q", "--bare", "work", "served/project.git"],
-    );
-    git(
-        &root.join("project.git"),
-        &["config", "http.receivepack", "true"],
-    );
-    let server = Server::start(&root);
     Fixture {
         root,
         server,
@@ -342,8 +333,9 @@ fn a_push_behind_the_server_is_rejected_as_git_rejects_it() {
     fsck(&dir.path().join("b"));
 }
 
-#[test]
-fn a_pull_fast_forwards_as_git_does() {
+/// The served fixture cloned twice into a new directory: `mine` by this
+/// crate, `real` by the machine's git.
+fn two_clones() -> (Fixture, tempfile::TempDir, Disk, String) {
     let fixture = fixture();
     let dir = tempfile::tempdir().unwrap();
     let disk = Disk {
@@ -352,6 +344,12 @@ fn a_pull_fast_forwards_as_git_does() {
     let url = fixture.server.url("project.git");
     assert_eq!(run(&disk, "/", &["clone", "-q", &url, "mine"]).status, 0);
     git(dir.path(), &["clone", "-q", &url, "real"]);
+    (fixture, dir, disk, url)
+}
+
+#[test]
+fn a_pull_fast_forwards_as_git_does() {
+    let (_fixture, dir, disk, url) = two_clones();
     // Someone else pushes two commits.
     let other = dir.path().join("other");
     git(dir.path(), &["clone", "-q", &url, "other"]);
@@ -471,4 +469,214 @@ fn what_is_not_a_git_server_is_named() {
     assert!(
         text(&refused.stderr).starts_with("fatal: unable to access 'http://127.0.0.1:1/x.git/': ")
     );
+}
+
+#[test]
+fn a_private_repository_fails_as_git_fails_it_and_opens_to_its_credential() {
+    let fixture = fixture();
+    fixture.server.behaviour.require_basic("ada", "s3cret");
+    let dir = tempfile::tempdir().unwrap();
+    let url = fixture.server.url("project.git");
+    // Real git: refused without a credential (no prompt: none is asked
+    // for), cloned with one (so the server is a private host as git
+    // sees one).
+    let real = git_command(dir.path(), &["clone", "-q", &url, "real"])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .unwrap();
+    assert_eq!(real.status.code(), Some(128));
+    let port = fixture.server.port;
+    git(
+        dir.path(),
+        &[
+            "clone",
+            "-q",
+            &format!("http://ada:s3cret@127.0.0.1:{port}/project.git"),
+            "real",
+        ],
+    );
+    // Refused as git refuses a wrong credential (what the server said,
+    // then git's line), and nothing is left.
+    let wrong = git_command(
+        dir.path(),
+        &[
+            "clone",
+            "-q",
+            &format!("http://ada:wrong@127.0.0.1:{port}/project.git"),
+            "wrong",
+        ],
+    )
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .output()
+    .unwrap();
+    assert_eq!(wrong.status.code(), Some(128));
+    assert_eq!(
+        text(&wrong.stderr),
+        format!("remote: Unauthorized\nfatal: Authentication failed for '{url}/'\n")
+    );
+    let disk = Disk {
+        root: dir.path().to_path_buf(),
+    };
+    let out = run(&disk, "/", &["clone", &url, "mine"]);
+    assert_eq!(out.status, 128);
+    assert_eq!(
+        text(&out.stderr),
+        format!("Cloning into 'mine'...\n{}", text(&wrong.stderr))
+    );
+    assert!(!dir.path().join("mine").exists());
+}
+
+#[test]
+fn a_pull_of_diverged_branches_merges_as_git_does() {
+    let (_fixture, dir, disk, url) = two_clones();
+    // A local commit on both clones (the same, so the ids match) ...
+    for name in ["mine", "real"] {
+        let at = dir.path().join(name);
+        std::fs::write(at.join("local.txt"), "ours\n").unwrap();
+        let readme = std::fs::read_to_string(at.join("README.md")).unwrap();
+        std::fs::write(at.join("README.md"), format!("top\n{readme}")).unwrap();
+    }
+    assert_eq!(run(&disk, "/mine", &["add", "-A"]).status, 0);
+    assert_eq!(
+        run(&disk, "/mine", &["commit", "-qm", "local work"]).status,
+        0
+    );
+    git(&dir.path().join("real"), &["add", "-A"]);
+    git(&dir.path().join("real"), &["commit", "-qm", "local work"]);
+    // ... and upstream work that does not touch the same lines.
+    let other = dir.path().join("other");
+    git(dir.path(), &["clone", "-q", &url, "other"]);
+    let readme = std::fs::read_to_string(other.join("README.md")).unwrap();
+    std::fs::write(other.join("README.md"), format!("{readme}bottom\n")).unwrap();
+    std::fs::write(other.join("theirs.txt"), "theirs\n").unwrap();
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-q", "-m", "upstream work"]);
+    git(&other, &["push", "-q"]);
+    let refused = run(&disk, "/mine", &["pull"]);
+    assert_eq!(refused.status, 128, "no reconciliation configured");
+    let ours = run(&disk, "/mine", &["pull", "--no-rebase"]);
+    let real = git_command(&dir.path().join("real"), &["pull", "--no-rebase"])
+        .output()
+        .unwrap();
+    assert_eq!(ours.status, 0, "{}", text(&ours.stderr));
+    assert_eq!(text(&ours.stdout), text(&real.stdout));
+    assert!(text(&ours.stdout)
+        .starts_with("Auto-merging README.md\nMerge made by the 'ort' strategy.\n"));
+    assert_eq!(
+        describe(&dir.path().join("mine")),
+        describe(&dir.path().join("real"))
+    );
+    fsck(&dir.path().join("mine"));
+    // Conflicting work: the state git leaves, with the commit's id as the
+    // marker's label.
+    for name in ["mine", "other"] {
+        std::fs::write(
+            dir.path().join(name).join("theirs.txt"),
+            format!("{name}\n"),
+        )
+        .unwrap();
+    }
+    assert_eq!(run(&disk, "/mine", &["commit", "-qam", "mine"]).status, 0);
+    git(&other, &["commit", "-qam", "other"]);
+    git(&other, &["push", "-q"]);
+    git(
+        &dir.path().join("mine"),
+        &["config", "pull.rebase", "false"],
+    );
+    let conflict = run(&disk, "/mine", &["pull", "-q"]);
+    assert_eq!(conflict.status, 1);
+    assert_eq!(
+        text(&conflict.stdout),
+        "Auto-merging theirs.txt\nCONFLICT (content): Merge conflict in theirs.txt\nAutomatic merge failed; fix conflicts and then commit the result.\n"
+    );
+    let id = text(&git(&other, &["rev-parse", "HEAD"]));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("mine/theirs.txt")).unwrap(),
+        format!(
+            "<<<<<<< HEAD\nmine\n=======\nother\n>>>>>>> {}\n",
+            id.trim()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("mine/.git/MERGE_MSG")).unwrap(),
+        format!(
+            "Merge branch 'main' of {}\n\n# Conflicts:\n#\ttheirs.txt\n",
+            url.trim_end_matches(".git")
+        )
+    );
+    let status = git(&dir.path().join("mine"), &["status", "--porcelain"]);
+    assert_eq!(text(&status), "UU theirs.txt\n");
+}
+
+#[test]
+fn forced_pushes_and_deletions_are_the_ones_git_makes() {
+    let (fixture, dir, disk, url) = two_clones();
+    let bare = fixture.root.join("project.git");
+    // Someone else moves main on; both clones rewrite it their own way.
+    let other = dir.path().join("other");
+    git(dir.path(), &["clone", "-q", &url, "other"]);
+    std::fs::write(other.join("o.txt"), "o\n").unwrap();
+    git(&other, &["add", "o.txt"]);
+    git(&other, &["commit", "-qm", "other"]);
+    git(&other, &["push", "-q"]);
+    for name in ["mine", "real"] {
+        std::fs::write(dir.path().join(name).join("r.txt"), "rewritten\n").unwrap();
+    }
+    assert_eq!(run(&disk, "/mine", &["add", "r.txt"]).status, 0);
+    assert_eq!(run(&disk, "/mine", &["commit", "-qm", "rewrite"]).status, 0);
+    let real = dir.path().join("real");
+    git(&real, &["add", "r.txt"]);
+    git(&real, &["commit", "-qm", "rewrite"]);
+    let ours = text(&git(&real, &["rev-parse", "HEAD"]));
+    // `+src:dst` and `--force` replace what the server has, as git's do.
+    for args in [
+        &["push", "origin", "+main:main"][..],
+        &["push", "--force"][..],
+    ] {
+        git(&other, &["push", "-q", "-f", "origin", "HEAD:main"]);
+        let mine = run(&disk, "/mine", args);
+        git(&other, &["push", "-q", "-f", "origin", "HEAD:main"]);
+        let theirs = git_command(&real, args).output().unwrap();
+        git(&other, &["push", "-q", "-f", "origin", "HEAD:main"]);
+        assert_eq!(mine.status, 0, "{args:?}: {}", text(&mine.stderr));
+        assert_eq!(theirs.status.code(), Some(0));
+        assert_eq!(text(&mine.stderr), text(&theirs.stderr), "{args:?}");
+        assert!(
+            text(&mine.stderr).contains("(forced update)"),
+            "{}",
+            text(&mine.stderr)
+        );
+    }
+    assert_eq!(run(&disk, "/mine", &["push", "-qf"]).status, 0);
+    assert_eq!(text(&git(&bare, &["rev-parse", "main"])), ours);
+    // A deletion, then one of a ref the server does not have.
+    assert_eq!(
+        run(&disk, "/mine", &["push", "-q", "origin", "main:gone"]).status,
+        0
+    );
+    let deleted = run(&disk, "/mine", &["push", "origin", ":gone"]);
+    assert_eq!(deleted.status, 0, "{}", text(&deleted.stderr));
+    assert_eq!(
+        text(&deleted.stderr),
+        format!("To {url}\n - [deleted]         gone\n")
+    );
+    assert!(git_command(&bare, &["rev-parse", "--verify", "-q", "gone"])
+        .output()
+        .unwrap()
+        .stdout
+        .is_empty());
+    let tracking = run(
+        &disk,
+        "/mine",
+        &["rev-parse", "--verify", "-q", "origin/gone"],
+    );
+    assert_eq!(tracking.status, 1, "the remote-tracking ref goes too");
+    let missing = run(&disk, "/mine", &["push", "origin", ":nope"]);
+    let real_missing = git_command(&real, &["push", "origin", ":nope"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status, 1);
+    assert_eq!(real_missing.status.code(), Some(1));
+    assert_eq!(text(&missing.stderr), text(&real_missing.stderr));
+    git(&bare, &["fsck", "--strict"]);
 }

@@ -381,13 +381,20 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git clone --depth 1 -b dev https://example.invalid/r.git dir",
         "git fetch && git pull --ff-only",
         "git push -u origin HEAD",
+        "git merge topic",
+        "git merge --no-ff -m 'join' topic",
+        "git pull --no-rebase",
+        "git merge --abort",
+        "git commit --no-edit",
+        "git push --force",
+        "git push -f origin +main:main :old",
     ] {
         assert_eq!(gaps(script), vec![], "{script}");
     }
     for script in [
         "git clone git@example.invalid:r.git",
-        "git push --force",
-        "git push origin :old",
+        "git push --delete origin old",
+        "git push origin main:",
         "git fetch --all",
         "git pull --rebase",
         "git rebase -i HEAD~2",
@@ -400,6 +407,9 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git add '*.rs'",
         "git -c user.name=x commit -m y",
         "git status src",
+        "git merge a b",
+        "git merge -s ours topic",
+        "git merge --abort topic",
     ] {
         let found = gaps(script);
         assert!(
@@ -408,6 +418,20 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         );
     }
     let light = Light { db: common::db() };
+    // A merge rename detection could decide (g renamed on one side,
+    // changed on the other) is refused before anything is written.
+    light.run("mkdir r; cd r; git init -q -b main; echo x > g; git add g; git commit -qm base; git switch -qc side; git mv g h; git commit -qm moved; git switch -q main; echo y >> g; git commit -qam changed");
+    let before = light.run("cd r; git status --porcelain; ls -a; git log --format=%H");
+    let refused = light.run("cd r; git merge side");
+    assert_eq!(refused.status, 129, "{refused:?}");
+    assert_eq!(
+        refused.stderr,
+        "stead: git merge with renames is not in the light shell's git; run it on the computer\n"
+    );
+    assert_eq!(
+        light.run("cd r; git status --porcelain; ls -a; git log --format=%H"),
+        before
+    );
     let refused = light.run("git init -q; git rebase main");
     assert_eq!(refused.status, 129);
     assert!(
@@ -576,4 +600,87 @@ fn corrupt_repositories_are_fatal_errors() {
     let status = light.run("git status");
     assert_eq!(status.status, 128, "{status:?}");
     assert!(status.stderr.contains("index file corrupt"), "{status:?}");
+}
+
+#[test]
+fn merges_without_conflicts() {
+    differential(&[
+        "git init -q -b main",
+        "printf 'a\\nb\\nc\\nd\\ne\\nf\\ng\\n' > f; echo x > g; mkdir d; echo 1 > d/one; git add -A; git commit -qm base",
+        "git switch -qc feat; sed -i 's/^b$/B/' f; echo new > h; git rm -q d/one; git add -A; git commit -qm feat",
+        "git switch -q main; sed -i 's/^f$/F/' f; echo y >> g; git commit -qam main",
+        "git merge feat",
+        "git log --format='%P %s' -n 1",
+        "cat f; ls; git status",
+        "git merge feat",
+        "git switch -qc later feat; echo more >> h; git commit -qam more",
+        "git switch -q main; git merge -q later; git log --format=%s -n 1",
+        "git switch -qc topic HEAD~1; echo t > t; git add t; git commit -qm t",
+        "git merge --no-edit main",
+        "git log --format='%s' -n 1; cat .git/ORIG_HEAD",
+        "git switch -q main; git merge topic",
+        "git reset -q --hard HEAD~1; git merge --ff-only topic",
+        "git switch -qc ff; git switch -q main; git merge --no-ff -m 'joined by hand' ff",
+        "git merge nope",
+        "git merge",
+        "git merge --abort",
+    ]);
+}
+
+#[test]
+fn a_merge_refuses_to_overwrite_local_changes() {
+    differential(&[
+        "git init -q -b main",
+        "printf '1\\n2\\n3\\n' > f; echo g > g; git add -A; git commit -qm base",
+        "git switch -qc feat; echo 4 >> f; git commit -qam feat",
+        "git switch -q main; echo h > h; git add h; git commit -qm h",
+        "echo dirty >> f; git merge feat",
+        "git status --short",
+        "git checkout f; echo staged >> g; git add g; git merge feat",
+        "git reset -q --hard; echo unrelated >> g; git merge feat",
+        "git status --short; git log --format=%s -n 1",
+    ]);
+}
+
+#[test]
+fn a_conflicted_merge_is_left_as_git_leaves_it_and_concluded() {
+    differential(&[
+        "git init -q -b main",
+        "printf 'a\\nb\\nc\\nd\\ne\\nf\\ng\\n' > f; echo x > g; echo k > k; git add -A; git commit -qm base",
+        "git switch -qc c1; sed -i 's/^d$/D1/' f; git rm -q g; git add -A; git commit -qm c1",
+        "git switch -q main; sed -i 's/^d$/D2/' f; echo y >> g; echo K > k; git add -A; git commit -qm main",
+        "git merge c1",
+        "cat f; ls",
+        "git ls-files -s",
+        "cat .git/MERGE_HEAD .git/MERGE_MSG; cat .git/MERGE_MODE; git rev-parse ORIG_HEAD",
+        "git status",
+        "git status --short; git status --porcelain -b",
+        "git diff --cached --name-only",
+        "git commit -m premature",
+        "git merge c1",
+        "git commit --amend --no-edit",
+        "echo fixed > f; git add f; git status",
+        "git rm -q g; git status",
+        "git merge c1",
+        "git commit --no-edit",
+        "git log --format='%P|%B' -n 1",
+        "git status; ls .git | grep -c MERGE",
+    ]);
+}
+
+#[test]
+fn a_conflicted_merge_is_aborted() {
+    differential(&[
+        "git init -q -b main",
+        "printf 'a\\nb\\nc\\n' > f; git add f; git commit -qm base",
+        "git switch -qc topic; echo X > f; echo n > new; git add -A; git commit -qm topic",
+        "git switch -q main; echo Y > f; echo m > new; echo u > untracked; git add f new; git commit -qm main",
+        "git merge --abort",
+        "echo local > local; git add local; git commit -qm local; echo edit > local",
+        "git merge -q topic",
+        "git status",
+        "cat new",
+        "git merge --abort; echo $?",
+        "git status --short; cat f; cat local",
+    ]);
 }

@@ -22,7 +22,12 @@ pub(super) fn put_settings<H: Host>(
     call: &mut Call<'_>,
 ) -> Result<Handled, ApiError> {
     let body = call.json()?;
-    let (settings, changed) = settings::put(agent.db(), &body, agent.host.local_development())?;
+    let (settings, changed) = settings::put(
+        agent.db(),
+        &body,
+        agent.host.local_development(),
+        agent.now_ms(),
+    )?;
     agent.settings_changed();
     Ok(Handled {
         reply: Reply::ok(settings),

@@ -146,12 +146,20 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
     ),
     (
         "switch",
-        &[value(Some('c'), "create"), flag(None, "detach")],
+        &[
+            value(Some('c'), "create"),
+            flag(None, "detach"),
+            flag(Some('q'), "quiet"),
+        ],
         false,
     ),
     (
         "checkout",
-        &[value(Some('b'), ""), flag(None, "detach")],
+        &[
+            value(Some('b'), ""),
+            flag(None, "detach"),
+            flag(Some('q'), "quiet"),
+        ],
         false,
     ),
     (
@@ -213,12 +221,32 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
     ("fetch", &[flag(Some('q'), "quiet")], false),
     (
         "pull",
-        &[flag(Some('q'), "quiet"), flag(None, "ff-only")],
+        &[
+            flag(Some('q'), "quiet"),
+            flag(None, "ff-only"),
+            flag(None, "no-rebase"),
+        ],
+        false,
+    ),
+    (
+        "merge",
+        &[
+            flag(Some('q'), "quiet"),
+            flag(None, "no-ff"),
+            flag(None, "ff-only"),
+            flag(None, "no-edit"),
+            flag(None, "abort"),
+            value(Some('m'), "message"),
+        ],
         false,
     ),
     (
         "push",
-        &[flag(Some('q'), "quiet"), flag(Some('u'), "set-upstream")],
+        &[
+            flag(Some('q'), "quiet"),
+            flag(Some('u'), "set-upstream"),
+            flag(Some('f'), "force"),
+        ],
         false,
     ),
     (
@@ -281,9 +309,7 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
         // An editor would open: there is none here.
         "commit" => {
             !parsed.operands.is_empty()
-                || !(parsed.has("message")
-                    || parsed.has("file")
-                    || (parsed.has("amend") && parsed.has("no-edit")))
+                || !(parsed.has("message") || parsed.has("file") || parsed.has("no-edit"))
         }
         "tag" => parsed.has("annotate") && !parsed.has("message"),
         "status" => !parsed.operands.is_empty(),
@@ -317,15 +343,20 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
                 || !first.is_none_or(ops::is_remote_name)
                 || parsed.operands.get(1).is_some_and(|b| !valid_name(b))
         }
+        // `[+]src[:dst]` and `:dst` (a deletion); not `src:` or globs.
         "push" => {
             !first.is_none_or(ops::is_remote_name)
                 || parsed.operands.iter().skip(1).any(|spec| {
-                    spec.starts_with('+')
-                        || spec.split(':').count() > 2
-                        || spec.split(':').any(|side| {
-                            side.is_empty() || !valid_name(side.trim_start_matches("refs/heads/"))
-                        })
+                    let spec = spec.strip_prefix('+').unwrap_or(spec);
+                    let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
+                    let bad = |side: &str| !valid_name(side.trim_start_matches("refs/heads/"));
+                    dst.contains(':') || bad(dst) || (!src.is_empty() && bad(src))
                 })
+        }
+        // `--abort` alone; one commit (an octopus is the computer's).
+        "merge" => {
+            parsed.operands.len() > 1
+                || (parsed.has("abort") && parsed.operands.len() + parsed.opts.len() > 1)
         }
         "add" | "rm" | "ls-files" | "diff" | "reset" | "mv" => magic,
         _ => false,
@@ -362,6 +393,9 @@ pub fn run(files: &dyn Files, invocation: &Invocation<'_>) -> Outcome {
     let status = match run.dispatch(&command) {
         Ok(status) => status,
         Err(error) => {
+            if let crate::Error::Remote { said, .. } = &error {
+                run.err(said);
+            }
             run.err(&format!("fatal: {error}\n"));
             128
         }

@@ -1,6 +1,8 @@
 //! The subcommands' work, each as git does it.
 
+mod merge;
 mod network;
+mod push;
 
 pub(crate) use network::is_remote_name;
 
@@ -30,6 +32,9 @@ pub(crate) struct Run<'a> {
     net: Option<&'a dyn crate::transport::Http>,
     pub(crate) out: Vec<u8>,
     pub(crate) errout: Vec<u8>,
+    /// `-q` of `switch`/`checkout`: their feedback ([`Run::note`]) is
+    /// not printed, errors still are.
+    quiet: bool,
 }
 
 fn fatal(message: impl Into<String>) -> Error {
@@ -196,6 +201,7 @@ impl<'a> Run<'a> {
             net: invocation.net,
             out: Vec::new(),
             errout: Vec::new(),
+            quiet: false,
         }
     }
 
@@ -205,6 +211,20 @@ impl<'a> Run<'a> {
 
     pub(crate) fn err(&mut self, text: &str) {
         self.errout.extend_from_slice(text.as_bytes());
+    }
+
+    /// Feedback on stderr, left out under `-q`.
+    fn note(&mut self, text: &str) {
+        if !self.quiet {
+            self.err(text);
+        }
+    }
+
+    /// Feedback on stdout, left out under `-q`.
+    fn note_out(&mut self, text: &str) {
+        if !self.quiet {
+            self.say(text);
+        }
     }
 
     pub(crate) fn dispatch(&mut self, command: &Command) -> Result<i32> {
@@ -237,8 +257,14 @@ impl<'a> Run<'a> {
             "show" => self.show(&repo, a),
             "diff" => self.diff(&repo, a),
             "branch" => self.branch(&repo, a),
-            "switch" => self.switch(&repo, a),
-            "checkout" => self.checkout(&repo, a),
+            "switch" => {
+                self.quiet = a.has("quiet");
+                self.switch(&repo, a)
+            }
+            "checkout" => {
+                self.quiet = a.has("quiet");
+                self.checkout(&repo, a)
+            }
             "reset" => self.reset(&repo, a),
             "tag" => self.tag(&repo, a),
             "remote" => self.remote(&repo, a),
@@ -249,6 +275,7 @@ impl<'a> Run<'a> {
             "fetch" => self.fetch(&repo, a),
             "pull" => self.pull(&repo, a),
             "push" => self.push(&repo, a),
+            "merge" => self.merge_command(&repo, a),
             other => unreachable!("{other} is parsed but not dispatched"),
         }
     }
@@ -571,6 +598,9 @@ impl<'a> Run<'a> {
             for (p, c) in &status.unstaged {
                 lines.entry(p.clone()).or_insert((' ', ' ')).1 = letter(*c);
             }
+            for (p, stages) in &status.unmerged {
+                lines.insert(p.clone(), unmerged_label(*stages).0);
+            }
             for (p, (x, y)) in &lines {
                 let show = |p: &str| {
                     if porcelain {
@@ -650,14 +680,17 @@ impl<'a> Run<'a> {
             Change::Deleted => "deleted:    ",
             Change::Modified => "modified:   ",
         };
+        let merging = self.merging(repo)?;
         if !status.unmerged.is_empty() {
-            return Err(fatal(
-                "stead: git status during a merge conflict is not in the light shell's git",
-            ));
+            out.push_str("You have unmerged paths.\n  (fix conflicts and run \"git commit\")\n  (use \"git merge --abort\" to abort the merge)\n\n");
+        } else if merging {
+            out.push_str("All conflicts fixed but you are still merging.\n  (use \"git commit\" to conclude merge)\n\n");
         }
         if !status.staged.is_empty() {
             out.push_str("Changes to be committed:\n");
-            if head_id.is_none() {
+            if merging {
+                // git gives no hint while a merge is in progress.
+            } else if head_id.is_none() {
                 out.push_str("  (use \"git rm --cached <file>...\" to unstage)\n");
             } else {
                 out.push_str("  (use \"git restore --staged <file>...\" to unstage)\n");
@@ -673,6 +706,9 @@ impl<'a> Run<'a> {
                 }
             }
             out.push('\n');
+        }
+        if !status.unmerged.is_empty() {
+            out.push_str(&self.unmerged_section(repo, &status.unmerged));
         }
         if !status.unstaged.is_empty() {
             out.push_str("Changes not staged for commit:\n");
@@ -697,7 +733,7 @@ impl<'a> Run<'a> {
             out.push('\n');
         }
         if status.staged.is_empty() {
-            if !status.unstaged.is_empty() {
+            if !status.unstaged.is_empty() || !status.unmerged.is_empty() {
                 out.push_str(
                     "no changes added to commit (use \"git add\" and/or \"git commit -a\")\n",
                 );
@@ -712,6 +748,31 @@ impl<'a> Run<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// The `Unmerged paths:` section of a long status, with the hint git
+    /// picks for the kinds of conflict there are.
+    fn unmerged_section(&self, repo: &Repo<'_>, unmerged: &[(String, u8)]) -> String {
+        let (mut both_deleted, mut del_mod, mut not_deleted) = (false, false, false);
+        for (_, stages) in unmerged {
+            match stages {
+                1 => both_deleted = true,
+                3 | 5 => del_mod = true,
+                _ => not_deleted = true,
+            }
+        }
+        let hint = match (both_deleted, del_mod) {
+            (false, false) => "(use \"git add <file>...\" to mark resolution)",
+            (true, false) if !not_deleted => "(use \"git rm <file>...\" to mark resolution)",
+            _ => "(use \"git add/rm <file>...\" as appropriate to mark resolution)",
+        };
+        let mut out = format!("Unmerged paths:\n  {hint}\n");
+        for (path, stages) in unmerged {
+            let label = format!("{}:", unmerged_label(*stages).1);
+            out.push_str(&format!("\t{label:<17}{}\n", self.shown(repo, path)));
+        }
+        out.push('\n');
+        out
     }
 
     // ---- add / rm / mv -----------------------------------------------------
@@ -847,7 +908,8 @@ impl<'a> Run<'a> {
             } else {
                 format!("{rel}/")
             };
-            let exact = index.find(&rel).is_some();
+            // Any stage: removing a conflicted path resolves it.
+            let exact = index.entries.iter().any(|e| e.path == rel);
             let under: Vec<String> = index
                 .entries
                 .iter()
@@ -1062,32 +1124,16 @@ impl<'a> Run<'a> {
         }
         let amend = a.has("amend");
         let head_id = repo.refs.head_id()?;
+        let merging = self.merging(repo)?;
+        if amend && merging {
+            return Err(fatal("You are in the middle of a merge -- cannot amend."));
+        }
         let old = match (amend, head_id) {
             (true, None) => return Err(fatal("You have nothing to amend.")),
             (true, Some(id)) => Some(repo.commit(&id)?),
             _ => None,
         };
-        let messages = a.values("message");
-        let message = if let Some(file) = a.value("file") {
-            let path = if file.starts_with('/') {
-                file.to_string()
-            } else {
-                format!("{}/{file}", self.cwd)
-            };
-            let data = self
-                .files
-                .read(&path)
-                .map_err(|e| fatal(format!("could not read log file '{file}': {e}")))?;
-            clean_message(&String::from_utf8_lossy(&data))
-        } else if !messages.is_empty() {
-            clean_message(&messages.join("\n\n"))
-        } else if let Some(old) = &old {
-            old.message.clone()
-        } else {
-            return Err(fatal(
-                "stead: git commit without -m or -F (an editor) is not in the light shell's git",
-            ));
-        };
+        let message = self.commit_message(repo, a, old.as_ref(), merging)?;
         if message.trim().is_empty() {
             self.err("Aborting commit due to empty commit message.\n");
             return Ok(1);
@@ -1111,14 +1157,22 @@ impl<'a> Run<'a> {
             }
         }
         if index.entries.iter().any(|e| e.stage != 0) {
-            return Err(fatal(
-                "stead: committing a merge is not in the light shell's git",
-            ));
+            let mut unmerged: Vec<&str> = index
+                .entries
+                .iter()
+                .filter(|e| e.stage != 0)
+                .map(|e| e.path.as_str())
+                .collect();
+            unmerged.dedup();
+            for path in unmerged {
+                self.say(&format!("U\t{}\n", self.shown(repo, path)));
+            }
+            return Err(self.unmerged_refusal("Committing"));
         }
         let tree = repo.write_tree(&Repo::index_files(&index))?;
         let parents: Vec<ObjectId> = match &old {
             Some(old) => old.parents.clone(),
-            None => head_id.into_iter().collect(),
+            None => head_id.into_iter().chain(self.merge_heads(repo)?).collect(),
         };
         let parent_tree = match parents.first() {
             Some(p) => Some(repo.commit(p)?.tree),
@@ -1129,7 +1183,7 @@ impl<'a> Run<'a> {
             (None, None) => index.entries.is_empty(),
             (Some(_), _) => false,
         };
-        if unchanged && !a.has("allow-empty") {
+        if unchanged && !a.has("allow-empty") && !merging {
             repo.save_index(&index)?;
             let (status, _) = worktree::status(
                 repo,
@@ -1163,6 +1217,8 @@ impl<'a> Run<'a> {
         repo.save_index(&index)?;
         let kind = if amend {
             "commit (amend)"
+        } else if merging {
+            "commit (merge)"
         } else if parents.is_empty() {
             "commit (initial)"
         } else {
@@ -1173,6 +1229,9 @@ impl<'a> Run<'a> {
         self.files
             .write(&msg_path, commit.message.as_bytes())
             .at(&msg_path)?;
+        if merging {
+            self.clear_merge_state(repo)?;
+        }
         if a.has("quiet") {
             return Ok(0);
         }
@@ -1193,11 +1252,56 @@ impl<'a> Run<'a> {
         if amend {
             self.say(&format!(" Date: {}\n", git_date(&commit.author)));
         }
+        if merging {
+            return Ok(0);
+        }
         let before = repo.commit_files(parents.first())?;
         let after = Repo::index_files(&index);
         let summary = self.summary(repo, &before, &after)?;
         self.say(&summary);
         Ok(0)
+    }
+
+    /// The message a commit gets: `-F`, `-m`, the amended commit's, a
+    /// merge's prepared one under `--no-edit`, or none.
+    fn commit_message(
+        &self,
+        repo: &Repo<'_>,
+        a: &crate::cmd::args::Parsed,
+        old: Option<&Commit>,
+        merging: bool,
+    ) -> Result<String> {
+        let messages = a.values("message");
+        Ok(if let Some(file) = a.value("file") {
+            let path = if file.starts_with('/') {
+                file.to_string()
+            } else {
+                format!("{}/{file}", self.cwd)
+            };
+            let data = self
+                .files
+                .read(&path)
+                .map_err(|e| fatal(format!("could not read log file '{file}': {e}")))?;
+            clean_message(&String::from_utf8_lossy(&data))
+        } else if !messages.is_empty() {
+            clean_message(&messages.join("\n\n"))
+        } else if let Some(old) = old {
+            old.message.clone()
+        } else if merging && a.has("no-edit") {
+            // The prepared message as it is, its `# Conflicts:` too (git
+            // cleans only whitespace when no editor ran).
+            let path = files::join(&repo.git_dir, "MERGE_MSG");
+            let text = files::read_optional(self.files, &path)
+                .at(&path)?
+                .unwrap_or_default();
+            clean_message(&String::from_utf8_lossy(&text))
+        } else if a.has("no-edit") {
+            String::new()
+        } else {
+            return Err(fatal(
+                "stead: git commit without -m or -F (an editor) is not in the light shell's git",
+            ));
+        })
     }
 
     /// The author of an amended commit: the old one, unless the
@@ -2061,9 +2165,14 @@ impl<'a> Run<'a> {
     /// (changing nothing) when a local change or untracked file would be
     /// overwritten.
     fn move_tree(&mut self, repo: &Repo<'_>, target: &ObjectId, verb: &str) -> Result<bool> {
+        let new = repo.flatten(&repo.commit(target)?.tree)?;
+        self.move_worktree(repo, &new, verb)
+    }
+
+    /// [`Self::move_tree`] to a flat tree `new`.
+    fn move_worktree(&mut self, repo: &Repo<'_>, new: &Flat, verb: &str) -> Result<bool> {
         let (mut index, written) = repo.index()?;
         let head = self.head_files(repo)?;
-        let new = repo.flatten(&repo.commit(target)?.tree)?;
         let (status, _) =
             worktree::status(repo, &mut index.clone(), written, &head, Untracked::All)?;
         let dirty: HashSet<&str> = status
@@ -2073,7 +2182,7 @@ impl<'a> Run<'a> {
             .map(|(p, _)| p.as_str())
             .collect();
         let untracked: HashSet<&str> = status.untracked.iter().map(String::as_str).collect();
-        let changes = changed_paths(&head, &new);
+        let changes = changed_paths(&head, new);
         let local: Vec<&String> = changes
             .iter()
             .map(|(p, _)| p)
@@ -2158,7 +2267,7 @@ impl<'a> Run<'a> {
         }
         for (p, c) in lines {
             let shown = self.shown(repo, &p);
-            self.say(&format!("{c}\t{shown}\n"));
+            self.note_out(&format!("{c}\t{shown}\n"));
         }
         Ok(())
     }
@@ -2166,9 +2275,9 @@ impl<'a> Run<'a> {
     fn switch_branch(&mut self, repo: &Repo<'_>, name: &str) -> Result<i32> {
         let full = format!("refs/heads/{name}");
         if repo.refs.head()? == Head::Branch(full.clone()) {
-            self.err(&format!("Already on '{name}'\n"));
+            self.note(&format!("Already on '{name}'\n"));
             if let Some(text) = self.tracking_text(repo, name)? {
-                self.say(&text);
+                self.note_out(&text);
             }
             return Ok(0);
         }
@@ -2201,15 +2310,15 @@ impl<'a> Run<'a> {
         self.carried(repo)?;
         if let Some(id) = previous {
             let commit = repo.commit(&id)?;
-            self.err(&format!(
+            self.note(&format!(
                 "Previous HEAD position was {} {}\n",
                 self.abbrev(repo, &id),
                 commit.subject()
             ));
         }
-        self.err(&format!("Switched to branch '{name}'\n"));
+        self.note(&format!("Switched to branch '{name}'\n"));
         if let Some(text) = self.tracking_text(repo, name)? {
-            self.say(&text);
+            self.note_out(&text);
         }
         Ok(0)
     }
@@ -2227,7 +2336,7 @@ impl<'a> Run<'a> {
         if start == "HEAD" && head_id.is_none() {
             // On an unborn branch: only HEAD moves.
             repo.refs.set_head_branch(&full)?;
-            self.err(&format!("Switched to a new branch '{name}'\n"));
+            self.note(&format!("Switched to a new branch '{name}'\n"));
             return Ok(0);
         }
         let target = repo.commit_of(start)?;
@@ -2257,7 +2366,7 @@ impl<'a> Run<'a> {
             &format!("checkout: moving from {from} to {name}"),
         )?;
         self.carried(repo)?;
-        self.err(&format!("Switched to a new branch '{name}'\n"));
+        self.note(&format!("Switched to a new branch '{name}'\n"));
         Ok(0)
     }
 
@@ -2285,20 +2394,20 @@ impl<'a> Run<'a> {
         if let Head::Detached(prev) = head {
             if prev != id {
                 let pc = repo.commit(&prev)?;
-                self.err(&format!(
+                self.note(&format!(
                     "Previous HEAD position was {} {}\n",
                     self.abbrev(repo, &prev),
                     pc.subject()
                 ));
             }
-            self.err(&format!(
+            self.note(&format!(
                 "HEAD is now at {} {}\n",
                 self.abbrev(repo, &id),
                 commit.subject()
             ));
             return Ok(0);
         }
-        self.err(&format!(
+        self.note(&format!(
             "Note: switching to '{target}'.\n\nYou are in 'detached HEAD' state. You can look around, make experimental\nchanges and commit them, and you can discard any commits you make in this\nstate without impacting any branches by switching back to a branch.\n\nIf you want to create a new branch to retain commits you create, you may\ndo so (now or later) by using -c with the switch command. Example:\n\n  git switch -c <new-branch-name>\n\nOr undo this operation with:\n\n  git switch -\n\nTurn off this advice by setting config variable advice.detachedHead to false\n\nHEAD is now at {} {}\n",
             self.abbrev(repo, &id),
             commit.subject()
@@ -3095,6 +3204,20 @@ impl<'a> Run<'a> {
 }
 
 /// `stash@{N}` or `N`: the entry's number.
+/// How status names a conflicted path by the stages it has (1: base,
+/// 2: ours, 4: theirs): its short code and its long label.
+fn unmerged_label(stages: u8) -> ((char, char), &'static str) {
+    match stages {
+        1 => (('D', 'D'), "both deleted"),
+        2 => (('A', 'U'), "added by us"),
+        3 => (('U', 'D'), "deleted by them"),
+        4 => (('U', 'A'), "added by them"),
+        5 => (('D', 'U'), "deleted by us"),
+        6 => (('A', 'A'), "both added"),
+        _ => (('U', 'U'), "both modified"),
+    }
+}
+
 pub(crate) fn stash_index(text: &str) -> Option<usize> {
     let inner = text
         .strip_prefix("stash@{")

@@ -77,6 +77,31 @@ pub enum TransportError {
     Protocol(String),
     #[error("remote error: {0}")]
     Remote(String),
+    /// An HTTP failure whose answer was a plain-text message: git shows it
+    /// (`said`, as `remote: ` lines) before `error`.
+    #[error("{error}")]
+    Said {
+        said: String,
+        error: Box<TransportError>,
+    },
+}
+
+/// A failed answer's plain-text body as git shows it: trimmed, each line
+/// after `remote: ` (nothing for another type or an empty body).
+fn said(response: &Response) -> String {
+    let plain = response
+        .content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/plain"));
+    if !plain {
+        return String::new();
+    }
+    String::from_utf8_lossy(&response.body)
+        .trim()
+        .lines()
+        .map(|line| format!("remote: {line}\n"))
+        .collect()
 }
 
 /// A ref as a server lists it.
@@ -199,12 +224,19 @@ impl<'a> Remote<'a> {
                 reason,
             })?;
         let url = self.shown();
-        match response.status {
-            200..=299 => Ok(response),
-            status @ 300..=399 => Err(TransportError::Redirect { url, status }),
-            401 | 403 => Err(TransportError::Unauthorized { url }),
-            404 => Err(TransportError::NotFound { url }),
-            status => Err(TransportError::Status { url, status }),
+        let error = match response.status {
+            200..=299 => return Ok(response),
+            status @ 300..=399 => TransportError::Redirect { url, status },
+            401 | 403 => TransportError::Unauthorized { url },
+            404 => TransportError::NotFound { url },
+            status => TransportError::Status { url, status },
+        };
+        match said(&response) {
+            said if said.is_empty() => Err(error),
+            said => Err(TransportError::Said {
+                said,
+                error: Box::new(error),
+            }),
         }
     }
 

@@ -3,8 +3,9 @@
 //! connection. It serves every bare repository under its root, passes the
 //! `Git-Protocol` header on as `GIT_PROTOCOL` (so git answers in v2)
 //! unless told to speak v0, and can cut a fetch's answer short, to test
-//! what a client does with a pack that stops mid-stream. Two paths are
-//! not git at all: `/html/...` answers a web page, `/garbage/...` an
+//! what a client does with a pack that stops mid-stream, or require HTTP
+//! Basic credentials as a private repository's host does (answering 401
+//! with `WWW-Authenticate` without them). Two paths are not git at all: `/html/...` answers a web page, `/garbage/...` an
 //! advertisement that is not pkt-lines.
 #![allow(dead_code)]
 
@@ -13,7 +14,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How the server behaves; changed while it runs.
 #[derive(Default)]
@@ -24,6 +25,41 @@ pub struct Behaviour {
     pub cut_fetch_after: AtomicUsize,
     /// Requests served.
     pub requests: AtomicUsize,
+    /// The `Authorization` every request must carry (`Basic ...`); `None`:
+    /// the repositories are public.
+    pub require_authorization: Mutex<Option<String>>,
+    /// Each `Authorization` header the server was sent, in order.
+    pub authorizations: Mutex<Vec<String>>,
+}
+
+impl Behaviour {
+    /// Makes every repository private: `user`/`password` in HTTP Basic.
+    pub fn require_basic(&self, user: &str, password: &str) {
+        *self.require_authorization.lock().unwrap() = Some(basic(user, password));
+    }
+}
+
+/// `Basic <base64 of user:password>`, as HTTP Basic sends it.
+pub fn basic(user: &str, password: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let data = format!("{user}:{password}").into_bytes();
+    let mut out = String::from("Basic ");
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 pub struct Server {
@@ -103,8 +139,15 @@ fn serve(stream: TcpStream, root: &Path, behaviour: &Behaviour) -> std::io::Resu
         }
     }
     behaviour.requests.fetch_add(1, Ordering::SeqCst);
+    let given = header("authorization");
+    if let Some(given) = &given {
+        behaviour.authorizations.lock().unwrap().push(given.clone());
+    }
+    let required = behaviour.require_authorization.lock().unwrap().clone();
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-    let (status, content_type, mut answer) = if path.starts_with("/html/") {
+    let (status, content_type, mut answer) = if required.is_some() && given != required {
+        (401, "text/plain".to_string(), b"Unauthorized\n".to_vec())
+    } else if path.starts_with("/html/") {
         (
             200,
             "text/html".to_string(),
@@ -126,12 +169,18 @@ fn serve(stream: TcpStream, root: &Path, behaviour: &Behaviour) -> std::io::Resu
     let mut stream = stream;
     let reason = match status {
         200 => "OK",
+        401 => "Unauthorized",
         404 => "Not Found",
         _ => "Status",
     };
+    let challenge = if status == 401 {
+        "WWW-Authenticate: Basic realm=\"git\"\r\n"
+    } else {
+        ""
+    };
     write!(
         stream,
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {reason}\r\n{challenge}Content-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         if cut > 0 && path.ends_with("/git-upload-pack") { answer.len() + 1000 } else { answer.len() }
     )?;
     stream.write_all(&answer)?;
@@ -214,6 +263,28 @@ fn cgi(
         }
     }
     Ok((status, content_type, output[end + skip..].to_vec()))
+}
+
+/// Serves the repository at `work` (made by the caller with the real git):
+/// a bare clone of it, `project.git` under `dir/served`, that takes
+/// pushes. What every test and benchmark with a served repository starts
+/// from.
+pub fn serve_clone(dir: &Path, work: &Path) -> Server {
+    let root = dir.join("served");
+    std::fs::create_dir_all(&root).unwrap();
+    let bare = root.join("project.git");
+    fixture_git(
+        dir,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &work.to_string_lossy(),
+            &bare.to_string_lossy(),
+        ],
+    );
+    fixture_git(&bare, &["config", "http.receivepack", "true"]);
+    Server::start(&root)
 }
 
 /// The machine's git in `dir`, isolated from its configuration and with a

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 use gix_hash::ObjectId;
 use gix_object::Kind as ObjectKind;
 
+use super::merge::{Ff, Options, Theirs};
 use super::{fatal, Run};
 use crate::cmd::args::Parsed;
 use crate::cmd::Command;
@@ -17,9 +18,9 @@ use crate::config::Key;
 use crate::error::{At, Error, Result};
 use crate::files::{self, FileError, Kind};
 use crate::packfile;
-use crate::refs::{valid_name, Head};
+use crate::refs::valid_name;
 use crate::repo::{Flat, Repo};
-use crate::transport::{FetchRequest, Http, Remote, RemoteRef, Session, TransportError, Update};
+use crate::transport::{FetchRequest, Http, Remote, RemoteRef, Session, TransportError};
 
 /// How many of our own commits a fetch offers as `have`s.
 const MAX_HAVES: usize = 256;
@@ -28,8 +29,14 @@ const MAX_HAVES: usize = 256;
 /// abbreviations and the dots, as git pads it).
 const SUMMARY_WIDTH: usize = 17;
 
-fn transport(error: TransportError) -> Error {
-    Error::Fatal(error.to_string())
+pub(super) fn transport(error: TransportError) -> Error {
+    match error {
+        TransportError::Said { said, error } => Error::Remote {
+            said,
+            message: error.to_string(),
+        },
+        error => Error::Fatal(error.to_string()),
+    }
 }
 
 /// The name git gives a clone of `url`: its last path component without
@@ -53,7 +60,7 @@ fn shown_url(url: &str) -> &str {
 }
 
 /// `refs/heads/main` → `main` (for display).
-fn short(name: &str) -> &str {
+pub(super) fn short(name: &str) -> &str {
     name.strip_prefix("refs/heads/")
         .or_else(|| name.strip_prefix("refs/tags/"))
         .or_else(|| name.strip_prefix("refs/remotes/"))
@@ -101,12 +108,12 @@ impl Refspec {
 }
 
 /// One line of fetch's or push's report, before formatting.
-struct Shown {
-    code: char,
-    summary: String,
-    from: String,
-    to: String,
-    note: Option<String>,
+pub(super) struct Shown {
+    pub(super) code: char,
+    pub(super) summary: String,
+    pub(super) from: String,
+    pub(super) to: String,
+    pub(super) note: Option<String>,
 }
 
 impl Shown {
@@ -123,13 +130,19 @@ impl Shown {
         )
     }
 
-    /// As push prints it.
-    fn push_line(&self) -> String {
+    /// As push prints it (a deletion names only the remote ref).
+    pub(super) fn push_line(&self) -> String {
         let note = self
             .note
             .as_ref()
             .map(|n| format!(" ({n})"))
             .unwrap_or_default();
+        if self.from.is_empty() {
+            return format!(
+                " {} {:<SUMMARY_WIDTH$} {}{note}\n",
+                self.code, self.summary, self.to
+            );
+        }
         format!(
             " {} {:<SUMMARY_WIDTH$} {} -> {}{note}\n",
             self.code, self.summary, self.from, self.to
@@ -143,7 +156,7 @@ struct FetchResult {
 }
 
 impl<'a> Run<'a> {
-    fn http(&self) -> Result<&'a dyn Http> {
+    pub(super) fn http(&self) -> Result<&'a dyn Http> {
         self.net
             .ok_or_else(|| fatal("stead: this git has no network (the light shell gave it none)"))
     }
@@ -458,7 +471,11 @@ impl<'a> Run<'a> {
 
     /// The remote a command talks to: the operand, else the current
     /// branch's upstream remote, else `origin`; with its URL.
-    fn remote_of(&self, repo: &Repo<'_>, operand: Option<&str>) -> Result<(String, String)> {
+    pub(super) fn remote_of(
+        &self,
+        repo: &Repo<'_>,
+        operand: Option<&str>,
+    ) -> Result<(String, String)> {
         let config = repo.config()?;
         let name = match operand {
             Some(name) => name.to_string(),
@@ -626,7 +643,12 @@ impl<'a> Run<'a> {
     }
 
     /// Whether commit `old` is `new` or one of its ancestors.
-    fn is_ancestor(&self, repo: &Repo<'_>, old: ObjectId, new: ObjectId) -> Result<bool> {
+    pub(super) fn is_ancestor(
+        &self,
+        repo: &Repo<'_>,
+        old: ObjectId,
+        new: ObjectId,
+    ) -> Result<bool> {
         let mut seen = HashSet::new();
         let mut todo = vec![new];
         while let Some(id) = todo.pop() {
@@ -668,53 +690,60 @@ impl<'a> Run<'a> {
             return Err(fatal(format!("couldn't find remote ref {merge}")));
         };
         let theirs = repo.peel(theirs)?.1;
-        let ours = repo.refs.head_id()?;
-        if let Some(ours) = ours {
-            if self.is_ancestor(&repo, theirs, ours)? {
-                if !quiet {
-                    self.say("Already up to date.\n");
-                }
-                return Ok(0);
+        let Some(ours) = repo.refs.head_id()? else {
+            if !self.move_tree(&repo, &theirs, "merge")? {
+                return Ok(1);
             }
-            if !self.is_ancestor(&repo, ours, theirs)? {
-                return self.diverged(&config, a);
-            }
-        }
-        let before = self.head_files(&repo)?;
-        if let Some(ours) = ours {
+            self.update_head(&repo, &theirs, "pull: Fast-forward")?;
+            return Ok(0);
+        };
+        if self.is_ancestor(&repo, theirs, ours)? {
             if !quiet {
-                let (x, y) = (self.abbrev(&repo, &ours), self.abbrev(&repo, &theirs));
-                self.say(&format!("Updating {x}..{y}\n"));
+                self.say("Already up to date.\n");
             }
+            return Ok(0);
         }
-        if !self.move_tree(&repo, &theirs, "merge")? {
-            return Ok(1);
+        if self.is_ancestor(&repo, ours, theirs)? {
+            return self.fast_forward(&repo, ours, theirs, "pull: Fast-forward", quiet);
         }
-        self.update_head(&repo, &theirs, "pull: Fast-forward")?;
-        if !quiet && ours.is_some() {
-            let after = repo.commit_files(Some(&theirs))?;
-            self.say("Fast-forward\n");
-            let stat = self.diffstat(&repo, &before, &after)?;
-            self.say(&stat);
-            let summary = self.summary(&repo, &before, &after)?;
-            self.say(&summary);
+        if let Some(refused) = self.diverged(&config, a)? {
+            return Ok(refused);
         }
-        Ok(0)
+        let theirs = Theirs {
+            id: theirs,
+            label: theirs.to_string(),
+            message: format!("Merge branch '{}' of {}", short(&merge), shown_url(&url)),
+            reflog: "pull".to_string(),
+        };
+        let options = Options {
+            ff: Ff::Allow,
+            quiet,
+            message: None,
+        };
+        self.merge_into(&repo, &theirs, &options)
     }
 
-    /// What `pull` says of branches that diverged: git's refusal, or (when
-    /// the configuration asks for a merge or rebase) that the light shell
-    /// cannot do that.
-    fn diverged(&mut self, config: &crate::config::Config, a: &Parsed) -> Result<i32> {
+    /// What `pull` does with branches that diverged: `None` to merge
+    /// (`--no-rebase`, `pull.rebase=false`, `pull.ff` set), else git's
+    /// refusal (`--ff-only`, nothing configured) or, for a rebase, that
+    /// the light shell cannot (its status).
+    fn diverged(&mut self, config: &crate::config::Config, a: &Parsed) -> Result<Option<i32>> {
         let get = |k: &str| Key::parse(k).ok().and_then(|k| config.get(&k));
         let ff_only = a.has("ff-only") || get("pull.ff").as_deref() == Some("only");
         if ff_only {
             self.err("hint: Diverging branches can't be fast-forwarded, you need to either:\nhint:\nhint: \tgit merge --no-ff\nhint:\nhint: or:\nhint:\nhint: \tgit rebase\nhint:\nhint: Disable this message with \"git config advice.diverging false\"\n");
             return Err(fatal("Not possible to fast-forward, aborting."));
         }
-        if get("pull.rebase").is_some() || get("pull.ff").is_some() {
-            self.err("stead: git pull that merges or rebases is not in the light shell's git; run it on the computer\n");
-            return Ok(129);
+        let rebase = get("pull.rebase");
+        if a.has("no-rebase") || rebase.as_deref() == Some("false") {
+            return Ok(None);
+        }
+        if rebase.is_some() {
+            self.err("stead: git pull that rebases is not in the light shell's git; run it on the computer\n");
+            return Ok(Some(129));
+        }
+        if get("pull.ff").is_some() {
+            return Ok(None);
         }
         self.err("hint: You have divergent branches and need to specify how to reconcile them.\nhint: You can do so by running one of the following commands sometime before\nhint: your next pull:\nhint:\nhint:   git config pull.rebase false  # merge\nhint:   git config pull.rebase true   # rebase\nhint:   git config pull.ff only       # fast-forward only\nhint:\nhint: You can replace \"git config\" with \"git config --global\" to set a default\nhint: preference for all repositories. You can also pass --rebase, --no-rebase,\nhint: or --ff-only on the command line to override the configured default per\nhint: invocation.\n");
         Err(fatal(
@@ -724,7 +753,7 @@ impl<'a> Run<'a> {
 
     /// ` path | N ++--` lines for each changed path, as `--stat` prints
     /// them in 80 columns.
-    fn diffstat(&self, repo: &Repo<'_>, before: &Flat, after: &Flat) -> Result<String> {
+    pub(super) fn diffstat(&self, repo: &Repo<'_>, before: &Flat, after: &Flat) -> Result<String> {
         let mut rows: Vec<(String, usize, usize)> = Vec::new();
         let paths: std::collections::BTreeSet<&String> =
             before.keys().chain(after.keys()).collect();
@@ -763,216 +792,6 @@ impl<'a> Run<'a> {
             ));
         }
         Ok(out)
-    }
-
-    // ---- push --------------------------------------------------------------
-
-    pub(crate) fn push(&mut self, repo: &Repo<'_>, a: &Parsed) -> Result<i32> {
-        let quiet = a.has("quiet");
-        let (name, url) = self.remote_of(repo, a.operands.first().map(String::as_str))?;
-        let head = repo.refs.head()?;
-        // (local ref, remote ref) pairs.
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        if a.operands.len() > 1 {
-            for spec in &a.operands[1..] {
-                let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
-                let src = if src == "HEAD" {
-                    match &head {
-                        Head::Branch(b) => b.clone(),
-                        Head::Detached(_) => "HEAD".to_string(),
-                    }
-                } else if src.starts_with("refs/") {
-                    src.to_string()
-                } else {
-                    format!("refs/heads/{src}")
-                };
-                let dst = if dst == "HEAD" {
-                    src.clone()
-                } else if dst.starts_with("refs/") {
-                    dst.to_string()
-                } else {
-                    format!("refs/heads/{dst}")
-                };
-                pairs.push((src, dst));
-            }
-        } else {
-            let Head::Branch(branch) = &head else {
-                return Err(fatal("You are not currently on a branch.\nTo push the history leading to the current (detached HEAD)\nstate now, use\n\n    git push origin HEAD:<name-of-remote-branch>\n"));
-            };
-            let short_name = short(branch).to_string();
-            let config = repo.config()?;
-            let upstream = config.get(&Key::parse(&format!("branch.{short_name}.merge"))?);
-            let upstream_remote = config.get(&Key::parse(&format!("branch.{short_name}.remote"))?);
-            match upstream {
-                Some(merge) if upstream_remote.as_deref() == Some(name.as_str()) => {
-                    if merge != *branch {
-                        return Err(fatal(format!("The upstream branch of your current branch does not match\nthe name of your current branch.  To push to the upstream branch\non the remote, use\n\n    git push {name} HEAD:{}\n\nTo push to the branch of the same name on the remote, use\n\n    git push {name} HEAD\n", short(&merge))));
-                    }
-                    pairs.push((branch.clone(), merge));
-                }
-                _ if a.has("set-upstream")
-                    || upstream_remote.as_deref().is_some_and(|r| r != name) =>
-                {
-                    pairs.push((branch.clone(), branch.clone()));
-                }
-                _ => {
-                    return Err(fatal(format!("The current branch {short_name} has no upstream branch.\nTo push the current branch and set the remote as upstream, use\n\n    git push --set-upstream {name} {short_name}\n\nTo have this happen automatically for branches without a tracking\nupstream, see 'push.autoSetupRemote' in 'git help config'.\n")));
-                }
-            }
-        }
-        let http = self.http()?;
-        let remote = Remote::new(http, &url);
-        let (remote_refs, capabilities) = remote.receive_pack_refs().map_err(transport)?;
-        let theirs: Vec<ObjectId> = remote_refs.iter().map(|r| r.id).collect();
-        let null = ObjectId::null(gix_hash::Kind::Sha1);
-        let mut updates: Vec<Update> = Vec::new();
-        let mut shown: Vec<Shown> = Vec::new();
-        let mut rejected: Option<&'static str> = None;
-        for (src, dst) in &pairs {
-            let new = match repo.rev_parse(src)? {
-                Some(id) => id,
-                None => {
-                    self.err(&format!(
-                        "error: src refspec {} does not match any\n",
-                        short(src)
-                    ));
-                    self.err(&format!("error: failed to push some refs to '{url}'\n"));
-                    return Ok(1);
-                }
-            };
-            let old = remote_refs.iter().find(|r| &r.name == dst).map(|r| r.id);
-            let (from, to) = (short(src).to_string(), short(dst).to_string());
-            match old {
-                Some(old) if old == new => continue,
-                Some(old) => {
-                    let known = repo.odb.contains(&old)?;
-                    if !known || !self.is_ancestor(repo, old, new)? {
-                        let why = if known {
-                            "non-fast-forward"
-                        } else {
-                            "fetch first"
-                        };
-                        rejected = Some(why);
-                        shown.push(Shown {
-                            code: '!',
-                            summary: "[rejected]".into(),
-                            from,
-                            to,
-                            note: Some(why.into()),
-                        });
-                        continue;
-                    }
-                    let summary =
-                        format!("{}..{}", self.abbrev(repo, &old), self.abbrev(repo, &new));
-                    shown.push(Shown {
-                        code: ' ',
-                        summary,
-                        from,
-                        to,
-                        note: None,
-                    });
-                    updates.push(Update {
-                        name: dst.clone(),
-                        old,
-                        new,
-                    });
-                }
-                None => {
-                    let what = if dst.starts_with("refs/tags/") {
-                        "[new tag]"
-                    } else {
-                        "[new branch]"
-                    };
-                    shown.push(Shown {
-                        code: '*',
-                        summary: what.into(),
-                        from,
-                        to,
-                        note: None,
-                    });
-                    updates.push(Update {
-                        name: dst.clone(),
-                        old: null,
-                        new,
-                    });
-                }
-            }
-        }
-        if shown.is_empty() {
-            if !quiet {
-                self.err("Everything up-to-date\n");
-            }
-            return Ok(0);
-        }
-        let mut failed = rejected.is_some();
-        if !updates.is_empty() {
-            let tips: Vec<ObjectId> = updates.iter().map(|u| u.new).collect();
-            let objects = packfile::objects_to_send(repo, &tips, &theirs)?;
-            let pack = packfile::build(&repo.odb, &objects)?;
-            let report = remote
-                .push(&updates, &pack, &capabilities)
-                .map_err(transport)?;
-            if let Err(reason) = &report.unpack {
-                self.err(&format!("error: remote unpack failed: {reason}\n"));
-                failed = true;
-            }
-            for update in &updates {
-                let status = report
-                    .refs
-                    .iter()
-                    .find(|(n, _)| *n == update.name)
-                    .map(|(_, s)| s.clone())
-                    .unwrap_or_else(|| Err("no report".into()));
-                let line = shown
-                    .iter_mut()
-                    .find(|s| s.to == short(&update.name) && s.code != '!')
-                    .expect("shown for every update");
-                match status {
-                    Ok(()) => {
-                        let tracking = format!("refs/remotes/{name}/{}", short(&update.name));
-                        if update.name.starts_with("refs/heads/") {
-                            repo.refs.write(&tracking, &update.new)?;
-                        }
-                    }
-                    Err(reason) => {
-                        failed = true;
-                        line.code = '!';
-                        line.summary = "[remote rejected]".into();
-                        line.note = Some(reason);
-                    }
-                }
-            }
-        }
-        if !quiet || failed {
-            self.err(&format!("To {url}\n"));
-            for line in &shown {
-                self.err(&line.push_line());
-            }
-        }
-        if failed {
-            self.err(&format!("error: failed to push some refs to '{url}'\n"));
-            match rejected {
-                Some("fetch first") => self.err("hint: Updates were rejected because the remote contains work that you do not\nhint: have locally. This is usually caused by another repository pushing to\nhint: the same ref. If you want to integrate the remote changes, use\nhint: 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n"),
-                Some(_) => self.err("hint: Updates were rejected because the tip of your current branch is behind\nhint: its remote counterpart. If you want to integrate the remote changes,\nhint: use 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n"),
-                None => {}
-            }
-            return Ok(1);
-        }
-        if a.has("set-upstream") {
-            let mut config = repo.config()?;
-            for (src, dst) in &pairs {
-                if let Some(b) = src.strip_prefix("refs/heads/") {
-                    config.set(&Key::parse(&format!("branch.{b}.remote"))?, &name);
-                    config.set(&Key::parse(&format!("branch.{b}.merge"))?, dst);
-                    self.say(&format!(
-                        "branch '{b}' set up to track '{name}/{}'.\n",
-                        short(dst)
-                    ));
-                }
-            }
-            repo.save_config(&config)?;
-        }
-        Ok(0)
     }
 }
 
