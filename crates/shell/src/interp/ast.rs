@@ -207,7 +207,7 @@ pub(crate) enum Part {
 /// Arithmetic: parsed once when it has no `$`, else expanded then parsed.
 #[derive(Debug, Clone)]
 pub(crate) enum Arith {
-    Static(Rc<Result<Expr, String>>, Rc<str>),
+    Static(Rc<Expr>, Rc<str>),
     Dynamic(Word),
 }
 

@@ -1371,14 +1371,9 @@ fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
         return usage(sh, "let", "expression expected", 1);
     }
     let mut last = 0;
+    // Each argument is evaluated in turn; an error ends `let` there.
     for a in &args[1..] {
-        let expr = match super::arith::parse(a) {
-            Ok(e) => e,
-            Err(m) => {
-                sh.err_line(&format!("let: {a}: {m}"))?;
-                return Ok(1);
-            }
-        };
+        let expr = super::arith::parse_labeled(a, "let: ");
         last = match sh.eval_arith(&expr) {
             Ok(v) => v,
             Err(Flow::Error(_)) => return Ok(1),

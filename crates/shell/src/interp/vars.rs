@@ -678,8 +678,7 @@ impl Shell<'_> {
         if self.is_assoc(name) {
             return Ok(text.to_string());
         }
-        let expr = super::arith::parse(text).map_err(|m| self.fatal(&format!("{text}: {m}")))?;
-        Ok(self.eval_arith(&expr)?.to_string())
+        Ok(self.eval_arith(&super::arith::parse(text))?.to_string())
     }
 
     /// Performs an assignment word (`x=1`, `a[i]+=v`, `a=(1 2)`).
@@ -748,6 +747,33 @@ impl Shell<'_> {
             }
             AssignValue::Array(elems) => self.assign_array(&a.name, elems, a.append),
         }
+    }
+
+    /// A prefix assignment (`B=(b "x y") cmd`): bash makes a compound
+    /// value a string for the command's environment, its elements
+    /// expanded as assignment values (unsplit, unglobbed) and joined by
+    /// single spaces inside the parentheses (`(b x y)`).
+    pub(crate) fn assign_prefix(&mut self, a: &Assign) -> R<()> {
+        let AssignValue::Array(elems) = &a.value else {
+            return self.assign(a);
+        };
+        let mut words = Vec::with_capacity(elems.len());
+        for (key, value) in elems {
+            let value = self.expand_assign_value(value)?;
+            words.push(match key {
+                Some((k, add)) => {
+                    let op = if *add { "+=" } else { "=" };
+                    format!("[{}]{op}{value}", self.expand_single(k)?)
+                }
+                None => value,
+            });
+        }
+        let text = format!("({})", words.join(" "));
+        let text = match a.append {
+            true => self.get_scalar(&a.name).unwrap_or_default() + &text,
+            false => text,
+        };
+        self.set_scalar(&a.name, text)
     }
 
     fn assign_array(&mut self, name: &str, elems: &[super::ast::ArrayElem], append: bool) -> R<()> {

@@ -629,7 +629,7 @@ impl Parser {
     fn word_arith(&mut self, word: Word) -> PResult<Arith> {
         match word.0.as_slice() {
             [] => Ok(Arith::Static(
-                Rc::new(Ok(crate::interp::arith::Expr::Num(0))),
+                Rc::new(crate::interp::arith::Expr::Num(0)),
                 Rc::from(""),
             )),
             [Part::Lit(text)] => {
