@@ -435,6 +435,10 @@ fn bad_number(text: &str) -> String {
 /// Parses an integer constant: decimal, `0x1f`, `017`, `base#digits`.
 pub(crate) fn parse_number(text: &str) -> Option<i64> {
     let (base, digits) = if let Some((b, d)) = text.split_once('#') {
+        // A base is decimal: `02#1` (read as octal first) is refused.
+        if b.starts_with('0') {
+            return None;
+        }
         (b.parse::<u32>().ok().filter(|b| (2..=64).contains(b))?, d)
     } else if let Some(h) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         (16, h)
@@ -550,6 +554,10 @@ impl Shell<'_> {
 
     fn arith_key(&mut self, name: &str, index: &Expr, text: &str) -> Result<String, Flow> {
         if self.is_assoc(name) {
+            // An empty key (`A["$unset"]`): bash refuses it.
+            if text.trim().is_empty() {
+                return Err(self.arith_error(&format!("{name}[{text}]: bad array subscript")));
+            }
             let key = text.trim();
             let key = key.strip_prefix('$').unwrap_or(key);
             if text.trim().starts_with('$') {
@@ -589,7 +597,8 @@ impl Shell<'_> {
                 return Ok(n);
             }
         }
-        if self.arith_depth > 64 {
+        // bash's MAX_EXPR_RECURSION_LEVEL; the stack check below bounds it too.
+        if self.arith_depth > 1024 {
             return Err(self.arith_error("expression recursion level exceeded"));
         }
         self.budget.check_stack()?;

@@ -269,6 +269,15 @@ impl Word {
         Word(vec![Part::Lit(text.to_string())])
     }
 
+    /// The word with its tildes as written (`~user` kept literal).
+    pub(crate) fn without_tilde(&self) -> Word {
+        let parts = self.0.iter().map(|p| match p {
+            Part::Tilde(user) => Part::Lit(format!("~{user}")),
+            other => other.clone(),
+        });
+        Word(parts.collect())
+    }
+
     /// The text when the word is a single unquoted literal.
     pub(crate) fn as_lit(&self) -> Option<&str> {
         match self.0.as_slice() {

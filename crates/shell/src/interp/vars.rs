@@ -21,6 +21,9 @@ pub(super) const INTEGER: u8 = 4;
 pub(super) const LOWER: u8 = 8;
 pub(super) const UPPER: u8 = 16;
 pub(super) const NAMEREF: u8 = 32;
+/// An array declared and never assigned (`declare -a a`): bash lists it
+/// without `=()` (its `att_invisible`). Any assignment to it clears this.
+pub(super) const DECLARED: u8 = 64;
 
 /// Variables bash sets up readonly.
 const BASH_READONLY: &[&str] = &["SHELLOPTS", "BASHOPTS", "UID", "EUID", "PPID"];
@@ -502,6 +505,7 @@ impl Shell<'_> {
             value: Value::Unset,
             attrs: 0,
         });
+        var.attrs &= !DECLARED;
         match &mut var.value {
             Value::Assoc(m) => {
                 m.insert(key.to_string(), value);
@@ -785,7 +789,12 @@ impl Shell<'_> {
             match key {
                 Some((k, add)) => {
                     let k = self.expand_single(k)?;
-                    let v = self.expand_assign_value(value)?;
+                    // bash 5.2 leaves a `~` after `[key]=` of an
+                    // associative array as it is.
+                    let v = match assoc {
+                        true => self.expand_single(&value.without_tilde())?,
+                        false => self.expand_assign_value(value)?,
+                    };
                     values.push((Some((k, *add)), v));
                 }
                 None if assoc => {
@@ -799,7 +808,7 @@ impl Shell<'_> {
                 }
             }
         }
-        let attrs = self.st.vars.get(name).map_or(0, |v| v.attrs);
+        let attrs = self.st.vars.get(name).map_or(0, |v| v.attrs) & !DECLARED;
         if assoc {
             let mut m = match (append, self.st.vars.get(name)) {
                 (
