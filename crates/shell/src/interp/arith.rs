@@ -1,6 +1,16 @@
 //! Shell arithmetic (`$(( ))`, `(( ))`, `let`, array indices): a Pratt
 //! parser into [`Expr`], evaluated over the shell's variables with 64-bit
 //! wrapping integers, as bash does.
+//!
+//! bash evaluates an expression as it reads it, so a syntax error ends it
+//! only after what came before has run (`z = 5 , 08` assigns `z`, then
+//! fails). The parser keeps that order: where it finds an error it stops
+//! and leaves an [`Expr::Fail`] in the tree, which evaluation reaches after
+//! everything bash would have evaluated first. A failure in a branch that
+//! is not taken (`0 && 08`) still ends the expression, as bash reads that
+//! branch too.
+
+use std::rc::Rc;
 
 use super::Flow;
 use super::Shell;
@@ -19,6 +29,25 @@ pub(crate) enum Expr {
     /// `++x` (true, +1) etc.: (prefix, delta, target)
     Step(bool, i64, Box<Expr>),
     Ternary(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A syntax error, after the operand bash evaluated before finding it
+    /// (if any); the message is complete (`expr: what`).
+    Fail(Option<Box<Expr>>, Rc<str>),
+}
+
+impl Expr {
+    /// The syntax error somewhere in this expression, if any.
+    fn failure(&self) -> Option<&Rc<str>> {
+        match self {
+            Expr::Num(_) | Expr::Var(_) => None,
+            Expr::Fail(_, message) => Some(message),
+            Expr::Index(_, e, _) | Expr::Unary(_, e) | Expr::Step(_, _, e) => e.failure(),
+            Expr::Binary(_, a, b) | Expr::Assign(_, a, b) => a.failure().or_else(|| b.failure()),
+            Expr::Ternary(c, a, b) => c
+                .failure()
+                .or_else(|| a.failure())
+                .or_else(|| b.failure()),
+        }
+    }
 }
 
 struct Parser<'a> {
@@ -27,6 +56,10 @@ struct Parser<'a> {
     /// Nesting of operands (parentheses, unary operators, right-associative
     /// chains, subscripts), bounded by [`MAX_PARSE_DEPTH`].
     depth: usize,
+    /// What an error message starts with (`let: 1 +: `).
+    prefix: &'a str,
+    /// An error was found: every rule returns what it has, unextended.
+    failed: bool,
 }
 
 const BINARY: &[(&str, u8)] = &[
@@ -55,47 +88,63 @@ const ASSIGN_OPS: &[&str] = &[
     "<<=", ">>=", "+=", "-=", "*=", "/=", "%=", "&=", "^=", "|=", "=",
 ];
 
+/// The characters bash's arithmetic tokens start with, besides names and
+/// numbers.
+const OPERATOR_CHARS: &[u8] = b"=<>+-*/%&|^~!?:,()";
+
 /// Parses a whole arithmetic expression (comma lists included).
-pub(crate) fn parse(src: &str) -> Result<Expr, String> {
-    parse_nested(src, 0)
+pub(crate) fn parse(src: &str) -> Expr {
+    parse_labeled(src, "")
 }
 
-/// Parses an expression nested `depth` levels inside another (a subscript).
-fn parse_nested(src: &str, depth: usize) -> Result<Expr, String> {
+/// Parses an expression whose error messages start with `label` (`let: `).
+pub(crate) fn parse_labeled(src: &str, label: &str) -> Expr {
+    let prefix = format!("{label}{}: ", src.trim());
+    parse_nested(src, 0, &prefix).0
+}
+
+/// Parses an expression nested `depth` levels inside another (a
+/// subscript); says whether it failed.
+fn parse_nested(src: &str, depth: usize, prefix: &str) -> (Expr, bool) {
     let mut p = Parser {
         src: src.as_bytes(),
         pos: 0,
         depth,
+        prefix,
+        failed: false,
     };
     p.skip();
     if p.pos == p.src.len() {
-        return Ok(Expr::Num(0));
+        return (Expr::Num(0), false);
     }
-    let e = p.comma()?;
-    p.skip();
-    if p.pos < p.src.len() {
-        let rest = String::from_utf8_lossy(&p.src[p.pos..]).into_owned();
-        return Err(format!(
-            "syntax error: invalid arithmetic operator (error token is \"{rest}\")"
-        ));
+    let e = p.comma();
+    if !p.failed && p.pos < p.src.len() {
+        let msg = format!(
+            "syntax error in expression (error token is \"{}\")",
+            p.rest()
+        );
+        return (p.fail(Some(e), &msg), true);
     }
-    Ok(e)
+    (e, p.failed)
 }
 
 impl Parser<'_> {
     /// Runs `f` one operand deeper; every recursion of the grammar passes
     /// through here (via [`Parser::unary`] or an assignment's right side).
-    fn deeper(
-        &mut self,
-        f: impl FnOnce(&mut Self) -> Result<Expr, String>,
-    ) -> Result<Expr, String> {
+    fn deeper(&mut self, f: impl FnOnce(&mut Self) -> Expr) -> Expr {
         if self.depth >= MAX_PARSE_DEPTH {
-            return Err(format!("syntax error: {}", too_deep_message()));
+            return self.fail(None, &format!("syntax error: {}", too_deep_message()));
         }
         self.depth += 1;
         let r = f(self);
         self.depth -= 1;
         r
+    }
+
+    /// Stops parsing at an error, after `before` (evaluated first).
+    fn fail(&mut self, before: Option<Expr>, message: &str) -> Expr {
+        self.failed = true;
+        Expr::Fail(before.map(Box::new), Rc::from(format!("{}{message}", self.prefix)))
     }
 
     fn skip(&mut self) {
@@ -118,58 +167,71 @@ impl Parser<'_> {
         String::from_utf8_lossy(&self.src[self.pos..]).into_owned()
     }
 
-    fn err<T>(&self) -> Result<T, String> {
-        let rest = self.rest();
-        if rest.trim().is_empty() {
-            Err("syntax error: operand expected (error token is \"\")".into())
-        } else {
-            Err(format!(
-                "syntax error: operand expected (error token is \"{}\")",
-                rest
-            ))
-        }
+    /// No operand where one must be.
+    fn operand_expected(&mut self) -> Expr {
+        let msg = format!(
+            "syntax error: operand expected (error token is \"{}\")",
+            self.rest()
+        );
+        self.fail(None, &msg)
     }
 
-    fn comma(&mut self) -> Result<Expr, String> {
-        let mut e = self.assign()?;
-        while self.eat(",") {
-            let r = self.assign()?;
+    fn comma(&mut self) -> Expr {
+        let mut e = self.assign();
+        while !self.failed && self.eat(",") {
+            let r = self.assign();
             e = Expr::Binary(",", Box::new(e), Box::new(r));
         }
-        Ok(e)
+        e
     }
 
-    fn assign(&mut self) -> Result<Expr, String> {
-        let start = self.pos;
-        let lhs = self.ternary()?;
-        if matches!(lhs, Expr::Var(_) | Expr::Index(..)) {
-            self.skip();
-            for op in ASSIGN_OPS {
-                if self.src[self.pos..].starts_with(op.as_bytes())
-                    && !(op == &"=" && self.src.get(self.pos + 1) == Some(&b'='))
-                {
-                    self.pos += op.len();
-                    let rhs = self.deeper(Self::assign)?;
-                    let bare: &'static str = &op[..op.len() - 1];
-                    return Ok(Expr::Assign(bare, Box::new(lhs), Box::new(rhs)));
-                }
-            }
+    fn assign(&mut self) -> Expr {
+        let lhs = self.ternary();
+        if self.failed {
+            return lhs;
         }
-        let _ = start;
-        Ok(lhs)
+        self.skip();
+        let rest = &self.src[self.pos..];
+        let Some(op) = ASSIGN_OPS.iter().copied().find(|op| {
+            rest.starts_with(op.as_bytes()) && !(*op == "=" && rest.get(1) == Some(&b'='))
+        }) else {
+            return lhs;
+        };
+        if !matches!(lhs, Expr::Var(_) | Expr::Index(..)) {
+            let msg = format!(
+                "attempted assignment to non-variable (error token is \"{}\")",
+                self.rest()
+            );
+            return self.fail(Some(lhs), &msg);
+        }
+        self.pos += op.len();
+        let rhs = self.deeper(Self::assign);
+        Expr::Assign(&op[..op.len() - 1], Box::new(lhs), Box::new(rhs))
     }
 
-    fn ternary(&mut self) -> Result<Expr, String> {
-        let cond = self.binary(3)?;
-        if self.eat("?") {
-            let a = self.assign()?;
-            if !self.eat(":") {
-                return self.err();
-            }
-            let b = self.assign()?;
-            return Ok(Expr::Ternary(Box::new(cond), Box::new(a), Box::new(b)));
+    fn ternary(&mut self) -> Expr {
+        let cond = self.binary(3);
+        if self.failed || !self.eat("?") {
+            return cond;
         }
-        Ok(cond)
+        self.skip();
+        if matches!(self.src.get(self.pos), None | Some(b':')) {
+            let msg = format!("expression expected (error token is \"{}\")", self.rest());
+            return self.fail(Some(cond), &msg);
+        }
+        let a = self.comma();
+        let b = if self.failed {
+            Expr::Num(0)
+        } else if self.eat(":") {
+            self.assign()
+        } else {
+            let msg = format!(
+                "`:' expected for conditional expression (error token is \"{}\")",
+                self.rest()
+            );
+            self.fail(None, &msg)
+        };
+        Expr::Ternary(Box::new(cond), Box::new(a), Box::new(b))
     }
 
     fn peek_binary(&mut self) -> Option<(&'static str, u8)> {
@@ -193,115 +255,159 @@ impl Parser<'_> {
         best
     }
 
-    fn binary(&mut self, min: u8) -> Result<Expr, String> {
-        let mut lhs = self.unary()?;
-        while let Some((op, prec)) = self.peek_binary() {
+    fn binary(&mut self, min: u8) -> Expr {
+        let mut lhs = self.unary();
+        while !self.failed {
+            let Some((op, prec)) = self.peek_binary() else {
+                break;
+            };
             if prec < min {
                 break;
             }
             self.pos += op.len();
             let rhs = if op == "**" {
-                self.binary(prec)?
+                self.binary(prec)
             } else {
-                self.binary(prec + 1)?
+                self.binary(prec + 1)
             };
             lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs));
         }
-        Ok(lhs)
+        lhs
     }
 
-    fn unary(&mut self) -> Result<Expr, String> {
+    fn unary(&mut self) -> Expr {
         self.deeper(Self::operand)
     }
 
-    fn operand(&mut self) -> Result<Expr, String> {
+    fn operand(&mut self) -> Expr {
         self.skip();
         for (tok, delta) in [("++", 1), ("--", -1)] {
             if self.src[self.pos..].starts_with(tok.as_bytes()) {
                 self.pos += 2;
-                let target = self.unary()?;
-                return Ok(Expr::Step(true, delta, Box::new(target)));
+                let target = self.unary();
+                return Expr::Step(true, delta, Box::new(target));
             }
         }
         for op in ["!", "~", "-", "+"] {
             if self.eat(op) {
-                let e = self.unary()?;
-                return Ok(Expr::Unary(op, Box::new(e)));
+                let e = self.unary();
+                return Expr::Unary(op, Box::new(e));
             }
         }
-        let e = self.primary()?;
+        let e = self.primary();
+        if self.failed {
+            return e;
+        }
         self.skip();
         for (tok, delta) in [("++", 1), ("--", -1)] {
             if self.src[self.pos..].starts_with(tok.as_bytes())
                 && matches!(e, Expr::Var(_) | Expr::Index(..))
             {
                 self.pos += 2;
-                return Ok(Expr::Step(false, delta, Box::new(e)));
+                return self.lookahead(Expr::Step(false, delta, Box::new(e)));
             }
         }
-        Ok(e)
+        self.lookahead(e)
     }
 
-    fn primary(&mut self) -> Result<Expr, String> {
+    /// bash reads the token after an operand before it uses the operand:
+    /// one that cannot be read (a bad number, a character no token starts
+    /// with) ends the expression there, before an assignment of `e`.
+    fn lookahead(&mut self, e: Expr) -> Expr {
         self.skip();
         let Some(&c) = self.src.get(self.pos) else {
-            return self.err();
+            return e;
+        };
+        if c.is_ascii_digit() {
+            let text = self.number_text();
+            self.pos -= text.len();
+            return match parse_number(&text) {
+                Some(_) => e,
+                None => self.fail(Some(e), &bad_number(&text)),
+            };
+        }
+        if c.is_ascii_alphabetic() || c == b'_' || OPERATOR_CHARS.contains(&c) {
+            return e;
+        }
+        let msg = format!(
+            "syntax error: invalid arithmetic operator (error token is \"{}\")",
+            self.rest()
+        );
+        self.fail(Some(e), &msg)
+    }
+
+    fn primary(&mut self) -> Expr {
+        self.skip();
+        let Some(&c) = self.src.get(self.pos) else {
+            return self.operand_expected();
         };
         if c == b'(' {
             self.pos += 1;
-            let e = self.comma()?;
-            if !self.eat(")") {
-                return Err("syntax error: missing `)'".into());
+            let e = self.comma();
+            if self.failed {
+                return e;
             }
-            return Ok(e);
+            if !self.eat(")") {
+                return self.fail(Some(e), "syntax error: missing `)'");
+            }
+            return e;
         }
         if c.is_ascii_digit() {
             return self.number();
         }
         if c.is_ascii_alphabetic() || c == b'_' {
-            let start = self.pos;
-            while self.pos < self.src.len()
-                && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_')
-            {
-                self.pos += 1;
-            }
-            let name = String::from_utf8_lossy(&self.src[start..self.pos]).into_owned();
-            if self.src.get(self.pos) == Some(&b'[') {
-                let open = self.pos + 1;
-                let mut depth = 0;
-                let mut end = open;
-                while end < self.src.len() {
-                    match self.src[end] {
-                        b'[' => depth += 1,
-                        b']' if depth == 0 => break,
-                        b']' => depth -= 1,
-                        _ => {}
-                    }
-                    end += 1;
-                }
-                if end >= self.src.len() {
-                    return self.err();
-                }
-                let text = String::from_utf8_lossy(&self.src[open..end]).into_owned();
-                self.pos = end + 1;
-                // `A['key']` / `A["key"]`: a quoted associative key.
-                let t = text.trim();
-                let quoted = t.len() >= 2
-                    && (t.starts_with('\'') && t.ends_with('\'')
-                        || t.starts_with('"') && t.ends_with('"'));
-                if quoted {
-                    let key = t[1..t.len() - 1].to_string();
-                    return Ok(Expr::Index(name, Box::new(Expr::Num(0)), key));
-                }
-                let index = parse_nested(&text, self.depth)?;
-                return Ok(Expr::Index(name, Box::new(index), text));
-            }
-            return Ok(Expr::Var(name));
+            return self.variable();
         }
-        self.err()
+        self.operand_expected()
     }
 
-    fn number(&mut self) -> Result<Expr, String> {
+    /// A name, or `name[index]`.
+    fn variable(&mut self) -> Expr {
+        let start = self.pos;
+        while self.pos < self.src.len()
+            && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_')
+        {
+            self.pos += 1;
+        }
+        let name = String::from_utf8_lossy(&self.src[start..self.pos]).into_owned();
+        if self.src.get(self.pos) != Some(&b'[') {
+            return Expr::Var(name);
+        }
+        let open = self.pos + 1;
+        let mut depth = 0;
+        let mut end = open;
+        while end < self.src.len() {
+            match self.src[end] {
+                b'[' => depth += 1,
+                b']' if depth == 0 => break,
+                b']' => depth -= 1,
+                _ => {}
+            }
+            end += 1;
+        }
+        if end >= self.src.len() {
+            self.pos = start;
+            let msg = format!("bad array subscript (error token is \"{}\")", self.rest());
+            return self.fail(None, &msg);
+        }
+        let text = String::from_utf8_lossy(&self.src[open..end]).into_owned();
+        self.pos = end + 1;
+        // `A['key']` / `A["key"]`: a quoted associative key.
+        let t = text.trim();
+        let quoted = t.len() >= 2
+            && (t.starts_with('\'') && t.ends_with('\'')
+                || t.starts_with('"') && t.ends_with('"'));
+        if quoted {
+            let key = t[1..t.len() - 1].to_string();
+            return Expr::Index(name, Box::new(Expr::Num(0)), key);
+        }
+        let (index, failed) = parse_nested(&text, self.depth, self.prefix);
+        self.failed |= failed;
+        Expr::Index(name, Box::new(index), text)
+    }
+
+    /// The text of the number at the cursor, consumed.
+    fn number_text(&mut self) -> String {
         let start = self.pos;
         while self.pos < self.src.len()
             && (self.src[self.pos].is_ascii_alphanumeric()
@@ -309,16 +415,30 @@ impl Parser<'_> {
         {
             self.pos += 1;
         }
-        let text = String::from_utf8_lossy(&self.src[start..self.pos]).into_owned();
-        parse_number(&text)
-            .map(Expr::Num)
-            .ok_or_else(|| format!("{text}: value too great for base (error token is \"{text}\")"))
+        String::from_utf8_lossy(&self.src[start..self.pos]).into_owned()
     }
+
+    fn number(&mut self) -> Expr {
+        let text = self.number_text();
+        match parse_number(&text) {
+            Some(n) => Expr::Num(n),
+            None => self.fail(None, &bad_number(&text)),
+        }
+    }
+}
+
+/// bash's message for a constant it cannot read.
+fn bad_number(text: &str) -> String {
+    format!("value too great for base (error token is \"{text}\")")
 }
 
 /// Parses an integer constant: decimal, `0x1f`, `017`, `base#digits`.
 pub(crate) fn parse_number(text: &str) -> Option<i64> {
     let (base, digits) = if let Some((b, d)) = text.split_once('#') {
+        // A base is decimal: `02#1` (read as octal first) is refused.
+        if b.starts_with('0') {
+            return None;
+        }
         (b.parse::<u32>().ok().filter(|b| (2..=64).contains(b))?, d)
     } else if let Some(h) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         (16, h)
@@ -392,19 +512,40 @@ impl Shell<'_> {
             }
             Expr::Ternary(c, a, b) => {
                 if self.eval_arith(c)? != 0 {
-                    self.eval_arith(a)?
+                    let v = self.eval_arith(a)?;
+                    self.skip_arith(b)?;
+                    v
                 } else {
+                    self.skip_arith(a)?;
                     self.eval_arith(b)?
                 }
+            }
+            Expr::Fail(before, message) => {
+                if let Some(e) = before {
+                    self.eval_arith(e)?;
+                }
+                return Err(self.arith_error(message));
             }
         })
     }
 
+    /// A branch not taken (`0 && x`, `?:`): nothing in it runs, but a
+    /// syntax error in it ends the expression, as bash still reads it.
+    fn skip_arith(&mut self, e: &Expr) -> Result<(), Flow> {
+        match e.failure() {
+            Some(message) => Err(self.arith_error(message)),
+            None => Ok(()),
+        }
+    }
+
     fn arith_binary(&mut self, op: &str, a: &Expr, b: &Expr) -> Result<i64, Flow> {
         let l = self.eval_arith(a)?;
-        match op {
-            "&&" => return Ok((l != 0 && self.eval_arith(b)? != 0) as i64),
-            "||" => return Ok((l != 0 || self.eval_arith(b)? != 0) as i64),
+        match (op, l != 0) {
+            ("&&", true) | ("||", false) => return Ok((self.eval_arith(b)? != 0) as i64),
+            ("&&", false) | ("||", true) => {
+                self.skip_arith(b)?;
+                return Ok((l != 0) as i64);
+            }
             _ => {}
         }
         let r = self.eval_arith(b)?;
@@ -413,6 +554,10 @@ impl Shell<'_> {
 
     fn arith_key(&mut self, name: &str, index: &Expr, text: &str) -> Result<String, Flow> {
         if self.is_assoc(name) {
+            // An empty key (`A["$unset"]`): bash refuses it.
+            if text.trim().is_empty() {
+                return Err(self.arith_error(&format!("{name}[{text}]: bad array subscript")));
+            }
             let key = text.trim();
             let key = key.strip_prefix('$').unwrap_or(key);
             if text.trim().starts_with('$') {
@@ -452,11 +597,12 @@ impl Shell<'_> {
                 return Ok(n);
             }
         }
-        if self.arith_depth > 64 {
+        // bash's MAX_EXPR_RECURSION_LEVEL; the stack check below bounds it too.
+        if self.arith_depth > 1024 {
             return Err(self.arith_error("expression recursion level exceeded"));
         }
         self.budget.check_stack()?;
-        let expr = parse(t).map_err(|m| self.arith_error(&format!("{t}: {m}")))?;
+        let expr = parse(t);
         self.arith_depth += 1;
         let r = self.eval_arith(&expr);
         self.arith_depth -= 1;

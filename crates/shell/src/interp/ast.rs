@@ -207,7 +207,7 @@ pub(crate) enum Part {
 /// Arithmetic: parsed once when it has no `$`, else expanded then parsed.
 #[derive(Debug, Clone)]
 pub(crate) enum Arith {
-    Static(Rc<Result<Expr, String>>, Rc<str>),
+    Static(Rc<Expr>, Rc<str>),
     Dynamic(Word),
 }
 
@@ -267,6 +267,15 @@ pub(crate) enum ParamOp {
 impl Word {
     pub(crate) fn lit(text: &str) -> Word {
         Word(vec![Part::Lit(text.to_string())])
+    }
+
+    /// The word with its tildes as written (`~user` kept literal).
+    pub(crate) fn without_tilde(&self) -> Word {
+        let parts = self.0.iter().map(|p| match p {
+            Part::Tilde(user) => Part::Lit(format!("~{user}")),
+            other => other.clone(),
+        });
+        Word(parts.collect())
     }
 
     /// The text when the word is a single unquoted literal.

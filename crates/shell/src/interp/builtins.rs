@@ -636,6 +636,16 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
             value: Value::Unset,
             attrs: 0,
         });
+        // `declare -a a` makes an array that lists without a value until
+        // assigned; `readonly -a a` makes no array at all.
+        let declared_only = value.is_none() && matches!(var.value, Value::Unset);
+        if declared_only && (o.assoc || o.indexed) {
+            if args[0] == "readonly" {
+                var.attrs |= READONLY;
+                continue;
+            }
+            var.attrs |= vars::DECLARED;
+        }
         if o.assoc && !matches!(var.value, Value::Assoc(_)) {
             // A scalar becomes element "0", as an indexed array's element 0.
             var.value = match std::mem::replace(&mut var.value, Value::Unset) {
@@ -725,7 +735,7 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
         if flags.is_empty() {
             flags.push('-');
         }
-        let body = declare_body(&var.value);
+        let body = declare_body(var);
         let flags = if flags == "-" { "-".to_string() } else { flags };
         text.push_str(&format!("declare -{flags} {n}{body}\n"));
     }
@@ -733,9 +743,18 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
     Ok(status)
 }
 
-/// What `declare -p` prints after the name: `="v"`, `=([0]="a" ...)`.
-pub(super) fn declare_body(value: &Value) -> String {
-    match value {
+/// What `declare -p` prints after the name: `="v"`, `=([0]="a" ...)`,
+/// nothing for an array declared and never assigned.
+pub(super) fn declare_body(var: &Var) -> String {
+    let empty = match &var.value {
+        Value::Indexed(m) => m.is_empty(),
+        Value::Assoc(m) => m.is_empty(),
+        Value::Unset | Value::Str(_) => false,
+    };
+    if empty && var.attrs & vars::DECLARED != 0 {
+        return String::new();
+    }
+    match &var.value {
         Value::Unset => String::new(),
         Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
         Value::Indexed(m) => format!(
@@ -1371,14 +1390,9 @@ fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
         return usage(sh, "let", "expression expected", 1);
     }
     let mut last = 0;
+    // Each argument is evaluated in turn; an error ends `let` there.
     for a in &args[1..] {
-        let expr = match super::arith::parse(a) {
-            Ok(e) => e,
-            Err(m) => {
-                sh.err_line(&format!("let: {a}: {m}"))?;
-                return Ok(1);
-            }
-        };
+        let expr = super::arith::parse_labeled(a, "let: ");
         last = match sh.eval_arith(&expr) {
             Ok(v) => v,
             Err(Flow::Error(_)) => return Ok(1),

@@ -708,7 +708,7 @@ impl Shell<'_> {
                     if matches!(var.value, Value::Indexed(_) | Value::Assoc(_)) =>
                 {
                     let flags = attr_letters(Some(&var));
-                    let body = super::builtins::declare_body(&var.value);
+                    let body = super::builtins::declare_body(&var);
                     Val::One(Some(format!("declare -{flags} {name}{body}")))
                 }
                 (attrs, Val::One(Some(s))) => {

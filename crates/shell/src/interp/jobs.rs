@@ -16,7 +16,7 @@
 
 use std::rc::Rc;
 
-use super::ast::Item;
+use super::ast::{Command, Compound, Item};
 use super::traps::{signal_name, signal_number, signal_table};
 use super::{Fd, Input, Shell, State, R};
 
@@ -110,6 +110,7 @@ impl Shell<'_> {
             sh.st.bashpid = pid;
             sh.fds = fds;
             sh.line_base = line_base;
+            sh.job_unchecked = own_status_unchecked(&item);
             sh.run_item(&item)?;
             Ok(sh.status)
         })?;
@@ -524,4 +525,21 @@ fn list_signals(sh: &mut Shell, specs: &[String]) -> R<i32> {
     }
     sh.out(&text)?;
     Ok(status)
+}
+
+/// Whether a job's status is left to its parent alone: bash runs a simple
+/// command, a pipeline or a `( )` in the background without the check the
+/// shell makes after a command it waits for (the `ERR` trap, `set -e`),
+/// while other compound commands and `&&`/`||` lists run in a subshell of
+/// their own that checks them as it would in the foreground.
+fn own_status_unchecked(item: &Item) -> bool {
+    if !item.rest.is_empty() {
+        return false;
+    }
+    match item.first.cmds.as_slice() {
+        [Command::Simple(_)] => true,
+        [Command::Compound(c, _)] => matches!(c.as_ref(), Compound::Subshell(_)),
+        [Command::Function(_)] => false,
+        _ => true,
+    }
 }

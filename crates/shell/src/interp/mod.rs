@@ -305,6 +305,9 @@ pub(crate) struct Shell<'a> {
     pub last_arg: String,
     in_err_trap: bool,
     in_debug_trap: bool,
+    /// The next pipeline is a background job's own command, whose status
+    /// no `ERR` trap or `set -e` looks at (see `jobs.rs`).
+    pub(super) job_unchecked: bool,
     /// `$BASH_COMMAND`: the command the `DEBUG` trap runs before.
     pub bash_command: String,
     /// Background jobs of this shell and of the subshells running now.
@@ -395,6 +398,7 @@ impl<'a> Shell<'a> {
             last_arg: String::new(),
             in_err_trap: false,
             in_debug_trap: false,
+            job_unchecked: false,
             bash_command: String::new(),
             jobs: Vec::new(),
             job_floor: 0,
@@ -666,6 +670,11 @@ impl<'a> Shell<'a> {
         if self.status == 0 || self.no_errexit > 0 {
             return Ok(());
         }
+        self.on_failure()
+    }
+
+    /// The `ERR` trap, then `set -e` itself, for a failure they apply to.
+    fn on_failure(&mut self) -> R<()> {
         self.fire_err_trap()?;
         if self.st.opts.errexit {
             return Err(Flow::Abort(Abort::Exit(self.status)));
@@ -746,6 +755,9 @@ impl<'a> Shell<'a> {
 
     fn run_untimed(&mut self, pipe: &Pipeline) -> R<()> {
         self.line = self.line_base + pipe.line;
+        // A background job's own status is its parent's to see, and the
+        // parent does not wait for it (see `jobs.rs`).
+        let checked = !std::mem::take(&mut self.job_unchecked);
         if pipe.negate {
             self.no_errexit += 1;
         }
@@ -756,7 +768,11 @@ impl<'a> Shell<'a> {
             }
             r
         } else {
-            self.run_stages(&pipe.cmds)
+            let r = self.run_stages(&pipe.cmds);
+            match r {
+                Ok(()) if checked => self.check_last_subshell(pipe),
+                r => r,
+            }
         };
         if pipe.negate {
             self.no_errexit -= 1;
@@ -777,9 +793,29 @@ impl<'a> Shell<'a> {
                 ),
                 Command::Function(_) => false,
             };
-        if atomic {
+        if atomic && checked {
             self.check_errexit()?;
         }
+        Ok(())
+    }
+
+    /// bash waits for a `( )` ending a pipeline as for one standing alone,
+    /// so its failure runs `ERR` and `set -e` before the pipeline's own do
+    /// (`true | (false)` runs the trap twice). A `!` does not reach the
+    /// stage, except that under `set -e` it ignores failures inside its
+    /// pipeline.
+    fn check_last_subshell(&mut self, pipe: &Pipeline) -> R<()> {
+        let failed = match (pipe.cmds.last(), self.pipestatus.last()) {
+            (Some(cmd), Some(&status)) if status != 0 && is_user_subshell(cmd) => status,
+            _ => return Ok(()),
+        };
+        let own = u32::from(pipe.negate && !self.st.opts.errexit);
+        if self.no_errexit > own {
+            return Ok(());
+        }
+        let status = std::mem::replace(&mut self.status, failed);
+        self.on_failure()?;
+        self.status = status;
         Ok(())
     }
 
@@ -1264,22 +1300,10 @@ impl<'a> Shell<'a> {
     /// Evaluates an arithmetic expression.
     pub(crate) fn arith(&mut self, a: &Arith) -> R<i64> {
         match a {
-            Arith::Static(expr, text) => match expr.as_ref() {
-                Ok(e) => self.eval_arith(e),
-                Err(m) => {
-                    let msg = format!("{}: {m}", text.trim());
-                    Err(self.fatal(&msg))
-                }
-            },
+            Arith::Static(expr, _) => self.eval_arith(expr),
             Arith::Dynamic(w) => {
                 let text = self.expand_single(w)?;
-                match arith::parse(&text) {
-                    Ok(e) => self.eval_arith(&e),
-                    Err(m) => {
-                        let msg = format!("{}: {m}", text.trim());
-                        Err(self.fatal(&msg))
-                    }
-                }
+                self.eval_arith(&arith::parse(&text))
             }
         }
     }
@@ -1339,7 +1363,7 @@ impl<'a> Shell<'a> {
                     kind: vars::CellKind::Temp,
                 });
             }
-            self.assign(a)?;
+            self.assign_prefix(a)?;
             if let Some(v) = self.st.vars.get_mut(&a.name) {
                 v.attrs |= vars::EXPORT;
             }
@@ -2058,4 +2082,10 @@ fn sets_pipestatus(cmd: &Command) -> bool {
             | Compound::Case { .. } => false,
         },
     }
+}
+
+/// A `( list )` command, which bash runs and waits for as a subshell of
+/// its own even as a pipeline's stage.
+fn is_user_subshell(cmd: &Command) -> bool {
+    matches!(cmd, Command::Compound(c, _) if matches!(c.as_ref(), Compound::Subshell(_)))
 }

@@ -1209,6 +1209,9 @@ impl Parser {
                     cmd.words.push(assign_word(a));
                     continue;
                 }
+            } else if let Some(w) = self.compound_text_word(&cmd.words[0])? {
+                cmd.words.push(w);
+                continue;
             }
             let blank_alias = self.after_blank_alias();
             if (cmd.words.is_empty() || blank_alias) && self.expand_alias() {
@@ -1518,6 +1521,32 @@ pub(crate) fn is_unary_test(op: &str) -> bool {
             | "-v"
             | "-R"
     )
+}
+
+impl Parser {
+    /// `let x=( 1 )`, `eval a=(1 2)`: bash reads a compound assignment
+    /// after these too, and passes its text, expanded but not split, as
+    /// one argument.
+    fn compound_text_word(&mut self, command: &Word) -> PResult<Option<Word>> {
+        if !matches!(command.as_lit(), Some("let" | "eval")) {
+            return Ok(None);
+        }
+        let start = self.pos;
+        match self.try_assign()? {
+            Some(Assign {
+                value: AssignValue::Array(_),
+                ..
+            }) => {
+                let text: String = self.src[start..self.pos].iter().collect();
+                let parts = self.nested(&text).dq_parts(None)?;
+                Ok(Some(Word(vec![Part::Double(parts)])))
+            }
+            _ => {
+                self.pos = start;
+                Ok(None)
+            }
+        }
+    }
 }
 
 fn is_decl(word: &Word) -> bool {

@@ -21,6 +21,9 @@ pub(super) const INTEGER: u8 = 4;
 pub(super) const LOWER: u8 = 8;
 pub(super) const UPPER: u8 = 16;
 pub(super) const NAMEREF: u8 = 32;
+/// An array declared and never assigned (`declare -a a`): bash lists it
+/// without `=()` (its `att_invisible`). Any assignment to it clears this.
+pub(super) const DECLARED: u8 = 64;
 
 /// Variables bash sets up readonly.
 const BASH_READONLY: &[&str] = &["SHELLOPTS", "BASHOPTS", "UID", "EUID", "PPID"];
@@ -502,6 +505,7 @@ impl Shell<'_> {
             value: Value::Unset,
             attrs: 0,
         });
+        var.attrs &= !DECLARED;
         match &mut var.value {
             Value::Assoc(m) => {
                 m.insert(key.to_string(), value);
@@ -678,8 +682,7 @@ impl Shell<'_> {
         if self.is_assoc(name) {
             return Ok(text.to_string());
         }
-        let expr = super::arith::parse(text).map_err(|m| self.fatal(&format!("{text}: {m}")))?;
-        Ok(self.eval_arith(&expr)?.to_string())
+        Ok(self.eval_arith(&super::arith::parse(text))?.to_string())
     }
 
     /// Performs an assignment word (`x=1`, `a[i]+=v`, `a=(1 2)`).
@@ -750,6 +753,33 @@ impl Shell<'_> {
         }
     }
 
+    /// A prefix assignment (`B=(b "x y") cmd`): bash makes a compound
+    /// value a string for the command's environment, its elements
+    /// expanded as assignment values (unsplit, unglobbed) and joined by
+    /// single spaces inside the parentheses (`(b x y)`).
+    pub(crate) fn assign_prefix(&mut self, a: &Assign) -> R<()> {
+        let AssignValue::Array(elems) = &a.value else {
+            return self.assign(a);
+        };
+        let mut words = Vec::with_capacity(elems.len());
+        for (key, value) in elems {
+            let value = self.expand_assign_value(value)?;
+            words.push(match key {
+                Some((k, add)) => {
+                    let op = if *add { "+=" } else { "=" };
+                    format!("[{}]{op}{value}", self.expand_single(k)?)
+                }
+                None => value,
+            });
+        }
+        let text = format!("({})", words.join(" "));
+        let text = match a.append {
+            true => self.get_scalar(&a.name).unwrap_or_default() + &text,
+            false => text,
+        };
+        self.set_scalar(&a.name, text)
+    }
+
     fn assign_array(&mut self, name: &str, elems: &[super::ast::ArrayElem], append: bool) -> R<()> {
         self.check_writable(name)?;
         let assoc = self.is_assoc(name);
@@ -759,7 +789,12 @@ impl Shell<'_> {
             match key {
                 Some((k, add)) => {
                     let k = self.expand_single(k)?;
-                    let v = self.expand_assign_value(value)?;
+                    // bash 5.2 leaves a `~` after `[key]=` of an
+                    // associative array as it is.
+                    let v = match assoc {
+                        true => self.expand_single(&value.without_tilde())?,
+                        false => self.expand_assign_value(value)?,
+                    };
                     values.push((Some((k, *add)), v));
                 }
                 None if assoc => {
@@ -773,7 +808,7 @@ impl Shell<'_> {
                 }
             }
         }
-        let attrs = self.st.vars.get(name).map_or(0, |v| v.attrs);
+        let attrs = self.st.vars.get(name).map_or(0, |v| v.attrs) & !DECLARED;
         if assoc {
             let mut m = match (append, self.st.vars.get(name)) {
                 (

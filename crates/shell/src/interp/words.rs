@@ -629,7 +629,7 @@ impl Parser {
     fn word_arith(&mut self, word: Word) -> PResult<Arith> {
         match word.0.as_slice() {
             [] => Ok(Arith::Static(
-                Rc::new(Ok(crate::interp::arith::Expr::Num(0))),
+                Rc::new(crate::interp::arith::Expr::Num(0)),
                 Rc::from(""),
             )),
             [Part::Lit(text)] => {
@@ -650,6 +650,9 @@ impl Parser {
         let mut parts = Vec::new();
         let mut lit = String::new();
         let mut depth = 0;
+        // A slice's offset is arithmetic: a `:` answering a `?` is part of
+        // it (`${s: 1 ? 2 : 0 : 1}`), as bash skips the offset.
+        let mut open_ternaries = 0;
         // `${x:-~}` outside double quotes: the word's tilde expands.
         if !self.in_dq && self.peek() == Some('~') && stops.contains(&'}') {
             self.tilde(&mut parts, &mut lit);
@@ -659,10 +662,21 @@ impl Parser {
                 return Err("bad substitution".into());
             };
             if depth == 0 && stops.contains(&c) {
+                if c == ':' && open_ternaries > 0 {
+                    open_ternaries -= 1;
+                    lit.push(c);
+                    self.pos += 1;
+                    continue;
+                }
                 self.pos += 1;
                 break;
             }
             match c {
+                '?' if stops.contains(&':') => {
+                    open_ternaries += 1;
+                    lit.push(c);
+                    self.pos += 1;
+                }
                 '{' => {
                     depth += 1;
                     lit.push(c);
