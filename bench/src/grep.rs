@@ -1,5 +1,6 @@
 //! Measure 3: the `grep` tool over a text corpus, against GNU `grep -r` on
-//! the same files in a local temporary folder.
+//! the same files in a local temporary folder (which `crate::find` then
+//! searches by name).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -13,7 +14,7 @@ use crate::gen::{document, Rng};
 use crate::report::{Aim, Report, Row, Unit};
 use crate::stats::{best_of, millis, timed};
 
-const ROOT: &str = "/corpus";
+pub const ROOT: &str = "/corpus";
 const RUNS: usize = 5;
 const AIM: Aim = Aim::AtMost(3.0);
 /// The tool's largest page of files.
@@ -62,6 +63,10 @@ fn planted(i: usize) -> Vec<String> {
     lines
 }
 
+/// The corpus files' extensions, in turn: a third of them are `.rs`, which
+/// `crate::find` looks for.
+pub const EXTENSIONS: [&str; 3] = ["rs", "txt", "md"];
+
 /// `(path under ROOT, content)` for `files` files of about `bytes` in all,
 /// in a tree of 20 directories with 5 subdirectories each.
 fn corpus(files: usize, bytes: usize) -> Vec<(String, String)> {
@@ -69,7 +74,8 @@ fn corpus(files: usize, bytes: usize) -> Vec<(String, String)> {
     let mean = bytes / files;
     (0..files)
         .map(|i| {
-            let path = format!("/d{:02}/s{}/f{i:05}.txt", i % 20, (i / 20) % 5);
+            let ext = EXTENSIONS[i % EXTENSIONS.len()];
+            let path = format!("/d{:02}/s{}/f{i:05}.{ext}", i % 20, (i / 20) % 5);
             let len = rng.between(mean / 2, mean * 3 / 2);
             (path, document(&mut rng, len, &planted(i)))
         })
@@ -167,7 +173,9 @@ fn best<T>(f: impl Fn() -> T) -> (Duration, T) {
     best_of(RUNS, |_| timed(&f))
 }
 
-pub fn run(agent: &Agent, files: usize, bytes: usize, report: &mut Report) {
+/// Uploads the corpus, measures the searches, and returns the local copy
+/// (for `crate::find`).
+pub fn run(agent: &Agent, files: usize, bytes: usize, report: &mut Report) -> tempfile::TempDir {
     let corpus = corpus(files, bytes);
     let total: usize = corpus.iter().map(|(_, content)| content.len()).sum();
     eprintln!(
@@ -201,4 +209,5 @@ pub fn run(agent: &Agent, files: usize, bytes: usize, report: &mut Report) {
             aim: Some(AIM),
         });
     }
+    dir
 }

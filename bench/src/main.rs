@@ -23,6 +23,7 @@ mod breakdown;
 mod checkpoint;
 mod cli;
 mod computer;
+mod find;
 mod gen;
 mod git;
 mod grep;
@@ -544,7 +545,8 @@ fn files_main(options: &Options) {
     );
     small_files::run(&agent, sizes.small_files, &mut report);
     large_file::run(&agent, sizes.large_file_bytes, &mut report);
-    grep::run(&agent, sizes.grep_files, sizes.grep_bytes, &mut report);
+    let corpus = grep::run(&agent, sizes.grep_files, sizes.grep_bytes, &mut report);
+    find::run(&agent, corpus.path(), sizes.grep_files, &mut report);
     agent.delete();
     print_and_save(&report, "results.json");
 }

@@ -65,6 +65,11 @@ pub struct Agent<H: Host> {
     /// it, or cleared), so an edit can bring the alarm forward without
     /// pushing it back (see `crate::processes::serve`).
     pub(crate) alarm_at: Cell<Option<i64>>,
+    /// Whether this instance found no process running since the last thing
+    /// that could start one (any request but a file tool's, the alarm, a
+    /// computer brought in step): a write then need not ask before
+    /// bringing the live push forward (see `crate::processes::serve`).
+    pub(crate) processes_idle: Cell<bool>,
     /// The light terminals whose line is still running (waiting out its
     /// `sleep`), with the keys typed meanwhile (see `crate::terminal`).
     pub(crate) terminals: crate::terminal::Busy,
@@ -124,6 +129,7 @@ impl<H: Host> Agent<H> {
             computer_turn: futures::lock::Mutex::new(()),
             live_pushed: Cell::new(0),
             alarm_at: Cell::new(None),
+            processes_idle: Cell::new(false),
             running: RefCell::new(None),
             quotas: Cell::new(None),
             not_forking: Cell::new(false),
@@ -338,6 +344,7 @@ impl<H: Host> Agent<H> {
     ) -> Result<computer::Pushed, ApiError> {
         let pushed = computer::bring_in_step(self.db(), || self.vfs(), transport).await?;
         if pushed.fresh {
+            self.processes_idle.set(false);
             processes::revive(self.db(), self.now_ms(), transport, &pushed).await?;
         }
         Ok(pushed)

@@ -85,6 +85,8 @@ impl<H: Host> Agent<H> {
     /// The alarm: run every queued job and every due schedule run, then
     /// re-arm. An error makes the platform retry the alarm.
     pub async fn alarm(&self) -> Result<(), ApiError> {
+        // A tick restarts, starts and stops processes.
+        self.processes_idle.set(false);
         match self.open(None, false) {
             Ok(_) => {}
             // The agent was deleted: nothing to run, nothing to re-arm.

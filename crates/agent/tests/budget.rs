@@ -110,34 +110,35 @@ fn a_small_write_costs_its_checkpoint_its_change_and_its_audit_entry() {
     let agent = warm_agent();
     let body = serde_json::json!({ "path": "/d/g.txt", "content": "y".repeat(1000) }).to_string();
     let write = cost(&agent, Action::Tool(Tool::Write), &body);
-    // Automatic checkpoint (5): the path resolved for its scope (2
-    // lookups, the nodes kept for pinning), the revision, the checkpoint
-    // row with its counters, its root's row (missing: no chunks to pin).
-    // The write (11): the revision bumped, the path resolved (2), the
-    // node, its entry, the parent's mtime, the chunk, the file's chunk
-    // list, the node's size, the change record, the usage check.
-    // Retention (1): the checkpoints past the newest 20, both kinds in one
-    // query. The audit entry (1, reading the revision it records in the
-    // same statement). Live push (1): whether a process runs.
+    // Automatic checkpoint (4): the path resolved for its scope (2
+    // lookups, the nodes kept for pinning), the checkpoint row with its
+    // counters and the revision it pins, its root's row (missing: no
+    // chunks to pin). The write (10): the revision bumped, the path
+    // resolved (2), the node (made with its size), its entry, the
+    // parent's mtime, the chunk, the file's chunk list, the change record,
+    // the usage check. Retention (1): the checkpoints past the newest 20,
+    // both kinds in one query. The audit entry (1, reading the revision it
+    // records in the same statement). No live push's question: this
+    // instance knows no process runs (it asked after the first write).
     // Rows: checkpoint, root, revision, node, entry, parent, chunk, chunk
-    // list, size, change, audit entry, and two usage counters by trigger.
-    within("write of a new 1 KB file", &write, 19, 13);
-    // Replacing it pins the old content (one statement more), and drops
-    // the old chunk list and chunk in place of the new node and entry.
+    // list, change, audit entry, and two usage counters by trigger.
+    within("write of a new 1 KB file", &write, 16, 12);
+    // Replacing it pins the old content and stamps the node's size (one
+    // statement more each), and drops the old chunk list and chunk in
+    // place of the new node and entry.
     let body = serde_json::json!({ "path": "/d/g.txt", "content": "z".repeat(1000) }).to_string();
     let again = cost(&agent, Action::Tool(Tool::Write), &body);
-    within("write over a 1 KB file", &again, 19, 11);
+    within("write over a 1 KB file", &again, 17, 11);
 }
 
 #[test]
 fn a_dry_run_takes_no_checkpoint_and_makes_no_revision() {
     let agent = warm_agent();
     let body = r#"{"path":"/d/f.txt","edits":[{"old":"xxxx","new":"yy","replace_all":true}],"dry_run":true}"#;
-    // The lookups (2) and the file's content (1), then the audit entry and
-    // the live push's check: no checkpoint, and nothing written but the
-    // entry.
+    // The lookups (2) and the file's content (1), then the audit entry: no
+    // checkpoint, and nothing written but the entry.
     let dry = cost(&agent, Action::Tool(Tool::Edit), body);
-    within("dry-run edit", &dry, 5, 1);
+    within("dry-run edit", &dry, 4, 1);
     assert!(
         !dry.statements.iter().any(|s| s.contains("checkpoints")),
         "a dry run touches no checkpoint: {:?}",
@@ -149,17 +150,17 @@ fn a_dry_run_takes_no_checkpoint_and_makes_no_revision() {
 fn delete_and_mkdir_cost_their_checkpoint_change_and_audit_entry() {
     let agent = warm_agent();
     let rm = cost(&agent, Action::Tool(Tool::Rm), r#"{"path":"/d/f.txt"}"#);
-    // Checkpoint (6): lookups 2, revision, row, root row, the file's chunks
-    // pinned. The delete (10): revision, lookups 2, the chunk list
-    // dropped, the node, its entry, the parent's mtime, the chunk no
-    // longer held (here the checkpoint holds it), the change record, the
-    // usage check. Retention 1, audit 1, live push 1.
-    within("rm of a 1 KB file", &rm, 19, 11);
+    // Checkpoint (5): lookups 2, row, root row, the file's chunks pinned.
+    // The delete (9): revision, lookups 2, the chunk list dropped, the
+    // node, its entry, the parent's mtime, the chunk no longer held (here
+    // the checkpoint holds it), the change record; no usage check (a
+    // removal only frees). Retention 1, audit 1.
+    within("rm of a 1 KB file", &rm, 16, 11);
     let mkdir = cost(&agent, Action::Tool(Tool::Mkdir), r#"{"path":"/e"}"#);
-    // Checkpoint (4): lookup, revision, row, root row. The mkdir (7):
-    // revision, lookup, node, entry, parent's mtime, change, usage.
-    // Retention 1, audit 1, live push 1.
-    within("mkdir", &mkdir, 14, 9);
+    // Checkpoint (3): lookup, row, root row. The mkdir (7): revision,
+    // lookup, node, entry, parent's mtime, change, usage. Retention 1,
+    // audit 1.
+    within("mkdir", &mkdir, 12, 9);
 }
 
 #[test]
@@ -179,18 +180,19 @@ fn exec_of_true_in_the_shell() {
     let agent = warm_agent();
     let exec = cost(&agent, Action::Exec, r#"{"command":"true"}"#);
     // The cwd (the root) read (1); the whole-workspace checkpoint the
-    // shell takes before a command (8): revision, the newest of this
-    // revision (none), revision, the row, root, entries, chunks, counters;
-    // the outcome's revision (1); retention (1); the audit entry and the
-    // live push's check (2). No alarm re-armed: the light
+    // shell takes before a command (6): the newest of this revision
+    // (none), the row, root, entries, chunks, counters; the outcome's
+    // revision (1); retention (1); the audit entry and the live push's
+    // check (2: an exec is not a file tool, so the instance asks again
+    // whether a process runs). No alarm re-armed: the light
     // shell starts nothing the alarm follows. Rows: the checkpoint, its
     // root, the workspace's two entries and one chunk, its counters, the
     // audit entry.
-    within("exec of true", &exec, 13, 7);
+    within("exec of true", &exec, 11, 7);
     // At the same revision the checkpoint is reused (and nothing is
     // pruned, as nothing was added).
     let again = cost(&agent, Action::Exec, r#"{"command":"true"}"#);
-    within("exec of true again", &again, 6, 1);
+    within("exec of true again", &again, 5, 1);
 }
 
 #[test]
@@ -208,16 +210,17 @@ fn the_breakdown_counts_each_stage_statements() {
         .iter()
         .map(|cost| (cost.stage, cost.statements))
         .collect();
-    // The same 19 statements as the write's budget above, by stage: the
-    // checkpoint, the write and the retention are the operation.
+    // The same 16 statements as the write's budget above, by stage: the
+    // checkpoint, the write and the retention are the operation; the
+    // live push asks nothing (no process runs, as the instance knows).
     assert_eq!(
         stages,
         [
             (Stage::Admission, 0),
-            (Stage::Operation, 17),
+            (Stage::Operation, 15),
             (Stage::Audit, 1),
             (Stage::Notify, 0),
-            (Stage::LiveSync, 1),
+            (Stage::LiveSync, 0),
         ]
     );
     let total: u64 = stages.iter().map(|(_, statements)| statements).sum();
@@ -229,4 +232,27 @@ fn the_breakdown_counts_each_stage_statements() {
         "{}",
         breakdown.server_timing()
     );
+}
+
+#[test]
+fn the_live_push_asks_again_after_anything_that_could_start_a_process() {
+    let agent = warm_agent();
+    let asks = |cost: &Cost| cost.statements.iter().any(|s| s.contains("FROM processes"));
+    let write = |content: &str| {
+        let body = serde_json::json!({ "path": "/d/g.txt", "content": content }).to_string();
+        cost(&agent, Action::Tool(Tool::Write), &body)
+    };
+    // The first write of this instance asked; a file tool starts nothing.
+    assert!(!asks(&write("a")));
+    // Any other request (here a listing of the processes) could have
+    // started one: the next write asks again, once.
+    cost(&agent, Action::Processes, "");
+    assert!(asks(&write("b")));
+    assert!(!asks(&write("c")));
+    // A request that changes something asks itself, at its end.
+    assert!(asks(&cost(&agent, Action::Exec, r#"{"command":"true"}"#)));
+    assert!(!asks(&write("c2")));
+    // So does the alarm.
+    block_on(agent.alarm()).expect("the alarm runs");
+    assert!(asks(&write("d")));
 }

@@ -7,8 +7,8 @@
 
 use stead_sql::Sql;
 use stead_vfs::{
-    Checkpoint, CheckpointId, Diff, DiffOptions, DirEntry, NewCheckpoint, Node, PatchOutcome,
-    Point, Restored, Undone, VPath, Vfs, VfsError, WriteOptions,
+    Checkpoint, CheckpointId, Descendant, Diff, DiffOptions, DirEntry, NewCheckpoint, Node,
+    PatchOutcome, Point, Restored, Undone, VPath, Vfs, VfsError, WriteOptions,
 };
 
 pub(crate) type Result<T> = std::result::Result<T, VfsError>;
@@ -32,6 +32,15 @@ pub trait Fs {
     fn append(&self, path: &VPath, data: &[u8]) -> Result<()>;
     /// The entries of a directory, in name order.
     fn list(&self, path: &VPath) -> Result<Vec<DirEntry>>;
+    /// Everything below directory `path` at most `max_depth` deep, in
+    /// depth-first name order, in a few statements rather than one listing
+    /// per directory; `None` when it holds more than `limit` entries.
+    fn subtree(
+        &self,
+        path: &VPath,
+        max_depth: usize,
+        limit: usize,
+    ) -> Result<Option<Vec<Descendant>>>;
     fn mkdir(&self, path: &VPath, parents: bool) -> Result<()>;
     /// Removes a file, symlink or (empty unless `recursive`) directory.
     fn remove(&self, path: &VPath, recursive: bool) -> Result<()>;
@@ -96,6 +105,14 @@ impl<S: Sql> Fs for Vfs<'_, S> {
     }
     fn list(&self, path: &VPath) -> Result<Vec<DirEntry>> {
         Vfs::list(self, path, None, usize::MAX >> 1)
+    }
+    fn subtree(
+        &self,
+        path: &VPath,
+        max_depth: usize,
+        limit: usize,
+    ) -> Result<Option<Vec<Descendant>>> {
+        self.subtree_entries(path, max_depth, limit)
     }
     fn mkdir(&self, path: &VPath, parents: bool) -> Result<()> {
         Vfs::mkdir(self, path, parents, None).map(drop)

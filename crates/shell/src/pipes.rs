@@ -11,8 +11,8 @@
 use std::cell::RefCell;
 
 use stead_vfs::{
-    Checkpoint, CheckpointId, Diff, DirEntry, Kind, Node, PatchOutcome, Point, Restored, Undone,
-    VPath,
+    Checkpoint, CheckpointId, Descendant, Diff, DirEntry, Kind, Node, PatchOutcome, Point,
+    Restored, Undone, VPath,
 };
 
 use crate::fs::{Fs, Result};
@@ -131,6 +131,14 @@ impl Fs for WithPipes<'_> {
     }
     fn list(&self, path: &VPath) -> Result<Vec<DirEntry>> {
         self.fs.list(path)
+    }
+    fn subtree(
+        &self,
+        path: &VPath,
+        max_depth: usize,
+        limit: usize,
+    ) -> Result<Option<Vec<Descendant>>> {
+        self.fs.subtree(path, max_depth, limit)
     }
     fn mkdir(&self, path: &VPath, parents: bool) -> Result<()> {
         self.fs.mkdir(path, parents)

@@ -5,7 +5,8 @@
 //! base directory. Two cheap prunings keep a glob from walking the whole
 //! workspace: the walk starts at the pattern's literal leading directories
 //! (`src/**/*.rs` walks only `src`), and a pattern without `**` is not
-//! followed deeper than its own number of components.
+//! followed deeper than its own number of components. The walk itself is
+//! one statement per few hundred entries (`crate::tree`).
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Serialize;
@@ -205,7 +206,7 @@ impl<S: Sql> Vfs<'_, S> {
             .map(|relative| format!("{relative}/"));
         let mut visits = 0usize;
         let mut last_visited: Option<String> = None;
-        self.walk(&real_start, after.as_ref(), |visit| {
+        self.walk_to_depth(&real_start, after.as_ref(), max_depth, |visit| {
             let relative = visit.path.strip_prefix(&real_start).unwrap_or_default();
             if skip_below
                 .as_deref()
@@ -239,11 +240,7 @@ impl<S: Sql> Vfs<'_, S> {
                     mtime: visit.node.mtime,
                 });
             }
-            Ok(if relative.split('/').count() >= max_depth {
-                Flow::SkipChildren
-            } else {
-                Flow::Continue
-            })
+            Ok(Flow::Continue)
         })?;
         Ok(page)
     }

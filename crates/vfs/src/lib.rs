@@ -59,7 +59,7 @@ pub use ops::{
 pub use patch::{FileAction, PatchOutcome, PatchedFile};
 pub use path::{VPath, MAX_NAME_LEN, MAX_PATH_LEN};
 pub use sync::{Conflict, Rejected, SyncOutcome};
-pub use tree::{Flow, Visit};
+pub use tree::{Descendant, Flow, Visit};
 pub use upload::UploadId;
 
 /// Default permission bits of new files, directories and symlinks.
@@ -207,6 +207,13 @@ impl<'db, S: Sql> Vfs<'db, S> {
         self.transact(QuotaCheck::PerPart, body)
     }
 
+    /// Runs `body` as [`Vfs::change`] does, for a change that only takes
+    /// away (a removal): it cannot add usage, so the quotas are not read,
+    /// and a workspace over a quota can always be brought back under it.
+    pub(crate) fn change_freeing<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
+        self.transact(QuotaCheck::Frees, body)
+    }
+
     fn transact<T>(&self, quotas: QuotaCheck, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
         self.db.transaction(|| {
             self.logged.set(false);
@@ -220,7 +227,7 @@ impl<'db, S: Sql> Vfs<'db, S> {
             }
             match quotas {
                 QuotaCheck::AtEnd => self.check_quotas()?,
-                QuotaCheck::PerPart => {}
+                QuotaCheck::PerPart | QuotaCheck::Frees => {}
             }
             Ok(value)
         })
@@ -234,6 +241,8 @@ enum QuotaCheck {
     AtEnd,
     /// Its body admitted each part itself.
     PerPart,
+    /// Not at all: it only takes away.
+    Frees,
 }
 
 impl<S: Sql> Vfs<'_, S> {

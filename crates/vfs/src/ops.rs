@@ -172,15 +172,19 @@ impl<S: Sql> Vfs<'_, S> {
         mtime_ms: i64,
     ) -> Result<Written> {
         self.check_size(path, data.len() as u64)?;
+        let size = data.len() as u64;
         self.change(|rev| {
-            let (real, node, created) = self.prepare_file(path, options, rev)?;
-            if created {
-                self.push_chunks(node.ino, 0, data)?;
-            } else {
+            let (real, node, created) = self.prepare_sized_file(path, options, rev, size)?;
+            if !created {
                 self.set_content(node.ino, data)?;
+                return self.finish_file_at(rev, &real, node.ino, size, created, mtime_ms);
             }
-            let size = data.len() as u64;
-            self.finish_file_at(rev, &real, node.ino, size, created, mtime_ms)
+            self.push_chunks(node.ino, 0, data)?;
+            if mtime_ms != self.now_ms {
+                return self.finish_file_at(rev, &real, node.ino, size, created, mtime_ms);
+            }
+            // Made with its size, time and revision: nothing to stamp.
+            self.log_written(rev, &real, size, created)
         })
     }
 
@@ -203,6 +207,18 @@ impl<S: Sql> Vfs<'_, S> {
         path: &VPath,
         options: WriteOptions,
         rev: i64,
+    ) -> Result<(VPath, Node, bool)> {
+        self.prepare_sized_file(path, options, rev, 0)
+    }
+
+    /// [`Vfs::prepare_file`], a new file made with size `size` (what its
+    /// content will be), so a whole write need not stamp it again.
+    fn prepare_sized_file(
+        &self,
+        path: &VPath,
+        options: WriteOptions,
+        rev: i64,
+        size: u64,
     ) -> Result<(VPath, Node, bool)> {
         let mut resolved = self.resolve(path, true)?;
         if let Resolved::Missing { last: false, .. } = resolved {
@@ -236,12 +252,12 @@ impl<S: Sql> Vfs<'_, S> {
                 name,
                 last: true,
             } => {
-                let node = self.create_node(
+                let node = self.insert_node(
                     parent.ino,
                     &name,
-                    Kind::File,
-                    options.mode.map_or(FILE_MODE, mode_bits),
+                    (Kind::File, options.mode.map_or(FILE_MODE, mode_bits)),
                     None,
+                    size,
                     rev,
                 )?;
                 Ok((parent_path.join(&name), node, true))
@@ -278,6 +294,11 @@ impl<S: Sql> Vfs<'_, S> {
             "UPDATE nodes SET size = ?, mtime = ?, rev = ? WHERE ino = ?",
             params![size as i64, mtime_ms, rev, ino],
         )?;
+        self.log_written(rev, real, size, created)
+    }
+
+    /// Logs a write of `size` bytes to `real`.
+    fn log_written(&self, rev: i64, real: &VPath, size: u64, created: bool) -> Result<Written> {
         let kind = if created {
             ChangeKind::Created
         } else {
@@ -302,12 +323,25 @@ impl<S: Sql> Vfs<'_, S> {
         target: Option<&str>,
         rev: i64,
     ) -> Result<Node> {
-        let size = target.map_or(0, str::len) as i64;
+        let size = target.map_or(0, str::len) as u64;
+        self.insert_node(parent, name, (kind, mode), target, size, rev)
+    }
+
+    /// [`Vfs::create_node`] with size `size`.
+    fn insert_node(
+        &self,
+        parent: i64,
+        name: &str,
+        (kind, mode): (Kind, u32),
+        target: Option<&str>,
+        size: u64,
+        rev: i64,
+    ) -> Result<Node> {
         let row = self
             .db
             .query_row(
                 "INSERT INTO nodes (kind, mode, size, mtime, target, rev) VALUES (?, ?, ?, ?, ?, ?) RETURNING ino",
-                params![kind.to_db(), mode, size, self.now_ms, target, rev],
+                params![kind.to_db(), mode, size as i64, self.now_ms, target, rev],
             )?
             .ok_or_else(|| VfsError::Corrupt("node insert returned no ino".into()))?;
         let ino = row.int(0)?;
@@ -320,7 +354,7 @@ impl<S: Sql> Vfs<'_, S> {
             ino,
             kind,
             mode,
-            size: size as u64,
+            size,
             mtime: self.now_ms,
             target: target.map(str::to_string),
             rev,
@@ -457,7 +491,7 @@ impl<S: Sql> Vfs<'_, S> {
                 operation: "remove",
             });
         }
-        self.change(|rev| {
+        self.change_freeing(|rev| {
             let (real, node, parent) = self.existing_in(path, false)?;
             if node.kind == Kind::Dir && !recursive && self.has_children(node.ino)? {
                 return Err(VfsError::NotEmpty {
@@ -671,29 +705,14 @@ impl<S: Sql> Vfs<'_, S> {
         after: Option<&str>,
         limit: Option<usize>,
     ) -> Result<Vec<DirEntry>> {
-        self.entries_where(ino, ">", after.unwrap_or(""), limit)
-    }
-
-    /// The entries of directory `ino` in name order, from `from` on (inclusive).
-    pub(crate) fn entries_from(&self, ino: i64, from: &str) -> Result<Vec<DirEntry>> {
-        self.entries_where(ino, ">=", from, None)
-    }
-
-    fn entries_where(
-        &self,
-        ino: i64,
-        cmp: &'static str,
-        name: &str,
-        limit: Option<usize>,
-    ) -> Result<Vec<DirEntry>> {
         let limit = limit.map_or(-1, |l| l as i64);
         self.db
             .query(
                 &format!(
                     "SELECT d.name, {NODE_COLUMNS} FROM dirents d JOIN nodes n ON n.ino = d.ino \
-                     WHERE d.parent = ? AND d.name {cmp} ? ORDER BY d.name LIMIT ?"
+                     WHERE d.parent = ? AND d.name > ? ORDER BY d.name LIMIT ?"
                 ),
-                params![ino, name, limit],
+                params![ino, after.unwrap_or(""), limit],
             )?
             .iter()
             .map(DirEntry::from_row)

@@ -130,3 +130,29 @@ fn counters_match_the_tables_after_mixed_operations() {
     assert_eq!(meta("stored_bytes"), usage.stored_bytes);
     assert_eq!(meta("node_count"), count(&db, "nodes") as u64);
 }
+
+#[test]
+fn a_removal_frees_even_a_workspace_already_over_its_quota() {
+    let db = db();
+    put(&vfs(&db), "/a", noise(2 * CHUNK_SIZE, 7));
+    put(&vfs(&db), "/b", b"small");
+    // The quota lowered below what the workspace holds (a settings change).
+    let vfs = limited(
+        &db,
+        Limits {
+            max_stored_bytes: CHUNK_SIZE as u64,
+            max_nodes: 2,
+            ..Limits::default()
+        },
+    );
+    assert_eq!(
+        vfs.write(&p("/c"), b"more", WriteOptions::default())
+            .unwrap_err()
+            .code(),
+        Errno::Enospc
+    );
+    vfs.remove(&p("/b"), false).unwrap();
+    vfs.remove(&p("/a"), false).unwrap();
+    assert_eq!(vfs.usage().unwrap().stored_bytes, 0);
+    put(&vfs, "/c", b"fits again");
+}

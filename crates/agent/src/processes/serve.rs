@@ -409,7 +409,7 @@ impl<H: Host> Agent<H> {
         let soon = self.now_ms() + EDIT_PUSH_MS;
         if self.alarm_at.get().is_some_and(|at| at <= soon)
             || revision <= self.live_pushed.get()
-            || !self.any_running()?
+            || self.none_running()?
         {
             return Ok(());
         }
@@ -420,6 +420,15 @@ impl<H: Host> Agent<H> {
 
     fn any_running(&self) -> Result<bool, ApiError> {
         Ok(record::any_running(self.db())?)
+    }
+
+    /// Whether no process runs, asking only when this instance does not
+    /// know (see [`Agent::processes_idle`]).
+    fn none_running(&self) -> Result<bool, ApiError> {
+        if !self.processes_idle.get() {
+            self.processes_idle.set(!self.any_running()?);
+        }
+        Ok(self.processes_idle.get())
     }
 
     /// Live sync toward the computer: while a process runs there, the

@@ -294,6 +294,30 @@ pub(crate) mod testing {
     use crate::io::Output;
     use crate::limits::{Abort, Budget, Clock, Limits};
 
+    /// Counts the SQL statements run through it.
+    pub(crate) struct Counting<'a> {
+        pub db: &'a stead_sql::SqliteDb,
+        pub statements: std::cell::Cell<usize>,
+    }
+
+    impl stead_sql::Sql for Counting<'_> {
+        fn query(
+            &self,
+            statement: &str,
+            params: &[stead_sql::Param<'_>],
+        ) -> Result<Vec<stead_sql::Row>, stead_sql::SqlError> {
+            self.statements.set(self.statements.get() + 1);
+            self.db.query(statement, params)
+        }
+
+        fn transaction<T, E>(&self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+        where
+            E: From<stead_sql::SqlError>,
+        {
+            self.db.transaction(body)
+        }
+    }
+
     pub(crate) struct FixedClock;
     impl Clock for FixedClock {
         fn now_ms(&self) -> u64 {

@@ -334,9 +334,10 @@ impl<S: Sql> Vfs<'_, S> {
     /// undo has restored.
     fn current_whole(&self) -> Result<Option<CheckpointId>> {
         let row = self.db.query_row(
-            "SELECT id FROM checkpoints WHERE whole = 1 AND revision = ? AND undone = 0 \
+            "SELECT id FROM checkpoints WHERE whole = 1 AND undone = 0 \
+             AND revision = (SELECT value FROM meta WHERE key = 'revision') \
              ORDER BY id DESC LIMIT 1",
-            params![self.revision()?],
+            params![],
         )?;
         Ok(row.map(|row| row.int(0)).transpose()?.map(CheckpointId))
     }
@@ -402,7 +403,8 @@ impl<S: Sql> Vfs<'_, S> {
             .query_row(
                 "INSERT INTO checkpoints (kind, name, note, actor, operation, whole, revision, \
                  created_ms, files, directories, symlinks, bytes) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                 VALUES (?, ?, ?, ?, ?, ?, (SELECT value FROM meta WHERE key = 'revision'), \
+                 ?, ?, ?, ?, ?) RETURNING id",
                 params![
                     kind.to_db(),
                     new.name,
@@ -410,7 +412,6 @@ impl<S: Sql> Vfs<'_, S> {
                     new.actor,
                     operation.as_deref(),
                     roots.is_none(),
-                    self.revision()?,
                     self.now_ms,
                     files,
                     directories,

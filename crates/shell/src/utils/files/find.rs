@@ -2,9 +2,13 @@
 //! as GNU findutils does. The expression is parsed once into a tree of
 //! tests, operators and actions; `-exec` runs commands through the runner.
 //! Children are visited in name order (GNU uses directory order, which
-//! agents sort anyway).
+//! agents sort anyway). Unless the expression can change the tree, the
+//! whole tree below a start directory is read at the start in a few
+//! statements (`Fs::subtree`), not one listing per directory.
 
-use stead_vfs::{Kind, Node, VPath};
+use std::collections::HashMap;
+
+use stead_vfs::{DirEntry, Kind, Node, VPath};
 
 use super::{base_name, join_operand, mode_string, shown_size, time};
 use crate::io::Stdin;
@@ -92,7 +96,36 @@ impl Expr {
             _ => false,
         }
     }
+
+    /// Whether evaluating it can change the tree being walked (`-delete`,
+    /// or a command of `-exec`), so that the walk must list each directory
+    /// as it enters it rather than take the whole tree at the start.
+    fn can_change_tree(&self) -> bool {
+        match self {
+            Expr::And(a, b) | Expr::Or(a, b) => a.can_change_tree() || b.can_change_tree(),
+            Expr::Not(a) => a.can_change_tree(),
+            Expr::Delete | Expr::Exec { .. } => true,
+            Expr::True
+            | Expr::False
+            | Expr::Name { .. }
+            | Expr::Path { .. }
+            | Expr::Regex(_)
+            | Expr::Type(_)
+            | Expr::Size { .. }
+            | Expr::Age { .. }
+            | Expr::Newer(_)
+            | Expr::Empty
+            | Expr::Prune
+            | Expr::Quit
+            | Expr::Print { .. }
+            | Expr::Printf(_) => false,
+        }
+    }
 }
+
+/// Entries a walk takes at its start at most (then it lists directory by
+/// directory): a bound on what it holds in memory.
+const PREFETCH_LIMIT: usize = 50_000;
 
 /// Options that apply to the whole walk.
 #[derive(Debug)]
@@ -408,6 +441,11 @@ struct Finder {
     follow: bool,
     /// Inodes of the directories being walked, to stop symlink loops.
     ancestors: Vec<i64>,
+    /// The entries of the directories below the start path, by inode,
+    /// taken in one go when the expression cannot change the tree (see
+    /// [`Finder::take_tree`]); a directory missing here is listed when
+    /// entered.
+    listed: HashMap<i64, Vec<DirEntry>>,
     walk: Walk,
     flags: Flags,
 }
@@ -432,7 +470,10 @@ impl Finder {
             Expr::Newer(ms) => v.node.mtime > *ms,
             Expr::Empty => match v.node.kind {
                 Kind::File => v.node.size == 0,
-                Kind::Dir => ctx.fs.list(v.path).is_ok_and(|e| e.is_empty()),
+                Kind::Dir => match self.listed.get(&v.node.ino) {
+                    Some(entries) => entries.is_empty(),
+                    None => ctx.fs.list(v.path).is_ok_and(|e| e.is_empty()),
+                },
                 Kind::Symlink => false,
             },
             Expr::Prune => {
@@ -495,7 +536,8 @@ impl Finder {
         let descend = v.node.is_dir() && v.depth < self.walk.max_depth && !pruned;
         if descend && !self.flags.quit && !self.in_loop(ctx, v)? {
             self.ancestors.push(v.node.ino);
-            let entries = match ctx.fs.list(v.path) {
+            let listed = self.listed.remove(&v.node.ino).map(Ok);
+            let entries = match listed.unwrap_or_else(|| ctx.fs.list(v.path)) {
                 Ok(entries) => entries,
                 Err(error) => {
                     ctx.error("find", &format!("'{}': {}", v.shown, strerror(&error)))?;
@@ -528,6 +570,33 @@ impl Finder {
             self.eval(ctx, expr, v)?;
         }
         Ok(())
+    }
+
+    /// Takes the tree below start directory `path` (inode `ino`) in one go,
+    /// so that entering a directory costs no statement: each directory's
+    /// entries, the empty ones too, by inode. Not when the expression can
+    /// change the tree (a directory must be listed as it is entered) or
+    /// the tree is too large to hold; then nothing is taken.
+    fn take_tree(&mut self, ctx: &Ctx<'_>, expr: &Expr, path: &VPath, ino: i64) {
+        self.listed.clear();
+        let max_depth = self.walk.max_depth;
+        if expr.can_change_tree() || max_depth == 0 {
+            return;
+        }
+        let Ok(Some(tree)) = ctx.fs.subtree(path, max_depth, PREFETCH_LIMIT) else {
+            return;
+        };
+        self.listed.insert(ino, Vec::new());
+        for found in tree {
+            let depth = found.relative.matches('/').count() + 1;
+            if found.entry.node.kind == Kind::Dir && depth < max_depth {
+                self.listed.entry(found.entry.node.ino).or_default();
+            }
+            self.listed
+                .entry(found.parent)
+                .or_default()
+                .push(found.entry);
+        }
     }
 
     /// Whether walking into `v` would loop (only possible with `-L`).
@@ -728,6 +797,7 @@ pub(super) fn find(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
     let mut finder = Finder {
         follow,
         ancestors: Vec::new(),
+        listed: HashMap::new(),
         walk,
         flags: Flags::default(),
     };
@@ -741,6 +811,9 @@ pub(super) fn find(ctx: &mut Ctx<'_>, args: &[String]) -> Result<i32, Abort> {
             .and_then(|p| ctx.fs.stat(&p, follow).map(|n| (p, n)));
         match found {
             Ok((path, node)) => {
+                if node.kind == Kind::Dir {
+                    finder.take_tree(ctx, &expr, &path, node.ino);
+                }
                 let visit = Visit {
                     path: &path,
                     shown: start,
@@ -939,5 +1012,62 @@ mod tests {
         assert!(r
             .stderr
             .contains("Expected a positive decimal integer argument to -maxdepth"));
+    }
+
+    /// A walk of 120 directories takes its tree in a few statements (one
+    /// per few hundred entries), not one listing per directory, and prints
+    /// what a walk listing each directory does; one whose expression can
+    /// change the tree (`-exec`) lists each directory as it enters it.
+    #[test]
+    fn a_read_only_walk_takes_the_tree_in_a_few_statements() {
+        use crate::fs::Fs;
+        use crate::utils::testing::{Counting, FixedClock};
+        let db = db();
+        let tree: Vec<(String, String)> = (0..600)
+            .map(|i| {
+                (
+                    format!("/w/m{}/s{}/f{i:03}.rs", i % 20, i % 5),
+                    String::new(),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = tree.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        files(&db, &refs);
+        let mut expected: Vec<&str> = refs
+            .iter()
+            .map(|(path, _)| path.trim_start_matches('/'))
+            .collect();
+        expected.sort_by(|a, b| a.split('/').cmp(b.split('/')));
+        let find = |command: &str| {
+            let counting = Counting {
+                db: &db,
+                statements: Default::default(),
+            };
+            let vfs = stead_vfs::Vfs::new(&counting, 0);
+            let fs: &dyn Fs = &vfs;
+            let request = crate::ExecRequest {
+                command: command.to_string(),
+                cwd: stead_vfs::VPath::root(),
+                env: Default::default(),
+                stdin: Vec::new(),
+                limits: Default::default(),
+            };
+            let out = crate::exec(fs, &FixedClock, request);
+            let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+            (printed, counting.statements.get())
+        };
+        let (printed, statements) = find("find w -type f -name '*.rs'");
+        assert_eq!(printed.lines().collect::<Vec<_>>(), expected);
+        assert!(statements < 15, "{statements} statements");
+        let (printed, statements) = find("find w -type f -name '*.rs' -exec true \\;");
+        assert_eq!(printed, "");
+        assert!(
+            statements > 120,
+            "{statements} statements: a listing per directory"
+        );
+        let (printed, _) = find("find w -maxdepth 2 -type d -empty");
+        assert_eq!(printed, "");
+        let (printed, _) = find("find w -mindepth 2 -maxdepth 2 -type d -name 's4' -path '*m19*'");
+        assert_eq!(printed, "w/m19/s4\n");
     }
 }

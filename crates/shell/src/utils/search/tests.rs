@@ -387,30 +387,6 @@ fn recursion_follows_symlinks_to_files() {
     assert_eq!(r.status, 2);
 }
 
-/// Counts the SQL statements run through it.
-struct Counting<'a> {
-    db: &'a stead_sql::SqliteDb,
-    statements: std::cell::Cell<usize>,
-}
-
-impl stead_sql::Sql for Counting<'_> {
-    fn query(
-        &self,
-        statement: &str,
-        params: &[stead_sql::Param<'_>],
-    ) -> Result<Vec<stead_sql::Row>, stead_sql::SqlError> {
-        self.statements.set(self.statements.get() + 1);
-        self.db.query(statement, params)
-    }
-
-    fn transaction<T, E>(&self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E>
-    where
-        E: From<stead_sql::SqlError>,
-    {
-        self.db.transaction(body)
-    }
-}
-
 /// `grep -r` reads the files of a walk in batches: a few statements per
 /// directory, not some per file.
 #[test]
@@ -424,7 +400,7 @@ fn recursion_reads_files_in_batches() {
         .collect();
     let refs: Vec<(&str, &str)> = tree.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
     files(&db, &refs);
-    let counting = Counting {
+    let counting = crate::utils::testing::Counting {
         db: &db,
         statements: Default::default(),
     };
