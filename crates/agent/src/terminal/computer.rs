@@ -99,13 +99,6 @@ pub struct Follower {
     incoming: WireStream,
 }
 
-impl Follower {
-    /// The session it belongs to.
-    pub fn session(&self) -> &str {
-        &self.session
-    }
-}
-
 /// What following a stream comes to.
 enum Followed {
     /// The session ended (its shell exited, or it was closed).
@@ -164,16 +157,27 @@ impl<H: Host> Agent<H> {
                 Err(error) => break Followed::Broke(error.to_string()),
             }
         };
-        let mut up = self.wires.up.borrow_mut();
-        if up.get(&session).is_some_and(|(g, _)| *g == generation) {
-            if let Some((_, wire)) = up.remove(&session) {
-                wire.close();
-            }
-        }
-        drop(up);
+        self.drop_wire(&session, Some(generation));
         if let Followed::Broke(reason) = followed {
             // Whatever this finds is kept in the session; nothing else to tell.
             let _ = self.check_remote(&session, &reason).await;
+        }
+    }
+
+    /// Closes and forgets session `id`'s stream (only the one of
+    /// `generation`, if given: a newer one stays).
+    fn drop_wire(&self, id: &str, generation: Option<u64>) {
+        let wire = {
+            let mut up = self.wires.up.borrow_mut();
+            match up.get(id) {
+                Some((g, _)) if generation.is_none_or(|generation| *g == generation) => {
+                    up.remove(id)
+                }
+                _ => None,
+            }
+        };
+        if let Some((_, wire)) = wire {
+            wire.close();
         }
     }
 
@@ -415,9 +419,7 @@ impl<H: Host> Agent<H> {
     pub(super) async fn close_computer(&self, id: &str) -> Result<(), ApiError> {
         let remote = self.remote(id)?;
         self.end_terminal(id, None, "closed")?;
-        if let Some((_, wire)) = self.wires.up.borrow_mut().remove(id) {
-            wire.close();
-        }
+        self.drop_wire(id, None);
         let transport = self.computer()?;
         // Best effort: a computer that is gone has no shell to close.
         let _ = close_remote(&transport, &remote).await;
