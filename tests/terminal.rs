@@ -520,6 +520,13 @@ fn open_computer_on(base: &str, agent: &Agent, query: &str) -> Terminal {
     terminal
 }
 
+/// Types `keys` and reads until what follows shows `expected`.
+fn answers(terminal: &mut Terminal, keys: &[u8], expected: &str) {
+    terminal.clear();
+    terminal.keys(keys);
+    terminal.expect(expected, WAIT);
+}
+
 /// Reads `terminal` until nothing comes for half a second.
 fn drain(terminal: &mut Terminal) {
     while terminal.next(Duration::from_millis(500)).is_some() {}
@@ -529,20 +536,16 @@ fn drain(terminal: &mut Terminal) {
 fn the_computer_terminal_is_a_real_pty() {
     let agent = Agent::new("term-pty");
     let mut terminal = open_computer_on(base(), &agent, "cols=100&rows=30");
-    terminal.clear();
-    terminal.keys(b"echo $TERM; stty size\r");
-    terminal.expect("xterm-256color\r\n30 100\r\n", WAIT);
+    answers(
+        &mut terminal,
+        b"echo $TERM; stty size\r",
+        "xterm-256color\r\n30 100\r\n",
+    );
     terminal.control(&json!({ "type": "resize", "cols": 132, "rows": 43 }));
-    terminal.clear();
-    terminal.keys(b"stty size\r");
-    terminal.expect("43 132\r\n", WAIT);
-
+    answers(&mut terminal, b"stty size\r", "43 132\r\n");
     // An interactive program reads its input from the pty.
-    terminal.clear();
-    terminal.keys(b"python3 -q\r");
-    terminal.expect(">>> ", WAIT);
-    terminal.keys(b"print(6 * 7)\r");
-    terminal.expect("42\r\n>>> ", WAIT);
+    answers(&mut terminal, b"python3 -q\r", ">>> ");
+    answers(&mut terminal, b"print(6 * 7)\r", "42\r\n>>> ");
     terminal.keys(b"exit()\r");
 
     // Ctrl-C reaches the foreground job.

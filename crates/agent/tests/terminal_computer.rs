@@ -9,14 +9,14 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{agent_with_computer, block_on, pause, request, tick_until, FakeHost, FakeSocket};
+use common::{agent_with_computer, block_on, pause, tick_until, FakeHost, FakeSocket};
 use futures::future::LocalBoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use serde_json::Value;
 use stead_agent::auth::Caller;
 use stead_agent::socket::Incoming;
-use stead_agent::{Action, Agent, Reply};
+use stead_agent::{Action, Agent};
 use stead_vfs::VPath;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -100,20 +100,7 @@ impl<'a> Followers<'a> {
 
 /// Opens the terminal with `query` as the admin.
 fn open(agent: &Agent<FakeHost>, query: &[(&str, &str)]) -> FakeSocket {
-    let mut req = request("a", Action::Terminal, Caller::Admin, "");
-    req.upgrade = true;
-    req.query = query
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    match block_on(agent.dispatch(req)) {
-        Ok(Reply::Socket(state)) => {
-            let socket = agent.host().accept(&state);
-            agent.socket_accepted(&socket);
-            socket
-        }
-        other => panic!("not opened: {other:?}"),
-    }
+    common::open_terminal(agent, Caller::Admin, query).expect("the terminal opens")
 }
 
 fn keys(agent: &Agent<FakeHost>, socket: &FakeSocket, bytes: &[u8]) {

@@ -539,6 +539,32 @@ pub fn agent() -> Agent<FakeHost> {
     Agent::new(FakeHost::new(FaultySql::new()))
 }
 
+/// Opens agent `a`'s terminal with `query` as `caller`, as the Workspace
+/// glue does: the accepted socket (sent `ready` and the replay), or the
+/// refusal's status and body.
+pub fn open_terminal(
+    agent: &Agent<FakeHost>,
+    caller: Caller,
+    query: &[(&str, &str)],
+) -> Result<FakeSocket, (u16, Value)> {
+    let mut req = request("a", Action::Terminal, caller, "");
+    req.upgrade = true;
+    req.query = query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    match block_on(agent.dispatch(req)) {
+        Ok(Reply::Socket(state)) => {
+            let socket = agent.host().accept(&state);
+            agent.socket_accepted(&socket);
+            Ok(socket)
+        }
+        Ok(Reply::Json { status, body, .. }) => Err((status, body)),
+        Ok(other) => panic!("{other:?}"),
+        Err(error) => Err((error.status(), error.body())),
+    }
+}
+
 /// A request as the HTTP entry point builds it.
 pub fn request(agent: &str, action: Action, caller: Caller, body: &str) -> Request<Bytes> {
     Request {
@@ -672,29 +698,35 @@ fn serve_socket(
             }
         }
         let message = match ws.read() {
-            Ok(Message::Text(text)) => Ok(WireMessage::Text(text.to_string())),
-            Ok(Message::Binary(bytes)) => Ok(WireMessage::Binary(bytes.to_vec())),
-            Ok(Message::Close(_)) => return,
-            Ok(_) => continue,
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
+            Ok(message) => message,
+            Err(error) if read_timed_out(&error) => {
                 if incoming.is_closed() {
                     return;
                 }
                 continue;
             }
             Err(tungstenite::Error::ConnectionClosed) => return,
-            Err(error) => Err(error.to_string()),
+            Err(error) => {
+                let _ = incoming.unbounded_send(Err(error.to_string()));
+                return;
+            }
         };
-        let broke = message.is_err();
-        if incoming.unbounded_send(message).is_err() || broke {
+        let message = match message {
+            Message::Text(text) => WireMessage::Text(text.to_string()),
+            Message::Binary(bytes) => WireMessage::Binary(bytes.to_vec()),
+            Message::Close(_) => return,
+            _ => continue,
+        };
+        if incoming.unbounded_send(Ok(message)).is_err() {
             return;
         }
     }
+}
+
+/// Whether a read failed only because nothing came within its timeout.
+fn read_timed_out(error: &tungstenite::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(error, tungstenite::Error::Io(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut))
 }
 
 impl Transport for HttpTransport {
