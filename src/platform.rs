@@ -11,7 +11,7 @@ use js_sys::Uint8Array;
 use std::net::IpAddr;
 use std::time::Duration;
 use stead_agent::auth::Caller;
-use stead_agent::host::{ByteStream, Method, Payload};
+use stead_agent::host::{ByteStream, Method, Payload, WireMessage, WireStream};
 use stead_agent::mcp::listen::ListenState;
 use stead_agent::protocol::SocketState;
 use stead_agent::settings::ComputerSettings;
@@ -21,7 +21,7 @@ use wasm_bindgen::JsValue;
 
 use worker::{
     Delay, Env, Fetch, Headers, Request, RequestInit, RequestRedirect, ScheduledTime, State, Stub,
-    WebSocket,
+    WebSocket, WebsocketEvent,
 };
 
 use crate::do_sql::DoSql;
@@ -510,7 +510,104 @@ impl ComputerLink {
     }
 }
 
+impl ComputerLink {
+    /// The headers of every request to the `Computer` object: which
+    /// agent, and its computer settings.
+    fn headers(&self) -> worker::Result<Headers> {
+        let headers = Headers::new();
+        headers.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
+        headers.set(
+            stead_sync::INTERNET_HEADER,
+            &self.settings.internet.to_string(),
+        )?;
+        if let Some(idle) = self.settings.idle_ms {
+            headers.set(stead_sync::IDLE_HEADER, &idle.to_string())?;
+        }
+        Ok(headers)
+    }
+
+    /// Opens a WebSocket to `path` through the `Computer` object.
+    async fn open_socket(&self, path: &str) -> worker::Result<WebSocket> {
+        let headers = self.headers()?;
+        headers.set("upgrade", "websocket")?;
+        let mut init = RequestInit::new();
+        init.with_method(worker::Method::Get).with_headers(headers);
+        let request = Request::new_with_init(&format!("http://computer{path}"), &init)?;
+        let mut response = self.stub.fetch_with_request(request).await?;
+        let status = response.status_code();
+        if status != 101 {
+            let body = response.text().await.unwrap_or_default();
+            return Err(worker::Error::RustError(format!("status {status}: {body}")));
+        }
+        let socket = response
+            .websocket()
+            .ok_or_else(|| worker::Error::RustError("status 101 without a WebSocket".into()))?;
+        // Binary messages as bytes at once (not as `Blob`s to be read).
+        js_sys::Reflect::set(
+            socket.as_ref(),
+            &JsValue::from_str("binaryType"),
+            &JsValue::from_str("arraybuffer"),
+        )?;
+        socket.accept()?;
+        Ok(socket)
+    }
+}
+
+/// The sending half of a WebSocket to the computer.
+pub(crate) struct WorkerWire(WebSocket);
+
+impl stead_agent::host::Wire for WorkerWire {
+    fn send(&self, message: WireMessage) -> Result<(), String> {
+        match message {
+            WireMessage::Text(text) => self.0.send_with_str(text),
+            WireMessage::Binary(bytes) => self.0.send_with_bytes(bytes),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    fn close(&self) {
+        let _ = self.0.close(Some(1000), Some("done"));
+    }
+}
+
+/// What arrives on `socket`, as a stream that owns it: a task moves its
+/// events into a channel (the runtime's event stream borrows the socket),
+/// until it closes or the stream is dropped.
+fn incoming(socket: WebSocket) -> WireStream {
+    let (sender, receiver) = mpsc::unbounded();
+    wasm_bindgen_futures::spawn_local(async move {
+        let mut events = match socket.events() {
+            Ok(events) => events,
+            Err(error) => {
+                let _ = sender.unbounded_send(Err(error.to_string()));
+                return;
+            }
+        };
+        while let Some(event) = events.next().await {
+            let message = match event {
+                Ok(WebsocketEvent::Message(message)) => match message.text() {
+                    Some(text) => Ok(WireMessage::Text(text)),
+                    None => Ok(WireMessage::Binary(message.bytes().unwrap_or_default())),
+                },
+                Ok(WebsocketEvent::Close(_)) => return,
+                Err(error) => Err(error.to_string()),
+            };
+            if sender.unbounded_send(message).is_err() {
+                return;
+            }
+        }
+    });
+    receiver.boxed_local()
+}
+
 impl Transport for ComputerLink {
+    type Wire = WorkerWire;
+
+    async fn connect(&self, path: &str) -> Result<(WorkerWire, WireStream), String> {
+        let socket = self.open_socket(path).await.map_err(|e| e.to_string())?;
+        Ok((WorkerWire(socket.clone()), incoming(socket)))
+    }
+
     async fn send(
         &self,
         method: Method,
@@ -518,19 +615,12 @@ impl Transport for ComputerLink {
         body: Option<Payload>,
     ) -> Result<(u16, ByteStream), String> {
         let sent = async {
-            let headers = Headers::new();
-            headers.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
-            headers.set(
-                stead_sync::INTERNET_HEADER,
-                &self.settings.internet.to_string(),
-            )?;
-            if let Some(idle) = self.settings.idle_ms {
-                headers.set(stead_sync::IDLE_HEADER, &idle.to_string())?;
-            }
+            let headers = self.headers()?;
             let mut init = RequestInit::new();
             init.with_method(match method {
                 Method::Get => worker::Method::Get,
                 Method::Post => worker::Method::Post,
+                Method::Delete => worker::Method::Delete,
             });
             if let Some(payload) = body {
                 headers.set("content-type", payload.content_type)?;

@@ -4,7 +4,11 @@
 //! Each event becomes one call on the agent: a request is decoded into a
 //! `stead_agent::Request` and its `Reply` encoded back; the alarm and
 //! WebSocket events are passed on as they are. Everything the agent does is
-//! in `crates/agent`.
+//! in `crates/agent`. After each event, the computer terminals' streams the
+//! agent opened meanwhile are followed by tasks of their own
+//! ([`Workspace::follow_terminals`]), which is why the agent is shared.
+
+use std::rc::Rc;
 
 use futures::StreamExt;
 use stead_agent::auth::{self, Caller};
@@ -34,19 +38,19 @@ pub(crate) const BARE_ROUND_TRIP: &str = "/_bench/bare/";
 
 #[durable_object]
 pub struct Workspace {
-    agent: Agent<WorkerHost>,
+    agent: Rc<Agent<WorkerHost>>,
 }
 
 impl DurableObject for Workspace {
     fn new(state: State, env: Env) -> Self {
         let db = DoSql::new(&state).expect("Durable Object storage has SQL");
         Workspace {
-            agent: Agent::new(WorkerHost {
+            agent: Rc::new(Agent::new(WorkerHost {
                 state,
                 env,
                 db,
                 streams: Default::default(),
-            }),
+            })),
         }
     }
 
@@ -59,14 +63,15 @@ impl DurableObject for Workspace {
         if req.method() == Method::Head {
             return without_body(self.serve(req).await?);
         }
-        self.serve(req).await
+        let response = self.serve(req).await;
+        self.follow_terminals();
+        response
     }
 
     async fn alarm(&self) -> Result<Response> {
-        self.agent
-            .alarm()
-            .await
-            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let ran = self.agent.alarm().await;
+        self.follow_terminals();
+        ran.map_err(|e| worker::Error::RustError(e.to_string()))?;
         Response::ok("ok")
     }
 
@@ -80,6 +85,7 @@ impl DurableObject for Workspace {
             worker::WebSocketIncomingMessage::Binary(bytes) => Incoming::Binary(bytes),
         };
         self.agent.socket_message(&WorkerSocket(ws), message).await;
+        self.follow_terminals();
         Ok(())
     }
 
@@ -101,6 +107,17 @@ impl DurableObject for Workspace {
 }
 
 impl Workspace {
+    /// Follows each computer terminal stream the agent opened, in a task
+    /// of its own that lives as long as the stream.
+    fn follow_terminals(&self) {
+        for follower in self.agent.take_followers() {
+            let agent = self.agent.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                agent.follow_terminal(follower).await;
+            });
+        }
+    }
+
     /// Serves a request the Worker forwarded.
     async fn serve(&self, req: Request) -> Result<Response> {
         let started = performance_now();

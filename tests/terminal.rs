@@ -5,6 +5,11 @@
 //! writes that reach the workspace; a client that drops reattaches from
 //! its last offset and gets exactly the bytes it missed; tickets open one
 //! upgrade, once, for one agent, for a while; scopes and bad frames.
+//! The computer backend (a real pty on the agent's computer, in either
+//! `STEAD_COMPUTER_MODE`): `stty size` follows a resize, a `python3` REPL
+//! answers, Ctrl-C stops `sleep 100`, what the shell writes reaches the
+//! workspace, a dropped client gets exactly what it missed, and a lost
+//! computer ends the session with a reason, its transcript still readable.
 
 mod common;
 
@@ -365,6 +370,13 @@ fn scopes_and_agents_are_checked_before_the_upgrade() {
     let other = Agent::new("term-scopes-other");
     let foreign = token(&other.id, &["exec:shell", "exec:computer"]);
     refused_with(&agent.id, "", Some(&foreign), 403, "FORBIDDEN");
+    refused_with(
+        &agent.id,
+        "backend=computer",
+        Some(&foreign),
+        403,
+        "FORBIDDEN",
+    );
     // A light-shell token opens no computer terminal.
     let shell_only = token(&agent.id, &["exec:shell"]);
     refused_with(
@@ -494,4 +506,133 @@ fn keys_and_resizes_sent_back_to_back_arrive_in_order() {
             .ends_with("slept\r\n/$ echo after-1\r\nafter-1\r\n/$ echo after-2\r\nafter-2\r\n/$ "),
         "{screen:?}"
     );
+}
+
+/// Opens a computer session on `base` for `agent` and waits until its
+/// shell answers.
+fn open_computer_on(base: &str, agent: &Agent, query: &str) -> Terminal {
+    let query = format!("backend=computer&{query}");
+    let mut terminal = Terminal::open(base, &agent.id, &query, Some(DEV_TOKEN))
+        .expect("a computer terminal opens");
+    // The typed line echoes `$((40+2))`; only the shell prints 42.
+    terminal.keys(b"echo ready-$((40+2))\r");
+    terminal.expect("ready-42", Duration::from_secs(120));
+    terminal
+}
+
+/// Types `keys` and reads until what follows shows `expected`.
+fn answers(terminal: &mut Terminal, keys: &[u8], expected: &str) {
+    terminal.clear();
+    terminal.keys(keys);
+    terminal.expect(expected, WAIT);
+}
+
+/// Reads `terminal` until nothing comes for half a second.
+fn drain(terminal: &mut Terminal) {
+    while terminal.next(Duration::from_millis(500)).is_some() {}
+}
+
+#[test]
+fn the_computer_terminal_is_a_real_pty() {
+    let agent = Agent::new("term-pty");
+    let mut terminal = open_computer_on(base(), &agent, "cols=100&rows=30");
+    answers(
+        &mut terminal,
+        b"echo $TERM; stty size\r",
+        "xterm-256color\r\n30 100\r\n",
+    );
+    terminal.control(&json!({ "type": "resize", "cols": 132, "rows": 43 }));
+    answers(&mut terminal, b"stty size\r", "43 132\r\n");
+    // An interactive program reads its input from the pty.
+    answers(&mut terminal, b"python3 -q\r", ">>> ");
+    answers(&mut terminal, b"print(6 * 7)\r", "42\r\n>>> ");
+    terminal.keys(b"exit()\r");
+
+    // Ctrl-C reaches the foreground job.
+    terminal.clear();
+    terminal.keys(b"sleep 100\r");
+    std::thread::sleep(Duration::from_millis(500));
+    terminal.keys(b"\x03");
+    terminal.keys(b"echo \"status:$?\"\r");
+    terminal.expect("status:130", Duration::from_secs(10));
+
+    // What the shell writes reaches the workspace.
+    terminal.keys(b"echo from-the-pty > /pty.txt\r");
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let read = agent.call("read", json!({ "path": "/pty.txt" }));
+        if read.status == 200 {
+            assert_eq!(read.json()["content"], "from-the-pty\n");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the file never reached the workspace: {}",
+            read.json()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // The shell ends: the session says how; its transcript stays.
+    let session = terminal.session.clone();
+    terminal.keys(b"exit 7\r");
+    let exit = terminal.expect_message("exit", WAIT);
+    assert_eq!(
+        (exit["code"].as_i64(), exit["reason"].as_str()),
+        (Some(7), Some("exited"))
+    );
+    let mut replay = open(&agent, &format!("session={session}&from=0"));
+    replay.expect("status:130", WAIT);
+    assert_eq!(replay.expect_message("exit", WAIT)["code"], 7);
+}
+
+#[test]
+fn a_computer_terminal_client_that_drops_gets_exactly_the_bytes_it_missed() {
+    let agent = Agent::new("term-pty-reattach");
+    let mut terminal = open_computer_on(base(), &agent, "");
+    drain(&mut terminal);
+    let session = terminal.session.clone();
+    let (seen, at) = (terminal.received.clone(), terminal.offset);
+    // Printed while no client is there.
+    terminal.keys(b"sleep 1; seq 1 3000; echo done-$((1+1))\r");
+    terminal.drop_connection();
+    std::thread::sleep(Duration::from_secs(3));
+    let mut back = open(&agent, &format!("session={session}&from={at}"));
+    assert_eq!(back.offset, at);
+    back.expect("3000\r\ndone-2\r\n", WAIT);
+    drain(&mut back);
+    let mut whole = seen;
+    whole.extend_from_slice(&back.received);
+    let mut everything = open(&agent, &format!("session={session}&from=0"));
+    everything.expect("done-2", WAIT);
+    drain(&mut everything);
+    assert_eq!(
+        String::from_utf8_lossy(&whole),
+        String::from_utf8_lossy(&everything.received)
+    );
+    // The shell lived on meanwhile: it still answers.
+    back.clear();
+    back.keys(b"echo still-$((3*3))\r");
+    back.expect("still-9", WAIT);
+}
+
+#[test]
+fn a_lost_computer_ends_its_terminal_with_a_reason_and_keeps_the_transcript() {
+    // A runtime of its own: the computer is killed.
+    let state = temp_state();
+    let runtime = Runtime::start(state.path());
+    let agent = Agent::create_on(runtime.client(), "term-pty-lost");
+    let mut terminal = open_computer_on(runtime.base(), &agent, "");
+    let session = terminal.session.clone();
+    runtime.machine(&agent.id).kill();
+    let exit = terminal.expect_message("exit", Duration::from_secs(60));
+    assert_eq!(exit["code"], Value::Null, "{exit}");
+    let reason = exit["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("computer"), "{exit}");
+    let listed = expect_ok(&agent.send("GET", "/terminals", b""));
+    assert_eq!(listed["terminals"][0]["state"], "ended", "{listed}");
+    let query = format!("session={session}&from=0");
+    let mut replay = Terminal::open(runtime.base(), &agent.id, &query, Some(DEV_TOKEN)).unwrap();
+    replay.expect("ready-42", WAIT);
+    assert_eq!(replay.expect_message("exit", WAIT)["reason"], reason);
 }

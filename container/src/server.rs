@@ -206,7 +206,7 @@ async fn status(State(app): State<Arc<App>>, Ctx(container): Ctx) -> Result<Resp
             instance: state.instance.clone(),
             running: state.running.as_ref().map(|r| r.id.clone()),
             build: Some(build),
-            busy: container.processes.busy(),
+            busy: container.processes.busy() || container.terminals.any_live(),
         })
     })
     .await?;

@@ -56,7 +56,6 @@ use std::time::Duration;
 
 use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
 use rustix::termios::{tcsetwinsize, Winsize};
-use serde::{Deserialize, Serialize};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::watch;
 
@@ -80,60 +79,7 @@ const READ_PIECE: usize = 64 * 1024;
 /// may hold the terminal open forever.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 
-/// `POST /v1/terminals`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TerminalSpec {
-    #[serde(default = "default_cols")]
-    pub cols: u32,
-    #[serde(default = "default_rows")]
-    pub rows: u32,
-    /// A workspace path.
-    #[serde(default = "default_cwd")]
-    pub cwd: String,
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-}
-
-fn default_cols() -> u32 {
-    80
-}
-
-fn default_rows() -> u32 {
-    24
-}
-
-fn default_cwd() -> String {
-    "/".into()
-}
-
-/// A control frame a client sends.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Control {
-    Resize { cols: u32, rows: u32 },
-}
-
-/// How the shell ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ExitInfo {
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-}
-
-/// Where a session is.
-#[derive(Debug, Serialize)]
-pub struct TerminalStatus {
-    pub id: String,
-    pub pid: Option<u32>,
-    pub cols: u16,
-    pub rows: u16,
-    /// The first output offset still kept.
-    pub first: u64,
-    /// The output's end offset.
-    pub end: u64,
-    pub exit: Option<ExitInfo>,
-}
+pub use stead_sync::terminal::{Control, ExitInfo, TerminalSpec, TerminalStatus};
 
 /// A checked terminal size.
 pub fn checked_size(cols: u32, rows: u32) -> Result<Winsize, ApiError> {
@@ -394,6 +340,14 @@ impl Terminals {
             .get(id)
             .cloned()
             .ok_or_else(|| ApiError::UnknownTerminal(id.to_string()))
+    }
+
+    /// Whether a shell still runs: an open session is use of the computer,
+    /// as a running command is, so it is not released as idle.
+    pub fn any_live(&self) -> bool {
+        self.lock()
+            .values()
+            .any(|terminal| terminal.lock().exit.is_none())
     }
 
     /// Forgets session `id` (after it was closed).

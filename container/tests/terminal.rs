@@ -453,3 +453,20 @@ fn a_reader_from_before_the_ring_starts_at_the_first_kept_byte() {
     late.until("big-12");
     assert!(late.output.starts_with(b"aaaa"));
 }
+
+#[test]
+fn an_open_session_keeps_the_computer_busy() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let busy = || {
+        let status = client.get("/v1/status");
+        status.expect(200);
+        status.json()["busy"].as_bool().unwrap()
+    };
+    assert!(!busy(), "nothing runs yet");
+    let id = started(&client, json!({}));
+    // No client attached: the shell is open all the same.
+    assert!(busy(), "an open shell is activity");
+    delete(&client, &format!("/v1/terminals/{id}")).expect(200);
+    assert!(!busy(), "a closed one is not");
+}

@@ -24,7 +24,11 @@
 //! full manifest). The routes of [`stead_sync::host`] answer the state and
 //! release the container on request, and forward requests to the ports of
 //! the processes it runs ([`stead_sync::host::PORTS_PREFIX`], through
-//! `get_tcp_port`), streaming both ways.
+//! `get_tcp_port`), streaming both ways. A terminal session's stream (a
+//! WebSocket upgrade, `stead_sync::terminal`) is forwarded like any other
+//! request, and its answer, the socket, handed back whole: its bytes never
+//! pass through this object's code. An open session counts as activity
+//! through the program's status (`busy`).
 //!
 //! Locally without containers (`wrangler dev --enable-containers=false`)
 //! `state.container()` is `None`: requests go to the program started as a
@@ -185,7 +189,9 @@ impl DurableObject for Computer {
         }
         let body = req.bytes().await?;
         let headers = Headers::new();
-        for name in [CONTAINER_HEADER, "content-type"] {
+        // `upgrade`: a terminal session's stream is a WebSocket, passed on
+        // as the program answers it.
+        for name in [CONTAINER_HEADER, "content-type", "upgrade"] {
             if let Some(value) = req.headers().get(name)? {
                 headers.set(name, &value)?;
             }

@@ -21,7 +21,7 @@ use crate::computer::detached::{self, DetachedJob};
 use crate::computer::{self, ComputerError, OutputSink, Ran};
 use crate::error::ApiError;
 use crate::exec::{self, Run};
-use crate::host::Host;
+use crate::host::{Host, Transport};
 use crate::outcome::{ExecOutcome, OutputEncoding};
 use crate::processes;
 use crate::settings::{self, Quotas};
@@ -73,6 +73,9 @@ pub struct Agent<H: Host> {
     /// The light terminals whose line is still running (waiting out its
     /// `sleep`), with the keys typed meanwhile (see `crate::terminal`).
     pub(crate) terminals: crate::terminal::Busy,
+    /// The computer terminals' streams this instance holds (see
+    /// `crate::terminal::computer`).
+    pub(crate) wires: crate::terminal::computer::Wires<<H::Computer as Transport>::Wire>,
 }
 
 /// How many unrevoked tokens an instance remembers (see
@@ -137,6 +140,7 @@ impl<H: Host> Agent<H> {
             unrevoked: RefCell::default(),
             checkpoint_settings: Cell::new(None),
             terminals: Default::default(),
+            wires: Default::default(),
         }
     }
 

@@ -151,11 +151,6 @@ pub enum ApiError {
     TerminalOffsetBeyondEnd { from: i64, end: i64 },
     #[error("{limit} terminal sessions are running: close one (DELETE /agents/{{id}}/terminals/{{session}})")]
     TerminalLimit { limit: i64 },
-    #[error(
-        "terminals on the computer are not available yet: open one on the light backend \
-         (backend=light)"
-    )]
-    TerminalBackendUnavailable,
     #[error("the ticket is not valid for this agent: mint one (POST /agents/{{id}}/tickets)")]
     TicketInvalid,
     #[error("the ticket has been used: a ticket opens one terminal; mint another")]
@@ -260,7 +255,6 @@ impl ApiError {
             ApiError::TerminalEnded { .. } => "TERMINAL_ENDED",
             ApiError::TerminalOffsetBeyondEnd { .. } => "OFFSET_BEYOND_END",
             ApiError::TerminalLimit { .. } => "TERMINAL_LIMIT",
-            ApiError::TerminalBackendUnavailable => "TERMINAL_BACKEND_UNAVAILABLE",
             ApiError::TicketInvalid => "TICKET_INVALID",
             ApiError::TicketUsed => "TICKET_USED",
             ApiError::TicketExpired => "TICKET_EXPIRED",
@@ -329,7 +323,6 @@ impl ApiError {
             ApiError::TerminalNotFound { .. } => 404,
             ApiError::TerminalEnded { .. } | ApiError::TerminalLimit { .. } => 409,
             ApiError::TerminalOffsetBeyondEnd { .. } => 400,
-            ApiError::TerminalBackendUnavailable => 501,
             ApiError::TicketInvalid | ApiError::TicketUsed | ApiError::TicketExpired => 401,
             ApiError::ShareLinkInvalid
             | ApiError::ShareLinkExpired

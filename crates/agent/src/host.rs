@@ -172,6 +172,7 @@ pub trait EventStream {
 pub enum Method {
     Get,
     Post,
+    Delete,
 }
 
 /// A request body of the computer protocol.
@@ -184,9 +185,31 @@ pub struct Payload {
 /// A body arriving in pieces.
 pub type ByteStream = LocalBoxStream<'static, Result<Vec<u8>, String>>;
 
+/// A message on a WebSocket to the computer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WireMessage {
+    Text(String),
+    Binary(Vec<u8>),
+}
+
+/// What arrives on a WebSocket to the computer, in order, until it closes
+/// (the stream ends) or breaks (an `Err`, then the end).
+pub type WireStream = LocalBoxStream<'static, Result<WireMessage, String>>;
+
+/// The sending half of a WebSocket to the computer.
+pub trait Wire {
+    /// Sends a message; `Err` once the socket is gone.
+    fn send(&self, message: WireMessage) -> Result<(), String>;
+    /// Closes the socket (what arrives on it then ends).
+    fn close(&self);
+}
+
 /// Requests to the agent's computer (see `crate::computer::link`, which
 /// turns statuses and error bodies into typed errors).
 pub trait Transport {
+    /// A WebSocket to the computer (a terminal session's stream).
+    type Wire: Wire;
+
     /// Sends `method path` with `body`; `Ok` carries the answer's status and
     /// its body as it arrives, `Err` a reason it could not be delivered.
     async fn send(
@@ -195,4 +218,10 @@ pub trait Transport {
         path: &str,
         body: Option<Payload>,
     ) -> Result<(u16, ByteStream), String>;
+
+    /// Opens a WebSocket to `path` (a GET upgrade, as background as
+    /// `stead_sync::host::is_background` says): its sending half and what
+    /// arrives on it. `Err` carries why it did not open (a refusal's status
+    /// and body, or a reason it could not be delivered).
+    async fn connect(&self, path: &str) -> Result<(Self::Wire, WireStream), String>;
 }

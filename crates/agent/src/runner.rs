@@ -100,7 +100,9 @@ impl<H: Host> Agent<H> {
         let outcome = self.drain(until).await;
         // Live processes: their output and states, every tick.
         let watched = self.watch_processes().await;
-        let outcome = outcome.and(watched);
+        // Computer terminals: their streams kept open.
+        let tended = self.tend_terminals().await;
+        let outcome = outcome.and(watched).and(tended);
         // Re-arm whatever happened, so a failure is retried and nothing
         // stalls.
         let armed = self.arm().await;

@@ -10,7 +10,7 @@ use futures::executor::block_on;
 use serde_json::Value;
 use stead_agent::auth::{Caller, Scope};
 use stead_agent::socket::Incoming;
-use stead_agent::{Action, Agent, Host, Reply, Socket};
+use stead_agent::{Action, Agent, Host, Socket};
 
 /// Opens the terminal with `query` as `caller`: the accepted socket, or
 /// the refusal's status and body.
@@ -19,22 +19,7 @@ fn open(
     caller: Caller,
     query: &[(&str, &str)],
 ) -> Result<FakeSocket, (u16, Value)> {
-    let mut req = request("a", Action::Terminal, caller, "");
-    req.upgrade = true;
-    req.query = query
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    match block_on(agent.dispatch(req)) {
-        Ok(Reply::Socket(state)) => {
-            let socket = agent.host().accept(&state);
-            agent.socket_accepted(&socket);
-            Ok(socket)
-        }
-        Ok(Reply::Json { status, body, .. }) => Err((status, body)),
-        Ok(other) => panic!("{other:?}"),
-        Err(error) => Err((error.status(), error.body())),
-    }
+    common::open_terminal(agent, caller, query)
 }
 
 /// The refusal of an upgrade that should be refused.

@@ -10,7 +10,8 @@
 //! and the next command starts a fresh one and gets the full manifest.
 //!
 //! A **background** request ([`is_background`]: the workspace side's poll
-//! of its processes and its live sync of their files) is forwarded like any other, but it never starts a
+//! of its processes, its live sync of their files, and its reading of a
+//! terminal session) is forwarded like any other, but it never starts a
 //! container and does not count as use: watching a computer must not keep
 //! it from being released. On a computer that does not run it is answered
 //! `503` with [`crate::ErrorCode::Released`] (released on purpose: idle, on
@@ -46,9 +47,13 @@ pub const PORTS_PREFIX: &str = "/computer/ports/";
 pub const POLL_PATH: &str = "/v1/processes/poll";
 
 /// Whether a request to `path` is a background one (see the module docs):
-/// the processes' poll and live sync ([`crate::live`]).
+/// the processes' poll, live sync ([`crate::live`]) and reading or closing
+/// a terminal session ([`crate::terminal`]: a session keeps the computer
+/// awake by being open, not by being read).
 pub fn is_background(path: &str) -> bool {
-    path == POLL_PATH || path.starts_with(crate::live::PREFIX)
+    path == POLL_PATH
+        || path.starts_with(crate::live::PREFIX)
+        || path.starts_with(crate::terminal::SESSION_PREFIX)
 }
 
 /// Where the computer is in its life.

@@ -37,13 +37,15 @@
 //! **detached** command ([`ExecSpec::detach`]) that outlives the alarm
 //! that started it is picked back up. Long-running **processes** (dev
 //! servers) have routes of their own: [`process`]; what they write comes
-//! back while they run through [`live`] scans.
+//! back while they run through [`live`] scans. Interactive shells on a
+//! pty: [`terminal`].
 
 pub mod frame;
 pub mod host;
 pub mod ignore;
 pub mod live;
 pub mod process;
+pub mod terminal;
 mod wire;
 
 pub use frame::{FrameDecoder, FrameError};

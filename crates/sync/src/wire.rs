@@ -109,7 +109,7 @@ pub struct Status {
     #[serde(default)]
     pub build: Option<String>,
     /// A process that declared a port (or asked to keep the computer
-    /// awake) is running: that is activity, as a running exec is, so the
+    /// awake) is running, or a terminal session's shell is: that is activity, as a running exec is, so the
     /// computer is not released as idle. Absent (false) from peers that
     /// predate processes.
     #[serde(default)]

@@ -141,9 +141,9 @@ pub(crate) async fn handle<H: Host, B: Body>(
         Action::ShareCreate(port) => ports::share(agent, call, *port),
         Action::Shares => ports::shares(agent),
         Action::ShareRevoke(id) => ports::revoke(agent, id),
-        Action::Terminal => terminal::open(agent, call),
+        Action::Terminal => terminal::open(agent, call).await,
         Action::Terminals => terminal::list(agent),
-        Action::TerminalDelete(id) => terminal::delete(agent, call, id),
+        Action::TerminalDelete(id) => terminal::delete(agent, call, id).await,
         Action::TicketCreate => terminal::ticket(agent, call),
     }
 }

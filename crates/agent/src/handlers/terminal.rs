@@ -12,8 +12,10 @@ use crate::terminal::tickets;
 
 /// `GET /terminal`: a WebSocket upgrade (the terminal checks its
 /// backend's exec scope).
-pub(super) fn open<H: Host>(agent: &Agent<H>, call: &Call<'_>) -> Result<Handled, ApiError> {
-    let reply = agent.open_terminal(call.agent, call.caller, call.query, call.upgrade)?;
+pub(super) async fn open<H: Host>(agent: &Agent<H>, call: &Call<'_>) -> Result<Handled, ApiError> {
+    let reply = agent
+        .open_terminal(call.agent, call.caller, call.query, call.upgrade)
+        .await?;
     Ok(reply.into())
 }
 
@@ -23,12 +25,12 @@ pub(super) fn list<H: Host>(agent: &Agent<H>) -> Result<Handled, ApiError> {
 }
 
 /// `DELETE /terminals/{id}`: end it and forget it.
-pub(super) fn delete<H: Host>(
+pub(super) async fn delete<H: Host>(
     agent: &Agent<H>,
     call: &Call<'_>,
     id: &str,
 ) -> Result<Handled, ApiError> {
-    answer(agent.delete_terminal(call.caller, id)?)
+    answer(agent.delete_terminal(call.caller, id).await?)
 }
 
 /// `POST /tickets`: `201`, a single-use ticket for one terminal upgrade,

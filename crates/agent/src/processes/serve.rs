@@ -371,6 +371,13 @@ impl<H: Host> Agent<H> {
         if !self.any_running()? {
             return Ok(());
         }
+        self.pull_reports().await
+    }
+
+    /// The reports of one tick's live sync back (see
+    /// [`Agent::pull_edits`]), whatever runs: also once more when a
+    /// computer terminal's shell exits.
+    pub(crate) async fn pull_reports(&self) -> Result<(), ApiError> {
         let Some(_turn) = self.computer_turn.try_lock() else {
             return Ok(());
         };
@@ -418,8 +425,10 @@ impl<H: Host> Agent<H> {
         Ok(())
     }
 
+    /// Whether something runs on the computer that live sync follows: a
+    /// process, or a terminal session's shell.
     fn any_running(&self) -> Result<bool, ApiError> {
-        Ok(record::any_running(self.db())?)
+        Ok(record::any_running(self.db())? || self.computer_terminal_running()?)
     }
 
     /// Whether no process runs, asking only when this instance does not
@@ -540,7 +549,8 @@ impl<H: Host> Agent<H> {
     /// Whether any process runs (the alarm then ticks), or waits to come
     /// back on a computer that died.
     pub(crate) fn processes_to_watch(&self) -> Result<bool, ApiError> {
-        Ok(record::all(self.db())?.iter().any(|p| p.state.is_live()))
+        Ok(record::all(self.db())?.iter().any(|p| p.state.is_live())
+            || self.computer_terminal_running()?)
     }
 }
 

@@ -19,8 +19,12 @@
 //! The light backend ([`light`]) is a line terminal over the in-isolate
 //! shell: a line editor ([`editor`]) and a shell whose state persists
 //! between lines ([`stead_shell::session`]), both stored with the session.
-//! Browsers open the socket with a single-use ticket ([`tickets`]).
+//! The computer backend ([`computer`]) is a real pseudo-terminal on the
+//! agent's computer, whose stream this object follows into the same
+//! transcript. Browsers open the socket with a single-use ticket
+//! ([`tickets`]).
 
+pub mod computer;
 pub mod editor;
 mod light;
 pub mod tickets;
@@ -159,7 +163,7 @@ impl<H: Host> Agent<H> {
     /// `GET /agents/{id}/terminal` (authorized, with a WebSocket upgrade):
     /// attaches to the session named, or starts one; the socket is then
     /// accepted with [`Agent::socket_accepted`].
-    pub(crate) fn open_terminal(
+    pub(crate) async fn open_terminal(
         &self,
         agent: &str,
         caller: &Caller,
@@ -189,7 +193,7 @@ impl<H: Host> Agent<H> {
                 }
                 // The window attaching is the size from now on.
                 if let Some(size) = open.size {
-                    self.transcripts().resize(id, size)?;
+                    self.resize_session(&session, size).await?;
                 }
                 session.id
             }
@@ -199,7 +203,7 @@ impl<H: Host> Agent<H> {
                 let size = open.size.unwrap_or(DEFAULT_SIZE);
                 match backend {
                     Backend::Light => self.start_light(size)?,
-                    Backend::Computer => return Err(ApiError::TerminalBackendUnavailable),
+                    Backend::Computer => self.start_computer(size).await?,
                 }
             }
         };
@@ -271,6 +275,7 @@ impl<H: Host> Agent<H> {
             }
             crate::socket::Incoming::Text(text) => {
                 self.terminal_control(socket, state, &attached.session, &text)
+                    .await
             }
         };
         if let Err(error) = served {
@@ -293,12 +298,22 @@ impl<H: Host> Agent<H> {
         }
         match stored.backend {
             Backend::Light => self.light_input(caller, &stored, bytes).await,
-            Backend::Computer => Err(ApiError::TerminalBackendUnavailable),
+            Backend::Computer => self.computer_input(session, bytes).await,
+        }
+    }
+
+    /// Session `session` is now `size`: stored, and told to its shell on
+    /// the computer.
+    async fn resize_session(&self, session: &Session, size: (u16, u16)) -> Result<(), ApiError> {
+        self.transcripts().resize(&session.id, size)?;
+        match (session.backend, session.state) {
+            (Backend::Computer, State::Running) => self.computer_resize(&session.id, size).await,
+            (Backend::Light, _) | (Backend::Computer, State::Ended) => Ok(()),
         }
     }
 
     /// A control frame.
-    fn terminal_control(
+    async fn terminal_control(
         &self,
         socket: &H::Socket,
         mut state: SocketState,
@@ -312,8 +327,8 @@ impl<H: Host> Agent<H> {
         match control {
             Control::Resize { cols, rows } => {
                 let size = size(cols, rows)?;
-                self.transcripts().get(session)?;
-                self.transcripts().resize(session, size)
+                let stored = self.transcripts().get(session)?;
+                self.resize_session(&stored, size).await
             }
             Control::Attach { session, from } => {
                 let stored = self.transcripts().get(&session)?;
@@ -374,6 +389,7 @@ impl<H: Host> Agent<H> {
     fn end_terminal(&self, session: &str, code: Option<i64>, reason: &str) -> Result<(), ApiError> {
         self.transcripts()
             .end(session, code, reason, self.now_ms())?;
+        self.wires.forget_running();
         let stored = self.transcripts().get(session)?;
         for socket in self.attached(session) {
             send_exit(&socket, &stored);
@@ -394,12 +410,20 @@ impl<H: Host> Agent<H> {
     /// `DELETE /agents/{id}/terminals/{session}`: ends the session (its
     /// sockets get `exit` with the reason `closed`) and forgets it with its
     /// transcript.
-    pub(crate) fn delete_terminal(&self, caller: &Caller, id: &str) -> Result<Value, ApiError> {
+    pub(crate) async fn delete_terminal(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Value, ApiError> {
         let stored = self.transcripts().get(id)?;
         policy::require_exec(caller, exec_backend(stored.backend))?;
-        if stored.state == State::Running {
-            self.terminals.borrow_mut().remove(id);
-            self.end_terminal(id, None, "closed")?;
+        match (stored.state, stored.backend) {
+            (State::Running, Backend::Light) => {
+                self.terminals.borrow_mut().remove(id);
+                self.end_terminal(id, None, "closed")?;
+            }
+            (State::Running, Backend::Computer) => self.close_computer(id).await?,
+            (State::Ended, _) => {}
         }
         self.transcripts().delete(id)?;
         Ok(json!({ "deleted": id }))

@@ -226,7 +226,17 @@ impl<'a, S: Sql> Transcripts<'a, S> {
             .collect()
     }
 
-    /// The light backend's stored shell and editor.
+    /// Whether a session on `backend` runs.
+    pub fn any_running(&self, backend: Backend) -> Result<bool, ApiError> {
+        let row = self.db.query_row(
+            "SELECT 1 FROM terminal_sessions WHERE backend = ? AND state = 'running' LIMIT 1",
+            params![backend.name()],
+        )?;
+        Ok(row.is_some())
+    }
+
+    /// What the session's backend stores of it (JSON): the light
+    /// backend's shell and editor, the computer backend's shell there.
     pub fn shell(&self, id: &str) -> Result<Option<String>, ApiError> {
         let row = self.db.query_row(
             "SELECT shell FROM terminal_sessions WHERE id = ?",

@@ -24,7 +24,7 @@ use std::rc::Rc;
 use futures::StreamExt;
 use serde_json::Value;
 use stead_agent::auth::{Caller, Scope};
-use stead_agent::host::{ByteStream, Method, Payload};
+use stead_agent::host::{ByteStream, Method, Payload, Wire, WireMessage, WireStream};
 use stead_agent::mcp::listen::ListenState;
 use stead_agent::protocol::SocketState;
 use stead_agent::HostError;
@@ -539,6 +539,32 @@ pub fn agent() -> Agent<FakeHost> {
     Agent::new(FakeHost::new(FaultySql::new()))
 }
 
+/// Opens agent `a`'s terminal with `query` as `caller`, as the Workspace
+/// glue does: the accepted socket (sent `ready` and the replay), or the
+/// refusal's status and body.
+pub fn open_terminal(
+    agent: &Agent<FakeHost>,
+    caller: Caller,
+    query: &[(&str, &str)],
+) -> Result<FakeSocket, (u16, Value)> {
+    let mut req = request("a", Action::Terminal, caller, "");
+    req.upgrade = true;
+    req.query = query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    match block_on(agent.dispatch(req)) {
+        Ok(Reply::Socket(state)) => {
+            let socket = agent.host().accept(&state);
+            agent.socket_accepted(&socket);
+            Ok(socket)
+        }
+        Ok(Reply::Json { status, body, .. }) => Err((status, body)),
+        Ok(other) => panic!("{other:?}"),
+        Err(error) => Err((error.status(), error.body())),
+    }
+}
+
 /// A request as the HTTP entry point builds it.
 pub fn request(agent: &str, action: Action, caller: Caller, body: &str) -> Request<Bytes> {
     Request {
@@ -626,7 +652,122 @@ impl HttpTransport {
     }
 }
 
+/// The sending half of a WebSocket served by a thread (see
+/// [`HttpTransport`]'s `connect`): `None` closes it.
+#[derive(Clone)]
+pub struct ThreadWire(std::sync::mpsc::Sender<Option<WireMessage>>);
+
+impl Wire for ThreadWire {
+    fn send(&self, message: WireMessage) -> Result<(), String> {
+        self.0
+            .send(Some(message))
+            .map_err(|_| "the socket is gone".to_string())
+    }
+
+    fn close(&self) {
+        let _ = self.0.send(None);
+    }
+}
+
+/// Serves one WebSocket on this thread: what `outgoing` gives is sent,
+/// what arrives goes to `incoming`, until either side closes.
+fn serve_socket(
+    mut ws: tungstenite::WebSocket<std::net::TcpStream>,
+    outgoing: std::sync::mpsc::Receiver<Option<WireMessage>>,
+    incoming: futures::channel::mpsc::UnboundedSender<Result<WireMessage, String>>,
+) {
+    use std::sync::mpsc::TryRecvError;
+    use tungstenite::Message;
+    let _ = ws
+        .get_mut()
+        .set_read_timeout(Some(std::time::Duration::from_millis(5)));
+    loop {
+        loop {
+            let message = match outgoing.try_recv() {
+                Ok(Some(WireMessage::Text(text))) => Message::text(text),
+                Ok(Some(WireMessage::Binary(bytes))) => Message::binary(bytes),
+                Ok(None) | Err(TryRecvError::Disconnected) => {
+                    let _ = ws.close(None);
+                    let _ = ws.flush();
+                    return;
+                }
+                Err(TryRecvError::Empty) => break,
+            };
+            if ws.send(message).is_err() {
+                return;
+            }
+        }
+        let message = match ws.read() {
+            Ok(message) => message,
+            Err(error) if read_timed_out(&error) => {
+                if incoming.is_closed() {
+                    return;
+                }
+                continue;
+            }
+            Err(tungstenite::Error::ConnectionClosed) => return,
+            Err(error) => {
+                let _ = incoming.unbounded_send(Err(error.to_string()));
+                return;
+            }
+        };
+        let message = match message {
+            Message::Text(text) => WireMessage::Text(text.to_string()),
+            Message::Binary(bytes) => WireMessage::Binary(bytes.to_vec()),
+            Message::Close(_) => return,
+            _ => continue,
+        };
+        if incoming.unbounded_send(Ok(message)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Whether a read failed only because nothing came within its timeout.
+fn read_timed_out(error: &tungstenite::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(error, tungstenite::Error::Io(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut))
+}
+
 impl Transport for HttpTransport {
+    type Wire = ThreadWire;
+
+    /// A real WebSocket to the program, served by a thread.
+    async fn connect(&self, path: &str) -> Result<(ThreadWire, WireStream), String> {
+        use tungstenite::client::IntoClientRequest;
+        let host = self.base.trim_start_matches("http://").to_string();
+        let mut request = format!("ws://{host}{path}")
+            .into_client_request()
+            .map_err(|e| e.to_string())?;
+        let headers = request.headers_mut();
+        let bearer = format!("Bearer {}", self.secret);
+        headers.insert(stead_sync::AUTH_HEADER, bearer.parse().unwrap());
+        headers.insert(stead_sync::CONTAINER_HEADER, self.agent.parse().unwrap());
+        let (opened_tx, opened_rx) = futures::channel::oneshot::channel();
+        let (out_tx, out_rx) = std::sync::mpsc::channel();
+        let (in_tx, in_rx) = futures::channel::mpsc::unbounded();
+        std::thread::spawn(move || {
+            let stream = match std::net::TcpStream::connect(&host) {
+                Ok(stream) => stream,
+                Err(error) => return drop(opened_tx.send(Err(error.to_string()))),
+            };
+            let ws = match tungstenite::client::client(request, stream) {
+                Ok((ws, _)) => ws,
+                Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(answer))) => {
+                    let body = answer.body().as_deref().map(String::from_utf8_lossy);
+                    let refusal =
+                        format!("status {}: {}", answer.status(), body.unwrap_or_default());
+                    return drop(opened_tx.send(Err(refusal)));
+                }
+                Err(error) => return drop(opened_tx.send(Err(error.to_string()))),
+            };
+            let _ = opened_tx.send(Ok(()));
+            serve_socket(ws, out_rx, in_tx);
+        });
+        opened_rx.await.map_err(|_| "the socket thread died")??;
+        Ok((ThreadWire(out_tx), in_rx.boxed_local()))
+    }
+
     async fn send(
         &self,
         method: Method,
@@ -646,6 +787,11 @@ impl Transport for HttpTransport {
             let response = match (method, body) {
                 (Method::Get, _) => client
                     .get(&url)
+                    .header(stead_sync::AUTH_HEADER, &secret)
+                    .header(stead_sync::CONTAINER_HEADER, &agent)
+                    .call(),
+                (Method::Delete, _) => client
+                    .delete(&url)
                     .header(stead_sync::AUTH_HEADER, &secret)
                     .header(stead_sync::CONTAINER_HEADER, &agent)
                     .call(),
@@ -734,6 +880,18 @@ impl FaultyTransport {
 }
 
 impl Transport for FaultyTransport {
+    type Wire = ThreadWire;
+
+    /// As [`HttpTransport`]'s; a `Refuse` fault on the path keeps it from
+    /// opening.
+    async fn connect(&self, path: &str) -> Result<(ThreadWire, WireStream), String> {
+        self.sent.borrow_mut().push(format!("WS {path}"));
+        match self.take_fault(path) {
+            Some(_) => Err(format!("injected: {path} never opened")),
+            None => self.inner.connect(path).await,
+        }
+    }
+
     async fn send(
         &self,
         method: Method,
