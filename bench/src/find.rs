@@ -70,6 +70,9 @@ fn local_find(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// A way of finding the `.rs` files through the agent.
+type Finder = fn(&Agent) -> BTreeSet<String>;
+
 /// Measures both ways over the corpus `crate::grep` uploaded, whose local
 /// copy is `dir`.
 pub fn run(agent: &Agent, dir: &Path, files: usize, report: &mut Report) {
@@ -80,7 +83,7 @@ pub fn run(agent: &Agent, dir: &Path, files: usize, report: &mut Report) {
         1 + 20 + 100,
         EXTENSIONS.len()
     );
-    let ways: [(&str, fn(&Agent) -> BTreeSet<String>); 2] = [
+    let ways: [(&str, Finder); 2] = [
         ("glob tool `**/*.rs`", agent_glob),
         ("shell `find -type f -name '*.rs'`", agent_find),
     ];
