@@ -573,6 +573,14 @@ fn token_settings_and_audit_requests_are_validated() {
         (r#"{"quotas":{"max_nodes":"many"}}"#, "INVALID_REQUEST"),
         (r#"{"quotas":{"max_nodes":0}}"#, "INVALID_REQUEST"),
         (r#"{"limits":{}}"#, "INVALID_REQUEST"),
+        (
+            r#"{"git_credentials":{"https://github.com/x":{"token":"t"}}}"#,
+            "INVALID_REQUEST",
+        ),
+        (
+            r#"{"git_credentials":{"github.com":{"password":"p"}}}"#,
+            "INVALID_REQUEST",
+        ),
     ] {
         expect_error(&agent.send("PUT", "/settings", body.as_bytes()), 400, code);
     }
@@ -604,6 +612,7 @@ fn token_settings_and_audit_requests_are_validated() {
                              "retention": { "keep_last": 20, "keep_within_ms": 86_400_000,
                                             "max_automatic": 100 } },
             "git": {},
+            "git_credentials": {},
         }),
         "refused settings changed nothing"
     );

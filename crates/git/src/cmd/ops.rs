@@ -1140,21 +1140,7 @@ impl<'a> Run<'a> {
         }
         let (mut index, written) = repo.index()?;
         if a.has("all") {
-            let filemode = worktree::filemode(repo)?;
-            let head = self.head_files(repo)?;
-            let (status, _) = worktree::status(repo, &mut index, written, &head, Untracked::No)?;
-            for (path, change) in status.unstaged {
-                match change {
-                    Change::Deleted => {
-                        index.remove(&path);
-                    }
-                    _ => {
-                        let abs = repo.abs(&path);
-                        let meta = self.files.stat(&abs).at(&abs)?;
-                        worktree::stage(repo, &mut index, &path, &meta, filemode)?;
-                    }
-                }
-            }
+            self.stage_tracked(repo, &mut index, written)?;
         }
         if index.entries.iter().any(|e| e.stage != 0) {
             let mut unmerged: Vec<&str> = index
@@ -1260,6 +1246,31 @@ impl<'a> Run<'a> {
         let summary = self.summary(repo, &before, &after)?;
         self.say(&summary);
         Ok(0)
+    }
+
+    /// `commit -a`: every tracked file's change staged, deletions too.
+    fn stage_tracked(
+        &self,
+        repo: &Repo<'_>,
+        index: &mut Index,
+        written: Option<i64>,
+    ) -> Result<()> {
+        let filemode = worktree::filemode(repo)?;
+        let head = self.head_files(repo)?;
+        let (status, _) = worktree::status(repo, index, written, &head, Untracked::No)?;
+        for (path, change) in status.unstaged {
+            match change {
+                Change::Deleted => {
+                    index.remove(&path);
+                }
+                _ => {
+                    let abs = repo.abs(&path);
+                    let meta = self.files.stat(&abs).at(&abs)?;
+                    worktree::stage(repo, index, &path, &meta, filemode)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The message a commit gets: `-F`, `-m`, the amended commit's, a
