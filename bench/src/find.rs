@@ -21,6 +21,9 @@ const GLOB: &str = "**/*.rs";
 /// The glob tool's largest page.
 const PAGE: usize = 10_000;
 
+/// A way to find the files by name through the agent.
+type Way = fn(&Agent) -> BTreeSet<String>;
+
 /// The files the glob tool finds (one page holds them all).
 fn agent_glob(agent: &Agent) -> BTreeSet<String> {
     let page = agent.tool(
@@ -80,7 +83,7 @@ pub fn run(agent: &Agent, dir: &Path, files: usize, report: &mut Report) {
         1 + 20 + 100,
         EXTENSIONS.len()
     );
-    let ways: [(&str, fn(&Agent) -> BTreeSet<String>); 2] = [
+    let ways: [(&str, Way); 2] = [
         ("glob tool `**/*.rs`", agent_glob),
         ("shell `find -type f -name '*.rs'`", agent_find),
     ];
