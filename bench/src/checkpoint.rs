@@ -3,7 +3,7 @@
 //! taken in the same run. HTTP-level figures come with the routes.
 //!
 //! 1. A checkpoint of a 10,000-file / ~200 MiB workspace against a plain
-//!    listing of the whole tree (`walk`, one statement per directory, the
+//!    listing of the whole tree (`walk`, one statement per 400 entries, the
 //!    floor of anything that looks at every path) and against 100 ms.
 //! 2. A diff of two checkpoints ten files apart, in workspaces of 1,000 and
 //!    10,000 files: the larger must cost no more (the change log names the

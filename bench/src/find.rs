@@ -21,6 +21,9 @@ const GLOB: &str = "**/*.rs";
 /// The glob tool's largest page.
 const PAGE: usize = 10_000;
 
+/// A way to find the files by name through the agent.
+type Way = fn(&Agent) -> BTreeSet<String>;
+
 /// The files the glob tool finds (one page holds them all).
 fn agent_glob(agent: &Agent) -> BTreeSet<String> {
     let page = agent.tool(
@@ -70,9 +73,6 @@ fn local_find(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// A way of finding the `.rs` files through the agent.
-type Finder = fn(&Agent) -> BTreeSet<String>;
-
 /// Measures both ways over the corpus `crate::grep` uploaded, whose local
 /// copy is `dir`.
 pub fn run(agent: &Agent, dir: &Path, files: usize, report: &mut Report) {
@@ -83,7 +83,7 @@ pub fn run(agent: &Agent, dir: &Path, files: usize, report: &mut Report) {
         1 + 20 + 100,
         EXTENSIONS.len()
     );
-    let ways: [(&str, Finder); 2] = [
+    let ways: [(&str, Way); 2] = [
         ("glob tool `**/*.rs`", agent_glob),
         ("shell `find -type f -name '*.rs'`", agent_find),
     ];

@@ -66,7 +66,7 @@ pub struct Agent<H: Host> {
     /// pushing it back (see `crate::processes::serve`).
     pub(crate) alarm_at: Cell<Option<i64>>,
     /// Whether this instance found no process running since the last thing
-    /// that could start one (any request but a file tool's, the alarm, a
+    /// that could start one (a process record saved, the alarm, a fresh
     /// computer brought in step): a write then need not ask before
     /// bringing the live push forward (see `crate::processes::serve`).
     pub(crate) processes_idle: Cell<bool>,

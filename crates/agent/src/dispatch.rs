@@ -50,10 +50,6 @@ impl<H: Host> Agent<H> {
         mut request: Request<B>,
         stopwatch: &mut Stopwatch<'_, H>,
     ) -> Result<Reply, ApiError> {
-        if !matches!(request.action, Action::Tool(_)) {
-            // Only a file tool is sure to start no process.
-            self.processes_idle.set(false);
-        }
         let redeemed = self.redeem_ticket(&mut request);
         let policy = request.action.policy();
         let mut note = audit::Note {

@@ -158,7 +158,7 @@ impl<H: Host> Agent<H> {
             let job = jobs.create(&new, now)?;
             jobs.claim(job.id, now)?;
             process.job = job.id;
-            record::save(self.db(), &process)?;
+            self.save_process(&process)?;
             Ok::<_, SchedError>(())
         });
         if let Err(error) = recorded {
@@ -264,7 +264,7 @@ impl<H: Host> Agent<H> {
                 process.state = State::Exited;
             }
         }
-        record::save(self.db(), &process)?;
+        self.save_process(&process)?;
         self.close_ended()?;
         Ok(json!({ "process": self.process(id)?.to_json() }))
     }
@@ -285,7 +285,7 @@ impl<H: Host> Agent<H> {
             for mut process in record::all(self.db())? {
                 if process.state.is_live() {
                     lose(&mut process, Loss::Released, now);
-                    record::save(self.db(), &process)?;
+                    self.save_process(&process)?;
                 }
             }
             self.close_ended()?;
@@ -316,7 +316,7 @@ impl<H: Host> Agent<H> {
                     if let Some(loss) = is_gone(&error) {
                         for mut process in live {
                             lose(&mut process, loss, self.now_ms());
-                            record::save(self.db(), &process)?;
+                            self.save_process(&process)?;
                         }
                         died |= loss == Loss::Died;
                     }
@@ -338,7 +338,7 @@ impl<H: Host> Agent<H> {
                         died = true;
                     }
                 }
-                record::save(self.db(), &process)?;
+                self.save_process(&process)?;
             }
             if !behind {
                 break;
@@ -429,6 +429,13 @@ impl<H: Host> Agent<H> {
     /// process, or a terminal session's shell.
     fn any_running(&self) -> Result<bool, ApiError> {
         Ok(record::any_running(self.db())? || self.computer_terminal_running()?)
+    }
+
+    /// Saves `process` (new or changed): it may run now, so the instance
+    /// no longer knows that none does.
+    fn save_process(&self, process: &record::Process) -> Result<(), stead_sql::SqlError> {
+        self.processes_idle.set(false);
+        record::save(self.db(), process)
     }
 
     /// Whether no process runs, asking only when this instance does not
