@@ -42,10 +42,7 @@ impl Expr {
             Expr::Fail(_, message) => Some(message),
             Expr::Index(_, e, _) | Expr::Unary(_, e) | Expr::Step(_, _, e) => e.failure(),
             Expr::Binary(_, a, b) | Expr::Assign(_, a, b) => a.failure().or_else(|| b.failure()),
-            Expr::Ternary(c, a, b) => c
-                .failure()
-                .or_else(|| a.failure())
-                .or_else(|| b.failure()),
+            Expr::Ternary(c, a, b) => c.failure().or_else(|| a.failure()).or_else(|| b.failure()),
         }
     }
 }
@@ -144,7 +141,10 @@ impl Parser<'_> {
     /// Stops parsing at an error, after `before` (evaluated first).
     fn fail(&mut self, before: Option<Expr>, message: &str) -> Expr {
         self.failed = true;
-        Expr::Fail(before.map(Box::new), Rc::from(format!("{}{message}", self.prefix)))
+        Expr::Fail(
+            before.map(Box::new),
+            Rc::from(format!("{}{message}", self.prefix)),
+        )
     }
 
     fn skip(&mut self) {
@@ -395,8 +395,7 @@ impl Parser<'_> {
         // `A['key']` / `A["key"]`: a quoted associative key.
         let t = text.trim();
         let quoted = t.len() >= 2
-            && (t.starts_with('\'') && t.ends_with('\'')
-                || t.starts_with('"') && t.ends_with('"'));
+            && (t.starts_with('\'') && t.ends_with('\'') || t.starts_with('"') && t.ends_with('"'));
         if quoted {
             let key = t[1..t.len() - 1].to_string();
             return Expr::Index(name, Box::new(Expr::Num(0)), key);
