@@ -418,12 +418,24 @@ impl Budget {
     /// utilities' evaluators and jq recurse, so that no nesting, however
     /// it is built, overflows the isolate's stack.
     pub fn check_stack(&self) -> Result<(), Abort> {
-        let used = self.stack_base.saturating_sub(stack_position());
-        if used > self.limits.max_stack_bytes {
+        if self.stack_used() > self.limits.max_stack_bytes {
             Err(Abort::Limit(LimitKind::Stack))
         } else {
             Ok(())
         }
+    }
+
+    /// Stack used since the exec started.
+    fn stack_used(&self) -> usize {
+        self.stack_base.saturating_sub(stack_position())
+    }
+
+    /// Whether recursion has used half of `max_stack_bytes`: where a
+    /// recursion the script can recover from (bash's arithmetic
+    /// "expression recursion level exceeded") stops, well before the
+    /// limit that ends the exec.
+    pub fn stack_half_used(&self) -> bool {
+        self.stack_used() > self.limits.max_stack_bytes / 2
     }
 
     // ---- memory ----

@@ -596,8 +596,9 @@ impl Shell<'_> {
                 return Ok(n);
             }
         }
-        // bash's MAX_EXPR_RECURSION_LEVEL; the stack check below bounds it too.
-        if self.arith_depth > 1024 {
+        // bash's MAX_EXPR_RECURSION_LEVEL, or half the stack budget: a
+        // value naming itself (`a=a:b`) is an error the script survives.
+        if self.arith_depth > 1024 || self.budget.stack_half_used() {
             return Err(self.arith_error("expression recursion level exceeded"));
         }
         self.budget.check_stack()?;

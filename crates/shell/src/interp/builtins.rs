@@ -663,6 +663,11 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
             if let Some((v, false)) = value {
                 var.value = Value::Str(v.to_string());
             }
+        } else if let Some(a) = (o.indexed || o.assoc)
+            .then(|| value.and_then(|(v, append)| compound_text(name, v, append)))
+            .flatten()
+        {
+            sh.assign(&a)?;
         } else if let Some((v, append)) = value {
             let v = v.to_string();
             if append {
@@ -741,6 +746,28 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
     }
     sh.out(&text)?;
     Ok(status)
+}
+
+/// `declare -a 'x=(1 2)'`: given `-a` or `-A`, a value in parentheses
+/// is read as a compound assignment, as bash reads it (its words expanded).
+fn compound_text(name: &str, value: &str, append: bool) -> Option<super::ast::Assign> {
+    if !(value.starts_with('(') && value.ends_with(')')) || name.contains('[') {
+        return None;
+    }
+    let op = if append { "+=" } else { "=" };
+    let prog = super::parse::parse_script(&format!("{name}{op}{value}")).ok()?;
+    let [item] = prog.as_slice() else {
+        return None;
+    };
+    match item.first.cmds.as_slice() {
+        [super::ast::Command::Simple(s)] if item.rest.is_empty() && s.words.is_empty() => {
+            match s.assigns.as_slice() {
+                [a] => Some(a.clone()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// What `declare -p` prints after the name: `="v"`, `=([0]="a" ...)`,

@@ -550,8 +550,18 @@ impl Shell<'_> {
                         Val::One(None).drop_quiet()
                     }
                     '+' => {
+                        // What is left is the parameter itself: quoted,
+                        // `"${a[@]+w}"` of an empty array is no word at all,
+                        // one empty element one empty word.
+                        let words = match &val {
+                            Val::Many(v, false) => v.len(),
+                            Val::One(None) if matches!(sub, Some(Subscript::All(false))) => 0,
+                            _ => 1,
+                        };
                         if quoted {
-                            f.push("", true);
+                            for _ in 0..words {
+                                f.push("", true);
+                            }
                         }
                         Val::One(None).drop_quiet()
                     }

@@ -758,7 +758,11 @@ impl<'a> Shell<'a> {
         // A background job's own status is its parent's to see, and the
         // parent does not wait for it (see `jobs.rs`).
         let checked = !std::mem::take(&mut self.job_unchecked);
-        if pipe.negate {
+        // `!` keeps `set -e` from failures inside it only when `set -e` is
+        // on as it starts (bash's CMD_IGNORE_RETURN for an inverted command
+        // under errexit): `! f` where `f` runs `set -e; false` exits.
+        let ignoring = pipe.negate && self.st.opts.errexit;
+        if ignoring {
             self.no_errexit += 1;
         }
         let r = if pipe.cmds.len() == 1 {
@@ -774,8 +778,10 @@ impl<'a> Shell<'a> {
                 r => r,
             }
         };
-        if pipe.negate {
+        if ignoring {
             self.no_errexit -= 1;
+        }
+        if pipe.negate {
             r?;
             self.status = (self.status == 0) as i32;
             return Ok(());
@@ -801,16 +807,14 @@ impl<'a> Shell<'a> {
 
     /// bash waits for a `( )` ending a pipeline as for one standing alone,
     /// so its failure runs `ERR` and `set -e` before the pipeline's own do
-    /// (`true | (false)` runs the trap twice). A `!` does not reach the
-    /// stage, except that under `set -e` it ignores failures inside its
-    /// pipeline.
+    /// (`true | (false)` runs the trap twice); a `!` does not reach the
+    /// stage.
     fn check_last_subshell(&mut self, pipe: &Pipeline) -> R<()> {
         let failed = match (pipe.cmds.last(), self.pipestatus.last()) {
             (Some(cmd), Some(&status)) if status != 0 && is_user_subshell(cmd) => status,
             _ => return Ok(()),
         };
-        let own = u32::from(pipe.negate && !self.st.opts.errexit);
-        if self.no_errexit > own {
+        if self.no_errexit > 0 {
             return Ok(());
         }
         let status = std::mem::replace(&mut self.status, failed);
@@ -1495,6 +1499,13 @@ impl<'a> Shell<'a> {
             return self.call_function(&f, argv);
         }
         if let Some(b) = builtins::lookup(name) {
+            // `readonly a=(1 2)` assigns before the name becomes readonly.
+            if name == "readonly" {
+                for a in deferred {
+                    self.assign(&a)?;
+                }
+                return b(self, argv);
+            }
             let r = b(self, argv);
             // An abandoned `declare` assigns none of its arrays.
             if r.is_ok() {
