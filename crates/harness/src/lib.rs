@@ -214,6 +214,46 @@ pub struct Runtime {
     computers: Computers,
 }
 
+/// The `wrangler dev` command of a runtime on `port` with its state in
+/// `persist`, its computer `computers` and extra `--var` settings.
+fn wrangler_dev(persist: &Path, port: u16, computers: &Computers, vars: &[&str]) -> Command {
+    let mut command = Command::new(repo_root().join("node_modules/.bin/wrangler"));
+    command
+        .args(["dev", "--port", &port.to_string()])
+        .args(["--inspector-port", &free_port().to_string()])
+        .arg("--persist-to")
+        .arg(persist)
+        .args([
+            "--show-interactive-dev-session=false",
+            "--log-level",
+            "warn",
+        ]);
+    match computers.local() {
+        // wrangler.toml leaves `enable_containers` unset, so this flag
+        // decides, and wrangler then also honours WRANGLER_DOCKER_HOST.
+        None => {
+            command.arg("--enable-containers=true");
+        }
+        Some(process) => {
+            command
+                .arg("--enable-containers=false")
+                .arg("--var")
+                .arg(format!("COMPUTER_DEV_URL:{}", process.url()))
+                .arg("--var")
+                .arg(format!("COMPUTER_DEV_SECRET:{}", process.secret()));
+        }
+    }
+    for var in vars {
+        command.arg("--var").arg(var);
+    }
+    command
+        .current_dir(repo_root())
+        .envs(computer::environment().iter().map(|(k, v)| (k, v)))
+        .env("PATH", node_path())
+        .env("STEAD_SKIP_BUILD", "1");
+    command
+}
+
 impl Runtime {
     /// Starts the Worker with its state in `persist`, its computer in the
     /// mode [`ComputerMode::from_env`] picks.
@@ -225,65 +265,43 @@ impl Runtime {
     /// settings (`NAME:value`).
     pub fn start_with(persist: &Path, mode: ComputerMode, vars: &[&str]) -> Runtime {
         build_worker();
-        let port = free_port();
         let log = persist.join("wrangler.log");
-        let mut command = Command::new(repo_root().join("node_modules/.bin/wrangler"));
-        command
-            .args(["dev", "--port", &port.to_string()])
-            .args(["--inspector-port", &free_port().to_string()])
-            .arg("--persist-to")
-            .arg(persist)
-            .args([
-                "--show-interactive-dev-session=false",
-                "--log-level",
-                "warn",
-            ]);
         let computers = match mode {
-            // wrangler.toml leaves `enable_containers` unset, so this flag
-            // decides, and wrangler then also honours WRANGLER_DOCKER_HOST.
-            ComputerMode::Container => {
-                command.arg("--enable-containers=true");
-                Computers::Containers
-            }
-            ComputerMode::LocalProcess => {
-                let process = ComputerProcess::start(&persist.join("computer"), free_port());
-                command
-                    .arg("--enable-containers=false")
-                    .arg("--var")
-                    .arg(format!("COMPUTER_DEV_URL:{}", process.url()))
-                    .arg("--var")
-                    .arg(format!("COMPUTER_DEV_SECRET:{}", process.secret()));
-                Computers::Local(std::sync::Mutex::new(process))
-            }
+            ComputerMode::Container => Computers::Containers,
+            ComputerMode::LocalProcess => Computers::Local(std::sync::Mutex::new(
+                ComputerProcess::start(&persist.join("computer"), free_port()),
+            )),
         };
-        for var in vars {
-            command.arg("--var").arg(var);
-        }
-        command
-            .current_dir(repo_root())
-            .envs(computer::environment().iter().map(|(k, v)| (k, v)))
-            .env("PATH", node_path())
-            .env("STEAD_SKIP_BUILD", "1");
         // With containers, wrangler first builds the image (minutes when
         // nothing is cached yet).
         let patience = match mode {
             ComputerMode::Container => Duration::from_secs(1200),
             ComputerMode::LocalProcess => Duration::from_secs(90),
         };
-        let base = format!("http://127.0.0.1:{port}");
-        let child = match start_server(command, &log, &base, patience) {
-            Ok(child) => child,
-            Err(why) => {
-                let hint = match mode {
-                    ComputerMode::Container => {
-                        "\n(real containers: where Docker Hub cannot be reached, run \
-                         ../shared/container-env/prepare and source the environment it prints, \
-                         or leave STEAD_COMPUTER_MODE unset so scripts/computer-mode does; \
-                         STEAD_COMPUTER_MODE=local uses the local process)"
-                    }
-                    ComputerMode::LocalProcess => "",
-                };
-                panic!("{why}{hint}");
+        // A port found free can be taken by another runtime starting at the
+        // same moment before wrangler binds it: then it starts again on
+        // others.
+        let mut attempts = 0;
+        let (child, base) = loop {
+            attempts += 1;
+            let port = free_port();
+            let command = wrangler_dev(persist, port, &computers, vars);
+            let base = format!("http://127.0.0.1:{port}");
+            match start_server(command, &log, &base, patience) {
+                Ok(child) => break (child, base),
+                Err(why) if attempts < 3 && why.contains("Address already in use") => {}
+                Err(why) => {
+                    let hint = match mode {
+                        ComputerMode::Container => {
+                            "\n(real containers: where Docker Hub cannot be reached, run \
+                             ../shared/container-env/prepare and source the environment it prints, \
+                             or leave STEAD_COMPUTER_MODE unset so scripts/computer-mode does; \
+                             STEAD_COMPUTER_MODE=local uses the local process)"
+                        }
+                        ComputerMode::LocalProcess => "",
+                    };
+                    panic!("{why}{hint}");
+                }
             }
         };
         Runtime {
