@@ -17,8 +17,9 @@ use serde::Serialize;
 use serde_json::Value;
 use stead_git::refs::{Head, Refs};
 use stead_git::{Entry, FileError, Files, Kind, Meta};
+use stead_shell::git_meta;
 use stead_sql::Sql;
-use stead_vfs::{CheckpointId, Node, Snapshot, VPath, Vfs, VfsError};
+use stead_vfs::{CheckpointId, Snapshot, VPath, Vfs, VfsError};
 
 /// Most top-level directories looked into for a repository.
 pub const MAX_DIRS: usize = 64;
@@ -47,21 +48,6 @@ fn refused(error: VfsError) -> FileError {
     }
 }
 
-fn meta(node: &Node) -> Meta {
-    let kind = match node.kind {
-        stead_vfs::Kind::File => Kind::File {
-            executable: node.mode & 0o111 != 0,
-        },
-        stead_vfs::Kind::Dir => Kind::Dir,
-        stead_vfs::Kind::Symlink => Kind::Symlink,
-    };
-    Meta {
-        kind,
-        size: node.size,
-        mtime_ms: node.mtime,
-    }
-}
-
 fn vpath(path: &str) -> Result<VPath, FileError> {
     VPath::parse(path).map_err(refused)
 }
@@ -75,7 +61,7 @@ impl<S: Sql> Files for View<'_, '_, '_, S> {
             View::Live(vfs) => vfs.stat(&path, false).map(|(_, n)| n),
             View::Pinned(snapshot) => snapshot.stat(&path),
         };
-        node.map(|n| meta(&n)).map_err(refused)
+        node.map(|n| git_meta(&n)).map_err(refused)
     }
     fn read(&self, path: &str) -> Result<Vec<u8>, FileError> {
         let path = vpath(path)?;
@@ -95,7 +81,7 @@ impl<S: Sql> Files for View<'_, '_, '_, S> {
         Ok(entries
             .into_iter()
             .map(|e| Entry {
-                meta: meta(&e.node),
+                meta: git_meta(&e.node),
                 name: e.name,
             })
             .collect())

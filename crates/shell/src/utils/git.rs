@@ -53,7 +53,10 @@ fn path(text: &str) -> Result<VPath, FileError> {
     VPath::parse(text).map_err(error)
 }
 
-fn meta(node: &Node) -> Meta {
+/// What git sees of a workspace node: its kind (a file's executable bit),
+/// size and modification time. The agent's checkpoint view of `.git`
+/// (`stead_agent::checkpoint_git`) reads nodes through it too.
+pub fn git_meta(node: &Node) -> Meta {
     let kind = match node.kind {
         stead_vfs::Kind::File => Kind::File {
             executable: node.mode & 0o111 != 0,
@@ -97,7 +100,7 @@ impl Files for Workspace<'_> {
         self.charge(0, 0)?;
         self.fs
             .stat(&path(p)?, false)
-            .map(|n| meta(&n))
+            .map(|n| git_meta(&n))
             .map_err(error)
     }
     fn read(&self, p: &str) -> Result<Vec<u8>, FileError> {
@@ -111,7 +114,7 @@ impl Files for Workspace<'_> {
         Ok(entries
             .into_iter()
             .map(|e| Entry {
-                meta: meta(&e.node),
+                meta: git_meta(&e.node),
                 name: e.name,
             })
             .collect())

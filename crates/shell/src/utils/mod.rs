@@ -17,6 +17,7 @@ mod civil;
 mod files;
 mod getopt;
 mod git;
+pub use git::git_meta;
 mod jq;
 mod search;
 mod sed;
