@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 use stead_git::refs::{Head, Refs};
 use stead_git::{Entry, FileError, Files, Kind, Meta};
-use stead_shell::git_meta;
+use stead_shell::{git_entries, git_meta};
 use stead_sql::Sql;
 use stead_vfs::{CheckpointId, Snapshot, VPath, Vfs, VfsError};
 
@@ -78,13 +78,7 @@ impl<S: Sql> Files for View<'_, '_, '_, S> {
             View::Pinned(snapshot) => snapshot.list(&dir, None, MAX_DIRS),
         }
         .map_err(refused)?;
-        Ok(entries
-            .into_iter()
-            .map(|e| Entry {
-                meta: git_meta(&e.node),
-                name: e.name,
-            })
-            .collect())
+        Ok(git_entries(entries))
     }
     fn write(&self, _: &str, _: &[u8]) -> Result<(), FileError> {
         Err(FileError::Failed(READ_ONLY.into()))

@@ -60,7 +60,7 @@ use std::collections::BTreeMap;
 
 use stead_vfs::VPath;
 
-pub use utils::{git_meta, Ctx, Runner, Utility};
+pub use utils::{git_entries, git_meta, Ctx, Runner, Utility};
 
 /// One command line to run.
 #[derive(Debug, Clone)]

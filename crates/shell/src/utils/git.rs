@@ -18,7 +18,7 @@ use std::rc::Rc;
 use stead_git::cmd::{self, Invocation};
 use stead_git::transport::Http;
 use stead_git::{Entry, FileError, Files, Kind, Meta};
-use stead_vfs::{Errno, Node, VPath, VfsError};
+use stead_vfs::{DirEntry, Errno, Node, VPath, VfsError};
 
 use super::{strerror, Checks, Ctx, Table};
 use crate::fs::Fs;
@@ -51,6 +51,17 @@ fn error(e: VfsError) -> FileError {
 
 fn path(text: &str) -> Result<VPath, FileError> {
     VPath::parse(text).map_err(error)
+}
+
+/// What git sees of a directory's entries (see [`git_meta`]).
+pub fn git_entries(entries: Vec<DirEntry>) -> Vec<Entry> {
+    entries
+        .into_iter()
+        .map(|e| Entry {
+            meta: git_meta(&e.node),
+            name: e.name,
+        })
+        .collect()
 }
 
 /// What git sees of a workspace node: its kind (a file's executable bit),
@@ -111,13 +122,7 @@ impl Files for Workspace<'_> {
     fn list(&self, dir: &str) -> Result<Vec<Entry>, FileError> {
         let entries = self.fs.list(&path(dir)?).map_err(error)?;
         self.charge(entries.len(), 0)?;
-        Ok(entries
-            .into_iter()
-            .map(|e| Entry {
-                meta: git_meta(&e.node),
-                name: e.name,
-            })
-            .collect())
+        Ok(git_entries(entries))
     }
     fn write(&self, p: &str, data: &[u8]) -> Result<(), FileError> {
         self.charge(0, data.len())?;

@@ -17,7 +17,7 @@ mod civil;
 mod files;
 mod getopt;
 mod git;
-pub use git::git_meta;
+pub use git::{git_entries, git_meta};
 mod jq;
 mod search;
 mod sed;
