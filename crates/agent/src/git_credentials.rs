@@ -1,71 +1,38 @@
-//! git's HTTPS credentials, one per host: write-only settings the Durable
-//! Object adds to its own git requests.
+//! git's HTTPS credentials, one per host: a view of the secret store
+//! (`crate::secrets`) kept for the settings section that came first.
 //!
-//! No per-agent secret store exists yet, so this is the fallback the git
-//! issue names: `PUT /agents/{id}/settings {"git_credentials":{"github.com":
+//! `PUT /agents/{id}/settings {"git_credentials":{"github.com":
 //! {"token":"..."}}}` stores a credential for a host (a `username` and
 //! `password`, or a `token`, sent as git's own credential helpers send
-//! one: HTTP Basic with the user `x-access-token`); a host set to `null`
-//! loses its credential; hosts not named keep theirs. Nothing reads a
-//! secret back: `GET /settings` and the audit log show only which hosts
-//! have one and when it was set, and the secret never reaches the shell
-//! (the light shell's git asks for a request without it, and the agent adds
-//! `Authorization` when it makes the request, after the journal recorded
-//! what git asked), so it is not in `.git/config`, in command output, in a
-//! transcript or in any token.
+//! one: HTTP Basic with the user `x-access-token`) as the secret
+//! `git:<host>`, bound to that host and sent as Basic; a host set to `null`
+//! loses it; hosts not named keep theirs. `GET /settings` shows which hosts
+//! have one and when it was set. What the store promises holds for them:
+//! nothing reads one back, and the Durable Object adds it to its own git
+//! requests as they leave (`crate::shell_net`), so it is not in
+//! `.git/config`, in command output, in a transcript or in any token.
 //!
-//! A request gets a credential only when its URL's host (and port, when
-//! the credential names one) is the credential's, over `https`; over plain
-//! `http` only where the workspace allows private targets (local
-//! development), since the secret would cross the network in the clear.
-//! Redirects are never followed, so a credential never goes on to where a
-//! server points.
+//! Before the store existed these were a settings row; migration 0020
+//! moved each into the store under the same name scheme.
 
-use std::collections::BTreeMap;
-use std::fmt;
-
-use base64::Engine;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use stead_sql::Sql;
 use url::Url;
 
+use crate::egress::HostPattern;
 use crate::error::ApiError;
-use crate::settings;
+use crate::secrets::{self, Header, NewSecret};
 
-/// The settings row the credentials live in (apart from the settings
-/// `GET /settings` shows whole).
-const KEY: &str = "git_credentials";
+/// The names of git's credentials in the secret store: `git:<host>`.
+const PREFIX: &str = "git:";
 
 /// Most hosts a workspace keeps credentials for.
 pub const MAX_HOSTS: usize = 32;
 
-/// Longest username and secret, bytes.
-const MAX_USERNAME: usize = 256;
-const MAX_SECRET: usize = 4096;
-
 /// The user a bare token is sent as (GitHub's convention; GitLab accepts
 /// any user with a personal access token).
 pub const TOKEN_USER: &str = "x-access-token";
-
-/// One host's credential as stored. Its `Debug` hides the secret.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Stored {
-    username: String,
-    password: String,
-    /// When it was set, milliseconds since the Unix epoch.
-    set_at: i64,
-}
-
-impl fmt::Debug for Stored {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stored")
-            .field("username", &self.username)
-            .field("password", &"<hidden>")
-            .field("set_at", &self.set_at)
-            .finish()
-    }
-}
 
 /// One host's entry in a `PUT`: a username and password, or a token.
 #[derive(Deserialize)]
@@ -77,15 +44,9 @@ struct Given {
 }
 
 /// A checked `git_credentials` section: each host named, with its new
-/// (username, secret), or `None` to forget it.
-pub struct Patch(Vec<(String, Option<(String, String)>)>);
-
-impl fmt::Debug for Patch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hosts: Vec<&str> = self.0.iter().map(|(h, _)| h.as_str()).collect();
-        f.debug_tuple("Patch").field(&hosts).finish()
-    }
-}
+/// secret, or `None` to forget it. Its `Debug` hides the secrets.
+#[derive(Debug)]
+pub struct Patch(Vec<(String, Option<NewSecret>)>);
 
 fn invalid(message: String) -> ApiError {
     ApiError::InvalidRequest(message)
@@ -110,28 +71,9 @@ fn host_key(text: &str) -> Result<String, ApiError> {
     })
 }
 
-/// The key a request URL's credential would be stored under, if it is
-/// one a credential may go to.
-fn url_key(url: &Url) -> Option<String> {
-    let host = url.host_str()?;
-    Some(match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_string(),
-    })
-}
-
-fn check_text(host: &str, field: &str, value: &str, max: usize) -> Result<(), ApiError> {
-    if value.is_empty() || value.len() > max || value.chars().any(char::is_control) {
-        return Err(invalid(format!(
-            "git_credentials.{host}.{field} must be 1 to {max} bytes without control characters"
-        )));
-    }
-    Ok(())
-}
-
 impl Given {
-    /// (username, secret), checked.
-    fn into_pair(self, host: &str) -> Result<(String, String), ApiError> {
+    /// The secret for `key` (`host` names it as given), checked.
+    fn into_secret(self, host: &str, key: &str) -> Result<NewSecret, ApiError> {
         let (username, secret) = match (self.username, self.password, self.token) {
             (Some(username), Some(password), None) => (username, password),
             (None, None, Some(token)) => (TOKEN_USER.to_string(), token),
@@ -141,14 +83,12 @@ impl Given {
             )))
             }
         };
-        check_text(host, "username", &username, MAX_USERNAME)?;
-        if username.contains(':') {
-            return Err(invalid(format!(
-                "git_credentials.{host}.username may not contain ':'"
-            )));
-        }
-        check_text(host, "password", &secret, MAX_SECRET)?;
-        Ok((username, secret))
+        NewSecret::new(
+            &format!("git_credentials.{host}"),
+            vec![HostPattern::parse(key)?],
+            Header::Basic { username },
+            secret,
+        )
     }
 }
 
@@ -167,7 +107,7 @@ pub fn parse(section: &Value) -> Result<Patch, ApiError> {
             entry => {
                 let given: Given = crate::decode::decode_value(entry)
                     .map_err(|e| invalid(format!("git_credentials.{host}: {e}")))?;
-                Some(given.into_pair(host)?)
+                Some(given.into_secret(host, &key)?)
             }
         };
         patch.push((key, value));
@@ -175,81 +115,45 @@ pub fn parse(section: &Value) -> Result<Patch, ApiError> {
     Ok(Patch(patch))
 }
 
-fn load(db: &impl Sql) -> Result<BTreeMap<String, Stored>, ApiError> {
-    settings::load(db, KEY)
+/// The name of `host`'s credential in the secret store.
+fn secret_name(host: &str) -> String {
+    format!("{PREFIX}{host}")
 }
 
 /// Stores `patch` (inside the caller's transaction), as set at `now_ms`.
 pub fn apply(db: &impl Sql, patch: &Patch, now_ms: i64) -> Result<(), ApiError> {
-    let mut stored = load(db)?;
     for (host, value) in &patch.0 {
+        let name = secret_name(host);
         match value {
-            Some((username, password)) => {
-                stored.insert(
-                    host.clone(),
-                    Stored {
-                        username: username.clone(),
-                        password: password.clone(),
-                        set_at: now_ms,
-                    },
-                );
-            }
-            None => {
-                stored.remove(host);
-            }
+            Some(secret) => secrets::set(db, &name, secret, now_ms)?,
+            None => secrets::remove(db, &name)?,
         }
     }
-    if stored.len() > MAX_HOSTS {
+    if secrets::list(db, PREFIX)?.len() > MAX_HOSTS {
         return Err(invalid(format!(
             "git_credentials: at most {MAX_HOSTS} hosts"
         )));
     }
-    settings::store(db, KEY, &stored)
+    secrets::check_count(db)
 }
 
 /// What `GET /settings` shows: each host with a credential and when it
 /// was set, never the credential.
 pub fn shown(db: &impl Sql) -> Result<Value, ApiError> {
-    let stored = load(db)?;
     Ok(Value::Object(
-        stored
+        secrets::list(db, PREFIX)?
             .into_iter()
-            .map(|(host, s)| (host, json!({ "set_at": s.set_at })))
+            .map(|s| {
+                let host = s.name[PREFIX.len()..].to_string();
+                (host, json!({ "set_at": s.set_at }))
+            })
             .collect(),
     ))
 }
 
-/// The `Authorization` header value for a request to `url`, when a
-/// credential is stored for its host and may go there: over `https`, or
-/// over `http` when `plain_http` (local development).
-pub fn authorization(
-    db: &impl Sql,
-    url: &str,
-    plain_http: bool,
-) -> Result<Option<String>, ApiError> {
-    let Ok(url) = Url::parse(url) else {
-        return Ok(None);
-    };
-    let allowed = match url.scheme() {
-        "https" => true,
-        "http" => plain_http,
-        _ => false,
-    };
-    let Some(key) = url_key(&url).filter(|_| allowed) else {
-        return Ok(None);
-    };
-    let stored = load(db)?;
-    Ok(stored.get(&key).map(|s| {
-        let pair = format!("{}:{}", s.username, s.password);
-        format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(pair)
-        )
-    }))
-}
-
 #[cfg(test)]
 mod tests {
+    use base64::Engine;
     use stead_sql::{migrate, SqliteDb, MIGRATIONS};
 
     use super::*;
@@ -278,7 +182,11 @@ mod tests {
                 base64::engine::general_purpose::STANDARD.encode(pair)
             ))
         };
-        let auth = |url: &str, plain| authorization(&db, url, plain).unwrap();
+        let auth = |url: &str, plain| {
+            secrets::for_request(&db, url, plain)
+                .unwrap()
+                .map(|used| used.authorization)
+        };
         assert_eq!(
             auth("https://github.com/a/b.git/info/refs", false),
             basic("x-access-token:ghp_secret")
@@ -336,8 +244,44 @@ mod tests {
         assert!(!format!("{patch:?}").contains("ghp_secret"));
         let db = db();
         apply(&db, &patch, 1).unwrap();
-        let stored = load(&db).unwrap();
-        assert!(!format!("{stored:?}").contains("ghp_secret"));
         assert!(!shown(&db).unwrap().to_string().contains("ghp_secret"));
+        assert!(!secrets::shown(&db)
+            .unwrap()
+            .to_string()
+            .contains("ghp_secret"));
+    }
+
+    #[test]
+    fn credentials_stored_before_the_secret_store_move_into_it() {
+        let db = SqliteDb::memory().unwrap();
+        let before: Vec<_> = MIGRATIONS
+            .iter()
+            .copied()
+            .filter(|m| m.version < 20)
+            .collect();
+        migrate(&db, &before).unwrap();
+        let old = json!({"github.com": {"username": "x-access-token", "password": "ghp_old", "set_at": 3}});
+        crate::settings::store(&db, "git_credentials", &old).unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        assert_eq!(shown(&db).unwrap(), json!({"github.com": {"set_at": 3}}));
+        let used = secrets::for_request(&db, "https://github.com/a.git", false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(used.name, "git:github.com");
+        assert_eq!(
+            used.authorization,
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode("x-access-token:ghp_old")
+            )
+        );
+        let row = db
+            .query_row(
+                "SELECT count(*) FROM settings WHERE key = 'git_credentials'",
+                &[],
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.int(0).unwrap(), 0, "the old row is gone");
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! Settings live in the workspace's own database, so they move with it and
 //! need no deploy to change. Quotas left out keep their defaults; the
-//! filesystem enforces them ([`stead_vfs::Limits`]). git's HTTPS
-//! credentials are settings too, but write-only (`crate::git_credentials`).
+//! filesystem enforces them ([`stead_vfs::Limits`]). The secret store and
+//! git's HTTPS credentials (its view) are written here too, but are
+//! write-only (`crate::secrets`, `crate::git_credentials`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -12,6 +13,7 @@ use stead_scheduler::schedules::DEFAULT_MAX_SCHEDULES;
 use stead_sql::{params, Sql};
 use stead_vfs::{Limits, Retention};
 
+use crate::egress::NetworkPolicy;
 use crate::error::ApiError;
 
 /// The quotas of one workspace.
@@ -73,12 +75,20 @@ pub fn quotas(db: &impl Sql) -> Result<Quotas, ApiError> {
 }
 
 /// What the agent's computer may do.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ComputerSettings {
-    /// Outbound network from commands (package installs, git clone). Off
-    /// unless set; takes effect when the container next starts.
+    /// Outbound network from commands, all or nothing: `true` is `network:
+    /// "on"`, `false` is `"off"` (the setting that came before `network`,
+    /// kept working; shown as whether `network` is `"on"`).
     pub internet: bool,
+    /// Where commands may connect (`crate::egress::NetworkPolicy`): `"off"`
+    /// (the default), `"on"`, or `{"allow": [host patterns], "presets":
+    /// [..]}`. Takes effect when the container next starts. Always shown;
+    /// unset in a stored row from before it existed, where `internet`
+    /// decides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkPolicy>,
     /// How long the computer stays up after its last use, milliseconds
     /// (10 seconds to 24 hours). Unset: the deployment's default
     /// (`COMPUTER_IDLE_MS`, else 10 minutes). A released computer costs
@@ -87,12 +97,41 @@ pub struct ComputerSettings {
     pub idle_ms: Option<u64>,
 }
 
+impl ComputerSettings {
+    /// The network policy these settings give.
+    pub fn network(&self) -> NetworkPolicy {
+        match (&self.network, self.internet) {
+            (Some(policy), _) => policy.clone(),
+            (None, true) => NetworkPolicy::On,
+            (None, false) => NetworkPolicy::Off,
+        }
+    }
+
+    /// The settings with `network` always set and `internet` saying
+    /// whether it is `"on"`; a 400 when a request gives both and they
+    /// disagree.
+    fn normalized(mut self) -> Result<ComputerSettings, ApiError> {
+        let policy = self.network();
+        if self.internet && policy != NetworkPolicy::On {
+            return Err(ApiError::InvalidRequest(
+                "computer.internet true is computer.network \"on\": give one of them, or both the same".into(),
+            ));
+        }
+        self.internet = policy.open_internet();
+        self.network = Some(policy);
+        Ok(self)
+    }
+}
+
 /// Bounds of [`ComputerSettings::idle_ms`].
 const IDLE_MS: (u64, u64) = (10_000, 24 * 3_600_000);
 
 /// The workspace's computer settings (defaults where none were set).
 pub fn computer(db: &impl Sql) -> Result<ComputerSettings, ApiError> {
-    load(db, "computer")
+    let stored: ComputerSettings = load(db, "computer")?;
+    // Stored rows are normalized when written; one from before `network`
+    // has only `internet`, which `normalized` reads.
+    stored.normalized()
 }
 
 /// Who commits: the author and committer git records, on both backends.
@@ -220,6 +259,7 @@ pub fn get(db: &impl Sql) -> Result<Value, ApiError> {
         "checkpoints": checkpoints(db)?,
         "git": git(db)?,
         "git_credentials": crate::git_credentials::shown(db)?,
+        "secrets": crate::secrets::shown(db)?,
     }))
 }
 
@@ -233,6 +273,8 @@ struct PutSettings {
     git: Option<GitSettings>,
     /// Checked by [`crate::git_credentials::parse`]: write-only.
     git_credentials: Option<Value>,
+    /// Checked by [`crate::secrets::parse`]: write-only.
+    secrets: Option<Value>,
 }
 
 /// `PUT /agents/{id}/settings`: replaces the sections given (`quotas`,
@@ -244,9 +286,10 @@ struct PutSettings {
 /// `webhooks.allow_private_targets` is accepted. `now_ms`: when, for the
 /// `set_at` of git credentials.
 ///
-/// `git_credentials` is the exception to replacing whole sections: it
-/// names hosts, each set or (with `null`) forgotten, the others kept (a
-/// caller cannot read the others back to send them again).
+/// `git_credentials` and `secrets` are the exceptions to replacing whole
+/// sections: they name hosts (or secrets), each set or (with `null`)
+/// forgotten, the others kept (a caller cannot read the others back to
+/// send them again).
 ///
 /// Returns the settings afterwards and what changed, for the audit log:
 /// each setting whose value changed, by its dotted key
@@ -265,7 +308,16 @@ pub fn put(
         .as_ref()
         .map(crate::git_credentials::parse)
         .transpose()?;
-    if let Some(idle) = request.computer.and_then(|c| c.idle_ms) {
+    let secrets = request
+        .secrets
+        .as_ref()
+        .map(crate::secrets::parse)
+        .transpose()?;
+    let computer = request
+        .computer
+        .map(ComputerSettings::normalized)
+        .transpose()?;
+    if let Some(idle) = computer.as_ref().and_then(|c| c.idle_ms) {
         crate::decode::within("computer.idle_ms", idle, IDLE_MS.0, IDLE_MS.1)?;
     }
     if request
@@ -291,7 +343,7 @@ pub fn put(
         if let Some(quotas) = &request.quotas {
             store(db, "quotas", quotas)?;
         }
-        if let Some(computer) = &request.computer {
+        if let Some(computer) = &computer {
             store(db, "computer", computer)?;
         }
         if let Some(webhooks) = &request.webhooks {
@@ -305,6 +357,9 @@ pub fn put(
         }
         if let Some(credentials) = &credentials {
             crate::git_credentials::apply(db, credentials, now_ms)?;
+        }
+        if let Some(secrets) = &secrets {
+            crate::secrets::apply(db, secrets, now_ms)?;
         }
         Ok::<_, ApiError>(())
     })?;
@@ -418,6 +473,62 @@ mod tests {
             git(&db).unwrap().name.as_deref(),
             Some("Ada"),
             "refused changes change nothing"
+        );
+    }
+
+    #[test]
+    fn the_network_policy_and_internet_are_one_setting() {
+        let db = SqliteDb::memory().unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        assert_eq!(computer(&db).unwrap().network(), NetworkPolicy::Off);
+        let (after, changed) =
+            put(&db, &v(br#"{"computer":{"internet":true}}"#), false, 0).unwrap();
+        assert_eq!(
+            after["computer"],
+            json!({"internet": true, "network": "on"})
+        );
+        assert_eq!(
+            changed["computer.network"],
+            json!({"old": "off", "new": "on"})
+        );
+        let list =
+            br#"{"computer":{"network":{"allow":["127.0.0.1:9000"],"presets":["pypi","npm"]}}}"#;
+        let (after, _) = put(&db, &v(list), false, 0).unwrap();
+        assert_eq!(after["computer"]["internet"], false);
+        assert_eq!(
+            after["computer"]["network"],
+            json!({"allow": ["127.0.0.1:9000"], "presets": ["pypi", "npm"]})
+        );
+        for bad in [
+            r#"{"computer":{"internet":true,"network":"off"}}"#,
+            r#"{"computer":{"network":{"allow":["http://x"]}}}"#,
+            r#"{"computer":{"network":"sometimes"}}"#,
+            r#"{"computer":{"network":{"presets":["cpan"]}}}"#,
+        ] {
+            let error = put(&db, &v(bad.as_bytes()), false, 0).expect_err(bad);
+            assert_eq!(error.status(), 400, "{bad}");
+        }
+        let error = put(
+            &db,
+            &v(br#"{"computer":{"network":{"allow":["ok.org","x/y"]}}}"#),
+            false,
+            0,
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("\"x/y\""),
+            "names the pattern: {error}"
+        );
+        assert!(
+            matches!(computer(&db).unwrap().network(), NetworkPolicy::Allow(_)),
+            "refused changes change nothing"
+        );
+        // A row stored before `network` existed keeps its meaning.
+        store(&db, "computer", &json!({"internet": true})).unwrap();
+        assert_eq!(computer(&db).unwrap().network(), NetworkPolicy::On);
+        assert_eq!(
+            get(&db).unwrap()["computer"],
+            json!({"internet": true, "network": "on"})
         );
     }
 }

@@ -7,9 +7,10 @@
 //! the exec again. The run that finishes without waiting is the one kept,
 //! with its automatic checkpoint; the runs before it leave nothing.
 //!
-//! A git credential set for the request's host (`crate::git_credentials`)
-//! is added to the request here, as it leaves, and nowhere else: the
-//! journal, the shell and its output see the request git made.
+//! A secret bound to the request's host (`crate::secrets`, git's
+//! credentials included) is added to the request here, as it leaves, and
+//! nowhere else: the journal, the shell and its output see the request git
+//! made. Each use is audited under the exec's actor.
 //!
 //! The runs read the same clock: every reading the first run took is
 //! given again in the same order (a commit made before a push has the same
@@ -28,10 +29,10 @@ use crate::agent::{Agent, HostClock};
 use crate::checkpoints;
 use crate::error::ApiError;
 use crate::exec;
-use crate::git_credentials;
 use crate::host::Host;
 use crate::outbound;
 use crate::outcome::{ExecOutcome, OutputEncoding};
+use crate::secrets;
 use crate::settings;
 
 /// Most network requests one exec may make (a clone makes three).
@@ -136,17 +137,17 @@ impl<H: Host> Agent<H> {
                     "the exec made {MAX_REQUESTS} network requests, the most one may"
                 ))
             } else {
-                self.outbound_fetch(&pending).await
+                self.outbound_fetch(actor, &pending).await
             };
             journal.record(pending, answer);
         }
     }
 
     /// Makes one of the light shell's requests, if its target may be
-    /// reached, with the git credential stored for its host (added here,
-    /// so the journal and everything the shell sees hold the request
-    /// without it); `Err` says why not, or why it failed.
-    async fn outbound_fetch(&self, request: &Request) -> Result<Response, String> {
+    /// reached, with the secret bound to its host (added here, so the
+    /// journal and everything the shell sees hold the request without it;
+    /// its use audited under `actor`); `Err` says why not, or why it failed.
+    async fn outbound_fetch(&self, actor: &str, request: &Request) -> Result<Response, String> {
         let allow_private = settings::webhooks(self.db())
             .map_err(|e| e.to_string())?
             .allow_private_targets;
@@ -156,15 +157,18 @@ impl<H: Host> Agent<H> {
             let resolved = self.host.resolve(&name).await;
             outbound::check_resolved(&name, resolved).map_err(|e| e.to_string())?;
         }
-        let credential = git_credentials::authorization(self.db(), &request.url, allow_private)
+        let secret = secrets::for_request(self.db(), &request.url, allow_private)
             .map_err(|e| e.to_string())?;
-        match credential {
-            Some(value) => {
+        match secret {
+            Some(used) => {
                 let mut request = request.clone();
                 request
                     .headers
                     .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
-                request.headers.push(("Authorization".to_string(), value));
+                request
+                    .headers
+                    .push(("Authorization".to_string(), used.authorization.clone()));
+                secrets::record_use(self.db(), self.now_ms(), actor, &used);
                 self.host.fetch(&request, MAX_ANSWER_BYTES).await
             }
             None => self.host.fetch(request, MAX_ANSWER_BYTES).await,

@@ -458,11 +458,19 @@ fn a_settings_change_is_audited_with_its_target_and_what_changed() {
     let changed = entry["detail"]["changed"].as_object().expect("changes");
     let mut keys: Vec<&str> = changed.keys().map(String::as_str).collect();
     keys.sort();
-    assert_eq!(keys, ["computer.internet", "quotas.max_nodes"], "{entry}");
+    assert_eq!(
+        keys,
+        ["computer.internet", "computer.network", "quotas.max_nodes"],
+        "{entry}"
+    );
     assert_eq!(changed["quotas.max_nodes"]["new"], 10);
     assert_eq!(
         changed["computer.internet"],
         json!({"old": false, "new": true})
+    );
+    assert_eq!(
+        changed["computer.network"],
+        json!({"old": "off", "new": "on"})
     );
 }
 

@@ -246,3 +246,70 @@ fn bad_credentials_are_refused_whole() {
     assert_eq!(settings["git"], json!({}), "nothing was stored: {settings}");
     assert_eq!(settings["git_credentials"], json!({}));
 }
+
+/// A secret from the store, bound to the server's host and sent as a
+/// bearer token, opens a private repository to the light shell's git;
+/// each use is audited by name and host, and its value is in no answer.
+#[test]
+fn a_stored_bearer_secret_reaches_its_host_and_is_audited_by_name() {
+    let (_dir, server) = served();
+    *server.behaviour.require_authorization.lock().unwrap() = Some(format!("Bearer {SECRET}"));
+    let agent = agent();
+    create(&agent, "a");
+    allow_private(&agent);
+    let url = server.url("project.git");
+    let host = format!("127.0.0.1:{}", server.port);
+    let body = json!({ "secrets": {
+        "CI_TOKEN": { "hosts": [host.clone()], "bearer": SECRET },
+        "ELSEWHERE": { "hosts": ["*.example.com"], "bearer": "other-value" },
+    } });
+    let settings = ok(&agent, "a", Action::SettingsPut, &body.to_string());
+    assert_eq!(
+        settings["secrets"]["CI_TOKEN"],
+        json!({ "hosts": [host.clone()], "header": "bearer", "set_at": settings["secrets"]["CI_TOKEN"]["set_at"] })
+    );
+    let out = exec(
+        &agent,
+        &format!("git clone -q {url} repo && cat repo/README.md"),
+    );
+    assert_eq!(out["exit_code"], 0, "{out}");
+    assert_eq!(out["stdout"], "version 1\n");
+    let sent = server.behaviour.authorizations.lock().unwrap().clone();
+    assert!(
+        !sent.is_empty() && sent.iter().all(|a| *a == format!("Bearer {SECRET}")),
+        "{sent:?}"
+    );
+    let audit = ok(&agent, "a", Action::Audit, "");
+    let uses: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "secret.use")
+        .collect();
+    assert_eq!(uses.len(), sent.len(), "one entry per request: {audit}");
+    assert!(uses
+        .iter()
+        .all(|e| e["target"] == "CI_TOKEN" && e["detail"]["host"] == host.as_str()));
+    let shown = [
+        ok(&agent, "a", Action::Settings, ""),
+        audit,
+        exec(&agent, "env; cat repo/.git/config; grep -r s3cret / ; true"),
+    ];
+    for value in shown {
+        assert!(!value.to_string().contains(SECRET), "{value}");
+    }
+    // Bound to no host: refused, nothing changed.
+    let (status, body) = call(
+        &agent,
+        request(
+            "a",
+            Action::SettingsPut,
+            Caller::Admin,
+            r#"{"secrets":{"CI_TOKEN":null,"NOWHERE":{"hosts":[],"bearer":"x"}}}"#,
+        ),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "INVALID_REQUEST", "{body}");
+    let settings = ok(&agent, "a", Action::Settings, "");
+    assert!(settings["secrets"]["CI_TOKEN"].is_object(), "{settings}");
+}
