@@ -23,6 +23,7 @@ mod body;
 #[path = "computer/host.rs"]
 pub mod computer;
 mod do_sql;
+mod egress;
 mod inspector;
 mod platform;
 mod random;
@@ -44,8 +45,13 @@ use worker::{
 use workspace::{error_response, json_response, respond_mcp};
 
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     console_error_panic_hook::set_once();
+    // A request a container made, handed here by the platform's egress
+    // interception (only that loopback carries props).
+    if let Ok(props) = ctx.props::<egress::EgressProps>() {
+        return egress::hand_to_agent(req, &env, props).await;
+    }
     let started = platform::performance_now();
     let url = req.url()?;
     // Local development's baseline for the benchmark: a request that

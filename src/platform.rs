@@ -520,6 +520,8 @@ impl ComputerLink {
             stead_sync::INTERNET_HEADER,
             &self.settings.internet.to_string(),
         )?;
+        let plan = serde_json::to_string(&self.settings.egress).expect("a plan serializes");
+        headers.set(stead_agent::egress_gate::PLAN_HEADER, &plan)?;
         if let Some(idle) = self.settings.idle_ms {
             headers.set(stead_sync::IDLE_HEADER, &idle.to_string())?;
         }

@@ -59,6 +59,10 @@ impl DurableObject for Workspace {
         if req.path().starts_with(BARE_ROUND_TRIP) {
             return Response::empty();
         }
+        // Only this Worker's egress loopback sends these (`crate::egress`).
+        if req.path() == crate::egress::EGRESS_PATH {
+            return crate::egress::send_on(&self.agent, req).await;
+        }
         // A HEAD is served as its GET, then sent without the body.
         if req.method() == Method::Head {
             return without_body(self.serve(req).await?);

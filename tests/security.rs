@@ -606,13 +606,14 @@ fn token_settings_and_audit_requests_are_validated() {
             "quotas": { "max_file_bytes": 1u64 << 30, "max_stored_bytes": 8u64 << 30,
                         "max_nodes": 1_000_000, "max_path_depth": 128,
                         "max_job_output_bytes": 64u64 << 20, "max_schedules": 1000 },
-            "computer": { "internet": false },
+            "computer": { "internet": false, "network": "off" },
             "webhooks": { "allow_private_targets": false },
             "checkpoints": { "automatic": true,
                              "retention": { "keep_last": 20, "keep_within_ms": 86_400_000,
                                             "max_automatic": 100 } },
             "git": {},
             "git_credentials": {},
+            "secrets": {},
         }),
         "refused settings changed nothing"
     );

@@ -44,6 +44,7 @@ use serde_json::json;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::random::random_hex;
+use stead_agent::egress_gate::Plan;
 use stead_sync::host::{
     ComputerState, Lifecycle, Provision, DEFAULT_IDLE_MS, PORTS_PREFIX, STATE_PATH, STOP_PATH,
 };
@@ -212,10 +213,11 @@ impl DurableObject for Computer {
             };
             return Fetch::Request(build(&base, &secret)?).send().await;
         };
-        let internet = req
-            .headers()
-            .get(stead_sync::INTERNET_HEADER)?
-            .is_some_and(|v| v == "true");
+        // Outbound network and its interception (`crate::egress`), for
+        // the agent the request names.
+        let plan = crate::egress::plan_of(req.headers())?;
+        let agent = req.headers().get(CONTAINER_HEADER)?.unwrap_or_default();
+        let start = (&plan, agent.as_str());
         let mut record = self.load().await?;
         let before = record.clone();
         if idle.is_some() {
@@ -230,8 +232,7 @@ impl DurableObject for Computer {
             }
         } else {
             record.last_used_ms = Some(now_ms());
-            self.ensure_started(&container, internet, &mut record)
-                .await?
+            self.ensure_started(&container, start, &mut record).await?
         };
         self.keep(&before, &record).await?;
         if !self.alarm_set.get() {
@@ -269,9 +270,7 @@ impl DurableObject for Computer {
                         .await?;
                     let before = record.clone();
                     record.stopped();
-                    secret = self
-                        .ensure_started(&container, internet, &mut record)
-                        .await?;
+                    secret = self.ensure_started(&container, start, &mut record).await?;
                     self.keep(&before, &record).await?;
                 }
                 Ok(resp) => return self.answered(resp, &path, &mut record).await,
@@ -287,9 +286,7 @@ impl DurableObject for Computer {
                         // It died while starting (or was stopped): start a
                         // new one rather than wait for the old one.
                         let before = record.clone();
-                        secret = self
-                            .ensure_started(&container, internet, &mut record)
-                            .await?;
+                        secret = self.ensure_started(&container, start, &mut record).await?;
                         self.keep(&before, &record).await?;
                     }
                 }
@@ -400,12 +397,13 @@ impl Computer {
         Ok(())
     }
 
-    /// Starts the container unless it runs, with outbound network only if
-    /// `internet`; returns the secret it was given.
+    /// Starts the container unless it runs, with outbound network and its
+    /// interception as `start` (the plan, and the agent) says; returns the
+    /// secret it was given.
     async fn ensure_started(
         &self,
         container: &Container,
-        internet: bool,
+        (plan, agent): (&Plan, &str),
         record: &mut Record,
     ) -> Result<String> {
         if container.running() {
@@ -418,7 +416,12 @@ impl Computer {
         record.stopped();
         record.released = false;
         let secret = random_hex(64)?;
-        start_container(container, &[("STEAD_COMPUTER_SECRET", &secret)], internet)?;
+        start_container(
+            container,
+            &[("STEAD_COMPUTER_SECRET", &secret)],
+            plan.internet,
+        )?;
+        crate::egress::intercept(&self.state, &self.env, container, agent, plan).await?;
         record.secret = Some(secret.clone());
         record.started_ms = Some(now_ms());
         Ok(secret)

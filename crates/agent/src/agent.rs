@@ -438,7 +438,8 @@ impl<H: Host> Agent<H> {
 
     /// The transport to this agent's computer, with its settings.
     pub fn computer(&self) -> Result<H::Computer, ApiError> {
-        let settings = settings::computer(self.db())?;
+        let mut settings = settings::computer(self.db())?;
+        settings.egress = crate::egress_gate::Plan::for_settings(self.db(), &settings)?;
         Ok(self.host.computer(&self.name()?, settings)?)
     }
 

@@ -61,6 +61,7 @@ pub mod computer;
 pub mod decode;
 pub mod dispatch;
 pub mod egress;
+pub mod egress_gate;
 mod error;
 pub mod exec;
 pub mod fork;

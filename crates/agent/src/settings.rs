@@ -89,6 +89,11 @@ pub struct ComputerSettings {
     /// decides.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkPolicy>,
+    /// What the `Computer` object sets up from `network` and the secret
+    /// store's hosts when it starts the container: never stored or shown,
+    /// filled in by `Agent::computer` for the transport.
+    #[serde(skip)]
+    pub egress: crate::egress_gate::Plan,
     /// How long the computer stays up after its last use, milliseconds
     /// (10 seconds to 24 hours). Unset: the deployment's default
     /// (`COMPUTER_IDLE_MS`, else 10 minutes). A released computer costs

@@ -1,0 +1,202 @@
+//! The gate the computer's outbound HTTP passes through: which
+//! destinations the platform hands to the agent (the interception plan the
+//! `Computer` object registers when it starts the container), and what the
+//! agent decides for each request that arrives that way.
+//!
+//! The container never holds a secret and never decides: the platform
+//! redirects its outbound requests (`interceptOutboundHttp` for each
+//! destination in the [`Plan`]; under an allow-list in production,
+//! `interceptAllOutboundHttp` too) to the Worker, which hands each to the
+//! agent's Durable Object. There [`decide`] refuses what the network policy
+//! does not admit and, for what it admits, names the secret bound to the
+//! host, which the Worker side adds as the request leaves (and the audit
+//! log records by name and host). What is not intercepted meets the
+//! platform's own rule: with `network` `"off"` or an allow-list the
+//! container starts without internet, so it goes nowhere.
+
+use serde::{Deserialize, Serialize};
+use stead_sql::Sql;
+
+use crate::agent::Agent;
+use crate::egress::{Destination, NetworkPolicy, Preset};
+use crate::error::ApiError;
+use crate::host::Host;
+use crate::outbound;
+use crate::secrets::{self, Use};
+use crate::settings::ComputerSettings;
+
+/// The header that carries the [`Plan`] (JSON) from the workspace to the
+/// `Computer` object with every request.
+pub const PLAN_HEADER: &str = "x-stead-egress";
+
+/// What the `Computer` object sets up when it starts the container.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Start with the platform's open internet (`network: "on"`).
+    pub internet: bool,
+    /// Destinations (host patterns as `crate::egress` writes them) whose
+    /// HTTP the platform hands to the agent: the allow-list's patterns and
+    /// presets' hosts, and the hosts secrets are bound to (unless the
+    /// network is off, which no secret opens).
+    pub intercept: Vec<String>,
+    /// Hand the agent every other HTTP request too (an allow-list: its
+    /// wildcards are decided by the agent, request by request).
+    pub all: bool,
+}
+
+impl Plan {
+    /// The plan for `settings`, with the hosts of the secrets in `db`.
+    pub fn for_settings(db: &impl Sql, settings: &ComputerSettings) -> Result<Plan, ApiError> {
+        let policy = settings.network();
+        let mut intercept: Vec<String> = match &policy {
+            NetworkPolicy::Off => return Ok(Plan::default()),
+            NetworkPolicy::On => Vec::new(),
+            NetworkPolicy::Allow(list) => list
+                .allow
+                .iter()
+                .map(ToString::to_string)
+                .chain(
+                    list.presets
+                        .iter()
+                        .flat_map(|p: &Preset| p.hosts().iter().map(|h| h.to_string())),
+                )
+                .collect(),
+        };
+        for secret in secrets::list(db, "")? {
+            intercept.extend(secret.hosts);
+        }
+        intercept.sort();
+        intercept.dedup();
+        Ok(Plan {
+            internet: policy.open_internet(),
+            intercept,
+            all: matches!(policy, NetworkPolicy::Allow(_)),
+        })
+    }
+}
+
+/// The agent's answer for one intercepted request to `url`: refused (a
+/// 403 naming the host and the setting) unless the network policy admits
+/// it; admitted, the secret bound to its host if there is one (plain
+/// `http` gets one only when `plain_http`, local development).
+pub fn decide(
+    db: &impl Sql,
+    settings: &ComputerSettings,
+    url: &str,
+    plain_http: bool,
+) -> Result<Option<Use>, ApiError> {
+    let Some(to) = Destination::of_url(url) else {
+        return Err(ApiError::Forbidden {
+            reason: format!("the computer's request to {url:?} is not http or https"),
+        });
+    };
+    if !settings.network().admits(&to) {
+        return Err(ApiError::Forbidden {
+            reason: format!(
+                "{} is not in this agent's computer.network (PUT /agents/{{id}}/settings)",
+                to.label()
+            ),
+        });
+    }
+    secrets::for_request(db, url, plain_http)
+}
+
+/// The actor a computer's request is audited under.
+pub const ACTOR: &str = "computer";
+
+impl<H: Host> Agent<H> {
+    /// [`decide`] for one of the computer's intercepted requests, with the
+    /// target checks of the light shell's own requests (`crate::outbound`:
+    /// private addresses only where the workspace allows them, in local
+    /// development); a secret's use is audited. The caller adds
+    /// `authorization` as the request leaves.
+    pub async fn computer_egress(&self, url: &str) -> Result<Option<Use>, ApiError> {
+        let settings = crate::settings::computer(self.db())?;
+        let allow_private = crate::settings::webhooks(self.db())?.allow_private_targets;
+        let used = decide(self.db(), &settings, url, allow_private)?;
+        let forbidden = |reason: String| ApiError::Forbidden { reason };
+        let pending =
+            outbound::check_url(url, allow_private).map_err(|e| forbidden(e.to_string()))?;
+        if let outbound::Pending::Resolve(name) = pending {
+            let resolved = self.host.resolve(&name).await;
+            outbound::check_resolved(&name, resolved).map_err(|e| forbidden(e.to_string()))?;
+        }
+        if let Some(used) = &used {
+            secrets::record_use(self.db(), self.now_ms(), ACTOR, used);
+        }
+        Ok(used)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use stead_sql::{migrate, SqliteDb, MIGRATIONS};
+
+    use super::*;
+
+    fn db_with(settings: serde_json::Value) -> (SqliteDb, ComputerSettings) {
+        let db = SqliteDb::memory().unwrap();
+        migrate(&db, MIGRATIONS).unwrap();
+        crate::settings::put(&db, &settings, true, 1).unwrap();
+        let computer = crate::settings::computer(&db).unwrap();
+        (db, computer)
+    }
+
+    #[test]
+    fn the_plan_follows_the_policy_and_the_secrets() {
+        let secret = json!({"CI": {"hosts": ["git.example.com"], "bearer": "tok"}});
+        let (db, off) = db_with(json!({ "secrets": secret }));
+        assert_eq!(Plan::for_settings(&db, &off).unwrap(), Plan::default());
+        let (db, on) = db_with(json!({ "secrets": secret, "computer": {"network": "on"} }));
+        assert_eq!(
+            Plan::for_settings(&db, &on).unwrap(),
+            Plan {
+                internet: true,
+                intercept: vec!["git.example.com".into()],
+                all: false
+            }
+        );
+        let (db, list) = db_with(json!({
+            "secrets": secret,
+            "computer": {"network": {"allow": ["127.0.0.1:9000"], "presets": ["npm"]}}
+        }));
+        let plan = Plan::for_settings(&db, &list).unwrap();
+        assert_eq!(
+            plan.intercept,
+            ["127.0.0.1:9000", "git.example.com", "registry.npmjs.org"]
+        );
+        assert!(!plan.internet && plan.all);
+        assert!(!serde_json::to_string(&plan).unwrap().contains("tok"));
+    }
+
+    #[test]
+    fn a_request_is_refused_unless_admitted_and_gets_its_hosts_secret() {
+        let (db, settings) = db_with(json!({
+            "secrets": {"LOCAL": {"hosts": ["127.0.0.1:9000"], "bearer": "tok"}},
+            "computer": {"network": {"allow": ["127.0.0.1:9000", "127.0.0.1:9001"]}}
+        }));
+        let used = decide(&db, &settings, "http://127.0.0.1:9000/x", true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(used.authorization, "Bearer tok");
+        assert!(decide(&db, &settings, "http://127.0.0.1:9001/x", true)
+            .unwrap()
+            .is_none());
+        assert!(
+            decide(&db, &settings, "http://127.0.0.1:9000/x", false)
+                .unwrap()
+                .is_none(),
+            "not in the clear outside local development"
+        );
+        let refused = decide(&db, &settings, "http://127.0.0.1:9002/x", true).unwrap_err();
+        assert_eq!(refused.status(), 403);
+        assert!(refused.to_string().contains("127.0.0.1:9002"), "{refused}");
+        assert_eq!(
+            decide(&db, &settings, "ftp://127.0.0.1:9000/", true)
+                .unwrap_err()
+                .status(),
+            403
+        );
+    }
+}
