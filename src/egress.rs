@@ -64,7 +64,7 @@ async fn call(container: &Container, method: &str, args: &[JsValue]) -> Result<(
     for arg in args {
         array.push(arg);
     }
-    let promise: js_sys::Promise = function.apply(raw, &array)?.dyn_into()?;
+    let promise: js_sys::Promise = js_sys::Reflect::apply(&function, raw, &array)?.dyn_into()?;
     wasm_bindgen_futures::JsFuture::from(promise).await?;
     Ok(())
 }
@@ -83,7 +83,10 @@ fn fetcher(state: &State, agent: &str) -> Result<JsValue> {
     )?;
     let options = js_sys::Object::new();
     js_sys::Reflect::set(&options, &JsValue::from_str("props"), &props)?;
-    Ok(entry.call1(&JsValue::UNDEFINED, &options)?)
+    // `Reflect.apply`, not `entry.call(..)`: the entry is an RPC stub,
+    // whose `call` property would be a remote method of that name.
+    let args = js_sys::Array::of1(&options);
+    Ok(js_sys::Reflect::apply(&entry, &JsValue::UNDEFINED, &args)?)
 }
 
 /// Registers `plan`'s interception on a container just started for
