@@ -17,11 +17,9 @@ use serde::Deserialize;
 use stead_agent::egress_gate::Plan;
 use stead_agent::ApiError;
 use wasm_bindgen::{JsCast, JsValue};
-use worker::{
-    Container, Env, Fetch, Headers, Request, RequestInit, RequestRedirect, Response, Result, State,
-};
+use worker::{Container, Env, Fetch, Headers, Request, Response, Result, State};
 
-use crate::platform::{local_development, WORKSPACE_BINDING};
+use crate::platform::{local_development, passed_on, WORKSPACE_BINDING};
 use crate::workspace::error_response;
 
 /// The Workspace object's path for an intercepted request (reached only
@@ -127,11 +125,7 @@ pub(crate) async fn hand_to_agent(req: Request, env: &Env, props: EgressProps) -
         .get_stub()?;
     let headers = req.headers().clone();
     headers.set(URL_HEADER, req.url()?.as_ref())?;
-    let mut init = RequestInit::new();
-    init.with_method(req.method()).with_headers(headers);
-    if let Some(body) = req.inner().body() {
-        init.with_body(Some(body.into()));
-    }
+    let init = passed_on(&req, headers);
     let inner = Request::new_with_init(&format!("http://workspace{EGRESS_PATH}"), &init)?;
     stub.fetch_with_request(inner).await
 }
@@ -160,13 +154,7 @@ pub(crate) async fn send_on(
     if let Some(used) = &used {
         headers.set("authorization", &used.authorization)?;
     }
-    let mut init = RequestInit::new();
-    init.with_method(req.method())
-        .with_headers(headers)
-        .with_redirect(RequestRedirect::Manual);
-    if let Some(body) = req.inner().body() {
-        init.with_body(Some(body.into()));
-    }
+    let init = passed_on(&req, headers);
     Fetch::Request(Request::new_with_init(&url, &init)?)
         .send()
         .await

@@ -38,9 +38,7 @@ use stead_agent::mcp::http::too_large;
 use stead_agent::route::Front;
 use stead_agent::shares;
 use stead_agent::{Action, ApiError, Route, MAX_JSON_BODY};
-use worker::{
-    event, Context, Env, Headers, Method, Request, RequestInit, RequestRedirect, Response, Result,
-};
+use worker::{event, Context, Env, Headers, Method, Request, RequestInit, Response, Result};
 
 use workspace::{error_response, json_response, respond_mcp};
 
@@ -298,13 +296,7 @@ fn with_caller(req: Request, caller: &Caller) -> Result<Request> {
     // A redirect the agent answers (a dev server's, through the port
     // route) is the client's to follow: a request made here would follow
     // it by default.
-    let mut init = RequestInit::new();
-    init.with_method(req.method())
-        .with_headers(headers)
-        .with_redirect(RequestRedirect::Manual);
-    if let Some(body) = req.inner().body() {
-        init.with_body(Some(body.into()));
-    }
+    let init = platform::passed_on(&req, headers);
     Request::new_with_init(req.url()?.as_ref(), &init)
 }
 

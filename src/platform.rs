@@ -56,6 +56,21 @@ pub(crate) fn local_development(env: &Env) -> bool {
         .is_ok_and(|v| v.to_string() == "true")
 }
 
+/// The init that sends `req` on with `headers` instead of its own: its
+/// method, its body streamed, and redirects not followed (a redirect is
+/// the client's to follow, and a credential added on the way never goes
+/// on to where a server points).
+pub(crate) fn passed_on(req: &Request, headers: Headers) -> RequestInit {
+    let mut init = RequestInit::new();
+    init.with_method(req.method())
+        .with_headers(headers)
+        .with_redirect(RequestRedirect::Manual);
+    if let Some(body) = req.inner().body() {
+        init.with_body(Some(body.into()));
+    }
+    init
+}
+
 /// The part of a DNS-over-HTTPS JSON answer the agent reads.
 #[derive(serde::Deserialize)]
 struct DohAnswer {

@@ -51,7 +51,7 @@ use stead_sync::host::{
 use stead_sync::{ErrorBody, ErrorCode, Status, AUTH_HEADER, CONTAINER_HEADER, IDLE_HEADER};
 use worker::{
     durable_object, Container, Date, Delay, DurableObject, Env, Fetch, Headers, Method, Request,
-    RequestInit, RequestRedirect, Response, Result, State,
+    RequestInit, Response, Result, State,
 };
 
 /// The port the container program listens on.
@@ -499,13 +499,7 @@ impl Computer {
         // A dev server's redirect is the client's to follow (its Location
         // and cookies are rewritten under the prefix on the way back), so
         // no hop between here and the browser may follow it.
-        let mut init = RequestInit::new();
-        init.with_method(req.method())
-            .with_headers(headers)
-            .with_redirect(RequestRedirect::Manual);
-        if let Some(body) = req.inner().body() {
-            init.with_body(Some(body.into()));
-        }
+        let init = crate::platform::passed_on(&req, headers);
         let Some(container) = self.state.container() else {
             let Some((base, _)) = self.local_program() else {
                 return unavailable();

@@ -426,6 +426,14 @@ mod tests {
         db.transaction(|| apply(db, &parse(&body)?, now))
     }
 
+    /// A database holding one secret, `name`, bound to `host`.
+    fn db_with(name: &str, host: &str, value: &str) -> SqliteDb {
+        let db = db();
+        let body = json!({ name: {"hosts": [host], "bearer": value} });
+        set_all(&db, body, 1).unwrap();
+        db
+    }
+
     fn basic(pair: &str) -> String {
         format!(
             "Basic {}",
@@ -492,13 +500,7 @@ mod tests {
 
     #[test]
     fn bad_secrets_are_refused_whole_and_values_never_shown() {
-        let db = db();
-        set_all(
-            &db,
-            json!({"KEEP": {"hosts": ["a.com"], "bearer": "keep-me"}}),
-            1,
-        )
-        .unwrap();
+        let db = db_with("KEEP", "a.com", "keep-me");
         for bad in [
             json!(["x"]),
             json!({"N": {"bearer": "t"}}),
@@ -545,13 +547,7 @@ mod tests {
 
     #[test]
     fn a_use_is_audited_by_name_and_host() {
-        let db = db();
-        set_all(
-            &db,
-            json!({"GH": {"hosts": ["github.com"], "bearer": "ghp_tok"}}),
-            1,
-        )
-        .unwrap();
+        let db = db_with("GH", "github.com", "ghp_tok");
         let used = for_request(&db, "https://github.com/a.git/info/refs", false)
             .unwrap()
             .unwrap();
