@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod store;
+
 use std::fmt::Debug;
 
 use stead_sql::{migrate, params, Row, Sql, SqliteDb, MIGRATIONS};
