@@ -85,6 +85,7 @@ pub mod session;
 pub mod settings;
 pub mod shares;
 mod shell_net;
+mod tiering;
 pub mod socket;
 pub mod subscriptions;
 pub mod terminal;

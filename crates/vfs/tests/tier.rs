@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::store::{block_on, FakeStore};
+use stead_vfs::tier::fake::{block_on, FakeStore};
 use common::{checkpoint, db, noise, p, put};
 use proptest::prelude::*;
 use stead_sql::{params, Sql, SqliteDb};

@@ -11,6 +11,7 @@ use stead_sql::{params, Sql};
 use super::{chunk_key, ObjectStore, StoreError, Tier, TierState};
 use crate::content::inline_bytes;
 use crate::error::{Result, VfsError};
+use crate::Vfs;
 
 /// Reads of one object before its failure is the answer.
 const READ_TRIES: usize = 3;
@@ -20,44 +21,76 @@ const READ_TRIES: usize = 3;
 /// the operation named).
 const FETCH_ROUNDS: usize = 8;
 
+/// An error that may be [`VfsError::Tiered`]: what [`Tier::fetched`]
+/// retries on.
+pub trait NamesTiered {
+    /// The chunks to bring back, when the error is that they are tiered.
+    fn tiered_chunks(&self) -> Option<&[i64]>;
+}
+
+impl NamesTiered for VfsError {
+    fn tiered_chunks(&self) -> Option<&[i64]> {
+        match self {
+            VfsError::Tiered { chunks } => Some(chunks),
+            _ => None,
+        }
+    }
+}
+
+/// The bytes of the chunk with `hash` from `store`, verified.
+pub async fn fetch_verified(store: &impl ObjectStore, hash: &[u8]) -> Result<Vec<u8>> {
+    let key = chunk_key(hash);
+    let mut last = StoreError::Missing { key: key.clone() };
+    for _ in 0..READ_TRIES {
+        match store.get(&key).await {
+            Ok(Some(bytes)) if blake3::hash(&bytes).as_bytes().as_slice() == hash => {
+                return Ok(bytes)
+            }
+            Ok(Some(_)) => last = StoreError::Mismatch { key: key.clone() },
+            // Missing is an answer, not a glitch: no second try.
+            Ok(None) => return Err(StoreError::Missing { key }.into()),
+            Err(error) => last = error,
+        }
+    }
+    Err(last.into())
+}
+
+/// The bytes of chunk `id` of `vfs`: inline, or from `store`, verified,
+/// without bringing them back (a streamed download). `NotFound` (naming
+/// `path`) once the chunk is gone from the workspace.
+pub async fn read_chunk<S: Sql>(
+    vfs: &Vfs<'_, S>,
+    store: &impl ObjectStore,
+    id: i64,
+    path: &str,
+) -> Result<Vec<u8>> {
+    let (hash, inline) = {
+        let mut row = vfs
+            .db
+            .query_row(
+                "SELECT data, size, hash FROM chunks WHERE id = ?",
+                params![id],
+            )?
+            .ok_or_else(|| VfsError::NotFound {
+                path: path.to_string(),
+            })?;
+        (row.take_blob(2)?, inline_bytes(&mut row, 0, 1)?)
+    };
+    match inline {
+        Some(bytes) => Ok(bytes),
+        None => fetch_verified(store, &hash).await,
+    }
+}
+
 impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
     /// The bytes of the chunk with `hash` from the store, verified.
     pub(crate) async fn fetch_verified(&self, hash: &[u8]) -> Result<Vec<u8>> {
-        let key = chunk_key(hash);
-        let mut last = StoreError::Missing { key: key.clone() };
-        for _ in 0..READ_TRIES {
-            match self.store.get(&key).await {
-                Ok(Some(bytes)) if blake3::hash(&bytes).as_bytes().as_slice() == hash => {
-                    return Ok(bytes)
-                }
-                Ok(Some(_)) => last = StoreError::Mismatch { key: key.clone() },
-                // Missing is an answer, not a glitch: no second try.
-                Ok(None) => return Err(StoreError::Missing { key }.into()),
-                Err(error) => last = error,
-            }
-        }
-        Err(last.into())
+        fetch_verified(self.store, hash).await
     }
 
-    /// The bytes of chunk `id`: inline, or from the store, verified.
-    /// `NotFound` (naming `path`) once the chunk is gone from the workspace.
+    /// [`read_chunk`] of this workspace.
     pub async fn read_chunk(&self, id: i64, path: &str) -> Result<Vec<u8>> {
-        let (hash, inline) = {
-            let mut row = self
-                .db()
-                .query_row(
-                    "SELECT data, size, hash FROM chunks WHERE id = ?",
-                    params![id],
-                )?
-                .ok_or_else(|| VfsError::NotFound {
-                    path: path.to_string(),
-                })?;
-            (row.take_blob(2)?, inline_bytes(&mut row, 0, 1)?)
-        };
-        match inline {
-            Some(bytes) => Ok(bytes),
-            None => self.fetch_verified(&hash).await,
-        }
+        read_chunk(self.vfs, self.store, id, path).await
     }
 
     /// Brings tiered chunks `ids` back inline, each verified; ids no longer
@@ -94,11 +127,16 @@ impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
     }
 
     /// Runs the synchronous `op`, bringing back what it finds tiered and
-    /// running it again, until it answers something else.
-    pub async fn fetched<T>(&self, mut op: impl FnMut() -> Result<T>) -> Result<T> {
+    /// running it again, until it answers something else. `op` must be
+    /// one transaction (or several, each undone by its failure), as every
+    /// VFS operation is: a run that met a tiered chunk changed nothing.
+    pub async fn fetched<T, E>(&self, mut op: impl FnMut() -> Result<T, E>) -> Result<T, E>
+    where
+        E: NamesTiered + From<VfsError>,
+    {
         let mut answer = op();
         for _ in 0..FETCH_ROUNDS {
-            let Err(VfsError::Tiered { chunks }) = &answer else {
+            let Some(chunks) = answer.as_ref().err().and_then(NamesTiered::tiered_chunks) else {
                 break;
             };
             self.bring_back(chunks).await?;

@@ -59,6 +59,8 @@
 //! whole chunks (the unit every read verifies), so the trait has no range
 //! reads: a byte range of a file is a range of chunks.
 
+#[cfg(feature = "fake-store")]
+pub mod fake;
 mod fetch;
 mod gc;
 mod moving;
@@ -69,6 +71,7 @@ use stead_sql::{params, Sql};
 use crate::error::{Result, VfsError};
 use crate::Vfs;
 
+pub use fetch::{fetch_verified, read_chunk, NamesTiered};
 pub use gc::Collected;
 pub use moving::Moved;
 pub use verify::{MissingChunk, VerifyPage};
@@ -240,6 +243,24 @@ impl<S: Sql> Vfs<'_, S> {
             params![hash, self.now_ms],
         )?;
         Ok(())
+    }
+
+    /// When the tier next has work under `policy` (a chunk turning cold, a
+    /// move to confirm, a bucket copy to collect), or `None`.
+    pub fn tier_due(&self, policy: &TierPolicy) -> Result<Option<i64>> {
+        let row = self.db.query_row(
+            "SELECT MIN(at) FROM ( \
+             SELECT MIN(used_ms) + ? AS at FROM chunks WHERE tier = 0 AND size >= ? \
+             UNION ALL SELECT MIN(moved_ms) + ? FROM chunks WHERE tier = 1 \
+             UNION ALL SELECT MIN(since_ms) + ? FROM tier_garbage)",
+            params![
+                policy.hot_ms,
+                policy.min_bytes as i64,
+                policy.grace_ms,
+                policy.grace_ms
+            ],
+        )?;
+        Ok(row.map(|row| row.opt_int(0)).transpose()?.flatten())
     }
 
     /// How many chunks are in each [`TierState`], and their bytes.

@@ -3,8 +3,6 @@
 
 #![allow(dead_code)]
 
-pub mod store;
-
 use std::fmt::Debug;
 
 use stead_sql::{migrate, params, Row, Sql, SqliteDb, MIGRATIONS};

@@ -1,15 +1,17 @@
 //! A fake object store (named as such: R2 cannot run in a host test), in
 //! memory, with injected faults: the n-th next request fails (a kill point:
 //! the caller's future ends there with the error), and a read may answer
-//! bytes that are not the object's.
+//! bytes that are not the object's. Built with the `fake-store` feature,
+//! for this crate's tests and the agent's fake host.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
-use stead_vfs::tier::{ObjectStore, StoreError, StoreOp};
+use super::{ObjectStore, StoreError, StoreOp};
 
+/// The fake store: objects in a map, faults armed by the test.
 #[derive(Default)]
 pub struct FakeStore {
     pub objects: RefCell<BTreeMap<String, Vec<u8>>>,
