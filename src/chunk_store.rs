@@ -47,9 +47,7 @@ impl ObjectStore for R2Store {
             return Ok(None);
         };
         match object.body() {
-            Some(body) => Ok(Some(
-                body.bytes().await.map_err(failed(StoreOp::Get, key))?,
-            )),
+            Some(body) => Ok(Some(body.bytes().await.map_err(failed(StoreOp::Get, key))?)),
             None => Ok(Some(Vec::new())),
         }
     }
@@ -60,7 +58,10 @@ impl ObjectStore for R2Store {
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.0.delete(key).await.map_err(failed(StoreOp::Delete, key))
+        self.0
+            .delete(key)
+            .await
+            .map_err(failed(StoreOp::Delete, key))
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {

@@ -40,6 +40,18 @@ impl<H: Host> Agent<H> {
         Ok(())
     }
 
+    /// After a change: arms the alarm for the tier when its next work is
+    /// due before the alarm fires (new chunks turn cold, copies to collect).
+    pub(crate) async fn hasten_tier(&self) -> Result<(), ApiError> {
+        let Some(due) = self.tier_due()? else {
+            return Ok(());
+        };
+        if self.alarm_at.get().is_some_and(|at| at <= due) {
+            return Ok(());
+        }
+        self.arm().await
+    }
+
     /// When the alarm must next fire for the tier, if ever.
     pub(crate) fn tier_due(&self) -> Result<Option<i64>, ApiError> {
         if self.host.chunk_store().is_none() {
@@ -69,9 +81,13 @@ impl<H: Host> Agent<H> {
         let (mut after, mut limit) = (0i64, VERIFY_PAGE);
         for (key, value) in query {
             let number = || {
-                value.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
-                    ApiError::InvalidRequest(format!("{key}={value:?}: use a whole number"))
-                })
+                value
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|n| *n >= 0)
+                    .ok_or_else(|| {
+                        ApiError::InvalidRequest(format!("{key}={value:?}: use a whole number"))
+                    })
             };
             match key.as_str() {
                 "after" => after = number()?,
@@ -92,7 +108,8 @@ impl<H: Host> Agent<H> {
         let name = self.name()?;
         let tier = Tier::new(&vfs, store, &name).with_policy(self.host.tier_policy());
         let page = tier.verify(after, limit).await?;
-        let mut body = serde_json::to_value(&page).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let mut body =
+            serde_json::to_value(&page).map_err(|e| ApiError::Internal(e.to_string()))?;
         body["store"] = json!(true);
         body["usage"] = json!(usage);
         Ok(body)

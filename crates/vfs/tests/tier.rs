@@ -8,10 +8,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use stead_vfs::tier::fake::{block_on, FakeStore};
 use common::{checkpoint, db, noise, p, put};
 use proptest::prelude::*;
 use stead_sql::{params, Sql, SqliteDb};
+use stead_vfs::tier::fake::{block_on, FakeStore};
 use stead_vfs::tier::{Tier, TierPolicy};
 use stead_vfs::{CheckpointId, ExportCursor, ImportProgress, Vfs, VfsError, CHUNK_SIZE};
 
