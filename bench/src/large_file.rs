@@ -23,7 +23,7 @@ fn seed(run: usize) -> u64 {
 }
 
 /// Reads `reader` to its end; returns how many bytes it gave.
-fn drain(mut reader: impl Read) -> io::Result<u64> {
+pub(crate) fn drain(mut reader: impl Read) -> io::Result<u64> {
     let mut buf = vec![0u8; 256 * 1024];
     let mut total = 0;
     loop {
@@ -35,7 +35,7 @@ fn drain(mut reader: impl Read) -> io::Result<u64> {
 }
 
 /// Whether two streams hold the same bytes.
-fn same_bytes(mut a: impl Read, mut b: impl Read) -> io::Result<bool> {
+pub(crate) fn same_bytes(mut a: impl Read, mut b: impl Read) -> io::Result<bool> {
     let (mut buf_a, mut buf_b) = (vec![0u8; 256 * 1024], vec![0u8; 256 * 1024]);
     loop {
         let n = a.read(&mut buf_a)?;

@@ -166,7 +166,11 @@ pub(super) async fn transfer<H: Host>(
     let answered = match step {
         Step::Manifest => transfer::manifest(&vfs, &call.json()?)?,
         Step::Missing => transfer::missing(&vfs, &call.json()?)?,
-        Step::Fetch => transfer::fetch(&vfs, &call.json()?)?,
+        Step::Fetch => {
+            let asked = call.json()?;
+            // Chunks in the object store come back inline to be sent.
+            agent.fetched(|| transfer::fetch(&vfs, &asked)).await?
+        }
         Step::Chunks => {
             let chunks = read_body(body, transfer::MAX_CHUNKS_BODY).await?;
             transfer::stage(agent.db(), &vfs, &chunks)?
