@@ -48,6 +48,13 @@ fn moved_chunks(len: u64) -> u64 {
     len / CHUNK + u64::from(len % CHUNK >= CHUNK / 2)
 }
 
+/// Streams `path` out and checks it is `LEN` bytes of noise `seed`.
+fn streams_back(agent: &Agent, path: &str, seed: u64) {
+    let (status, body) = agent.client.download(&agent.id, path);
+    assert_eq!(status, 200, "download of {path}");
+    assert_eq!(assert_same_stream(body, Noise::new(seed, LEN)), LEN);
+}
+
 fn tiered(report: &Value) -> u64 {
     report["usage"]["tiered"][0].as_u64().unwrap()
 }
@@ -72,9 +79,7 @@ fn a_large_file_streams_in_and_out_byte_for_byte_after_its_chunks_moved() {
     assert_eq!(report["usage"]["inline"][0], 1, "the tail stays inline");
 
     // Streamed out from the bucket, verified, and left there.
-    let (status, body) = agent.client.download(&agent.id, "/data/big.bin");
-    assert_eq!(status, 200);
-    assert_eq!(assert_same_stream(body, Noise::new(7, LEN)), LEN);
+    streams_back(&agent, "/data/big.bin", 7);
     assert_eq!(tiered(&verify(&agent)), FULL_CHUNKS);
 
     // A file tool that needs the bytes brings them back and answers right.
@@ -103,9 +108,7 @@ fn a_large_file_streams_in_and_out_byte_for_byte_after_its_chunks_moved() {
     assert!(found.to_string().contains("119999"), "{found}");
     // The rewritten-in-place copy is hot again; everything is still whole.
     assert_eq!(agent.download("/notes.txt"), text.into_bytes());
-    let (status, body) = agent.client.download(&agent.id, "/data/big.bin");
-    assert_eq!(status, 200);
-    assert_eq!(assert_same_stream(body, Noise::new(7, LEN)), LEN);
+    streams_back(&agent, "/data/big.bin", 7);
 }
 
 #[test]
@@ -127,9 +130,7 @@ fn a_runtime_killed_while_chunks_move_loses_nothing() {
         tiered(r) == FULL_CHUNKS && moving(r) == 0
     });
     assert_eq!(report["missing"], json!([]), "{report}");
-    let (status, body) = agent.client.download(&agent.id, "/big.bin");
-    assert_eq!(status, 200);
-    assert_eq!(assert_same_stream(body, Noise::new(9, LEN)), LEN);
+    streams_back(&agent, "/big.bin", 9);
 }
 
 #[test]

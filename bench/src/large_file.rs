@@ -97,6 +97,27 @@ fn write_synced(path: &Path, mut data: impl Read) -> io::Result<()> {
     file.sync_all()
 }
 
+/// A row of `bytes` moved in `elapsed`, in MiB/s, against a baseline in
+/// MiB/s and its label.
+pub(crate) fn throughput_row(
+    section: &str,
+    bytes: u64,
+    measure: &str,
+    elapsed: Duration,
+    (baseline, label): (f64, &str),
+    aim: Option<Aim>,
+) -> Row {
+    Row {
+        section: section.to_string(),
+        measure: measure.into(),
+        figure: Ok(mib_per_sec(bytes, elapsed)),
+        unit: Unit::MibPerSec,
+        baseline: Ok(baseline),
+        baseline_label: label.into(),
+        aim,
+    }
+}
+
 pub fn run(agent: &Agent, bytes: u64, report: &mut Report) {
     let (write, read) = agent_times(agent, bytes);
     verify(agent, bytes, report);
@@ -106,14 +127,8 @@ pub fn run(agent: &Agent, bytes: u64, report: &mut Report) {
         "large file: {} MiB streamed PUT / GET, best of {RUNS}; vs aims, and a local file",
         bytes / MIB
     );
-    let row = |measure: &str, elapsed: Duration, baseline: f64, label: &str, aim| Row {
-        section: section.clone(),
-        measure: measure.into(),
-        figure: Ok(mib_per_sec(bytes, elapsed)),
-        unit: Unit::MibPerSec,
-        baseline: Ok(baseline),
-        baseline_label: label.into(),
-        aim,
+    let row = |measure: &str, elapsed: Duration, baseline: f64, label: &str, aim| {
+        throughput_row(&section, bytes, measure, elapsed, (baseline, label), aim)
     };
     let at_aim = Some(Aim::AtLeast(1.0));
     report.rows.extend([

@@ -13,8 +13,8 @@ use stead_harness::{temp_state, ComputerMode, Runtime};
 
 use crate::agent::Agent;
 use crate::gen::Noise;
-use crate::large_file::{drain, same_bytes};
-use crate::report::{Report, Row, Unit};
+use crate::large_file::{drain, same_bytes, throughput_row};
+use crate::report::Report;
 use crate::stats::{best_of, mib_per_sec, timed, MIB};
 
 const PATH: &str = "/tiered.bin";
@@ -101,14 +101,8 @@ fn run(agent: &Agent, bytes: u64, report: &mut Report) {
         ));
     }
     let section = format!("tier: {} MiB, best of {RUNS}", bytes / MIB);
-    let row = |measure: &str, elapsed: Duration, baseline: f64, label: &str| Row {
-        section: section.clone(),
-        measure: measure.into(),
-        figure: Ok(mib_per_sec(bytes, elapsed)),
-        unit: Unit::MibPerSec,
-        baseline: Ok(baseline),
-        baseline_label: label.into(),
-        aim: None,
+    let row = |measure: &str, elapsed: Duration, baseline: f64, label: &str| {
+        throughput_row(&section, bytes, measure, elapsed, (baseline, label), None)
     };
     let inline_read = mib_per_sec(bytes, inline);
     report.rows.extend([

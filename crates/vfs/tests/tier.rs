@@ -416,24 +416,8 @@ impl World {
                 }
             }
             Op::Fork { agent } => self.fork(agent % n),
-            Op::Move { agent, fault } => {
-                let a = &self.agents[agent % n];
-                if let Some(k) = fault {
-                    self.store.fail_in(k);
-                }
-                let vfs = Vfs::new(&a.db, now);
-                allow_store(block_on(tier(&vfs, &self.store, &a.name).move_some()));
-                self.store.heal();
-            }
-            Op::Collect { agent, fault } => {
-                let a = &self.agents[agent % n];
-                if let Some(k) = fault {
-                    self.store.fail_in(k);
-                }
-                let vfs = Vfs::new(&a.db, now);
-                allow_store(block_on(tier(&vfs, &self.store, &a.name).collect_garbage()));
-                self.store.heal();
-            }
+            Op::Move { agent, fault } => self.maintain(agent % n, fault, false),
+            Op::Collect { agent, fault } => self.maintain(agent % n, fault, true),
             Op::Read {
                 agent,
                 path,
@@ -464,6 +448,23 @@ impl World {
                 }
             }
         }
+    }
+
+    /// One round of agent `agent`'s move (or collection), the `fault`-th
+    /// store request failing.
+    fn maintain(&self, agent: usize, fault: Option<u64>, collect: bool) {
+        let a = &self.agents[agent];
+        if let Some(k) = fault {
+            self.store.fail_in(k);
+        }
+        let vfs = Vfs::new(&a.db, self.now);
+        let t = tier(&vfs, &self.store, &a.name);
+        if collect {
+            allow_store(block_on(t.collect_garbage()));
+        } else {
+            allow_store(block_on(t.move_some()));
+        }
+        self.store.heal();
     }
 
     /// Forks agent `from` into a new agent through the fork stream; the
