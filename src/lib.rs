@@ -20,6 +20,7 @@
 #![deny(unreachable_pub)]
 
 mod body;
+mod chunk_store;
 #[path = "computer/host.rs"]
 pub mod computer;
 mod do_sql;

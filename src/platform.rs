@@ -24,7 +24,9 @@ use worker::{
     WebSocket, WebsocketEvent,
 };
 
+use crate::chunk_store::R2Store;
 use crate::do_sql::DoSql;
+use stead_vfs::tier::TierPolicy;
 
 /// Binding of the agents' Durable Object class.
 pub(crate) const WORKSPACE_BINDING: &str = "WORKSPACE";
@@ -92,7 +94,15 @@ pub(crate) struct WorkerHost {
     pub(crate) db: DoSql,
     /// The event streams this instance is answering with.
     pub(crate) streams: RefCell<Vec<WorkerStream>>,
+    /// The chunk tier's bucket, if the deployment binds one.
+    pub(crate) store: Option<Rc<R2Store>>,
 }
+
+/// Variables that shorten the chunk tier's waits (milliseconds) and its
+/// smallest moved chunk (bytes); unset: the core's defaults.
+const TIER_HOT_VAR: &str = "TIER_HOT_MS";
+const TIER_GRACE_VAR: &str = "TIER_GRACE_MS";
+const TIER_MIN_BYTES_VAR: &str = "TIER_MIN_BYTES";
 
 fn failed(operation: &'static str) -> impl Fn(worker::Error) -> HostError {
     move |error| HostError::new(operation, error)
@@ -111,6 +121,7 @@ impl Host for WorkerHost {
     type Socket = WorkerSocket;
     type Stream = WorkerStream;
     type Computer = ComputerLink;
+    type Store = R2Store;
 
     fn db(&self) -> &DoSql {
         &self.db
@@ -376,6 +387,26 @@ impl Host for WorkerHost {
 
     fn local_development(&self) -> bool {
         local_development(&self.env)
+    }
+
+    fn chunk_store(&self) -> Option<&R2Store> {
+        self.store.as_deref()
+    }
+
+    fn tier_policy(&self) -> TierPolicy {
+        let var = |name: &str| {
+            self.env
+                .var(name)
+                .ok()
+                .and_then(|v| v.to_string().trim().parse::<i64>().ok())
+        };
+        let defaults = TierPolicy::default();
+        TierPolicy {
+            min_bytes: var(TIER_MIN_BYTES_VAR).map_or(defaults.min_bytes, |n| n.max(1) as u64),
+            hot_ms: var(TIER_HOT_VAR).unwrap_or(defaults.hot_ms),
+            grace_ms: var(TIER_GRACE_VAR).unwrap_or(defaults.grace_ms),
+            batch: defaults.batch,
+        }
     }
 
     fn computer(

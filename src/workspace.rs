@@ -47,6 +47,7 @@ impl DurableObject for Workspace {
         Workspace {
             agent: Rc::new(Agent::new(WorkerHost {
                 state,
+                store: crate::chunk_store::R2Store::from_env(&env).map(Rc::new),
                 env,
                 db,
                 streams: Default::default(),
@@ -288,10 +289,21 @@ impl Workspace {
             } => with_headers(json_response(status, &body)?, &headers),
             Reply::File { path, node, chunks } => {
                 let db = self.agent.host().db.clone();
-                let body = futures::stream::iter(chunks).map(move |id| {
-                    Vfs::new(&db, 0)
-                        .chunk(id, &path)
-                        .map_err(|e| worker::Error::RustError(e.to_string()))
+                let store = self.agent.host().store.clone();
+                // A chunk in the object store is read from there, verified,
+                // and left there.
+                let body = futures::stream::iter(chunks).then(move |id| {
+                    let (db, store, path) = (db.clone(), store.clone(), path.clone());
+                    async move {
+                        let vfs = Vfs::new(&db, 0);
+                        let bytes = match store {
+                            Some(store) => {
+                                stead_vfs::tier::read_chunk(&vfs, &*store, id, path.as_str()).await
+                            }
+                            None => vfs.chunk(id, &path),
+                        };
+                        bytes.map_err(|e| worker::Error::RustError(e.to_string()))
+                    }
                 });
                 let headers = Headers::new();
                 for (name, value) in dispatch::file_headers(&node) {

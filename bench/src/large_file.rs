@@ -23,7 +23,7 @@ fn seed(run: usize) -> u64 {
 }
 
 /// Reads `reader` to its end; returns how many bytes it gave.
-fn drain(mut reader: impl Read) -> io::Result<u64> {
+pub(crate) fn drain(mut reader: impl Read) -> io::Result<u64> {
     let mut buf = vec![0u8; 256 * 1024];
     let mut total = 0;
     loop {
@@ -35,7 +35,7 @@ fn drain(mut reader: impl Read) -> io::Result<u64> {
 }
 
 /// Whether two streams hold the same bytes.
-fn same_bytes(mut a: impl Read, mut b: impl Read) -> io::Result<bool> {
+pub(crate) fn same_bytes(mut a: impl Read, mut b: impl Read) -> io::Result<bool> {
     let (mut buf_a, mut buf_b) = (vec![0u8; 256 * 1024], vec![0u8; 256 * 1024]);
     loop {
         let n = a.read(&mut buf_a)?;
@@ -97,6 +97,27 @@ fn write_synced(path: &Path, mut data: impl Read) -> io::Result<()> {
     file.sync_all()
 }
 
+/// A row of `bytes` moved in `elapsed`, in MiB/s, against a baseline in
+/// MiB/s and its label.
+pub(crate) fn throughput_row(
+    section: &str,
+    bytes: u64,
+    measure: &str,
+    elapsed: Duration,
+    (baseline, label): (f64, &str),
+    aim: Option<Aim>,
+) -> Row {
+    Row {
+        section: section.to_string(),
+        measure: measure.into(),
+        figure: Ok(mib_per_sec(bytes, elapsed)),
+        unit: Unit::MibPerSec,
+        baseline: Ok(baseline),
+        baseline_label: label.into(),
+        aim,
+    }
+}
+
 pub fn run(agent: &Agent, bytes: u64, report: &mut Report) {
     let (write, read) = agent_times(agent, bytes);
     verify(agent, bytes, report);
@@ -106,14 +127,8 @@ pub fn run(agent: &Agent, bytes: u64, report: &mut Report) {
         "large file: {} MiB streamed PUT / GET, best of {RUNS}; vs aims, and a local file",
         bytes / MIB
     );
-    let row = |measure: &str, elapsed: Duration, baseline: f64, label: &str, aim| Row {
-        section: section.clone(),
-        measure: measure.into(),
-        figure: Ok(mib_per_sec(bytes, elapsed)),
-        unit: Unit::MibPerSec,
-        baseline: Ok(baseline),
-        baseline_label: label.into(),
-        aim,
+    let row = |measure: &str, elapsed: Duration, baseline: f64, label: &str, aim| {
+        throughput_row(&section, bytes, measure, elapsed, (baseline, label), aim)
     };
     let at_aim = Some(Aim::AtLeast(1.0));
     report.rows.extend([

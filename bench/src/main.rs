@@ -36,6 +36,7 @@ mod sidecar;
 mod small_files;
 mod stats;
 mod terminal;
+mod tier;
 mod ui;
 mod ws;
 
@@ -54,6 +55,7 @@ const USAGE: &str =
     "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git|terminal|ui] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
+  tier        a large file read out of the chunk tier (R2) vs out of SQLite (see bench/src/tier.rs)
   computer    bytes and time the computer backend's sync costs
   ports       a dev server on the computer: the port route against a direct
               request, and live sync both ways (see bench/src/ports.rs)
@@ -212,6 +214,10 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("ws") {
         return ws_main(&args[1..]);
+    }
+    // `tier` starts a Worker of its own, with the tier's waits shortened.
+    if args.first().map(String::as_str) == Some("tier") {
+        return tier::main(&args[1..]);
     }
     let options = parse_args();
     if options.shell {

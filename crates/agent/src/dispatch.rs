@@ -78,6 +78,8 @@ impl<H: Host> Agent<H> {
             if let Some(revision) = revision {
                 // Best effort: the next tick pushes the edit anyway.
                 let _ = self.hasten_live_push(revision).await;
+                // Likewise: the alarm is re-armed on its next firing.
+                let _ = self.hasten_tier().await;
             }
             stopwatch.lap(Stage::LiveSync);
         }

@@ -117,9 +117,14 @@ impl<H: Host> Agent<H> {
         };
         let (mut pages, mut bytes) = (0u64, 0u64);
         loop {
+            // Chunks in the object store come back inline for the page.
             let page = self
-                .vfs()
-                .export_page(checkpoint, &cursor, FORK_PAGE_BYTES)?;
+                .fetched(|| {
+                    Ok(self
+                        .vfs()
+                        .export_page(checkpoint, &cursor, FORK_PAGE_BYTES)?)
+                })
+                .await?;
             bytes += page.chunk_bytes;
             pages += 1;
             let (status, answer) = self

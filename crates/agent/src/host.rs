@@ -17,6 +17,7 @@
 
 use futures::stream::LocalBoxStream;
 use stead_sql::Sql;
+use stead_vfs::tier::{ObjectStore, TierPolicy};
 
 /// The light shell's HTTP requests and answers (see [`Host::fetch`]).
 pub use stead_shell::net::{
@@ -39,6 +40,8 @@ pub trait Host {
     type Stream: EventStream;
     /// The way to the agent's computer.
     type Computer: Transport;
+    /// The object store content chunks move to (`stead_vfs::tier`).
+    type Store: ObjectStore;
 
     fn db(&self) -> &Self::Db;
 
@@ -124,6 +127,14 @@ pub trait Host {
     /// Whether this is a local development runtime (never a deployment):
     /// the only place a workspace may let webhooks reach private addresses.
     fn local_development(&self) -> bool;
+
+    /// The object store shared by every agent of the deployment, if it
+    /// binds one; without it every chunk stays inline.
+    fn chunk_store(&self) -> Option<&Self::Store>;
+
+    /// When chunks move and bucket copies go (the deployment may shorten
+    /// the core's defaults; tests do).
+    fn tier_policy(&self) -> TierPolicy;
 
     /// The transport to agent `agent`'s computer, with the agent's computer
     /// settings on every request (outbound network, applied when the

@@ -91,6 +91,7 @@ mod shell_net;
 pub mod socket;
 pub mod subscriptions;
 pub mod terminal;
+mod tiering;
 mod tombstone;
 pub mod tools;
 pub mod transfer;

@@ -279,6 +279,7 @@ impl Action {
             // the agent checks once it knows it (as for an exec).
             Action::Terminal => policy(Access::Exec, Audit::Record("terminal.open")),
             Action::Terminals => reads(Scope::Read),
+            Action::Verify => reads(Scope::Read),
             Action::TerminalDelete(id) => {
                 policy(Access::Exec, Audit::Record("terminal.close")).target(Named(id))
             }

@@ -288,6 +288,10 @@ pub enum Action {
     Terminals,
     /// `DELETE /agents/{id}/terminals/{session}`: end one and forget it.
     TerminalDelete(String),
+    /// `GET /agents/{id}/verify?after=<chunk>&limit=<n>`: one page of the
+    /// walk over the chunks kept only in the object store, naming those
+    /// missing there (`crate::tiering`).
+    Verify,
     /// `POST /agents/{id}/tickets {"purpose":"terminal"}`: a single-use
     /// ticket that opens one terminal upgrade (`crate::terminal::tickets`).
     TicketCreate,
@@ -444,11 +448,12 @@ fn route_action(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, Ap
         ("GET", "terminal") => Action::Terminal,
         ("GET", "terminals") => Action::Terminals,
         ("POST", "tickets") => Action::TicketCreate,
+        ("GET", "verify") => Action::Verify,
         (
             _,
             "ws" | "mcp" | "audit" | "settings" | "tokens/revoke" | "diff" | "restore" | "undo"
             | "fork" | "fork/import" | "computer" | "computer/stop" | "terminal" | "terminals"
-            | "tickets",
+            | "tickets" | "verify",
         ) => return Err(not_allowed()),
         (method, rest) if rest.starts_with("terminals/") => {
             let id = percent_decode(&rest["terminals/".len()..])?;

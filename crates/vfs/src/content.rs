@@ -3,9 +3,16 @@
 //! A chunk row is shared by every file, staged upload, checkpoint and staged
 //! import that holds the same bytes; there is no reference count to keep in
 //! step, because references are the `file_chunks`, `upload_chunks`,
-//! `checkpoint_chunks` and `import_chunks` rows themselves.
+//! `checkpoint_chunks`, `import_chunks` and `chunk_holds` rows themselves.
 //! Whoever drops references passes the chunk ids to [`Vfs::collect`], which
-//! deletes those no longer referenced anywhere.
+//! deletes those no longer referenced anywhere (and queues the bucket copy
+//! of a moved one for the tier's collection, see [`crate::tier`]).
+//!
+//! A chunk whose bytes moved to the object store keeps its row with an
+//! empty `data`. Every read here checks the bytes it got against the
+//! row's size and answers [`VfsError::Tiered`] (naming what to fetch)
+//! rather than a short or empty content: nothing synchronous can answer
+//! wrong bytes.
 
 use std::collections::HashMap;
 
@@ -43,18 +50,15 @@ impl<S: Sql> Vfs<'_, S> {
         let hash = hash.as_slice();
         // New content is the common case: one statement; a duplicate then
         // costs a second to find the existing row.
-        let inserted = self.db.query_row(
-            "INSERT INTO chunks (hash, size, data) VALUES (?, ?, ?) \
-             ON CONFLICT (hash) DO NOTHING RETURNING id",
-            params![hash, data.len() as i64, data],
-        )?;
-        let row = match inserted {
-            Some(row) => row,
-            None => self
-                .db
-                .query_row("SELECT id FROM chunks WHERE hash = ?", params![hash])?
-                .ok_or_else(|| VfsError::Corrupt("chunk vanished during insert".into()))?,
-        };
+        // A duplicate counts as a use: it stays (or becomes) hot.
+        let row = self
+            .db
+            .query_row(
+                "INSERT INTO chunks (hash, size, data, used_ms) VALUES (?, ?, ?, ?) \
+                 ON CONFLICT (hash) DO UPDATE SET used_ms = excluded.used_ms RETURNING id",
+                params![hash, data.len() as i64, data, self.now_ms],
+            )?
+            .ok_or_else(|| VfsError::Corrupt("chunk vanished during insert".into()))?;
         Ok(row.int(0)?)
     }
 
@@ -80,21 +84,42 @@ impl<S: Sql> Vfs<'_, S> {
     pub(crate) fn chunk_data(&self, id: i64) -> Result<Vec<u8>> {
         let mut row = self
             .db
-            .query_row("SELECT data FROM chunks WHERE id = ?", params![id])?
+            .query_row("SELECT data, size FROM chunks WHERE id = ?", params![id])?
             .ok_or_else(|| VfsError::Corrupt(format!("chunk {id} missing")))?;
-        Ok(row.take_blob(0)?)
+        inline_bytes(&mut row, 0, 1)?.ok_or_else(|| VfsError::Tiered { chunks: vec![id] })
+    }
+
+    /// The error for a read of files `inos` that met a chunk in the tier:
+    /// it names every tiered chunk of those files, so one fetch serves
+    /// the retry.
+    pub(crate) fn tiered(&self, inos: &[i64]) -> VfsError {
+        let rows = self.db.query(
+            "SELECT DISTINCT f.chunk FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
+             WHERE f.ino IN (SELECT value FROM json_each(?)) AND c.tier = 2",
+            params![json_ids(inos).as_str()],
+        );
+        let chunks = rows.map_err(VfsError::from).and_then(|rows| {
+            rows.iter()
+                .map(|row| Ok(row.int(0)?))
+                .collect::<Result<Vec<i64>>>()
+        });
+        match chunks {
+            Ok(chunks) if !chunks.is_empty() => VfsError::Tiered { chunks },
+            Ok(_) => VfsError::Corrupt(format!("a chunk of inode(s) {inos:?} is short")),
+            Err(error) => error,
+        }
     }
 
     /// The whole content of file `ino`.
     pub(crate) fn content(&self, ino: i64) -> Result<Vec<u8>> {
         let rows = self.db.query(
-            "SELECT c.data FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
+            "SELECT c.data, c.size FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
              WHERE f.ino = ? ORDER BY f.idx",
             params![ino],
         )?;
         let mut out = Vec::new();
         for mut row in rows {
-            let data = row.take_blob(0)?;
+            let data = inline_bytes(&mut row, 0, 1)?.ok_or_else(|| self.tiered(&[ino]))?;
             if out.is_empty() {
                 out = data;
             } else {
@@ -109,13 +134,14 @@ impl<S: Sql> Vfs<'_, S> {
     pub(crate) fn small_contents(&self, inos: &[i64]) -> Result<HashMap<i64, Vec<u8>>> {
         let set = json_ids(inos);
         let rows = self.db.query(
-            "SELECT f.ino, c.data FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
+            "SELECT f.ino, c.data, c.size FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
              WHERE f.ino IN (SELECT value FROM json_each(?)) AND f.idx = 0",
             params![set.as_str()],
         )?;
         let mut out = HashMap::with_capacity(rows.len());
         for mut row in rows {
-            out.insert(row.int(0)?, row.take_blob(1)?);
+            let data = inline_bytes(&mut row, 1, 2)?.ok_or_else(|| self.tiered(inos))?;
+            out.insert(row.int(0)?, data);
         }
         Ok(out)
     }
@@ -201,14 +227,14 @@ impl<S: Sql> Vfs<'_, S> {
         }
         let chunk = CHUNK_SIZE as u64;
         let rows = self.db.query(
-            "SELECT f.idx, c.data FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
+            "SELECT f.idx, c.data, c.size FROM file_chunks f JOIN chunks c ON c.id = f.chunk \
              WHERE f.ino = ? AND f.idx BETWEEN ? AND ? ORDER BY f.idx",
             params![ino, (offset / chunk) as i64, ((end - 1) / chunk) as i64],
         )?;
         let mut out = Vec::with_capacity((end - offset) as usize);
         for mut row in rows {
             let start = row.int(0)? as u64 * chunk;
-            let data = row.take_blob(1)?;
+            let data = inline_bytes(&mut row, 1, 2)?.ok_or_else(|| self.tiered(&[ino]))?;
             let from = offset.saturating_sub(start) as usize;
             let to = ((end - start) as usize).min(data.len());
             out.extend_from_slice(&data[from.min(to)..to]);
@@ -297,15 +323,36 @@ impl<S: Sql> Vfs<'_, S> {
         ids.sort_unstable();
         ids.dedup();
         for batch in ids.chunks(COLLECT_BATCH) {
-            self.db.execute(
+            let moved = self.db.query(
                 "DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?)) \
                  AND NOT EXISTS (SELECT 1 FROM file_chunks f WHERE f.chunk = chunks.id) \
                  AND NOT EXISTS (SELECT 1 FROM upload_chunks u WHERE u.chunk = chunks.id) \
                  AND NOT EXISTS (SELECT 1 FROM checkpoint_chunks k WHERE k.chunk = chunks.id) \
-                 AND NOT EXISTS (SELECT 1 FROM import_chunks i WHERE i.chunk = chunks.id)",
+                 AND NOT EXISTS (SELECT 1 FROM import_chunks i WHERE i.chunk = chunks.id) \
+                 AND NOT EXISTS (SELECT 1 FROM chunk_holds h WHERE h.chunk = chunks.id) \
+                 RETURNING hash, tier",
                 params![json_ids(batch).as_str()],
             )?;
+            // A chunk the bucket may hold: its copy there is garbage now.
+            for row in &moved {
+                if row.int(1)? != 0 {
+                    self.forget_in_tier(row.blob(0)?)?;
+                }
+            }
         }
         Ok(())
     }
+}
+
+/// The bytes in column `data` of a chunk row whose size is in column
+/// `size`, or `None` when the row's inline copy is not them (the chunk is
+/// in the tier).
+pub(crate) fn inline_bytes(
+    row: &mut stead_sql::Row,
+    data: usize,
+    size: usize,
+) -> Result<Option<Vec<u8>>> {
+    let size = row.int(size)? as usize;
+    let bytes = row.take_blob(data)?;
+    Ok((bytes.len() == size).then_some(bytes))
 }

@@ -137,6 +137,16 @@ pub enum VfsError {
     /// short, a chunk that does not match its hash, a tree that is not one).
     #[error("bad fork stream: {reason}")]
     BadImport { reason: String },
+    /// `EIO` to a caller that cannot fetch: the content asked for is in the
+    /// object store, not inline (see [`crate::tier`]). The async layer
+    /// brings `chunks` back ([`crate::tier::Tier::bring_back`]) and asks
+    /// again; nothing is ever answered from an empty inline copy.
+    #[error("content is in the object store ({} chunk(s) to fetch first)", chunks.len())]
+    Tiered { chunks: Vec<i64> },
+    /// `EIO`: the object store failed or holds something else than the
+    /// hash names (see [`crate::tier::StoreError`]).
+    #[error("object store: {0}")]
+    Store(#[from] crate::tier::StoreError),
     #[error("storage failure: {0}")]
     Storage(#[from] SqlError),
     #[error("corrupt workspace: {0}")]
@@ -241,7 +251,10 @@ impl VfsError {
                 PatchError::Malformed { .. } => Errno::Einval,
                 PatchError::HunkFailed(_) | PatchError::DeleteMismatch { .. } => Errno::EditNoMatch,
             },
-            VfsError::Storage(_) | VfsError::Corrupt(_) => Errno::Eio,
+            VfsError::Tiered { .. }
+            | VfsError::Store(_)
+            | VfsError::Storage(_)
+            | VfsError::Corrupt(_) => Errno::Eio,
         }
     }
 

@@ -20,7 +20,10 @@
 //!   in one transaction at the end, so a broken upload changes nothing;
 //! - checkpoints pin the tree as it is by copying its metadata, never its
 //!   content, and can be compared, restored, undone and streamed into a new
-//!   workspace (see [`checkpoint`](crate::Checkpoint) and `CHECKPOINTS.md`).
+//!   workspace (see [`checkpoint`](crate::Checkpoint) and `CHECKPOINTS.md`);
+//! - a chunk's bytes may move to an object store by hash while its row
+//!   stays (see [`tier`]): synchronous reads of such a chunk answer
+//!   [`VfsError::Tiered`], never bytes, and the async layer fetches it.
 
 mod checkpoint;
 mod content;
@@ -28,6 +31,7 @@ pub mod edit;
 mod error;
 pub mod glob;
 pub mod grep;
+mod holds;
 mod node;
 mod ops;
 pub mod patch;
@@ -36,6 +40,7 @@ pub mod read;
 mod resolve;
 pub mod search_cost;
 mod sync;
+pub mod tier;
 mod tree;
 mod upload;
 

@@ -921,11 +921,12 @@ impl<S: Sql> Vfs<'_, S> {
     pub fn chunk(&self, id: i64, path: &VPath) -> Result<Vec<u8>> {
         let mut row = self
             .db
-            .query_row("SELECT data FROM chunks WHERE id = ?", params![id])?
+            .query_row("SELECT data, size FROM chunks WHERE id = ?", params![id])?
             .ok_or_else(|| VfsError::NotFound {
                 path: path.to_string(),
             })?;
-        Ok(row.take_blob(0)?)
+        crate::content::inline_bytes(&mut row, 0, 1)?
+            .ok_or_else(|| VfsError::Tiered { chunks: vec![id] })
     }
 }
 

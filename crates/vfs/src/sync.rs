@@ -318,10 +318,14 @@ impl<S: Sql> Vfs<'_, S> {
     pub fn chunk_by_hash(&self, hash: &ChunkHash) -> Result<Option<Vec<u8>>> {
         self.db
             .query_row(
-                "SELECT data FROM chunks WHERE hash = ?",
+                "SELECT data, size, id FROM chunks WHERE hash = ?",
                 params![&hash.0[..]],
             )?
-            .map(|mut row| Ok(row.take_blob(0)?))
+            .map(|mut row| {
+                let id = row.int(2)?;
+                crate::content::inline_bytes(&mut row, 0, 1)?
+                    .ok_or(VfsError::Tiered { chunks: vec![id] })
+            })
             .transpose()
     }
 

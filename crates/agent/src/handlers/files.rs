@@ -16,25 +16,33 @@ use crate::transfer::{self, Step};
 
 /// `POST /{tool}`: a tool that writes runs between its automatic
 /// checkpoint and the settling of it.
-pub(super) fn tool<H: Host>(
+pub(super) async fn tool<H: Host>(
     agent: &Agent<H>,
     call: &mut Call<'_>,
     tool: Tool,
 ) -> Result<Handled, ApiError> {
     let body = call.json()?;
-    let vfs = agent.vfs();
-    let answered = match tools::writes(tool, &body) {
-        true => {
-            let before = Before {
-                actor: &call.caller.actor(),
-                operation: &Operation::Tool(tool.name().to_string()),
-                note: None,
-                scope: Scope::Paths(&checkpoints::tool_paths(&body)),
-            };
-            checkpoints::around(agent, &vfs, before, |_| tools::call(&vfs, tool, &body))?
-        }
-        false => tools::call(&vfs, tool, &body)?,
-    };
+    let actor = call.caller.actor();
+    let paths = checkpoints::tool_paths(&body);
+    // A tool that meets content in the object store runs again once it
+    // is fetched (each run is undone by its failure).
+    let answered = agent
+        .fetched(|| {
+            let vfs = agent.vfs();
+            match tools::writes(tool, &body) {
+                true => {
+                    let before = Before {
+                        actor: &actor,
+                        operation: &Operation::Tool(tool.name().to_string()),
+                        note: None,
+                        scope: Scope::Paths(&paths),
+                    };
+                    checkpoints::around(agent, &vfs, before, |_| tools::call(&vfs, tool, &body))
+                }
+                false => tools::call(&vfs, tool, &body),
+            }
+        })
+        .await?;
     answer(answered)
 }
 
@@ -158,7 +166,11 @@ pub(super) async fn transfer<H: Host>(
     let answered = match step {
         Step::Manifest => transfer::manifest(&vfs, &call.json()?)?,
         Step::Missing => transfer::missing(&vfs, &call.json()?)?,
-        Step::Fetch => transfer::fetch(&vfs, &call.json()?)?,
+        Step::Fetch => {
+            let asked = call.json()?;
+            // Chunks in the object store come back inline to be sent.
+            agent.fetched(|| transfer::fetch(&vfs, &asked)).await?
+        }
         Step::Chunks => {
             let chunks = read_body(body, transfer::MAX_CHUNKS_BODY).await?;
             transfer::stage(agent.db(), &vfs, &chunks)?

@@ -101,7 +101,7 @@ pub(crate) async fn handle<H: Host, B: Body>(
         Action::RevokeToken => admin::revoke_token(agent, call),
         Action::Tokens => admin::tokens(agent),
         Action::TokenMinted => admin::token_minted(agent, call),
-        Action::Tool(tool) => files::tool(agent, call, *tool),
+        Action::Tool(tool) => files::tool(agent, call, *tool).await,
         Action::Download(path) => files::download(agent, path),
         Action::Upload(path) => files::upload(agent, call, path, body).await,
         Action::Transfer(step) => files::transfer(agent, call, *step, body).await,
@@ -145,5 +145,6 @@ pub(crate) async fn handle<H: Host, B: Body>(
         Action::Terminals => terminal::list(agent),
         Action::TerminalDelete(id) => terminal::delete(agent, call, id).await,
         Action::TicketCreate => terminal::ticket(agent, call),
+        Action::Verify => answer(agent.verify_tier(call.query).await?),
     }
 }

@@ -33,6 +33,8 @@ use stead_agent::{
     Request, Socket, Transport,
 };
 use stead_sql::{Param, Row, Sql, SqlError, SqliteDb};
+use stead_vfs::tier::fake::FakeStore;
+use stead_vfs::tier::TierPolicy;
 
 /// Runs a future to its end on this thread.
 pub fn block_on<F: Future>(future: F) -> F::Output {
@@ -284,6 +286,10 @@ pub struct FakeHost {
     pub peers: RefCell<Vec<(String, Rc<Agent<FakeHost>>)>>,
     /// How long one alarm follows a computer job.
     pub job_slice_ms: Cell<u64>,
+    /// The object store chunks move to (a fake; none by default).
+    pub store: Option<FakeStore>,
+    /// When chunks move (`TierPolicy::default()` unless a test shortens it).
+    pub tier_policy: Cell<TierPolicy>,
     random: Cell<u64>,
 }
 
@@ -303,6 +309,8 @@ impl FakeHost {
             local: Cell::new(false),
             peers: RefCell::default(),
             job_slice_ms: Cell::new(10 * 60_000),
+            store: None,
+            tier_policy: Cell::new(TierPolicy::default()),
             random: Cell::new(0),
         }
     }
@@ -326,6 +334,7 @@ impl Host for FakeHost {
     type Socket = FakeSocket;
     type Stream = FakeStream;
     type Computer = FaultyTransport;
+    type Store = FakeStore;
 
     fn db(&self) -> &FaultySql {
         &self.db
@@ -514,6 +523,14 @@ impl Host for FakeHost {
 
     fn local_development(&self) -> bool {
         self.local.get()
+    }
+
+    fn chunk_store(&self) -> Option<&FakeStore> {
+        self.store.as_ref()
+    }
+
+    fn tier_policy(&self) -> TierPolicy {
+        self.tier_policy.get()
     }
 
     fn computer(

@@ -394,10 +394,16 @@ impl<S: Sql> Vfs<'_, S> {
             }
             let mut row = self
                 .db
-                .query_row("SELECT hash, data FROM chunks WHERE id = ?", params![chunk])?
+                .query_row(
+                    "SELECT hash, data, size FROM chunks WHERE id = ?",
+                    params![chunk],
+                )?
                 .ok_or_else(|| VfsError::Corrupt(format!("pinned chunk {chunk} missing")))?;
             let hash = row.take_blob(0)?;
-            let data = row.take_blob(1)?;
+            let data =
+                crate::content::inline_bytes(&mut row, 1, 2)?.ok_or_else(|| VfsError::Tiered {
+                    chunks: vec![chunk],
+                })?;
             page.frames.push(CHUNK);
             page.frames
                 .extend_from_slice(&((hash.len() + data.len()) as u32).to_le_bytes());

@@ -1,0 +1,66 @@
+//! Collection of bucket copies this agent no longer relies on.
+//!
+//! `tier_garbage` lists them by hash, each since when. After the grace
+//! period this agent's marker goes, and the object with it when no other
+//! agent's marker is left. Each entry is removed only after its deletes,
+//! so a run cut anywhere is redone by the next (deleting twice is no
+//! error); the batch bounds the requests one alarm makes.
+
+use stead_sql::{params, Sql};
+
+use super::{chunk_key, marker_prefix, ObjectStore, Tier, TierState};
+use crate::error::Result;
+
+/// What one [`Tier::collect_garbage`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Collected {
+    /// Markers of this agent deleted.
+    pub markers: u64,
+    /// Objects deleted (no agent's marker was left).
+    pub objects: u64,
+    /// Entries dropped because the workspace relies on the copy again.
+    pub kept: u64,
+}
+
+impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
+    /// One bounded round of collection (see the module docs).
+    pub async fn collect_garbage(&self) -> Result<Collected> {
+        let mut collected = Collected::default();
+        let due = self.db().query(
+            "SELECT hash, since_ms FROM tier_garbage WHERE since_ms <= ? \
+             ORDER BY since_ms LIMIT ?",
+            params![self.now() - self.policy.grace_ms, self.policy.batch as i64],
+        )?;
+        for mut row in due {
+            let (hash, since) = (row.take_blob(0)?, row.int(1)?);
+            if self.relies_on(&hash)? {
+                collected.kept += 1;
+            } else {
+                self.store.delete(&self.marker(&hash)).await?;
+                collected.markers += 1;
+                let prefix = marker_prefix(&hash);
+                if self.store.list(&prefix, 1).await?.is_empty() {
+                    self.store.delete(&chunk_key(&hash)).await?;
+                    collected.objects += 1;
+                }
+            }
+            self.db().execute(
+                "DELETE FROM tier_garbage WHERE hash = ? AND since_ms = ?",
+                params![hash.as_slice(), since],
+            )?;
+        }
+        Ok(collected)
+    }
+
+    /// Whether a chunk of this workspace with `hash` may be in the bucket
+    /// (moving or tiered): then its marker stays.
+    fn relies_on(&self, hash: &[u8]) -> Result<bool> {
+        Ok(self
+            .db()
+            .query_row(
+                "SELECT 1 FROM chunks WHERE hash = ? AND tier != ?",
+                params![hash, TierState::Inline.code()],
+            )?
+            .is_some())
+    }
+}

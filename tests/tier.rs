@@ -1,0 +1,150 @@
+//! End-to-end: the chunk tier under `wrangler dev` with its local R2
+//! binding. Chunks of a large file move to the bucket in the background
+//! (the waits shortened by variables), and the file still streams in and
+//! out byte for byte and reads through the file tools; a runtime killed
+//! while chunks are moving loses nothing; `GET /verify` reports the walk.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{assert_same_stream, expect_made, expect_ok, Agent, Noise};
+use serde_json::{json, Value};
+use stead_harness::{temp_state, ComputerMode, Runtime};
+
+/// 16 full chunks and a short tail (which stays inline).
+const LEN: u64 = 16 * 512 * 1024 + 4321;
+const FULL_CHUNKS: u64 = 16;
+
+fn start(state: &std::path::Path, grace_ms: u64) -> Runtime {
+    let grace = format!("TIER_GRACE_MS:{grace_ms}");
+    Runtime::start_with(state, ComputerMode::from_env(), &["TIER_HOT_MS:0", &grace])
+}
+
+fn verify(agent: &Agent) -> Value {
+    expect_ok(&agent.send("GET", "/verify", b""))
+}
+
+/// Polls `verify` until `done` holds of it (or fails after 60 s).
+fn wait_for(agent: &Agent, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let report = verify(agent);
+        if done(&report) {
+            return report;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "waited for {what}: {report}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The chunks of a file of `len` bytes that move: the full ones, and a
+/// tail of at least half a chunk (the default `TIER_MIN_BYTES`).
+fn moved_chunks(len: u64) -> u64 {
+    const CHUNK: u64 = 512 * 1024;
+    len / CHUNK + u64::from(len % CHUNK >= CHUNK / 2)
+}
+
+/// Streams `path` out and checks it is `LEN` bytes of noise `seed`.
+fn streams_back(agent: &Agent, path: &str, seed: u64) {
+    let (status, body) = agent.client.download(&agent.id, path);
+    assert_eq!(status, 200, "download of {path}");
+    assert_eq!(assert_same_stream(body, Noise::new(seed, LEN)), LEN);
+}
+
+fn tiered(report: &Value) -> u64 {
+    report["usage"]["tiered"][0].as_u64().unwrap()
+}
+
+fn moving(report: &Value) -> u64 {
+    report["usage"]["moving"][0].as_u64().unwrap()
+}
+
+#[test]
+fn a_large_file_streams_in_and_out_byte_for_byte_after_its_chunks_moved() {
+    let state = temp_state();
+    let runtime = start(state.path(), 300);
+    let agent = Agent::create_on(runtime.client(), "tier-stream");
+    expect_made(&agent.upload("/data/big.bin", "", Noise::new(7, LEN)));
+    let report = wait_for(&agent, "every full chunk tiered", |r| {
+        tiered(r) == FULL_CHUNKS && moving(r) == 0
+    });
+    assert_eq!(report["store"], true);
+    assert_eq!(report["checked"], FULL_CHUNKS, "{report}");
+    assert_eq!(report["missing"], json!([]));
+    assert_eq!(report["unmarked"], json!([]));
+    assert_eq!(report["usage"]["inline"][0], 1, "the tail stays inline");
+
+    // Streamed out from the bucket, verified, and left there.
+    streams_back(&agent, "/data/big.bin", 7);
+    assert_eq!(tiered(&verify(&agent)), FULL_CHUNKS);
+
+    // A file tool that needs the bytes brings them back and answers right.
+    let text: String = (0..120_000).map(|i| format!("line {i}\n")).collect();
+    expect_made(&agent.upload(
+        "/notes.txt",
+        "",
+        std::io::Cursor::new(text.clone().into_bytes()),
+    ));
+    let moved = moved_chunks(text.len() as u64);
+    wait_for(&agent, "the text file tiered", |r| {
+        tiered(r) == FULL_CHUNKS + moved && moving(r) == 0
+    });
+    let read = agent.ok(
+        "read",
+        json!({ "path": "/notes.txt", "offset": 100_000, "limit": 2 }),
+    );
+    assert!(
+        read.to_string().contains("line 99999") || read.to_string().contains("line 100000"),
+        "{read}"
+    );
+    let found = agent.ok(
+        "grep",
+        json!({ "pattern": "line 119999", "path": "/notes.txt" }),
+    );
+    assert!(found.to_string().contains("119999"), "{found}");
+    // The rewritten-in-place copy is hot again; everything is still whole.
+    assert_eq!(agent.download("/notes.txt"), text.into_bytes());
+    streams_back(&agent, "/data/big.bin", 7);
+}
+
+#[test]
+fn a_runtime_killed_while_chunks_move_loses_nothing() {
+    let state = temp_state();
+    // A long grace: the kill comes while chunks are put but not confirmed.
+    let first = start(state.path(), 4_000);
+    let agent = Agent::create_on(first.client(), "tier-crash");
+    expect_made(&agent.upload("/big.bin", "", Noise::new(9, LEN)));
+    wait_for(&agent, "chunks moving", |r| moving(r) > 0);
+    first.crash();
+
+    let second = start(state.path(), 300);
+    let agent = Agent {
+        client: second.client(),
+        ..agent
+    };
+    let report = wait_for(&agent, "the move resumed and finished", |r| {
+        tiered(r) == FULL_CHUNKS && moving(r) == 0
+    });
+    assert_eq!(report["missing"], json!([]), "{report}");
+    streams_back(&agent, "/big.bin", 9);
+}
+
+#[test]
+fn verify_takes_only_its_parameters() {
+    let state = temp_state();
+    let runtime = start(state.path(), 300);
+    let agent = Agent::create_on(runtime.client(), "tier-verify");
+    let reply = agent.send("GET", "/verify?limit=x", b"");
+    common::expect_error(&reply, 400, "INVALID_REQUEST");
+    let reply = agent.send("GET", "/verify?deep=1", b"");
+    common::expect_error(&reply, 400, "INVALID_REQUEST");
+    let report = verify(&agent);
+    assert_eq!(report["checked"], 0);
+    assert_eq!(report["next"], Value::Null);
+    let reply = agent.send("POST", "/verify", b"");
+    common::expect_error(&reply, 405, "METHOD_NOT_ALLOWED");
+}
