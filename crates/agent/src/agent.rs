@@ -348,6 +348,7 @@ impl<H: Host> Agent<H> {
     ) -> Result<computer::Pushed, ApiError> {
         let pushed = computer::bring_in_step(self.db(), || self.vfs(), transport).await?;
         if pushed.fresh {
+            self.restore_environment(transport, &pushed.instance).await;
             self.processes_idle.set(false);
             processes::revive(self.db(), self.now_ms(), transport, &pushed).await?;
         }

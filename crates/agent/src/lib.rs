@@ -60,6 +60,7 @@ pub mod checkpoints;
 pub mod computer;
 pub mod decode;
 pub mod dispatch;
+pub mod environment;
 mod error;
 pub mod exec;
 pub mod fork;
