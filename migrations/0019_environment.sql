@@ -3,7 +3,8 @@
 -- the commands' per-user directory), kept as a snapshot apart from the
 -- workspace: never in its tree, change log, checkpoints or quotas.
 
--- The environment's one record. state: ready, building or failed.
+-- The environment's one record. state: ready, building or failed;
+-- built_from: JSON of what the snapshot was built from.
 CREATE TABLE environment (
     one INTEGER PRIMARY KEY CHECK (one = 1),
     state TEXT NOT NULL,
@@ -13,6 +14,14 @@ CREATE TABLE environment (
     files INTEGER NOT NULL DEFAULT 0,
     log TEXT,
     warning TEXT
+);
+
+-- The computer instance last given its environment (restored or set up)
+-- and the setup fingerprint (JSON) it was given it for.
+CREATE TABLE environment_prepared (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    instance TEXT NOT NULL,
+    setup TEXT
 );
 
 -- The snapshot's manifest, in order (parents first): `entry` is the JSON
@@ -32,4 +41,11 @@ CREATE TABLE environment_chunks (
     hash TEXT NOT NULL UNIQUE,
     size INTEGER NOT NULL,
     data BLOB NOT NULL
+);
+
+-- When to save the environment of the running computer before its idle
+-- release (the last use plus the idle timeout, less a margin).
+CREATE TABLE environment_save_due (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    at INTEGER NOT NULL
 );

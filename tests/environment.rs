@@ -6,7 +6,10 @@
 //! and dropped. In real containers the computer is then released and a
 //! fresh one finds them back before its first command, without
 //! re-installing; the local-process mode never releases its one program,
-//! so there the save and the answers are what is checked.
+//! so there the save and the answers are what is checked. The setup
+//! script `/.stead/setup.sh` builds the environment once, again when a
+//! lock file it names changes, and a failing one leaves its log while
+//! commands run on.
 
 mod common;
 
@@ -27,6 +30,7 @@ fn on_computer(agent: &Agent, command: &str) -> Value {
 /// makes a venv and installs the wheel into it without any index, and
 /// writes a package into `node_modules`.
 const INSTALL: &str = r#"set -e
+cd /tmp
 python3 - <<'PY'
 import zipfile
 with zipfile.ZipFile("demo-1.0-py3-none-any.whl", "w") as whl:
@@ -35,8 +39,9 @@ with zipfile.ZipFile("demo-1.0-py3-none-any.whl", "w") as whl:
     whl.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
     whl.writestr("demo-1.0.dist-info/RECORD", "")
 PY
+cd /
 python3 -m venv .venv
-.venv/bin/pip install --no-index --quiet ./demo-1.0-py3-none-any.whl
+.venv/bin/pip install --no-index --quiet /tmp/demo-1.0-py3-none-any.whl
 mkdir -p node_modules/left-pad
 echo 'module.exports = "padded"' > node_modules/left-pad/index.js
 .venv/bin/python -c 'import demo; print("installed", demo.X)'
@@ -73,16 +78,18 @@ fn the_environment_is_kept_outside_the_workspace_and_comes_back() {
                 expect_ok(&agent.send("GET", "/computer", b""))["environment"].clone()
             }
             ComputerMode::LocalProcess => {
-                expect_ok(&agent.send("POST", "/computer/environment", b""))["environment"]
-                    .clone()
+                expect_ok(&agent.send("POST", "/computer/environment", b""))["environment"].clone()
             }
         };
         assert_eq!(saved["state"], "ready", "{saved}");
         assert!(saved["files"].as_u64().unwrap() > 100, "a venv: {saved}");
         assert!(saved["bytes"].as_u64().unwrap() > 1_000_000, "{saved}");
-        assert!(saved["stored_bytes"].as_u64().unwrap() > 1_000_000, "{saved}");
+        assert!(
+            saved["stored_bytes"].as_u64().unwrap() > 1_000_000,
+            "{saved}"
+        );
         assert_eq!(saved["built_from"]["instance"].as_str().is_some(), true);
-        // The venv is not workspace content: only the wheel and app.py.
+        // The venv is not workspace content.
         let grown = stored() - before;
         assert!(grown < 64 * 1024, "the workspace grew by {grown} bytes");
         assert!(!agent.tree().iter().any(|p| p.contains(".venv")));
@@ -103,5 +110,93 @@ fn the_environment_is_kept_outside_the_workspace_and_comes_back() {
         assert_eq!(dropped["environment"], Value::Null);
         let shown = expect_ok(&agent.send("GET", "/computer", b""));
         assert_eq!(shown["environment"], Value::Null, "{shown}");
+    });
+}
+
+/// A setup script that installs as [`INSTALL`] does and counts its runs
+/// in the venv.
+fn setup_script() -> String {
+    format!(
+        "# stead-lock: requirements.lock\n{INSTALL}\necho \"run $(cat /requirements.lock)\" >> /.venv/runs\n"
+    )
+}
+
+fn environment(agent: &Agent) -> Value {
+    expect_ok(&agent.send("GET", "/computer", b""))["environment"].clone()
+}
+
+#[test]
+fn the_setup_script_builds_once_and_again_when_a_lock_file_changes() {
+    with_runtime(|runtime| {
+        let agent = Agent::create_on(runtime.client(), "environment-setup");
+        agent.write("/requirements.lock", "demo==1.0\n");
+        agent.write("/.stead/setup.sh", &setup_script());
+        let out = on_computer(&agent, "cat /.venv/runs");
+        assert_eq!(
+            out["stdout"], "run demo==1.0\n",
+            "set up before the first command: {out}"
+        );
+        let built = environment(&agent);
+        assert_eq!(built["state"], "ready", "{built}");
+        assert_eq!(built["built_from"]["reason"], "setup", "{built}");
+        let setup = &built["built_from"]["setup"];
+        assert_eq!(setup["setup"]["path"], "/.stead/setup.sh", "{built}");
+        assert_eq!(setup["locks"][0]["path"], "/requirements.lock", "{built}");
+        let first_lock = setup["locks"][0]["hash"].clone();
+
+        // Once per environment: the next command does not run it again.
+        let out = on_computer(&agent, "cat /.venv/runs");
+        assert_eq!(out["stdout"], "run demo==1.0\n", "{out}");
+
+        // A changed lock file rebuilds it before the next command.
+        agent.write("/requirements.lock", "demo==1.0 # pinned\n");
+        let out = on_computer(&agent, "cat /.venv/runs");
+        assert_eq!(
+            out["stdout"], "run demo==1.0\nrun demo==1.0 # pinned\n",
+            "{out}"
+        );
+        let rebuilt = environment(&agent);
+        assert_eq!(rebuilt["state"], "ready", "{rebuilt}");
+        assert_ne!(
+            rebuilt["built_from"]["setup"]["locks"][0]["hash"],
+            first_lock
+        );
+
+        if runtime.mode() == ComputerMode::Container {
+            // Released: the fresh computer gets the snapshot back instead
+            // of running the script.
+            expect_ok(&agent.send("POST", "/computer/stop", b""));
+            let out = on_computer(
+                &agent,
+                "cat /.venv/runs && .venv/bin/python -c 'import demo'",
+            );
+            assert_eq!(
+                out["stdout"], "run demo==1.0\nrun demo==1.0 # pinned\n",
+                "{out}"
+            );
+        }
+    });
+}
+
+#[test]
+fn a_failing_setup_leaves_its_log_and_commands_run_without_it() {
+    with_runtime(|runtime| {
+        let agent = Agent::create_on(runtime.client(), "environment-failing");
+        agent.write(
+            "/.stead/setup.sh",
+            "mkdir -p .venv && echo half > .venv/x\necho boom >&2\nexit 3\n",
+        );
+        let out = on_computer(&agent, "echo still works");
+        assert_eq!(out["exit_code"], 0, "{out}");
+        assert_eq!(out["stdout"], "still works\n", "{out}");
+        let failed = environment(&agent);
+        assert_eq!(failed["state"], "failed", "{failed}");
+        let log = failed["log"].as_str().unwrap();
+        assert!(
+            log.contains("exited with code 3") && log.contains("boom"),
+            "{log}"
+        );
+        // Nothing of it was kept.
+        assert_eq!(failed["stored_bytes"], 0, "{failed}");
     });
 }

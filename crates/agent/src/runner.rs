@@ -69,7 +69,8 @@ impl<H: Host> Agent<H> {
             .then(|| self.now_ms() + crate::processes::serve::TICK_MS);
         let due = Schedules::new(self.db()).next_wake()?;
         let fork = checkpoints::import_deadline(self.db(), &self.vfs())?;
-        let at = [queued, due, fork, watch].into_iter().flatten().min();
+        let save = crate::environment::store::save_due(self.db())?;
+        let at = [queued, due, fork, watch, save].into_iter().flatten().min();
         self.host.set_alarm(at).await?;
         self.alarm_at.set(at);
         Ok(())
@@ -102,7 +103,9 @@ impl<H: Host> Agent<H> {
         let watched = self.watch_processes().await;
         // Computer terminals: their streams kept open.
         let tended = self.tend_terminals().await;
-        let outcome = outcome.and(watched).and(tended);
+        // The environment of a computer about to be released as idle.
+        let saved = self.save_before_idle_release().await;
+        let outcome = outcome.and(watched).and(tended).and(saved);
         // Re-arm whatever happened, so a failure is retried and nothing
         // stalls.
         let armed = self.arm().await;

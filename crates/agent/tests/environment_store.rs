@@ -31,6 +31,7 @@ fn from(instance: &str) -> BuiltFrom {
     BuiltFrom {
         reason: SaveReason::Release,
         instance: instance.into(),
+        setup: None,
     }
 }
 

@@ -17,6 +17,7 @@
 //! - `serve`: the routes and the hooks at release and at a cold start.
 
 mod serve;
+pub mod setup;
 pub mod store;
 
 use stead_sql::{Sql, SqlError};
@@ -29,6 +30,7 @@ use thiserror::Error;
 
 use crate::computer::{link, ComputerError, Link};
 use crate::host::{Method, Transport};
+pub use setup::Fingerprint;
 pub use store::{BuiltFrom, EnvState, Record, SaveReason};
 
 /// The snapshot's size limit when the agent's settings name none.
@@ -59,12 +61,12 @@ pub async fn save<S: Sql, T: Transport>(
     db: &S,
     transport: &T,
     limit: u64,
-    reason: SaveReason,
+    why: Why,
     now_ms: i64,
 ) -> Result<Record, EnvError> {
     let before = store::record(db)?;
     store::mark(db, EnvState::Building, None)?;
-    match pack_and_keep(db, &Link::new(transport), limit, reason, now_ms).await {
+    match pack_and_keep(db, &Link::new(transport), limit, why, now_ms).await {
         Ok(()) => Ok(store::record(db)?.expect("just saved")),
         Err(error) => {
             let message = error.to_string();
@@ -80,11 +82,17 @@ pub async fn save<S: Sql, T: Transport>(
     }
 }
 
+/// Why a save is made, and for which setup (see [`BuiltFrom`]).
+pub struct Why {
+    pub reason: SaveReason,
+    pub setup: Option<Fingerprint>,
+}
+
 async fn pack_and_keep<S: Sql, T: Transport>(
     db: &S,
     link: &Link<'_, T>,
     limit: u64,
-    reason: SaveReason,
+    why: Why,
     now_ms: i64,
 ) -> Result<(), EnvError> {
     let status: Status = link
@@ -134,8 +142,9 @@ async fn pack_and_keep<S: Sql, T: Transport>(
         )));
     }
     let from = BuiltFrom {
-        reason,
+        reason: why.reason,
         instance: status.instance,
+        setup: why.setup,
     };
     store::commit(db, &entries, bytes, &from, now_ms)
 }

@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 use stead_sql::{params, Sql};
 
+use super::setup::Fingerprint;
 use super::EnvError;
 use stead_sync::environment::{EnvEntry, EnvKind};
 use stead_sync::{hash_chunk, ChunkHash};
@@ -46,21 +47,70 @@ impl EnvState {
     }
 }
 
-/// What a snapshot was built from: why and from which computer it was saved.
+/// What a snapshot was built from: why and from which computer it was
+/// saved, and the setup script's fingerprint (see [`super::setup`]) the
+/// computer was set up for (`None`: there was no setup script).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuiltFrom {
-    /// `release` (the computer was stopped) or `request` (asked for).
     pub reason: SaveReason,
     /// The computer instance it was packed on.
     pub instance: String,
+    pub setup: Option<Fingerprint>,
 }
 
 /// Why a snapshot was saved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SaveReason {
+    /// The computer was released (stopped, or idle).
     Release,
+    /// Asked for (`POST /agents/{id}/computer/environment`).
     Request,
+    /// The setup script just built it.
+    Setup,
+}
+
+/// The computer instance last given its environment, and the fingerprint
+/// it was given it for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    pub instance: String,
+    pub from: Option<Fingerprint>,
+}
+
+/// Which computer was last given its environment, if any.
+pub fn prepared(db: &impl Sql) -> Result<Option<Prepared>, EnvError> {
+    let Some(row) = db.query_row(
+        "SELECT instance, setup FROM environment_prepared",
+        params![],
+    )?
+    else {
+        return Ok(None);
+    };
+    let from = row
+        .opt_text(1)?
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| EnvError::Decode(e.to_string()))?;
+    Ok(Some(Prepared {
+        instance: row.text(0)?.to_string(),
+        from,
+    }))
+}
+
+/// Notes that computer `instance` was given its environment for `from`.
+pub fn set_prepared(
+    db: &impl Sql,
+    instance: &str,
+    from: Option<&Fingerprint>,
+) -> Result<(), EnvError> {
+    let from = from.map(|f| serde_json::to_string(f).expect("serializes"));
+    db.execute(
+        "INSERT INTO environment_prepared (one, instance, setup) VALUES (1, ?, ?) \
+         ON CONFLICT (one) DO UPDATE SET instance = excluded.instance, setup = excluded.setup",
+        params![instance, from.as_deref()],
+    )?;
+    Ok(())
 }
 
 /// The environment's record, as `GET /agents/{id}/computer` shows it.
@@ -253,4 +303,26 @@ pub fn stored_bytes(db: &impl Sql) -> Result<u64, EnvError> {
         .map(|row| row.int(0))
         .transpose()?
         .unwrap_or(0) as u64)
+}
+
+/// When the running computer's environment is next to be saved before its
+/// idle release, if at all.
+pub fn save_due(db: &impl Sql) -> Result<Option<i64>, EnvError> {
+    Ok(db
+        .query_row("SELECT at FROM environment_save_due", params![])?
+        .map(|row| row.int(0))
+        .transpose()?)
+}
+
+/// Sets (or, with `None`, clears) [`save_due`].
+pub fn set_save_due(db: &impl Sql, at: Option<i64>) -> Result<(), EnvError> {
+    match at {
+        Some(at) => db.execute(
+            "INSERT INTO environment_save_due (one, at) VALUES (1, ?) \
+             ON CONFLICT (one) DO UPDATE SET at = excluded.at",
+            params![at],
+        )?,
+        None => db.execute("DELETE FROM environment_save_due", params![])?,
+    }
+    Ok(())
 }
