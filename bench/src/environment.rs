@@ -43,7 +43,7 @@ fn stop(agent: &Agent) {
 /// Measures on `agent` (whose computer runs in real containers); `bytes`
 /// is the environment's size.
 pub fn run(agent: &Agent, bytes: usize, report: &mut Report) {
-    let section = "environment (real container)".to_string();
+    let section = "environment (real container)";
     agent.tool(
         "write",
         &json!({ "path": "/app/main.py", "content": "print('hi')\n" }),
@@ -73,37 +73,26 @@ pub fn run(agent: &Agent, bytes: usize, report: &mut Report) {
         "restored: {out}"
     );
     let mb = bytes / 1_000_000;
-    let row = |measure: String, figure: f64, unit, baseline: f64, label: &str, aim| Row {
-        section: section.clone(),
-        measure,
-        figure: Ok(figure),
-        unit,
-        baseline: Ok(baseline),
-        baseline_label: label.into(),
-        aim,
-    };
-    report.rows.push(row(
+    let without = (millis(bare), "cold start without an environment");
+    report.rows.push(Row::measured(
+        section,
         format!("cold start with a restored {mb} MB environment, against one without"),
-        millis(restored),
-        Unit::Millis,
-        millis(bare),
-        "cold start without an environment",
+        (millis(restored), Unit::Millis),
+        without,
         None,
     ));
-    report.rows.push(row(
+    report.rows.push(Row::measured(
+        section,
         format!("cold start with a restored {mb} MB environment"),
-        millis(restored),
-        Unit::Millis,
-        RESTORED_AIM_MS,
-        "aim",
+        (millis(restored), Unit::Millis),
+        (RESTORED_AIM_MS, "aim"),
         Some(Aim::AtMost(1.0)),
     ));
-    report.rows.push(row(
+    report.rows.push(Row::measured(
+        section,
         format!("release saving a {mb} MB environment"),
-        millis(save),
-        Unit::Millis,
-        millis(bare),
-        "cold start without an environment",
+        (millis(save), Unit::Millis),
+        without,
         None,
     ));
 }

@@ -196,10 +196,16 @@ impl Walk {
                     Err(error) => return Err(error),
                 },
             },
-            Kind::Fifo => return Ok(self.skipped.push(skip("a FIFO is not kept"))),
-            Kind::Socket => return Ok(self.skipped.push(skip("a socket is not kept"))),
-            Kind::Device => return Ok(self.skipped.push(skip("a device file is not kept"))),
-            Kind::Unknown => return Ok(self.skipped.push(skip("an unknown file type"))),
+            Kind::Fifo | Kind::Socket | Kind::Device | Kind::Unknown => {
+                let what = match meta.kind {
+                    Kind::Fifo => "a FIFO",
+                    Kind::Socket => "a socket",
+                    Kind::Device => "a device file",
+                    _ => "an unknown file type",
+                };
+                self.skipped.push(skip(&format!("{what} is not kept")));
+                return Ok(());
+            }
         };
         self.entries.push(EnvEntry {
             path: path.to_string(),

@@ -37,7 +37,7 @@ use stead_sync::process::{
 use crate::beneath::Dir;
 use crate::error::ApiError;
 use crate::outlog::OutputLog;
-use crate::state::{Container, Registry};
+use crate::state::{Container, ContainerState, Registry};
 use crate::terminal::TerminalSpec;
 
 /// Largest body accepted, and most chunk data in one `/v1/chunks` answer.
@@ -273,20 +273,32 @@ async fn ack(Ctx(container): Ctx, JsonBody(ack): JsonBody<Ack>) -> Result<Respon
     Ok(json_response(&json!({ "acked": true })))
 }
 
-/// `POST /v1/environment/pack` (see [`crate::environment`]).
-async fn environment_pack(
-    Ctx(container): Ctx,
-    JsonBody(request): JsonBody<PackRequest>,
+/// Runs environment work on the container's state, locked, while no
+/// command runs (see [`crate::environment`]), and answers its JSON.
+async fn between_commands<T: serde::Serialize + Send + 'static>(
+    container: Arc<Container>,
+    work: impl FnOnce(&Container, &mut ContainerState) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<Response, ApiError> {
     let reply = blocking(move || {
         let mut state = container.lock();
         if let Some(running) = &state.running {
             return Err(ApiError::Busy(running.id.clone()));
         }
-        crate::environment::pack(&container, &mut state, request)
+        work(&container, &mut state)
     })
     .await?;
     Ok(json_response(&reply))
+}
+
+/// `POST /v1/environment/pack`.
+async fn environment_pack(
+    Ctx(container): Ctx,
+    JsonBody(request): JsonBody<PackRequest>,
+) -> Result<Response, ApiError> {
+    between_commands(container, |container, state| {
+        crate::environment::pack(container, state, request)
+    })
+    .await
 }
 
 /// `POST /v1/environment/chunks`: framed chunks of the last pack.
@@ -302,23 +314,18 @@ async fn environment_chunks(
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], frames).into_response())
 }
 
-/// `POST /v1/environment/restore`.
+/// `POST /v1/environment/restore`: nothing new once the program stops.
 async fn environment_restore(
     Ctx(container): Ctx,
     JsonBody(restore): JsonBody<Restore>,
 ) -> Result<Response, ApiError> {
-    let reply = blocking(move || {
-        let mut state = container.lock();
+    between_commands(container, |container, state| {
         if container.is_stopping() {
             return Err(ApiError::ShuttingDown);
         }
-        if let Some(running) = &state.running {
-            return Err(ApiError::Busy(running.id.clone()));
-        }
-        crate::environment::restore(&container, &mut state, restore)
+        crate::environment::restore(container, state, restore)
     })
-    .await?;
-    Ok(json_response(&reply))
+    .await
 }
 
 async fn live_scan(

@@ -87,15 +87,17 @@ pub fn prepared(db: &impl Sql) -> Result<Option<Prepared>, EnvError> {
     else {
         return Ok(None);
     };
-    let from = row
-        .opt_text(1)?
-        .map(serde_json::from_str)
-        .transpose()
-        .map_err(|e| EnvError::Decode(e.to_string()))?;
     Ok(Some(Prepared {
         instance: row.text(0)?.to_string(),
-        from,
+        from: decode(row.opt_text(1)?)?,
     }))
+}
+
+/// A JSON column's value (`None` for NULL).
+fn decode<T: serde::de::DeserializeOwned>(text: Option<&str>) -> Result<Option<T>, EnvError> {
+    text.map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| EnvError::Decode(e.to_string()))
 }
 
 /// Notes that computer `instance` was given its environment for `from`.
@@ -139,14 +141,9 @@ pub fn record(db: &impl Sql) -> Result<Option<Record>, EnvError> {
     else {
         return Ok(None);
     };
-    let built_from = row
-        .opt_text(1)?
-        .map(serde_json::from_str)
-        .transpose()
-        .map_err(|e| EnvError::Decode(e.to_string()))?;
     Ok(Some(Record {
         state: EnvState::parse(row.text(0)?)?,
-        built_from,
+        built_from: decode(row.opt_text(1)?)?,
         saved_ms: row.opt_int(2)?,
         bytes: row.int(3)? as u64,
         files: row.int(4)? as u64,
