@@ -9,7 +9,7 @@
 //! so there the save and the answers are what is checked. The setup
 //! script `/.stead/setup.sh` builds the environment once, again when a
 //! lock file it names changes, and a failing one leaves its log while
-//! commands run on.
+//! commands run on. An idle release saves it first (real containers).
 
 mod common;
 
@@ -198,5 +198,38 @@ fn a_failing_setup_leaves_its_log_and_commands_run_without_it() {
         );
         // Nothing of it was kept.
         assert_eq!(failed["stored_bytes"], 0, "{failed}");
+    });
+}
+
+#[test]
+fn an_idle_release_saves_the_environment_first() {
+    with_runtime(|runtime| {
+        if runtime.mode() != ComputerMode::Container {
+            eprintln!("idle release needs real containers: the local program is never released");
+            return;
+        }
+        let agent = Agent::create_on(runtime.client(), "environment-idle");
+        expect_ok(&agent.send("PUT", "/settings", br#"{"computer":{"idle_ms":10000}}"#));
+        let out = on_computer(
+            &agent,
+            "mkdir -p node_modules/kept && echo here > node_modules/kept/index.js",
+        );
+        assert_eq!(out["exit_code"], 0, "{out}");
+        // Saved shortly before the release, which still comes.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let shown = expect_ok(&agent.send("GET", "/computer", b""));
+            let saved = shown["environment"]["built_from"]["reason"] == "release";
+            if saved && shown["computer"]["state"] == "stopped" {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not saved and released: {shown}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        let out = on_computer(&agent, "cat node_modules/kept/index.js");
+        assert_eq!(out["stdout"], "here\n", "{out}");
     });
 }

@@ -29,6 +29,10 @@ const MAX_LOG: usize = 64 * 1024;
 /// most half its idle timeout): time for the pack and the transfer.
 const SAVE_MARGIN_MS: u64 = 60_000;
 
+/// How soon a save before an idle release is tried again when a command
+/// held the computer.
+const BUSY_RETRY_MS: i64 = 5_000;
+
 /// When to save before an idle release at `deadline`, given the idle
 /// timeout.
 fn save_time(deadline: i64, idle_ms: u64) -> i64 {
@@ -265,7 +269,14 @@ impl<H: Host> Agent<H> {
             return Ok(());
         }
         store::set_save_due(self.db(), None)?;
-        let _ = self.save_on(&transport, SaveReason::Release).await;
+        match self.save_on(&transport, SaveReason::Release).await {
+            // A command still runs (which keeps the computer up): again
+            // shortly.
+            Err(ApiError::Computer(error)) if error.is_busy() => {
+                store::set_save_due(self.db(), Some(self.now_ms() + BUSY_RETRY_MS))?;
+            }
+            _ => {}
+        }
         Ok(())
     }
 
