@@ -23,6 +23,7 @@ mod breakdown;
 mod checkpoint;
 mod cli;
 mod computer;
+mod environment;
 mod find;
 mod gen;
 mod git;
@@ -52,11 +53,13 @@ use report::Report;
 use stats::MIB;
 
 const USAGE: &str =
-    "usage: stead-bench [shell|computer|ports|checkpoint|mcp|cli|git|terminal|ui] [--quick] [--url http://host:port]
+    "usage: stead-bench [shell|computer|environment|ports|checkpoint|mcp|cli|git|terminal|ui] [--quick] [--url http://host:port]
   shell       agent scripts through stead's exec, just-bash and GNU bash
   ws          200 WebSocket clients following a job's output (see bench/src/ws.rs)
   tier        a large file read out of the chunk tier (R2) vs out of SQLite (see bench/src/tier.rs)
   computer    bytes and time the computer backend's sync costs
+  environment a cold start with a restored 200 MB environment vs one without
+              (real containers only)
   ports       a dev server on the computer: the port route against a direct
               request, and live sync both ways (see bench/src/ports.rs)
   checkpoint  checkpoints, diffs and forks on the VFS over SQLite (no Worker)
@@ -98,6 +101,7 @@ impl Sizes {
 struct Options {
     shell: bool,
     computer: bool,
+    environment: bool,
     ports: bool,
     checkpoint: bool,
     mcp: bool,
@@ -113,6 +117,7 @@ fn parse_args() -> Options {
     let mut options = Options {
         shell: false,
         computer: false,
+        environment: false,
         ports: false,
         checkpoint: false,
         mcp: false,
@@ -128,6 +133,7 @@ fn parse_args() -> Options {
         match arg.as_str() {
             "shell" => options.shell = true,
             "computer" => options.computer = true,
+            "environment" => options.environment = true,
             "ports" => options.ports = true,
             "checkpoint" => options.checkpoint = true,
             "mcp" => options.mcp = true,
@@ -224,6 +230,8 @@ fn main() {
         shell_main(&options);
     } else if options.computer {
         computer_main(&options);
+    } else if options.environment {
+        environment_main(&options);
     } else if options.ports {
         ports_main(&options);
     } else if options.checkpoint {
@@ -304,6 +312,43 @@ fn computer_main(options: &Options) {
         }
     }
     print_and_save(&report, "computer.json");
+}
+
+/// The environment benchmark (`environment.rs`): real containers only (or
+/// `--url`'s Worker, whose computer must be one).
+fn environment_main(options: &Options) {
+    let bytes = if options.quick {
+        20_000_000
+    } else {
+        200_000_000
+    };
+    let size = if options.quick { "quick" } else { "full" };
+    let target = options.url.as_deref().unwrap_or("local wrangler dev");
+    let mut report = Report::new(
+        format!("stead-bench environment ({size}) against {target}"),
+        json!({ "mode": size, "target": target, "bytes": bytes, "unix_time": unix_seconds() }),
+    );
+    let measure = |client: Client, report: &mut Report| {
+        let agent = Agent::create(client, agent_id("bench-environment"));
+        environment::run(&agent, bytes, report);
+        agent.delete();
+    };
+    if let Some(url) = &options.url {
+        measure(remote_client(url), &mut report);
+    } else if ComputerMode::from_env() == ComputerMode::Container {
+        eprintln!("environment: starting wrangler dev, the computer in real containers");
+        let state = temp_state();
+        let runtime = Runtime::start_with(state.path(), ComputerMode::Container, &[]);
+        measure(runtime.client(), &mut report);
+        runtime.stop();
+    } else {
+        // The local program is never released: nothing is ever restored.
+        eprintln!(
+            "environment: needs real containers (source scripts/computer-mode with a Docker \
+             engine); nothing measured"
+        );
+    }
+    print_and_save(&report, "environment.json");
 }
 
 /// The inspector benchmark (`ui.rs`).

@@ -83,6 +83,25 @@ pub struct Row {
 }
 
 impl Row {
+    /// A row whose figure and baseline were both measured.
+    pub fn measured(
+        section: &str,
+        measure: String,
+        (figure, unit): (f64, Unit),
+        (baseline, baseline_label): (f64, &str),
+        aim: Option<Aim>,
+    ) -> Row {
+        Row {
+            section: section.into(),
+            measure,
+            figure: Ok(figure),
+            unit,
+            baseline: Ok(baseline),
+            baseline_label: baseline_label.into(),
+            aim,
+        }
+    }
+
     /// figure / baseline, when both were measured.
     pub fn ratio(&self) -> Option<f64> {
         Some(self.figure.as_ref().ok()? / self.baseline.as_ref().ok()?)

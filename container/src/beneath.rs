@@ -292,6 +292,23 @@ impl Dir {
         Ok(())
     }
 
+    /// Makes `name` here another name of the file `from_name` in `from`
+    /// (a symlink there is linked itself, never followed).
+    pub fn hard_link(
+        &self,
+        from: &Dir,
+        from_name: impl AsRef<OsStr>,
+        name: impl AsRef<OsStr>,
+    ) -> io::Result<()> {
+        let from_name = c_name(from_name.as_ref())?;
+        let name = c_name(name.as_ref())?;
+        // SAFETY: two NUL-terminated names relative to open directories.
+        check(unsafe {
+            libc::linkat(from.raw(), from_name.as_ptr(), self.raw(), name.as_ptr(), 0)
+        })?;
+        Ok(())
+    }
+
     /// The target of symlink `name`.
     pub fn readlink(&self, name: impl AsRef<OsStr>) -> io::Result<OsString> {
         let name = c_name(name.as_ref())?;

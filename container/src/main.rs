@@ -11,6 +11,7 @@ mod beneath;
 mod config;
 mod confine;
 mod disk;
+mod environment;
 mod error;
 mod exec;
 mod ids;

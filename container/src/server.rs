@@ -28,6 +28,7 @@ use stead_sync::{
     CHUNK_SIZE, PROTOCOL,
 };
 
+use stead_sync::environment::{self, EnvChunkRequest, PackRequest, Restore};
 use stead_sync::live::{self, LiveAck, LiveScan};
 use stead_sync::process::{
     Poll, ProcessList, ProcessSpec, SignalRequest, StopRequest, DEFAULT_GRACE_MS, MAX_GRACE_MS,
@@ -36,7 +37,7 @@ use stead_sync::process::{
 use crate::beneath::Dir;
 use crate::error::ApiError;
 use crate::outlog::OutputLog;
-use crate::state::{Container, Registry};
+use crate::state::{Container, ContainerState, Registry};
 use crate::terminal::TerminalSpec;
 
 /// Largest body accepted, and most chunk data in one `/v1/chunks` answer.
@@ -63,6 +64,9 @@ pub fn router(app: Arc<App>) -> Router {
         .route(live::SCAN_PATH, post(live_scan))
         .route(live::CHUNKS_PATH, post(live_chunks))
         .route(live::ACK_PATH, post(live_ack))
+        .route(environment::PACK_PATH, post(environment_pack))
+        .route(environment::CHUNKS_PATH, post(environment_chunks))
+        .route(environment::RESTORE_PATH, post(environment_restore))
         .route("/v1/processes", post(process_start).get(process_list))
         .route("/v1/processes/poll", post(process_poll))
         .route("/v1/processes/{id}/signal", post(process_signal))
@@ -267,6 +271,61 @@ async fn upload_chunks(Ctx(container): Ctx, request: Request) -> Result<Response
 async fn ack(Ctx(container): Ctx, JsonBody(ack): JsonBody<Ack>) -> Result<Response, ApiError> {
     blocking(move || container.lock().ack(&ack.exec, &[])).await?;
     Ok(json_response(&json!({ "acked": true })))
+}
+
+/// Runs environment work on the container's state, locked, while no
+/// command runs (see [`crate::environment`]), and answers its JSON.
+async fn between_commands<T: serde::Serialize + Send + 'static>(
+    container: Arc<Container>,
+    work: impl FnOnce(&Container, &mut ContainerState) -> Result<T, ApiError> + Send + 'static,
+) -> Result<Response, ApiError> {
+    let reply = blocking(move || {
+        let mut state = container.lock();
+        if let Some(running) = &state.running {
+            return Err(ApiError::Busy(running.id.clone()));
+        }
+        work(&container, &mut state)
+    })
+    .await?;
+    Ok(json_response(&reply))
+}
+
+/// `POST /v1/environment/pack`.
+async fn environment_pack(
+    Ctx(container): Ctx,
+    JsonBody(request): JsonBody<PackRequest>,
+) -> Result<Response, ApiError> {
+    between_commands(container, |container, state| {
+        crate::environment::pack(container, state, request)
+    })
+    .await
+}
+
+/// `POST /v1/environment/chunks`: framed chunks of the last pack.
+async fn environment_chunks(
+    Ctx(container): Ctx,
+    JsonBody(request): JsonBody<EnvChunkRequest>,
+) -> Result<Response, ApiError> {
+    let frames = blocking(move || {
+        let state = container.lock();
+        crate::environment::chunks(&container, &state, request, BODY_LIMIT)
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], frames).into_response())
+}
+
+/// `POST /v1/environment/restore`: nothing new once the program stops.
+async fn environment_restore(
+    Ctx(container): Ctx,
+    JsonBody(restore): JsonBody<Restore>,
+) -> Result<Response, ApiError> {
+    between_commands(container, |container, state| {
+        if container.is_stopping() {
+            return Err(ApiError::ShuttingDown);
+        }
+        crate::environment::restore(container, state, restore)
+    })
+    .await
 }
 
 async fn live_scan(

@@ -91,6 +91,9 @@ pub struct ContainerState {
     /// the reports made after it (of the commands the shutdown stopped)
     /// can be waited for.
     pub shutdown_at_scan: Option<u64>,
+    /// The last environment pack, whose chunks can be fetched (see
+    /// [`crate::environment`]).
+    pub environment: Option<crate::environment::Pack>,
 }
 
 impl Container {
@@ -115,11 +118,7 @@ impl Container {
                 fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777))?;
             }
         }
-        let scratch_var_tmp = match confinement.isolation {
-            Isolation::Container => PathBuf::from("/var/tmp"),
-            Isolation::Namespaces => scratch.join("var/tmp"),
-        };
-        seed_user_dir(&scratch_var_tmp.join(USER_DIR_NAME), &confinement)?;
+        seed_user_dir(&user_dir(confinement.isolation, &scratch), &confinement)?;
         let logs = state_dir.join("logs");
         fs::create_dir_all(&logs)?;
         Ok(Container {
@@ -146,8 +145,14 @@ impl Container {
                 pushed_at: HashMap::new(),
                 scans: 0,
                 shutdown_at_scan: None,
+                environment: None,
             }),
         })
+    }
+
+    /// Where the commands' per-user directory is on this program's disk.
+    pub fn user_dir(&self) -> PathBuf {
+        user_dir(self.confinement.isolation, &self.scratch)
     }
 
     /// Whether the program is shutting down: nothing new may start.
@@ -428,10 +433,16 @@ fn empty_dir(dir: &Path) -> io::Result<()> {
 /// with every command and fill its quota; the environment sends it here
 /// instead (see `exec::command`). It is the computer's, so it goes with it
 /// when the computer is released.
-pub const USER_DIR: &str = "/var/tmp/home";
+pub const USER_DIR: &str = stead_sync::environment::USER_DIR;
 
-/// [`USER_DIR`]'s name in the computer's `/var/tmp`.
-const USER_DIR_NAME: &str = "home";
+/// Where [`USER_DIR`] is on the program's disk: the machine's own, or in
+/// the scratch directory that confined commands see as `/var/tmp`.
+fn user_dir(isolation: Isolation, scratch: &Path) -> PathBuf {
+    match isolation {
+        Isolation::Container => PathBuf::from(USER_DIR),
+        Isolation::Namespaces => scratch.join(&USER_DIR[1..]),
+    }
+}
 
 /// What a fresh computer's global git configuration (in [`USER_DIR`])
 /// says: an identity, so `git commit` works without set-up (a

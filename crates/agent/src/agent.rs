@@ -347,11 +347,22 @@ impl<H: Host> Agent<H> {
         transport: &H::Computer,
     ) -> Result<computer::Pushed, ApiError> {
         let pushed = computer::bring_in_step(self.db(), || self.vfs(), transport).await?;
+        let prepared = self.prepare_environment(transport, &pushed).await?;
+        self.note_computer_use()?;
+        self.arm().await?;
         if pushed.fresh {
             self.processes_idle.set(false);
             processes::revive(self.db(), self.now_ms(), transport, &pushed).await?;
         }
-        Ok(pushed)
+        // The setup script ran on it: in step again, still new to the
+        // workspace for whoever asks.
+        Ok(match prepared {
+            Some(again) => computer::Pushed {
+                fresh: pushed.fresh,
+                ..again
+            },
+            None => pushed,
+        })
     }
 
     /// Picks job `job`'s detached command back up (see
@@ -409,7 +420,7 @@ impl<H: Host> Agent<H> {
     /// Takes the automatic checkpoint of a computer command's apply: the
     /// command's changes follow in the same synchronous step, so the
     /// checkpoint is settled as it is taken.
-    fn checkpoint_before_apply<'s>(
+    pub(crate) fn checkpoint_before_apply<'s>(
         &'s self,
         actor: &'s str,
         note: &'s str,

@@ -178,8 +178,29 @@ pub enum ApiError {
         expected: i64,
         actual: i64,
     },
+    /// The computer's environment is over its size limit (see
+    /// `crate::environment`).
+    #[error("{0}")]
+    EnvironmentTooLarge(String),
+    /// The environment changed while it was saved, or its snapshot is
+    /// damaged.
+    #[error("{0}")]
+    EnvironmentDamaged(String),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<crate::environment::EnvError> for ApiError {
+    fn from(error: crate::environment::EnvError) -> Self {
+        use crate::environment::EnvError;
+        match error {
+            EnvError::Computer(error) => error.into(),
+            EnvError::Sql(error) => error.into(),
+            EnvError::TooLarge { .. } => ApiError::EnvironmentTooLarge(error.to_string()),
+            EnvError::Damaged(_) => ApiError::EnvironmentDamaged(error.to_string()),
+            EnvError::Decode(reason) => ApiError::Internal(reason),
+        }
+    }
 }
 
 impl From<ComputerError> for ApiError {
@@ -262,6 +283,8 @@ impl ApiError {
             ApiError::SessionExpired => "SESSION_EXPIRED",
             ApiError::CrossOriginRefused { .. } => "CROSS_ORIGIN_REFUSED",
             ApiError::RevisionChanged { .. } => "REVISION_CHANGED",
+            ApiError::EnvironmentTooLarge(_) => "ENVIRONMENT_TOO_LARGE",
+            ApiError::EnvironmentDamaged(_) => "ENVIRONMENT_DAMAGED",
             ApiError::Host(_) | ApiError::Internal(_) => "INTERNAL",
         }
     }
@@ -330,6 +353,8 @@ impl ApiError {
             ApiError::SessionInvalid | ApiError::SessionExpired => 401,
             ApiError::CrossOriginRefused { .. } => 403,
             ApiError::RevisionChanged { .. } => 412,
+            ApiError::EnvironmentTooLarge(_) => 413,
+            ApiError::EnvironmentDamaged(_) => 409,
             ApiError::Host(_) | ApiError::Internal(_) => 500,
         }
     }

@@ -62,6 +62,7 @@ pub mod decode;
 pub mod dispatch;
 pub mod egress;
 pub mod egress_gate;
+pub mod environment;
 mod error;
 pub mod exec;
 pub mod fork;

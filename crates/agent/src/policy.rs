@@ -261,6 +261,8 @@ impl Action {
             }
             Action::Computer => reads(Scope::Read),
             Action::ComputerStop => records(Scope::ExecComputer, "computer.stop"),
+            Action::EnvironmentSave => records(Scope::ExecComputer, "computer.environment.save"),
+            Action::EnvironmentDrop => records(Scope::ExecComputer, "computer.environment.drop"),
             Action::Processes | Action::Process(_) | Action::ProcessOutput(_) => reads(Scope::Read),
             // A process is a command on the computer.
             Action::ProcessStart => records(Scope::ExecComputer, "process.start").json(),

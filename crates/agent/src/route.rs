@@ -248,6 +248,11 @@ pub enum Action {
     Computer,
     /// `POST /agents/{id}/computer/stop`: release the computer now.
     ComputerStop,
+    /// `POST /agents/{id}/computer/environment`: save the computer's
+    /// durable environment now.
+    EnvironmentSave,
+    /// `DELETE /agents/{id}/computer/environment`: drop it.
+    EnvironmentDrop,
     /// `GET /agents/{id}/processes`: every process.
     Processes,
     /// `POST /agents/{id}/processes`: start a long-running process.
@@ -445,15 +450,31 @@ fn route_action(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, Ap
         ("POST", "fork/import") => Action::ForkImport,
         ("GET", "computer") => Action::Computer,
         ("POST", "computer/stop") => Action::ComputerStop,
+        ("POST", "computer/environment") => Action::EnvironmentSave,
+        ("DELETE", "computer/environment") => Action::EnvironmentDrop,
         ("GET", "terminal") => Action::Terminal,
         ("GET", "terminals") => Action::Terminals,
         ("POST", "tickets") => Action::TicketCreate,
         ("GET", "verify") => Action::Verify,
         (
             _,
-            "ws" | "mcp" | "audit" | "settings" | "tokens/revoke" | "diff" | "restore" | "undo"
-            | "fork" | "fork/import" | "computer" | "computer/stop" | "terminal" | "terminals"
-            | "tickets" | "verify",
+            "ws"
+            | "mcp"
+            | "audit"
+            | "settings"
+            | "tokens/revoke"
+            | "diff"
+            | "restore"
+            | "undo"
+            | "fork"
+            | "fork/import"
+            | "computer"
+            | "computer/stop"
+            | "computer/environment"
+            | "terminal"
+            | "terminals"
+            | "tickets"
+            | "verify",
         ) => return Err(not_allowed()),
         (method, rest) if rest.starts_with("terminals/") => {
             let id = percent_decode(&rest["terminals/".len()..])?;

@@ -70,7 +70,8 @@ impl<H: Host> Agent<H> {
         let due = Schedules::new(self.db()).next_wake()?;
         let fork = checkpoints::import_deadline(self.db(), &self.vfs())?;
         let tier = self.tier_due()?;
-        let at = [queued, due, fork, watch, tier].into_iter().flatten().min();
+        let save = crate::environment::store::save_due(self.db())?;
+        let at = [queued, due, fork, watch, tier, save].into_iter().flatten().min();
         self.host.set_alarm(at).await?;
         self.alarm_at.set(at);
         Ok(())
@@ -105,7 +106,9 @@ impl<H: Host> Agent<H> {
         let tended = self.tend_terminals().await;
         // Chunks to and from the object store, in bounded batches.
         let tiered = self.tend_tier().await;
-        let outcome = outcome.and(watched).and(tended).and(tiered);
+        // The environment of a computer about to be released as idle.
+        let saved = self.save_before_idle_release().await;
+        let outcome = outcome.and(watched).and(tended).and(tiered).and(saved);
         // Re-arm whatever happened, so a failure is retried and nothing
         // stalls.
         let armed = self.arm().await;

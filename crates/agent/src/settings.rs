@@ -100,6 +100,18 @@ pub struct ComputerSettings {
     /// nothing: the next command starts a fresh one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_ms: Option<u64>,
+    /// The most content bytes the computer's durable environment may hold
+    /// (see `crate::environment`). Unset: 1 GiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub environment_max_bytes: Option<u64>,
+}
+
+impl ComputerSettings {
+    /// The environment's size limit in force.
+    pub fn environment_limit(&self) -> u64 {
+        self.environment_max_bytes
+            .unwrap_or(crate::environment::DEFAULT_MAX_BYTES)
+    }
 }
 
 impl ComputerSettings {

@@ -47,13 +47,17 @@ pub const PORTS_PREFIX: &str = "/computer/ports/";
 pub const POLL_PATH: &str = "/v1/processes/poll";
 
 /// Whether a request to `path` is a background one (see the module docs):
-/// the processes' poll, live sync ([`crate::live`]) and reading or closing
+/// the processes' poll, live sync ([`crate::live`]), reading or closing
 /// a terminal session ([`crate::terminal`]: a session keeps the computer
-/// awake by being open, not by being read).
+/// awake by being open, not by being read), and packing the environment
+/// ([`crate::environment`]: saved from a computer that runs, shortly
+/// before its idle release, which the save must not put off).
 pub fn is_background(path: &str) -> bool {
     path == POLL_PATH
         || path.starts_with(crate::live::PREFIX)
         || path.starts_with(crate::terminal::SESSION_PREFIX)
+        || path == crate::environment::PACK_PATH
+        || path == crate::environment::CHUNKS_PATH
 }
 
 /// Where the computer is in its life.

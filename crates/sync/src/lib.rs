@@ -38,8 +38,10 @@
 //! that started it is picked back up. Long-running **processes** (dev
 //! servers) have routes of their own: [`process`]; what they write comes
 //! back while they run through [`live`] scans. Interactive shells on a
-//! pty: [`terminal`].
+//! pty: [`terminal`]. What a computer installed outside the synced tree
+//! is packed and restored with [`environment`].
 
+pub mod environment;
 pub mod frame;
 pub mod host;
 pub mod ignore;

@@ -131,6 +131,8 @@ pub(crate) async fn handle<H: Host, B: Body>(
         Action::ForkImport => checkpoints::fork_import(agent, call, body).await,
         Action::Computer => processes::computer(agent).await,
         Action::ComputerStop => processes::stop_computer(agent).await,
+        Action::EnvironmentSave => processes::save_environment(agent).await,
+        Action::EnvironmentDrop => processes::drop_environment(agent),
         Action::Processes => processes::list(agent),
         Action::Process(id) => processes::show(agent, id),
         Action::ProcessOutput(id) => processes::output(agent, call, id),

@@ -15,7 +15,18 @@ pub(super) async fn computer<H: Host>(agent: &Agent<H>) -> Result<Handled, ApiEr
     answer(json!({
         "computer": computer::state(&agent.computer()?).await?,
         "live_sync": computer::live::status(agent.db())?,
+        "environment": agent.environment_json()?,
     }))
+}
+
+/// `POST /computer/environment`: save the environment now.
+pub(super) async fn save_environment<H: Host>(agent: &Agent<H>) -> Result<Handled, ApiError> {
+    answer(agent.save_environment().await?)
+}
+
+/// `DELETE /computer/environment`: drop it.
+pub(super) fn drop_environment<H: Host>(agent: &Agent<H>) -> Result<Handled, ApiError> {
+    answer(agent.drop_environment()?)
 }
 
 /// `POST /computer/stop`: release it now.

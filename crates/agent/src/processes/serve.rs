@@ -279,7 +279,10 @@ impl<H: Host> Agent<H> {
     /// program is never stopped from the Worker: there nothing is lost.
     pub(crate) async fn stop_computer(&self) -> Result<ComputerState, ApiError> {
         let _turn = self.computer_turn.lock().await;
-        let state = computer::stop(&self.computer()?).await?;
+        let transport = self.computer()?;
+        let before = computer::state(&transport).await?;
+        self.save_before_release(&transport, &before).await?;
+        let state = computer::stop(&transport).await?;
         if state.state == Lifecycle::Stopped {
             let now = self.now_ms();
             for mut process in record::all(self.db())? {
