@@ -71,7 +71,10 @@ impl<H: Host> Agent<H> {
         let fork = checkpoints::import_deadline(self.db(), &self.vfs())?;
         let tier = self.tier_due()?;
         let save = crate::environment::store::save_due(self.db())?;
-        let at = [queued, due, fork, watch, tier, save].into_iter().flatten().min();
+        let at = [queued, due, fork, watch, tier, save]
+            .into_iter()
+            .flatten()
+            .min();
         self.host.set_alarm(at).await?;
         self.alarm_at.set(at);
         Ok(())
