@@ -402,7 +402,11 @@ impl Shell<'_> {
         } else if !f.split {
             // Not split (an assignment, `case`, `[[ ]]`): joined by IFS's
             // first character for `*`, by a blank for `@`.
-            let sep = if star { self.ifs_first() } else { " ".to_string() };
+            let sep = if star {
+                self.ifs_first()
+            } else {
+                " ".to_string()
+            };
             f.push(&items.join(&sep), false);
         } else if !f.ifs.is_empty() {
             // Split with a non-null IFS, `$*` and `$@` alike are joined by

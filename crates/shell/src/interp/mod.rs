@@ -990,16 +990,26 @@ impl<'a> Shell<'a> {
                 self.finish_procsubs(procsubs_before)?;
                 r
             }
-            Command::Function(f) => {
-                self.st.funcs.insert(f.name.clone(), f.clone());
-                let file = self.st.sources.last().map_or("environment", String::as_str);
-                self.st
-                    .func_sources
-                    .insert(f.name.clone(), file.to_string());
-                self.status = 0;
-                Ok(())
-            }
+            Command::Function(f) => self.define_function(f),
         }
+    }
+
+    /// Defines a function. A name holding `$` (written with an expansion,
+    /// `$x() { ...; }`) is refused when the definition runs, status 1, as
+    /// bash refuses a name word with a dollar sign.
+    fn define_function(&mut self, f: &Rc<Function>) -> R<()> {
+        if f.name.contains('$') {
+            self.err_line(&format!("`{}': not a valid identifier", f.name))?;
+            self.status = 1;
+            return Ok(());
+        }
+        self.st.funcs.insert(f.name.clone(), f.clone());
+        let file = self.st.sources.last().map_or("environment", String::as_str);
+        self.st
+            .func_sources
+            .insert(f.name.clone(), file.to_string());
+        self.status = 0;
+        Ok(())
     }
 
     fn run_compound(&mut self, c: &Compound) -> R<()> {

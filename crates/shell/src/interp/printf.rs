@@ -472,14 +472,13 @@ fn int_arg(arg: &str, f: &mut Formatted, kind: IntKind) -> i128 {
                 m.min(i128::from(i64::MAX))
             }
         }
-        IntKind::Unsigned => {
-            let m = if magnitude >= limit {
-                u64::MAX
-            } else {
-                magnitude as u64
-            };
-            i128::from(if neg { m.wrapping_neg() } else { m })
-        }
+        // As strtoumax reads it: a negative number wraps, one out of range
+        // is the largest, whatever its sign (`-18446744073709551616`).
+        IntKind::Unsigned => i128::from(match magnitude {
+            m if m >= limit => u64::MAX,
+            m if neg => (m as u64).wrapping_neg(),
+            m => m as u64,
+        }),
     }
 }
 
