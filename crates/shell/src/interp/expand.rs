@@ -699,7 +699,7 @@ impl Shell<'_> {
     fn transform(&mut self, name: &str, t: char, val: Val) -> R<Val> {
         let attrs = self.st.vars.get(name).cloned();
         Ok(match t {
-            'Q' => self.map_val(val, printf::single_quote),
+            'Q' => self.map_val(val, printf::value_quote),
             'E' => self.map_val(val, |s| printf::unescape(s, printf::Escapes::Text).0),
             'P' => match val {
                 Val::One(Some(s)) => Val::One(Some(self.expand_prompt(&s)?)),
@@ -738,7 +738,7 @@ impl Shell<'_> {
                 }
                 (attrs, Val::One(Some(s))) => {
                     let flags = attr_letters(attrs.as_ref());
-                    let assign = format!("{name}={}", printf::single_quote(&s));
+                    let assign = format!("{name}={}", printf::value_quote(&s));
                     Val::One(Some(if flags.is_empty() {
                         assign
                     } else {
@@ -777,7 +777,7 @@ impl Shell<'_> {
                         Val::Many(vec![word], star)
                     }
                 }
-                (_, val) => self.map_val(val, printf::single_quote),
+                (_, val) => self.map_val(val, printf::value_quote),
             },
             _ => return Err(self.fatal(&format!("{name}: bad substitution"))),
         })

@@ -276,6 +276,8 @@ pub(crate) struct Shell<'a> {
     pub fds: Vec<Option<Fd>>,
     pub pipestatus: Vec<i32>,
     pub arith_depth: u32,
+    /// Inside an arithmetic branch not taken (bash's `noeval`).
+    pub(crate) arith_noeval: u32,
     /// `$LINENO`: the line of the command running, in its source text.
     pub line: usize,
     /// Added to parsed line numbers: the line an `eval` or trap text
@@ -381,6 +383,7 @@ impl<'a> Shell<'a> {
             // Empty until a pipeline has run, as in bash.
             pipestatus: Vec::new(),
             arith_depth: 0,
+            arith_noeval: 0,
             line: 1,
             line_base: 0,
             no_errexit: 0,
