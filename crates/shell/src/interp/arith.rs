@@ -34,19 +34,6 @@ pub(crate) enum Expr {
     Fail(Option<Box<Expr>>, Rc<str>),
 }
 
-impl Expr {
-    /// The syntax error somewhere in this expression, if any.
-    fn failure(&self) -> Option<&Rc<str>> {
-        match self {
-            Expr::Num(_) | Expr::Var(_) => None,
-            Expr::Fail(_, message) => Some(message),
-            Expr::Index(_, e, _) | Expr::Unary(_, e) | Expr::Step(_, _, e) => e.failure(),
-            Expr::Binary(_, a, b) | Expr::Assign(_, a, b) => a.failure().or_else(|| b.failure()),
-            Expr::Ternary(c, a, b) => c.failure().or_else(|| a.failure()).or_else(|| b.failure()),
-        }
-    }
-}
-
 struct Parser<'a> {
     src: &'a [u8],
     pos: usize,
@@ -473,6 +460,12 @@ impl Shell<'_> {
     pub(crate) fn eval_arith(&mut self, e: &Expr) -> Result<i64, Flow> {
         Ok(match e {
             Expr::Num(n) => *n,
+            // In a branch not taken, bash looks no variable up: all are 0.
+            Expr::Var(_) if self.arith_noeval > 0 => 0,
+            Expr::Index(_, index, _) if self.arith_noeval > 0 => {
+                self.eval_arith(index)?;
+                0
+            }
             Expr::Var(name) => self.arith_var(name, None)?,
             Expr::Index(name, index, text) => {
                 let key = self.arith_key(name, index, text)?;
@@ -494,7 +487,7 @@ impl Shell<'_> {
                 } else {
                     let old = self.eval_arith(target)?;
                     let r = self.eval_arith(rhs)?;
-                    apply(op, old, r).map_err(|m| self.arith_error(&m))?
+                    self.arith_apply(op, old, r)?
                 };
                 self.arith_store(target, value)?;
                 value
@@ -528,13 +521,23 @@ impl Shell<'_> {
         })
     }
 
-    /// A branch not taken (`0 && x`, `?:`): nothing in it runs, but a
-    /// syntax error in it ends the expression, as bash still reads it.
+    /// A branch not taken (`0 && x`, `?:`), computed as bash's `noeval`
+    /// computes it: every variable is 0, nothing is assigned, a division by
+    /// 0 is 0, but a syntax error or a negative exponent (`0 && 2 ** -1`)
+    /// still ends the expression.
     fn skip_arith(&mut self, e: &Expr) -> Result<(), Flow> {
-        match e.failure() {
-            Some(message) => Err(self.arith_error(message)),
-            None => Ok(()),
+        self.arith_noeval += 1;
+        let r = self.eval_arith(e);
+        self.arith_noeval -= 1;
+        r.map(drop)
+    }
+
+    /// A binary operator applied; its error ends the expression.
+    fn arith_apply(&mut self, op: &str, l: i64, r: i64) -> Result<i64, Flow> {
+        if self.arith_noeval > 0 && r == 0 && matches!(op, "/" | "%") {
+            return Ok(0);
         }
+        apply(op, l, r).map_err(|m| self.arith_error(&m))
     }
 
     fn arith_binary(&mut self, op: &str, a: &Expr, b: &Expr) -> Result<i64, Flow> {
@@ -548,7 +551,7 @@ impl Shell<'_> {
             _ => {}
         }
         let r = self.eval_arith(b)?;
-        apply(op, l, r).map_err(|m| self.arith_error(&m))
+        self.arith_apply(op, l, r)
     }
 
     fn arith_key(&mut self, name: &str, index: &Expr, text: &str) -> Result<String, Flow> {
@@ -611,6 +614,7 @@ impl Shell<'_> {
 
     fn arith_store(&mut self, target: &Expr, value: i64) -> Result<(), Flow> {
         match target {
+            _ if self.arith_noeval > 0 => Ok(()),
             Expr::Var(name) => self.set_scalar(name, value.to_string()),
             Expr::Index(name, index, text) => {
                 let key = self.arith_key(name, index, text)?;

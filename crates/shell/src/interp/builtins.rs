@@ -804,10 +804,14 @@ pub(super) fn declare_body(var: &Var) -> String {
 }
 
 /// A special builtin given more operands than it takes: bash reports it
-/// and abandons the rest of the command line, with status 1.
+/// and abandons the rest of the command line, with status 1; a `-c` text
+/// it abandons whole (the shell, or the subshell it is in, ends with 1).
 fn too_many_arguments(sh: &mut Shell, name: &str) -> R<i32> {
     sh.err_line(&format!("{name}: too many arguments"))?;
     sh.status = 1;
+    if sh.st.command_text && !sh.st.interactive {
+        return Err(Flow::Abort(Abort::Exit(1)));
+    }
     Err(Flow::Error(1))
 }
 
@@ -1341,8 +1345,7 @@ fn status_arg(sh: &mut Shell, args: &[String], name: &str) -> R<Result<i32, i32>
 fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
     // A numeric first argument with more after it: bash refuses, stays.
     if args.len() > 2 && args[1].trim().parse::<i64>().is_ok() {
-        sh.err_line("exit: too many arguments")?;
-        return Ok(1);
+        return too_many_arguments(sh, "exit");
     }
     let status = match status_arg(sh, args, "exit")? {
         Ok(s) | Err(s) => s,

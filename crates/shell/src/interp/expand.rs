@@ -385,31 +385,42 @@ impl Shell<'_> {
         Ok(())
     }
 
+    /// Pushes the elements of `$@`, `$*`, `${a[@]}` or `${a[*]}` (`star`).
     fn push_many(&mut self, f: &mut Fields, items: Vec<String>, star: bool, quoted: bool) {
         if quoted && star {
             let sep = self.ifs_first();
             f.push(&items.join(&sep), true);
-            return;
-        }
-        for (i, item) in items.iter().enumerate() {
-            if i > 0 {
-                if quoted || f.split {
-                    if f.started || quoted {
-                        f.finish();
-                    }
-                    if quoted {
-                        f.started = true;
-                    }
-                } else {
-                    f.push(" ", false);
+        } else if quoted {
+            // One field each, the first and last joined to what is around.
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    f.finish();
+                    f.started = true;
                 }
-            }
-            // An empty element stays an empty field when IFS holds only
-            // non-blank separators (bash: `IFS=x; set -- a '' b; echo $@`).
-            let keeps_empty = f.split && !f.ifs.is_empty() && !f.ifs.contains([' ', '\t', '\n']);
-            if quoted || (item.is_empty() && keeps_empty) {
                 f.push(item, true);
+            }
+        } else if !f.split {
+            // Not split (an assignment, `case`, `[[ ]]`): joined by IFS's
+            // first character for `*`, by a blank for `@`.
+            let sep = if star {
+                self.ifs_first()
             } else {
+                " ".to_string()
+            };
+            f.push(&items.join(&sep), false);
+        } else if !f.ifs.is_empty() {
+            // Split with a non-null IFS, `$*` and `$@` alike are joined by
+            // IFS's first character and the result split: `IFS=:; set --
+            // '' ''` gives one empty field (`:`), `set -- a ''` one, `a`.
+            let sep = self.ifs_first();
+            f.push_split(&items.join(&sep));
+        } else {
+            // A null IFS splits nothing: the elements stay apart and an
+            // empty one is no field unless joined to text around it.
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 && f.started {
+                    f.finish();
+                }
                 f.push_split(item);
             }
         }
@@ -521,10 +532,14 @@ impl Shell<'_> {
                 let null = match &val {
                     Val::One(None) => true,
                     Val::One(Some(s)) => *colon && s.is_empty(),
-                    // The elements joined as the expansion joins them: by a
-                    // blank for `[@]`, by IFS's first character for `[*]`.
+                    // The elements joined as the expansion joins them: by
+                    // IFS's first character for a quoted `[*]`, else by a
+                    // separator that is never null (unquoted with a null
+                    // IFS, the elements stay apart: `IFS=; set -- '' ''`
+                    // makes `${*:-x}` not null).
                     Val::Many(v, star) => {
-                        let joined_empty = v.len() <= 1 || (*star && self.ifs_first().is_empty());
+                        let joined_empty =
+                            v.len() <= 1 || (*star && quoted && self.ifs_first().is_empty());
                         v.is_empty() || (*colon && v.iter().all(|s| s.is_empty()) && joined_empty)
                     }
                 };
@@ -684,7 +699,7 @@ impl Shell<'_> {
     fn transform(&mut self, name: &str, t: char, val: Val) -> R<Val> {
         let attrs = self.st.vars.get(name).cloned();
         Ok(match t {
-            'Q' => self.map_val(val, printf::single_quote),
+            'Q' => self.map_val(val, printf::value_quote),
             'E' => self.map_val(val, |s| printf::unescape(s, printf::Escapes::Text).0),
             'P' => match val {
                 Val::One(Some(s)) => Val::One(Some(self.expand_prompt(&s)?)),
@@ -723,7 +738,7 @@ impl Shell<'_> {
                 }
                 (attrs, Val::One(Some(s))) => {
                     let flags = attr_letters(attrs.as_ref());
-                    let assign = format!("{name}={}", printf::single_quote(&s));
+                    let assign = format!("{name}={}", printf::value_quote(&s));
                     Val::One(Some(if flags.is_empty() {
                         assign
                     } else {
@@ -762,7 +777,7 @@ impl Shell<'_> {
                         Val::Many(vec![word], star)
                     }
                 }
-                (_, val) => self.map_val(val, printf::single_quote),
+                (_, val) => self.map_val(val, printf::value_quote),
             },
             _ => return Err(self.fatal(&format!("{name}: bad substitution"))),
         })

@@ -276,6 +276,8 @@ pub(crate) struct Shell<'a> {
     pub fds: Vec<Option<Fd>>,
     pub pipestatus: Vec<i32>,
     pub arith_depth: u32,
+    /// Inside an arithmetic branch not taken (bash's `noeval`).
+    pub(crate) arith_noeval: u32,
     /// `$LINENO`: the line of the command running, in its source text.
     pub line: usize,
     /// Added to parsed line numbers: the line an `eval` or trap text
@@ -381,6 +383,7 @@ impl<'a> Shell<'a> {
             // Empty until a pipeline has run, as in bash.
             pipestatus: Vec::new(),
             arith_depth: 0,
+            arith_noeval: 0,
             line: 1,
             line_base: 0,
             no_errexit: 0,
@@ -990,16 +993,26 @@ impl<'a> Shell<'a> {
                 self.finish_procsubs(procsubs_before)?;
                 r
             }
-            Command::Function(f) => {
-                self.st.funcs.insert(f.name.clone(), f.clone());
-                let file = self.st.sources.last().map_or("environment", String::as_str);
-                self.st
-                    .func_sources
-                    .insert(f.name.clone(), file.to_string());
-                self.status = 0;
-                Ok(())
-            }
+            Command::Function(f) => self.define_function(f),
         }
+    }
+
+    /// Defines a function. A name holding `$` (written with an expansion,
+    /// `$x() { ...; }`) is refused when the definition runs, status 1, as
+    /// bash refuses a name word with a dollar sign.
+    fn define_function(&mut self, f: &Rc<Function>) -> R<()> {
+        if f.name.contains('$') {
+            self.err_line(&format!("`{}': not a valid identifier", f.name))?;
+            self.status = 1;
+            return Ok(());
+        }
+        self.st.funcs.insert(f.name.clone(), f.clone());
+        let file = self.st.sources.last().map_or("environment", String::as_str);
+        self.st
+            .func_sources
+            .insert(f.name.clone(), file.to_string());
+        self.status = 0;
+        Ok(())
     }
 
     fn run_compound(&mut self, c: &Compound) -> R<()> {

@@ -671,6 +671,12 @@ impl Parser {
         let mut text = String::new();
         let mut quote: Option<char> = None;
         while let Some(c) = self.peek() {
+            // A backslash-newline outside single quotes joins the lines, as
+            // everywhere in bash's reader.
+            if c == '\\' && self.peek_at(1) == Some('\n') && quote != Some('\'') {
+                self.pos += 2;
+                continue;
+            }
             if let Some(q) = quote {
                 if c == q {
                     quote = None;
@@ -1171,6 +1177,8 @@ impl Parser {
             line,
             text: Rc::from(""),
         };
+        // The first word as written, the name if `()` follows it.
+        let mut first_word = String::new();
         loop {
             self.skip_space();
             if let Some(r) = self.try_redir()? {
@@ -1185,10 +1193,12 @@ impl Parser {
                     self.pos += 1;
                     self.skip_space();
                     if self.peek() == Some(')') {
-                        let name = cmd.words[0]
-                            .as_lit()
-                            .ok_or("syntax error near unexpected token `('")?
-                            .to_string();
+                        // A name with expansions is kept as written; bash
+                        // refuses it when it runs (see `define_function`).
+                        let name = match cmd.words[0].as_lit() {
+                            Some(l) => l.to_string(),
+                            None => first_word.clone(),
+                        };
                         self.pos += 1;
                         return self.function_body(name);
                     }
@@ -1217,7 +1227,11 @@ impl Parser {
             if (cmd.words.is_empty() || blank_alias) && self.expand_alias() {
                 continue;
             }
+            let word_start = self.pos;
             let w = self.word()?;
+            if cmd.words.is_empty() {
+                first_word = self.src[word_start..self.pos].iter().collect();
+            }
             if cmd.words.is_empty() && cmd.assigns.is_empty() && cmd.redirs.is_empty() {
                 if let Some(l) = w.as_lit() {
                     if matches!(

@@ -658,19 +658,23 @@ impl<'a> Shell<'a> {
         };
         let ext = self.st.opts.extglob || first.contains('(');
         let dot_ok = first.starts_with('.') || first.starts_with("\\.");
-        for e in entries {
+        // With `globskipdots` off, `.` and `..` are entries too, matched by
+        // a pattern whose leading dot is written (`.*`), never by `*`.
+        let dots = dot_ok && !self.st.opts.others.contains("globskipdots");
+        let names = [".", ".."].into_iter().filter(|_| dots).map(str::to_string);
+        for name in names.chain(entries.into_iter().map(|e| e.name)) {
             steps.take(NODE_COST)?;
-            if e.name.starts_with('.') && !dot_ok && !self.st.opts.dotglob {
+            if name.starts_with('.') && !dot_ok && !self.st.opts.dotglob {
                 continue;
             }
-            if !matches(first, &e.name, ext, self.st.opts.nocaseglob, steps)? {
+            if !matches(first, &name, ext, self.st.opts.nocaseglob, steps)? {
                 continue;
             }
-            let next = join(shown, &e.name);
+            let next = join(shown, &name);
             if rest.is_empty() {
                 out.push(next);
             } else {
-                let path = dir.join(&e.name);
+                let path = VPath::parse_from(&name, dir).unwrap_or_else(|_| dir.join(&name));
                 if self.fs.stat(&path, true).is_ok_and(|n| n.kind == Kind::Dir) {
                     self.glob_walk(&path, &next, rest, out, steps)?;
                 }

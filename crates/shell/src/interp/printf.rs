@@ -141,27 +141,8 @@ pub(crate) fn quote(s: &str) -> String {
     {
         return s.to_string();
     }
-    let raw = |c: char| crate::bytes::char_byte(c).is_some();
-    if s.chars().any(|c| c.is_control() || raw(c)) {
-        let mut out = String::from("$'");
-        for c in s.chars() {
-            if let Some(b) = crate::bytes::char_byte(c) {
-                out.push_str(&format!("\\{b:03o}"));
-                continue;
-            }
-            match c {
-                '\n' => out.push_str("\\n"),
-                '\t' => out.push_str("\\t"),
-                '\r' => out.push_str("\\r"),
-                '\x1b' => out.push_str("\\E"),
-                '\'' => out.push_str("\\'"),
-                '\\' => out.push_str("\\\\"),
-                c if c.is_control() => out.push_str(&format!("\\{:03o}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        out.push('\'');
-        return out;
+    if needs_ansi_c(s) {
+        return ansi_c_quote(s);
     }
     let mut out = String::new();
     for c in s.chars() {
@@ -173,9 +154,48 @@ pub(crate) fn quote(s: &str) -> String {
     out
 }
 
-/// Quotes like `${x@Q}`: single quotes.
+/// Quotes like `trap -p`: single quotes.
 pub(crate) fn single_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Quotes like `${x@Q}`: single quotes, or `$'...'` when the value holds a
+/// control character or a byte that is not UTF-8 (bash's
+/// `ansic_shouldquote`): `${x@Q}` of a tab is `$'\t'`.
+pub(crate) fn value_quote(s: &str) -> String {
+    if needs_ansi_c(s) {
+        ansi_c_quote(s)
+    } else {
+        single_quote(s)
+    }
+}
+
+fn needs_ansi_c(s: &str) -> bool {
+    s.chars()
+        .any(|c| c.is_control() || crate::bytes::char_byte(c).is_some())
+}
+
+/// `$'...'` quoting: escapes for controls, octal for other bytes.
+fn ansi_c_quote(s: &str) -> String {
+    let mut out = String::from("$'");
+    for c in s.chars() {
+        if let Some(b) = crate::bytes::char_byte(c) {
+            out.push_str(&format!("\\{b:03o}"));
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\x1b' => out.push_str("\\E"),
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\{:03o}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// The result of formatting: the text, and whether an argument was bad.
@@ -472,14 +492,13 @@ fn int_arg(arg: &str, f: &mut Formatted, kind: IntKind) -> i128 {
                 m.min(i128::from(i64::MAX))
             }
         }
-        IntKind::Unsigned => {
-            let m = if magnitude >= limit {
-                u64::MAX
-            } else {
-                magnitude as u64
-            };
-            i128::from(if neg { m.wrapping_neg() } else { m })
-        }
+        // As strtoumax reads it: a negative number wraps, one out of range
+        // is the largest, whatever its sign (`-18446744073709551616`).
+        IntKind::Unsigned => i128::from(match magnitude {
+            m if m >= limit => u64::MAX,
+            m if neg => (m as u64).wrapping_neg(),
+            m => m as u64,
+        }),
     }
 }
 

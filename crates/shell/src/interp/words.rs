@@ -361,20 +361,15 @@ impl Parser {
         None
     }
 
-    /// `${...}` that does not parse, from `start` (after `${`) to its `}`.
+    /// `${...}` that does not parse, from `start` (after `${`) to its first
+    /// `}` (a bare `{` does not nest, as in [`Self::param_word`]).
     fn bad_substitution(&mut self, start: usize) -> PResult<Part> {
         self.pos = start;
-        let mut depth = 0;
         while let Some(c) = self.peek() {
             self.pos += 1;
-            match c {
-                '{' => depth += 1,
-                '}' if depth == 0 => {
-                    let text: String = self.src[start - 2..self.pos].iter().collect();
-                    return Ok(Part::BadSubst(Rc::from(text)));
-                }
-                '}' => depth -= 1,
-                _ => {}
+            if c == '}' {
+                let text: String = self.src[start - 2..self.pos].iter().collect();
+                return Ok(Part::BadSubst(Rc::from(text)));
             }
         }
         Err(SyntaxError::unclosed('}'))
@@ -640,7 +635,9 @@ impl Parser {
         }
     }
 
-    /// A word inside `${...}` up to one of `stops` (consumed) at depth 0.
+    /// A word inside `${...}` up to one of `stops` (consumed). A bare `{`
+    /// does not nest: bash ends `${` at its first unquoted `}` outside an
+    /// inner expansion, so `${x:-{a}b}` is the word `{a` and then `b}`.
     fn param_word(&mut self, stops: &[char]) -> PResult<Word> {
         self.param_word_q(stops, false)
     }
@@ -649,7 +646,6 @@ impl Parser {
     fn param_word_q(&mut self, stops: &[char], literal_squote: bool) -> PResult<Word> {
         let mut parts = Vec::new();
         let mut lit = String::new();
-        let mut depth = 0;
         // A slice's offset is arithmetic: a `:` answering a `?` is part of
         // it (`${s: 1 ? 2 : 0 : 1}`), as bash skips the offset.
         let mut open_ternaries = 0;
@@ -661,7 +657,7 @@ impl Parser {
             let Some(c) = self.peek() else {
                 return Err("bad substitution".into());
             };
-            if depth == 0 && stops.contains(&c) {
+            if stops.contains(&c) {
                 if c == ':' && open_ternaries > 0 {
                     open_ternaries -= 1;
                     lit.push(c);
@@ -674,16 +670,6 @@ impl Parser {
             match c {
                 '?' if stops.contains(&':') => {
                     open_ternaries += 1;
-                    lit.push(c);
-                    self.pos += 1;
-                }
-                '{' => {
-                    depth += 1;
-                    lit.push(c);
-                    self.pos += 1;
-                }
-                '}' => {
-                    depth -= 1;
                     lit.push(c);
                     self.pos += 1;
                 }
