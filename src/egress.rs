@@ -7,7 +7,9 @@
 //!
 //! `worker` 0.8.7 binds none of the interception API, so it is reached
 //! here through the JavaScript objects: `ctx.container.interceptOutboundHttp
-//! (address, fetcher)` (and `interceptAllOutboundHttp(fetcher)`), where the
+//! (address, fetcher)` and `interceptOutboundHttps(address, fetcher)` (and
+//! the catch-alls `interceptAllOutboundHttp(fetcher)`,
+//! `interceptOutboundHttps("*", fetcher)`), where the
 //! fetcher is this Worker's own default entrypoint, `ctx.exports.default`,
 //! given `props` that name the agent. Props come only from that loopback,
 //! never from a request off the network, so an intercepted request cannot
@@ -88,11 +90,15 @@ fn fetcher(state: &State, agent: &str) -> Result<JsValue> {
 }
 
 /// Registers `plan`'s interception on a container just started for
-/// `agent`. A destination the runtime refuses to intercept is logged and
-/// left closed (the container started without internet unless the plan is
-/// `on`), never opened. `interceptAllOutboundHttp` is registered only in a
-/// deployment: the local runtime answers it by passing requests through to
-/// their destination, which would open what the policy closes.
+/// `agent`, for HTTP and HTTPS alike (the platform terminates intercepted
+/// TLS with the CA the container program adds to the machine's trust
+/// store, `container/src/trust.rs`). A destination the runtime refuses to
+/// intercept is logged and left closed (the container started without
+/// internet unless the plan is `on`), never opened. The catch-alls
+/// (`interceptAllOutboundHttp`, `interceptOutboundHttps("*")`) are
+/// registered only in a deployment: the local runtime answers the HTTP one
+/// by passing requests through to their destination, which would open what
+/// the policy closes.
 pub(crate) async fn intercept(
     state: &State,
     env: &Env,
@@ -104,14 +110,26 @@ pub(crate) async fn intercept(
         return Ok(());
     }
     let fetcher = fetcher(state, agent)?;
-    for address in &plan.intercept {
+    let http = plan.intercept.iter().map(|a| ("interceptOutboundHttp", a));
+    let https = plan
+        .intercept_https
+        .iter()
+        .map(|a| ("interceptOutboundHttps", a));
+    for (method, address) in http.chain(https) {
         let args = [JsValue::from_str(address), fetcher.clone()];
-        if let Err(error) = call(container, "interceptOutboundHttp", &args).await {
-            worker::console_warn!("egress: {address} not intercepted: {error}");
+        if let Err(error) = call(container, method, &args).await {
+            worker::console_warn!("egress: {address} not intercepted ({method}): {error}");
         }
     }
     if plan.all && !local_development(env) {
-        call(container, "interceptAllOutboundHttp", &[fetcher]).await?;
+        call(
+            container,
+            "interceptAllOutboundHttp",
+            std::slice::from_ref(&fetcher),
+        )
+        .await?;
+        let every = [JsValue::from_str("*"), fetcher];
+        call(container, "interceptOutboundHttps", &every).await?;
     }
     Ok(())
 }

@@ -27,15 +27,6 @@ use common::{expect_error, expect_ok, expect_status, with_runtime, Agent};
 use serde_json::{json, Value};
 use stead_harness::{temp_state, ComputerMode, Runtime};
 
-fn on_computer(agent: &Agent, command: &str) -> Value {
-    let out = agent.ok(
-        "exec",
-        json!({ "command": command, "backend": "computer", "timeout_ms": 60_000 }),
-    );
-    assert_eq!(out["backend"], "computer", "{out}");
-    out
-}
-
 fn sent(out: &Value) -> (u64, u64) {
     let sent = &out["sync"]["sent"];
     (
@@ -65,8 +56,7 @@ fn python_cc_and_git_work_on_workspace_files() {
     );
     agent.write("/data/numbers.txt", "1\n2\n3\n4\n");
 
-    let out = on_computer(
-        &agent,
+    let out = agent.on_computer(
         "python3 tools/sum.py data/numbers.txt > data/sum.txt && \
          cc -o hello src/hello.c && ./hello > hello.txt && \
          git init -q repo && cd repo && echo tracked > f.txt && git add f.txt && \
@@ -86,7 +76,7 @@ fn python_cc_and_git_work_on_workspace_files() {
     assert!(files >= 5 && bytes > 0, "{out}");
 
     // A failing command reports its exit code; stderr comes back.
-    let out = on_computer(&agent, "echo oops >&2; exit 3");
+    let out = agent.on_computer("echo oops >&2; exit 3");
     assert_eq!(out["exit_code"], 3);
     assert_eq!(out["stderr"], "oops\n");
 }
@@ -114,9 +104,7 @@ fn pip_and_venv_install_into_the_project_and_the_computers_user_directory() {
          \x20   w.writestr('greet-1.0.dist-info/RECORD', '')\n",
     );
     let before = agent.info()["usage"]["stored_bytes"].as_u64();
-    let out = on_computer(
-        &agent,
-        "set -e; cd /proj; python3 make_wheel.py; python3 -m venv .venv; \
+    let out = agent.on_computer("set -e; cd /proj; python3 make_wheel.py; python3 -m venv .venv; \
          .venv/bin/pip install -q --no-index greet-1.0-py3-none-any.whl; \
          .venv/bin/python -c 'import greet; print(greet.hi())'; \
          pip install -q --no-index greet-1.0-py3-none-any.whl; \
@@ -168,24 +156,24 @@ fn a_warm_computer_receives_only_what_changed() {
     for i in 0..20 {
         agent.write(&format!("/tree/f{i:02}.txt"), &file(i));
     }
-    let cold = on_computer(&agent, "true");
+    let cold = agent.on_computer("true");
     let (files, bytes) = sent(&cold);
     assert!(files >= 21, "{cold}");
     assert_eq!(bytes, 20 * 100_000, "{cold}");
 
-    let warm = on_computer(&agent, "true");
+    let warm = agent.on_computer("true");
     assert_eq!(sent(&warm), (0, 0), "nothing changed: {warm}");
 
     agent.write("/tree/f07.txt", "changed\n");
-    let warm = on_computer(&agent, "cat tree/f07.txt");
+    let warm = agent.on_computer("cat tree/f07.txt");
     assert_eq!(warm["stdout"], "changed\n");
     assert_eq!(sent(&warm), (1, 8), "{warm}");
     assert_eq!(received(&warm), (0, 0), "{warm}");
 
     // What a command changed is already on the computer afterwards.
-    let out = on_computer(&agent, "echo made-there > tree/new.txt");
+    let out = agent.on_computer("echo made-there > tree/new.txt");
     assert_eq!(received(&out).0, 1, "{out}");
-    let next = on_computer(&agent, "cat tree/new.txt");
+    let next = agent.on_computer("cat tree/new.txt");
     assert_eq!(next["stdout"], "made-there\n");
     assert_eq!(sent(&next).1, 0, "no content goes back: {next}");
 }
@@ -195,8 +183,7 @@ fn container_side_deletions_modes_links_and_ignored_trees() {
     let agent = Agent::new("computer-kinds");
     agent.write("/gone.txt", "x");
     agent.write("/run.sh", "echo ran\n");
-    let out = on_computer(
-        &agent,
+    let out = agent.on_computer(
         "rm gone.txt && chmod 755 run.sh && ln -s run.sh link && mkdir -p empty/dir && \
          mkdir -p node_modules/pkg && echo big > node_modules/pkg/index.js",
     );
@@ -215,12 +202,11 @@ fn container_side_deletions_modes_links_and_ignored_trees() {
         agent.call("stat", json!({ "path": "/node_modules" }))
     });
     // ...but is still there for the next command.
-    let out = on_computer(&agent, "cat node_modules/pkg/index.js");
+    let out = agent.on_computer("cat node_modules/pkg/index.js");
     assert_eq!(out["stdout"], "big\n");
     // /.steadignore extends the defaults...
     agent.write("/.steadignore", "*.log\n");
-    let out = on_computer(
-        &agent,
+    let out = agent.on_computer(
         "echo no > build.log; mkdir -p app/__pycache__ && echo pyc > app/__pycache__/m.pyc",
     );
     assert_eq!(out["exit_code"], 0, "{out}");
@@ -231,7 +217,7 @@ fn container_side_deletions_modes_links_and_ignored_trees() {
     }
     // ...and `!` re-includes a default: the tree comes back.
     agent.write("/.steadignore", "*.log\n!node_modules/\n");
-    let out = on_computer(&agent, "echo kept > node_modules/pkg/b.js");
+    let out = agent.on_computer("echo kept > node_modules/pkg/b.js");
     assert_eq!(out["exit_code"], 0, "{out}");
     assert_eq!(agent.read("/node_modules/pkg/b.js"), "kept\n");
     assert_eq!(agent.read("/node_modules/pkg/index.js"), "big\n");
@@ -244,8 +230,7 @@ fn a_command_over_a_quota_answers_with_its_output_and_does_not_poison_the_next()
     let quotas = json!({ "quotas": { "max_nodes": 6, "max_file_bytes": 1000 } });
     expect_ok(&agent.send("PUT", "/settings", quotas.to_string().as_bytes()));
     // The root and /keep.txt: 2 of 6; /out and three files fit.
-    let out = on_computer(
-        &agent,
+    let out = agent.on_computer(
         "mkdir out && for i in 1 2 3 4 5 6 7 8; do echo $i > out/f$i; done; \
          head -c 5000 /dev/zero > keep.txt; echo made; exit 3",
     );
@@ -281,10 +266,7 @@ fn a_command_over_a_quota_answers_with_its_output_and_does_not_poison_the_next()
     assert_eq!(agent.read("/keep.txt"), "kept\n");
     // The next command sees the workspace's state at the refused paths,
     // and its own result comes back.
-    let out = on_computer(
-        &agent,
-        "ls out; cat keep.txt; rm out/f1; echo later > out/later",
-    );
+    let out = agent.on_computer("ls out; cat keep.txt; rm out/f1; echo later > out/later");
     assert_eq!(out["stdout"], "f1\nf2\nf3\nkept\n", "{out}");
     assert!(out.get("rejected").is_none(), "{out}");
     assert_eq!(agent.read("/out/later"), "later\n");
@@ -308,7 +290,7 @@ fn a_cwd_under_a_system_name_is_refused_and_mtimes_travel() {
     }
     agent.write("/src/main.c", "int main(void) { return 0; }\n");
     let mtime = agent.stat("/src/main.c")["mtime"].as_i64().unwrap();
-    let out = on_computer(&agent, "date -r src/main.c +%s%3N");
+    let out = agent.on_computer("date -r src/main.c +%s%3N");
     assert_eq!(out["stdout"], format!("{mtime}\n"), "{out}");
 }
 
@@ -316,14 +298,11 @@ fn a_cwd_under_a_system_name_is_refused_and_mtimes_travel() {
 fn a_conflict_keeps_both_versions() {
     let agent = Agent::new("computer-conflict");
     agent.write("/notes.txt", "base\n");
-    on_computer(&agent, "true");
+    agent.on_computer("true");
     let command = {
         let agent = agent.clone();
         std::thread::spawn(move || {
-            on_computer(
-                &agent,
-                "sleep 2; echo from-container > notes.txt; echo new > other.txt",
-            )
+            agent.on_computer("sleep 2; echo from-container > notes.txt; echo new > other.txt")
         })
     };
     std::thread::sleep(Duration::from_millis(800));
@@ -338,7 +317,7 @@ fn a_conflict_keeps_both_versions() {
     assert_eq!(agent.read(copy), "from-container\n");
     assert_eq!(agent.read("/other.txt"), "new\n");
     // The next command sees the workspace's version again.
-    let out = on_computer(&agent, "cat notes.txt");
+    let out = agent.on_computer("cat notes.txt");
     assert_eq!(out["stdout"], "from-agent\n");
 }
 
@@ -354,7 +333,7 @@ fn a_computer_killed_mid_command_changes_nothing() {
     let command = {
         let agent = agent.clone();
         std::thread::spawn(move || {
-            on_computer(&agent, "echo partial > partial.txt; rm keep.txt; sleep 30")
+            agent.on_computer("echo partial > partial.txt; rm keep.txt; sleep 30")
         })
     };
     std::thread::sleep(Duration::from_millis(1500));
@@ -365,7 +344,7 @@ fn a_computer_killed_mid_command_changes_nothing() {
     assert_eq!(agent.revision(), revision);
     assert_eq!(agent.snapshot(), before);
     // The next command gets a fresh computer with the whole workspace.
-    let out = on_computer(&agent, "cat keep.txt; ls /*.txt");
+    let out = agent.on_computer("cat keep.txt; ls /*.txt");
     assert_eq!(out["stdout"], "kept\n/keep.txt\n", "{out}");
     assert_eq!(sent(&out), (1, 5), "the full manifest: {out}");
 }
@@ -380,8 +359,7 @@ fn a_computer_stopped_mid_command_loses_nothing() {
     let command = {
         let agent = agent.clone();
         std::thread::spawn(move || {
-            on_computer(
-                &agent,
+            agent.on_computer(
                 "echo started; echo partial > partial.txt; rm keep.txt; sleep 30; echo never",
             )
         })
@@ -402,7 +380,7 @@ fn a_computer_stopped_mid_command_loses_nothing() {
     assert_eq!(agent.read("/partial.txt"), "partial\n");
     // At once, while the stopped program may still be draining, the next
     // command runs on a fresh computer holding the workspace.
-    let out = on_computer(&agent, "ls /*.txt");
+    let out = agent.on_computer("ls /*.txt");
     assert_eq!(out["stdout"], "/partial.txt\n", "{out}");
     assert_eq!(sent(&out), (1, 8), "the full manifest: {out}");
 }
@@ -469,9 +447,8 @@ fn one_agents_commands_cannot_reach_another_agents_copy() {
     let victim = Agent::new("computer-victim");
     let intruder = Agent::new("computer-intruder");
     victim.write("/f.txt", "the victim's\n");
-    on_computer(&victim, "true");
-    let out = on_computer(
-        &intruder,
+    victim.on_computer("true");
+    let out = intruder.on_computer(
         "echo x > ../computer-victim/f.txt; echo y > ../computer-victim/new.txt; \
          echo z > ../escape; mkdir -p ../computer-victim2; ls ..; echo done",
     );
@@ -485,7 +462,7 @@ fn one_agents_commands_cannot_reach_another_agents_copy() {
     );
     // The victim's copy on its computer is untouched: its next command
     // brings nothing back and sees its own file.
-    let out = on_computer(&victim, "cat f.txt; ls /*.txt");
+    let out = victim.on_computer("cat f.txt; ls /*.txt");
     assert_eq!(out["stdout"], "the victim's\n/f.txt\n", "{out}");
     assert_eq!(out["changed"], json!([]), "{out}");
     assert_eq!(victim.tree(), vec!["/f.txt"]);
@@ -538,7 +515,7 @@ fn internet_off_blocks_dns_and_tcp_and_on_allows_them_after_the_next_start() {
         ip = address.ip()
     );
     let agent = Agent::create_on(runtime.client(), "computer-internet");
-    let out = on_computer(&agent, &probe);
+    let out = agent.on_computer(&probe);
     assert_eq!(
         out["stdout"], "dns-blocked\ntcp-blocked\n",
         "internet off: {out}"
@@ -553,13 +530,13 @@ fn internet_off_blocks_dns_and_tcp_and_on_allows_them_after_the_next_start() {
     );
     assert_eq!(expect_ok(&settings)["computer"]["internet"], true);
     // The setting applies when the container next starts.
-    let out = on_computer(&agent, &probe);
+    let out = agent.on_computer(&probe);
     assert_eq!(
         out["stdout"], "dns-blocked\ntcp-blocked\n",
         "same container: {out}"
     );
     runtime.machine(&agent.id).kill();
-    let out = on_computer(&agent, &probe);
+    let out = agent.on_computer(&probe);
     assert_eq!(out["stdout"], "dns-open\ntcp-open\n", "internet on: {out}");
 }
 
@@ -580,7 +557,7 @@ fn an_idle_computer_is_released_and_the_next_command_gets_a_fresh_one() {
     let computer = expect_ok(&agent.send("GET", "/computer", b""));
     assert_eq!(computer["computer"]["state"], "stopped", "{computer}");
     agent.write("/a.txt", "a\n");
-    on_computer(&agent, "true");
+    agent.on_computer("true");
     let machine = runtime.machine(&agent.id);
     assert!(machine.is_running());
 
@@ -588,7 +565,7 @@ fn an_idle_computer_is_released_and_the_next_command_gets_a_fresh_one() {
     // is still there and warm: the alarm keeps its owner alive.
     std::thread::sleep(Duration::from_secs(12));
     assert!(machine.is_running(), "released before its idle deadline");
-    let warm = on_computer(&agent, "cat a.txt");
+    let warm = agent.on_computer("cat a.txt");
     assert_eq!(warm["stdout"], "a\n");
     assert_eq!(sent(&warm), (0, 0), "the same, warm container: {warm}");
     let last_used = Instant::now();
@@ -612,7 +589,7 @@ fn an_idle_computer_is_released_and_the_next_command_gets_a_fresh_one() {
         last_used.elapsed()
     );
     // The next command starts a fresh computer and pushes it everything.
-    let out = on_computer(&agent, "cat a.txt");
+    let out = agent.on_computer("cat a.txt");
     assert_eq!(out["stdout"], "a\n");
     assert_eq!(sent(&out), (1, 2), "the full manifest: {out}");
 }
@@ -622,7 +599,7 @@ fn the_computer_can_be_released_at_once() {
     with_runtime(|runtime| {
         let agent = Agent::create_on(runtime.client(), "computer-stop");
         agent.write("/a.txt", "a\n");
-        on_computer(&agent, "true");
+        agent.on_computer("true");
         // Found while it runs (finding it runs a command on it).
         let machine = runtime.machine(&agent.id);
         let stopped = expect_ok(&agent.send("POST", "/computer/stop", b""));
@@ -640,7 +617,7 @@ fn the_computer_can_be_released_at_once() {
                 std::thread::sleep(Duration::from_millis(250));
             }
             // The next command starts a fresh computer with everything.
-            let out = on_computer(&agent, "cat a.txt");
+            let out = agent.on_computer("cat a.txt");
             assert_eq!(out["stdout"], "a\n");
             assert_eq!(sent(&out), (1, 2), "the full manifest: {out}");
         }
@@ -695,7 +672,7 @@ fn a_directory_swapped_for_a_symlink_never_leads_the_computer_outside() {
         }
     };
     agent.write("/d/python3", "v0\n");
-    on_computer(&agent, "test -d d");
+    agent.on_computer("test -d d");
     // `/link` points outside; `renameat2(RENAME_EXCHANGE)` swaps it with
     // `/d` atomically, so at any moment `/d` is one or the other. A push
     // that replaced the link (a symlink stands where a directory must be)
@@ -756,8 +733,7 @@ fn a_directory_swapped_for_a_symlink_never_leads_the_computer_outside() {
     match watched {
         Some((before, state)) => assert_eq!(state(host_outside.path()), before),
         None => {
-            let out = on_computer(
-                &agent,
+            let out = agent.on_computer(
                 "stat -L -c '%a %U' /usr/bin/python3 /usr/bin/env; \
                  ls -a /usr/bin | grep -c -e stead- -e '^new-' -e conflict-local",
             );

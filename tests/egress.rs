@@ -8,7 +8,9 @@
 //! - In real containers (`STEAD_COMPUTER_MODE=container`): an allow-list
 //!   admits one test server on the host (reached through the platform's
 //!   egress interception, with the secret bound to it added outside the
-//!   container) and refuses another, which is listening too.
+//!   container) and refuses another, which is listening too; with a
+//!   preset's hosts intercepted over HTTPS, the platform's CA is trusted
+//!   by the container's clients.
 //! - Bad input: a host pattern that does not parse, a secret bound to no
 //!   host, a contradiction between `internet` and `network`: 400s that
 //!   change nothing.
@@ -223,7 +225,7 @@ fn in_a_real_container_the_allow_list_admits_one_host_and_refuses_another() {
         &agent,
         json!({
             "webhooks": {"allow_private_targets": true},
-            "computer": {"network": {"allow": [allowed_host]}},
+            "computer": {"network": {"allow": [allowed_host], "presets": ["pypi"]}},
             "secrets": {"BOX_TOKEN": {"hosts": [allowed_host], "bearer": SECRET}}
         }),
     );
@@ -233,7 +235,8 @@ fn in_a_real_container_the_allow_list_admits_one_host_and_refuses_another() {
             "curl -sS -m 10 http://{allowed_host}/a; echo \"a=$?\"; \
              curl -sS -m 10 http://{other_host}/b; echo \"b=$?\"; \
              env; cat /proc/self/environ | tr '\\0' '\\n'; \
-              grep -rsF e2e-egress-secret /tmp /var/tmp /etc | head -3; true"
+              grep -rsF e2e-egress-secret /tmp /var/tmp /etc | head -3; \
+             openssl verify -CAfile /etc/ssl/certs/ca-certificates.crt {PLATFORM_CA}; true"
         ),
         "computer",
     );
@@ -263,5 +266,19 @@ fn in_a_real_container_the_allow_list_admits_one_host_and_refuses_another() {
                 && e["detail"]["host"] == allowed_host.as_str()),
         "{audit}"
     );
+    // A preset's hosts are intercepted over HTTPS too: the runtime then
+    // places its CA in the container, and the program makes the machine
+    // trust it before the command runs.
+    assert!(
+        stdout.contains(&format!("{PLATFORM_CA}: OK\n")),
+        "the platform CA is trusted: {out}"
+    );
+    assert!(
+        stdout.contains(&format!("NODE_EXTRA_CA_CERTS={PLATFORM_CA}\n")),
+        "{out}"
+    );
     nowhere(&[out, audit, expect_ok(&agent.send("GET", "/settings", b""))]);
 }
+
+/// Where the platform puts the CA it terminates intercepted HTTPS with.
+const PLATFORM_CA: &str = "/etc/cloudflare/certs/cloudflare-containers-ca.crt";

@@ -17,15 +17,6 @@ use common::{expect_error, expect_ok, with_runtime, Agent};
 use serde_json::{json, Value};
 use stead_harness::ComputerMode;
 
-fn on_computer(agent: &Agent, command: &str) -> Value {
-    let out = agent.ok(
-        "exec",
-        json!({ "command": command, "backend": "computer", "timeout_ms": 120_000 }),
-    );
-    assert_eq!(out["backend"], "computer", "{out}");
-    out
-}
-
 /// Builds `demo-1.0-py3-none-any.whl` (a module `demo` with `X = 42`),
 /// makes a venv and installs the wheel into it without any index, and
 /// writes a package into `node_modules`.
@@ -52,10 +43,10 @@ fn the_environment_is_kept_outside_the_workspace_and_comes_back() {
     with_runtime(|runtime| {
         let agent = Agent::create_on(runtime.client(), "environment");
         agent.write("/app.py", "import demo\nprint(demo.X)\n");
-        on_computer(&agent, "true");
+        agent.on_computer("true");
         let stored = || agent.info()["usage"]["stored_bytes"].as_u64().unwrap();
         let before = stored();
-        let out = on_computer(&agent, INSTALL);
+        let out = agent.on_computer(INSTALL);
         assert_eq!(out["exit_code"], 0, "{out}");
         assert_eq!(out["stdout"], "installed 42\n", "{out}");
 
@@ -69,7 +60,7 @@ fn the_environment_is_kept_outside_the_workspace_and_comes_back() {
         expect_error(&refused, 413, "ENVIRONMENT_TOO_LARGE");
         let shown = expect_ok(&agent.send("GET", "/computer", b""));
         assert_eq!(shown["environment"]["state"], "failed", "{shown}");
-        assert_eq!(on_computer(&agent, "echo still")["stdout"], "still\n");
+        assert_eq!(agent.on_computer("echo still")["stdout"], "still\n");
         expect_ok(&agent.send("PUT", "/settings", br#"{"computer":{}}"#));
 
         let saved = match runtime.mode() {
@@ -97,10 +88,8 @@ fn the_environment_is_kept_outside_the_workspace_and_comes_back() {
         if runtime.mode() == ComputerMode::Container {
             // A fresh computer: restored before the first command, which
             // uses the venv without installing anything.
-            let out = on_computer(
-                &agent,
-                ".venv/bin/python app.py && cat node_modules/left-pad/index.js",
-            );
+            let out =
+                agent.on_computer(".venv/bin/python app.py && cat node_modules/left-pad/index.js");
             assert_eq!(out["exit_code"], 0, "{out}");
             assert_eq!(out["stdout"], "42\nmodule.exports = \"padded\"\n", "{out}");
             assert_eq!(out["changed"], json!([]), "{out}");
@@ -131,7 +120,7 @@ fn the_setup_script_builds_once_and_again_when_a_lock_file_changes() {
         let agent = Agent::create_on(runtime.client(), "environment-setup");
         agent.write("/requirements.lock", "demo==1.0\n");
         agent.write("/.stead/setup.sh", &setup_script());
-        let out = on_computer(&agent, "cat /.venv/runs");
+        let out = agent.on_computer("cat /.venv/runs");
         assert_eq!(
             out["stdout"], "run demo==1.0\n",
             "set up before the first command: {out}"
@@ -145,12 +134,12 @@ fn the_setup_script_builds_once_and_again_when_a_lock_file_changes() {
         let first_lock = setup["locks"][0]["hash"].clone();
 
         // Once per environment: the next command does not run it again.
-        let out = on_computer(&agent, "cat /.venv/runs");
+        let out = agent.on_computer("cat /.venv/runs");
         assert_eq!(out["stdout"], "run demo==1.0\n", "{out}");
 
         // A changed lock file rebuilds it before the next command.
         agent.write("/requirements.lock", "demo==1.0 # pinned\n");
-        let out = on_computer(&agent, "cat /.venv/runs");
+        let out = agent.on_computer("cat /.venv/runs");
         assert_eq!(
             out["stdout"], "run demo==1.0\nrun demo==1.0 # pinned\n",
             "{out}"
@@ -166,10 +155,7 @@ fn the_setup_script_builds_once_and_again_when_a_lock_file_changes() {
             // Released: the fresh computer gets the snapshot back instead
             // of running the script.
             expect_ok(&agent.send("POST", "/computer/stop", b""));
-            let out = on_computer(
-                &agent,
-                "cat /.venv/runs && .venv/bin/python -c 'import demo'",
-            );
+            let out = agent.on_computer("cat /.venv/runs && .venv/bin/python -c 'import demo'");
             assert_eq!(
                 out["stdout"], "run demo==1.0\nrun demo==1.0 # pinned\n",
                 "{out}"
@@ -186,7 +172,7 @@ fn a_failing_setup_leaves_its_log_and_commands_run_without_it() {
             "/.stead/setup.sh",
             "mkdir -p .venv && echo half > .venv/x\necho boom >&2\nexit 3\n",
         );
-        let out = on_computer(&agent, "echo still works");
+        let out = agent.on_computer("echo still works");
         assert_eq!(out["exit_code"], 0, "{out}");
         assert_eq!(out["stdout"], "still works\n", "{out}");
         let failed = environment(&agent);
@@ -210,10 +196,8 @@ fn an_idle_release_saves_the_environment_first() {
         }
         let agent = Agent::create_on(runtime.client(), "environment-idle");
         expect_ok(&agent.send("PUT", "/settings", br#"{"computer":{"idle_ms":10000}}"#));
-        let out = on_computer(
-            &agent,
-            "mkdir -p node_modules/kept && echo here > node_modules/kept/index.js",
-        );
+        let out = agent
+            .on_computer("mkdir -p node_modules/kept && echo here > node_modules/kept/index.js");
         assert_eq!(out["exit_code"], 0, "{out}");
         // Saved shortly before the release, which still comes.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -229,7 +213,7 @@ fn an_idle_release_saves_the_environment_first() {
             );
             std::thread::sleep(std::time::Duration::from_millis(500));
         }
-        let out = on_computer(&agent, "cat node_modules/kept/index.js");
+        let out = agent.on_computer("cat node_modules/kept/index.js");
         assert_eq!(out["stdout"], "here\n", "{out}");
     });
 }

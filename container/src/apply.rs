@@ -52,12 +52,7 @@ pub fn apply(
     state: &mut ContainerState,
     push: Push,
 ) -> Result<ApplyReply, ApiError> {
-    if push.instance != state.instance {
-        return Err(ApiError::StaleInstance {
-            pushed: push.instance,
-            current: state.instance.clone(),
-        });
-    }
+    state.check_instance(&push.instance)?;
     // A file's time is set where the file is written (not part of
     // whether it differs).
     let mtimes: HashMap<String, i64> = push

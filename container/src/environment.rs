@@ -300,12 +300,7 @@ pub fn restore(
     state: &mut ContainerState,
     restore: Restore,
 ) -> Result<RestoreReply, ApiError> {
-    if restore.instance != state.instance {
-        return Err(ApiError::StaleInstance {
-            pushed: restore.instance,
-            current: state.instance.clone(),
-        });
-    }
+    state.check_instance(&restore.instance)?;
     let entries = kept_entries(container, state, restore.entries)?;
     let mut missing: Vec<ChunkHash> = entries
         .iter()

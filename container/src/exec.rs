@@ -38,6 +38,7 @@ use crate::error::ApiError;
 use crate::outlog::{self, OutputLog, Stream};
 use crate::paths;
 use crate::state::{Container, ContainerState, Running};
+use crate::trust::Trust;
 
 /// Largest output piece per event.
 pub const PIECE: usize = 64 * 1024;
@@ -205,6 +206,7 @@ pub fn confined(
     // packages, which a user install (commands never run as root) leaves
     // alone. Python writes its output as it goes, not when a buffer fills,
     // so a log shows a dev server's banner when it is printed. The
+    // platform's CA, once it is there, is trusted (`crate::trust`). The
     // request's `env` may set any of these.
     let user = crate::state::USER_DIR;
     command
@@ -224,6 +226,7 @@ pub fn confined(
         .env("NPM_CONFIG_PREFIX", format!("{user}/.local"))
         .env("NPM_CONFIG_CACHE", format!("{user}/.npm"))
         .env("GIT_CONFIG_GLOBAL", format!("{user}/.gitconfig"))
+        .envs(container.trust.iter().flat_map(Trust::command_env))
         .envs(env);
     Ok(command)
 }

@@ -26,6 +26,7 @@ mod staged;
 mod state;
 mod terminal;
 mod terminal_ws;
+mod trust;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

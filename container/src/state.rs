@@ -28,6 +28,7 @@ use crate::procs::Processes;
 use crate::scan::{Report, Workspace};
 use crate::staged::Staged;
 use crate::terminal::Terminals;
+use crate::trust::Trust;
 
 /// Reports kept unacknowledged at most: each scan reports everything that
 /// still differs, so a newer report covers what an older one said.
@@ -50,6 +51,8 @@ pub struct Container {
     pub terminals: Terminals,
     /// How commands are run, and who owns what the program writes.
     pub confinement: Arc<Confinement>,
+    /// The machine's trust store, on the computer's own machine only.
+    pub trust: Option<Trust>,
     /// Shared with the registry: set when the program began to shut down.
     stopping: Arc<AtomicBool>,
     state: Mutex<ContainerState>,
@@ -129,6 +132,7 @@ impl Container {
             logs,
             processes: Processes::default(),
             terminals: Terminals::default(),
+            trust: (confinement.isolation == Isolation::Container).then(Trust::machine),
             confinement,
             stopping,
             state: Mutex::new(ContainerState {
@@ -200,6 +204,18 @@ impl Container {
 }
 
 impl ContainerState {
+    /// Refuses what was sent for another instance of this computer (the
+    /// workspace's view of it is stale: it must push the full manifest).
+    pub fn check_instance(&self, sent: &str) -> Result<(), ApiError> {
+        if sent == self.instance {
+            return Ok(());
+        }
+        Err(ApiError::StaleInstance {
+            pushed: sent.to_string(),
+            current: self.instance.clone(),
+        })
+    }
+
     /// Keeps `report` as exec `id`'s, dropping the oldest pending reports
     /// beyond [`MAX_PENDING`] (acking one of those later is a no-op).
     pub fn keep_report(&mut self, id: &str, report: Report) {

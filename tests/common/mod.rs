@@ -167,6 +167,19 @@ impl Agent {
         expect_ok(&self.call(tool, body))
     }
 
+    /// Runs `command` on the computer (never the light shell) and asserts
+    /// it ran there; a cold start with an environment to restore fits in
+    /// its two minutes.
+    #[track_caller]
+    pub fn on_computer(&self, command: &str) -> Value {
+        let out = self.ok(
+            "exec",
+            json!({ "command": command, "backend": "computer", "timeout_ms": 120_000 }),
+        );
+        assert_eq!(out["backend"], "computer", "{out}");
+        out
+    }
+
     /// Writes UTF-8 `content` to `path`.
     #[track_caller]
     pub fn write(&self, path: &str, content: &str) -> Value {

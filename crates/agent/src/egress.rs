@@ -162,6 +162,23 @@ impl HostPattern {
         (!self.subdomains, self.port.is_some())
     }
 
+    /// What HTTPS interception takes for this pattern: the TLS server
+    /// name it matches (`*.host` or `host`), if it can match HTTPS. A
+    /// pattern whose port is not HTTPS's 443 names a plain-HTTP service
+    /// and is intercepted as HTTP only: one port speaks one protocol, and
+    /// a destination registered for both is treated as TLS (seen under
+    /// `wrangler dev`).
+    pub fn server_name(&self) -> Option<String> {
+        if self.port.is_some_and(|port| port != 443) {
+            return None;
+        }
+        let name = HostPattern {
+            port: None,
+            ..self.clone()
+        };
+        Some(name.to_string())
+    }
+
     /// Whether a request to `to` matches.
     pub fn matches(&self, to: &Destination) -> bool {
         let port_ok = to.port == self.port.unwrap_or(to.default_port);

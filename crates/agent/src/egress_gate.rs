@@ -4,9 +4,10 @@
 //! agent decides for each request that arrives that way.
 //!
 //! The container never holds a secret and never decides: the platform
-//! redirects its outbound requests (`interceptOutboundHttp` for each
-//! destination in the [`Plan`]; under an allow-list in production,
-//! `interceptAllOutboundHttp` too) to the Worker, which hands each to the
+//! redirects its outbound requests (`interceptOutboundHttp` and
+//! `interceptOutboundHttps` for each destination in the [`Plan`]; under an
+//! allow-list in production, the catch-alls too) to the Worker, which
+//! hands each to the
 //! agent's Durable Object. There [`decide`] refuses what the network policy
 //! does not admit and, for what it admits, names the secret bound to the
 //! host, which the Worker side adds as the request leaves (and the audit
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use stead_sql::Sql;
 
 use crate::agent::Agent;
-use crate::egress::{Destination, NetworkPolicy, Preset};
+use crate::egress::{Destination, HostPattern, NetworkPolicy, Preset};
 use crate::error::ApiError;
 use crate::host::Host;
 use crate::outbound;
@@ -39,8 +40,13 @@ pub struct Plan {
     /// presets' hosts, and the hosts secrets are bound to (unless the
     /// network is off, which no secret opens).
     pub intercept: Vec<String>,
-    /// Hand the agent every other HTTP request too (an allow-list: its
-    /// wildcards are decided by the agent, request by request).
+    /// The TLS server names whose HTTPS it hands over: those of the same
+    /// patterns that can match HTTPS ([`HostPattern::server_name`]).
+    #[serde(default)]
+    pub intercept_https: Vec<String>,
+    /// Hand the agent every other HTTP and HTTPS request too (an
+    /// allow-list: its wildcards are decided by the agent, request by
+    /// request).
     pub all: bool,
 }
 
@@ -48,28 +54,35 @@ impl Plan {
     /// The plan for `settings`, with the hosts of the secrets in `db`.
     pub fn for_settings(db: &impl Sql, settings: &ComputerSettings) -> Result<Plan, ApiError> {
         let policy = settings.network();
-        let mut intercept: Vec<String> = match &policy {
+        let (mut patterns, presets): (Vec<HostPattern>, &[Preset]) = match &policy {
             NetworkPolicy::Off => return Ok(Plan::default()),
-            NetworkPolicy::On => Vec::new(),
-            NetworkPolicy::Allow(list) => list
-                .allow
-                .iter()
-                .map(ToString::to_string)
-                .chain(
-                    list.presets
-                        .iter()
-                        .flat_map(|p: &Preset| p.hosts().iter().map(|h| h.to_string())),
-                )
-                .collect(),
+            NetworkPolicy::On => (Vec::new(), &[]),
+            NetworkPolicy::Allow(list) => (list.allow.clone(), &list.presets),
         };
-        for secret in secrets::list(db, "")? {
-            intercept.extend(secret.hosts);
+        let preset_hosts = presets
+            .iter()
+            .flat_map(|p| p.hosts())
+            .map(|h| h.to_string());
+        let secret_hosts = secrets::list(db, "")?.into_iter().flat_map(|s| s.hosts);
+        for text in preset_hosts.chain(secret_hosts) {
+            let pattern = HostPattern::parse(&text)
+                .map_err(|e| ApiError::Internal(format!("a stored host pattern: {e}")))?;
+            patterns.push(pattern);
         }
-        intercept.sort();
-        intercept.dedup();
+        let sorted = |mut names: Vec<String>| {
+            names.sort();
+            names.dedup();
+            names
+        };
         Ok(Plan {
             internet: policy.open_internet(),
-            intercept,
+            intercept: sorted(patterns.iter().map(ToString::to_string).collect()),
+            intercept_https: sorted(
+                patterns
+                    .iter()
+                    .filter_map(HostPattern::server_name)
+                    .collect(),
+            ),
             all: matches!(policy, NetworkPolicy::Allow(_)),
         })
     }
@@ -154,6 +167,7 @@ mod tests {
             Plan {
                 internet: true,
                 intercept: vec!["git.example.com".into()],
+                intercept_https: vec!["git.example.com".into()],
                 all: false
             }
         );
@@ -166,7 +180,21 @@ mod tests {
             plan.intercept,
             ["127.0.0.1:9000", "git.example.com", "registry.npmjs.org"]
         );
+        // A pattern with a port other than 443 is a plain-HTTP service.
+        assert_eq!(
+            plan.intercept_https,
+            ["git.example.com", "registry.npmjs.org"]
+        );
         assert!(!plan.internet && plan.all);
+        let (db, tls) = db_with(json!({
+            "computer": {"network": {"allow": ["*.example.org", "api.example.net:443", "10.0.0.1"]}}
+        }));
+        let plan = Plan::for_settings(&db, &tls).unwrap();
+        assert_eq!(
+            plan.intercept_https,
+            ["*.example.org", "10.0.0.1", "api.example.net"],
+            "HTTPS names carry no port"
+        );
         assert!(!serde_json::to_string(&plan).unwrap().contains("tok"));
     }
 

@@ -36,22 +36,24 @@ fn exec(agent: &stead_agent::Agent<common::FakeHost>, command: &str) -> Value {
     ok(agent, "a", Action::Exec, &body)
 }
 
-fn allow_private(agent: &stead_agent::Agent<common::FakeHost>) {
+/// Agent `a`, allowed to reach the loopback server (local development).
+fn agent_reaching_loopback() -> stead_agent::Agent<common::FakeHost> {
+    let agent = agent();
+    create(&agent, "a");
     agent.host().local.set(true);
     ok(
-        agent,
+        &agent,
         "a",
         Action::SettingsPut,
         r#"{"webhooks":{"allow_private_targets":true}}"#,
     );
+    agent
 }
 
 #[test]
 fn a_clone_commit_and_push_run_in_the_light_shell() {
     let (dir, server) = served();
-    let agent = agent();
-    create(&agent, "a");
-    allow_private(&agent);
+    let agent = agent_reaching_loopback();
     let url = server.url("project.git");
     let out = exec(
         &agent,
@@ -115,9 +117,7 @@ fn loopback_remotes_need_the_local_development_setting() {
 #[test]
 fn a_pack_cut_short_leaves_the_workspace_as_it_was() {
     let (_dir, server) = served();
-    let agent = agent();
-    create(&agent, "a");
-    allow_private(&agent);
+    let agent = agent_reaching_loopback();
     server
         .behaviour
         .cut_fetch_after
@@ -145,9 +145,7 @@ const SECRET: &str = "s3cret-token-xyz";
 fn a_private_repository_is_cloned_and_pushed_with_the_hosts_credential_only() {
     let (dir, server) = served();
     server.behaviour.require_basic("ada", SECRET);
-    let agent = agent();
-    create(&agent, "a");
-    allow_private(&agent);
+    let agent = agent_reaching_loopback();
     let url = server.url("project.git");
     // Without a credential: git's own refusal, and nothing left.
     let out = exec(&agent, &format!("git clone {url} repo; echo $?; ls"));
@@ -254,9 +252,7 @@ fn bad_credentials_are_refused_whole() {
 fn a_stored_bearer_secret_reaches_its_host_and_is_audited_by_name() {
     let (_dir, server) = served();
     *server.behaviour.require_authorization.lock().unwrap() = Some(format!("Bearer {SECRET}"));
-    let agent = agent();
-    create(&agent, "a");
-    allow_private(&agent);
+    let agent = agent_reaching_loopback();
     let url = server.url("project.git");
     let host = format!("127.0.0.1:{}", server.port);
     let body = json!({ "secrets": {
