@@ -229,7 +229,7 @@ fn a_fork_of_a_tiered_workspace_shares_the_bucket_and_reads_its_files() {
         "the bucket holds {stored}"
     );
 
-    let forked = expect_ok(&source.send("POST", "/fork", br#"{"to":"tier-fork-target"}"#));
+    let forked = expect_made(&source.send("POST", "/fork", br#"{"to":"tier-fork-target"}"#));
     assert_eq!(
         forked["fork"]["shared_bytes"],
         FULL_CHUNKS * 512 * 1024,
