@@ -1,7 +1,9 @@
 //! The chunk tier through the agent, on the fake host with a fake object
 //! store: the alarm moves a large file's chunks out, the file tools bring
 //! them back and answer the right bytes, `verify` reports, and a store
-//! failure fails the alarm (to be retried) without losing anything.
+//! failure fails the alarm (to be retried) without losing anything. A
+//! light-shell exec or terminal line reads a tiered file whole (within its
+//! bound), and a deleted agent's markers and objects are released.
 
 mod common;
 
@@ -242,4 +244,38 @@ fn deleting_an_agent_releases_its_markers_and_objects_after_the_grace() {
     }
     assert!(alarms >= 2, "one batch per alarm");
     assert!(store.keys("").is_empty(), "{:?}", store.keys(""));
+}
+
+#[test]
+fn a_light_terminal_line_reads_tiered_content_and_keeps_its_state_once() {
+    use stead_agent::socket::Incoming;
+    let agent = tiered_agent();
+    let text = tiered_text(&agent);
+    let socket = common::open_terminal(&agent, Caller::Admin, &[]).unwrap();
+    socket.take();
+    socket.take_bytes();
+    // The line sets a variable, appends to a counter, then meets the
+    // tiered file: the kept run does each once.
+    let line = b"N=$((N+1)); echo x >> /count; tail -n 1 /notes.txt; wc -c < /notes.txt\r";
+    block_on(agent.socket_message(&socket, Incoming::Binary(line.to_vec())));
+    block_on(agent.socket_message(&socket, Incoming::Binary(b"echo $N\r".to_vec())));
+    let screen = String::from_utf8_lossy(&socket.take_bytes()).into_owned();
+    let want = format!("line 149999\r\n{}\r\n", text.len());
+    assert!(screen.contains(&want), "{screen:?}");
+    assert!(
+        !screen.contains("EIO") && !screen.contains("object store"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("echo $N\r\n1\r\n"), "{screen:?}");
+    let count = ok(
+        &agent,
+        "a",
+        Action::Tool(Tool::Read),
+        r#"{"path": "/count"}"#,
+    );
+    assert_eq!(
+        count["content"].as_str().map(|c| c.matches('x').count()),
+        Some(1),
+        "{count}"
+    );
 }
