@@ -406,6 +406,7 @@ impl Host for WorkerHost {
             hot_ms: var(TIER_HOT_VAR).unwrap_or(defaults.hot_ms),
             grace_ms: var(TIER_GRACE_VAR).unwrap_or(defaults.grace_ms),
             batch: defaults.batch,
+            exec_bytes: defaults.exec_bytes,
         }
     }
 

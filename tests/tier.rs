@@ -3,6 +3,9 @@
 //! (the waits shortened by variables), and the file still streams in and
 //! out byte for byte and reads through the file tools; a runtime killed
 //! while chunks are moving loses nothing; `GET /verify` reports the walk.
+//! A light-shell exec and a computer exec read a tiered file whole; a fork
+//! of a tiered workspace shares the bucket's objects (its stored bytes do
+//! not grow); a deleted agent's objects are collected.
 
 mod common;
 
@@ -147,4 +150,129 @@ fn verify_takes_only_its_parameters() {
     assert_eq!(report["next"], Value::Null);
     let reply = agent.send("POST", "/verify", b"");
     common::expect_error(&reply, 405, "METHOD_NOT_ALLOWED");
+}
+
+/// Bytes the local R2 bucket stores: the blobs `wrangler dev` keeps under
+/// its persistence folder (markers are empty objects).
+fn bucket_bytes(state: &std::path::Path) -> u64 {
+    fn walk(dir: &std::path::Path, in_blobs: bool, total: &mut u64) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                let blobs = in_blobs || path.file_name().is_some_and(|n| n == "blobs");
+                walk(&path, blobs, total);
+            } else if in_blobs {
+                *total += entry.metadata().map_or(0, |m| m.len());
+            }
+        }
+    }
+    let mut total = 0;
+    walk(&state.join("v3").join("r2"), false, &mut total);
+    total
+}
+
+/// What the real `sha256sum` says of `bytes`.
+fn real_sha256(bytes: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sha256sum runs");
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    out.split_whitespace().next().unwrap().to_string()
+}
+
+fn all_tiered(agent: &Agent, what: &str) -> Value {
+    wait_for(agent, what, |r| tiered(r) == FULL_CHUNKS && moving(r) == 0)
+}
+
+#[test]
+fn the_light_shell_and_the_computer_read_a_tiered_file_whole() {
+    let state = temp_state();
+    let runtime = start(state.path(), 300);
+    let agent = Agent::create_on(runtime.client(), "tier-exec");
+    expect_made(&agent.upload("/data/big.bin", "", Noise::new(5, LEN)));
+    all_tiered(&agent, "every full chunk tiered");
+    let sum = real_sha256(&common::Noise::bytes(5, LEN as usize));
+
+    // The computer's sync reads the chunks from the bucket and leaves them.
+    let out = agent.ok(
+        "exec",
+        json!({ "command": "sha256sum big.bin; wc -c < big.bin", "cwd": "/data",
+                "backend": "computer" }),
+    );
+    assert_eq!(out["stdout"], format!("{sum}  big.bin\n{LEN}\n"), "{out}");
+    assert_eq!(tiered(&verify(&agent)), FULL_CHUNKS, "left in the bucket");
+
+    // The light shell brings them back and reads them whole, no EIO.
+    let out = agent.ok(
+        "exec",
+        json!({ "command": "cat /data/big.bin | sha256sum; wc -c < /data/big.bin",
+                "backend": "shell" }),
+    );
+    assert_eq!(out["stdout"], format!("{sum}  -\n{LEN}\n"), "{out}");
+    assert_eq!(out["stderr"], "", "{out}");
+}
+
+#[test]
+fn a_fork_of_a_tiered_workspace_shares_the_bucket_and_reads_its_files() {
+    let state = temp_state();
+    let runtime = start(state.path(), 300);
+    let source = Agent::create_on(runtime.client(), "tier-fork-source");
+    expect_made(&source.upload("/big.bin", "", Noise::new(13, LEN)));
+    all_tiered(&source, "the source tiered");
+    let stored = bucket_bytes(state.path());
+    assert!(
+        stored >= FULL_CHUNKS * 512 * 1024,
+        "the bucket holds {stored}"
+    );
+
+    let forked = expect_made(&source.send("POST", "/fork", br#"{"to":"tier-fork-target"}"#));
+    assert_eq!(
+        forked["fork"]["shared_bytes"],
+        FULL_CHUNKS * 512 * 1024,
+        "{forked}"
+    );
+    assert!(
+        forked["fork"]["bytes"].as_u64().unwrap() < 512 * 1024,
+        "only the inline tail is copied: {forked}"
+    );
+    assert_eq!(bucket_bytes(state.path()), stored, "no byte stored twice");
+    let target = Agent {
+        id: "tier-fork-target".into(),
+        client: runtime.client(),
+    };
+    let report = verify(&target);
+    assert_eq!(tiered(&report), FULL_CHUNKS, "{report}");
+    assert_eq!(report["missing"], json!([]));
+    assert_eq!(report["unmarked"], json!([]));
+    streams_back(&target, "/big.bin", 13);
+
+    // The source goes: the target's markers keep every object.
+    expect_ok(&source.send("DELETE", "", b""));
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(bucket_bytes(state.path()), stored);
+    streams_back(&target, "/big.bin", 13);
+}
+
+#[test]
+fn a_deleted_agents_objects_are_collected() {
+    let state = temp_state();
+    let runtime = start(state.path(), 300);
+    let agent = Agent::create_on(runtime.client(), "tier-delete");
+    expect_made(&agent.upload("/big.bin", "", Noise::new(17, LEN)));
+    all_tiered(&agent, "every full chunk tiered");
+    assert!(bucket_bytes(state.path()) >= FULL_CHUNKS * 512 * 1024);
+    expect_ok(&agent.send("DELETE", "", b""));
+    let start = Instant::now();
+    while bucket_bytes(state.path()) > 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the bucket still holds {} bytes",
+            bucket_bytes(state.path())
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -346,7 +346,9 @@ impl<H: Host> Agent<H> {
         &self,
         transport: &H::Computer,
     ) -> Result<computer::Pushed, ApiError> {
-        let pushed = computer::bring_in_step(self.db(), || self.vfs(), transport).await?;
+        let pushed =
+            computer::bring_in_step(self.db(), || self.vfs(), self.host.chunk_store(), transport)
+                .await?;
         let prepared = self.prepare_environment(transport, &pushed).await?;
         self.note_computer_use()?;
         self.arm().await?;

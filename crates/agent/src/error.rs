@@ -186,6 +186,20 @@ pub enum ApiError {
     /// damaged.
     #[error("{0}")]
     EnvironmentDamaged(String),
+    /// A light-shell exec needs more content kept in the object store
+    /// than one exec may bring back (see `crate::shell_net`).
+    #[error(
+        "the command needs more content kept in the object store than one light-shell exec may \
+         bring back into the workspace ({needed} bytes in {rounds} rounds asked; at most {limit} \
+         bytes in {} rounds): stream the file (GET /agents/{{id}}/files/...) or run the command \
+         on the computer (backend: computer)",
+        crate::shell_net::MAX_CONTENT_ROUNDS
+    )]
+    ExecContentTooLarge {
+        needed: u64,
+        rounds: usize,
+        limit: u64,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -285,6 +299,7 @@ impl ApiError {
             ApiError::RevisionChanged { .. } => "REVISION_CHANGED",
             ApiError::EnvironmentTooLarge(_) => "ENVIRONMENT_TOO_LARGE",
             ApiError::EnvironmentDamaged(_) => "ENVIRONMENT_DAMAGED",
+            ApiError::ExecContentTooLarge { .. } => "EXEC_CONTENT_TOO_LARGE",
             ApiError::Host(_) | ApiError::Internal(_) => "INTERNAL",
         }
     }
@@ -355,6 +370,7 @@ impl ApiError {
             ApiError::RevisionChanged { .. } => 412,
             ApiError::EnvironmentTooLarge(_) => 413,
             ApiError::EnvironmentDamaged(_) => 409,
+            ApiError::ExecContentTooLarge { .. } => 413,
             ApiError::Host(_) | ApiError::Internal(_) => 500,
         }
     }

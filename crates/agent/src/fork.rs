@@ -4,7 +4,10 @@
 //! The source ([`Agent::fork_out`]) reads the checkpoint as a stream of
 //! bounded pages (entries, then each distinct chunk once; never a whole
 //! file in memory) and sends each to the target's `fork/import` route
-//! through the host; the target ([`Agent::fork_in`]) stages every page and
+//! through the host (a chunk kept in the object store goes as a reference:
+//! the target adopts it, putting its own marker beside the bucket's object,
+//! so a fork of a tiered workspace copies metadata, not content, see
+//! `stead_vfs::tier`); the target ([`Agent::fork_in`]) stages every page and
 //! becomes a workspace only when the last one is in. Until then every
 //! other request to the target is refused (`409 AGENT_FORKING`), and a
 //! target whose source falls silent for `FORK_STALL_MS` drops what it
@@ -30,6 +33,7 @@
 
 use serde_json::{json, Value};
 use stead_sql::Sql;
+use stead_vfs::tier::{Tier, FORK_HOLDER};
 use stead_vfs::{CheckpointId, ExportCursor, ImportProgress, NewCheckpoint, Operation, Scope};
 
 use crate::agent::Agent;
@@ -115,9 +119,9 @@ impl<H: Host> Agent<H> {
             200 => checkpoints::resume_point(&probe).unwrap_or(ExportCursor::Start),
             _ => return Err(target_refused(&request.to, status, &probe)),
         };
-        let (mut pages, mut bytes) = (0u64, 0u64);
+        let (mut pages, mut bytes, mut shared) = (0u64, 0u64, 0u64);
         loop {
-            // Chunks in the object store come back inline for the page.
+            // Chunks kept in the object store are shared, not sent.
             let page = self
                 .fetched(|| {
                     Ok(self
@@ -126,6 +130,7 @@ impl<H: Host> Agent<H> {
                 })
                 .await?;
             bytes += page.chunk_bytes;
+            shared += page.shared_bytes;
             pages += 1;
             let (status, answer) = self
                 .host
@@ -144,6 +149,7 @@ impl<H: Host> Agent<H> {
                             "checkpoint": checkpoint,
                             "pages": pages,
                             "bytes": bytes,
+                            "shared_bytes": shared,
                             "import": answer["import"],
                         }
                     }))
@@ -172,7 +178,7 @@ impl<H: Host> Agent<H> {
     /// The target side: one page of the stream, or (`?status`) where the
     /// staging stands. The last page makes the workspace and, in the same
     /// transaction, its first checkpoint: the one forked from (`origin`).
-    pub(crate) fn fork_in(
+    pub(crate) async fn fork_in(
         &self,
         status_only: bool,
         page: &[u8],
@@ -182,7 +188,39 @@ impl<H: Host> Agent<H> {
         if status_only {
             return Ok(json!({ "import": vfs.import_status()? }));
         }
-        let progress = self.db().transaction(|| {
+        // Chunks the source shares through the object store are adopted
+        // (this agent's marker on the object, a tiered row), not copied.
+        let adopted = self.adopt_shared(page).await;
+        let imported = adopted.and_then(|_| self.import_fork_page(page, origin));
+        vfs.release_chunks(FORK_HOLDER)?;
+        let progress = imported?;
+        checkpoints::note_import_page(self.db(), self.now_ms())?;
+        Ok(json!({ "import": checkpoints::progress_json(&progress) }))
+    }
+
+    /// Adopts the chunks a fork's page shares through the object store.
+    async fn adopt_shared(&self, page: &[u8]) -> Result<u64, ApiError> {
+        let vfs = self.vfs();
+        match self.host.chunk_store() {
+            Some(store) => {
+                let name = self.name()?;
+                Ok(Tier::new(&vfs, store, &name).adopt_shared(page).await?)
+            }
+            // Without an object store nothing is tiered, nothing shared:
+            // a page naming shared chunks is refused by the import.
+            None => Ok(0),
+        }
+    }
+
+    /// Stages one page; the last makes the workspace and its first
+    /// checkpoint, in the same transaction.
+    fn import_fork_page(
+        &self,
+        page: &[u8],
+        origin: Option<&ForkOrigin>,
+    ) -> Result<ImportProgress, ApiError> {
+        let vfs = self.vfs();
+        self.db().transaction(|| {
             let progress = vfs.import_page(page)?;
             if let (ImportProgress::Finished { .. }, Some(origin)) = (&progress, origin) {
                 let note = origin.note();
@@ -193,9 +231,7 @@ impl<H: Host> Agent<H> {
                 })?;
             }
             Ok::<_, ApiError>(progress)
-        })?;
-        checkpoints::note_import_page(self.db(), self.now_ms())?;
-        Ok(json!({ "import": checkpoints::progress_json(&progress) }))
+        })
     }
 
     /// Whether this agent is a fork still being copied (and so unusable).
@@ -222,9 +258,8 @@ impl<H: Host> Agent<H> {
         match checkpoints::import_deadline(self.db(), &self.vfs())? {
             Some(deadline) if deadline <= self.now_ms() => {
                 self.vfs().abort_import()?;
-                self.host.wipe().await?;
-                self.host.set_alarm(None).await?;
-                self.alarm_at.set(None);
+                self.wipe_storage().await?;
+                self.release_deleted().await?;
                 self.closed();
                 Ok(true)
             }

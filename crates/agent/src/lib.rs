@@ -92,6 +92,7 @@ mod shell_net;
 pub mod socket;
 pub mod subscriptions;
 pub mod terminal;
+mod tier_release;
 mod tiering;
 mod tombstone;
 pub mod tools;

@@ -94,8 +94,9 @@ impl<H: Host> Agent<H> {
         self.processes_idle.set(false);
         match self.open(None, false) {
             Ok(_) => {}
-            // The agent was deleted: nothing to run, nothing to re-arm.
-            Err(ApiError::AgentNotFound { .. }) => return Ok(()),
+            // The agent was deleted: nothing to run but the release of
+            // its markers in the object store.
+            Err(ApiError::AgentNotFound { .. }) => return self.release_deleted().await,
             Err(error) => return Err(error),
         }
         if self.drop_stalled_fork().await? {

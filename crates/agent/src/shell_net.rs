@@ -12,6 +12,17 @@
 //! nowhere else: the journal, the shell and its output see the request git
 //! made. Each use is audited under the exec's actor.
 //!
+//! Content kept in the object store (`stead_vfs::tier`) is met the same
+//! way (see `stead_shell::content`): a run that read a tiered chunk is
+//! rolled back, the chunks it named are brought back into the database,
+//! verified, and the exec runs again. At most [`MAX_CONTENT_ROUNDS`] rounds
+//! and `TierPolicy::exec_bytes` (64 MiB: as much as the light shell may
+//! hold in memory at once, so an exec that needs more could not have held
+//! it anyway) brought back per exec: past that the exec is
+//! refused (`413 EXEC_CONTENT_TOO_LARGE`, nothing changed), since a `cat`
+//! of a 10 GB file must not pull it all into SQLite (a streamed download or
+//! the computer reads it from the bucket instead).
+//!
 //! The runs read the same clock: every reading the first run took is
 //! given again in the same order (a commit made before a push has the same
 //! id in every run, so the push the last run makes is the one the earlier
@@ -20,9 +31,11 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use stead_shell::content::ContentWait;
 use stead_shell::net::{Journal, Request, Response};
 use stead_shell::{Clock, ExecRequest};
 use stead_sql::Sql;
+use stead_vfs::tier::Tier;
 use stead_vfs::{Before, Operation, Scope, VfsError};
 
 use crate::agent::{Agent, HostClock};
@@ -41,6 +54,12 @@ pub(crate) const MAX_REQUESTS: usize = 64;
 /// Largest answer the agent reads into memory, in bytes: a pack is held
 /// whole until it is indexed.
 pub(crate) const MAX_ANSWER_BYTES: usize = 64 << 20;
+
+/// Most rounds of bringing content back from the object store one exec
+/// may take (each brings back every chunk its run named; a run stops at
+/// the command after the one that met a tiered chunk, so a loop over
+/// tiered files takes a round per file).
+pub(crate) const MAX_CONTENT_ROUNDS: usize = 64;
 
 /// The clock readings of an exec's first run, given again to later runs.
 struct Replayed<'c, 'h, H: Host> {
@@ -66,10 +85,19 @@ impl<H: Host> Clock for Replayed<'_, '_, H> {
     }
 }
 
+/// What an exec has brought back from the object store so far.
+#[derive(Default)]
+pub(crate) struct Fetched {
+    rounds: usize,
+    bytes: u64,
+}
+
 /// How one run ended.
 enum Run {
     /// It stopped for a request (its changes were rolled back).
     Waiting,
+    /// It met these chunks kept in the object store (rolled back too).
+    Content(Vec<i64>),
     Failed(ApiError),
 }
 
@@ -96,7 +124,9 @@ impl<H: Host> Agent<H> {
     ) -> Result<(ExecOutcome, u64), ApiError> {
         let vfs = self.vfs();
         let journal = Rc::new(Journal::default());
+        let content = Rc::new(ContentWait::default());
         let readings = RefCell::new(Vec::new());
+        let mut fetched = Fetched::default();
         loop {
             let host_clock = HostClock::new(&self.host);
             let clock = Replayed {
@@ -113,10 +143,16 @@ impl<H: Host> Agent<H> {
             };
             let ran = checkpoints::around(self, &vfs, before, |checkpoint| {
                 self.db().transaction(|| {
-                    let outcome = stead_shell::net::with_journal(&journal, || {
-                        exec::run_shell(&vfs, &clock, request.clone(), encoding, checkpoint)
-                    })
-                    .map_err(Run::Failed)?;
+                    let outcome = stead_shell::content::with_wait(&content, || {
+                        stead_shell::net::with_journal(&journal, || {
+                            exec::run_shell(&vfs, &clock, request.clone(), encoding, checkpoint)
+                        })
+                    });
+                    if content.waiting() {
+                        // Rolled back: a run that met a tiered chunk is never kept.
+                        return Err(Run::Content(content.take()));
+                    }
+                    let outcome = outcome.map_err(Run::Failed)?;
                     if journal.waiting() {
                         // Rolled back: the next run does it all again.
                         return Err(Run::Waiting);
@@ -127,6 +163,10 @@ impl<H: Host> Agent<H> {
             match ran {
                 Ok(outcome) => return Ok((outcome, host_clock.owed_ms.get())),
                 Err(Run::Failed(error)) => return Err(error),
+                Err(Run::Content(chunks)) => {
+                    self.bring_back_for_exec(&chunks, &mut fetched).await?;
+                    continue;
+                }
                 Err(Run::Waiting) => {}
             }
             let pending = journal
@@ -141,6 +181,38 @@ impl<H: Host> Agent<H> {
             };
             journal.record(pending, answer);
         }
+    }
+
+    /// Brings back the chunks a run of an exec met in the object store,
+    /// within the exec's bounds (see the module docs).
+    pub(crate) async fn bring_back_for_exec(
+        &self,
+        chunks: &[i64],
+        fetched: &mut Fetched,
+    ) -> Result<(), ApiError> {
+        let Some(store) = self.host.chunk_store() else {
+            // Tiered once, and the deployment's binding is gone since: the
+            // file tools' answer too.
+            return Err(VfsError::Tiered {
+                chunks: chunks.to_vec(),
+            }
+            .into());
+        };
+        let vfs = self.vfs();
+        let policy = self.host.tier_policy();
+        let needed = fetched.bytes + vfs.tiered_bytes(chunks)?;
+        fetched.rounds += 1;
+        if needed > policy.exec_bytes || fetched.rounds > MAX_CONTENT_ROUNDS {
+            return Err(ApiError::ExecContentTooLarge {
+                needed,
+                rounds: fetched.rounds,
+                limit: policy.exec_bytes,
+            });
+        }
+        fetched.bytes = needed;
+        let name = self.name()?;
+        Tier::new(&vfs, store, &name).bring_back(chunks).await?;
+        Ok(())
     }
 
     /// Makes one of the light shell's requests, if its target may be

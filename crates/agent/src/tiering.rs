@@ -32,6 +32,8 @@ impl<H: Host> Agent<H> {
         let Some(store) = self.host.chunk_store() else {
             return Ok(());
         };
+        // What an earlier agent of this name left to release.
+        self.release_markers().await?;
         let name = self.name()?;
         let vfs = self.vfs();
         let tier = Tier::new(&vfs, store, &name).with_policy(self.host.tier_policy());
@@ -57,7 +59,14 @@ impl<H: Host> Agent<H> {
         if self.host.chunk_store().is_none() {
             return Ok(None);
         }
-        Ok(self.vfs().tier_due(&self.host.tier_policy())?)
+        let policy = self.host.tier_policy();
+        let release = crate::tier_release::due(self.db(), policy.grace_ms)?;
+        Ok(self
+            .vfs()
+            .tier_due(&policy)?
+            .into_iter()
+            .chain(release)
+            .min())
     }
 
     /// Runs the synchronous `op`; when it meets chunks in the tier, brings

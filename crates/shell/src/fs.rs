@@ -3,13 +3,17 @@
 //! An object-safe view of [`stead_vfs::Vfs`], so the interpreter and the
 //! utilities are not generic over the SQL engine. Each call is one VFS
 //! operation, hence one SQL transaction, nested in the exec's one
-//! ([`Fs::atomically`]).
+//! ([`Fs::atomically`]). Every error passes through
+//! `crate::content::note`, so an exec that met a chunk kept in the object
+//! store is run again once it is fetched, never kept.
 
 use stead_sql::Sql;
 use stead_vfs::{
     Checkpoint, CheckpointId, Descendant, Diff, DiffOptions, DirEntry, NewCheckpoint, Node,
     PatchOutcome, Point, Restored, Undone, VPath, Vfs, VfsError, WriteOptions,
 };
+
+use crate::content::note;
 
 pub(crate) type Result<T> = std::result::Result<T, VfsError>;
 
@@ -82,29 +86,37 @@ const NO_PARENTS: WriteOptions = WriteOptions {
 
 impl<S: Sql> Fs for Vfs<'_, S> {
     fn stat(&self, path: &VPath, follow: bool) -> Result<Node> {
-        Vfs::stat(self, path, follow).map(|(_, node)| node)
+        Vfs::stat(self, path, follow)
+            .map(|(_, node)| node)
+            .inspect_err(note)
     }
     fn read(&self, path: &VPath) -> Result<Vec<u8>> {
-        self.read_file(path)
+        self.read_file(path).inspect_err(note)
     }
     fn read_many(&self, nodes: &[Node]) -> Result<Vec<Vec<u8>>> {
-        self.read_files(nodes)
+        self.read_files(nodes).inspect_err(note)
     }
     fn write(&self, path: &VPath, data: &[u8]) -> Result<()> {
-        Vfs::write(self, path, data, NO_PARENTS).map(drop)
+        Vfs::write(self, path, data, NO_PARENTS)
+            .map(drop)
+            .inspect_err(note)
     }
     fn write_stamped(&self, path: &VPath, data: &[u8], mode: u32, mtime_ms: i64) -> Result<()> {
         let options = WriteOptions {
             mode: Some(mode),
             ..NO_PARENTS
         };
-        Vfs::write_stamped(self, path, data, options, mtime_ms).map(drop)
+        Vfs::write_stamped(self, path, data, options, mtime_ms)
+            .map(drop)
+            .inspect_err(note)
     }
     fn append(&self, path: &VPath, data: &[u8]) -> Result<()> {
-        Vfs::append(self, path, data, NO_PARENTS).map(drop)
+        Vfs::append(self, path, data, NO_PARENTS)
+            .map(drop)
+            .inspect_err(note)
     }
     fn list(&self, path: &VPath) -> Result<Vec<DirEntry>> {
-        Vfs::list(self, path, None, usize::MAX >> 1)
+        Vfs::list(self, path, None, usize::MAX >> 1).inspect_err(note)
     }
     fn subtree(
         &self,
@@ -113,36 +125,45 @@ impl<S: Sql> Fs for Vfs<'_, S> {
         limit: usize,
     ) -> Result<Option<Vec<Descendant>>> {
         self.subtree_entries(path, max_depth, limit)
+            .inspect_err(note)
     }
     fn mkdir(&self, path: &VPath, parents: bool) -> Result<()> {
-        Vfs::mkdir(self, path, parents, None).map(drop)
+        Vfs::mkdir(self, path, parents, None)
+            .map(drop)
+            .inspect_err(note)
     }
     fn remove(&self, path: &VPath, recursive: bool) -> Result<()> {
-        Vfs::remove(self, path, recursive).map(drop)
+        Vfs::remove(self, path, recursive)
+            .map(drop)
+            .inspect_err(note)
     }
     fn rename(&self, from: &VPath, to: &VPath) -> Result<()> {
-        Vfs::rename(self, from, to).map(drop)
+        Vfs::rename(self, from, to).map(drop).inspect_err(note)
     }
     fn copy(&self, from: &VPath, to: &VPath, recursive: bool) -> Result<()> {
-        Vfs::copy(self, from, to, recursive).map(drop)
+        Vfs::copy(self, from, to, recursive)
+            .map(drop)
+            .inspect_err(note)
     }
     fn symlink(&self, target: &str, path: &VPath) -> Result<()> {
-        Vfs::symlink(self, target, path).map(drop)
+        Vfs::symlink(self, target, path).map(drop).inspect_err(note)
     }
     fn readlink(&self, path: &VPath) -> Result<String> {
-        Vfs::readlink(self, path)
+        Vfs::readlink(self, path).inspect_err(note)
     }
     fn chmod(&self, path: &VPath, mode: u32) -> Result<()> {
-        Vfs::chmod(self, path, mode).map(drop)
+        Vfs::chmod(self, path, mode).map(drop).inspect_err(note)
     }
     fn touch(&self, path: &VPath, mtime_ms: Option<i64>) -> Result<()> {
-        Vfs::touch(self, path, mtime_ms).map(drop)
+        Vfs::touch(self, path, mtime_ms).map(drop).inspect_err(note)
     }
     fn realpath(&self, path: &VPath) -> Result<VPath> {
-        Vfs::stat(self, path, true).map(|(real, _)| real)
+        Vfs::stat(self, path, true)
+            .map(|(real, _)| real)
+            .inspect_err(note)
     }
     fn apply_patch(&self, patch: &str, base: &VPath) -> Result<PatchOutcome> {
-        Vfs::apply_patch(self, patch, base, false)
+        Vfs::apply_patch(self, patch, base, false).inspect_err(note)
     }
     fn checkpoint(&self, name: Option<&str>, note: Option<&str>) -> Result<Checkpoint> {
         self.create_checkpoint(NewCheckpoint {
@@ -150,28 +171,30 @@ impl<S: Sql> Fs for Vfs<'_, S> {
             name,
             note,
         })
+        .inspect_err(crate::content::note)
     }
     fn find_checkpoint(&self, key: &str) -> Result<Checkpoint> {
         match key.parse::<i64>() {
             Ok(id) => Vfs::checkpoint(self, CheckpointId(id)),
             Err(_) => self.checkpoint_named(key),
         }
+        .inspect_err(note)
     }
     fn checkpoints(&self, limit: usize) -> Result<Vec<Checkpoint>> {
-        Vfs::checkpoints(self, None, limit)
+        Vfs::checkpoints(self, None, limit).inspect_err(note)
     }
     fn diff(&self, from: Point, to: Point, limit: usize) -> Result<Diff> {
         let options = DiffOptions {
             limit,
             ..DiffOptions::default()
         };
-        Vfs::diff(self, from, to, &options)
+        Vfs::diff(self, from, to, &options).inspect_err(note)
     }
     fn restore(&self, id: CheckpointId, paths: Option<&[VPath]>) -> Result<Restored> {
-        Vfs::restore(self, id, paths)
+        Vfs::restore(self, id, paths).inspect_err(note)
     }
     fn undo(&self) -> Result<Undone> {
-        Vfs::undo(self)
+        Vfs::undo(self).inspect_err(note)
     }
     fn atomically(&self, body: &mut dyn FnMut()) -> Result<()> {
         Vfs::atomically(self, || {

@@ -36,6 +36,7 @@
 #![deny(unreachable_pub)]
 
 mod bytes;
+pub mod content;
 mod devices;
 mod fs;
 mod interp;

@@ -46,6 +46,10 @@ pub enum LimitKind {
     /// the host makes and then runs the exec again (see `crate::net`). A
     /// host that gives the shell a network never reports it.
     NetworkWait,
+    /// Not a bound: the exec met content kept in the object store, which
+    /// the host brings back and then runs the exec again (see
+    /// `crate::content`). A host never reports it.
+    ContentWait,
 }
 
 impl LimitKind {
@@ -63,6 +67,7 @@ impl LimitKind {
             LimitKind::PipeBytes => "max_pipe_bytes",
             LimitKind::Stack => "max_stack_bytes",
             LimitKind::NetworkWait => "network_wait",
+            LimitKind::ContentWait => "content_wait",
         }
     }
 }
@@ -319,8 +324,18 @@ impl Budget {
         }
     }
 
+    /// Ends the exec once it has met content kept in the object store: the
+    /// host runs it again when the content is back (see `crate::content`).
+    fn content_ready() -> Result<(), Abort> {
+        match crate::content::waiting() {
+            true => Err(Abort::Limit(LimitKind::ContentWait)),
+            false => Ok(()),
+        }
+    }
+
     /// One simple command is about to run.
     pub fn charge_command(&self) -> Result<(), Abort> {
+        Self::content_ready()?;
         Self::bump(
             &self.commands,
             1,
@@ -331,6 +346,7 @@ impl Budget {
 
     /// One loop iteration is about to run.
     pub fn charge_iteration(&self) -> Result<(), Abort> {
+        Self::content_ready()?;
         Self::bump(
             &self.iterations,
             1,

@@ -12,7 +12,7 @@ use common::{checkpoint, db, noise, p, put};
 use proptest::prelude::*;
 use stead_sql::{params, Sql, SqliteDb};
 use stead_vfs::tier::fake::{block_on, FakeStore};
-use stead_vfs::tier::{Tier, TierPolicy};
+use stead_vfs::tier::{release_marker, Tier, TierPolicy, FORK_HOLDER};
 use stead_vfs::{CheckpointId, ExportCursor, ImportProgress, Vfs, VfsError, CHUNK_SIZE};
 
 const START: i64 = 1_700_000_000_000;
@@ -23,6 +23,7 @@ fn policy() -> TierPolicy {
         hot_ms: 1_000,
         grace_ms: 5_000,
         batch: 4,
+        ..TierPolicy::default()
     }
 }
 
@@ -225,6 +226,55 @@ fn a_fork_adopts_tiered_chunks_without_copying_bytes() {
     let err = block_on(t.adopt(&[7; 32], 10, "fork2")).unwrap_err();
     assert!(matches!(err, VfsError::Store(_)), "{err}");
     assert!(vfs.held_chunks("fork2").unwrap().is_empty());
+    // ... and its marker, put before the object was found missing, is
+    // collected; the adopted ones stay.
+    let missing = format!("refs/{}/b", "07".repeat(32));
+    assert_eq!(store.keys(&missing).len(), 1);
+    settle(&b, &store, "b", now + 1);
+    assert!(store.keys(&missing).is_empty(), "no marker leaked");
+    assert_eq!(store.keys("refs/").len(), 2);
+}
+
+#[test]
+fn a_fork_stream_shares_tiered_chunks_and_the_copy_reads_them() {
+    let store = FakeStore::default();
+    let (a, b) = (db(), db());
+    let big = noise(3 * CHUNK_SIZE + 7, 8);
+    put(&Vfs::new(&a, START), "/d/big", &big);
+    put(&Vfs::new(&a, START), "/small", "small\n");
+    let now = settle(&a, &store, "a", START + 2_000);
+    let stored = store.chunk_bytes();
+    let objects = store.keys("chunks/").len();
+    let source = Vfs::new(&a, now);
+    let id = checkpoint(&source);
+    let (to, mut cursor, mut sent, mut shared) = (Vfs::new(&b, now), ExportCursor::Start, 0, 0);
+    let into = tier(&to, &store, "b");
+    loop {
+        let page = source.export_page(id, &cursor, 1 << 20).unwrap();
+        (sent, shared) = (sent + page.chunk_bytes, shared + page.shared_chunks);
+        block_on(into.adopt_shared(&page.frames)).unwrap();
+        let progress = to.import_page(&page.frames).unwrap();
+        to.release_chunks(FORK_HOLDER).unwrap();
+        match (progress, page.next) {
+            (ImportProgress::Staged(_), Some(next)) => cursor = next,
+            (ImportProgress::Finished { .. }, None) => break,
+            (progress, next) => panic!("{progress:?} at {next:?}"),
+        }
+    }
+    assert_eq!(shared, 3, "the three full chunks are shared");
+    assert!(
+        sent < 1024,
+        "only the small file and the tail are sent: {sent}"
+    );
+    assert_eq!(store.chunk_bytes(), stored, "no object copied");
+    assert_eq!(store.keys("chunks/").len(), objects);
+    assert_eq!(to.tier_usage().unwrap().tiered.0, 3);
+    // The source forgets the file: the copy's markers keep its objects.
+    source.delete_checkpoint(id).unwrap();
+    source.remove(&p("/d/big"), false).unwrap();
+    let now = settle(&a, &store, "a", now + 1);
+    assert_eq!(read(&Vfs::new(&b, now), &store, "b", "/d/big"), big);
+    assert_eq!(read(&Vfs::new(&b, now), &store, "b", "/small"), b"small\n");
 }
 
 #[test]
@@ -280,6 +330,16 @@ enum Op {
     },
     Fork {
         agent: usize,
+        fault: Option<u64>,
+    },
+    /// The agent is deleted: its database goes, its markers wait to be
+    /// released (as `DELETE /agents/{id}` does).
+    DeleteAgent {
+        agent: usize,
+    },
+    /// One bounded round of releasing deleted agents' markers.
+    Release {
+        fault: Option<u64>,
     },
     Move {
         agent: usize,
@@ -311,7 +371,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (agent.clone(), 0usize..4)
             .prop_map(|(agent, which)| Op::DropCheckpoint { agent, which }),
         1 => (agent.clone(), 0usize..4).prop_map(|(agent, which)| Op::Restore { agent, which }),
-        1 => agent.clone().prop_map(|agent| Op::Fork { agent }),
+        2 => (agent.clone(), fault.clone()).prop_map(|(agent, fault)| Op::Fork { agent, fault }),
+        1 => agent.clone().prop_map(|agent| Op::DeleteAgent { agent }),
+        2 => fault.clone().prop_map(|fault| Op::Release { fault }),
         3 => (agent.clone(), fault.clone()).prop_map(|(agent, fault)| Op::Move { agent, fault }),
         2 => (agent.clone(), fault.clone())
             .prop_map(|(agent, fault)| Op::Collect { agent, fault }),
@@ -333,6 +395,10 @@ struct Agent {
 struct World {
     store: FakeStore,
     agents: Vec<Agent>,
+    /// Markers of deleted agents not released yet: (hash, agent, since).
+    released: Vec<(Vec<u8>, String, i64)>,
+    /// Names given so far (a deleted agent's name may come back).
+    named: usize,
     now: i64,
 }
 
@@ -367,6 +433,8 @@ impl World {
                 files: Files::new(),
                 checkpoints: Vec::new(),
             }],
+            released: Vec::new(),
+            named: 1,
             now: START,
         }
     }
@@ -415,7 +483,20 @@ impl World {
                     a.files = files;
                 }
             }
-            Op::Fork { agent } => self.fork(agent % n),
+            Op::Fork { agent, fault } => self.fork(agent % n, fault),
+            Op::DeleteAgent { agent } => {
+                if n > 1 {
+                    let gone = self.agents.remove(agent % n);
+                    self.forget(&gone);
+                }
+            }
+            Op::Release { fault } => {
+                if let Some(k) = fault {
+                    self.store.fail_in(k);
+                }
+                allow_store(self.release(4));
+                self.store.heal();
+            }
             Op::Move { agent, fault } => self.maintain(agent % n, fault, false),
             Op::Collect { agent, fault } => self.maintain(agent % n, fault, true),
             Op::Read {
@@ -467,42 +548,105 @@ impl World {
         self.store.heal();
     }
 
-    /// Forks agent `from` into a new agent through the fork stream; the
-    /// source brings back what the stream needs.
-    fn fork(&mut self, from: usize) {
+    /// Forks agent `from` into a new agent through the fork stream: tiered
+    /// chunks are adopted, not copied. A store failure breaks the fork off;
+    /// the target is wiped then, as the agent does.
+    fn fork(&mut self, from: usize, fault: Option<u64>) {
         if self.agents.len() >= 3 {
             return;
         }
         let now = self.now;
-        let target = db();
+        // Names come back: "agent-1" deleted, then forked again.
+        let name = format!("agent-{}", self.named % 4);
+        self.named += 1;
+        if self.agents.iter().any(|a| a.name == name) {
+            return;
+        }
+        let target = Agent {
+            name,
+            db: db(),
+            files: self.agents[from].files.clone(),
+            checkpoints: Vec::new(),
+        };
         let source = &self.agents[from];
         let vfs = Vfs::new(&source.db, now);
         let id = checkpoint(&vfs);
+        let shared = one(
+            &source.db,
+            &format!(
+                "SELECT COUNT(DISTINCT k.chunk) FROM checkpoint_chunks k JOIN chunks c \
+                 ON c.id = k.chunk WHERE k.checkpoint = {} AND c.tier = 2",
+                id.0
+            ),
+        );
         let t = tier(&vfs, &self.store, &source.name);
-        let to = Vfs::new(&target, now);
+        let to = Vfs::new(&target.db, now);
+        let into = tier(&to, &self.store, &target.name);
+        if let Some(k) = fault {
+            self.store.fail_in(k);
+        }
         let mut cursor = ExportCursor::Start;
-        loop {
+        let finished = loop {
             let page = block_on(t.fetched(|| vfs.export_page(id, &cursor, 1 << 20))).unwrap();
-            match (to.import_page(&page.frames).unwrap(), page.next) {
-                (ImportProgress::Staged(_), Some(next)) => cursor = next,
-                (ImportProgress::Finished { .. }, None) => break,
+            let adopted = block_on(into.adopt_shared(&page.frames));
+            let imported = adopted.and_then(|_| to.import_page(&page.frames));
+            to.release_chunks(FORK_HOLDER).unwrap();
+            match (allow_store(imported), page.next) {
+                (None, _) => break false,
+                (Some(ImportProgress::Staged(_)), Some(next)) => cursor = next,
+                (Some(ImportProgress::Finished { .. }), None) => break true,
                 (progress, next) => panic!("{progress:?} at {next:?}"),
             }
-        }
+        };
+        self.store.heal();
         vfs.delete_checkpoint(id).unwrap();
-        let files = source.files.clone();
-        self.agents.push(Agent {
-            name: format!("agent-{}", self.agents.len()),
-            db: target,
-            files,
-            checkpoints: Vec::new(),
-        });
+        if !finished {
+            self.forget(&target);
+            return;
+        }
+        let tiered = one(&target.db, "SELECT COUNT(*) FROM chunks WHERE tier = 2");
+        assert_eq!(tiered, shared, "every tiered chunk adopted, no byte copied");
+        self.agents.push(target);
+    }
+
+    /// Agent `gone`'s database is wiped: its markers wait to be released.
+    fn forget(&mut self, gone: &Agent) {
+        let hashes = Vfs::new(&gone.db, self.now).marked_hashes().unwrap();
+        for hash in hashes {
+            self.released.push((hash, gone.name.clone(), self.now));
+        }
+    }
+
+    /// Releases up to `batch` deleted agents' markers whose grace is over,
+    /// keeping those a live agent of the same name relies on (as the
+    /// agent's `tier_release` does). A store failure stops the round.
+    fn release(&mut self, batch: usize) -> stead_vfs::Result<()> {
+        let due = self.now - policy().grace_ms;
+        for _ in 0..batch {
+            let Some(at) = self.released.iter().position(|(_, _, since)| *since <= due) else {
+                return Ok(());
+            };
+            let (hash, name, _) = &self.released[at];
+            let live = self.agents.iter().find(|a| &a.name == name);
+            let relied = match live {
+                Some(a) => Vfs::new(&a.db, self.now).relies_on_tier(hash)?,
+                None => false,
+            };
+            if !relied {
+                block_on(release_marker(&self.store, hash, name))?;
+            }
+            self.released.remove(at);
+        }
+        Ok(())
     }
 
     /// Settles every agent, then checks what the issue asks.
     fn check(&mut self) {
         self.store.heal();
-        let mut now = self.now + 10_000;
+        self.now += 10_000;
+        self.release(usize::MAX).unwrap();
+        assert!(self.released.is_empty());
+        let mut now = self.now;
         for _ in 0..3 {
             for a in &self.agents {
                 now = settle(&a.db, &self.store, &a.name, now);

@@ -41,6 +41,7 @@ use stead_sync::{
     frame, Ack, ApplyReply, Change, ChunkHash, ChunkRequest, Entry, ErrorCode, ExecEvent, ExecSpec,
     Exit, IgnoreRules, Push, Status, PROTOCOL,
 };
+use stead_vfs::tier::ObjectStore;
 use stead_vfs::{Rejected, VPath, Vfs, VfsError};
 
 pub use error::ComputerError;
@@ -143,12 +144,15 @@ pub struct Detached {
 /// Finds which container instance answers (starting the computer if it
 /// does not run) and brings its copy of the workspace in step. `vfs` gives
 /// a view of the workspace at the current time (this spans many awaits).
+/// Content kept in the object store is read from `store` (verified) as the
+/// container asks for it.
 pub async fn bring_in_step<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: impl Fn() -> Vfs<'db, S>,
+    store: Option<&impl ObjectStore>,
     transport: &T,
 ) -> Result<Pushed, ComputerError> {
-    connect_and_push(db, &vfs, &Link::new(transport)).await
+    connect_and_push(db, &vfs, store, &Link::new(transport)).await
 }
 
 /// Runs an exec on the agent's computer, whose copy [`bring_in_step`] just
@@ -416,6 +420,7 @@ pub struct Pushed {
 async fn connect_and_push<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
+    store: Option<&impl ObjectStore>,
     link: &Link<'_, T>,
 ) -> Result<Pushed, ComputerError> {
     let mut sent = Transfer::default();
@@ -431,7 +436,7 @@ async fn connect_and_push<'db, S: Sql, T: Transport>(
             });
         }
         let fresh = load(db)?.is_none_or(|synced| synced.instance != status.instance);
-        match push(db, vfs, link, &status.instance, &mut sent).await {
+        match push(db, vfs, store, link, &status.instance, &mut sent).await {
             Err(ComputerError::Refused {
                 code: ErrorCode::StaleInstance,
                 ..
@@ -562,8 +567,12 @@ fn forget_refused(db: &impl Sql, paths: &[VPath]) -> Result<(), VfsError> {
 
 /// The workspace's ignore rules, as text: the defaults, then
 /// `/.steadignore`'s lines if it has one.
-fn ignore_rules<S: Sql>(vfs: &Vfs<'_, S>) -> Result<String, VfsError> {
-    let file = match vfs.read_file(&VPath::parse(stead_sync::ignore::IGNORE_FILE)?) {
+async fn ignore_rules<S: Sql>(
+    vfs: &Vfs<'_, S>,
+    store: Option<&impl ObjectStore>,
+) -> Result<String, VfsError> {
+    let path = VPath::parse(stead_sync::ignore::IGNORE_FILE)?;
+    let file = match stead_vfs::tier::read_file(vfs, store, &path).await {
         Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
         Err(VfsError::NotFound { .. }) => None,
         Err(error) => return Err(error),
@@ -576,12 +585,13 @@ fn ignore_rules<S: Sql>(vfs: &Vfs<'_, S>) -> Result<String, VfsError> {
 async fn push<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
+    store: Option<&impl ObjectStore>,
     link: &Link<'_, T>,
     instance: &str,
     sent: &mut Transfer,
 ) -> Result<i64, ComputerError> {
     let view = vfs();
-    let ignore = ignore_rules(&view)?;
+    let ignore = ignore_rules(&view, store).await?;
     let rules = IgnoreRules::parse(&ignore);
     let base = view.revision()?;
     let known = load(db)?.filter(|synced| synced.instance == instance);
@@ -635,8 +645,8 @@ async fn push<'db, S: Sql, T: Transport>(
         };
         let mut batch = Vec::new();
         for hash in needed {
-            let data = vfs()
-                .chunk_by_hash(&hash)?
+            let data = stead_vfs::tier::chunk_by_hash(&vfs(), store, &hash)
+                .await?
                 .ok_or_else(|| ComputerError::Malformed {
                     step: "push",
                     reason: format!("asked for chunk {hash}, which the workspace does not hold"),

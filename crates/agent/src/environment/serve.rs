@@ -129,7 +129,9 @@ impl<H: Host> Agent<H> {
             return Ok(None);
         };
         self.run_setup(transport, pushed, current).await?;
-        let again = computer::bring_in_step(self.db(), || self.vfs(), transport).await?;
+        let again =
+            computer::bring_in_step(self.db(), || self.vfs(), self.host.chunk_store(), transport)
+                .await?;
         Ok(Some(again))
     }
 

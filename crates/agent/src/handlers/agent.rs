@@ -32,7 +32,8 @@ pub(super) fn info<H: Host>(agent: &Agent<H>, call: &Call<'_>) -> Result<Handled
 }
 
 /// `DELETE /agents/{id}`: the workspace, its computer, its sockets and its
-/// alarm go; a tombstone stays (see `crate::tombstone`).
+/// alarm go; a tombstone stays (see `crate::tombstone`), and the alarm
+/// releases its markers in the object store (`crate::tier_release`).
 pub(super) async fn delete<H: Host>(
     agent: &Agent<H>,
     call: &Call<'_>,
@@ -42,10 +43,9 @@ pub(super) async fn delete<H: Host>(
         let _ = computer::stop(&transport).await;
     }
     crate::subscriptions::close_all(agent);
-    agent.host.wipe().await?;
+    agent.wipe_storage().await?;
     crate::tombstone::lay(agent.db(), agent.now_ms())?;
-    agent.host.set_alarm(None).await?;
-    agent.alarm_at.set(None);
+    agent.release_deleted().await?;
     agent.closed();
     answer(json!({ "agent": call.agent, "deleted": true }))
 }

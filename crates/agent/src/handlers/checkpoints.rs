@@ -119,12 +119,17 @@ pub(super) async fn fork_import<H: Host>(
     };
     // A page that could not be read is a fork that never began, as one
     // that could not be staged is.
-    let imported = page.and_then(|page| agent.fork_in(status_only, &page, origin.as_ref()));
+    let imported = match page {
+        Ok(page) => agent.fork_in(status_only, &page, origin.as_ref()).await,
+        Err(error) => Err(error),
+    };
     // The copy may bring the source's revocations.
     agent.unrevoked.borrow_mut().clear();
     if call.created && (status_only || imported.is_err()) {
-        // Asking, or a fork that never began, leaves nothing.
-        agent.host.wipe().await?;
+        // Asking, or a fork that never began, leaves nothing (but the
+        // markers of what it adopted, to release).
+        agent.wipe_storage().await?;
+        agent.release_deleted().await?;
         agent.closed();
     } else {
         // A page may move the import deadline (or end it).

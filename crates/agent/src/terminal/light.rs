@@ -9,16 +9,20 @@
 //! it, so `undo` takes it back; recorded in the audit log as
 //! `terminal.line`), its output, stdout and stderr together, printed with
 //! each `\n` as `\r\n` (what a terminal's `onlcr` does), then the prompt,
-//! which shows the cwd.
+//! which shows the cwd. A line that meets content kept in the object
+//! store runs again once it is back, from the shell state before it.
 //!
 //! The shell runs a line to its end in one step, except the time its
 //! `sleep`s stand for, which is waited afterwards: while it is waited the
 //! line is [`Running`], Ctrl-C cuts the wait short (`^C`, status 130) and
 //! other keys wait their turn, as a terminal's type-ahead does.
 
+use std::rc::Rc;
+
 use futures::channel::oneshot;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use stead_shell::content::ContentWait;
 use stead_shell::session::Session as Shell;
 use stead_shell::Limits;
 use stead_sql::Sql;
@@ -30,6 +34,7 @@ use crate::agent::{Agent, HostClock};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::host::Host;
+use crate::shell_net::Fetched;
 
 /// Ctrl-C.
 const INTERRUPT: u8 = 0x03;
@@ -48,6 +53,25 @@ const LINE_WALL_MS: u64 = 60 * 60_000;
 /// most 2 MB): a line that leaves more (a huge variable) keeps the state
 /// from before it, and says so.
 const MAX_SHELL_STATE: usize = 1 << 20;
+
+/// Why one run of a line did not count.
+enum LineStop {
+    /// It met these chunks kept in the object store.
+    Content(Vec<i64>),
+    Failed(ApiError),
+}
+
+impl From<VfsError> for LineStop {
+    fn from(error: VfsError) -> Self {
+        LineStop::Failed(error.into())
+    }
+}
+
+impl From<stead_sql::SqlError> for LineStop {
+    fn from(error: stead_sql::SqlError) -> Self {
+        LineStop::Failed(error.into())
+    }
+}
 
 /// What a light session stores.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -170,8 +194,9 @@ impl<H: Host> Agent<H> {
                     }
                     let size = self.transcripts().get(id)?;
                     let before = stored.shell.clone();
-                    let (ran, owed_ms) =
-                        self.run_light_line(caller, id, &mut stored.shell, &line, &size)?;
+                    let (ran, owed_ms) = self
+                        .run_light_line(caller, id, &mut stored.shell, &line, &size)
+                        .await?;
                     out.extend(onlcr(&ran.output));
                     if stored.shell.state.len() > MAX_SHELL_STATE {
                         let warning = format!(
@@ -217,8 +242,9 @@ impl<H: Host> Agent<H> {
                     out.extend_from_slice(b"\r\n");
                     let text = std::mem::take(&mut stored.continued);
                     let size = self.transcripts().get(id)?;
-                    let (ran, _) =
-                        self.run_light_line(caller, id, &mut stored.shell, &text, &size)?;
+                    let (ran, _) = self
+                        .run_light_line(caller, id, &mut stored.shell, &text, &size)
+                        .await?;
                     out.extend(onlcr(&ran.output));
                 }
                 Event::End => {
@@ -226,8 +252,9 @@ impl<H: Host> Agent<H> {
                     // trap runs) with the last status.
                     out.extend_from_slice(b"exit\r\n");
                     let size = self.transcripts().get(id)?;
-                    let (ran, _) =
-                        self.run_light_line(caller, id, &mut stored.shell, "exit", &size)?;
+                    let (ran, _) = self
+                        .run_light_line(caller, id, &mut stored.shell, "exit", &size)
+                        .await?;
                     out.extend(onlcr(&ran.output));
                     self.print(id, &out)?;
                     return self.end_terminal(id, Some(i64::from(ran.status)), "exited");
@@ -250,8 +277,10 @@ impl<H: Host> Agent<H> {
     }
 
     /// Runs `line` in `shell`: what it did and the milliseconds its
-    /// `sleep`s owe.
-    fn run_light_line(
+    /// `sleep`s owe. A run that meets content kept in the object store is
+    /// rolled back, the shell's state with it, and run again once the
+    /// content is back (as an exec is, see `crate::shell_net`).
+    async fn run_light_line(
         &self,
         caller: &Caller,
         id: &str,
@@ -259,6 +288,49 @@ impl<H: Host> Agent<H> {
         line: &str,
         session: &Session,
     ) -> Result<(stead_shell::session::Line, u64), ApiError> {
+        let content = Rc::new(ContentWait::default());
+        let mut fetched = Fetched::default();
+        let (ran, owed_ms) = loop {
+            let mut attempt = shell.clone();
+            match self.run_light_once(caller, &mut attempt, line, session, &content) {
+                Ok(ran) => {
+                    *shell = attempt;
+                    break ran;
+                }
+                Err(LineStop::Content(chunks)) => {
+                    self.bring_back_for_exec(&chunks, &mut fetched).await?
+                }
+                Err(LineStop::Failed(error)) => return Err(error),
+            }
+        };
+        let actor = caller.actor();
+        let note = crate::audit::Note {
+            target: Some(line.chars().take(200).collect()),
+            detail: Some(json!({ "session": id, "exit_code": ran.status })),
+        };
+        // The line has run: failing to record it must not fail it.
+        let _ = crate::audit::record(
+            self.db(),
+            self.now_ms(),
+            &actor,
+            "terminal.line",
+            &note,
+            "ok",
+        );
+        crate::subscriptions::notify_changes(self);
+        Ok((ran, owed_ms))
+    }
+
+    /// One run of `line`, in one transaction, noting in `content` what it
+    /// met in the object store (then it is rolled back).
+    fn run_light_once(
+        &self,
+        caller: &Caller,
+        shell: &mut Shell,
+        line: &str,
+        session: &Session,
+        content: &Rc<ContentWait>,
+    ) -> Result<(stead_shell::session::Line, u64), LineStop> {
         let vfs = self.vfs();
         let clock = HostClock::new(&self.host);
         let env = [
@@ -277,22 +349,16 @@ impl<H: Host> Agent<H> {
                 max_wall_ms: LINE_WALL_MS,
                 ..Limits::default()
             };
-            Ok::<_, VfsError>(shell.run(&vfs, &clock, line, &env, limits))
+            self.db().transaction(|| {
+                let ran = stead_shell::content::with_wait(content, || {
+                    shell.run(&vfs, &clock, line, &env, limits)
+                });
+                match content.waiting() {
+                    true => Err(LineStop::Content(content.take())),
+                    false => Ok(ran),
+                }
+            })
         })?;
-        let note = crate::audit::Note {
-            target: Some(line.chars().take(200).collect()),
-            detail: Some(json!({ "session": id, "exit_code": ran.status })),
-        };
-        // The line has run: failing to record it must not fail it.
-        let _ = crate::audit::record(
-            self.db(),
-            self.now_ms(),
-            &actor,
-            "terminal.line",
-            &note,
-            "ok",
-        );
-        crate::subscriptions::notify_changes(self);
         Ok((ran, clock.owed_ms.get()))
     }
 

@@ -14,7 +14,13 @@
 //! a resume frame naming where the next starts. A frame is
 //! `[tag: u8][length: u32 LE][payload]`; headers, entries and the rest are
 //! JSON, a chunk frame is the 32-byte BLAKE3 hash then the bytes, checked
-//! against the hash before it is kept. No frame exceeds [`MAX_FORK_FRAME`], no
+//! against the hash before it is kept. A chunk kept only in the object
+//! store (`crate::tier`) travels as a *shared* frame instead: its hash and
+//! size, no bytes. The target's async layer adopts it first
+//! ([`crate::tier::Tier::import_page`]: its own marker on the bucket's
+//! object, then a tiered row), so a fork of a tiered workspace copies
+//! metadata, not content; at most [`SHARED_PER_PAGE`] such frames go in a
+//! page, bounding the requests one page costs the target. No frame exceeds [`MAX_FORK_FRAME`], no
 //! page much more than the size asked, and a file is never whole in memory.
 //!
 //! The import is **resumable**: what it staged lives in tables
@@ -40,6 +46,7 @@ use crate::node::Kind;
 use crate::ops::{mode_bits, ChangeKind};
 use crate::path::{VPath, MAX_NAME_LEN, MAX_PATH_LEN};
 use crate::resolve::ROOT_INO;
+use crate::tier::TierState;
 use crate::{json_ids, CHUNK_SIZE};
 
 /// Version of the stream; an importer refuses another.
@@ -54,6 +61,9 @@ const ENTRIES_PER_FRAME: i64 = 256;
 const HASHES_PER_FRAME: u64 = 4096;
 /// Chunks looked up per statement while filling a page.
 const CHUNKS_PER_QUERY: i64 = 64;
+/// Most shared chunk frames in one page (each costs the target two
+/// object-store requests).
+const SHARED_PER_PAGE: u64 = 64;
 
 /// Frame tags.
 const HEADER: u8 = 1;
@@ -61,6 +71,7 @@ const ENTRIES: u8 = 2;
 const CHUNK: u8 = 3;
 const RESUME: u8 = 4;
 const END: u8 = 5;
+const SHARED: u8 = 6;
 
 /// Where an export (re)starts. Opaque to callers but for
 /// [`ExportCursor::token`] and [`ExportCursor::from_token`], which carry it
@@ -101,6 +112,10 @@ pub struct ExportPage {
     pub next: Option<ExportCursor>,
     /// Chunk bytes in this page.
     pub chunk_bytes: u64,
+    /// Chunks in this page shared through the object store (no bytes
+    /// sent), and their bytes.
+    pub shared_chunks: u64,
+    pub shared_bytes: u64,
 }
 
 /// Where an import stands.
@@ -210,6 +225,8 @@ impl<S: Sql> Vfs<'_, S> {
             frames: Vec::new(),
             next: None,
             chunk_bytes: 0,
+            shared_chunks: 0,
+            shared_bytes: 0,
         };
         let mut cursor = from.clone();
         while page.frames.is_empty() || page.frames.len() < max_bytes {
@@ -389,17 +406,30 @@ impl<S: Sql> Vfs<'_, S> {
         let mut cursor = None;
         for row in rows {
             let (chunk, size) = (row.int(0)?, row.int(1)? as usize);
-            if !page.frames.is_empty() && page.frames.len() + size + 37 > max_bytes {
-                break;
-            }
             let mut row = self
                 .db
                 .query_row(
-                    "SELECT hash, data, size FROM chunks WHERE id = ?",
+                    "SELECT hash, data, size, tier FROM chunks WHERE id = ?",
                     params![chunk],
                 )?
                 .ok_or_else(|| VfsError::Corrupt(format!("pinned chunk {chunk} missing")))?;
             let hash = row.take_blob(0)?;
+            if TierState::from_code(row.int(3)?)? == TierState::Tiered {
+                if page.shared_chunks >= SHARED_PER_PAGE {
+                    break;
+                }
+                page.frames.push(SHARED);
+                page.frames.extend_from_slice(&40u32.to_le_bytes());
+                page.frames.extend_from_slice(&hash);
+                page.frames.extend_from_slice(&(size as u64).to_le_bytes());
+                page.shared_chunks += 1;
+                page.shared_bytes += size as u64;
+                cursor = Some(chunk);
+                continue;
+            }
+            if !page.frames.is_empty() && page.frames.len() + size + 37 > max_bytes {
+                break;
+            }
             let data =
                 crate::content::inline_bytes(&mut row, 1, 2)?.ok_or_else(|| VfsError::Tiered {
                     chunks: vec![chunk],
@@ -427,6 +457,7 @@ impl<S: Sql> Vfs<'_, S> {
                     HEADER => self.import_header(json("header", payload)?)?,
                     ENTRIES => self.import_entries(json("entries", payload)?)?,
                     CHUNK => self.import_chunk(payload)?,
+                    SHARED => self.import_shared(payload)?,
                     RESUME => self.import_resume(payload)?,
                     END => {
                         let end: End = json("end", payload)?;
@@ -618,6 +649,28 @@ impl<S: Sql> Vfs<'_, S> {
         self.db.execute(
             "INSERT OR IGNORE INTO import_chunks (chunk) VALUES (?)",
             params![id],
+        )?;
+        self.check_quotas()
+    }
+
+    /// A shared chunk frame: the chunk must have been adopted already (a
+    /// tiered row with its hash and size, see the module docs).
+    fn import_shared(&self, payload: &[u8]) -> Result<()> {
+        self.require_import()?;
+        let (hash, size) = shared_frame(payload)?;
+        let row = self.db.query_row(
+            "SELECT id FROM chunks WHERE hash = ? AND size = ?",
+            params![&hash[..], size as i64],
+        )?;
+        let Some(row) = row else {
+            return Err(bad(format!(
+                "shared chunk {} was not adopted from the object store before its page",
+                ChunkHash(hash)
+            )));
+        };
+        self.db.execute(
+            "INSERT OR IGNORE INTO import_chunks (chunk) VALUES (?)",
+            params![row.int(0)?],
         )?;
         self.check_quotas()
     }
@@ -823,6 +876,36 @@ impl<S: Sql> Vfs<'_, S> {
             .collect::<Result<Vec<_>, _>>()?;
         self.collect(&chunks)
     }
+}
+
+/// The chunks a page shares through the object store (its shared frames):
+/// hash and size each, for the target to adopt before the page is
+/// imported.
+pub(crate) fn shared_chunks(page: &[u8]) -> Result<Vec<([u8; 32], u64)>> {
+    let mut shared = Vec::new();
+    let mut rest = page;
+    while !rest.is_empty() {
+        let (tag, payload, tail) = split_frame(rest)?;
+        rest = tail;
+        if tag == SHARED {
+            shared.push(shared_frame(payload)?);
+        }
+    }
+    Ok(shared)
+}
+
+/// A shared frame's hash and size.
+fn shared_frame(payload: &[u8]) -> Result<([u8; 32], u64)> {
+    if payload.len() != 40 {
+        return Err(bad("a shared chunk frame that is not 40 bytes"));
+    }
+    let (hash, size) = payload.split_at(32);
+    let hash: [u8; 32] = hash.try_into().map_err(|_| bad("a short chunk hash"))?;
+    let size = u64::from_le_bytes(size.try_into().map_err(|_| bad("a short chunk size"))?);
+    if size == 0 || size > CHUNK_SIZE as u64 {
+        return Err(bad(format!("a shared chunk of {size} bytes")));
+    }
+    Ok((hash, size))
 }
 
 /// Splits the first frame off `bytes`: its tag, payload and what follows.

@@ -51,6 +51,7 @@ pub use diff::{
     Diff, DiffEntry, DiffMethod, DiffOptions, EntryInfo, Oversize, PathChange, Point, PointInfo,
     TextDiff, TextOptions,
 };
+pub(crate) use fork::shared_chunks;
 pub use fork::{
     ExportCursor, ExportPage, ImportProgress, ImportStatus, FORK_FORMAT, MAX_FORK_FRAME,
 };

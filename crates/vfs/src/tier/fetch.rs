@@ -13,6 +13,9 @@ use crate::content::inline_bytes;
 use crate::error::{Result, VfsError};
 use crate::Vfs;
 
+/// The holder of chunks a fork's page adopted, until the page is imported.
+pub const FORK_HOLDER: &str = "fork:page";
+
 /// Reads of one object before its failure is the answer.
 const READ_TRIES: usize = 3;
 
@@ -82,6 +85,57 @@ pub async fn read_chunk<S: Sql>(
     }
 }
 
+/// The bytes of the chunk with `hash`, if `vfs` holds it: inline, or (kept
+/// in the object store) read from `store`, verified, without bringing it
+/// back: what a sync to the computer sends.
+pub async fn chunk_by_hash<S: Sql>(
+    vfs: &Vfs<'_, S>,
+    store: Option<&impl ObjectStore>,
+    hash: &stead_sync::ChunkHash,
+) -> Result<Option<Vec<u8>>> {
+    match (vfs.chunk_by_hash(hash), store) {
+        (Err(VfsError::Tiered { .. }), Some(store)) => {
+            fetch_verified(store, &hash.0).await.map(Some)
+        }
+        (answer, _) => answer,
+    }
+}
+
+/// The whole content of the file at `path`: [`Vfs::read_file`], with the
+/// chunks kept in the object store read from `store` (verified) rather
+/// than brought back. For small files the caller reads whole (the
+/// computer's ignore rules).
+pub async fn read_file<S: Sql>(
+    vfs: &Vfs<'_, S>,
+    store: Option<&impl ObjectStore>,
+    path: &crate::VPath,
+) -> Result<Vec<u8>> {
+    match (vfs.read_file(path), store) {
+        (Err(VfsError::Tiered { .. }), Some(store)) => {
+            let (_, ids) = vfs.file_chunks(path)?;
+            let mut bytes = Vec::new();
+            for id in ids {
+                bytes.extend(read_chunk(vfs, store, id, path.as_str()).await?);
+            }
+            Ok(bytes)
+        }
+        (answer, _) => answer,
+    }
+}
+
+impl<S: Sql> Vfs<'_, S> {
+    /// The bytes of those of chunks `ids` that are kept only in the object
+    /// store: what [`Tier::bring_back`] of them would put in the database.
+    pub fn tiered_bytes(&self, ids: &[i64]) -> Result<u64> {
+        let row = self.db.query_row(
+            "SELECT COALESCE(SUM(size), 0) FROM chunks \
+             WHERE id IN (SELECT value FROM json_each(?)) AND tier = ?",
+            params![crate::json_ids(ids).as_str(), TierState::Tiered.code()],
+        )?;
+        Ok(row.map_or(Ok(0), |row| row.int(0))? as u64)
+    }
+}
+
 impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
     /// The bytes of the chunk with `hash` from the store, verified.
     pub(crate) async fn fetch_verified(&self, hash: &[u8]) -> Result<Vec<u8>> {
@@ -126,6 +180,18 @@ impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
         Ok(())
     }
 
+    /// Adopts every chunk a fork's `page` shares through the object store
+    /// (see `crate::checkpoint`'s fork stream), held under [`FORK_HOLDER`]
+    /// until the page is imported: then the import's own staging keeps
+    /// them, and the caller releases the holder, whatever the import did.
+    pub async fn adopt_shared(&self, page: &[u8]) -> Result<u64> {
+        let shared = crate::checkpoint::shared_chunks(page)?;
+        for (hash, size) in &shared {
+            self.adopt(hash, *size, FORK_HOLDER).await?;
+        }
+        Ok(shared.len() as u64)
+    }
+
     /// Runs the synchronous `op`, bringing back what it finds tiered and
     /// running it again, until it answers something else. `op` must be
     /// one transaction (or several, each undone by its failure), as every
@@ -146,10 +212,12 @@ impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
     }
 
     /// Records a chunk another agent's bucket copy holds (a fork's) under
-    /// `holder` (see [`Vfs::hold_chunks`]): puts this agent's marker first,
-    /// checks the object is there, then keeps a tiered row without bytes,
-    /// held in the same transaction. Returns the chunk's id (a row with the
-    /// same hash is kept as it is, and held).
+    /// `holder` (see [`Vfs::hold_chunks`]): queues its marker for
+    /// collection, puts the marker, checks the object is there, then keeps
+    /// a tiered row without bytes, held in the same transaction. Returns
+    /// the chunk's id (a row with the same hash is kept as it is, and
+    /// held; if the same bytes arrived inline meanwhile, the queued marker
+    /// goes).
     pub async fn adopt(&self, hash: &[u8; 32], size: u64, holder: &str) -> Result<i64> {
         let existing = self
             .db()
@@ -159,6 +227,10 @@ impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
             self.vfs.hold_chunks(holder, &[id])?;
             return Ok(id);
         }
+        // Queued for collection before the marker is put: an adoption that
+        // fails past the put leaves a marker the collection finds (one that
+        // succeeds keeps it, the workspace relying on the object).
+        self.vfs.forget_in_tier(&hash[..])?;
         self.store.put(&self.marker(hash), &[]).await?;
         let key = chunk_key(hash);
         match self.store.head(&key).await? {
@@ -183,10 +255,6 @@ impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
                 )?
                 .ok_or_else(|| VfsError::Corrupt("adopted chunk vanished".into()))?;
             let id = row.int(0)?;
-            // The same bytes arrived inline meanwhile: the marker is not needed.
-            if TierState::from_code(row.int(1)?)? == TierState::Inline {
-                self.vfs.forget_in_tier(&hash[..])?;
-            }
             self.vfs.hold_chunks(holder, &[id])?;
             Ok(id)
         })

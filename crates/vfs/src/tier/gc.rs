@@ -8,8 +8,9 @@
 
 use stead_sql::{params, Sql};
 
-use super::{chunk_key, marker_prefix, ObjectStore, Tier, TierState};
+use super::{chunk_key, marker_key, marker_prefix, ObjectStore, Tier, TierState};
 use crate::error::Result;
+use crate::Vfs;
 
 /// What one [`Tier::collect_garbage`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,14 +34,11 @@ impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
         )?;
         for mut row in due {
             let (hash, since) = (row.take_blob(0)?, row.int(1)?);
-            if self.relies_on(&hash)? {
+            if self.vfs.relies_on_tier(&hash)? {
                 collected.kept += 1;
             } else {
-                self.store.delete(&self.marker(&hash)).await?;
                 collected.markers += 1;
-                let prefix = marker_prefix(&hash);
-                if self.store.list(&prefix, 1).await?.is_empty() {
-                    self.store.delete(&chunk_key(&hash)).await?;
+                if release_marker(self.store, &hash, self.agent).await? {
                     collected.objects += 1;
                 }
             }
@@ -51,16 +49,43 @@ impl<S: Sql, O: ObjectStore> Tier<'_, '_, S, O> {
         }
         Ok(collected)
     }
+}
 
-    /// Whether a chunk of this workspace with `hash` may be in the bucket
-    /// (moving or tiered): then its marker stays.
-    fn relies_on(&self, hash: &[u8]) -> Result<bool> {
+impl<S: Sql> Vfs<'_, S> {
+    /// Whether a chunk of this workspace with `hash` may be in the object
+    /// store (moving or tiered): then this agent's marker on it must stay.
+    pub fn relies_on_tier(&self, hash: &[u8]) -> Result<bool> {
         Ok(self
-            .db()
+            .db
             .query_row(
                 "SELECT 1 FROM chunks WHERE hash = ? AND tier != ?",
                 params![hash, TierState::Inline.code()],
             )?
             .is_some())
     }
+
+    /// The hashes of every chunk whose object-store copy this agent's
+    /// markers may keep: moving and tiered chunks, and copies awaiting
+    /// collection. What a deleted agent must release (32 bytes each).
+    pub fn marked_hashes(&self) -> Result<Vec<Vec<u8>>> {
+        let rows = self.db.query(
+            "SELECT hash FROM chunks WHERE tier != ? UNION SELECT hash FROM tier_garbage",
+            params![TierState::Inline.code()],
+        )?;
+        rows.into_iter()
+            .map(|mut row| Ok(row.take_blob(0)?))
+            .collect()
+    }
+}
+
+/// Deletes `agent`'s marker on the chunk with `hash`, then the object too
+/// when no agent's marker is left (see the module docs of `super`);
+/// whether it deleted the object. Doing it twice is harmless.
+pub async fn release_marker(store: &impl ObjectStore, hash: &[u8], agent: &str) -> Result<bool> {
+    store.delete(&marker_key(hash, agent)).await?;
+    if !store.list(&marker_prefix(hash), 1).await?.is_empty() {
+        return Ok(false);
+    }
+    store.delete(&chunk_key(hash)).await?;
+    Ok(true)
 }

@@ -71,8 +71,8 @@ use stead_sql::{params, Sql};
 use crate::error::{Result, VfsError};
 use crate::Vfs;
 
-pub use fetch::{fetch_verified, read_chunk, NamesTiered};
-pub use gc::Collected;
+pub use fetch::{chunk_by_hash, fetch_verified, read_chunk, read_file, NamesTiered, FORK_HOLDER};
+pub use gc::{release_marker, Collected};
 pub use moving::Moved;
 pub use verify::{MissingChunk, VerifyPage};
 
@@ -163,6 +163,9 @@ pub struct TierPolicy {
     pub grace_ms: i64,
     /// Chunks moved, confirmed or collected per call, each.
     pub batch: usize,
+    /// Most bytes one light-shell exec may bring back from the store (see
+    /// `stead_shell::content`): as much as the shell may hold in memory.
+    pub exec_bytes: u64,
 }
 
 impl Default for TierPolicy {
@@ -173,6 +176,7 @@ impl Default for TierPolicy {
             hot_ms: 10 * 60 * 1000,
             grace_ms: 10 * 60 * 1000,
             batch: 64,
+            exec_bytes: 64 << 20,
         }
     }
 }
