@@ -21,12 +21,15 @@
 //! - [`link`]: the protocol's calls and error rules over the host's
 //!   [`Transport`] (on Workers: HTTP to the agent's `Computer` Durable
 //!   Object, which owns the container and its secret);
+//! - [`owner`]: the `Computer` Durable Object's decisions (the container's
+//!   start, retries, heartbeat and idle release) behind its own small seam;
 //! - protocol types: `stead_sync`.
 
 pub mod detached;
 pub mod error;
 pub mod link;
 pub mod live;
+pub mod owner;
 pub mod processes;
 
 use std::cell::Cell;
