@@ -39,7 +39,7 @@ use base64::Engine;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use stead_sql::{params, Sql};
-use stead_sync::host::ComputerState;
+use stead_sync::owner::ComputerState;
 use stead_sync::{
     frame, Ack, ApplyReply, Change, ChunkHash, ChunkRequest, Entry, ErrorCode, ExecEvent, ExecSpec,
     Exit, IgnoreRules, Push, Status, PROTOCOL,
@@ -476,7 +476,7 @@ pub async fn state<T: Transport>(transport: &T) -> Result<ComputerState, Compute
         .json(
             "state",
             Method::Get,
-            stead_sync::host::STATE_PATH,
+            stead_sync::owner::STATE_PATH,
             None::<&()>,
         )
         .await
@@ -489,7 +489,7 @@ pub async fn stop<T: Transport>(transport: &T) -> Result<ComputerState, Computer
         .json(
             "stop",
             Method::Post,
-            stead_sync::host::STOP_PATH,
+            stead_sync::owner::STOP_PATH,
             None::<&()>,
         )
         .await

@@ -12,7 +12,7 @@ use stead_agent::computer::owner::{
     Alarmed, Call, HeaderList, Hop, Owner, Provider, Reply, HEARTBEAT_MS, PORT, START_TRIES, TRY_MS,
 };
 use stead_agent::egress_gate::Plan;
-use stead_sync::host::{POLL_PATH, STATE_PATH, STOP_PATH};
+use stead_sync::owner::{POLL_PATH, STATE_PATH, STOP_PATH};
 
 fn call(method: &str, path: &str) -> Call {
     let (path, query) = match path.split_once('?') {

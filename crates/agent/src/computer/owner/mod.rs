@@ -21,7 +21,7 @@
 //! program got SIGTERM) is replaced once and the request asked again,
 //! unless it starts or reads an exec, which is never moved to another
 //! container (it would run on a disk that was not pushed). A background
-//! request ([`stead_sync::host::is_background`]) never starts a container
+//! request ([`stead_sync::owner::is_background`]) never starts a container
 //! nor counts as use. A port request ([`PORTS_PREFIX`], see `ports`) counts
 //! as use and never starts one either.
 //!
@@ -48,7 +48,7 @@ pub mod record;
 use std::cell::{Cell, RefCell};
 
 use serde_json::json;
-use stead_sync::host::{
+use stead_sync::owner::{
     ComputerState, Lifecycle, Provision, DEFAULT_IDLE_MS, PORTS_PREFIX, STATE_PATH, STOP_PATH,
 };
 use stead_sync::{ErrorBody, ErrorCode, Status, AUTH_HEADER, CONTAINER_HEADER, IDLE_HEADER};
@@ -403,7 +403,7 @@ impl<H: ContainerHost> Owner<H> {
         if let Some(idle) = call.idle_ms() {
             record.idle_ms = Some(idle);
         }
-        let background = stead_sync::host::is_background(path);
+        let background = stead_sync::owner::is_background(path);
         let mut secret = if background {
             // Watching is not use, and never starts a computer.
             match (record.secret(), self.host.running()) {

@@ -1,11 +1,13 @@
 //! Requests to the ports of the processes the computer runs
-//! ([`PORTS_PREFIX`](stead_sync::host::PORTS_PREFIX)`{port}{path}`): passed on as they came, body streamed
-//! and the answer (a WebSocket upgrade included) handed back whole. A port
-//! request counts as use of the computer, but never starts one: the
-//! process serving the port ran on the container that is there.
+//! ([`PORTS_PREFIX`]`{port}{path}`): passed on as they came, body
+//! streamed and the answer (a WebSocket upgrade included) handed back
+//! whole. A port request counts as use of the computer, but never starts
+//! one: the process serving the port ran on the container that is there.
 //!
 //! On a container the dev server is reached as `localhost`, the host name
 //! dev servers allow; locally, on the local program's machine.
+//!
+//! [`PORTS_PREFIX`]: stead_sync::owner::PORTS_PREFIX
 
 use stead_sync::ErrorCode;
 
@@ -22,7 +24,7 @@ pub(super) struct PortTarget {
     pub(super) target: String,
 }
 
-/// Reads `rest` (what follows [`PORTS_PREFIX`](stead_sync::host::PORTS_PREFIX): `{port}{path}`) and the
+/// Reads `rest` (what follows [`PORTS_PREFIX`]: `{port}{path}`) and the
 /// query; `Err` says why it names no port.
 pub(super) fn port_target(rest: &str, query: Option<&str>) -> Result<PortTarget, String> {
     let (number, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
@@ -44,7 +46,7 @@ fn local_host(base: &str) -> Result<String, HostError> {
 
 impl<H: ContainerHost> Owner<H> {
     /// Forwards `call` (whose platform request is `request`) to a port of
-    /// the computer: `rest` is `{port}{path}` (see [`PORTS_PREFIX`](stead_sync::host::PORTS_PREFIX)).
+    /// the computer: `rest` is `{port}{path}` (see [`PORTS_PREFIX`]).
     pub(super) async fn forward_port(
         &self,
         rest: &str,

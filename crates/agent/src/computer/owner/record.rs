@@ -12,7 +12,7 @@
 //! is a stopped one.
 
 use serde::{Deserialize, Serialize};
-use stead_sync::host::{ComputerState, Lifecycle, Provision};
+use stead_sync::owner::{ComputerState, Lifecycle, Provision};
 
 use super::HEARTBEAT_MS;
 
@@ -235,7 +235,7 @@ impl From<Record> for Flat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stead_sync::host::DEFAULT_IDLE_MS;
+    use stead_sync::owner::DEFAULT_IDLE_MS;
 
     fn record(last_used: i64, idle: Option<u64>) -> Record {
         Record {
