@@ -21,7 +21,7 @@
 
 mod body;
 mod chunk_store;
-#[path = "computer/host.rs"]
+#[path = "computer/object.rs"]
 pub mod computer;
 mod do_sql;
 mod egress;

@@ -549,7 +549,7 @@ impl ComputerLink {
         }
         let url = format!(
             "http://computer{}{port}{target}",
-            stead_sync::host::PORTS_PREFIX
+            stead_sync::owner::PORTS_PREFIX
         );
         self.stub
             .fetch_with_request(Request::new_with_init(&url, &init)?)

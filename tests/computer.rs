@@ -605,7 +605,7 @@ fn the_computer_can_be_released_at_once() {
         let stopped = expect_ok(&agent.send("POST", "/computer/stop", b""));
         if runtime.mode() == ComputerMode::LocalProcess {
             // One local program serves every agent; it is never stopped
-            // from here (src/computer/host.rs), and the answer says so.
+            // from here (stead_agent::computer::owner), and the answer says so.
             assert_eq!(stopped["computer"]["provision"], "local-process");
             assert_eq!(stopped["computer"]["state"], "running", "{stopped}");
         } else {

@@ -231,7 +231,7 @@ pub trait Transport {
     ) -> Result<(u16, ByteStream), String>;
 
     /// Opens a WebSocket to `path` (a GET upgrade, as background as
-    /// `stead_sync::host::is_background` says): its sending half and what
+    /// `stead_sync::owner::is_background` says): its sending half and what
     /// arrives on it. `Err` carries why it did not open (a refusal's status
     /// and body, or a reason it could not be delivered).
     async fn connect(&self, path: &str) -> Result<(Self::Wire, WireStream), String>;

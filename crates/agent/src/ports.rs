@@ -7,7 +7,7 @@
 //! by one of its running processes; a share link is for that port and not
 //! revoked) and how it is rewritten; the platform's glue carries it,
 //! streaming both ways, through the `Computer` object that owns the
-//! container (see `stead_sync::host::PORTS_PREFIX`). The rules here are
+//! container (see `stead_sync::owner::PORTS_PREFIX`). The rules here are
 //! plain functions over header lists, so they are tested without a
 //! platform:
 //!

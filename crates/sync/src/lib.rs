@@ -43,9 +43,9 @@
 
 pub mod environment;
 pub mod frame;
-pub mod host;
 pub mod ignore;
 pub mod live;
+pub mod owner;
 pub mod process;
 pub mod terminal;
 mod wire;
@@ -77,7 +77,7 @@ pub const INTERNET_HEADER: &str = "x-stead-internet";
 
 /// Header with the agent's idle timeout for its computer, in milliseconds,
 /// on every request the workspace side sends to the `Computer` object (see
-/// [`host`]).
+/// [`owner`]).
 pub const IDLE_HEADER: &str = "x-stead-idle-ms";
 
 /// The top-level names that belong to the computer's system, never to the

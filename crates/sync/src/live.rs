@@ -23,7 +23,7 @@
 //!   their newer state. A log that is appended to all the time still
 //!   comes back, a little behind.
 //! - **Background.** These requests are the `Computer` object's background
-//!   ones (see [`crate::host::is_background`]): watching a process's files
+//!   ones (see [`crate::owner::is_background`]): watching a process's files
 //!   never starts a container nor keeps one from being released when idle.
 //!
 //! The container refuses a scan while a command runs ([`crate::ErrorCode::Busy`]):

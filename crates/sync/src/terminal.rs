@@ -10,7 +10,7 @@
 //!   server's [`Event`]s.
 //!
 //! Reading a session (its status, its stream) is a background request
-//! (`crate::host::is_background`): it never starts a computer, so finding
+//! (`crate::owner::is_background`): it never starts a computer, so finding
 //! out that a shell is gone cannot bring up a new machine.
 
 use std::collections::BTreeMap;

@@ -21,12 +21,15 @@
 //! - [`link`]: the protocol's calls and error rules over the host's
 //!   [`Transport`] (on Workers: HTTP to the agent's `Computer` Durable
 //!   Object, which owns the container and its secret);
+//! - [`owner`]: the `Computer` Durable Object's decisions (the container's
+//!   start, retries, heartbeat and idle release) behind its own small seam;
 //! - protocol types: `stead_sync`.
 
 pub mod detached;
 pub mod error;
 pub mod link;
 pub mod live;
+pub mod owner;
 pub mod processes;
 
 use std::cell::Cell;
@@ -36,7 +39,7 @@ use base64::Engine;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use stead_sql::{params, Sql};
-use stead_sync::host::ComputerState;
+use stead_sync::owner::ComputerState;
 use stead_sync::{
     frame, Ack, ApplyReply, Change, ChunkHash, ChunkRequest, Entry, ErrorCode, ExecEvent, ExecSpec,
     Exit, IgnoreRules, Push, Status, PROTOCOL,
@@ -478,7 +481,7 @@ pub async fn state<T: Transport>(transport: &T) -> Result<ComputerState, Compute
         .json(
             "state",
             Method::Get,
-            stead_sync::host::STATE_PATH,
+            stead_sync::owner::STATE_PATH,
             None::<&()>,
         )
         .await
@@ -491,7 +494,7 @@ pub async fn stop<T: Transport>(transport: &T) -> Result<ComputerState, Computer
         .json(
             "stop",
             Method::Post,
-            stead_sync::host::STOP_PATH,
+            stead_sync::owner::STOP_PATH,
             None::<&()>,
         )
         .await

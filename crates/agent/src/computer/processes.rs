@@ -24,13 +24,13 @@ pub async fn start<T: Transport>(
 
 /// Every process's status, and output from the offsets in `poll`. A poll
 /// never starts a computer nor counts as use of it (see
-/// `stead_sync::host::is_background`).
+/// `stead_sync::owner::is_background`).
 pub async fn poll<T: Transport>(transport: &T, poll: &Poll) -> Result<PollReply, ComputerError> {
     Link::new(transport)
         .json(
             "process poll",
             Method::Post,
-            stead_sync::host::POLL_PATH,
+            stead_sync::owner::POLL_PATH,
             Some(poll),
         )
         .await

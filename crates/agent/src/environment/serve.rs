@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use stead_sync::host::{ComputerState, Lifecycle, Provision};
+use stead_sync::owner::{ComputerState, Lifecycle, Provision};
 use stead_vfs::VPath;
 
 use super::setup::{self, Fingerprint, SETUP_PATH};
@@ -222,7 +222,7 @@ impl<H: Host> Agent<H> {
     pub(crate) fn note_computer_use(&self) -> Result<(), ApiError> {
         let idle = settings::computer(self.db())?
             .idle_ms
-            .unwrap_or(stead_sync::host::DEFAULT_IDLE_MS);
+            .unwrap_or(stead_sync::owner::DEFAULT_IDLE_MS);
         let deadline = self
             .now_ms()
             .saturating_add(i64::try_from(idle).unwrap_or(i64::MAX));

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use stead_scheduler::jobs::{Outcome, Stream};
 use stead_scheduler::{Backend, JobState, Jobs, NewJob, SchedError};
 use stead_sql::Sql;
-use stead_sync::host::{ComputerState, Lifecycle};
+use stead_sync::owner::{ComputerState, Lifecycle};
 use stead_sync::process::{signal_number, Poll, Polled, ProcessState, Restart, SIGNALS};
 use stead_sync::ExecEvent;
 use stead_vfs::VPath;
