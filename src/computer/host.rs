@@ -45,6 +45,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::random::random_hex;
 use stead_agent::egress_gate::Plan;
+use stead_agent::port_grants::{Grants, FORGET_PATH};
 use stead_sync::host::{
     ComputerState, Lifecycle, Provision, DEFAULT_IDLE_MS, PORTS_PREFIX, STATE_PATH, STOP_PATH,
 };
@@ -152,6 +153,9 @@ pub struct Computer {
     /// Whether this object has set its alarm (the alarm then keeps
     /// re-setting itself while the container runs).
     alarm_set: Cell<bool>,
+    /// Who may reach which port now, as the agent admitted
+    /// (`stead_agent::port_grants`): forgotten with the container.
+    grants: RefCell<Grants>,
 }
 
 impl DurableObject for Computer {
@@ -161,6 +165,7 @@ impl DurableObject for Computer {
             env,
             record: RefCell::new(None),
             alarm_set: Cell::new(false),
+            grants: RefCell::default(),
         }
     }
 
@@ -182,6 +187,10 @@ impl DurableObject for Computer {
             (Method::Post, STOP_PATH) => {
                 self.release("released on request").await?;
                 return self.answer_state(&req).await;
+            }
+            (Method::Delete, FORGET_PATH) => {
+                self.grants.borrow_mut().forget();
+                return Response::empty();
             }
             _ => {}
         }
@@ -415,6 +424,7 @@ impl Computer {
         }
         record.stopped();
         record.released = false;
+        self.grants.borrow_mut().forget();
         let secret = random_hex(64)?;
         start_container(
             container,
@@ -485,6 +495,11 @@ impl Computer {
             }});
             return Ok(Response::from_json(&body)?.with_status(400));
         };
+        if let Some(refused) =
+            crate::port_route::admitted(&self.env, &self.grants, &req, port).await?
+        {
+            return Ok(refused);
+        }
         let tail = if tail.is_empty() { "/" } else { tail };
         let target = match query {
             Some(query) => format!("{tail}?{query}"),
@@ -530,6 +545,7 @@ impl Computer {
 
     /// Destroys the container now, if one runs.
     async fn release(&self, why: &str) -> Result<()> {
+        self.grants.borrow_mut().forget();
         let Some(container) = self.state.container() else {
             return Ok(());
         };

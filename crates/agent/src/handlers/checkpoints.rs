@@ -122,6 +122,7 @@ pub(super) async fn fork_import<H: Host>(
     let imported = page.and_then(|page| agent.fork_in(status_only, &page, origin.as_ref()));
     // The copy may bring the source's revocations.
     agent.unrevoked.borrow_mut().clear();
+    agent.withdraw_port_grants();
     if call.created && (status_only || imported.is_err()) {
         // Asking, or a fork that never began, leaves nothing.
         agent.host.wipe().await?;
