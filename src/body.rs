@@ -46,16 +46,6 @@ impl RequestBody {
             reader: None,
         })
     }
-
-    /// No body: for a request whose body is not the agent's to read (one
-    /// forwarded to a port, streamed on as it came).
-    pub(crate) fn none() -> Self {
-        RequestBody {
-            declared: Some(0),
-            request: None,
-            reader: None,
-        }
-    }
 }
 
 impl stead_agent::Body for RequestBody {

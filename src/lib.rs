@@ -6,7 +6,8 @@
 //! - the Worker's fetch handler (below): routes, authenticates the bearer
 //!   credential and refuses what the caller may not do before any Durable
 //!   Object wakes, then forwards `/agents/{id}/...` to that agent's Durable
-//!   Object with the caller in headers only the Worker sets;
+//!   Object with the caller in headers only the Worker sets (a port's
+//!   requests to its `Computer` object instead: `port_route`);
 //! - [`workspace`]: the per-agent Durable Object, one call on the agent per
 //!   event;
 //! - [`platform`]: the agent's host (`stead_agent::Host`, `Socket`,
@@ -27,6 +28,7 @@ mod do_sql;
 mod egress;
 mod inspector;
 mod platform;
+mod port_route;
 mod random;
 mod registry;
 mod workspace;
@@ -192,6 +194,16 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
                 if let Err(error) = principal.admit(&id, action.policy().access) {
                     return refuse(req, &error, true, mcp.as_ref()).await;
                 }
+            }
+            // A port is reached through its computer's owner, which asks
+            // the agent only what it does not know (`port_route`).
+            if let Action::Port { port, front, .. } = action {
+                let at = (id.as_str(), port, front);
+                let answer = port_route::forward(req, &env, at, principal.as_ref()).await?;
+                return match by_cookie {
+                    true => inspector::guarded(answer),
+                    false => Ok(answer),
+                };
             }
             // Refuse an oversized JSON body here, before it travels on: an
             // answer sent while a large body is still arriving can be lost.

@@ -32,7 +32,7 @@ use stead_vfs::tier::TierPolicy;
 pub(crate) const WORKSPACE_BINDING: &str = "WORKSPACE";
 
 /// Binding of the container-enabled Durable Object class.
-const COMPUTER_BINDING: &str = "COMPUTER";
+pub(crate) const COMPUTER_BINDING: &str = "COMPUTER";
 
 /// Where host names are resolved (DNS over HTTPS, JSON API); a variable
 /// of that name overrides the default.
@@ -519,42 +519,6 @@ pub(crate) struct ComputerLink {
     stub: Stub,
     agent: String,
     settings: ComputerSettings,
-}
-
-impl ComputerLink {
-    /// Forwards `req` (its method and body, streamed; `headers` instead of
-    /// its own) to `target` on port `port` of the agent's container,
-    /// through the `Computer` object; its answer as it comes (a WebSocket
-    /// upgrade included).
-    pub(crate) async fn forward(
-        &self,
-        req: worker::Request,
-        port: u16,
-        target: &str,
-        headers: &[(String, String)],
-    ) -> worker::Result<worker::Response> {
-        let list = Headers::new();
-        for (name, value) in headers {
-            list.append(name, value)?;
-        }
-        list.set(stead_sync::CONTAINER_HEADER, &self.agent)?;
-        // The dev server's redirects go back to the client as they came
-        // (see `stead_agent::ports`): never followed on the way.
-        let mut init = RequestInit::new();
-        init.with_method(req.method())
-            .with_headers(list)
-            .with_redirect(RequestRedirect::Manual);
-        if let Some(body) = req.inner().body() {
-            init.with_body(Some(body.into()));
-        }
-        let url = format!(
-            "http://computer{}{port}{target}",
-            stead_sync::owner::PORTS_PREFIX
-        );
-        self.stub
-            .fetch_with_request(Request::new_with_init(&url, &init)?)
-            .await
-    }
 }
 
 impl ComputerLink {

@@ -14,7 +14,6 @@ use futures::StreamExt;
 use stead_agent::auth::{self, Caller};
 use stead_agent::mcp::gate::Origins;
 use stead_agent::mcp::http::{HttpMethod, McpBody, McpHeaders, McpReply, McpRequest};
-use stead_agent::ports::{self, Forward};
 use stead_agent::protocol::{PING, PONG};
 use stead_agent::socket::Incoming;
 use stead_agent::{dispatch, request};
@@ -136,7 +135,7 @@ impl Workspace {
                 Err(error) => error_response(&error),
             };
         }
-        let (request, kept) = match self.request(req, agent, action) {
+        let request = match self.request(req, agent, action) {
             Ok(decoded) => decoded,
             Err(error) => return error_response(&error),
         };
@@ -151,12 +150,6 @@ impl Workspace {
             false => (self.agent.dispatch(request).await, None),
         };
         let response = match outcome {
-            Ok(Reply::Forward(forward)) => match kept {
-                Some(req) => return self.forward(req, &forward).await,
-                None => error_response(&ApiError::Internal(
-                    "a forward for a request that was not kept".into(),
-                )),
-            },
             Ok(reply) => self.respond(reply),
             Err(error) => error_response(&error),
         };
@@ -177,24 +170,22 @@ impl Workspace {
         }
     }
 
-    /// Decodes a request the Worker forwarded. A request to a port keeps
-    /// its body for the port (it is streamed on as it came) and comes back
-    /// whole beside the decoded one.
+    /// Decodes a request the Worker forwarded (or, for a port, the
+    /// admission the `Computer` object asks: see `crate::port_route`).
     fn request(
         &self,
         req: Request,
         agent: String,
         action: Action,
-    ) -> std::result::Result<(AgentRequest<RequestBody>, Option<Request>), ApiError> {
+    ) -> std::result::Result<AgentRequest<RequestBody>, ApiError> {
         let url = req
             .url()
             .map_err(|e| ApiError::Internal(format!("request url: {e}")))?;
         let header = |name: &str| req.headers().get(name).ok().flatten();
         let caller = caller_of(&header);
         let upgrade = header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
-        let forwarded = matches!(action, Action::Port { .. });
         let origin = url.origin().ascii_serialization();
-        let request = AgentRequest {
+        Ok(AgentRequest {
             entry: Entry::Http,
             agent,
             action,
@@ -211,46 +202,8 @@ impl Workspace {
             },
             upgrade,
             origin,
-            body: RequestBody::none(),
-        };
-        if forwarded {
-            return Ok((request, Some(req)));
-        }
-        Ok((
-            AgentRequest {
-                body: RequestBody::new(req)?,
-                ..request
-            },
-            None,
-        ))
-    }
-
-    /// Forwards `req` to the port `forward` names on the agent's computer,
-    /// streaming both ways (a WebSocket upgrade included), with the
-    /// headers `stead_agent::ports` lets through each way.
-    async fn forward(&self, req: Request, forward: &Forward) -> Result<Response> {
-        let url = req.url()?;
-        let incoming: Vec<(String, String)> = req.headers().entries().collect();
-        let host = url.host_str().unwrap_or_default().to_string();
-        let host = match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host,
-        };
-        let headers = ports::request_headers(&incoming, forward, (&host, url.scheme()));
-        let target = ports::target(forward.path(url.path()), url.query());
-        let transport = match self.agent.computer() {
-            Ok(link) => link,
-            Err(error) => return error_response(&error),
-        };
-        let response = transport
-            .forward(req, forward.port, &target, &headers)
-            .await?;
-        let answered: Vec<(String, String)> = response.headers().entries().collect();
-        let out = Headers::new();
-        for (name, value) in ports::response_headers(&answered, forward) {
-            out.append(&name, &value)?;
-        }
-        Ok(response.with_headers(out))
+            body: RequestBody::new(req)?,
+        })
     }
 
     /// Decodes a request to the MCP endpoint.
@@ -316,9 +269,6 @@ impl Workspace {
                 Ok(Response::from_body(ResponseBody::Stream(fixed.readable()))?
                     .with_headers(headers))
             }
-            Reply::Forward(_) => error_response(&ApiError::Internal(
-                "a forward is answered by the glue".into(),
-            )),
             Reply::Socket(state) => {
                 let pair = WebSocketPair::new()?;
                 let host = self.agent.host();

@@ -788,3 +788,91 @@ fn a_websocket_echoes_through_the_port_route() {
     );
     expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
 }
+
+/// Mints a token for `agent` with `scopes`: the token and its id.
+fn mint(agent: &str, scopes: &[&str]) -> (String, String) {
+    let reply = common::client().send(
+        "POST",
+        "/tokens",
+        json!({ "agent": agent, "scopes": scopes })
+            .to_string()
+            .as_bytes(),
+    );
+    expect_status(&reply, 201);
+    let minted = reply.json();
+    let field = |name: &str| minted[name].as_str().expect(name).to_string();
+    (field("token"), field("id"))
+}
+
+/// The port route goes from the Worker to the computer's owner, which
+/// keeps what the agent admitted: that never lets a wrong caller in, nor
+/// opens a port no process declared, and a revocation closes the port at
+/// once for a caller the owner had admitted.
+#[test]
+fn the_port_route_refuses_undeclared_ports_and_wrong_callers_after_admitting_others() {
+    let agent = Agent::new("procs-port-callers");
+    let other = Agent::new("procs-port-other");
+    let client = with_runtime(|runtime| runtime.client());
+    agent.write("/site/index.html", "mine\n");
+    let port = free_port();
+    let process = serve(&agent, port);
+    let id = process["id"].as_str().unwrap().to_string();
+    let path = agent.url(&format!("/ports/{port}/index.html"));
+    fetch_when_up(&client, &agent, port, "/index.html");
+
+    // Admitted: a token of this agent's with the `ports` scope, twice (the
+    // second from the owner's grant).
+    let (token, token_id) = mint(&agent.id, &["ports"]);
+    let holder = client.with_token(Some(&token));
+    for _ in 0..2 {
+        let page = holder.send("GET", &path, b"");
+        expect_status(&page, 200);
+        assert_eq!(text(&page), "mine\n");
+    }
+
+    // A token for another agent, and one of this agent's without the
+    // scope: refused, though the port is open to others.
+    let (elsewhere, _) = mint(&other.id, &["ports"]);
+    expect_error(
+        &client.with_token(Some(&elsewhere)).send("GET", &path, b""),
+        403,
+        "FORBIDDEN",
+    );
+    let (reader, _) = mint(&agent.id, &["read"]);
+    expect_error(
+        &client.with_token(Some(&reader)).send("GET", &path, b""),
+        403,
+        "FORBIDDEN",
+    );
+    // The other agent's same port is not this one's: nothing serves it.
+    expect_error(
+        &client.send("GET", &other.url(&format!("/ports/{port}/index.html")), b""),
+        404,
+        "PORT_NOT_SERVED",
+    );
+    // A port the process did not declare, for the caller admitted to the
+    // declared one.
+    let undeclared = if port == 65535 { port - 1 } else { port + 1 };
+    expect_error(
+        &holder.send("GET", &agent.url(&format!("/ports/{undeclared}/")), b""),
+        404,
+        "PORT_NOT_SERVED",
+    );
+
+    // Revoked: refused from the next request on.
+    let revoked = common::client().send(
+        "POST",
+        "/tokens/revoke",
+        json!({ "agent": agent.id, "id": token_id })
+            .to_string()
+            .as_bytes(),
+    );
+    expect_status(&revoked, 200);
+    expect_error(&holder.send("GET", &path, b""), 401, "TOKEN_REVOKED");
+    // Others still get in.
+    expect_status(&client.send("GET", &path, b""), 200);
+
+    // Stopped: closed for the callers the owner had admitted.
+    expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
+    expect_error(&client.send("GET", &path, b""), 404, "PORT_NOT_SERVED");
+}

@@ -8,11 +8,13 @@
 //! binding, and requests go to the program at `COMPUTER_DEV_URL` with the
 //! secret `COMPUTER_DEV_SECRET`.
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use stead_agent::computer::owner::{
     Call, ContainerHost, HeaderList, Hop, Outgoing, Owner, Provider, Record, Reply, Start,
 };
+use stead_agent::port_grants::{Grants, FORGET_PATH};
 use stead_agent::HostError;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::{
@@ -30,20 +32,28 @@ pub struct Computer {
     owner: Owner<Platform>,
 }
 
-/// The owner's platform: this object's state and environment.
+/// The owner's platform: this object's state and environment, and who may
+/// reach which port now, as the agent admitted (`stead_agent::port_grants`:
+/// forgotten with the container, and when the agent says so).
 pub struct Platform {
     state: State,
     env: Env,
+    grants: RefCell<Grants>,
 }
 
 impl DurableObject for Computer {
     fn new(state: State, env: Env) -> Self {
-        let owner = Owner::new(Platform { state, env });
+        let grants = RefCell::default();
+        let owner = Owner::new(Platform { state, env, grants });
         Computer { owner }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         let url = req.url()?;
+        if req.method() == Method::Delete && url.path() == FORGET_PATH {
+            self.owner.host().grants.borrow_mut().forget();
+            return Response::empty();
+        }
         let mut call = Call {
             method: req.method().to_string(),
             path: url.path().to_string(),
@@ -128,6 +138,7 @@ impl ContainerHost for Platform {
     }
 
     async fn start(&self, start: Start<'_>) -> Hosted<()> {
+        self.grants.borrow_mut().forget();
         let container = self.container()?;
         let started = start_container(&container, start.env, start.plan.internet);
         started.map_err(failed("start the container"))?;
@@ -139,6 +150,7 @@ impl ContainerHost for Platform {
     }
 
     async fn destroy(&self, why: &str) -> Hosted<()> {
+        self.grants.borrow_mut().forget();
         let destroyed = self.container()?.destroy(Some(why)).await;
         destroyed.map_err(failed("destroy the container"))
     }
@@ -160,6 +172,13 @@ impl ContainerHost for Platform {
 
     fn status_of(answer: &Response) -> u16 {
         answer.status_code()
+    }
+
+    async fn admit_port(&self, port: u16, request: &Request) -> Hosted<Option<Response>> {
+        let admitted = crate::port_route::admitted(&self.env, &self.grants, request, port);
+        admitted
+            .await
+            .map_err(failed("ask the agent about a port request"))
     }
 
     async fn read(&self, mut answer: Response) -> Hosted<Vec<u8>> {

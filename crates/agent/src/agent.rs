@@ -70,6 +70,10 @@ pub struct Agent<H: Host> {
     /// computer brought in step): a write then need not ask before
     /// bringing the live push forward (see `crate::processes::serve`).
     pub(crate) processes_idle: Cell<bool>,
+    /// Whether something withdrew access to a port since the `Computer`
+    /// object was last told to forget its grants (`crate::port_grants`):
+    /// told before the event's answer leaves.
+    port_grants_withdrawn: Cell<bool>,
     /// The light terminals whose line is still running (waiting out its
     /// `sleep`), with the keys typed meanwhile (see `crate::terminal`).
     pub(crate) terminals: crate::terminal::Busy,
@@ -133,6 +137,7 @@ impl<H: Host> Agent<H> {
             live_pushed: Cell::new(0),
             alarm_at: Cell::new(None),
             processes_idle: Cell::new(false),
+            port_grants_withdrawn: Cell::new(false),
             running: RefCell::new(None),
             quotas: Cell::new(None),
             not_forking: Cell::new(false),
@@ -454,6 +459,25 @@ impl<H: Host> Agent<H> {
         let mut settings = settings::computer(self.db())?;
         settings.egress = crate::egress_gate::Plan::for_settings(self.db(), &settings)?;
         Ok(self.host.computer(&self.name()?, settings)?)
+    }
+
+    /// Notes that access to a port may have been withdrawn (a revocation,
+    /// a process serving ports that ended): the `Computer` object forgets
+    /// its grants at the end of this event ([`Self::tell_port_grants`]).
+    pub(crate) fn withdraw_port_grants(&self) {
+        self.port_grants_withdrawn.set(true);
+    }
+
+    /// Tells the `Computer` object to forget its grants, if anything was
+    /// withdrawn during this event. Best effort: one that cannot be told
+    /// lets its grants lapse within `crate::port_grants::LEASE_MS`.
+    pub(crate) async fn tell_port_grants(&self) {
+        if !self.port_grants_withdrawn.replace(false) {
+            return;
+        }
+        if let Ok(transport) = self.computer() {
+            let _ = crate::computer::forget_port_grants(&transport).await;
+        }
     }
 
     /// Stops job `job`'s command if it is running on the computer (being

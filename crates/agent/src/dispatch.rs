@@ -83,6 +83,8 @@ impl<H: Host> Agent<H> {
             }
             stopwatch.lap(Stage::LiveSync);
         }
+        // Nothing to do unless the request withdrew access to a port.
+        self.tell_port_grants().await;
         outcome
     }
 

@@ -76,6 +76,7 @@ pub mod minted;
 pub mod outbound;
 pub mod outcome;
 pub mod policy;
+pub mod port_grants;
 pub mod ports;
 pub mod processes;
 pub mod protocol;

@@ -3,13 +3,15 @@
 //! or, for API clients with a token, under `/agents/{id}/ports/{port}/...`
 //! on the API's origin.
 //!
-//! The agent decides whether a request may go through (the port is served
-//! by one of its running processes; a share link is for that port and not
-//! revoked) and how it is rewritten; the platform's glue carries it,
-//! streaming both ways, through the `Computer` object that owns the
-//! container (see `stead_sync::owner::PORTS_PREFIX`). The rules here are
-//! plain functions over header lists, so they are tested without a
-//! platform:
+//! The agent decides whether a request may go through ([`admit`]: the port
+//! is served by one of its running processes; a share link is for that
+//! port and not revoked), which the `Computer` object that owns the
+//! container asks once per caller and port and keeps for a while
+//! (`crate::port_grants`); the Worker rewrites the request and carries it,
+//! streaming both ways, to that object (see
+//! `stead_sync::owner::PORTS_PREFIX`), never through the agent's own. The
+//! rules here are plain functions over header lists, so they are tested
+//! without a platform:
 //!
 //! - to the dev server go the request's headers minus hop-by-hop ones
 //!   (kept for a WebSocket upgrade, which needs them), our credentials
@@ -215,27 +217,18 @@ fn cookie_attributes(cookie: &str, prefix: Option<&str>) -> String {
     cookie
 }
 
-/// Checks that `caller` may reach `port` of agent `agent` now, on
-/// `front`, and says how to forward: the port must be one a running
-/// process declared, and a share link must be for it, live and not
-/// revoked. `capability_in_query` is the share link's capability when the
-/// request carried it in its query (then kept as a cookie), `secure`
-/// whether the browser is on HTTPS.
+/// Checks that `caller` may reach `port` of this agent now: the port must
+/// be one a running process declared, and a share link must be for it,
+/// live and not revoked. What the `Computer` object asks of the agent
+/// before it keeps a grant (`crate::port_grants`).
 pub fn admit(
     db: &impl stead_sql::Sql,
     caller: &Caller,
-    (agent, port, front): (&str, u16, Front),
-    capability_in_query: Option<&str>,
-    (now_ms, secure): (i64, bool),
-) -> Result<Forward, ApiError> {
-    let now_s = now_ms / 1000;
-    let mut set_cookie = None;
+    port: u16,
+    now_ms: i64,
+) -> Result<(), ApiError> {
     if let Caller::Share { id } = caller {
-        let expires_at = shares::check(db, id, port, now_s)?;
-        if let Some(capability) = capability_in_query {
-            let max_age = (expires_at - now_s).max(0);
-            set_cookie = Some(shares::cookie(capability, max_age, secure));
-        }
+        shares::check(db, id, port, now_ms / 1000)?;
     }
     let served = record::all(db)?
         .iter()
@@ -243,15 +236,31 @@ pub fn admit(
     if !served {
         return Err(ApiError::PortNotServed { port });
     }
+    Ok(())
+}
+
+/// How the Worker forwards a request to `port` of agent `agent` that came
+/// in on `front`. `share` is a share link's capability when the request
+/// carried it in its query (a browser's first visit: then kept as a
+/// cookie until the link expires, `expires_at`); `secure` whether the
+/// browser is on HTTPS.
+pub fn forward(
+    (agent, port, front): (&str, u16, Front),
+    share: Option<(&str, i64)>,
+    (now_s, secure): (i64, bool),
+) -> Forward {
+    let set_cookie = share.map(|(capability, expires_at)| {
+        shares::cookie(capability, (expires_at - now_s).max(0), secure)
+    });
     let mount = match front {
         Front::Port => Mount::Origin,
         Front::Api => Mount::Prefix(shares::prefix(agent, port)),
     };
-    Ok(Forward {
+    Forward {
         port,
         mount,
         set_cookie,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::protocol::SocketState;
 use crate::route::Action;
-use crate::{ports, scheduling};
+use crate::scheduling;
 
 /// The headers of a hook call.
 pub const HOOK_SECRET_HEADER: &str = "x-hook-secret";
@@ -144,9 +144,6 @@ pub enum Reply {
     },
     /// Accept the WebSocket, with this attachment.
     Socket(SocketState),
-    /// Forward the request, as it came, to a port on the computer (see
-    /// `crate::ports`).
-    Forward(ports::Forward),
 }
 
 impl Reply {

@@ -113,6 +113,8 @@ impl<H: Host> Agent<H> {
         // The environment of a computer about to be released as idle.
         let saved = self.save_before_idle_release().await;
         let outcome = outcome.and(watched).and(tended).and(tiered).and(saved);
+        // A process serving ports that ended closes them.
+        self.tell_port_grants().await;
         // Re-arm whatever happened, so a failure is retried and nothing
         // stalls.
         let armed = self.arm().await;

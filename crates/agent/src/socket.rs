@@ -178,9 +178,9 @@ impl<H: Host> Agent<H> {
         };
         match self.dispatch(request).await? {
             Reply::Json { body, .. } => Ok(body),
-            Reply::File { .. } | Reply::Socket(_) | Reply::Forward(_) => Err(ApiError::Internal(
-                format!("{tool} does not answer in JSON"),
-            )),
+            Reply::File { .. } | Reply::Socket(_) => Err(ApiError::Internal(format!(
+                "{tool} does not answer in JSON"
+            ))),
         }
     }
 }

@@ -22,7 +22,10 @@
 //! - `GET` [`STATE_PATH`] → [`ComputerState`];
 //! - `POST` [`STOP_PATH`] → [`ComputerState`] after releasing the container
 //!   at once (a command running on it is lost, as when a container
-//!   vanishes; the workspace is unchanged).
+//!   vanishes; the workspace is unchanged);
+//! - `DELETE /computer/port-grants`: forget who may reach the ports
+//!   (`stead_agent::port_grants`, whose port requests come from the Worker
+//!   straight to the `Computer` object).
 
 use serde::{Deserialize, Serialize};
 

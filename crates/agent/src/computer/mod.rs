@@ -500,6 +500,20 @@ pub async fn stop<T: Transport>(transport: &T) -> Result<ComputerState, Computer
         .await
 }
 
+/// Makes the computer's owner forget the port grants it keeps
+/// (`crate::port_grants`).
+pub async fn forget_port_grants<T: Transport>(transport: &T) -> Result<(), ComputerError> {
+    Link::new(transport)
+        .bytes(
+            "forget port grants",
+            Method::Delete,
+            crate::port_grants::FORGET_PATH,
+            None,
+        )
+        .await
+        .map(drop)
+}
+
 /// What the container's copy was last known to hold.
 struct Synced {
     instance: String,

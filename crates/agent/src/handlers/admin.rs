@@ -55,6 +55,7 @@ pub(super) fn revoke_token<H: Host>(
     // Kept for the longest lifetime a token can have.
     auth::revoke(agent.db(), &revoke.id, now_s + auth::MAX_TTL_SECONDS, now_s)?;
     agent.unrevoked.borrow_mut().remove(&revoke.id);
+    agent.withdraw_port_grants();
     crate::subscriptions::close_token(agent, &revoke.id);
     answer(json!({ "revoked": revoke.id, "agent": call.agent }))
 }

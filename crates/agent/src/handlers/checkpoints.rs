@@ -125,6 +125,7 @@ pub(super) async fn fork_import<H: Host>(
     };
     // The copy may bring the source's revocations.
     agent.unrevoked.borrow_mut().clear();
+    agent.withdraw_port_grants();
     if call.created && (status_only || imported.is_err()) {
         // Asking, or a fork that never began, leaves nothing (but the
         // markers of what it adopted, to release).

@@ -139,7 +139,7 @@ pub(crate) async fn handle<H: Host, B: Body>(
         Action::ProcessStart => processes::start(agent, call).await,
         Action::ProcessSignal(id) => processes::signal(agent, call, id).await,
         Action::ProcessStop(id) => processes::stop(agent, call, id).await,
-        Action::Port { port, front, .. } => ports::forward(agent, call, *port, *front),
+        Action::Port { port, .. } => ports::admit(agent, call, *port),
         Action::ShareCreate(port) => ports::share(agent, call, *port),
         Action::Shares => ports::shares(agent),
         Action::ShareRevoke(id) => ports::revoke(agent, id),

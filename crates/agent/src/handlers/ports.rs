@@ -1,36 +1,26 @@
 //! Requests to the ports the computer's processes serve, and share links
 //! to them.
 
+use serde_json::json;
+
 use super::{answer, Call, Handled};
 use crate::agent::Agent;
 use crate::error::ApiError;
 use crate::host::Host;
 use crate::request::Reply;
-use crate::route::Front;
 use crate::{ports, shares};
 
-/// Any method on `/ports/{port}{path}`: checked here, forwarded by the
-/// glue as it came.
-pub(super) fn forward<H: Host>(
+/// Any method on `/ports/{port}{path}`, as the `Computer` object asks it
+/// before it keeps a grant (`crate::port_grants`): `200` when the caller
+/// may reach the port now. The request itself goes from the Worker to
+/// that object, never through here.
+pub(super) fn admit<H: Host>(
     agent: &Agent<H>,
     call: &Call<'_>,
     port: u16,
-    front: Front,
 ) -> Result<Handled, ApiError> {
-    let capability = call
-        .query
-        .iter()
-        .find(|(key, _)| key == shares::QUERY_PARAM)
-        .map(|(_, value)| value.as_str());
-    let secure = call.origin.starts_with("https:");
-    let forward = ports::admit(
-        agent.db(),
-        call.caller,
-        (call.agent, port, front),
-        capability,
-        (agent.now_ms(), secure),
-    )?;
-    Ok(Reply::Forward(forward).into())
+    ports::admit(agent.db(), call.caller, port, agent.now_ms())?;
+    answer(json!({ "port": port, "admitted": true }))
 }
 
 /// `POST /ports/{port}/share`: `201`. A share link has no route of its own
@@ -67,5 +57,7 @@ pub(super) fn shares<H: Host>(agent: &Agent<H>) -> Result<Handled, ApiError> {
 
 /// `DELETE /shares/{id}`.
 pub(super) fn revoke<H: Host>(agent: &Agent<H>, id: &str) -> Result<Handled, ApiError> {
-    answer(shares::revoke(agent.db(), id, agent.now_ms())?)
+    let revoked = shares::revoke(agent.db(), id, agent.now_ms())?;
+    agent.withdraw_port_grants();
+    answer(revoked)
 }

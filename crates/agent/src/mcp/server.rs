@@ -217,7 +217,7 @@ impl<H: Host> Agent<H> {
                 "structuredContent": body,
                 "isError": false,
             })),
-            Ok(Reply::File { .. } | Reply::Socket(_) | Reply::Forward(_)) => Err(RpcError::new(
+            Ok(Reply::File { .. } | Reply::Socket(_)) => Err(RpcError::new(
                 INTERNAL_ERROR,
                 format!("{name} does not answer in JSON"),
             )),

@@ -435,9 +435,13 @@ impl<H: Host> Agent<H> {
     }
 
     /// Saves `process` (new or changed): it may run now, so the instance
-    /// no longer knows that none does.
+    /// no longer knows that none does; and one serving ports that no
+    /// longer runs closes them (`crate::port_grants`).
     fn save_process(&self, process: &record::Process) -> Result<(), stead_sql::SqlError> {
         self.processes_idle.set(false);
+        if !process.ports.is_empty() && (process.stopped || !process.state.is_live()) {
+            self.withdraw_port_grants();
+        }
         record::save(self.db(), process)
     }
 

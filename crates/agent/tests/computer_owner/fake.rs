@@ -339,4 +339,10 @@ impl ContainerHost for FakeContainers {
         self.events.borrow_mut().push(Event::AlarmCleared);
         Ok(())
     }
+
+    /// Every caller is admitted: the admission's rules are the agent's
+    /// (`crate::ports`), tested end to end in `tests/processes.rs`.
+    async fn admit_port(&self, _port: u16, _request: &()) -> Result<Option<FakeAnswer>, HostError> {
+        Ok(None)
+    }
 }

@@ -76,6 +76,7 @@ fn a_first_request_starts_a_container_with_its_plan_and_sets_the_heartbeat() {
     plan_call.plan = Ok(Plan {
         internet: false,
         intercept: vec!["api.example".into()],
+        intercept_https: vec!["api.example".into()],
         all: true,
     });
     let answer = ask(&owner, &plan_call);

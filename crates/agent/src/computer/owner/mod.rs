@@ -158,6 +158,15 @@ pub trait ContainerHost {
         outgoing: Outgoing<'_, Self::Request>,
     ) -> Result<Self::Answer, HostError>;
     fn status_of(answer: &Self::Answer) -> u16;
+    /// Whether a request to `port` may go on: `None` when the caller holds
+    /// the agent's admission (asked of the agent and kept for a while by
+    /// the platform's side, `crate::port_grants`), else the refusal to
+    /// answer with.
+    async fn admit_port(
+        &self,
+        port: u16,
+        request: &Self::Request,
+    ) -> Result<Option<Self::Answer>, HostError>;
     /// Reads an answer's body whole.
     async fn read(&self, answer: Self::Answer) -> Result<Vec<u8>, HostError>;
 

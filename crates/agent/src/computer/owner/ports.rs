@@ -57,6 +57,9 @@ impl<H: ContainerHost> Owner<H> {
             Ok(to) => to,
             Err(message) => return Ok(Reply::error(400, ErrorCode::InvalidRequest, &message)),
         };
+        if let Some(refused) = self.host.admit_port(port, request).await? {
+            return Ok(Reply::Passed(refused));
+        }
         let (hop, url) = match self.host.provider() {
             Provider::Missing => return Ok(unavailable()),
             Provider::Local { base, .. } => {
