@@ -55,9 +55,18 @@ pub(crate) struct Function {
     pub body: Command,
 }
 
-/// An array literal element: the `[k]` word with whether it is `[k]+=v`,
-/// and the value.
-pub(crate) type ArrayElem = (Option<(Word, bool)>, Word);
+/// An array literal element.
+#[derive(Debug, Clone)]
+pub(crate) struct ArrayElem {
+    /// The `[k]` word, with whether it is `[k]+=v`.
+    pub key: Option<(Word, bool)>,
+    pub value: Word,
+    /// What brace expansion makes of a keyed element as a whole word, when
+    /// it makes more than one: an indexed array takes these as plain
+    /// elements (`a=([k]=-{a,b}-)` is `[k]=-a-` and `[k]=-b-`), while an
+    /// associative array takes the key and value unexpanded, as bash does.
+    pub braced: Vec<Word>,
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct Assign {

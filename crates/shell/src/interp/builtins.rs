@@ -1633,10 +1633,12 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
             k += 1;
             continue;
         }
-        let rec: Vec<u8> = rec.into_iter().filter(|&b| b != 0).collect();
-        let mut s = crate::bytes::decode(&rec);
+        // bash keeps a line as a C string: it ends at a NUL byte, and the
+        // delimiter after it is lost with the rest (`a\0b\n` is `a`).
+        let nul = rec.iter().position(|&b| b == 0);
+        let mut s = crate::bytes::decode(&rec[..nul.unwrap_or(rec.len())]);
         // A NUL delimiter cannot be kept: values hold no NUL bytes.
-        if found && !strip && delim != 0 {
+        if found && !strip && delim != 0 && nul.is_none() {
             s.push(delim as char);
         }
         sh.charge_built(s.len() + 64)?;

@@ -1363,16 +1363,46 @@ impl Parser {
                             None => Word::default(),
                             _ => self.word_mode(true)?,
                         };
-                        elems.push((Some(key), value));
+                        let braced = self.element_braced(save)?;
+                        elems.push(ArrayElem {
+                            key: Some(key),
+                            value,
+                            braced,
+                        });
                         continue;
                     }
                 }
                 self.pos = save;
             }
             let w = self.word()?;
-            for w in brace_expand(w)? {
-                elems.push((None, w));
+            for value in brace_expand(w)? {
+                elems.push(ArrayElem {
+                    key: None,
+                    value,
+                    braced: Vec::new(),
+                });
             }
+        }
+    }
+
+    /// The keyed element from `start` to here read again as a plain word
+    /// and brace-expanded: its words when there are several (see
+    /// [`ArrayElem::braced`]), else none.
+    fn element_braced(&mut self, start: usize) -> PResult<Vec<Word>> {
+        let end = self.pos;
+        if !self.src[start..end].contains(&'{') {
+            return Ok(Vec::new());
+        }
+        self.pos = start;
+        let whole = self.word();
+        let same_end = self.pos == end;
+        self.pos = end;
+        match whole {
+            Ok(w) if same_end => {
+                let words = brace_expand(w)?;
+                Ok(if words.len() > 1 { words } else { Vec::new() })
+            }
+            _ => Ok(Vec::new()),
         }
     }
 

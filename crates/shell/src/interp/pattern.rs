@@ -315,6 +315,82 @@ fn len_bounds(toks: &[Tok]) -> (usize, Option<usize>) {
     (min, max)
 }
 
+/// The length bash's `${s/pat/rep}` tries for a pattern without `*` or an
+/// extglob group (`None`: any length), computed as bash computes it, before
+/// and apart from matching: a bracket ends at the first `]` after the
+/// character following `[`, so `[]a]` is one character but `[^]]` and
+/// `[!]a]` count as a bracket and more literal text, and such a pattern
+/// replaces nothing in bash (`${s//[^]]/z}` leaves `s` as it was).
+fn fixed_len(pat: &[char]) -> Option<usize> {
+    let mut len = 0;
+    let mut i = 0;
+    while i < pat.len() {
+        let c = pat[i];
+        i += 1;
+        match c {
+            '*' => return None,
+            '?' | '+' | '!' | '@' if pat.get(i) == Some(&'(') => return None,
+            '\\' => {
+                len += 1;
+                i += 1;
+            }
+            '[' => {
+                let (end, counted) = bracket_end(pat, i);
+                len += counted;
+                i = end;
+            }
+            _ => len += 1,
+        }
+    }
+    Some(len)
+}
+
+/// Where bash's length count ends a bracket whose text starts at `from`
+/// (after `[`), and what the bracket adds to the length: one character, or
+/// for a bracket without its `]`, one for the `[` and one for each item
+/// bash stepped over. The first character is never the closing `]`; `[:`,
+/// `[.` and `[=` open a class, collating symbol or equivalence class whose
+/// `:]`, `.]` or `=]` (and, after `[.` or `[=`, a `]` right away) does not
+/// close the bracket.
+fn bracket_end(pat: &[char], from: usize) -> (usize, usize) {
+    let mut i = from;
+    let mut inside: Option<char> = None;
+    let mut items = 1;
+    let mut first = true;
+    while i < pat.len() {
+        let c = pat[i];
+        i += 1;
+        if c == ']' && !first {
+            return (i, 1);
+        }
+        first = false;
+        items += 1;
+        match c {
+            '\\' => {
+                if i + 1 >= pat.len() {
+                    return (pat.len(), items);
+                }
+                i += 1;
+            }
+            '[' if matches!(pat.get(i), Some(':' | '.' | '=')) => {
+                let kind = pat[i];
+                i += 1;
+                if kind != ':' && pat.get(i) == Some(&']') {
+                    i += 1;
+                    items += 1;
+                }
+                inside = Some(kind);
+            }
+            k if Some(k) == inside && pat.get(i) == Some(&']') => {
+                i += 1;
+                inside = None;
+            }
+            _ => {}
+        }
+    }
+    (pat.len(), items)
+}
+
 /// The lengths to try for a match in `left` characters, longest first
 /// or shortest first.
 fn lengths(
@@ -437,8 +513,12 @@ pub(super) fn replace(
     if p.is_empty() && mode != b'#' && mode != b'%' {
         return Ok(s.to_string());
     }
-    // bash replaces the longest match.
-    let bounds = len_bounds(&toks);
+    // bash replaces the longest match, of the one length it computes for a
+    // fixed-length pattern (see `fixed_len`), or of any length.
+    let bounds = match fixed_len(&p) {
+        Some(len) => (len, Some(len)),
+        None => len_bounds(&toks),
+    };
     match mode {
         b'#' => {
             for len in lengths(bounds, n, true) {

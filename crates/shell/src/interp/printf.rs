@@ -590,10 +590,7 @@ fn convert(
         },
         'd' | 'i' => {
             let v = int_arg(&arg, f, IntKind::Signed) as i64;
-            let mut s = v.abs().to_string();
-            if v == i64::MIN {
-                s = "9223372036854775808".into();
-            }
+            let mut s = v.unsigned_abs().to_string();
             if let Some(p) = precision {
                 if s.len() < p {
                     s = format!("{s:0>p$}");

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use super::ast::{Assign, AssignValue};
+use super::ast::{ArrayElem, Assign, AssignValue};
 use super::{Flow, Shell, R};
 
 pub(super) const EXPORT: u8 = 1;
@@ -762,7 +762,7 @@ impl Shell<'_> {
             return self.assign(a);
         };
         let mut words = Vec::with_capacity(elems.len());
-        for (key, value) in elems {
+        for ArrayElem { key, value, .. } in elems {
             let value = self.expand_assign_value(value)?;
             words.push(match key {
                 Some((k, add)) => {
@@ -780,13 +780,18 @@ impl Shell<'_> {
         self.set_scalar(&a.name, text)
     }
 
-    fn assign_array(&mut self, name: &str, elems: &[super::ast::ArrayElem], append: bool) -> R<()> {
+    fn assign_array(&mut self, name: &str, elems: &[ArrayElem], append: bool) -> R<()> {
         self.check_writable(name)?;
         let assoc = self.is_assoc(name);
         // Every value is expanded before the array changes.
         let mut values = Vec::new();
-        for (key, value) in elems {
+        for ArrayElem { key, value, braced } in elems {
             match key {
+                Some(_) if !assoc && !braced.is_empty() => {
+                    for v in self.expand_words(braced)? {
+                        values.push((None, v));
+                    }
+                }
                 Some((k, add)) => {
                     let k = self.expand_single(k)?;
                     // bash 5.2 leaves a `~` after `[key]=` of an
