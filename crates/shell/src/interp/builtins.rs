@@ -616,6 +616,13 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
             status = 1;
             continue;
         }
+        if o.attrs_on & NAMEREF != 0 && name == base {
+            if let Some(message) = nameref_refusal(sh, &base, value) {
+                sh.err_line(&format!("{}: {message}", args[0]))?;
+                status = 1;
+                continue;
+            }
+        }
         if local {
             sh.make_local(&base);
         }
@@ -684,6 +691,38 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
         }
     }
     Ok(status)
+}
+
+/// Why `declare -n name[=target]` is refused, if it is: a name reference
+/// names a variable or an array element (`name[subscript]`), whether the
+/// target is given or is the variable's value already. The variable is
+/// then left as it was.
+fn nameref_refusal(sh: &Shell, name: &str, value: Option<(&str, bool)>) -> Option<String> {
+    let target = match value {
+        Some((target, false)) => target.to_string(),
+        // `+=` appends to the target's text; bash reads that as an
+        // assignment, not a reference.
+        Some((_, true)) => return None,
+        None => match sh.st.vars.get(name).map(|v| &v.value) {
+            Some(Value::Str(current)) => current.clone(),
+            _ => return None,
+        },
+    };
+    let names_a_variable = |text: &str| {
+        let base = match text.split_once('[') {
+            Some((base, subscript)) if subscript.ends_with(']') => base,
+            Some(_) => return false,
+            None => text,
+        };
+        super::parse::valid_name(base)
+    };
+    match target.as_str() {
+        "" if value.is_some() => Some("`': not a valid identifier".to_string()),
+        _ if names_a_variable(&target) => None,
+        _ => Some(format!(
+            "`{target}': invalid variable name for name reference"
+        )),
+    }
 }
 
 fn declare_funcs(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
