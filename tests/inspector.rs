@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
-use common::{base, client, expect_error, expect_status, Agent};
+use common::{base, client, expect_error, expect_status, mint, Agent};
 use serde_json::{json, Value};
 use stead_harness::{repo_root, Client};
 
@@ -86,19 +86,6 @@ fn browse_with(name: &str, agent: &str, token: &str, extra: &[(&str, String)]) -
     serde_json::from_str(last).expect("a JSON report")
 }
 
-/// Mints a token for `agent` with `scopes`.
-fn mint(agent: &str, scopes: &[&str]) -> String {
-    let reply = client().send(
-        "POST",
-        "/tokens",
-        json!({ "agent": agent, "scopes": scopes })
-            .to_string()
-            .as_bytes(),
-    );
-    expect_status(&reply, 201);
-    reply.json()["token"].as_str().expect("token").to_string()
-}
-
 /// An agent with a small tree: a directory with a Rust file, an image and
 /// a binary file.
 fn seeded(id: &str) -> Agent {
@@ -144,7 +131,7 @@ fn files_open_edit_save_with_a_revision_check_and_stay_live() {
 #[test]
 fn a_read_only_token_gets_a_read_only_page() {
     let agent = seeded("ui-read-only");
-    let token = mint(&agent.id, &["read"]);
+    let token = mint(&agent.id, &["read"], None).0;
     let report = browse("read_only", &agent.id, &token);
     assert_eq!(report["write"], json!([403, "FORBIDDEN"]));
     assert!(agent.call("stat", json!({ "path": "/x" })).status == 404);
@@ -189,7 +176,7 @@ fn a_session_acts_as_its_token_and_only_from_the_inspectors_origin() {
     );
     expect_error(&elsewhere, 403, "CROSS_ORIGIN_REFUSED");
 
-    let cookie = session_cookie(&mint(&agent.id, &["read", "write"]));
+    let cookie = session_cookie(&mint(&agent.id, &["read", "write"], None).0);
     let stat = json!({ "path": "/README.md" }).to_string();
     let read = anonymous.send_with(
         "POST",

@@ -19,22 +19,11 @@ mod common;
 
 use std::process::Command;
 
-use common::{base, chunked, client, expect_error, expect_ok, expect_status, raw, raw_at, Agent};
+use common::{
+    base, chunked, client, expect_error, expect_ok, expect_status, mint, raw, raw_at, Agent,
+};
 use serde_json::{json, Value};
 use stead_harness::repo_root;
-
-/// Mints a token for `agent` with `scopes`.
-fn mint(agent: &str, scopes: &[&str], ttl_seconds: i64) -> String {
-    let body = json!({ "agent": agent, "scopes": scopes, "ttl_seconds": ttl_seconds });
-    let reply = client().send("POST", "/tokens", body.to_string().as_bytes());
-    assert_eq!(
-        reply.status,
-        201,
-        "{}",
-        String::from_utf8_lossy(&reply.body)
-    );
-    reply.json()["token"].as_str().unwrap().to_string()
-}
 
 const WRITER: &[&str] = &["read", "write", "exec:shell", "exec:computer", "schedule"];
 
@@ -64,8 +53,8 @@ fn run_client_with(script: &str, agent: &Agent, vars: &[(&str, &str)]) -> Value 
         .env("STEAD_BASE", base())
         .env("STEAD_AGENT", &agent.id)
         .env("STEAD_ADMIN_TOKEN", stead_harness::DEV_TOKEN)
-        .env("STEAD_TOKEN", mint(&agent.id, WRITER, 600))
-        .env("STEAD_READ_TOKEN", mint(&agent.id, &["read"], 600))
+        .env("STEAD_TOKEN", mint(&agent.id, WRITER, Some(600)).0)
+        .env("STEAD_READ_TOKEN", mint(&agent.id, &["read"], Some(600)).0)
         .envs(vars.iter().copied())
         .output()
         .expect("run node");
@@ -183,7 +172,7 @@ fn the_v1_sdk_speaks_2025_11_25_with_a_session() {
     }
     // The session was ended by the client (DELETE): it is gone.
     let session = summary["session"].as_str().unwrap();
-    let token = mint(&agent.id, WRITER, 600);
+    let token = mint(&agent.id, WRITER, Some(600)).0;
     let auth = format!("Bearer {token}");
     let gone = raw(
         "POST",
@@ -276,7 +265,7 @@ fn modern(
 fn bad_input_and_refused_credentials_get_the_protocols_errors() {
     let agent = Agent::new("mcp-bad");
     agent.write("/kept.txt", "kept");
-    let token = mint(&agent.id, WRITER, 600);
+    let token = mint(&agent.id, WRITER, Some(600)).0;
     let auth = format!("Bearer {token}");
     let post = |headers: &[(&str, &str)], body: &[u8]| {
         let mut all = vec![
@@ -381,10 +370,10 @@ fn bad_input_and_refused_credentials_get_the_protocols_errors() {
     // Credentials: a token for another agent, an expired one, a revoked one,
     // a wrong one: JSON-RPC errors for the request with a Bearer challenge.
     let someone_else = Agent::new("mcp-someone-else");
-    let other = mint(&someone_else.id, WRITER, 600);
+    let other = mint(&someone_else.id, WRITER, Some(600)).0;
     let foreign = modern(&agent, &other, "tools/list", json!({}), None);
     expect_refusal(&foreign, 403, "FORBIDDEN", "insufficient_scope");
-    let short = mint(&agent.id, WRITER, 1);
+    let short = mint(&agent.id, WRITER, Some(1)).0;
     std::thread::sleep(std::time::Duration::from_millis(2100));
     expect_refusal(
         &modern(&agent, &short, "tools/list", json!({}), None),
@@ -501,7 +490,7 @@ fn tools_are_published_in_each_harness_shape_to_any_credential() {
         mcp["tools"][0]["inputSchema"]
     );
     // An agent token sees what its scopes allow; no credential, nothing.
-    let reader = mint(&agent.id, &["read"], 600);
+    let reader = mint(&agent.id, &["read"], Some(600)).0;
     let names: Vec<String> = expect_ok(&listed("", Some(&reader)))["tools"]
         .as_array()
         .unwrap()

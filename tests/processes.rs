@@ -17,7 +17,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{expect_error, expect_ok, expect_status, with_runtime, Agent};
+use common::{expect_error, expect_ok, expect_status, mint, with_runtime, Agent};
 use serde_json::{json, Value};
 use stead_harness::{temp_state, Client, ComputerMode, Reply, Runtime, Socket};
 
@@ -789,21 +789,6 @@ fn a_websocket_echoes_through_the_port_route() {
     expect_ok(&agent.send("DELETE", &format!("/processes/{id}"), b""));
 }
 
-/// Mints a token for `agent` with `scopes`: the token and its id.
-fn mint(agent: &str, scopes: &[&str]) -> (String, String) {
-    let reply = common::client().send(
-        "POST",
-        "/tokens",
-        json!({ "agent": agent, "scopes": scopes })
-            .to_string()
-            .as_bytes(),
-    );
-    expect_status(&reply, 201);
-    let minted = reply.json();
-    let field = |name: &str| minted[name].as_str().expect(name).to_string();
-    (field("token"), field("id"))
-}
-
 /// The port route goes from the Worker to the computer's owner, which
 /// keeps what the agent admitted: that never lets a wrong caller in, nor
 /// opens a port no process declared, and a revocation closes the port at
@@ -822,7 +807,7 @@ fn the_port_route_refuses_undeclared_ports_and_wrong_callers_after_admitting_oth
 
     // Admitted: a token of this agent's with the `ports` scope, twice (the
     // second from the owner's grant).
-    let (token, token_id) = mint(&agent.id, &["ports"]);
+    let (token, token_id) = mint(&agent.id, &["ports"], None);
     let holder = client.with_token(Some(&token));
     for _ in 0..2 {
         let page = holder.send("GET", &path, b"");
@@ -832,13 +817,13 @@ fn the_port_route_refuses_undeclared_ports_and_wrong_callers_after_admitting_oth
 
     // A token for another agent, and one of this agent's without the
     // scope: refused, though the port is open to others.
-    let (elsewhere, _) = mint(&other.id, &["ports"]);
+    let (elsewhere, _) = mint(&other.id, &["ports"], None);
     expect_error(
         &client.with_token(Some(&elsewhere)).send("GET", &path, b""),
         403,
         "FORBIDDEN",
     );
-    let (reader, _) = mint(&agent.id, &["read"]);
+    let (reader, _) = mint(&agent.id, &["read"], None);
     expect_error(
         &client.with_token(Some(&reader)).send("GET", &path, b""),
         403,

@@ -3,31 +3,9 @@
 
 mod common;
 
-use common::{client, expect_error, expect_made, expect_ok, expect_status, Agent};
+use common::{client, expect_error, expect_made, expect_ok, expect_status, mint, Agent};
 use serde_json::{json, Value};
 use stead_harness::{Client, Socket};
-
-/// Mints a token with the admin token; returns (token, id).
-fn mint(agent: &str, scopes: &[&str], ttl_seconds: i64) -> (String, String) {
-    let reply = client().send(
-        "POST",
-        "/tokens",
-        json!({ "agent": agent, "scopes": scopes, "ttl_seconds": ttl_seconds })
-            .to_string()
-            .as_bytes(),
-    );
-    assert_eq!(
-        reply.status,
-        201,
-        "{}",
-        String::from_utf8_lossy(&reply.body)
-    );
-    let body = reply.json();
-    (
-        body["token"].as_str().unwrap().to_string(),
-        body["id"].as_str().unwrap().to_string(),
-    )
-}
 
 fn as_token(agent: &Agent, token: &str) -> Agent {
     Agent {
@@ -40,7 +18,7 @@ fn as_token(agent: &Agent, token: &str) -> Agent {
 fn a_read_only_token_reads_and_nothing_else() {
     let agent = Agent::new("sec-reader");
     agent.write("/notes.txt", "hello\n");
-    let (token, _) = mint(&agent.id, &["read"], 600);
+    let (token, _) = mint(&agent.id, &["read"], Some(600));
     let reader = as_token(&agent, &token);
     assert_eq!(reader.read("/notes.txt"), "hello\n");
     expect_ok(&reader.call("ls", json!({ "path": "/" })));
@@ -100,8 +78,8 @@ fn a_read_only_token_reads_and_nothing_else() {
 #[test]
 fn scheduling_a_command_needs_the_scopes_to_run_it() {
     let agent = Agent::new("sec-schedule");
-    let (scheduler, _) = mint(&agent.id, &["schedule"], 600);
-    let (shell, _) = mint(&agent.id, &["schedule", "exec:shell"], 600);
+    let (scheduler, _) = mint(&agent.id, &["schedule"], Some(600));
+    let (shell, _) = mint(&agent.id, &["schedule", "exec:shell"], Some(600));
     let put = |token: &str, name: &str, body: Value| {
         as_token(&agent, token).send(
             "PUT",
@@ -131,7 +109,7 @@ fn scheduling_a_command_needs_the_scopes_to_run_it() {
 fn a_socket_carries_the_scopes_of_whoever_opened_it() {
     let agent = Agent::new("sec-socket");
     agent.write("/a.txt", "a\n");
-    let (token, _) = mint(&agent.id, &["read"], 600);
+    let (token, _) = mint(&agent.id, &["read"], Some(600));
     let mut socket = Socket::connect(common::base(), &agent.id, Some(&token)).expect("connect");
     let wait = std::time::Duration::from_secs(20);
     let mut call = |id: &str, tool: &str, args: Value| {
@@ -163,7 +141,7 @@ fn a_socket_ends_with_its_tokens_expiry_or_revocation() {
         socket.recv(wait).expect("an answer")
     };
     // Expiry: a two-second token's socket works, then refuses.
-    let (short, _) = mint(&agent.id, &["read"], 2);
+    let (short, _) = mint(&agent.id, &["read"], Some(2));
     let mut socket = Socket::connect(common::base(), &agent.id, Some(&short)).expect("connect");
     assert_eq!(ping(&mut socket, "1")["type"], "pong");
     std::thread::sleep(std::time::Duration::from_millis(2_500));
@@ -172,7 +150,7 @@ fn a_socket_ends_with_its_tokens_expiry_or_revocation() {
     assert_eq!(socket.recv_close(wait), Some(4401));
 
     // Revocation: a subscriber hears nothing more and is closed at once.
-    let (token, id) = mint(&agent.id, &["read"], 600);
+    let (token, id) = mint(&agent.id, &["read"], Some(600));
     let mut socket = Socket::connect(common::base(), &agent.id, Some(&token)).expect("connect");
     socket.send(&json!({ "type": "subscribe_changes", "id": "s" }));
     assert_eq!(socket.recv(wait).expect("subscribed")["type"], "subscribed");
@@ -196,7 +174,7 @@ fn tokens_are_bound_to_their_agent_scopes_expiry_and_revocation() {
     let alice = Agent::new("sec-alice");
     let bob = Agent::new("sec-bob");
     bob.write("/secret.txt", "bob's\n");
-    let (token, id) = mint(&alice.id, &["read", "write", "exec:shell"], 600);
+    let (token, id) = mint(&alice.id, &["read", "write", "exec:shell"], Some(600));
     let as_alice = as_token(&alice, &token);
     as_alice.write("/mine.txt", "ok\n");
     let out = as_alice.ok("exec", json!({ "command": "cat mine.txt" }));
@@ -246,7 +224,7 @@ fn tokens_are_bound_to_their_agent_scopes_expiry_and_revocation() {
         "TOKEN_REVOKED",
     );
     // Expiry.
-    let (short, _) = mint(&alice.id, &["read"], 1);
+    let (short, _) = mint(&alice.id, &["read"], Some(1));
     std::thread::sleep(std::time::Duration::from_millis(2100));
     expect_error(
         &as_token(&alice, &short).send("GET", "", b""),
@@ -260,13 +238,13 @@ fn tokens_are_bound_to_their_agent_scopes_expiry_and_revocation() {
 #[test]
 fn a_deleted_agents_tokens_do_not_open_the_agent_made_again() {
     let agent = Agent::new("sec-reborn");
-    let (old, _) = mint(&agent.id, &["read"], 600);
+    let (old, _) = mint(&agent.id, &["read"], Some(600));
     expect_ok(&as_token(&agent, &old).call("stat", json!({ "path": "/" })));
     expect_ok(&agent.send("DELETE", "", b""));
     let again = Agent::new("sec-reborn");
     let refused = as_token(&again, &old).call("stat", json!({ "path": "/" }));
     expect_error(&refused, 401, "TOKEN_PREDATES_AGENT");
-    let (new, _) = mint(&again.id, &["read"], 600);
+    let (new, _) = mint(&again.id, &["read"], Some(600));
     expect_ok(&as_token(&again, &new).call("stat", json!({ "path": "/" })));
 }
 
@@ -434,8 +412,8 @@ fn kept_job_output_is_bounded_by_its_quota() {
 #[test]
 fn an_agents_tokens_are_listed_to_its_admin() {
     let agent = Agent::new("sec-token-list");
-    let (reader, reader_id) = mint(&agent.id, &["read"], 600);
-    let (admin, admin_id) = mint(&agent.id, &["admin"], 60);
+    let (reader, reader_id) = mint(&agent.id, &["read"], Some(600));
+    let (admin, admin_id) = mint(&agent.id, &["admin"], Some(60));
     let revoke = json!({ "agent": agent.id, "id": reader_id }).to_string();
     expect_ok(&client().send("POST", "/tokens/revoke", revoke.as_bytes()));
     let listing = expect_ok(&agent.send("GET", "/tokens", b""));
@@ -458,7 +436,7 @@ fn an_agents_tokens_are_listed_to_its_admin() {
         expect_ok(&as_admin.send("GET", "/tokens", b""))["tokens"],
         listing["tokens"]
     );
-    let (read_only, _) = mint(&agent.id, &["read"], 600);
+    let (read_only, _) = mint(&agent.id, &["read"], Some(600));
     expect_error(
         &as_token(&agent, &read_only).send("GET", "/tokens", b""),
         403,
@@ -486,7 +464,7 @@ fn an_agents_tokens_are_listed_to_its_admin() {
 fn tokens_are_revoked_beside_where_they_are_minted() {
     let agent = Agent::new("sec-revoke-top");
     agent.write("/a.txt", "a\n");
-    let (token, id) = mint(&agent.id, &["read"], 600);
+    let (token, id) = mint(&agent.id, &["read"], Some(600));
     let holder = as_token(&agent, &token);
     assert_eq!(holder.read("/a.txt"), "a\n");
     let revoke = |client: &stead_harness::Client, body: Value| {
@@ -624,7 +602,7 @@ fn the_audit_log_records_who_changed_what() {
     let agent = Agent::new("sec-audit");
     agent.write("/a.txt", "1");
     let _ = agent.call("rm", json!({ "path": "/missing" }));
-    let (token, id) = mint(&agent.id, &["read", "write"], 600);
+    let (token, id) = mint(&agent.id, &["read", "write"], Some(600));
     as_token(&agent, &token).write("/b.txt", "2");
     agent.read("/a.txt");
     let log = expect_ok(&agent.send("GET", "/audit", b""));

@@ -516,3 +516,18 @@ pub fn assert_same_stream(mut actual: impl Read, mut expected: impl Read) -> u64
         offset += n as u64;
     }
 }
+
+/// Mints a token for `agent` with `scopes` (living `ttl_seconds`, or the
+/// default lifetime) with the admin token: the token and its id.
+#[track_caller]
+pub fn mint(agent: &str, scopes: &[&str], ttl_seconds: Option<i64>) -> (String, String) {
+    let mut body = json!({ "agent": agent, "scopes": scopes });
+    if let Some(ttl) = ttl_seconds {
+        body["ttl_seconds"] = json!(ttl);
+    }
+    let reply = client().send("POST", "/tokens", body.to_string().as_bytes());
+    expect_status(&reply, 201);
+    let minted = reply.json();
+    let field = |name: &str| minted[name].as_str().expect(name).to_string();
+    (field("token"), field("id"))
+}
