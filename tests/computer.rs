@@ -93,15 +93,9 @@ fn pip_and_venv_install_into_the_project_and_the_computers_user_directory() {
         return;
     }
     let agent = Agent::new("computer-python");
-    // A wheel is a zip with the package and its metadata.
     agent.write(
         "/proj/make_wheel.py",
-        "import zipfile\n\
-         with zipfile.ZipFile('greet-1.0-py3-none-any.whl', 'w') as w:\n\
-         \x20   w.writestr('greet/__init__.py', \"def hi():\\n    return 'hi from greet'\\n\")\n\
-         \x20   w.writestr('greet-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: greet\\nVersion: 1.0\\n')\n\
-         \x20   w.writestr('greet-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
-         \x20   w.writestr('greet-1.0.dist-info/RECORD', '')\n",
+        &common::wheel_maker("greet", "1.0", "def hi():\n    return 'hi from greet'\n"),
     );
     let before = agent.info()["usage"]["stored_bytes"].as_u64();
     let out = agent.on_computer("set -e; cd /proj; python3 make_wheel.py; python3 -m venv .venv; \

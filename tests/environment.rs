@@ -20,23 +20,20 @@ use stead_harness::ComputerMode;
 /// Builds `demo-1.0-py3-none-any.whl` (a module `demo` with `X = 42`),
 /// makes a venv and installs the wheel into it without any index, and
 /// writes a package into `node_modules`.
-const INSTALL: &str = r#"set -e
-cd /tmp
-python3 - <<'PY'
-import zipfile
-with zipfile.ZipFile("demo-1.0-py3-none-any.whl", "w") as whl:
-    whl.writestr("demo.py", "X = 42\n")
-    whl.writestr("demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
-    whl.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-    whl.writestr("demo-1.0.dist-info/RECORD", "")
-PY
-cd /
-python3 -m venv .venv
-.venv/bin/pip install --no-index --quiet /tmp/demo-1.0-py3-none-any.whl
-mkdir -p node_modules/left-pad
-echo 'module.exports = "padded"' > node_modules/left-pad/index.js
-.venv/bin/python -c 'import demo; print("installed", demo.X)'
-"#;
+fn install() -> String {
+    let wheel = common::wheel_maker("demo", "1.0", "X = 42\n");
+    format!(
+        "set -e\n\
+         cd /tmp\n\
+         python3 - <<'PY'\n{wheel}PY\n\
+         cd /\n\
+         python3 -m venv .venv\n\
+         .venv/bin/pip install --no-index --quiet /tmp/demo-1.0-py3-none-any.whl\n\
+         mkdir -p node_modules/left-pad\n\
+         echo 'module.exports = \"padded\"' > node_modules/left-pad/index.js\n\
+         .venv/bin/python -c 'import demo; print(\"installed\", demo.X)'\n"
+    )
+}
 
 #[test]
 fn the_environment_is_kept_outside_the_workspace_and_comes_back() {
@@ -46,7 +43,7 @@ fn the_environment_is_kept_outside_the_workspace_and_comes_back() {
         agent.on_computer("true");
         let stored = || agent.info()["usage"]["stored_bytes"].as_u64().unwrap();
         let before = stored();
-        let out = agent.on_computer(INSTALL);
+        let out = agent.on_computer(&install());
         assert_eq!(out["exit_code"], 0, "{out}");
         assert_eq!(out["stdout"], "installed 42\n", "{out}");
 
@@ -102,11 +99,12 @@ fn the_environment_is_kept_outside_the_workspace_and_comes_back() {
     });
 }
 
-/// A setup script that installs as [`INSTALL`] does and counts its runs
+/// A setup script that installs as [`install`] does and counts its runs
 /// in the venv.
 fn setup_script() -> String {
     format!(
-        "# stead-lock: requirements.lock\n{INSTALL}\necho \"run $(cat /requirements.lock)\" >> /.venv/runs\n"
+        "# stead-lock: requirements.lock\n{}\necho \"run $(cat /requirements.lock)\" >> /.venv/runs\n",
+        install()
     )
 }
 

@@ -531,3 +531,19 @@ pub fn mint(agent: &str, scopes: &[&str], ttl_seconds: Option<i64>) -> (String, 
     let field = |name: &str| minted[name].as_str().expect(name).to_string();
     (field("token"), field("id"))
 }
+
+/// A Python script that writes the wheel `{name}-{version}-py3-none-any.whl`
+/// into its working directory: a package `name` whose `__init__.py` is
+/// `init_py`. A wheel is a zip with the package and its metadata, so the
+/// computer makes one offline (its network is off by default).
+pub fn wheel_maker(name: &str, version: &str, init_py: &str) -> String {
+    let dist = format!("{name}-{version}.dist-info");
+    format!(
+        "import zipfile\n\
+         with zipfile.ZipFile('{name}-{version}-py3-none-any.whl', 'w') as w:\n\
+         \x20   w.writestr('{name}/__init__.py', {init_py:?})\n\
+         \x20   w.writestr('{dist}/METADATA', 'Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n')\n\
+         \x20   w.writestr('{dist}/WHEEL', 'Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+         \x20   w.writestr('{dist}/RECORD', '')\n"
+    )
+}

@@ -124,6 +124,14 @@ impl<H: Host> Agent<H> {
     /// development); a secret's use is audited. The caller adds
     /// `authorization` as the request leaves.
     pub async fn computer_egress(&self, url: &str) -> Result<Option<Use>, ApiError> {
+        let answer = self.admit_egress(url).await;
+        if let Err(refusal @ ApiError::Forbidden { .. }) = &answer {
+            record_refusal(self.db(), self.now_ms(), url, refusal);
+        }
+        answer
+    }
+
+    async fn admit_egress(&self, url: &str) -> Result<Option<Use>, ApiError> {
         let settings = crate::settings::computer(self.db())?;
         let allow_private = crate::settings::webhooks(self.db())?.allow_private_targets;
         let used = decide(self.db(), &settings, url, allow_private)?;
@@ -139,6 +147,33 @@ impl<H: Host> Agent<H> {
         }
         Ok(used)
     }
+}
+
+/// The audit action of a refused request.
+pub const REFUSED: &str = "egress.refuse";
+
+/// A container that retries a refused request in a loop must not fill the
+/// audit log: one entry per destination in this window says it happened.
+pub const REFUSAL_WINDOW_MS: i64 = 60_000;
+
+/// Records a refusal in the audit log (`egress.refuse`: the destination as
+/// target, the reason in the detail), at most once per destination per
+/// [`REFUSAL_WINDOW_MS`].
+fn record_refusal(db: &impl Sql, at: i64, url: &str, refusal: &ApiError) {
+    let target = Destination::of_url(url).map_or_else(|| url.to_string(), |to| to.label());
+    let recent = db.query_row(
+        "SELECT 1 FROM audit WHERE action = ? AND target = ? AND at > ? LIMIT 1",
+        stead_sql::params![REFUSED, target.as_str(), at - REFUSAL_WINDOW_MS],
+    );
+    if !matches!(recent, Ok(None)) {
+        return;
+    }
+    let note = crate::audit::Note {
+        target: Some(target),
+        detail: Some(serde_json::json!({ "reason": refusal.to_string() })),
+    };
+    // The refusal is the answer: failing to record it must not change it.
+    let _ = crate::audit::record(db, at, ACTOR, REFUSED, &note, refusal.code());
 }
 
 #[cfg(test)]
@@ -226,5 +261,76 @@ mod tests {
                 .status(),
             403
         );
+    }
+
+    #[test]
+    fn a_refusal_is_audited_once_per_destination_and_window() {
+        let (db, settings) = db_with(json!({
+            "computer": {"network": {"allow": ["127.0.0.1:9000"]}}
+        }));
+        let refuse = |url: &str, at: i64| {
+            let refusal = decide(&db, &settings, url, true).unwrap_err();
+            record_refusal(&db, at, url, &refusal);
+        };
+        let entries = |db: &SqliteDb| -> Vec<(i64, String, String, String)> {
+            db.query(
+                "SELECT at, actor, target, outcome FROM audit WHERE action = ? ORDER BY id",
+                stead_sql::params![REFUSED],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r.int(0).unwrap(),
+                    r.text(1).unwrap().to_string(),
+                    r.text(2).unwrap().to_string(),
+                    r.text(3).unwrap().to_string(),
+                )
+            })
+            .collect()
+        };
+        refuse("http://127.0.0.1:9002/a", 1_000);
+        refuse("http://127.0.0.1:9002/b?q=1", 2_000);
+        refuse("https://evil.example/", 3_000);
+        refuse("http://127.0.0.1:9002/c", 1_000 + REFUSAL_WINDOW_MS + 1);
+        let seen = entries(&db);
+        let forbidden = ApiError::Forbidden {
+            reason: String::new(),
+        };
+        let code = forbidden.code().to_string();
+        assert_eq!(
+            seen,
+            [
+                (
+                    1_000,
+                    ACTOR.to_string(),
+                    "127.0.0.1:9002".to_string(),
+                    code.clone()
+                ),
+                (
+                    3_000,
+                    ACTOR.to_string(),
+                    "evil.example".to_string(),
+                    code.clone()
+                ),
+                (
+                    1_000 + REFUSAL_WINDOW_MS + 1,
+                    ACTOR.to_string(),
+                    "127.0.0.1:9002".to_string(),
+                    code
+                ),
+            ]
+        );
+        let detail: String = db
+            .query_row(
+                "SELECT detail FROM audit WHERE action = ?",
+                stead_sql::params![REFUSED],
+            )
+            .unwrap()
+            .unwrap()
+            .text(0)
+            .unwrap()
+            .to_string();
+        assert!(detail.contains("computer.network"), "{detail}");
     }
 }
