@@ -383,9 +383,10 @@ fn walk_tree(
 }
 
 /// What a push of `tips` must send to a server that has `theirs` (its
-/// refs' ids; those this repository lacks are ignored): the commits
-/// reachable from `tips` and not from `theirs`, and their trees and blobs
-/// that the commits the server has do not already hold.
+/// refs' ids; those this repository lacks are ignored): the annotated
+/// tags among `tips` it lacks, the commits reachable from `tips` (tags
+/// peeled) and not from `theirs`, and their trees and blobs that the
+/// commits the server has do not already hold.
 pub fn objects_to_send(
     repo: &Repo<'_>,
     tips: &[ObjectId],
@@ -407,11 +408,34 @@ pub fn objects_to_send(
             todo.extend(repo.commit(&id)?.parents);
         }
     }
+    // Tags first: each tag object on the way to a commit is sent.
+    let mut tags = Vec::new();
+    let mut todo: Vec<ObjectId> = Vec::new();
+    for tip in tips {
+        let mut id = *tip;
+        loop {
+            let (kind, data) = repo.odb.read(&id)?;
+            match kind {
+                Kind::Tag => {
+                    if !theirs.contains(&id) && !tags.contains(&id) {
+                        tags.push(id);
+                    }
+                    id = crate::objects::Tag::parse(&data)?.target;
+                }
+                Kind::Commit => break todo.push(id),
+                Kind::Tree | Kind::Blob => {
+                    return Err(Error::Fatal(format!(
+                        "stead: pushing a tag of a {} is not in the light shell's git; run it on the computer",
+                        kind
+                    )))
+                }
+            }
+        }
+    }
     // Ours: reachable from the tips, stopping at what they have.
     let mut commits = Vec::new();
     let mut seen = HashSet::new();
     let mut boundary = HashSet::new();
-    let mut todo: Vec<ObjectId> = tips.to_vec();
     while let Some(id) = todo.pop() {
         if known_commits.contains(&id) {
             boundary.insert(id);
@@ -429,7 +453,8 @@ pub fn objects_to_send(
         let tree = repo.commit(&id)?.tree;
         walk_tree(repo, tree, &mut known_objects, &mut ignored)?;
     }
-    let mut out: Vec<ObjectId> = commits.iter().map(|(id, _)| *id).collect();
+    let mut out: Vec<ObjectId> = tags;
+    out.extend(commits.iter().map(|(id, _)| *id));
     for (_, tree) in commits {
         walk_tree(repo, tree, &mut known_objects, &mut out)?;
     }

@@ -680,3 +680,162 @@ fn forced_pushes_and_deletions_are_the_ones_git_makes() {
     assert_eq!(text(&missing.stderr), text(&real_missing.stderr));
     git(&bare, &["fsck", "--strict"]);
 }
+
+/// Two servers of the same fixture, `mine` cloned from the first by this
+/// crate and `real` from the second by the machine's git, so every step
+/// can run on both sides and be compared.
+struct Twins {
+    mine_server: Fixture,
+    real_server: Fixture,
+    dir: tempfile::TempDir,
+    disk: Disk,
+}
+
+impl Twins {
+    fn new() -> Twins {
+        let (mine_server, real_server) = (fixture(), fixture());
+        let dir = tempfile::tempdir().unwrap();
+        let disk = Disk {
+            root: dir.path().to_path_buf(),
+        };
+        let url = mine_server.server.url("project.git");
+        assert_eq!(run(&disk, "/", &["clone", "-q", &url, "mine"]).status, 0);
+        let real_url = real_server.server.url("project.git");
+        git(dir.path(), &["clone", "-q", &real_url, "real"]);
+        Twins {
+            mine_server,
+            real_server,
+            dir,
+            disk,
+        }
+    }
+
+    fn urls(&self) -> (String, String) {
+        (
+            self.mine_server.server.url("project.git"),
+            self.real_server.server.url("project.git"),
+        )
+    }
+
+    /// Runs `args` on both sides (`{url}` standing for each side's server);
+    /// asserts the same status and output, and returns the status.
+    fn both(&self, args: &[&str]) -> i32 {
+        let (mine_url, real_url) = self.urls();
+        let on =
+            |url: &str| -> Vec<String> { args.iter().map(|a| a.replace("{url}", url)).collect() };
+        let mine_args = on(&mine_url);
+        let mine_args: Vec<&str> = mine_args.iter().map(String::as_str).collect();
+        let mine = run(&self.disk, "/mine", &mine_args);
+        let real_args = on(&real_url);
+        let real_args: Vec<&str> = real_args.iter().map(String::as_str).collect();
+        let real = git_command(&self.dir.path().join("real"), &real_args)
+            .output()
+            .unwrap();
+        let shown = |bytes: &[u8], url: &str| {
+            text(bytes)
+                .replace(url, "URL")
+                .replace(url.trim_end_matches(".git"), "URL")
+                .replace("/real", "/mine")
+        };
+        assert_eq!(
+            (
+                mine.status,
+                shown(&mine.stderr, &mine_url),
+                text(&mine.stdout)
+            ),
+            (
+                real.status.code().unwrap(),
+                shown(&real.stderr, &real_url),
+                text(&real.stdout)
+            ),
+            "{args:?}"
+        );
+        mine.status
+    }
+
+    /// Someone else's commit pushed to both servers' `main`.
+    fn upstream_work(&self) {
+        for (i, url) in [self.urls().0, self.urls().1].iter().enumerate() {
+            let other = self.dir.path().join(format!("other{i}"));
+            if !other.exists() {
+                git(self.dir.path(), &["clone", "-q", url, &format!("other{i}")]);
+            }
+            std::fs::write(other.join("o.txt"), "o\n").unwrap();
+            git(&other, &["add", "o.txt"]);
+            git(&other, &["commit", "-qm", "other"]);
+            git(&other, &["push", "-q"]);
+        }
+    }
+
+    /// Both sides' repositories and servers are the same, and sound.
+    fn same(&self) {
+        let (mine, real) = (self.dir.path().join("mine"), self.dir.path().join("real"));
+        assert_eq!(describe(&mine), describe(&real));
+        let bare = |f: &Fixture| {
+            text(&git(
+                &f.root.join("project.git"),
+                &["for-each-ref", "--format=%(refname) %(objectname)"],
+            ))
+        };
+        assert_eq!(bare(&self.mine_server), bare(&self.real_server));
+        fsck(&mine);
+        git(
+            &self.mine_server.root.join("project.git"),
+            &["fsck", "--strict"],
+        );
+    }
+}
+
+#[test]
+fn tags_deletions_and_leases_push_as_git_pushes_them() {
+    let twins = Twins::new();
+    for side in ["mine", "real"] {
+        std::fs::write(twins.dir.path().join(side).join("l.txt"), "local\n").unwrap();
+    }
+    let steps: &[&[&str]] = &[
+        &["add", "l.txt"],
+        &["commit", "-qm", "local"],
+        &["tag", "new1"],
+        &["tag", "-a", "ann", "-m", "annotated"],
+        &["push", "--tags"],
+        &["push", "--tags"],
+        // A moved tag the server has is refused (`already exists`).
+        &["tag", "-d", "light"],
+        &["tag", "light", "HEAD~2"],
+        &["push", "--tags"],
+        &["push", "origin", "--delete", "light", "new1"],
+        &["push", "--delete", "origin", "nope"],
+        &["push", "--delete", "origin"],
+        &["push", "origin", "--delete", "a:b"],
+        &["push", "-q", "origin", "main:gone"],
+        &["push", "origin", ":gone"],
+    ];
+    for step in steps {
+        twins.both(step);
+    }
+    twins.same();
+    // A lease on what the remote-tracking ref says: stale once someone
+    // else pushed, however it is spelled, and nothing changes.
+    twins.upstream_work();
+    twins.both(&["commit", "-q", "--amend", "-m", "rewritten"]);
+    for lease in [
+        "--force-with-lease",
+        "--force-with-lease=main",
+        "--force-with-lease=main:origin/main",
+        "--force-with-lease=other",
+        "--force-with-lease=main:nonsense",
+        "--force-with-lease=refs/heads/main:",
+    ] {
+        let status = twins.both(&["push", lease]);
+        assert_ne!(status, 0, "{lease}");
+    }
+    twins.same();
+    // Fetched, the lease holds and the push is forced.
+    twins.both(&["fetch", "-q"]);
+    twins.both(&["push", "--force-with-lease=main:HEAD"]);
+    assert_eq!(twins.both(&["push", "--force-with-lease"]), 0);
+    // A URL as the remote: no remote-tracking ref is written.
+    assert_eq!(twins.both(&["push", "{url}", "main:via-url"]), 0);
+    assert_eq!(twins.both(&["push", "{url}", "--delete", "via-url"]), 0);
+    twins.same();
+}

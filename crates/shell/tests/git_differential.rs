@@ -388,13 +388,17 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git commit --no-edit",
         "git push --force",
         "git push -f origin +main:main :old",
+        "git push --delete origin old",
+        "git push --tags",
+        "git push --force-with-lease=main:origin/main",
+        "git push https://example.invalid/r.git main:main",
     ] {
         assert_eq!(gaps(script), vec![], "{script}");
     }
     for script in [
         "git clone git@example.invalid:r.git",
-        "git push --delete origin old",
         "git push origin main:",
+        "git push git@example.invalid:r.git main",
         "git fetch --all",
         "git pull --rebase",
         "git rebase -i HEAD~2",

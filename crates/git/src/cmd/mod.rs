@@ -246,6 +246,9 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(Some('q'), "quiet"),
             flag(Some('u'), "set-upstream"),
             flag(Some('f'), "force"),
+            flag(Some('d'), "delete"),
+            flag(None, "tags"),
+            optional(None, "force-with-lease"),
         ],
         false,
     ),
@@ -345,7 +348,7 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
         }
         // `[+]src[:dst]` and `:dst` (a deletion); not `src:` or globs.
         "push" => {
-            !first.is_none_or(ops::is_remote_name)
+            !first.is_none_or(|r| ops::is_remote_name(r) || ops::is_url(r))
                 || parsed.operands.iter().skip(1).any(|spec| {
                     let spec = spec.strip_prefix('+').unwrap_or(spec);
                     let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));

@@ -5,6 +5,7 @@ mod network;
 mod push;
 
 pub(crate) use network::is_remote_name;
+pub(crate) use push::is_url;
 
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 
@@ -60,41 +61,14 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// Civil date from days since the epoch (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// `Wed Dec 2 14:12:33 2026 +0000`, git's default date format.
+/// `Wed Dec 2 14:12:33 2026 +0000`, git's default date format, in the
+/// signature's own zone (a time no calendar holds keeps git's raw form).
 fn git_date(sig: &Signature) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
     let local = sig.seconds + i64::from(sig.offset_minutes) * 60;
-    let days = local.div_euclid(86_400);
-    let secs = local.rem_euclid(86_400);
-    let (y, m, d) = civil(days);
-    format!(
-        "{} {} {} {:02}:{:02}:{:02} {} {}",
-        DAYS[days.rem_euclid(7) as usize],
-        MONTHS[m as usize - 1],
-        d,
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60,
-        y,
-        sig.zone()
-    )
+    match chrono::DateTime::from_timestamp(local, 0) {
+        Some(time) => format!("{} {}", time.format("%a %b %-d %H:%M:%S %Y"), sig.zone()),
+        None => format!("{} {}", sig.seconds, sig.zone()),
+    }
 }
 
 /// A `GIT_*_DATE` value: git's raw `SECONDS ZONE` (or `@SECONDS`) or
@@ -112,18 +86,20 @@ fn parse_date(text: &str) -> Option<(i64, i32)> {
     let (y, mo, da) = (d.next()??, d.next()??, d.next()??);
     let mut t = time.split(':').map(|p| p.parse::<i64>().ok());
     let (h, mi, s) = (t.next()??, t.next()??, t.next().flatten().unwrap_or(0));
-    // Days from civil (inverse of `civil`).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + da - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((
-        days * 86_400 + h * 3600 + mi * 60 + s - i64::from(zone) * 60,
-        zone,
-    ))
+    let day = chrono::NaiveDate::from_ymd_opt(
+        i32::try_from(y).ok()?,
+        u32::try_from(mo).ok()?,
+        u32::try_from(da).ok()?,
+    )?;
+    let at = day
+        .and_hms_opt(
+            u32::try_from(h).ok()?,
+            u32::try_from(mi).ok()?,
+            u32::try_from(s).ok()?,
+        )?
+        .and_utc()
+        .timestamp();
+    Some((at - i64::from(zone) * 60, zone))
 }
 
 /// The message as `git commit -m` keeps it (cleanup "whitespace"):

@@ -11,6 +11,7 @@ use gix_hash::ObjectId;
 use gix_object::Kind as ObjectKind;
 
 use super::merge::{Ff, Options, Theirs};
+use super::push::is_url;
 use super::{fatal, Run};
 use crate::cmd::args::Parsed;
 use crate::cmd::Command;
@@ -469,13 +470,17 @@ impl<'a> Run<'a> {
 
     // ---- fetch -------------------------------------------------------------
 
-    /// The remote a command talks to: the operand, else the current
-    /// branch's upstream remote, else `origin`; with its URL.
+    /// The remote a command talks to: the operand (a name, or a URL that
+    /// names itself), else the current branch's upstream remote, else
+    /// `origin`; with its URL.
     pub(super) fn remote_of(
         &self,
         repo: &Repo<'_>,
         operand: Option<&str>,
     ) -> Result<(String, String)> {
+        if let Some(url) = operand.filter(|o| is_url(o)) {
+            return Ok((url.to_string(), url.to_string()));
+        }
         let config = repo.config()?;
         let name = match operand {
             Some(name) => name.to_string(),

@@ -1,11 +1,13 @@
-//! `git push [-u] [-q] [-f] [REMOTE [[+]SRC[:DST] | :DST]...]` over smart
-//! HTTP: which refs to update (the refspecs, else the current branch's
-//! upstream), which of them git would refuse (a non-fast-forward, or a
-//! remote ref we do not have, unless forced by `+` or `--force`), the pack
-//! of what the server lacks, and git's report: ` * [new branch]`, `a..b`,
-//! ` + a...b (forced update)`, ` - [deleted]`, ` ! [rejected]` with git's
-//! hints, and the remote-tracking refs moved (or deleted) as the server
-//! accepted each update.
+//! `git push [-u] [-q] [-f] [--tags] [--delete] [--force-with-lease[=REF[:EXPECT]]]
+//! [REMOTE|URL [[+]SRC[:DST] | :DST]...]` over smart HTTP: which refs to
+//! update (the refspecs, every tag, else the current branch's upstream),
+//! which of them git would refuse (a non-fast-forward, a remote ref we do
+//! not have, a tag that exists, unless forced by `+` or `--force`; a ref a
+//! lease expected elsewhere, forced or not), the pack of what the server
+//! lacks, and git's report: ` * [new branch]`, `a..b`, ` + a...b (forced
+//! update)`, ` - [deleted]`, ` ! [rejected]` with git's hint, and the
+//! remote-tracking refs moved (or deleted) as the server accepted each
+//! update (a URL has none).
 
 use gix_hash::ObjectId;
 
@@ -27,13 +29,138 @@ struct PushSpec {
     force: bool,
 }
 
+/// Why a push refuses one ref, in git's words. The order is git's for
+/// the one hint it prints when several were refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rejection {
+    NonFastForward,
+    AlreadyExists,
+    FetchFirst,
+    Stale,
+}
+
+impl Rejection {
+    fn note(self) -> &'static str {
+        match self {
+            Rejection::NonFastForward => "non-fast-forward",
+            Rejection::AlreadyExists => "already exists",
+            Rejection::FetchFirst => "fetch first",
+            Rejection::Stale => "stale info",
+        }
+    }
+
+    fn hint(self) -> &'static str {
+        match self {
+            Rejection::NonFastForward => "hint: Updates were rejected because the tip of your current branch is behind\nhint: its remote counterpart. If you want to integrate the remote changes,\nhint: use 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n",
+            Rejection::AlreadyExists => "hint: Updates were rejected because the tag already exists in the remote.\n",
+            Rejection::FetchFirst => "hint: Updates were rejected because the remote contains work that you do not\nhint: have locally. This is usually caused by another repository pushing to\nhint: the same ref. If you want to integrate the remote changes, use\nhint: 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n",
+            Rejection::Stale => "",
+        }
+    }
+}
+
+/// What `--force-with-lease` expects a remote ref to be: what its
+/// remote-tracking ref says, or a given commit (null: that it is absent).
+#[derive(Clone, Copy)]
+enum Expect {
+    Tracking,
+    Id(ObjectId),
+}
+
+/// The leases of a push: for every ref (`None`) or one named.
+type Leases = Vec<(Option<String>, Expect)>;
+
 /// What a push will ask for and show.
 #[derive(Default)]
 struct Plan {
     updates: Vec<Update>,
     shown: Vec<Shown>,
-    /// Why one was refused (`fetch first`, `non-fast-forward`).
-    rejected: Option<&'static str>,
+    /// Why one was refused (the first in git's hint order).
+    rejected: Option<Rejection>,
+}
+
+impl Plan {
+    fn reject(&mut self, why: Rejection, from: String, to: String) {
+        self.rejected = Some(self.rejected.map_or(why, |r| r.min(why)));
+        self.shown.push(Shown {
+            code: '!',
+            summary: "[rejected]".into(),
+            from,
+            to,
+            note: Some(why.note().into()),
+        });
+    }
+}
+
+/// Whether `remote` is a URL rather than a configured remote's name.
+pub(crate) fn is_url(remote: &str) -> bool {
+    remote.starts_with("http://") || remote.starts_with("https://")
+}
+
+/// The local ref a refspec's source names, by git's rules (`refs/X`,
+/// `refs/tags/X`, `refs/heads/X`, `refs/remotes/X`; `HEAD` the current
+/// branch), or `refs/heads/X` when none exists.
+fn local_src(repo: &Repo<'_>, head: &Head, side: &str) -> Result<String> {
+    if side == "HEAD" || side.starts_with("refs/") {
+        return Ok(full_ref(head, side));
+    }
+    for candidate in [
+        format!("refs/{side}"),
+        format!("refs/tags/{side}"),
+        format!("refs/heads/{side}"),
+        format!("refs/remotes/{side}"),
+    ] {
+        if repo.refs.resolve(&candidate)?.is_some() {
+            return Ok(candidate);
+        }
+    }
+    Ok(full_ref(head, side))
+}
+
+/// The remote ref a refspec's destination names: one the server has by
+/// git's rules, else a branch or tag as the source is one.
+fn remote_dst(dst: &str, src: Option<&str>, remote_refs: &[RemoteRef]) -> String {
+    if dst.starts_with("refs/") {
+        return dst.to_string();
+    }
+    let found = ["refs/", "refs/tags/", "refs/heads/", "refs/remotes/"]
+        .iter()
+        .map(|p| format!("{p}{dst}"))
+        .find(|name| remote_refs.iter().any(|r| &r.name == name));
+    match (found, src) {
+        (Some(name), _) => name,
+        (None, Some(src)) if src.starts_with("refs/tags/") => format!("refs/tags/{dst}"),
+        (None, _) => format!("refs/heads/{dst}"),
+    }
+}
+
+/// `--force-with-lease`, `=REF` and `=REF:EXPECT` as given; `Err` is
+/// git's message for an expectation that names no object.
+fn leases(repo: &Repo<'_>, a: &Parsed) -> Result<std::result::Result<Leases, String>> {
+    let mut out = Vec::new();
+    for (long, value) in &a.opts {
+        if *long != "force-with-lease" {
+            continue;
+        }
+        let Some(value) = value else {
+            out.push((None, Expect::Tracking));
+            continue;
+        };
+        let (name, expect) = match value.split_once(':') {
+            None => (value.as_str(), Expect::Tracking),
+            Some((name, "")) => (name, Expect::Id(ObjectId::null(gix_hash::Kind::Sha1))),
+            Some((name, rev)) => match repo.rev_parse(rev) {
+                Ok(Some(id)) => (name, Expect::Id(id)),
+                Ok(None) | Err(_) => {
+                    return Ok(Err(format!(
+                        "error: cannot parse expected object name '{rev}'\n"
+                    )))
+                }
+            },
+        };
+        out.push((Some(name.to_string()), expect));
+    }
+    Ok(Ok(out))
 }
 
 /// A refspec side as a full ref name (`HEAD` → the current branch).
@@ -51,28 +178,59 @@ fn full_ref(head: &Head, side: &str) -> String {
 }
 
 impl<'a> Run<'a> {
-    /// The refs `a` names, or the current branch's upstream.
+    /// The refs `a` names (refspecs, `--delete`'s refs, `--tags`' tags),
+    /// or the current branch's upstream.
     fn push_specs(&mut self, repo: &Repo<'_>, a: &Parsed, name: &str) -> Result<Vec<PushSpec>> {
         let head = repo.refs.head()?;
         let force = a.has("force");
-        if a.operands.len() > 1 {
+        let named = &a.operands[a.operands.len().min(1)..];
+        if a.has("delete") {
+            if named.is_empty() {
+                return Err(fatal("--delete doesn't make sense without any refs"));
+            }
+            if named.iter().any(|n| n.contains(':')) {
+                return Err(fatal("--delete only accepts plain target ref names"));
+            }
+            return Ok(named
+                .iter()
+                .map(|dst| PushSpec {
+                    src: None,
+                    dst: dst.clone(),
+                    force,
+                })
+                .collect());
+        }
+        if !named.is_empty() || a.has("tags") {
             let mut specs = Vec::new();
-            for spec in &a.operands[1..] {
+            for spec in named {
                 let (plus, spec) = match spec.strip_prefix('+') {
                     Some(rest) => (true, rest),
                     None => (false, spec.as_str()),
                 };
                 let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
-                let src = (!src.is_empty()).then(|| full_ref(&head, src));
+                let src = match src {
+                    "" => None,
+                    src => Some(local_src(repo, &head, src)?),
+                };
                 let dst = match (&src, dst) {
                     (Some(src), "HEAD") => src.clone(),
-                    (_, dst) => full_ref(&head, dst),
+                    (_, "HEAD") => full_ref(&head, dst),
+                    (_, dst) => dst.to_string(),
                 };
                 specs.push(PushSpec {
                     src,
                     dst,
                     force: force || plus,
                 });
+            }
+            if a.has("tags") {
+                for tag in repo.refs.list("refs/tags/")?.into_keys() {
+                    specs.push(PushSpec {
+                        src: Some(tag.clone()),
+                        dst: tag,
+                        force,
+                    });
+                }
             }
             return Ok(specs);
         }
@@ -104,28 +262,59 @@ impl<'a> Run<'a> {
         }])
     }
 
+    /// What a lease expects of remote ref `dst`, if one applies to it.
+    fn lease_of(
+        &self,
+        repo: &Repo<'_>,
+        leases: &Leases,
+        remote_name: &str,
+        dst: &str,
+    ) -> Result<Option<ObjectId>> {
+        let lease = leases.iter().rev().find(|(name, _)| match name {
+            None => true,
+            Some(name) => name == dst || remote_dst(name, None, &[]) == dst,
+        });
+        Ok(match lease {
+            None => None,
+            Some((_, Expect::Id(id))) => Some(*id),
+            Some((_, Expect::Tracking)) => {
+                let tracking = match dst.strip_prefix("refs/heads/") {
+                    Some(b) if !is_url(remote_name) => repo
+                        .refs
+                        .resolve(&format!("refs/remotes/{remote_name}/{b}"))?,
+                    _ => None,
+                };
+                Some(tracking.unwrap_or(ObjectId::null(gix_hash::Kind::Sha1)))
+            }
+        })
+    }
+
     /// What each spec asks of the server given what it has; `None` (the
     /// error printed) for a source or a deletion that names nothing.
     fn plan_push(
         &mut self,
         repo: &Repo<'_>,
-        specs: &[PushSpec],
-        remote_refs: &[RemoteRef],
+        (specs, leases): (&[PushSpec], &Leases),
+        (remote_name, remote_refs): (&str, &[RemoteRef]),
         url: &str,
     ) -> Result<Option<Plan>> {
         let null = ObjectId::null(gix_hash::Kind::Sha1);
         let mut plan = Plan::default();
         for spec in specs {
-            let old = remote_refs
-                .iter()
-                .find(|r| r.name == spec.dst)
-                .map(|r| r.id);
-            let to = short(&spec.dst).to_string();
+            let dst = remote_dst(&spec.dst, spec.src.as_deref(), remote_refs);
+            let old = remote_refs.iter().find(|r| r.name == dst).map(|r| r.id);
+            let to = short(&dst).to_string();
+            let lease = self.lease_of(repo, leases, remote_name, &dst)?;
+            let stale = lease.is_some_and(|expect| expect != old.unwrap_or(null));
             let Some(src) = &spec.src else {
                 let Some(old) = old else {
-                    self.err(&format!("error: unable to delete '{to}': remote ref does not exist\nerror: failed to push some refs to '{url}'\n"));
+                    self.err(&format!("error: unable to delete '{}': remote ref does not exist\nerror: failed to push some refs to '{url}'\n", spec.dst));
                     return Ok(None);
                 };
+                if stale {
+                    plan.reject(Rejection::Stale, String::new(), to);
+                    continue;
+                }
                 plan.shown.push(Shown {
                     code: '-',
                     summary: "[deleted]".into(),
@@ -134,7 +323,7 @@ impl<'a> Run<'a> {
                     note: None,
                 });
                 plan.updates.push(Update {
-                    name: spec.dst.clone(),
+                    name: dst,
                     old,
                     new: null,
                 });
@@ -148,35 +337,35 @@ impl<'a> Run<'a> {
                 return Ok(None);
             };
             let from = short(src).to_string();
+            let force = spec.force || lease.is_some();
             let (code, summary, note) = match old {
                 Some(old) if old == new => continue,
+                _ if stale => {
+                    plan.reject(Rejection::Stale, from, to);
+                    continue;
+                }
                 Some(old) => {
                     let known = repo.odb.contains(&old)?;
-                    let forward = known && self.is_ancestor(repo, old, new)?;
+                    let tag = dst.starts_with("refs/tags/");
+                    let forward = !tag && known && self.is_ancestor(repo, old, new)?;
                     let (x, y) = (self.abbrev(repo, &old), self.abbrev(repo, &new));
                     if forward {
                         (' ', format!("{x}..{y}"), None)
-                    } else if spec.force {
+                    } else if force {
                         ('+', format!("{x}...{y}"), Some("forced update".to_string()))
                     } else {
-                        let why = if known {
-                            "non-fast-forward"
-                        } else {
-                            "fetch first"
+                        let why = match (tag, known) {
+                            (true, _) => Rejection::AlreadyExists,
+                            (false, true) => Rejection::NonFastForward,
+                            (false, false) => Rejection::FetchFirst,
                         };
-                        plan.rejected = Some(why);
-                        plan.shown.push(Shown {
-                            code: '!',
-                            summary: "[rejected]".into(),
-                            from,
-                            to,
-                            note: Some(why.into()),
-                        });
+                        plan.reject(why, from, to);
                         continue;
                     }
                 }
-                None if spec.dst.starts_with("refs/tags/") => ('*', "[new tag]".into(), None),
-                None => ('*', "[new branch]".into(), None),
+                None if dst.starts_with("refs/tags/") => ('*', "[new tag]".into(), None),
+                None if dst.starts_with("refs/heads/") => ('*', "[new branch]".into(), None),
+                None => ('*', "[new reference]".into(), None),
             };
             plan.shown.push(Shown {
                 code,
@@ -186,7 +375,7 @@ impl<'a> Run<'a> {
                 note,
             });
             plan.updates.push(Update {
-                name: spec.dst.clone(),
+                name: dst,
                 old: old.unwrap_or(null),
                 new,
             });
@@ -240,7 +429,7 @@ impl<'a> Run<'a> {
                 .find(|s| s.to == short(&update.name) && s.code != '!')
                 .expect("shown for every update");
             match status {
-                Ok(()) if update.name.starts_with("refs/heads/") => {
+                Ok(()) if update.name.starts_with("refs/heads/") && !is_url(remote_name) => {
                     let tracking = format!("refs/remotes/{remote_name}/{}", short(&update.name));
                     if update.new.is_null() {
                         repo.refs.delete(&tracking)?;
@@ -262,11 +451,19 @@ impl<'a> Run<'a> {
 
     pub(crate) fn push(&mut self, repo: &Repo<'_>, a: &Parsed) -> Result<i32> {
         let quiet = a.has("quiet");
+        let leases = match leases(repo, a)? {
+            Ok(leases) => leases,
+            Err(message) => {
+                self.err(&message);
+                return Ok(129);
+            }
+        };
         let (name, url) = self.remote_of(repo, a.operands.first().map(String::as_str))?;
         let specs = self.push_specs(repo, a, &name)?;
         let remote = Remote::new(self.http()?, &url);
         let (remote_refs, capabilities) = remote.receive_pack_refs().map_err(transport)?;
-        let Some(mut plan) = self.plan_push(repo, &specs, &remote_refs, &url)? else {
+        let planned = self.plan_push(repo, (&specs, &leases), (&name, &remote_refs), &url)?;
+        let Some(mut plan) = planned else {
             return Ok(1);
         };
         if plan.shown.is_empty() {
@@ -288,10 +485,8 @@ impl<'a> Run<'a> {
         }
         if failed {
             self.err(&format!("error: failed to push some refs to '{url}'\n"));
-            match plan.rejected {
-                Some("fetch first") => self.err("hint: Updates were rejected because the remote contains work that you do not\nhint: have locally. This is usually caused by another repository pushing to\nhint: the same ref. If you want to integrate the remote changes, use\nhint: 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n"),
-                Some(_) => self.err("hint: Updates were rejected because the tip of your current branch is behind\nhint: its remote counterpart. If you want to integrate the remote changes,\nhint: use 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n"),
-                None => {}
+            if let Some(why) = plan.rejected {
+                self.err(why.hint());
             }
             return Ok(1);
         }
