@@ -15,8 +15,9 @@ use stead_agent::auth::{self, Caller};
 use stead_agent::mcp::gate::Origins;
 use stead_agent::mcp::http::{HttpMethod, McpBody, McpHeaders, McpReply, McpRequest};
 use stead_agent::protocol::{PING, PONG};
+use stead_agent::range::RangeHeaders;
+use stead_agent::request;
 use stead_agent::socket::Incoming;
-use stead_agent::{dispatch, request};
 use stead_agent::{
     Action, Agent, ApiError, Entry, HookHeaders, Reply, Request as AgentRequest, Route,
 };
@@ -185,6 +186,15 @@ impl Workspace {
         let caller = caller_of(&header);
         let upgrade = header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
         let origin = url.origin().ascii_serialization();
+        // A HEAD comes here as itself (its GET is served without the body),
+        // and RFC 9110 defines range handling for GET only.
+        let range = match req.method() {
+            Method::Get => RangeHeaders {
+                range: header("range"),
+                if_range: header("if-range"),
+            },
+            _ => RangeHeaders::default(),
+        };
         Ok(AgentRequest {
             entry: Entry::Http,
             agent,
@@ -200,6 +210,7 @@ impl Workspace {
                 signature: header(request::HOOK_SIGNATURE_HEADER),
                 idempotency_key: header(request::IDEMPOTENCY_KEY_HEADER),
             },
+            range,
             upgrade,
             origin,
             body: RequestBody::new(req)?,
@@ -240,34 +251,38 @@ impl Workspace {
                 body,
                 headers,
             } => with_headers(json_response(status, &body)?, &headers),
-            Reply::File { path, node, chunks } => {
+            Reply::File {
+                path,
+                status,
+                headers,
+                length,
+                slices,
+            } => {
                 let db = self.agent.host().db.clone();
                 let store = self.agent.host().store.clone();
                 // A chunk in the object store is read from there, verified,
                 // and left there.
-                let body = futures::stream::iter(chunks).then(move |id| {
+                let body = futures::stream::iter(slices).then(move |slice| {
                     let (db, store, path) = (db.clone(), store.clone(), path.clone());
                     async move {
                         let vfs = Vfs::new(&db, 0);
                         let bytes = match store {
                             Some(store) => {
+                                let id = slice.id;
                                 stead_vfs::tier::read_chunk(&vfs, &*store, id, path.as_str()).await
                             }
-                            None => vfs.chunk(id, &path),
+                            None => vfs.chunk(slice.id, &path),
                         };
-                        bytes.map_err(|e| worker::Error::RustError(e.to_string()))
+                        let bytes = bytes.map_err(|e| worker::Error::RustError(e.to_string()))?;
+                        slice.of(bytes).map_err(worker::Error::RustError)
                     }
                 });
-                let headers = Headers::new();
-                for (name, value) in dispatch::file_headers(&node) {
-                    headers.set(name, &value)?;
-                }
                 // A stream of a known length, so the runtime sends the
                 // Content-Length rather than chunks.
                 let fixed: worker::worker_sys::FixedLengthStream =
-                    worker::FixedLengthStream::wrap(body, node.size).into();
-                Ok(Response::from_body(ResponseBody::Stream(fixed.readable()))?
-                    .with_headers(headers))
+                    worker::FixedLengthStream::wrap(body, length).into();
+                let response = Response::from_body(ResponseBody::Stream(fixed.readable()))?;
+                with_headers(response.with_status(status), &headers)
             }
             Reply::Socket(state) => {
                 let pair = WebSocketPair::new()?;

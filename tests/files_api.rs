@@ -570,6 +570,117 @@ fn download_describes_the_file_in_headers() {
     assert_eq!(info.header("content-type"), Some("application/json"));
 }
 
+/// `Range` (RFC 9110, 14): one range of a file that spans several chunks
+/// comes back as a `206` with exactly those bytes, a range past the end is
+/// a `416` that gives the size, and what is not one valid byte range (or
+/// an `If-Range` that is not the file's tag) gets the whole file. `curl`
+/// resumes a cut download with it.
+#[test]
+fn range_requests_send_the_bytes_asked_for() {
+    use common::{base, bearer, raw};
+    let agent = Agent::new("download_ranges");
+    // Three chunks and a bit (a chunk is 512 KiB).
+    let len = 3 * 512 * 1024 + 1000;
+    let data = Noise::bytes(11, len);
+    expect_made(&agent.upload("/big.bin", "", std::io::Cursor::new(data.clone())));
+    let url = agent.url("/files/big.bin");
+    let auth = bearer();
+    let get = |headers: &[(&str, &str)]| {
+        let mut all = vec![("Authorization", auth.as_str())];
+        all.extend_from_slice(headers);
+        raw("GET", &url, &all, b"")
+    };
+    let whole = get(&[]);
+    expect_status(&whole, 200);
+    assert_eq!(whole.header("accept-ranges"), Some("bytes"));
+    let etag = whole.header("etag").expect("an ETag").to_string();
+    let cases = [
+        // Across the first chunk boundary, inside the second chunk, the
+        // last bytes, a suffix, an open end, and one past the end cut to
+        // the file.
+        ("bytes=524000-525000", 524_000, 525_000),
+        ("bytes=600000-600009", 600_000, 600_009),
+        ("bytes=0-0", 0, 0),
+        ("bytes=-1000", len - 1000, len - 1),
+        (&format!("bytes={}-", len - 3) as &str, len - 3, len - 1),
+        ("bytes=1048570-99999999", 1_048_570, len - 1),
+    ]
+    .map(|(range, start, end)| (range.to_string(), start, end));
+    for (range, start, end) in &cases {
+        let part = get(&[("Range", range)]);
+        expect_status(&part, 206);
+        assert_eq!(part.body, data[*start..=*end], "{range}");
+        assert_eq!(
+            part.header("content-range"),
+            Some(format!("bytes {start}-{end}/{len}").as_str()),
+            "{range}"
+        );
+        let length = (end - start + 1).to_string();
+        assert_eq!(part.header("content-length"), Some(length.as_str()));
+        assert_eq!(part.header("etag"), Some(etag.as_str()));
+    }
+    // Past the end: 416, the size in Content-Range, a structured error.
+    let past = get(&[("Range", &format!("bytes={len}-"))]);
+    let error = expect_error(&past, 416, "RANGE_NOT_SATISFIABLE");
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .contains(&len.to_string()));
+    assert_eq!(
+        past.header("content-range"),
+        Some(format!("bytes */{len}").as_str())
+    );
+    // Not one valid byte range, or a stale If-Range: the whole file.
+    for headers in [
+        vec![("Range", "bytes=0-1,5-6")],
+        vec![("Range", "bytes=9-2")],
+        vec![("Range", "lines=1-2")],
+        vec![("Range", "bytes=2-3"), ("If-Range", "\"0-0\"")],
+    ] {
+        let reply = get(&headers);
+        expect_status(&reply, 200);
+        assert_eq!(reply.body.len(), len, "{headers:?}");
+        assert_eq!(reply.header("content-range"), None);
+    }
+    let current = get(&[("Range", "bytes=2-3"), ("If-Range", &etag)]);
+    expect_status(&current, 206);
+    assert_eq!(current.body, data[2..=3]);
+    // A HEAD ignores Range (GET is the only method range handling is
+    // defined for).
+    let head = raw(
+        "HEAD",
+        &url,
+        &[("Authorization", &auth), ("Range", "bytes=0-9")],
+        b"",
+    );
+    expect_status(&head, 200);
+    assert_eq!(
+        head.header("content-length"),
+        Some(len.to_string().as_str())
+    );
+
+    // curl resumes a cut download: it asks for the rest with Range.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("big.bin");
+    std::fs::write(&out, &data[..700_000]).unwrap();
+    let resumed = std::process::Command::new("curl")
+        .args(["-sS", "--fail", "-C", "-", "-o"])
+        .arg(&out)
+        .args(["-H", &format!("Authorization: {auth}")])
+        .arg(format!("{}{url}", base()))
+        .output()
+        .expect("curl");
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert!(
+        std::fs::read(&out).unwrap() == data,
+        "the resumed file is the file"
+    );
+}
+
 /// A directory is not a download: the refusal points to `ls`. A binary
 /// file read by line says how to get its bytes.
 #[test]

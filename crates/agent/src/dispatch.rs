@@ -20,6 +20,7 @@ use crate::error::ApiError;
 use crate::handlers::{self, Call};
 use crate::host::Host;
 use crate::policy::{Access, Audit, Input, Policy};
+use crate::range::Selected;
 use crate::request::{read_body, Body, Request};
 use crate::route::{Action, MAX_JSON_BODY};
 use crate::{audit, tools};
@@ -104,6 +105,7 @@ impl<H: Host> Agent<H> {
             caller,
             query,
             hook,
+            range,
             upgrade,
             origin,
             body,
@@ -127,6 +129,7 @@ impl<H: Host> Agent<H> {
             caller,
             query,
             hook,
+            range,
             upgrade: *upgrade,
             origin,
             created,
@@ -306,19 +309,26 @@ impl<H: Host> Agent<H> {
 }
 
 /// The headers a file's download carries (a `HEAD` of it too): its type
-/// (bytes), length, mode and revision, and validators: an `ETag` that
-/// changes whenever the file does (its inode and the revision of its last
-/// change) and `Last-Modified` (its mtime).
-pub fn file_headers(node: &Node) -> Vec<(&'static str, String)> {
-    vec![
-        ("content-type", "application/octet-stream".into()),
-        ("content-length", node.size.to_string()),
-        ("etag", format!("\"{}-{}\"", node.ino, node.rev)),
+/// (bytes), which of its bytes are sent ([`Selected::headers`]), its size,
+/// mode and revision, and validators: an `ETag` that changes whenever the
+/// file does ([`etag`]) and `Last-Modified` (its mtime).
+pub fn file_headers(node: &Node, sent: Selected) -> Vec<(&'static str, String)> {
+    let mut headers = vec![("content-type", "application/octet-stream".into())];
+    headers.extend(sent.headers(node.size));
+    headers.extend([
+        ("etag", etag(node)),
         ("last-modified", http_date(node.mtime)),
         ("x-file-size", node.size.to_string()),
         ("x-file-mode", format!("{:04o}", node.mode)),
         ("x-revision", node.rev.to_string()),
-    ]
+    ]);
+    headers
+}
+
+/// A file's strong entity tag: its inode and the revision of its last
+/// change, so it changes whenever the file does.
+pub fn etag(node: &Node) -> String {
+    format!("\"{}-{}\"", node.ino, node.rev)
 }
 
 /// `ms` (since the Unix epoch) as an HTTP date (RFC 9110, 5.6.7:

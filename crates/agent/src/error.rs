@@ -107,6 +107,11 @@ pub enum ApiError {
          files route serves files)"
     )]
     DownloadOfDirectory { path: String },
+    #[error(
+        "the range asked for starts past the end of the file ({size} bytes): ask for bytes \
+         below {size}, or leave Range out for the whole file"
+    )]
+    RangeNotSatisfiable { size: u64 },
     #[error("this route takes a WebSocket upgrade (Upgrade: websocket)")]
     UpgradeRequired,
     #[error("no process {id:?}")]
@@ -275,6 +280,7 @@ impl ApiError {
             ApiError::AgentExisted { .. } => "AGENT_EXISTED",
             ApiError::ForkFailed { .. } => "FORK_FAILED",
             ApiError::DownloadOfDirectory { .. } => Errno::Eisdir.as_str(),
+            ApiError::RangeNotSatisfiable { .. } => "RANGE_NOT_SATISFIABLE",
             ApiError::UpgradeRequired => "UPGRADE_REQUIRED",
             ApiError::ProcessNotFound { .. } => "PROCESS_NOT_FOUND",
             ApiError::ProcessNotRunning { .. } => "PROCESS_NOT_RUNNING",
@@ -350,6 +356,7 @@ impl ApiError {
             | ApiError::AgentExisted { .. } => 409,
             ApiError::ForkFailed { .. } => 502,
             ApiError::DownloadOfDirectory { .. } => 409,
+            ApiError::RangeNotSatisfiable { .. } => 416,
             ApiError::UpgradeRequired => 426,
             ApiError::ProcessNotFound { .. } => 404,
             ApiError::ProcessNotRunning { .. } => 409,
@@ -399,13 +406,17 @@ impl ApiError {
     }
 
     /// The headers HTTP requires beside this error's status (RFC 9110
-    /// 15.5.2 and 15.5.6): a 401's challenge, a 405's `Allow`. Every
+    /// 15.5.2, 15.5.6 and 15.5.17): a 401's challenge, a 405's `Allow`, a
+    /// 416's `Content-Range`. Every
     /// credential but a missing one was presented. (A 426's `Upgrade` is a
     /// hop-by-hop header the runtime drops between the agent's object and
     /// the Worker, so it is not sent.)
     pub fn headers(&self) -> Vec<(&'static str, String)> {
         match self {
             ApiError::MethodNotAllowed { allow, .. } => vec![("allow", allow.join(", "))],
+            ApiError::RangeNotSatisfiable { size } => {
+                vec![("content-range", format!("bytes */{size}"))]
+            }
             error if error.status() == 401 => vec![(
                 "www-authenticate",
                 error.challenge(!matches!(error, ApiError::Unauthorized)),

@@ -80,6 +80,7 @@ pub mod port_grants;
 pub mod ports;
 pub mod processes;
 pub mod protocol;
+pub mod range;
 pub mod request;
 pub mod route;
 pub mod runner;

@@ -7,11 +7,12 @@
 //! name a request.
 
 use serde_json::{json, Value};
-use stead_vfs::{Node, VPath};
+use stead_vfs::VPath;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::protocol::SocketState;
+use crate::range::{ChunkSlice, RangeHeaders};
 use crate::route::Action;
 use crate::scheduling;
 
@@ -114,6 +115,9 @@ pub struct Request<B> {
     pub query: Vec<(String, String)>,
     /// What a hook call presents.
     pub hook: HookHeaders,
+    /// What a download asks for part of (GET only: RFC 9110 defines range
+    /// handling for no other method).
+    pub range: RangeHeaders,
     /// Whether the request asks for a WebSocket upgrade.
     pub upgrade: bool,
     /// The scheme and host the request came to (`https://stead.example`),
@@ -135,12 +139,15 @@ pub enum Reply {
         body: Value,
         headers: Vec<(&'static str, String)>,
     },
-    /// A file to stream out, one chunk at a time
-    /// (`Vfs::chunk(id, &path)` for each of `chunks`).
+    /// A file, or the part of it asked for, to stream out one chunk at a
+    /// time (`Vfs::chunk(id, &path)` for each of `slices`, cut to the
+    /// slice): `length` bytes in all.
     File {
         path: VPath,
-        node: Node,
-        chunks: Vec<i64>,
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        length: u64,
+        slices: Vec<ChunkSlice>,
     },
     /// Accept the WebSocket, with this attachment.
     Socket(SocketState),

@@ -172,6 +172,7 @@ impl<H: Host> Agent<H> {
             caller: state.caller.clone(),
             query: Vec::new(),
             hook: HookHeaders::default(),
+            range: Default::default(),
             origin: String::new(),
             upgrade: false,
             body: Bytes(body),

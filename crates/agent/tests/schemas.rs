@@ -36,6 +36,7 @@ fn route_accepts(agent: &stead_agent::Agent<FakeHost>, tool: ModelTool, argument
         caller: Caller::Admin,
         query: invocation.query,
         hook: HookHeaders::default(),
+        range: Default::default(),
         upgrade: false,
         origin: "http://stead.test".into(),
         body: Bytes(invocation.body),

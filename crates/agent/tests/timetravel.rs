@@ -885,6 +885,7 @@ fn first_page(fails: bool) -> (stead_agent::Request<SlowPage>, Rc<std::cell::Cel
             ("checkpoint".into(), "1".into()),
         ],
         hook: page.hook,
+        range: page.range,
         upgrade: page.upgrade,
         origin: page.origin,
         body: SlowPage {

@@ -31,9 +31,10 @@ const COLLECT_BATCH: usize = 8192;
 pub(crate) const BATCH_FILES: usize = 256;
 pub(crate) const BATCH_BYTES: u64 = 8 << 20;
 
-/// One chunk of a file, in order.
+/// One chunk of a file, in order: its id and how many of the file's bytes
+/// it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ChunkRef {
+pub struct ChunkRef {
     pub id: i64,
     pub size: u64,
 }

@@ -55,7 +55,7 @@ pub use checkpoint::{
     TakenCheckpoint, TextDiff, TextOptions, Undone, FORK_FORMAT, MAX_CHECKPOINT_NAME,
     MAX_CHECKPOINT_NOTE, MAX_FORK_FRAME,
 };
-pub use content::CHUNK_SIZE;
+pub use content::{ChunkRef, CHUNK_SIZE};
 pub use error::{Errno, Result, VfsError};
 pub use node::{DirEntry, Kind, Node};
 pub use ops::{

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use stead_sql::{params, Sql};
 
+use crate::content::ChunkRef;
 use crate::error::{Result, VfsError};
 use crate::node::{DirEntry, Kind, Node, NODE_COLUMNS};
 use crate::path::{VPath, MAX_PATH_LEN};
@@ -910,9 +911,9 @@ impl<S: Sql> Vfs<'_, S> {
 
     /// The node of the file at `path` and its chunk ids in order, to stream
     /// it out with [`Vfs::chunk`].
-    pub fn file_chunks(&self, path: &VPath) -> Result<(Node, Vec<i64>)> {
+    pub fn file_chunks(&self, path: &VPath) -> Result<(Node, Vec<ChunkRef>)> {
         let (_, node) = self.file(path)?;
-        let chunks = self.chunks_of(node.ino)?.iter().map(|c| c.id).collect();
+        let chunks = self.chunks_of(node.ino)?;
         Ok((node, chunks))
     }
 

@@ -99,11 +99,11 @@ fn a_cold_large_file_moves_out_reads_back_and_small_files_stay() {
     assert_eq!(vfs.read_file(&p("/small.txt")).unwrap(), b"hello\n");
     // A streamed read takes chunks from the bucket, verified, and leaves
     // them there.
-    let (_, ids) = vfs.file_chunks(&p("/big.bin")).unwrap();
+    let (_, chunks) = vfs.file_chunks(&p("/big.bin")).unwrap();
     let t = tier(&vfs, &store, "a");
     let mut streamed = Vec::new();
-    for id in ids {
-        streamed.extend(block_on(t.read_chunk(id, "/big.bin")).unwrap());
+    for chunk in chunks {
+        streamed.extend(block_on(t.read_chunk(chunk.id, "/big.bin")).unwrap());
     }
     assert_eq!(streamed, big);
     assert_eq!(vfs.tier_usage().unwrap().tiered.0, 3);
@@ -119,7 +119,8 @@ fn a_corrupt_or_failed_read_is_retried_and_never_answers_wrong_bytes() {
     put(&Vfs::new(&db, START), "/big.bin", &big);
     let now = settle(&db, &store, "a", START + 2_000);
     let vfs = Vfs::new(&db, now);
-    let (_, ids) = vfs.file_chunks(&p("/big.bin")).unwrap();
+    let (_, chunks) = vfs.file_chunks(&p("/big.bin")).unwrap();
+    let ids: Vec<i64> = chunks.iter().map(|c| c.id).collect();
     let t = tier(&vfs, &store, "a");
     store.corrupt_reads(2);
     assert_eq!(

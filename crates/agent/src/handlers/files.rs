@@ -7,6 +7,7 @@ use stead_vfs::{Before, Operation, Scope, VPath, VfsError, WriteOptions, CHUNK_S
 use super::{answer, Call, Handled};
 use crate::agent::Agent;
 use crate::checkpoints;
+use crate::dispatch;
 use crate::error::ApiError;
 use crate::host::Host;
 use crate::request::{read_body, resource, Body, Reply};
@@ -46,8 +47,14 @@ pub(super) async fn tool<H: Host>(
     answer(answered)
 }
 
-/// `GET /files/{path}`: the file's chunks, which the glue streams out.
-pub(super) fn download<H: Host>(agent: &Agent<H>, path: &str) -> Result<Handled, ApiError> {
+/// `GET /files/{path}`: the file's chunks that hold the bytes asked for
+/// (all of them, or a `Range`'s: `crate::range`), which the glue streams
+/// out.
+pub(super) fn download<H: Host>(
+    agent: &Agent<H>,
+    call: &Call<'_>,
+    path: &str,
+) -> Result<Handled, ApiError> {
     let path = VPath::parse(path)?;
     let (node, chunks) = agent
         .vfs()
@@ -57,7 +64,15 @@ pub(super) fn download<H: Host>(agent: &Agent<H>, path: &str) -> Result<Handled,
             VfsError::IsADirectory { path } => ApiError::DownloadOfDirectory { path },
             other => other.into(),
         })?;
-    Ok(Reply::File { path, node, chunks }.into())
+    let sent = call.range.select(node.size, &dispatch::etag(&node))?;
+    Ok(Reply::File {
+        path,
+        status: sent.status(),
+        headers: dispatch::file_headers(&node, sent),
+        length: sent.len(node.size),
+        slices: sent.slices(&chunks),
+    }
+    .into())
 }
 
 /// `PUT /files/{path}?mode=&parents=`: `201` for a new file, `200` for

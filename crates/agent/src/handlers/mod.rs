@@ -29,6 +29,7 @@ use crate::agent::Agent;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::host::Host;
+use crate::range::RangeHeaders;
 use crate::request::{Body, Entry, HookHeaders, Reply};
 use crate::route::Action;
 
@@ -40,6 +41,7 @@ pub(crate) struct Call<'r> {
     pub(crate) caller: &'r Caller,
     pub(crate) query: &'r [(String, String)],
     pub(crate) hook: &'r HookHeaders,
+    pub(crate) range: &'r RangeHeaders,
     pub(crate) upgrade: bool,
     pub(crate) origin: &'r str,
     /// Whether opening the agent for this request created it.
@@ -102,7 +104,7 @@ pub(crate) async fn handle<H: Host, B: Body>(
         Action::Tokens => admin::tokens(agent),
         Action::TokenMinted => admin::token_minted(agent, call),
         Action::Tool(tool) => files::tool(agent, call, *tool).await,
-        Action::Download(path) => files::download(agent, path),
+        Action::Download(path) => files::download(agent, call, path),
         Action::Upload(path) => files::upload(agent, call, path, body).await,
         Action::Transfer(step) => files::transfer(agent, call, *step, body).await,
         Action::Exec => exec::exec(agent, call).await,

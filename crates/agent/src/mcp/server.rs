@@ -205,6 +205,7 @@ impl<H: Host> Agent<H> {
             caller: call.caller.clone(),
             query: invocation.query,
             hook: HookHeaders::default(),
+            range: Default::default(),
             upgrade: false,
             origin: call.origin.to_string(),
             body: Bytes(invocation.body),

@@ -591,6 +591,7 @@ pub fn request(agent: &str, action: Action, caller: Caller, body: &str) -> Reque
         caller,
         query: Vec::new(),
         hook: HookHeaders::default(),
+        range: Default::default(),
         upgrade: false,
         origin: "http://stead.test".into(),
         body: Bytes(body.as_bytes().to_vec()),

@@ -112,10 +112,10 @@ pub async fn read_file<S: Sql>(
 ) -> Result<Vec<u8>> {
     match (vfs.read_file(path), store) {
         (Err(VfsError::Tiered { .. }), Some(store)) => {
-            let (_, ids) = vfs.file_chunks(path)?;
+            let (_, chunks) = vfs.file_chunks(path)?;
             let mut bytes = Vec::new();
-            for id in ids {
-                bytes.extend(read_chunk(vfs, store, id, path.as_str()).await?);
+            for chunk in chunks {
+                bytes.extend(read_chunk(vfs, store, chunk.id, path.as_str()).await?);
             }
             Ok(bytes)
         }
