@@ -1,7 +1,7 @@
 //! End-to-end: the chunk tier under `wrangler dev` with its local R2
 //! binding. Chunks of a large file move to the bucket in the background
 //! (the waits shortened by variables), and the file still streams in and
-//! out byte for byte and reads through the file tools; a runtime killed
+//! out byte for byte (a range of it too) and reads through the file tools; a runtime killed
 //! while chunks are moving loses nothing; `GET /verify` reports the walk.
 //! A light-shell exec and a computer exec read a tiered file whole; a fork
 //! of a tiered workspace shares the bucket's objects (its stored bytes do
@@ -83,6 +83,20 @@ fn a_large_file_streams_in_and_out_byte_for_byte_after_its_chunks_moved() {
 
     // Streamed out from the bucket, verified, and left there.
     streams_back(&agent, "/data/big.bin", 7);
+    assert_eq!(tiered(&verify(&agent)), FULL_CHUNKS);
+    // A range across a chunk boundary reads only its two chunks from the
+    // bucket, and leaves them there.
+    let (start, end) = (5 * 512 * 1024 - 100, 5 * 512 * 1024 + 99);
+    let part = agent.client.send_with(
+        "GET",
+        &agent.url("/files/data/big.bin"),
+        &[("range", &format!("bytes={start}-{end}"))],
+        b"",
+    );
+    assert_eq!(part.status, 206);
+    let mut whole = Vec::new();
+    std::io::Read::read_to_end(&mut Noise::new(7, LEN), &mut whole).unwrap();
+    assert!(part.body == whole[start..=end], "the range's bytes");
     assert_eq!(tiered(&verify(&agent)), FULL_CHUNKS);
 
     // A file tool that needs the bytes brings them back and answers right.

@@ -310,15 +310,7 @@ impl<S: Sql> Vfs<'_, S> {
             .map(
                 |(relative, parent, ino, kind, mode, size, mtime, target, rev)| {
                     let name = relative.rsplit('/').next().unwrap_or_default().to_string();
-                    let node = Node {
-                        ino,
-                        kind: Kind::from_db(kind)?,
-                        mode,
-                        size,
-                        mtime,
-                        target,
-                        rev,
-                    };
+                    let node = node_of((ino, kind, mode, size, mtime, target, rev))?;
                     Ok(Descendant {
                         relative,
                         parent,
@@ -332,6 +324,21 @@ impl<S: Sql> Vfs<'_, S> {
         found.sort_by(|a, b| a.relative.split('/').cmp(b.relative.split('/')));
         Ok(found)
     }
+}
+
+/// A node from the columns a walk's rows end with (`NODE_COLUMNS`' order).
+fn node_of(
+    (ino, kind, mode, size, mtime, target, rev): (i64, i64, u32, u64, i64, Option<String>, i64),
+) -> Result<Node> {
+    Ok(Node {
+        ino,
+        kind: Kind::from_db(kind)?,
+        mode,
+        size,
+        mtime,
+        target,
+        rev,
+    })
 }
 
 /// The entries of a subtree below directory `root`, in any order, put in
@@ -363,15 +370,7 @@ fn in_walk_order(root: i64, rows: Vec<WholeRow>) -> Result<Vec<Descendant>> {
             true => name.clone(),
             false => format!("{prefix}/{name}"),
         };
-        let node = Node {
-            ino,
-            kind: Kind::from_db(kind)?,
-            mode,
-            size,
-            mtime,
-            target,
-            rev,
-        };
+        let node = node_of((ino, kind, mode, size, mtime, target, rev))?;
         let below = match node.kind {
             Kind::Dir => children.remove(&ino),
             Kind::File | Kind::Symlink => None,
