@@ -755,16 +755,56 @@ impl Twins {
 
     /// Someone else's commit pushed to both servers' `main`.
     fn upstream_work(&self) {
+        self.upstream(&[
+            &["commit", "-q", "--allow-empty", "-m", "other"],
+            &["push", "-q"],
+        ]);
+    }
+
+    /// Runs real git's `steps` in someone else's clone of each server.
+    fn upstream(&self, steps: &[&[&str]]) {
         for (i, url) in [self.urls().0, self.urls().1].iter().enumerate() {
             let other = self.dir.path().join(format!("other{i}"));
             if !other.exists() {
                 git(self.dir.path(), &["clone", "-q", url, &format!("other{i}")]);
             }
-            std::fs::write(other.join("o.txt"), "o\n").unwrap();
-            git(&other, &["add", "o.txt"]);
-            git(&other, &["commit", "-qm", "other"]);
-            git(&other, &["push", "-q"]);
+            for step in steps {
+                git(&other, step);
+            }
         }
+    }
+
+    /// Both sides' `FETCH_HEAD` and reflogs of remote-tracking refs and
+    /// branches are the same (each side's URL read as `URL`).
+    fn same_logs(&self) {
+        let (mine_url, real_url) = self.urls();
+        let read = |side: &str, url: &str| {
+            let git_dir = self.dir.path().join(side).join(".git");
+            let mut files = vec![git_dir.join("FETCH_HEAD")];
+            let mut todo = vec![git_dir.join("logs/refs")];
+            while let Some(dir) = todo.pop() {
+                for entry in std::fs::read_dir(&dir).into_iter().flatten() {
+                    let path = entry.unwrap().path();
+                    match path.is_dir() {
+                        true => todo.push(path),
+                        false => files.push(path),
+                    }
+                }
+            }
+            files.sort();
+            files
+                .iter()
+                .map(|f| {
+                    let name = f.strip_prefix(&git_dir).unwrap().display().to_string();
+                    let body = std::fs::read_to_string(f).unwrap_or_default();
+                    let body = body
+                        .replace(url, "URL")
+                        .replace(url.trim_end_matches(".git"), "URL");
+                    format!("{name}:\n{body}")
+                })
+                .collect::<String>()
+        };
+        assert_eq!(read("mine", &mine_url), read("real", &real_url));
     }
 
     /// Both sides' repositories and servers are the same, and sound.
@@ -838,4 +878,126 @@ fn tags_deletions_and_leases_push_as_git_pushes_them() {
     assert_eq!(twins.both(&["push", "{url}", "main:via-url"]), 0);
     assert_eq!(twins.both(&["push", "{url}", "--delete", "via-url"]), 0);
     twins.same();
+}
+
+#[test]
+fn push_hints_reflogs_and_ambiguous_refspecs_are_gits() {
+    let twins = Twins::new();
+    twins.upstream_work();
+    let steps: &[&[&str]] = &[
+        &["commit", "-q", "--allow-empty", "-m", "local"],
+        &["fetch", "-q"],
+        // The current branch behind, pushed by name or through another
+        // source: git's hint for the current branch.
+        &["push"],
+        &["branch", "older", "HEAD~3"],
+        &["push", "origin", "older:main"],
+        // Another branch behind: git's hint for a pushed branch tip.
+        &["switch", "-q", "older"],
+        &["push", "origin", "main"],
+        &["switch", "-q", "main"],
+        // A tag and a branch of one name: git refuses the source.
+        &["tag", "dup"],
+        &["branch", "dup"],
+        &["push", "origin", "dup"],
+        &["push", "origin", "refs/heads/dup"],
+        &["push", "-q", "origin", "main:refs/tags/amb"],
+        &["push", "-q", "origin", "main:refs/heads/amb"],
+        &["push", "origin", "main:amb"],
+        // Remote-tracking refs pushed are logged, deleted ones lose
+        // their log.
+        &["push", "-f", "origin", "main"],
+        &["push", "origin", "older:topic"],
+        &["push", "origin", "main:topic"],
+        &["push", "origin", ":topic"],
+        // An upstream of another name, with git's advice.
+        &["switch", "-q", "-c", "elsewhere"],
+        &["config", "branch.elsewhere.remote", "origin"],
+        &["config", "branch.elsewhere.merge", "refs/heads/main"],
+        &["push"],
+        &["config", "push.default", "simple"],
+        &["config", "branch.autoSetupMerge", "simple"],
+        &["push"],
+    ];
+    for step in steps {
+        twins.both(step);
+    }
+    twins.same();
+    twins.same_logs();
+}
+
+#[test]
+fn fetch_refspecs_tags_and_urls_are_gits() {
+    let twins = Twins::new();
+    twins.upstream_work();
+    let steps: &[&[&str]] = &[
+        // A branch into FETCH_HEAD, its remote-tracking ref moved too.
+        &["fetch", "origin", "main"],
+        &["fetch", "origin", "main"],
+        &["fetch", "origin", "v0.5"],
+        &["fetch", "origin", "nope"],
+        // Into a local branch, forced or fast-forward or refused.
+        &["fetch", "origin", "old:mine"],
+        &["fetch", "origin", "main:mine"],
+        &["fetch", "origin", "old:mine"],
+        &["fetch", "origin", "+old:mine"],
+        &["fetch", "origin", "main:refs/heads/mine", "old:other"],
+        &["fetch", "origin", "main:x", "old:x"],
+        &["fetch", "origin", "refs/heads/*:refs/remotes/copy/*"],
+        &["fetch", "origin", "+refs/heads/*:refs/remotes/copy/*"],
+        // A URL as the remote: HEAD, or what is named.
+        &["fetch", "{url}"],
+        &["fetch", "{url}", "old"],
+        &["fetch", "-q", "{url}", "main:from-url"],
+    ];
+    for step in steps {
+        twins.both(step);
+    }
+    twins.same();
+    twins.same_logs();
+    // New tags on the server: only followed when they point into what
+    // is fetched, all with --tags; a moved tag is refused.
+    twins.upstream(&[
+        &["tag", "loose", "HEAD~4"],
+        &["commit", "-q", "--allow-empty", "-m", "tagged"],
+        &["tag", "-a", "fresh", "-m", "fresh"],
+        &["tag", "-f", "light", "HEAD~1"],
+        &["push", "-q", "-f", "--tags"],
+        &["push", "-q"],
+    ]);
+    for step in [
+        &["fetch"][..],
+        &["fetch", "--tags"],
+        &["tag", "-d", "light"],
+        &["fetch", "--tags"],
+        &["fetch", "--tags"],
+    ] {
+        twins.both(step);
+    }
+    twins.same();
+    twins.same_logs();
+}
+
+#[test]
+fn pulls_of_refspecs_and_urls_are_gits() {
+    let twins = Twins::new();
+    twins.upstream_work();
+    let steps: &[&[&str]] = &[
+        &["pull", "-q", "origin", "main"],
+        &["switch", "-q", "-c", "side", "HEAD~2"],
+        &["pull"],
+        &["pull", "origin"],
+        &["pull", "origin", "refs/heads/nothing*:refs/x/*"],
+        &["pull", "{url}", "main"],
+        &["switch", "-q", "-c", "third", "HEAD~3"],
+        &["pull", "--ff-only", "{url}"],
+        &["config", "branch.third.remote", "origin"],
+        &["config", "branch.third.merge", "refs/heads/gone"],
+        &["pull"],
+    ];
+    for step in steps {
+        twins.both(step);
+    }
+    twins.same();
+    twins.same_logs();
 }
