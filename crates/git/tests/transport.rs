@@ -1001,3 +1001,76 @@ fn pulls_of_refspecs_and_urls_are_gits() {
     twins.same();
     twins.same_logs();
 }
+
+#[test]
+fn a_pull_that_rebases_is_gits() {
+    let twins = Twins::new();
+    let write = |side: &str, name: &str, body: &str| {
+        std::fs::write(twins.dir.path().join(side).join(name), body).unwrap();
+    };
+    let upstream_change = |name: &str, body: &str| {
+        twins.upstream(&[]);
+        for i in 0..2 {
+            write(&format!("other{i}"), name, body);
+        }
+        twins.upstream(&[&["add", "-A"], &["commit", "-qm", name], &["push", "-q"]]);
+    };
+    upstream_change("up.txt", "up\n");
+    for (name, body) in [("l1.txt", "one\n"), ("l2.txt", "two\n")] {
+        for side in ["mine", "real"] {
+            write(side, name, body);
+        }
+        twins.both(&["add", name]);
+        twins.both(&["commit", "-qm", name]);
+    }
+    // A dirty worktree or index is refused before anything is fetched.
+    for side in ["mine", "real"] {
+        write(side, "README.md", "changed\n");
+    }
+    twins.both(&["pull", "--rebase"]);
+    twins.both(&["add", "README.md"]);
+    twins.both(&["pull", "--rebase"]);
+    for side in ["mine", "real"] {
+        write(side, "README.md", "changed again\n");
+    }
+    twins.both(&["pull", "--rebase"]);
+    twins.both(&["reset", "-q", "--hard"]);
+    assert_eq!(twins.both(&["pull", "--rebase"]), 0);
+    twins.both(&["pull", "--rebase"]);
+    twins.same();
+    twins.same_logs();
+    // Configured, quiet, and a fast-forward.
+    upstream_change("up2.txt", "up2\n");
+    twins.both(&["config", "pull.rebase", "true"]);
+    assert_eq!(twins.both(&["pull", "-q"]), 0);
+    upstream_change("up3.txt", "up3\n");
+    twins.both(&["reset", "-q", "--hard", "origin/main"]);
+    twins.both(&["pull"]);
+    twins.same();
+    twins.same_logs();
+    // A replay that conflicts is the computer's: nothing changes.
+    upstream_change("up.txt", "theirs\n");
+    write("mine", "up.txt", "ours\n");
+    let mine = twins.dir.path().join("mine");
+    assert_eq!(
+        run(&twins.disk, "/mine", &["commit", "-qam", "ours"]).status,
+        0
+    );
+    let state = || {
+        let head = text(&git(&mine, &["rev-parse", "HEAD", "main"]));
+        let status = text(&git(&mine, &["status", "--porcelain"]));
+        let files = std::fs::read_to_string(mine.join("up.txt")).unwrap();
+        (head, status, files, mine.join(".git/ORIG_HEAD").exists())
+    };
+    let before = state();
+    let refused = run(&twins.disk, "/mine", &["pull", "--rebase"]);
+    assert_eq!(refused.status, 129, "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).ends_with("stead: git pull --rebase with conflicts is not in the light shell's git; run it on the computer\n"),
+        "{}",
+        text(&refused.stderr)
+    );
+    // Only the fetch happened.
+    assert_eq!(state(), before);
+    fsck(&mine);
+}

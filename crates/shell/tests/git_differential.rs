@@ -398,6 +398,8 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git fetch https://example.invalid/r.git",
         "git pull https://example.invalid/r.git main",
         "git pull origin topic",
+        "git pull --rebase",
+        "git pull -r -q origin main",
     ] {
         assert_eq!(gaps(script), vec![], "{script}");
     }
@@ -410,7 +412,7 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git fetch origin 'refs/heads/*:refs/x'",
         "git fetch git@example.invalid:r.git main",
         "git pull origin main:a:b",
-        "git pull --rebase",
+        "git pull --rebase=merges",
         "git rebase -i HEAD~2",
         "git stash show",
         "git commit",

@@ -231,6 +231,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
         &[
             flag(Some('q'), "quiet"),
             flag(None, "ff-only"),
+            flag(Some('r'), "rebase"),
             flag(None, "no-rebase"),
         ],
         false,

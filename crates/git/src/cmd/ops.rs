@@ -3,6 +3,7 @@
 mod merge;
 mod network;
 mod push;
+mod rebase;
 
 pub(crate) use network::is_remote_name;
 pub(crate) use push::is_url;
@@ -408,6 +409,9 @@ impl<'a> Run<'a> {
     fn update_head(&self, repo: &Repo<'_>, new: &ObjectId, message: &str) -> Result<()> {
         let old = repo.refs.head_id()?;
         match repo.refs.head()? {
+            // A branch left where it was gets no entry (git writes an
+            // unchanged ref's log only through HEAD).
+            Head::Branch(_) if old.as_ref() == Some(new) => {}
             Head::Branch(name) => {
                 repo.refs.write(&name, new)?;
                 self.write_reflog(repo, &name, old, new, message)?;

@@ -283,14 +283,15 @@ impl<'r> Wanted<'r> {
 }
 
 /// The refs a fetch updated and their lines, whether one was refused,
-/// and what it fetched for merging (id and how a merge message names it).
+/// and what it fetched for merging (id, how a merge message names it,
+/// the remote ref).
 #[derive(Default)]
 struct FetchResult {
     lines: Vec<Shown>,
     /// The widest remote ref name among the lines of stored refs.
     width: usize,
     failed: bool,
-    merge: Vec<(ObjectId, String)>,
+    merge: Vec<(ObjectId, String, String)>,
 }
 
 /// Drops the entries storing into a local ref an earlier one stores
@@ -923,7 +924,9 @@ impl<'a> Run<'a> {
                         "" => format!("'{what}' of {}", shown_url(url)),
                         kind => format!("{kind} '{what}' of {}", shown_url(url)),
                     };
-                    result.merge.push((w.remote.id, label));
+                    result
+                        .merge
+                        .push((w.remote.id, label, w.remote.name.clone()));
                 }
             }
             match &w.local {
@@ -1059,13 +1062,44 @@ impl<'a> Run<'a> {
             .skip(1)
             .map(|s| Refspec::parse(s))
             .collect();
+        let config = repo.config()?;
+        // `--rebase`/`--no-rebase`, else `branch.<name>.rebase`, else
+        // `pull.rebase`; what is not a boolean (`merges`, `interactive`)
+        // is the computer's.
+        let configured_rebase = {
+            let get = |k: &str| Key::parse(k).ok().and_then(|k| config.get(&k));
+            let branch = repo.refs.head()?.branch().map(str::to_string);
+            let key = branch.map(|b| format!("branch.{b}.rebase"));
+            match key.as_deref().and_then(get).or_else(|| get("pull.rebase")) {
+                None => None,
+                Some(value) => match crate::config::parse_bool(&value) {
+                    Some(on) => Some(on),
+                    None => {
+                        self.err(&format!("stead: git pull that rebases with rebase={value} is not in the light shell's git; run it on the computer\n"));
+                        return Ok(129);
+                    }
+                },
+            }
+        };
+        let rebase = if a.has("rebase") {
+            true
+        } else if a.has("no-rebase") {
+            false
+        } else {
+            configured_rebase == Some(true)
+        };
+        if rebase && repo.refs.head_id()?.is_some() {
+            if let Some(status) = self.refuse_unclean_rebase(repo)? {
+                return Ok(status);
+            }
+        }
         let result = self.fetch_remote(repo, (&name, &url), &cmdline, Tags::Following)?;
         self.show_fetch(&url, &result, quiet);
         if result.failed {
             return Ok(1);
         }
         let repo = Repo::open(self.files, &repo.worktree);
-        let (theirs, label) = match result.merge.as_slice() {
+        let (theirs, label, merged_ref) = match result.merge.as_slice() {
             [] => {
                 self.no_merge_candidates(&repo, operand, !cmdline.is_empty())?;
                 return Ok(1);
@@ -1080,7 +1114,6 @@ impl<'a> Run<'a> {
             self.err("stead: git pull on a detached HEAD is not in the light shell's git; run it on the computer\n");
             return Ok(129);
         }
-        let config = repo.config()?;
         let theirs = repo.peel(theirs)?.1;
         let fast_forward = format!("{}: Fast-forward", self.action);
         let Some(ours) = repo.refs.head_id()? else {
@@ -1090,7 +1123,9 @@ impl<'a> Run<'a> {
             self.update_head(&repo, &theirs, &fast_forward)?;
             return Ok(0);
         };
-        if self.is_ancestor(&repo, theirs, ours)? {
+        // A rebase says its own words when there is nothing to replay
+        // (`Current branch main is up to date.`), unless the two are one.
+        if (!rebase || ours == theirs) && self.is_ancestor(&repo, theirs, ours)? {
             if !quiet {
                 self.say("Already up to date.\n");
             }
@@ -1099,7 +1134,15 @@ impl<'a> Run<'a> {
         if self.is_ancestor(&repo, ours, theirs)? {
             return self.fast_forward(&repo, ours, theirs, &fast_forward, quiet);
         }
-        if let Some(refused) = self.diverged(&config, a)? {
+        if rebase {
+            // The remote-tracking ref git reads the fork point from.
+            let tracking = merged_ref
+                .strip_prefix("refs/heads/")
+                .filter(|_| !is_url(&name))
+                .map(|b| format!("refs/remotes/{name}/{b}"));
+            return self.rebase_onto(&repo, (ours, theirs), tracking.as_deref(), quiet);
+        }
+        if let Some(refused) = self.diverged(&config, a, configured_rebase.is_some())? {
             return Ok(refused);
         }
         let theirs = Theirs {
@@ -1166,24 +1209,24 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// What `pull` does with branches that diverged: `None` to merge
-    /// (`--no-rebase`, `pull.rebase=false`, `pull.ff` set), else git's
-    /// refusal (`--ff-only`, nothing configured) or, for a rebase, that
-    /// the light shell cannot (its status).
-    fn diverged(&mut self, config: &crate::config::Config, a: &Parsed) -> Result<Option<i32>> {
+    /// What `pull` does with branches that diverged and are not
+    /// rebased: `None` to merge (`--no-rebase`, a rebase configured off,
+    /// `pull.ff` set), else git's refusal (`--ff-only`, nothing
+    /// configured).
+    fn diverged(
+        &mut self,
+        config: &crate::config::Config,
+        a: &Parsed,
+        rebase_configured: bool,
+    ) -> Result<Option<i32>> {
         let get = |k: &str| Key::parse(k).ok().and_then(|k| config.get(&k));
         let ff_only = a.has("ff-only") || get("pull.ff").as_deref() == Some("only");
         if ff_only {
             self.err("hint: Diverging branches can't be fast-forwarded, you need to either:\nhint:\nhint: \tgit merge --no-ff\nhint:\nhint: or:\nhint:\nhint: \tgit rebase\nhint:\nhint: Disable this message with \"git config advice.diverging false\"\n");
             return Err(fatal("Not possible to fast-forward, aborting."));
         }
-        let rebase = get("pull.rebase");
-        if a.has("no-rebase") || rebase.as_deref() == Some("false") {
+        if a.has("no-rebase") || rebase_configured {
             return Ok(None);
-        }
-        if rebase.is_some() {
-            self.err("stead: git pull that rebases is not in the light shell's git; run it on the computer\n");
-            return Ok(Some(129));
         }
         if get("pull.ff").is_some() {
             return Ok(None);
