@@ -962,11 +962,13 @@ fn fetch_refspecs_tags_and_urls_are_gits() {
         &["commit", "-q", "--allow-empty", "-m", "tagged"],
         &["tag", "-a", "fresh", "-m", "fresh"],
         &["tag", "-f", "light", "HEAD~1"],
+        &["tag", "-a", "late", "-m", "of an old commit", "HEAD~6"],
         &["push", "-q", "-f", "--tags"],
         &["push", "-q"],
     ]);
     for step in [
-        &["fetch"][..],
+        &["fetch", "--no-tags"][..],
+        &["fetch"],
         &["fetch", "--tags"],
         &["tag", "-d", "light"],
         &["fetch", "--tags"],
@@ -976,6 +978,30 @@ fn fetch_refspecs_tags_and_urls_are_gits() {
     }
     twins.same();
     twins.same_logs();
+    // `remote.<name>.tagOpt` as git reads it (set by real git on both
+    // sides: the light shell's `config` takes no value that looks like
+    // an option).
+    twins.upstream(&[&["tag", "later", "HEAD~3"], &["push", "-q", "--tags"]]);
+    let tag_opt = |value: &str| {
+        for side in ["mine", "real"] {
+            let dir = twins.dir.path().join(side);
+            git(&dir, &["config", "remote.origin.tagOpt", value]);
+        }
+    };
+    tag_opt("--no-tags");
+    twins.both(&["fetch", "origin", "main:mine"]);
+    tag_opt("--tags");
+    twins.both(&["fetch"]);
+    twins.same();
+    // A fetch that would prune is the computer's, and changes nothing.
+    twins.both(&["config", "fetch.prune", "true"]);
+    let before = describe(&twins.dir.path().join("mine"));
+    let refused = run(&twins.disk, "/mine", &["fetch"]);
+    assert_eq!(
+        (refused.status, text(&refused.stderr)),
+        (129, "stead: git fetch that prunes (fetch.prune, remote.<name>.prune) is not in the light shell's git; run it on the computer\n".to_string())
+    );
+    assert_eq!(describe(&twins.dir.path().join("mine")), before);
 }
 
 #[test]

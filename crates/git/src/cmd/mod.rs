@@ -223,7 +223,11 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
     ),
     (
         "fetch",
-        &[flag(Some('q'), "quiet"), flag(Some('t'), "tags")],
+        &[
+            flag(Some('q'), "quiet"),
+            flag(Some('t'), "tags"),
+            flag(None, "no-tags"),
+        ],
         false,
     ),
     (

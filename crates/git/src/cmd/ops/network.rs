@@ -224,11 +224,13 @@ impl Refspec {
 }
 
 /// Which tags a fetch takes: those pointing into what it fetched (git's
-/// default), or every tag the server has (`--tags`).
+/// default), every tag the server has (`--tags`), or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tags {
     Following,
     All,
+    /// `--no-tags`.
+    Off,
 }
 
 /// How a fetched ref goes into `FETCH_HEAD` (git's `fetch_head_status`),
@@ -731,14 +733,34 @@ impl<'a> Run<'a> {
             .skip(1)
             .map(|s| Refspec::parse(s))
             .collect();
-        let tags = if a.has("tags") {
-            Tags::All
-        } else {
-            Tags::Following
-        };
+        // `--tags` and `--no-tags` are one option: the last one counts.
+        let tags = a.opts.iter().rev().find_map(|(long, _)| match *long {
+            "tags" => Some(Tags::All),
+            "no-tags" => Some(Tags::Off),
+            _ => None,
+        });
+        if let Some(status) = self.refuse_pruning(repo, &name)? {
+            return Ok(status);
+        }
         let result = self.fetch_remote(repo, (&name, &url), &cmdline, tags)?;
         self.show_fetch(&url, &result, a.has("quiet"));
         Ok(if result.failed { 1 } else { 0 })
+    }
+
+    /// A fetch configured to prune (`remote.<name>.prune`, else
+    /// `fetch.prune`) is the computer's: its status, said.
+    fn refuse_pruning(&mut self, repo: &Repo<'_>, name: &str) -> Result<Option<i32>> {
+        let config = repo.config()?;
+        let get = |k: &str| Key::parse(k).ok().and_then(|k| config.get(&k));
+        let remote = (!is_url(name))
+            .then(|| get(&format!("remote.{name}.prune")))
+            .flatten();
+        let prune = remote.or_else(|| get("fetch.prune"));
+        if prune.as_deref().and_then(crate::config::parse_bool) == Some(false) || prune.is_none() {
+            return Ok(None);
+        }
+        self.err("stead: git fetch that prunes (fetch.prune, remote.<name>.prune) is not in the light shell's git; run it on the computer\n");
+        Ok(Some(129))
     }
 
     fn show_fetch(&mut self, url: &str, result: &FetchResult, quiet: bool) {
@@ -763,9 +785,19 @@ impl<'a> Run<'a> {
         repo: &Repo<'_>,
         (name, url): (&str, &str),
         cmdline: &[Refspec],
-        tags: Tags,
+        tags: Option<Tags>,
     ) -> Result<FetchResult> {
         let config = repo.config()?;
+        // Unless asked, as `remote.<name>.tagOpt` says.
+        let tag_opt = match is_url(name) {
+            true => None,
+            false => config.get(&Key::parse(&format!("remote.{name}.tagOpt"))?),
+        };
+        let tags = tags.unwrap_or(match tag_opt.as_deref() {
+            Some("--tags") => Tags::All,
+            Some("--no-tags") => Tags::Off,
+            _ => Tags::Following,
+        });
         let configured: Vec<Refspec> = match is_url(name) {
             true => Vec::new(),
             false => config
@@ -878,6 +910,20 @@ impl<'a> Run<'a> {
         for w in &map {
             if !repo.odb.contains(&w.remote.id)? && !wants.contains(&w.remote.id) {
                 wants.push(w.remote.id);
+            }
+        }
+        // A tag we lack of a commit we have is followed too (the server
+        // includes only the tags of what it sends).
+        if tags == Tags::Following && follow_tags {
+            for r in refs.iter().filter(|r| r.name.starts_with("refs/tags/")) {
+                let target = r.peeled.unwrap_or(r.id);
+                if repo.refs.resolve(&r.name)?.is_none()
+                    && !repo.odb.contains(&r.id)?
+                    && repo.odb.contains(&target)?
+                    && !wants.contains(&r.id)
+                {
+                    wants.push(r.id);
+                }
             }
         }
         self.fetch_objects(repo, &session, wants, None)?;
@@ -1093,7 +1139,10 @@ impl<'a> Run<'a> {
                 return Ok(status);
             }
         }
-        let result = self.fetch_remote(repo, (&name, &url), &cmdline, Tags::Following)?;
+        if let Some(status) = self.refuse_pruning(repo, &name)? {
+            return Ok(status);
+        }
+        let result = self.fetch_remote(repo, (&name, &url), &cmdline, None)?;
         self.show_fetch(&url, &result, quiet);
         if result.failed {
             return Ok(1);
