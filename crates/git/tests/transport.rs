@@ -731,10 +731,13 @@ impl Twins {
         let real = git_command(&self.dir.path().join("real"), &real_args)
             .output()
             .unwrap();
+        // Real git names its worktree by its path on this machine.
+        let root = self.dir.path().display().to_string();
         let shown = |bytes: &[u8], url: &str| {
             text(bytes)
                 .replace(url, "URL")
                 .replace(url.trim_end_matches(".git"), "URL")
+                .replace(&root, "")
                 .replace("/real", "/mine")
         };
         assert_eq!(
@@ -1020,12 +1023,29 @@ fn pulls_of_refspecs_and_urls_are_gits() {
         &["config", "branch.third.remote", "origin"],
         &["config", "branch.third.merge", "refs/heads/gone"],
         &["pull"],
+        // A fetch refuses to store into the current branch.
+        &["fetch", "origin", "main:third"],
     ];
     for step in steps {
         twins.both(step);
     }
     twins.same();
     twins.same_logs();
+    // A pull may (git then moves the worktree too): the computer's.
+    let mine = twins.dir.path().join("mine");
+    let state = || {
+        (
+            describe(&mine),
+            std::fs::read(mine.join(".git/FETCH_HEAD")).ok(),
+        )
+    };
+    let before = state();
+    let refused = run(&twins.disk, "/mine", &["pull", "origin", "main:third"]);
+    assert_eq!(
+        (refused.status, text(&refused.stderr)),
+        (129, "stead: git pull of a refspec into the current branch is not in the light shell's git; run it on the computer\n".to_string())
+    );
+    assert_eq!(state(), before);
 }
 
 #[test]

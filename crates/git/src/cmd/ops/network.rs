@@ -233,6 +233,14 @@ enum Tags {
     Off,
 }
 
+/// Who fetches: `fetch` itself, or `pull` (which lets git's fetch
+/// update the current branch, `--update-head-ok`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    Fetch,
+    Pull,
+}
+
 /// How a fetched ref goes into `FETCH_HEAD` (git's `fetch_head_status`),
 /// in the order git writes them: for merging, not for merging, or not at
 /// all (a remote-tracking ref updated on the side).
@@ -742,7 +750,11 @@ impl<'a> Run<'a> {
         if let Some(status) = self.refuse_pruning(repo, &name)? {
             return Ok(status);
         }
-        let result = self.fetch_remote(repo, (&name, &url), &cmdline, tags)?;
+        let Some(result) =
+            self.fetch_remote(repo, (&name, &url), &cmdline, (tags, Caller::Fetch))?
+        else {
+            unreachable!("only a pull's fetch stops without an error")
+        };
         self.show_fetch(&url, &result, a.has("quiet"));
         Ok(if result.failed { 1 } else { 0 })
     }
@@ -779,14 +791,23 @@ impl<'a> Run<'a> {
     /// configured refspecs with the upstream for merging, else (a URL)
     /// `HEAD`; all tags for `--tags`, else the tags pointing into what
     /// was fetched. Then the objects, the refs as git updates them, and
-    /// `FETCH_HEAD` (for-merge entries first, as git writes it).
+    /// `FETCH_HEAD` (for-merge entries first, as git writes it). `None`
+    /// (said) for a pull's refspec into the current branch, which git
+    /// fast-forwards the worktree for and the light shell leaves to the
+    /// computer.
     fn fetch_remote(
         &mut self,
         repo: &Repo<'_>,
         (name, url): (&str, &str),
         cmdline: &[Refspec],
-        tags: Option<Tags>,
-    ) -> Result<FetchResult> {
+        (tags, caller): (Option<Tags>, Caller),
+    ) -> Result<Option<FetchResult>> {
+        // git empties FETCH_HEAD first: a fetch that fails leaves it so.
+        let fetch_head_path = files::join(&repo.git_dir, "FETCH_HEAD");
+        let previous = files::read_optional(self.files, &fetch_head_path).at(&fetch_head_path)?;
+        self.files
+            .write(&fetch_head_path, b"")
+            .at(&fetch_head_path)?;
         let config = repo.config()?;
         // Unless asked, as `remote.<name>.tagOpt` says.
         let tag_opt = match is_url(name) {
@@ -900,6 +921,16 @@ impl<'a> Run<'a> {
                 .iter()
                 .any(|w| w.local.as_deref() == Some(current.as_str()))
             {
+                if caller == Caller::Pull {
+                    // Left to the computer as it was.
+                    match &previous {
+                        Some(text) => self.files.write(&fetch_head_path, text),
+                        None => self.files.remove(&fetch_head_path),
+                    }
+                    .at(&fetch_head_path)?;
+                    self.err("stead: git pull of a refspec into the current branch is not in the light shell's git; run it on the computer\n");
+                    return Ok(None);
+                }
                 return Err(fatal(format!(
                     "refusing to fetch into branch '{current}' checked out at '{}'",
                     repo.worktree
@@ -986,9 +1017,10 @@ impl<'a> Run<'a> {
                 }),
             }
         }
-        let path = files::join(&repo.git_dir, "FETCH_HEAD");
-        self.files.write(&path, fetch_head.as_bytes()).at(&path)?;
-        Ok(result)
+        self.files
+            .write(&fetch_head_path, fetch_head.as_bytes())
+            .at(&fetch_head_path)?;
+        Ok(Some(result))
     }
 
     /// Moves local ref `local` to what `w` fetched, as git's
@@ -1142,7 +1174,11 @@ impl<'a> Run<'a> {
         if let Some(status) = self.refuse_pruning(repo, &name)? {
             return Ok(status);
         }
-        let result = self.fetch_remote(repo, (&name, &url), &cmdline, None)?;
+        let Some(result) =
+            self.fetch_remote(repo, (&name, &url), &cmdline, (None, Caller::Pull))?
+        else {
+            return Ok(129);
+        };
         self.show_fetch(&url, &result, quiet);
         if result.failed {
             return Ok(1);
