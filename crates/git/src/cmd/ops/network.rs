@@ -1,9 +1,12 @@
-//! The subcommands that talk to a remote over smart HTTP: `clone`,
-//! `fetch`, `pull` (fast-forward) and `push`, with git's output and exit
-//! statuses. The protocol is `crate::transport`'s; this is what git does
-//! around it: which refs to want and have, where fetched refs go, what is
-//! written to `.git` (in that order: pack, shallow boundary, refs, config,
-//! then the worktree), and what is printed.
+//! The subcommands that fetch from a remote over smart HTTP: `clone`,
+//! `fetch` and `pull` (which merges, `merge.rs`, or rebases,
+//! `rebase.rs`, what its fetch marked for merging), with git's output
+//! and exit statuses; `push` is `push.rs`. The protocol is
+//! `crate::transport`'s; this is what git does around it: which refs to
+//! want and have (git's `get_ref_map`: refspecs matched by git's rules,
+//! tags followed), where fetched refs go and which updates git refuses,
+//! what is written to `.git` (in that order: pack, shallow boundary,
+//! refs, `FETCH_HEAD`, config, then the worktree), and what is printed.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
