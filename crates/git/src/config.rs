@@ -349,3 +349,13 @@ impl Config {
         found
     }
 }
+
+/// A value in git's boolean spellings (`true`/`yes`/`on`/`1`,
+/// `false`/`no`/`off`/`0`/empty); `None` for anything else.
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Some(true),
+        "false" | "no" | "off" | "0" | "" => Some(false),
+        _ => None,
+    }
+}

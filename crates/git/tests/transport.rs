@@ -731,10 +731,13 @@ impl Twins {
         let real = git_command(&self.dir.path().join("real"), &real_args)
             .output()
             .unwrap();
+        // Real git names its worktree by its path on this machine.
+        let root = self.dir.path().display().to_string();
         let shown = |bytes: &[u8], url: &str| {
             text(bytes)
                 .replace(url, "URL")
                 .replace(url.trim_end_matches(".git"), "URL")
+                .replace(&root, "")
                 .replace("/real", "/mine")
         };
         assert_eq!(
@@ -755,16 +758,56 @@ impl Twins {
 
     /// Someone else's commit pushed to both servers' `main`.
     fn upstream_work(&self) {
+        self.upstream(&[
+            &["commit", "-q", "--allow-empty", "-m", "other"],
+            &["push", "-q"],
+        ]);
+    }
+
+    /// Runs real git's `steps` in someone else's clone of each server.
+    fn upstream(&self, steps: &[&[&str]]) {
         for (i, url) in [self.urls().0, self.urls().1].iter().enumerate() {
             let other = self.dir.path().join(format!("other{i}"));
             if !other.exists() {
                 git(self.dir.path(), &["clone", "-q", url, &format!("other{i}")]);
             }
-            std::fs::write(other.join("o.txt"), "o\n").unwrap();
-            git(&other, &["add", "o.txt"]);
-            git(&other, &["commit", "-qm", "other"]);
-            git(&other, &["push", "-q"]);
+            for step in steps {
+                git(&other, step);
+            }
         }
+    }
+
+    /// Both sides' `FETCH_HEAD` and reflogs of remote-tracking refs and
+    /// branches are the same (each side's URL read as `URL`).
+    fn same_logs(&self) {
+        let (mine_url, real_url) = self.urls();
+        let read = |side: &str, url: &str| {
+            let git_dir = self.dir.path().join(side).join(".git");
+            let mut files = vec![git_dir.join("FETCH_HEAD")];
+            let mut todo = vec![git_dir.join("logs/refs")];
+            while let Some(dir) = todo.pop() {
+                for entry in std::fs::read_dir(&dir).into_iter().flatten() {
+                    let path = entry.unwrap().path();
+                    match path.is_dir() {
+                        true => todo.push(path),
+                        false => files.push(path),
+                    }
+                }
+            }
+            files.sort();
+            files
+                .iter()
+                .map(|f| {
+                    let name = f.strip_prefix(&git_dir).unwrap().display().to_string();
+                    let body = std::fs::read_to_string(f).unwrap_or_default();
+                    let body = body
+                        .replace(url, "URL")
+                        .replace(url.trim_end_matches(".git"), "URL");
+                    format!("{name}:\n{body}")
+                })
+                .collect::<String>()
+        };
+        assert_eq!(read("mine", &mine_url), read("real", &real_url));
     }
 
     /// Both sides' repositories and servers are the same, and sound.
@@ -838,4 +881,242 @@ fn tags_deletions_and_leases_push_as_git_pushes_them() {
     assert_eq!(twins.both(&["push", "{url}", "main:via-url"]), 0);
     assert_eq!(twins.both(&["push", "{url}", "--delete", "via-url"]), 0);
     twins.same();
+}
+
+#[test]
+fn push_hints_reflogs_and_ambiguous_refspecs_are_gits() {
+    let twins = Twins::new();
+    twins.upstream_work();
+    let steps: &[&[&str]] = &[
+        &["commit", "-q", "--allow-empty", "-m", "local"],
+        &["fetch", "-q"],
+        // The current branch behind, pushed by name or through another
+        // source: git's hint for the current branch.
+        &["push"],
+        &["branch", "older", "HEAD~3"],
+        &["push", "origin", "older:main"],
+        // Another branch behind: git's hint for a pushed branch tip.
+        &["switch", "-q", "older"],
+        &["push", "origin", "main"],
+        &["switch", "-q", "main"],
+        // A tag and a branch of one name: git refuses the source.
+        &["tag", "dup"],
+        &["branch", "dup"],
+        &["push", "origin", "dup"],
+        &["push", "origin", "refs/heads/dup"],
+        &["push", "-q", "origin", "main:refs/tags/amb"],
+        &["push", "-q", "origin", "main:refs/heads/amb"],
+        &["push", "origin", "main:amb"],
+        // Remote-tracking refs pushed are logged, deleted ones lose
+        // their log.
+        &["push", "-f", "origin", "main"],
+        &["push", "origin", "older:topic"],
+        &["push", "origin", "main:topic"],
+        &["push", "origin", ":topic"],
+        // An upstream of another name, with git's advice.
+        &["switch", "-q", "-c", "elsewhere"],
+        &["config", "branch.elsewhere.remote", "origin"],
+        &["config", "branch.elsewhere.merge", "refs/heads/main"],
+        &["push"],
+        &["config", "push.default", "simple"],
+        &["config", "branch.autoSetupMerge", "simple"],
+        &["push"],
+    ];
+    for step in steps {
+        twins.both(step);
+    }
+    twins.same();
+    twins.same_logs();
+}
+
+#[test]
+fn fetch_refspecs_tags_and_urls_are_gits() {
+    let twins = Twins::new();
+    twins.upstream_work();
+    let steps: &[&[&str]] = &[
+        // A branch into FETCH_HEAD, its remote-tracking ref moved too.
+        &["fetch", "origin", "main"],
+        &["fetch", "origin", "main"],
+        &["fetch", "origin", "v0.5"],
+        &["fetch", "origin", "nope"],
+        // Into a local branch, forced or fast-forward or refused.
+        &["fetch", "origin", "old:mine"],
+        &["fetch", "origin", "main:mine"],
+        &["fetch", "origin", "old:mine"],
+        &["fetch", "origin", "+old:mine"],
+        &["fetch", "origin", "main:refs/heads/mine", "old:other"],
+        &["fetch", "origin", "main:x", "old:x"],
+        &["fetch", "origin", "refs/heads/*:refs/remotes/copy/*"],
+        &["fetch", "origin", "+refs/heads/*:refs/remotes/copy/*"],
+        // A URL as the remote: HEAD, or what is named.
+        &["fetch", "{url}"],
+        &["fetch", "{url}", "old"],
+        &["fetch", "-q", "{url}", "main:from-url"],
+    ];
+    for step in steps {
+        twins.both(step);
+    }
+    twins.same();
+    twins.same_logs();
+    // New tags on the server: only followed when they point into what
+    // is fetched, all with --tags; a moved tag is refused.
+    twins.upstream(&[
+        &["tag", "loose", "HEAD~4"],
+        &["commit", "-q", "--allow-empty", "-m", "tagged"],
+        &["tag", "-a", "fresh", "-m", "fresh"],
+        &["tag", "-f", "light", "HEAD~1"],
+        &["tag", "-a", "late", "-m", "of an old commit", "HEAD~6"],
+        &["push", "-q", "-f", "--tags"],
+        &["push", "-q"],
+    ]);
+    for step in [
+        &["fetch", "--no-tags"][..],
+        &["fetch"],
+        &["fetch", "--tags"],
+        &["tag", "-d", "light"],
+        &["fetch", "--tags"],
+        &["fetch", "--tags"],
+    ] {
+        twins.both(step);
+    }
+    twins.same();
+    twins.same_logs();
+    // `remote.<name>.tagOpt` as git reads it (set by real git on both
+    // sides: the light shell's `config` takes no value that looks like
+    // an option).
+    twins.upstream(&[&["tag", "later", "HEAD~3"], &["push", "-q", "--tags"]]);
+    let tag_opt = |value: &str| {
+        for side in ["mine", "real"] {
+            let dir = twins.dir.path().join(side);
+            git(&dir, &["config", "remote.origin.tagOpt", value]);
+        }
+    };
+    tag_opt("--no-tags");
+    twins.both(&["fetch", "origin", "main:mine"]);
+    tag_opt("--tags");
+    twins.both(&["fetch"]);
+    twins.same();
+    // A fetch that would prune is the computer's, and changes nothing.
+    twins.both(&["config", "fetch.prune", "true"]);
+    let before = describe(&twins.dir.path().join("mine"));
+    let refused = run(&twins.disk, "/mine", &["fetch"]);
+    assert_eq!(
+        (refused.status, text(&refused.stderr)),
+        (129, "stead: git fetch that prunes (fetch.prune, remote.<name>.prune) is not in the light shell's git; run it on the computer\n".to_string())
+    );
+    assert_eq!(describe(&twins.dir.path().join("mine")), before);
+}
+
+#[test]
+fn pulls_of_refspecs_and_urls_are_gits() {
+    let twins = Twins::new();
+    twins.upstream_work();
+    let steps: &[&[&str]] = &[
+        &["pull", "-q", "origin", "main"],
+        &["switch", "-q", "-c", "side", "HEAD~2"],
+        &["pull"],
+        &["pull", "origin"],
+        &["pull", "origin", "refs/heads/nothing*:refs/x/*"],
+        &["pull", "{url}", "main"],
+        &["switch", "-q", "-c", "third", "HEAD~3"],
+        &["pull", "--ff-only", "{url}"],
+        &["config", "branch.third.remote", "origin"],
+        &["config", "branch.third.merge", "refs/heads/gone"],
+        &["pull"],
+        // A fetch refuses to store into the current branch.
+        &["fetch", "origin", "main:third"],
+    ];
+    for step in steps {
+        twins.both(step);
+    }
+    twins.same();
+    twins.same_logs();
+    // A pull may (git then moves the worktree too): the computer's.
+    let mine = twins.dir.path().join("mine");
+    let state = || {
+        (
+            describe(&mine),
+            std::fs::read(mine.join(".git/FETCH_HEAD")).ok(),
+        )
+    };
+    let before = state();
+    let refused = run(&twins.disk, "/mine", &["pull", "origin", "main:third"]);
+    assert_eq!(
+        (refused.status, text(&refused.stderr)),
+        (129, "stead: git pull of a refspec into the current branch is not in the light shell's git; run it on the computer\n".to_string())
+    );
+    assert_eq!(state(), before);
+}
+
+#[test]
+fn a_pull_that_rebases_is_gits() {
+    let twins = Twins::new();
+    let write = |side: &str, name: &str, body: &str| {
+        std::fs::write(twins.dir.path().join(side).join(name), body).unwrap();
+    };
+    let upstream_change = |name: &str, body: &str| {
+        twins.upstream(&[]);
+        for i in 0..2 {
+            write(&format!("other{i}"), name, body);
+        }
+        twins.upstream(&[&["add", "-A"], &["commit", "-qm", name], &["push", "-q"]]);
+    };
+    upstream_change("up.txt", "up\n");
+    for (name, body) in [("l1.txt", "one\n"), ("l2.txt", "two\n")] {
+        for side in ["mine", "real"] {
+            write(side, name, body);
+        }
+        twins.both(&["add", name]);
+        twins.both(&["commit", "-qm", name]);
+    }
+    // A dirty worktree or index is refused before anything is fetched.
+    for side in ["mine", "real"] {
+        write(side, "README.md", "changed\n");
+    }
+    twins.both(&["pull", "--rebase"]);
+    twins.both(&["add", "README.md"]);
+    twins.both(&["pull", "--rebase"]);
+    for side in ["mine", "real"] {
+        write(side, "README.md", "changed again\n");
+    }
+    twins.both(&["pull", "--rebase"]);
+    twins.both(&["reset", "-q", "--hard"]);
+    assert_eq!(twins.both(&["pull", "--rebase"]), 0);
+    twins.both(&["pull", "--rebase"]);
+    twins.same();
+    twins.same_logs();
+    // Configured, quiet, and a fast-forward.
+    upstream_change("up2.txt", "up2\n");
+    twins.both(&["config", "pull.rebase", "true"]);
+    assert_eq!(twins.both(&["pull", "-q"]), 0);
+    upstream_change("up3.txt", "up3\n");
+    twins.both(&["reset", "-q", "--hard", "origin/main"]);
+    twins.both(&["pull"]);
+    twins.same();
+    twins.same_logs();
+    // A replay that conflicts is the computer's: nothing changes.
+    upstream_change("up.txt", "theirs\n");
+    write("mine", "up.txt", "ours\n");
+    let mine = twins.dir.path().join("mine");
+    assert_eq!(
+        run(&twins.disk, "/mine", &["commit", "-qam", "ours"]).status,
+        0
+    );
+    let state = || {
+        let head = text(&git(&mine, &["rev-parse", "HEAD", "main"]));
+        let status = text(&git(&mine, &["status", "--porcelain"]));
+        let files = std::fs::read_to_string(mine.join("up.txt")).unwrap();
+        (head, status, files, mine.join(".git/ORIG_HEAD").exists())
+    };
+    let before = state();
+    let refused = run(&twins.disk, "/mine", &["pull", "--rebase"]);
+    assert_eq!(refused.status, 129, "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).ends_with("stead: git pull --rebase with conflicts is not in the light shell's git; run it on the computer\n"),
+        "{}",
+        text(&refused.stderr)
+    );
+    // Only the fetch happened.
+    assert_eq!(state(), before);
+    fsck(&mine);
 }

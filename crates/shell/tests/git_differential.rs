@@ -392,6 +392,14 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git push --tags",
         "git push --force-with-lease=main:origin/main",
         "git push https://example.invalid/r.git main:main",
+        "git fetch origin main",
+        "git fetch --tags",
+        "git fetch -q origin +main:refs/remotes/origin/main 'refs/heads/*:refs/remotes/x/*'",
+        "git fetch https://example.invalid/r.git",
+        "git pull https://example.invalid/r.git main",
+        "git pull origin topic",
+        "git pull --rebase",
+        "git pull -r -q origin main",
     ] {
         assert_eq!(gaps(script), vec![], "{script}");
     }
@@ -400,7 +408,11 @@ fn what_is_not_implemented_is_routed_to_the_computer() {
         "git push origin main:",
         "git push git@example.invalid:r.git main",
         "git fetch --all",
-        "git pull --rebase",
+        "git fetch --prune",
+        "git fetch origin 'refs/heads/*:refs/x'",
+        "git fetch git@example.invalid:r.git main",
+        "git pull origin main:a:b",
+        "git pull --rebase=merges",
         "git rebase -i HEAD~2",
         "git stash show",
         "git commit",

@@ -54,6 +54,9 @@ pub(crate) struct Command {
     pub(crate) args: Parsed,
     /// `-C DIR` given before the subcommand.
     pub(crate) dirs: Vec<String>,
+    /// The arguments after the subcommand, as given (for reflog messages:
+    /// `fetch origin main: storing head`).
+    pub(crate) given: Vec<String>,
 }
 
 /// Each subcommand this implements and the options it takes.
@@ -218,12 +221,21 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
         ],
         false,
     ),
-    ("fetch", &[flag(Some('q'), "quiet")], false),
+    (
+        "fetch",
+        &[
+            flag(Some('q'), "quiet"),
+            flag(Some('t'), "tags"),
+            flag(None, "no-tags"),
+        ],
+        false,
+    ),
     (
         "pull",
         &[
             flag(Some('q'), "quiet"),
             flag(None, "ff-only"),
+            flag(Some('r'), "rebase"),
             flag(None, "no-rebase"),
         ],
         false,
@@ -338,13 +350,11 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
         "clone" => {
             !first.is_some_and(|url| url.starts_with("http://") || url.starts_with("https://"))
         }
-        // A named remote, not a URL; fetch takes no refspecs, pull one
-        // branch, push plain `src[:dst]` refspecs (no force, no deletes).
-        "fetch" => parsed.operands.len() > 1 || !first.is_none_or(ops::is_remote_name),
-        "pull" => {
-            parsed.operands.len() > 2
-                || !first.is_none_or(ops::is_remote_name)
-                || parsed.operands.get(1).is_some_and(|b| !valid_name(b))
+        // A named remote or an http(s) URL; fetch and pull take
+        // `[+]src[:dst]` refspecs (a `*` on both sides or neither).
+        "fetch" | "pull" => {
+            !first.is_none_or(|r| ops::is_remote_name(r) || ops::is_url(r))
+                || !parsed.operands.iter().skip(1).all(|s| fetch_refspec(s))
         }
         // `[+]src[:dst]` and `:dst` (a deletion); not `src:` or globs.
         "push" => {
@@ -371,7 +381,21 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
         name,
         args: parsed,
         dirs,
+        given: args[i + 1..].to_vec(),
     })
+}
+
+/// Whether `spec` is a fetch refspec the light shell reads as git does:
+/// `[+]SRC[:DST]`, each side a ref name, a `*` in both or neither.
+fn fetch_refspec(spec: &str) -> bool {
+    let spec = spec.strip_prefix('+').unwrap_or(spec);
+    let (src, dst) = spec.split_once(':').unwrap_or((spec, ""));
+    let side = |s: &str| valid_name(&s.replacen('*', "x", 1));
+    let stars = |s: &str| s.matches('*').count();
+    side(src)
+        && (dst.is_empty() || side(dst))
+        && stars(src) <= 1
+        && (dst.is_empty() || stars(src) == stars(dst))
 }
 
 /// `Ok` when the light shell's git implements this command line; the

@@ -3,6 +3,7 @@
 mod merge;
 mod network;
 mod push;
+mod rebase;
 
 pub(crate) use network::is_remote_name;
 pub(crate) use push::is_url;
@@ -36,6 +37,9 @@ pub(crate) struct Run<'a> {
     /// `-q` of `switch`/`checkout`: their feedback ([`Run::note`]) is
     /// not printed, errors still are.
     quiet: bool,
+    /// The command line as `fetch` and `pull` name themselves in
+    /// reflogs (git's `GIT_REFLOG_ACTION`): `pull -q origin main`.
+    action: String,
 }
 
 fn fatal(message: impl Into<String>) -> Error {
@@ -178,6 +182,10 @@ impl<'a> Run<'a> {
             out: Vec::new(),
             errout: Vec::new(),
             quiet: false,
+            action: std::iter::once(command.name)
+                .chain(command.given.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
 
@@ -378,6 +386,16 @@ impl<'a> Run<'a> {
         self.files_append(&path, &line)
     }
 
+    /// Deletes ref `name` and its reflog, as git deletes both.
+    fn delete_ref(&self, repo: &Repo<'_>, name: &str) -> Result<()> {
+        repo.refs.delete(name)?;
+        let log = files::join(&files::join(&repo.git_dir, "logs"), name);
+        match self.files.remove(&log) {
+            Ok(()) | Err(FileError::NotFound) => Ok(()),
+            Err(e) => Err(e).at(&log),
+        }
+    }
+
     fn files_append(&self, path: &str, line: &str) -> Result<()> {
         let mut data = files::read_optional(self.files, path)
             .at(path)?
@@ -391,6 +409,9 @@ impl<'a> Run<'a> {
     fn update_head(&self, repo: &Repo<'_>, new: &ObjectId, message: &str) -> Result<()> {
         let old = repo.refs.head_id()?;
         match repo.refs.head()? {
+            // A branch left where it was gets no entry (git writes an
+            // unchanged ref's log only through HEAD).
+            Head::Branch(_) if old.as_ref() == Some(new) => {}
             Head::Branch(name) => {
                 repo.refs.write(&name, new)?;
                 self.write_reflog(repo, &name, old, new, message)?;
@@ -1851,9 +1872,7 @@ impl<'a> Run<'a> {
                         continue;
                     }
                 }
-                repo.refs.delete(&full)?;
-                let log = files::join(&repo.git_dir, &format!("logs/{full}"));
-                let _ = self.files.remove(&log);
+                self.delete_ref(repo, &full)?;
                 self.say(&format!(
                     "Deleted branch {name} (was {}).\n",
                     self.abbrev(repo, &id)
@@ -1910,7 +1929,9 @@ impl<'a> Run<'a> {
             return Ok(0);
         }
         let (name, start) = match a.operands.as_slice() {
-            [name] => (name.clone(), "HEAD".to_string()),
+            // git names the current branch as the start (its reflog's
+            // `branch: Created from main`).
+            [name] => (name.clone(), head.branch().unwrap_or("HEAD").to_string()),
             [name, start] => (name.clone(), start.clone()),
             _ => {
                 return Err(fatal(

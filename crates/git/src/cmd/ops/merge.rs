@@ -65,7 +65,7 @@ pub(super) struct Options {
 
 /// A path left conflicted: its stages (base, ours, theirs) and what the
 /// worktree gets.
-struct Conflict {
+pub(super) struct Conflict {
     path: String,
     stages: [Entry; 3],
     worktree: (u32, ObjectId),
@@ -74,14 +74,14 @@ struct Conflict {
 /// A tree merge: the paths merged cleanly, the conflicts, and what git
 /// says of each path (in path order).
 #[derive(Default)]
-struct TreeMerge {
-    clean: Flat,
-    conflicts: Vec<Conflict>,
+pub(super) struct TreeMerge {
+    pub(super) clean: Flat,
+    pub(super) conflicts: Vec<Conflict>,
     messages: Vec<String>,
 }
 
 /// Why a merge is left to the computer's git.
-type Refused = &'static str;
+pub(super) type Refused = &'static str;
 
 /// Whether a side that both deleted and added paths may have renamed one
 /// in a way that changes what `other` did: the case rename detection
@@ -322,7 +322,12 @@ impl<'a> Run<'a> {
     }
 
     /// The best common ancestors of `a` and `b`.
-    fn merge_bases(&self, repo: &Repo<'_>, a: ObjectId, b: ObjectId) -> Result<Vec<ObjectId>> {
+    pub(super) fn merge_bases(
+        &self,
+        repo: &Repo<'_>,
+        a: ObjectId,
+        b: ObjectId,
+    ) -> Result<Vec<ObjectId>> {
         let mut of_a = HashSet::new();
         let mut todo = vec![a];
         while let Some(id) = todo.pop() {
@@ -360,7 +365,7 @@ impl<'a> Run<'a> {
     }
 
     /// Merges the three trees path by path.
-    fn merge_trees(
+    pub(super) fn merge_trees(
         &self,
         repo: &Repo<'_>,
         base: &Flat,

@@ -1,11 +1,14 @@
-//! The subcommands that talk to a remote over smart HTTP: `clone`,
-//! `fetch`, `pull` (fast-forward) and `push`, with git's output and exit
-//! statuses. The protocol is `crate::transport`'s; this is what git does
-//! around it: which refs to want and have, where fetched refs go, what is
-//! written to `.git` (in that order: pack, shallow boundary, refs, config,
-//! then the worktree), and what is printed.
+//! The subcommands that fetch from a remote over smart HTTP: `clone`,
+//! `fetch` and `pull` (which merges, `merge.rs`, or rebases,
+//! `rebase.rs`, what its fetch marked for merging), with git's output
+//! and exit statuses; `push` is `push.rs`. The protocol is
+//! `crate::transport`'s; this is what git does around it: which refs to
+//! want and have (git's `get_ref_map`: refspecs matched by git's rules,
+//! tags followed), where fetched refs go and which updates git refuses,
+//! what is written to `.git` (in that order: pack, shallow boundary,
+//! refs, `FETCH_HEAD`, config, then the worktree), and what is printed.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use gix_hash::ObjectId;
 use gix_object::Kind as ObjectKind;
@@ -68,44 +71,280 @@ pub(super) fn short(name: &str) -> &str {
         .unwrap_or(name)
 }
 
-/// One fetch refspec: `+refs/heads/*:refs/remotes/origin/*` or an exact
-/// `src:dst`.
+/// git's rules for what a short ref name may stand for
+/// (`ref_rev_parse_rules`), in their order of preference.
+const REF_RULES: [(&str, &str); 6] = [
+    ("", ""),
+    ("refs/", ""),
+    ("refs/tags/", ""),
+    ("refs/heads/", ""),
+    ("refs/remotes/", ""),
+    ("refs/remotes/", "/HEAD"),
+];
+
+/// Which of git's rules lets `pattern` name ref `name` (its index in
+/// [`REF_RULES`], lower preferred), as git's `refname_match`.
+pub(super) fn refname_match(pattern: &str, name: &str) -> Option<usize> {
+    REF_RULES.iter().position(|(prefix, suffix)| {
+        name.strip_prefix(prefix)
+            .and_then(|rest| rest.strip_suffix(suffix))
+            == Some(pattern)
+    })
+}
+
+/// The ref of `names` that `pattern` names best, as git's
+/// `find_ref_by_name_abbrev` picks it for a fetch.
+pub(super) fn best_ref<'n>(
+    pattern: &str,
+    names: impl IntoIterator<Item = &'n str>,
+) -> Option<&'n str> {
+    names
+        .into_iter()
+        .filter_map(|name| refname_match(pattern, name).map(|rule| (rule, name)))
+        .min_by_key(|(rule, _)| *rule)
+        .map(|(_, name)| name)
+}
+
+/// What a push refspec side names among some refs, as git's
+/// `count_refspec_match` decides: one full match, or one of the weak
+/// matches (outside `refs/heads/` and `refs/tags/`, and not spelled
+/// from `refs/` or its top level) when there is no full one.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Matched<'n> {
+    None,
+    One(&'n str),
+    Many,
+}
+
+pub(super) fn count_refspec_match<'n>(
+    pattern: &str,
+    names: impl IntoIterator<Item = &'n str>,
+) -> Matched<'n> {
+    let (mut strong, mut weak): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    for name in names {
+        if refname_match(pattern, name).is_none() {
+            continue;
+        }
+        let spelled_out = name.len() == pattern.len() || name.len() == pattern.len() + 5;
+        if spelled_out || name.starts_with("refs/heads/") || name.starts_with("refs/tags/") {
+            strong.push(name);
+        } else {
+            weak.push(name);
+        }
+    }
+    let chosen = if strong.is_empty() { weak } else { strong };
+    match chosen.as_slice() {
+        [] => Matched::None,
+        [one] => Matched::One(one),
+        _ => Matched::Many,
+    }
+}
+
+/// One fetch refspec: `+refs/heads/*:refs/remotes/origin/*`, an exact
+/// `src:dst`, or a source alone (`main`: fetched into `FETCH_HEAD` only).
 struct Refspec {
     force: bool,
     src: String,
+    /// Empty: stored nowhere but `FETCH_HEAD`.
     dst: String,
 }
 
 impl Refspec {
-    fn parse(text: &str) -> Option<Refspec> {
+    fn parse(text: &str) -> Refspec {
         let (force, text) = match text.strip_prefix('+') {
             Some(rest) => (true, rest),
             None => (false, text),
         };
-        let (src, dst) = text.split_once(':')?;
-        Some(Refspec {
+        let (src, dst) = text.split_once(':').unwrap_or((text, ""));
+        Refspec {
             force,
             src: src.to_string(),
             dst: dst.to_string(),
-        })
-    }
-
-    /// Where remote ref `name` goes locally under this refspec.
-    fn map(&self, name: &str) -> Option<String> {
-        match (self.src.split_once('*'), self.dst.split_once('*')) {
-            (Some((sp, ss)), Some((dp, ds))) => {
-                let middle = name.strip_prefix(sp)?.strip_suffix(ss)?;
-                Some(format!("{dp}{middle}{ds}"))
-            }
-            (None, None) if name == self.src => Some(self.dst.clone()),
-            _ => None,
         }
     }
 
-    /// The prefix `ls-refs` is asked for.
-    fn prefix(&self) -> &str {
-        self.src.split('*').next().unwrap_or(&self.src)
+    fn is_pattern(&self) -> bool {
+        self.src.contains('*')
     }
+
+    /// The local ref this refspec's destination names, as git's
+    /// `get_local_ref` spells a short one out (`x` → `refs/heads/x`).
+    fn local(dst: &str) -> Option<String> {
+        if dst.is_empty() {
+            None
+        } else if dst.starts_with("refs/") {
+            Some(dst.to_string())
+        } else if ["heads/", "tags/", "remotes/"]
+            .iter()
+            .any(|p| dst.starts_with(p))
+        {
+            Some(format!("refs/{dst}"))
+        } else {
+            Some(format!("refs/heads/{dst}"))
+        }
+    }
+
+    /// Where remote ref `name` goes locally under this refspec, if it
+    /// matches exactly or by its pattern (`Some(None)`: matched, stored
+    /// nowhere).
+    fn map(&self, name: &str) -> Option<Option<String>> {
+        match self.src.split_once('*') {
+            Some((sp, ss)) => {
+                let middle = name.strip_prefix(sp)?.strip_suffix(ss)?;
+                Some(Refspec::local(&self.dst.replacen('*', middle, 1)))
+            }
+            None if name == self.src => Some(Refspec::local(&self.dst)),
+            None => None,
+        }
+    }
+
+    /// The remote refs this refspec fetches, with where each goes: every
+    /// match of a pattern, else the ref its source names best.
+    fn resolve<'r>(&self, refs: &'r [RemoteRef]) -> Vec<(&'r RemoteRef, Option<String>)> {
+        if self.is_pattern() {
+            return refs
+                .iter()
+                .filter_map(|r| Some((r, self.map(&r.name)?)))
+                .collect();
+        }
+        best_ref(&self.src, refs.iter().map(|r| r.name.as_str()))
+            .and_then(|name| refs.iter().find(|r| r.name == name))
+            .map(|r| vec![(r, Refspec::local(&self.dst))])
+            .unwrap_or_default()
+    }
+
+    /// The prefixes `ls-refs` is asked for: a pattern's fixed part, or
+    /// every name git's rules let the source stand for.
+    fn prefixes(&self) -> Vec<String> {
+        match self.src.split_once('*') {
+            Some((prefix, _)) => vec![prefix.to_string()],
+            None => REF_RULES
+                .iter()
+                .map(|(prefix, suffix)| format!("{prefix}{}{suffix}", self.src))
+                .collect(),
+        }
+    }
+}
+
+/// Which tags a fetch takes: those pointing into what it fetched (git's
+/// default), every tag the server has (`--tags`), or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tags {
+    Following,
+    All,
+    /// `--no-tags`.
+    Off,
+}
+
+/// Who fetches: `fetch` itself, or `pull` (which lets git's fetch
+/// update the current branch, `--update-head-ok`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    Fetch,
+    Pull,
+}
+
+/// How a fetched ref goes into `FETCH_HEAD` (git's `fetch_head_status`),
+/// in the order git writes them: for merging, not for merging, or not at
+/// all (a remote-tracking ref updated on the side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum FetchHead {
+    Merge,
+    NotForMerge,
+    Ignore,
+}
+
+/// One ref a fetch takes (git's `ref_map` entry): the remote ref, the
+/// local ref it is stored as (none: `FETCH_HEAD` only), whether that may
+/// move other than forward.
+struct Wanted<'r> {
+    remote: &'r RemoteRef,
+    local: Option<String>,
+    force: bool,
+    status: FetchHead,
+}
+
+impl<'r> Wanted<'r> {
+    fn new(remote: &'r RemoteRef, local: Option<String>, force: bool, status: FetchHead) -> Self {
+        Wanted {
+            remote,
+            local,
+            force,
+            status,
+        }
+    }
+
+    /// What `FETCH_HEAD` and the fetch's lines call the remote ref:
+    /// `branch`/`tag`/`remote-tracking branch` and its short name; the
+    /// whole name of another ref; nothing for `HEAD`.
+    fn kind_and_what(&self) -> (&'static str, &'r str) {
+        let name = self.remote.name.as_str();
+        if name == "HEAD" {
+            return ("", "");
+        }
+        for (prefix, kind) in [
+            ("refs/heads/", "branch"),
+            ("refs/tags/", "tag"),
+            ("refs/remotes/", "remote-tracking branch"),
+        ] {
+            if let Some(what) = name.strip_prefix(prefix) {
+                return (kind, what);
+            }
+        }
+        ("", name)
+    }
+}
+
+/// The refs a fetch updated and their lines, whether one was refused,
+/// and what it fetched for merging (id, how a merge message names it,
+/// the remote ref).
+#[derive(Default)]
+struct FetchResult {
+    lines: Vec<Shown>,
+    /// The widest remote ref name among the lines of stored refs.
+    width: usize,
+    failed: bool,
+    merge: Vec<(ObjectId, String, String)>,
+}
+
+/// Drops the entries storing into a local ref an earlier one stores
+/// into, as git's `ref_remove_duplicates` does: its warning when the
+/// earlier one was asked for and the later one only configured, its
+/// refusal when two refs would go to one.
+fn remove_duplicates<'r>(map: Vec<Wanted<'r>>, run: &mut Run<'_>) -> Result<Vec<Wanted<'r>>> {
+    let mut kept: Vec<Wanted<'r>> = Vec::new();
+    for w in map {
+        let Some(earlier) = kept
+            .iter()
+            .find(|k| k.local.is_some() && k.local == w.local)
+        else {
+            kept.push(w);
+            continue;
+        };
+        if earlier.remote.name != w.remote.name {
+            let local = w.local.as_deref().unwrap_or_default();
+            let (a, b) = (&earlier.remote.name, &w.remote.name);
+            match (earlier.status, w.status) {
+                (FetchHead::Ignore, FetchHead::Ignore) => {
+                    return Err(fatal(format!("{local} tracks both {a} and {b}")))
+                }
+                (_, FetchHead::Ignore) => {
+                    run.err(&format!("warning: {local} usually tracks {b}, not {a}\n"))
+                }
+                _ => return Err(fatal(format!("Cannot fetch both {a} and {b} to {local}"))),
+            }
+        }
+    }
+    Ok(kept)
+}
+
+/// Whether git logs updates of ref `name` (`core.logAllRefUpdates`'s
+/// default in a repository with a worktree).
+fn logs_updates(name: &str) -> bool {
+    ["refs/heads/", "refs/remotes/", "refs/notes/"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || name == "HEAD"
 }
 
 /// One line of fetch's or push's report, before formatting.
@@ -149,11 +388,6 @@ impl Shown {
             self.code, self.summary, self.from, self.to
         )
     }
-}
-
-/// The refs a fetch updated, and what it fetched for `FETCH_HEAD`.
-struct FetchResult {
-    lines: Vec<Shown>,
 }
 
 impl<'a> Run<'a> {
@@ -504,147 +738,374 @@ impl<'a> Run<'a> {
 
     pub(crate) fn fetch(&mut self, repo: &Repo<'_>, a: &Parsed) -> Result<i32> {
         let (name, url) = self.remote_of(repo, a.operands.first().map(String::as_str))?;
-        let result = self.fetch_remote(repo, &name, &url)?;
+        let cmdline: Vec<Refspec> = a
+            .operands
+            .iter()
+            .skip(1)
+            .map(|s| Refspec::parse(s))
+            .collect();
+        // `--tags` and `--no-tags` are one option: the last one counts.
+        let tags = a.opts.iter().rev().find_map(|(long, _)| match *long {
+            "tags" => Some(Tags::All),
+            "no-tags" => Some(Tags::Off),
+            _ => None,
+        });
+        if let Some(status) = self.refuse_pruning(repo, &name)? {
+            return Ok(status);
+        }
+        let Some(result) =
+            self.fetch_remote(repo, (&name, &url), &cmdline, (tags, Caller::Fetch))?
+        else {
+            unreachable!("only a pull's fetch stops without an error")
+        };
         self.show_fetch(&url, &result, a.has("quiet"));
-        Ok(0)
+        Ok(if result.failed { 1 } else { 0 })
+    }
+
+    /// A fetch configured to prune (`remote.<name>.prune`, else
+    /// `fetch.prune`) is the computer's: its status, said.
+    fn refuse_pruning(&mut self, repo: &Repo<'_>, name: &str) -> Result<Option<i32>> {
+        let config = repo.config()?;
+        let get = |k: &str| Key::parse(k).ok().and_then(|k| config.get(&k));
+        let remote = (!is_url(name))
+            .then(|| get(&format!("remote.{name}.prune")))
+            .flatten();
+        let prune = remote.or_else(|| get("fetch.prune"));
+        if prune.as_deref().and_then(crate::config::parse_bool) == Some(false) || prune.is_none() {
+            return Ok(None);
+        }
+        self.err("stead: git fetch that prunes (fetch.prune, remote.<name>.prune) is not in the light shell's git; run it on the computer\n");
+        Ok(Some(129))
     }
 
     fn show_fetch(&mut self, url: &str, result: &FetchResult, quiet: bool) {
         if quiet || result.lines.is_empty() {
             return;
         }
-        let width = result
-            .lines
-            .iter()
-            .map(|l| l.from.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(10);
         self.err(&format!("From {}\n", shown_url(url)));
         for line in &result.lines {
-            self.err(&line.fetch_line(width));
+            self.err(&line.fetch_line(result.width.max(10)));
         }
     }
 
-    /// Fetches remote `name` by its configured refspecs: the objects, the
-    /// remote-tracking refs, tags pointing into what was fetched, and
-    /// `FETCH_HEAD`.
-    fn fetch_remote(&mut self, repo: &Repo<'_>, name: &str, url: &str) -> Result<FetchResult> {
+    /// Fetches from remote `name` at `url` what git's `get_ref_map`
+    /// chooses: the command line's refspecs (and, opportunistically, the
+    /// remote-tracking refs the configured ones map them to), else the
+    /// configured refspecs with the upstream for merging, else (a URL)
+    /// `HEAD`; all tags for `--tags`, else the tags pointing into what
+    /// was fetched. Then the objects, the refs as git updates them, and
+    /// `FETCH_HEAD` (for-merge entries first, as git writes it). `None`
+    /// (said) for a pull's refspec into the current branch, which git
+    /// fast-forwards the worktree for and the light shell leaves to the
+    /// computer.
+    fn fetch_remote(
+        &mut self,
+        repo: &Repo<'_>,
+        (name, url): (&str, &str),
+        cmdline: &[Refspec],
+        (tags, caller): (Option<Tags>, Caller),
+    ) -> Result<Option<FetchResult>> {
+        // git empties FETCH_HEAD first: a fetch that fails leaves it so.
+        let fetch_head_path = files::join(&repo.git_dir, "FETCH_HEAD");
+        let previous = files::read_optional(self.files, &fetch_head_path).at(&fetch_head_path)?;
+        self.files
+            .write(&fetch_head_path, b"")
+            .at(&fetch_head_path)?;
         let config = repo.config()?;
-        let specs: Vec<Refspec> = config
-            .get_all(&Key::parse(&format!("remote.{name}.fetch"))?)
-            .iter()
-            .filter_map(|s| Refspec::parse(s))
-            .collect();
+        // Unless asked, as `remote.<name>.tagOpt` says.
+        let tag_opt = match is_url(name) {
+            true => None,
+            false => config.get(&Key::parse(&format!("remote.{name}.tagOpt"))?),
+        };
+        let tags = tags.unwrap_or(match tag_opt.as_deref() {
+            Some("--tags") => Tags::All,
+            Some("--no-tags") => Tags::Off,
+            _ => Tags::Following,
+        });
+        let configured: Vec<Refspec> = match is_url(name) {
+            true => Vec::new(),
+            false => config
+                .get_all(&Key::parse(&format!("remote.{name}.fetch"))?)
+                .iter()
+                .map(|s| Refspec::parse(s))
+                .collect(),
+        };
+        let branch = repo.refs.head()?.branch().map(str::to_string);
+        let branch_key = |k: &str| {
+            branch
+                .as_ref()
+                .and_then(|b| Key::parse(&format!("branch.{b}.{k}")).ok())
+        };
+        let merges: Vec<String> = branch_key("merge")
+            .map(|k| config.get_all(&k))
+            .unwrap_or_default();
+        let upstream_here = !merges.is_empty()
+            && branch_key("remote").and_then(|k| config.get(&k)).as_deref() == Some(name);
         let http = self.http()?;
         let remote = Remote::new(http, url);
         let session = remote.upload_pack().map_err(transport)?;
-        let mut prefixes: Vec<&str> = specs.iter().map(Refspec::prefix).collect();
-        prefixes.push("refs/tags/");
+        let mut prefixes: Vec<String> = cmdline
+            .iter()
+            .chain(&configured)
+            .flat_map(Refspec::prefixes)
+            .chain(merges.iter().cloned())
+            .collect();
+        prefixes.extend(["HEAD".to_string(), "refs/tags/".to_string()]);
+        let prefixes: Vec<&str> = prefixes.iter().map(String::as_str).collect();
         let refs = session.list_refs(&prefixes).map_err(transport)?;
-        // (remote ref, local ref, force) for every ref a refspec maps.
-        let mut mapped: Vec<(&RemoteRef, String, bool)> = Vec::new();
-        for r in &refs {
-            if let Some(spec) = specs.iter().find(|s| s.map(&r.name).is_some()) {
-                mapped.push((r, spec.map(&r.name).expect("matched"), spec.force));
+        let mut map: Vec<Wanted<'_>> = Vec::new();
+        let mut follow_tags = false;
+        if !cmdline.is_empty() {
+            for spec in cmdline {
+                let found = spec.resolve(&refs);
+                if found.is_empty() && !spec.is_pattern() {
+                    return Err(fatal(format!("couldn't find remote ref {}", spec.src)));
+                }
+                for (r, local) in found {
+                    map.push(Wanted::new(r, local, spec.force, FetchHead::Merge));
+                }
+                follow_tags |= !spec.dst.is_empty();
+            }
+            // What the configured refspecs would store the same refs
+            // as is updated too (not written to FETCH_HEAD).
+            let explicit: Vec<&RemoteRef> = map.iter().map(|w| w.remote).collect();
+            for spec in &configured {
+                for r in &explicit {
+                    if let Some(local) = spec.map(&r.name).flatten() {
+                        map.push(Wanted::new(r, Some(local), spec.force, FetchHead::Ignore));
+                    }
+                }
+            }
+        } else if !configured.is_empty() || upstream_here {
+            for (i, spec) in configured.iter().enumerate() {
+                let first = map.len();
+                for (r, local) in spec.resolve(&refs) {
+                    map.push(Wanted::new(r, local, spec.force, FetchHead::NotForMerge));
+                }
+                follow_tags |= !spec.dst.is_empty();
+                if i == 0 && merges.is_empty() && !spec.is_pattern() && map.len() > first {
+                    map[first].status = FetchHead::Merge;
+                }
+            }
+            if upstream_here {
+                for merge in &merges {
+                    match map.iter_mut().find(|w| &w.remote.name == merge) {
+                        Some(w) => w.status = FetchHead::Merge,
+                        None => {
+                            if let Some(r) = refs.iter().find(|r| &r.name == merge) {
+                                map.push(Wanted::new(r, None, false, FetchHead::Merge));
+                            }
+                        }
+                    }
+                }
+            }
+        } else {
+            let head = refs
+                .iter()
+                .find(|r| r.name == "HEAD")
+                .ok_or_else(|| fatal("couldn't find remote ref HEAD"))?;
+            map.push(Wanted::new(head, None, false, FetchHead::Merge));
+        }
+        if tags == Tags::All {
+            for r in refs.iter().filter(|r| r.name.starts_with("refs/tags/")) {
+                map.push(Wanted::new(
+                    r,
+                    Some(r.name.clone()),
+                    false,
+                    FetchHead::NotForMerge,
+                ));
+            }
+        }
+        let mut map = remove_duplicates(map, self)?;
+        // git refuses before fetching anything.
+        if let Some(current) = repo.refs.head()?.branch() {
+            let current = format!("refs/heads/{current}");
+            if map
+                .iter()
+                .any(|w| w.local.as_deref() == Some(current.as_str()))
+            {
+                if caller == Caller::Pull {
+                    // Left to the computer as it was.
+                    match &previous {
+                        Some(text) => self.files.write(&fetch_head_path, text),
+                        None => self.files.remove(&fetch_head_path),
+                    }
+                    .at(&fetch_head_path)?;
+                    self.err("stead: git pull of a refspec into the current branch is not in the light shell's git; run it on the computer\n");
+                    return Ok(None);
+                }
+                return Err(fatal(format!(
+                    "refusing to fetch into branch '{current}' checked out at '{}'",
+                    repo.worktree
+                )));
             }
         }
         let mut wants: Vec<ObjectId> = Vec::new();
-        for (r, _, _) in &mapped {
-            if !repo.odb.contains(&r.id)? && !wants.contains(&r.id) {
-                wants.push(r.id);
+        for w in &map {
+            if !repo.odb.contains(&w.remote.id)? && !wants.contains(&w.remote.id) {
+                wants.push(w.remote.id);
+            }
+        }
+        // A tag we lack of a commit we have is followed too (the server
+        // includes only the tags of what it sends).
+        if tags == Tags::Following && follow_tags {
+            for r in refs.iter().filter(|r| r.name.starts_with("refs/tags/")) {
+                let target = r.peeled.unwrap_or(r.id);
+                if repo.refs.resolve(&r.name)?.is_none()
+                    && !repo.odb.contains(&r.id)?
+                    && repo.odb.contains(&target)?
+                    && !wants.contains(&r.id)
+                {
+                    wants.push(r.id);
+                }
             }
         }
         self.fetch_objects(repo, &session, wants, None)?;
         let repo = Repo::open(self.files, &repo.worktree);
         // Tags follow what was fetched (the server includes them).
-        let mut new_tags: Vec<&RemoteRef> = Vec::new();
-        for r in refs.iter().filter(|r| r.name.starts_with("refs/tags/")) {
-            if repo.refs.resolve(&r.name)?.is_none() && repo.odb.contains(&r.id)? {
-                new_tags.push(r);
+        if tags == Tags::Following && follow_tags {
+            for r in refs.iter().filter(|r| r.name.starts_with("refs/tags/")) {
+                let listed = map
+                    .iter()
+                    .any(|w| w.local.as_deref() == Some(r.name.as_str()));
+                if !listed && repo.refs.resolve(&r.name)?.is_none() && repo.odb.contains(&r.id)? {
+                    map.push(Wanted::new(
+                        r,
+                        Some(r.name.clone()),
+                        false,
+                        FetchHead::NotForMerge,
+                    ));
+                }
             }
         }
-        let mut lines = Vec::new();
+        map.sort_by_key(|w| w.status);
+        let mut result = FetchResult::default();
         let mut fetch_head = String::new();
-        let merge = repo
-            .refs
-            .head()?
-            .branch()
-            .and_then(|b| config.get(&Key::parse(&format!("branch.{b}.merge")).ok()?));
-        for (r, local, force) in &mapped {
-            let kind = if r.name.starts_with("refs/tags/") {
-                "tag"
-            } else {
-                "branch"
-            };
-            let for_merge = merge.as_deref() == Some(r.name.as_str());
-            fetch_head.push_str(&format!(
-                "{}\t{}\t{kind} '{}' of {}\n",
-                r.id,
-                if for_merge { "" } else { "not-for-merge" },
-                short(&r.name),
-                shown_url(url)
-            ));
-            let old = repo.refs.resolve(local)?;
-            let summary = match old {
-                Some(old) if old == r.id => continue,
-                Some(old) => {
-                    let ff = self.is_ancestor(&repo, old, r.id)?;
-                    if !ff && !force {
-                        lines.push(Shown {
-                            code: '!',
-                            summary: "[rejected]".into(),
-                            from: short(&r.name).into(),
-                            to: short(local).into(),
-                            note: Some("non-fast-forward".into()),
-                        });
-                        continue;
-                    }
-                    let (a, b) = (self.abbrev(&repo, &old), self.abbrev(&repo, &r.id));
-                    if ff {
-                        (' ', format!("{a}..{b}"), None)
-                    } else {
-                        ('+', format!("{a}...{b}"), Some("forced update".to_string()))
-                    }
+        for w in &map {
+            let (kind, what) = w.kind_and_what();
+            if w.status != FetchHead::Ignore {
+                let marker = match w.status {
+                    FetchHead::Merge => "",
+                    FetchHead::NotForMerge | FetchHead::Ignore => "not-for-merge",
+                };
+                let note = match (kind, what.is_empty()) {
+                    (_, true) => String::new(),
+                    ("", false) => format!("'{what}' of "),
+                    (kind, false) => format!("{kind} '{what}' of "),
+                };
+                fetch_head.push_str(&format!(
+                    "{}\t{marker}\t{note}{}\n",
+                    w.remote.id,
+                    shown_url(url)
+                ));
+                if w.status == FetchHead::Merge {
+                    let label = match kind {
+                        "" if what.is_empty() => shown_url(url).to_string(),
+                        "" => format!("'{what}' of {}", shown_url(url)),
+                        kind => format!("{kind} '{what}' of {}", shown_url(url)),
+                    };
+                    result
+                        .merge
+                        .push((w.remote.id, label, w.remote.name.clone()));
                 }
-                None => ('*', "[new branch]".to_string(), None),
-            };
-            repo.refs.write(local, &r.id)?;
-            self.write_reflog(
-                &repo,
-                local,
-                old,
-                &r.id,
-                &format!(
-                    "fetch: {}",
-                    if old.is_some() {
-                        "fast-forward"
-                    } else {
-                        "storing head"
-                    }
-                ),
-            )?;
-            lines.push(Shown {
-                code: summary.0,
-                summary: summary.1,
-                from: short(&r.name).into(),
-                to: short(local).into(),
-                note: summary.2,
-            });
+            }
+            match &w.local {
+                Some(local) => self.update_local_ref(&repo, w, local, &mut result)?,
+                None => result.lines.push(Shown {
+                    code: '*',
+                    summary: (if kind.is_empty() { "branch" } else { kind }).to_string(),
+                    from: (if what.is_empty() { "HEAD" } else { what }).to_string(),
+                    to: "FETCH_HEAD".into(),
+                    note: None,
+                }),
+            }
         }
-        for tag in new_tags {
-            repo.refs.write(&tag.name, &tag.id)?;
-            lines.push(Shown {
-                code: '*',
-                summary: "[new tag]".into(),
-                from: short(&tag.name).into(),
-                to: short(&tag.name).into(),
-                note: None,
-            });
+        self.files
+            .write(&fetch_head_path, fetch_head.as_bytes())
+            .at(&fetch_head_path)?;
+        Ok(Some(result))
+    }
+
+    /// Moves local ref `local` to what `w` fetched, as git's
+    /// `update_local_ref` decides (refusing a moved tag or a
+    /// non-fast-forward unless forced), with its line and reflog.
+    fn update_local_ref(
+        &mut self,
+        repo: &Repo<'_>,
+        w: &Wanted<'_>,
+        local: &str,
+        result: &mut FetchResult,
+    ) -> Result<()> {
+        let new = w.remote.id;
+        let old = repo.refs.resolve(local)?;
+        if old == Some(new) {
+            return Ok(());
         }
-        let path = files::join(&repo.git_dir, "FETCH_HEAD");
-        self.files.write(&path, fetch_head.as_bytes()).at(&path)?;
-        Ok(FetchResult { lines })
+        let from = short(&w.remote.name).to_string();
+        result.width = result.width.max(from.chars().count());
+        let to = short(local).to_string();
+        let refuse = |result: &mut FetchResult, why: &str| {
+            result.failed = true;
+            result.lines.push(Shown {
+                code: '!',
+                summary: "[rejected]".into(),
+                from: from.clone(),
+                to: to.clone(),
+                note: Some(why.into()),
+            });
+        };
+        let commit = |id: ObjectId| -> Result<bool> {
+            Ok(repo.odb.contains(&id)? && matches!(repo.peel(id), Ok((ObjectKind::Commit, _))))
+        };
+        let (code, summary, note, message) = match old {
+            Some(_) if local.starts_with("refs/tags/") => {
+                if !w.force {
+                    refuse(result, "would clobber existing tag");
+                    return Ok(());
+                }
+                ('t', "[tag update]".to_string(), None, "updating tag")
+            }
+            Some(old) if commit(old)? && commit(new)? => {
+                let (a, b) = (self.abbrev(repo, &old), self.abbrev(repo, &new));
+                let (old_commit, new_commit) = (repo.peel(old)?.1, repo.peel(new)?.1);
+                if self.is_ancestor(repo, old_commit, new_commit)? {
+                    (' ', format!("{a}..{b}"), None, "fast-forward")
+                } else if w.force {
+                    (
+                        '+',
+                        format!("{a}...{b}"),
+                        Some("forced update"),
+                        "forced-update",
+                    )
+                } else {
+                    refuse(result, "non-fast-forward");
+                    return Ok(());
+                }
+            }
+            _ => {
+                let name = &w.remote.name;
+                if name.starts_with("refs/tags/") {
+                    ('*', "[new tag]".to_string(), None, "storing tag")
+                } else if name.starts_with("refs/heads/") {
+                    ('*', "[new branch]".to_string(), None, "storing head")
+                } else {
+                    ('*', "[new ref]".to_string(), None, "storing ref")
+                }
+            }
+        };
+        repo.refs.write(local, &new)?;
+        if logs_updates(local) {
+            let message = format!("{}: {message}", self.action);
+            self.write_reflog(repo, local, old, &new, &message)?;
+        }
+        result.lines.push(Shown {
+            code,
+            summary,
+            from,
+            to,
+            note: note.map(str::to_string),
+        });
+        Ok(())
     }
 
     /// Whether commit `old` is `new` or one of its ancestors.
@@ -674,51 +1135,109 @@ impl<'a> Run<'a> {
 
     pub(crate) fn pull(&mut self, repo: &Repo<'_>, a: &Parsed) -> Result<i32> {
         let quiet = a.has("quiet");
-        let Some(branch) = repo.refs.head()?.branch().map(str::to_string) else {
-            return Err(fatal("You are not currently on a branch."));
-        };
-        let (name, url) = self.remote_of(repo, a.operands.first().map(String::as_str))?;
+        let operand = a.operands.first().map(String::as_str);
+        let (name, url) = self.remote_of(repo, operand)?;
+        let cmdline: Vec<Refspec> = a
+            .operands
+            .iter()
+            .skip(1)
+            .map(|s| Refspec::parse(s))
+            .collect();
         let config = repo.config()?;
-        let merge = match a.operands.get(1) {
-            Some(b) => Some(format!("refs/heads/{b}")),
-            None => config.get(&Key::parse(&format!("branch.{branch}.merge"))?),
+        // `--rebase`/`--no-rebase`, else `branch.<name>.rebase`, else
+        // `pull.rebase`; what is not a boolean (`merges`, `interactive`)
+        // is the computer's.
+        let configured_rebase = {
+            let get = |k: &str| Key::parse(k).ok().and_then(|k| config.get(&k));
+            let branch = repo.refs.head()?.branch().map(str::to_string);
+            let key = branch.map(|b| format!("branch.{b}.rebase"));
+            match key.as_deref().and_then(get).or_else(|| get("pull.rebase")) {
+                None => None,
+                Some(value) => match crate::config::parse_bool(&value) {
+                    Some(on) => Some(on),
+                    None => {
+                        self.err(&format!("stead: git pull that rebases with rebase={value} is not in the light shell's git; run it on the computer\n"));
+                        return Ok(129);
+                    }
+                },
+            }
         };
-        let Some(merge) = merge else {
-            self.err(&format!("There is no tracking information for the current branch.\nPlease specify which branch you want to merge with.\nSee git-pull(1) for details.\n\n    git pull <remote> <branch>\n\nIf you wish to set tracking information for this branch you can do so with:\n\n    git branch --set-upstream-to={name}/<branch> {branch}\n\n"));
-            return Ok(1);
+        let rebase = if a.has("rebase") {
+            true
+        } else if a.has("no-rebase") {
+            false
+        } else {
+            configured_rebase == Some(true)
         };
-        let result = self.fetch_remote(repo, &name, &url)?;
+        if rebase && repo.refs.head_id()?.is_some() {
+            if let Some(status) = self.refuse_unclean_rebase(repo)? {
+                return Ok(status);
+            }
+        }
+        if let Some(status) = self.refuse_pruning(repo, &name)? {
+            return Ok(status);
+        }
+        let Some(result) =
+            self.fetch_remote(repo, (&name, &url), &cmdline, (None, Caller::Pull))?
+        else {
+            return Ok(129);
+        };
         self.show_fetch(&url, &result, quiet);
+        if result.failed {
+            return Ok(1);
+        }
         let repo = Repo::open(self.files, &repo.worktree);
-        let tracking = format!("refs/remotes/{name}/{}", short(&merge));
-        let Some(theirs) = repo.refs.resolve(&tracking)? else {
-            return Err(fatal(format!("couldn't find remote ref {merge}")));
+        let (theirs, label, merged_ref) = match result.merge.as_slice() {
+            [] => {
+                self.no_merge_candidates(&repo, operand, !cmdline.is_empty())?;
+                return Ok(1);
+            }
+            [one] => one.clone(),
+            _ => {
+                self.err("stead: git pull of more than one ref (an octopus merge) is not in the light shell's git; run it on the computer\n");
+                return Ok(129);
+            }
         };
+        if repo.refs.head()?.branch().is_none() {
+            self.err("stead: git pull on a detached HEAD is not in the light shell's git; run it on the computer\n");
+            return Ok(129);
+        }
         let theirs = repo.peel(theirs)?.1;
+        let fast_forward = format!("{}: Fast-forward", self.action);
         let Some(ours) = repo.refs.head_id()? else {
             if !self.move_tree(&repo, &theirs, "merge")? {
                 return Ok(1);
             }
-            self.update_head(&repo, &theirs, "pull: Fast-forward")?;
+            self.update_head(&repo, &theirs, &fast_forward)?;
             return Ok(0);
         };
-        if self.is_ancestor(&repo, theirs, ours)? {
+        // A rebase says its own words when there is nothing to replay
+        // (`Current branch main is up to date.`), unless the two are one.
+        if (!rebase || ours == theirs) && self.is_ancestor(&repo, theirs, ours)? {
             if !quiet {
                 self.say("Already up to date.\n");
             }
             return Ok(0);
         }
         if self.is_ancestor(&repo, ours, theirs)? {
-            return self.fast_forward(&repo, ours, theirs, "pull: Fast-forward", quiet);
+            return self.fast_forward(&repo, ours, theirs, &fast_forward, quiet);
         }
-        if let Some(refused) = self.diverged(&config, a)? {
+        if rebase {
+            // The remote-tracking ref git reads the fork point from.
+            let tracking = merged_ref
+                .strip_prefix("refs/heads/")
+                .filter(|_| !is_url(&name))
+                .map(|b| format!("refs/remotes/{name}/{b}"));
+            return self.rebase_onto(&repo, (ours, theirs), tracking.as_deref(), quiet);
+        }
+        if let Some(refused) = self.diverged(&config, a, configured_rebase.is_some())? {
             return Ok(refused);
         }
         let theirs = Theirs {
             id: theirs,
             label: theirs.to_string(),
-            message: format!("Merge branch '{}' of {}", short(&merge), shown_url(&url)),
-            reflog: "pull".to_string(),
+            message: format!("Merge {label}"),
+            reflog: self.action.clone(),
         };
         let options = Options {
             ff: Ff::Allow,
@@ -728,24 +1247,74 @@ impl<'a> Run<'a> {
         self.merge_into(&repo, &theirs, &options)
     }
 
-    /// What `pull` does with branches that diverged: `None` to merge
-    /// (`--no-rebase`, `pull.rebase=false`, `pull.ff` set), else git's
-    /// refusal (`--ff-only`, nothing configured) or, for a rebase, that
-    /// the light shell cannot (its status).
-    fn diverged(&mut self, config: &crate::config::Config, a: &Parsed) -> Result<Option<i32>> {
+    /// What git's pull says when the fetch gave it nothing to merge
+    /// (`die_no_merge_candidates`), by what was asked and configured.
+    fn no_merge_candidates(
+        &mut self,
+        repo: &Repo<'_>,
+        given_remote: Option<&str>,
+        refspecs: bool,
+    ) -> Result<()> {
+        let config = repo.config()?;
+        let head = repo.refs.head()?;
+        let branch = head.branch();
+        let branch_value = |k: &str| {
+            branch
+                .and_then(|b| Key::parse(&format!("branch.{b}.{k}")).ok())
+                .and_then(|k| config.get(&k))
+        };
+        let upstream_remote = branch_value("remote");
+        let message = if refspecs {
+            "There are no candidates for merging among the refs that you just fetched.\nGenerally this means that you provided a wildcard refspec which had no\nmatches on the remote end.\n".to_string()
+        } else if given_remote.is_some()
+            && branch.is_some()
+            && upstream_remote.as_deref() != given_remote
+        {
+            format!("You asked to pull from the remote '{}', but did not specify\na branch. Because this is not the default configured remote\nfor your current branch, you must specify a branch on the command line.\n", given_remote.unwrap_or_default())
+        } else if let Some(branch) = branch {
+            match branch_value("merge") {
+                None => {
+                    let remotes: BTreeSet<String> = config
+                        .entries()
+                        .into_iter()
+                        .filter_map(|(key, _)| {
+                            let rest = key.strip_prefix("remote.")?;
+                            Some(rest.rsplit_once('.')?.0.to_string())
+                        })
+                        .collect();
+                    let remote = match remotes.len() {
+                        1 => remotes.into_iter().next().unwrap_or_default(),
+                        _ => "<remote>".to_string(),
+                    };
+                    format!("There is no tracking information for the current branch.\nPlease specify which branch you want to merge with.\nSee git-pull(1) for details.\n\n    git pull <remote> <branch>\n\nIf you wish to set tracking information for this branch you can do so with:\n\n    git branch --set-upstream-to={remote}/<branch> {branch}\n\n")
+                }
+                Some(merge) => format!("Your configuration specifies to merge with the ref '{merge}'\nfrom the remote, but no such ref was fetched.\n"),
+            }
+        } else {
+            "You are not currently on a branch.\nPlease specify which branch you want to merge with.\nSee git-pull(1) for details.\n\n    git pull <remote> <branch>\n\n".to_string()
+        };
+        self.err(&message);
+        Ok(())
+    }
+
+    /// What `pull` does with branches that diverged and are not
+    /// rebased: `None` to merge (`--no-rebase`, a rebase configured off,
+    /// `pull.ff` set), else git's refusal (`--ff-only`, nothing
+    /// configured).
+    fn diverged(
+        &mut self,
+        config: &crate::config::Config,
+        a: &Parsed,
+        rebase_configured: bool,
+    ) -> Result<Option<i32>> {
         let get = |k: &str| Key::parse(k).ok().and_then(|k| config.get(&k));
         let ff_only = a.has("ff-only") || get("pull.ff").as_deref() == Some("only");
         if ff_only {
             self.err("hint: Diverging branches can't be fast-forwarded, you need to either:\nhint:\nhint: \tgit merge --no-ff\nhint:\nhint: or:\nhint:\nhint: \tgit rebase\nhint:\nhint: Disable this message with \"git config advice.diverging false\"\n");
             return Err(fatal("Not possible to fast-forward, aborting."));
         }
-        let rebase = get("pull.rebase");
-        if a.has("no-rebase") || rebase.as_deref() == Some("false") {
+        if a.has("no-rebase") || rebase_configured {
             return Ok(None);
-        }
-        if rebase.is_some() {
-            self.err("stead: git pull that rebases is not in the light shell's git; run it on the computer\n");
-            return Ok(Some(129));
         }
         if get("pull.ff").is_some() {
             return Ok(None);

@@ -11,7 +11,7 @@
 
 use gix_hash::ObjectId;
 
-use super::network::{short, transport, Shown};
+use super::network::{count_refspec_match, short, transport, Matched, Shown};
 use super::{fatal, Run};
 use crate::cmd::args::Parsed;
 use crate::config::Key;
@@ -33,7 +33,10 @@ struct PushSpec {
 /// the one hint it prints when several were refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Rejection {
-    NonFastForward,
+    /// A non-fast-forward of the remote ref named as the current branch.
+    NonFastForwardHead,
+    /// A non-fast-forward of any other ref.
+    NonFastForwardOther,
     AlreadyExists,
     FetchFirst,
     Stale,
@@ -42,7 +45,7 @@ enum Rejection {
 impl Rejection {
     fn note(self) -> &'static str {
         match self {
-            Rejection::NonFastForward => "non-fast-forward",
+            Rejection::NonFastForwardHead | Rejection::NonFastForwardOther => "non-fast-forward",
             Rejection::AlreadyExists => "already exists",
             Rejection::FetchFirst => "fetch first",
             Rejection::Stale => "stale info",
@@ -51,7 +54,8 @@ impl Rejection {
 
     fn hint(self) -> &'static str {
         match self {
-            Rejection::NonFastForward => "hint: Updates were rejected because the tip of your current branch is behind\nhint: its remote counterpart. If you want to integrate the remote changes,\nhint: use 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n",
+            Rejection::NonFastForwardHead => "hint: Updates were rejected because the tip of your current branch is behind\nhint: its remote counterpart. If you want to integrate the remote changes,\nhint: use 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n",
+            Rejection::NonFastForwardOther => "hint: Updates were rejected because a pushed branch tip is behind its remote\nhint: counterpart. If you want to integrate the remote changes, use 'git pull'\nhint: before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n",
             Rejection::AlreadyExists => "hint: Updates were rejected because the tag already exists in the remote.\n",
             Rejection::FetchFirst => "hint: Updates were rejected because the remote contains work that you do not\nhint: have locally. This is usually caused by another repository pushing to\nhint: the same ref. If you want to integrate the remote changes, use\nhint: 'git pull' before pushing again.\nhint: See the 'Note about fast-forwards' in 'git push --help' for details.\n",
             Rejection::Stale => "",
@@ -97,40 +101,50 @@ pub(crate) fn is_url(remote: &str) -> bool {
     remote.starts_with("http://") || remote.starts_with("https://")
 }
 
-/// The local ref a refspec's source names, by git's rules (`refs/X`,
-/// `refs/tags/X`, `refs/heads/X`, `refs/remotes/X`; `HEAD` the current
-/// branch), or `refs/heads/X` when none exists.
-fn local_src(repo: &Repo<'_>, head: &Head, side: &str) -> Result<String> {
-    if side == "HEAD" || side.starts_with("refs/") {
-        return Ok(full_ref(head, side));
+/// The local ref a refspec's source names, as git matches it against
+/// every local ref (`HEAD` the current branch); `refs/heads/X` when none
+/// does, `Err` with git's message when more than one does (a tag and a
+/// branch of one name).
+fn local_src(
+    repo: &Repo<'_>,
+    head: &Head,
+    side: &str,
+) -> Result<std::result::Result<String, String>> {
+    if side == "HEAD" {
+        return Ok(Ok(full_ref(head, side)));
     }
-    for candidate in [
-        format!("refs/{side}"),
-        format!("refs/tags/{side}"),
-        format!("refs/heads/{side}"),
-        format!("refs/remotes/{side}"),
-    ] {
-        if repo.refs.resolve(&candidate)?.is_some() {
-            return Ok(candidate);
-        }
-    }
-    Ok(full_ref(head, side))
+    let refs = repo.refs.list("refs/")?;
+    Ok(
+        match count_refspec_match(side, refs.keys().map(String::as_str)) {
+            Matched::One(name) => Ok(name.to_string()),
+            Matched::None => Ok(full_ref(head, side)),
+            Matched::Many => Err(format!("src refspec {side} matches more than one")),
+        },
+    )
 }
 
-/// The remote ref a refspec's destination names: one the server has by
-/// git's rules, else a branch or tag as the source is one.
-fn remote_dst(dst: &str, src: Option<&str>, remote_refs: &[RemoteRef]) -> String {
-    if dst.starts_with("refs/") {
-        return dst.to_string();
+/// The remote ref a refspec's destination names: the one the server has
+/// by git's rules, else a branch or tag as the source is one; `Err` with
+/// git's message when it names more than one.
+fn remote_dst(
+    dst: &str,
+    src: Option<&str>,
+    remote_refs: &[RemoteRef],
+) -> std::result::Result<String, String> {
+    match count_refspec_match(dst, remote_refs.iter().map(|r| r.name.as_str())) {
+        Matched::One(name) => Ok(name.to_string()),
+        Matched::Many => Err(format!("dst refspec {dst} matches more than one")),
+        Matched::None => Ok(guess_dst(dst, src)),
     }
-    let found = ["refs/", "refs/tags/", "refs/heads/", "refs/remotes/"]
-        .iter()
-        .map(|p| format!("{p}{dst}"))
-        .find(|name| remote_refs.iter().any(|r| &r.name == name));
-    match (found, src) {
-        (Some(name), _) => name,
-        (None, Some(src)) if src.starts_with("refs/tags/") => format!("refs/tags/{dst}"),
-        (None, _) => format!("refs/heads/{dst}"),
+}
+
+/// The remote ref a destination the server lacks becomes: itself when
+/// spelled from `refs/`, else a tag or branch as the source is one.
+fn guess_dst(dst: &str, src: Option<&str>) -> String {
+    match src {
+        _ if dst.starts_with("refs/") => dst.to_string(),
+        Some(src) if src.starts_with("refs/tags/") => format!("refs/tags/{dst}"),
+        _ => format!("refs/heads/{dst}"),
     }
 }
 
@@ -180,7 +194,13 @@ fn full_ref(head: &Head, side: &str) -> String {
 impl<'a> Run<'a> {
     /// The refs `a` names (refspecs, `--delete`'s refs, `--tags`' tags),
     /// or the current branch's upstream.
-    fn push_specs(&mut self, repo: &Repo<'_>, a: &Parsed, name: &str) -> Result<Vec<PushSpec>> {
+    /// `Err` is git's message for a refspec that names more than one ref.
+    fn push_specs(
+        &mut self,
+        repo: &Repo<'_>,
+        a: &Parsed,
+        name: &str,
+    ) -> Result<std::result::Result<Vec<PushSpec>, String>> {
         let head = repo.refs.head()?;
         let force = a.has("force");
         let named = &a.operands[a.operands.len().min(1)..];
@@ -191,14 +211,14 @@ impl<'a> Run<'a> {
             if named.iter().any(|n| n.contains(':')) {
                 return Err(fatal("--delete only accepts plain target ref names"));
             }
-            return Ok(named
+            return Ok(Ok(named
                 .iter()
                 .map(|dst| PushSpec {
                     src: None,
                     dst: dst.clone(),
                     force,
                 })
-                .collect());
+                .collect()));
         }
         if !named.is_empty() || a.has("tags") {
             let mut specs = Vec::new();
@@ -207,15 +227,23 @@ impl<'a> Run<'a> {
                     Some(rest) => (true, rest),
                     None => (false, spec.as_str()),
                 };
-                let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
+                let (src, dst) = match spec.split_once(':') {
+                    Some((src, dst)) => (src, Some(dst)),
+                    None => (spec, None),
+                };
                 let src = match src {
                     "" => None,
-                    src => Some(local_src(repo, &head, src)?),
+                    src => match local_src(repo, &head, src)? {
+                        Ok(name) => Some(name),
+                        Err(message) => return Ok(Err(message)),
+                    },
                 };
+                // Without `:DST` the source's full name is the
+                // destination, as git takes it.
                 let dst = match (&src, dst) {
-                    (Some(src), "HEAD") => src.clone(),
-                    (_, "HEAD") => full_ref(&head, dst),
-                    (_, dst) => dst.to_string(),
+                    (Some(src), None | Some("HEAD")) => src.clone(),
+                    (None, Some("HEAD")) => full_ref(&head, "HEAD"),
+                    (_, dst) => dst.unwrap_or_default().to_string(),
                 };
                 specs.push(PushSpec {
                     src,
@@ -232,19 +260,30 @@ impl<'a> Run<'a> {
                     });
                 }
             }
-            return Ok(specs);
+            return Ok(Ok(specs));
         }
         let Head::Branch(branch) = &head else {
             return Err(fatal("You are not currently on a branch.\nTo push the history leading to the current (detached HEAD)\nstate now, use\n\n    git push origin HEAD:<name-of-remote-branch>\n"));
         };
         let short_name = short(branch).to_string();
         let config = repo.config()?;
+        let push_default = config.get(&Key::parse("push.default")?);
         let upstream = config.get(&Key::parse(&format!("branch.{short_name}.merge"))?);
         let upstream_remote = config.get(&Key::parse(&format!("branch.{short_name}.remote"))?);
         let dst = match upstream {
             Some(merge) if upstream_remote.as_deref() == Some(name) => {
                 if merge != *branch {
-                    return Err(fatal(format!("The upstream branch of your current branch does not match\nthe name of your current branch.  To push to the upstream branch\non the remote, use\n\n    git push {name} HEAD:{}\n\nTo push to the branch of the same name on the remote, use\n\n    git push {name} HEAD\n", short(&merge))));
+                    // git's advice, unless configured away.
+                    let mut advice = String::new();
+                    if push_default.is_none() {
+                        advice.push_str("\nTo choose either option permanently, see push.default in 'git help config'.\n");
+                    }
+                    if config.get(&Key::parse("branch.autoSetupMerge")?).as_deref()
+                        != Some("simple")
+                    {
+                        advice.push_str("\nTo avoid automatically configuring an upstream branch when its name\nwon't match the local branch, see option 'simple' of branch.autoSetupMerge\nin 'git help config'.\n");
+                    }
+                    return Err(fatal(format!("The upstream branch of your current branch does not match\nthe name of your current branch.  To push to the upstream branch\non the remote, use\n\n    git push {name} HEAD:{}\n\nTo push to the branch of the same name on the remote, use\n\n    git push {name} HEAD\n{advice}", short(&merge))));
                 }
                 merge
             }
@@ -255,11 +294,11 @@ impl<'a> Run<'a> {
                 return Err(fatal(format!("The current branch {short_name} has no upstream branch.\nTo push the current branch and set the remote as upstream, use\n\n    git push --set-upstream {name} {short_name}\n\nTo have this happen automatically for branches without a tracking\nupstream, see 'push.autoSetupRemote' in 'git help config'.\n")));
             }
         };
-        Ok(vec![PushSpec {
+        Ok(Ok(vec![PushSpec {
             src: Some(branch.clone()),
             dst,
             force,
-        }])
+        }]))
     }
 
     /// What a lease expects of remote ref `dst`, if one applies to it.
@@ -272,7 +311,7 @@ impl<'a> Run<'a> {
     ) -> Result<Option<ObjectId>> {
         let lease = leases.iter().rev().find(|(name, _)| match name {
             None => true,
-            Some(name) => name == dst || remote_dst(name, None, &[]) == dst,
+            Some(name) => name == dst || guess_dst(name, None) == dst,
         });
         Ok(match lease {
             None => None,
@@ -299,9 +338,21 @@ impl<'a> Run<'a> {
         url: &str,
     ) -> Result<Option<Plan>> {
         let null = ObjectId::null(gix_hash::Kind::Sha1);
+        let head = match repo.refs.head()? {
+            Head::Branch(name) => Some(name),
+            Head::Detached(_) => None,
+        };
         let mut plan = Plan::default();
         for spec in specs {
-            let dst = remote_dst(&spec.dst, spec.src.as_deref(), remote_refs);
+            let dst = match remote_dst(&spec.dst, spec.src.as_deref(), remote_refs) {
+                Ok(dst) => dst,
+                Err(message) => {
+                    self.err(&format!(
+                        "error: {message}\nerror: failed to push some refs to '{url}'\n"
+                    ));
+                    return Ok(None);
+                }
+            };
             let old = remote_refs.iter().find(|r| r.name == dst).map(|r| r.id);
             let to = short(&dst).to_string();
             let lease = self.lease_of(repo, leases, remote_name, &dst)?;
@@ -354,9 +405,14 @@ impl<'a> Run<'a> {
                     } else if force {
                         ('+', format!("{x}...{y}"), Some("forced update".to_string()))
                     } else {
+                        // git's "current branch" is the remote ref
+                        // spelled as HEAD's branch, whatever was pushed.
                         let why = match (tag, known) {
                             (true, _) => Rejection::AlreadyExists,
-                            (false, true) => Rejection::NonFastForward,
+                            (false, true) if head.as_deref() == Some(dst.as_str()) => {
+                                Rejection::NonFastForwardHead
+                            }
+                            (false, true) => Rejection::NonFastForwardOther,
                             (false, false) => Rejection::FetchFirst,
                         };
                         plan.reject(why, from, to);
@@ -432,9 +488,11 @@ impl<'a> Run<'a> {
                 Ok(()) if update.name.starts_with("refs/heads/") && !is_url(remote_name) => {
                     let tracking = format!("refs/remotes/{remote_name}/{}", short(&update.name));
                     if update.new.is_null() {
-                        repo.refs.delete(&tracking)?;
+                        self.delete_ref(repo, &tracking)?;
                     } else {
+                        let old = repo.refs.resolve(&tracking)?;
                         repo.refs.write(&tracking, &update.new)?;
+                        self.write_reflog(repo, &tracking, old, &update.new, "update by push")?;
                     }
                 }
                 Ok(()) => {}
@@ -458,10 +516,25 @@ impl<'a> Run<'a> {
                 return Ok(129);
             }
         };
+        let named = a.operands.len() > 1 || a.has("tags") || a.has("delete");
+        let push_default = repo.config()?.get(&Key::parse("push.default")?);
+        if !named && !matches!(push_default.as_deref(), None | Some("simple")) {
+            self.err("stead: git push by a push.default other than simple is not in the light shell's git; run it on the computer\n");
+            return Ok(129);
+        }
         let (name, url) = self.remote_of(repo, a.operands.first().map(String::as_str))?;
         let specs = self.push_specs(repo, a, &name)?;
         let remote = Remote::new(self.http()?, &url);
         let (remote_refs, capabilities) = remote.receive_pack_refs().map_err(transport)?;
+        let specs = match specs {
+            Ok(specs) => specs,
+            Err(message) => {
+                self.err(&format!(
+                    "error: {message}\nerror: failed to push some refs to '{url}'\n"
+                ));
+                return Ok(1);
+            }
+        };
         let planned = self.plan_push(repo, (&specs, &leases), (&name, &remote_refs), &url)?;
         let Some(mut plan) = planned else {
             return Ok(1);
@@ -508,10 +581,11 @@ impl<'a> Run<'a> {
                 continue;
             };
             config.set(&Key::parse(&format!("branch.{b}.remote"))?, name);
-            config.set(&Key::parse(&format!("branch.{b}.merge"))?, &spec.dst);
+            let merge = guess_dst(&spec.dst, spec.src.as_deref());
+            config.set(&Key::parse(&format!("branch.{b}.merge"))?, &merge);
             self.say(&format!(
                 "branch '{b}' set up to track '{name}/{}'.\n",
-                short(&spec.dst)
+                short(&merge)
             ));
         }
         repo.save_config(&config)
