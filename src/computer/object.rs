@@ -12,7 +12,8 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use stead_agent::computer::owner::{
-    Call, ContainerHost, HeaderList, Hop, Outgoing, Owner, Provider, Record, Reply, Start,
+    Call, ContainerHost, HeaderList, Hop, Outgoing, Owner, Provider, Record, Reply, SendError,
+    Start,
 };
 use stead_agent::port_grants::{Grants, FORGET_PATH};
 use stead_agent::HostError;
@@ -155,9 +156,16 @@ impl ContainerHost for Platform {
         destroyed.map_err(failed("destroy the container"))
     }
 
-    async fn send(&self, hop: Hop, outgoing: Outgoing<'_, Request>) -> Hosted<Response> {
+    async fn send(
+        &self,
+        hop: Hop,
+        outgoing: Outgoing<'_, Request>,
+    ) -> std::result::Result<Response, SendError> {
         let port = match hop {
-            Hop::Container { port } => Some(self.container()?.get_tcp_port(port)),
+            Hop::Container { port } => {
+                let container = self.container().map_err(SendError::Undelivered)?;
+                Some(container.get_tcp_port(port))
+            }
             Hop::Network => None,
         };
         let sent = async {
@@ -167,7 +175,8 @@ impl ContainerHost for Platform {
                 None => Fetch::Request(req).send().await,
             }
         };
-        sent.await.map_err(failed("reach the computer"))
+        let failure = sent.await.map_err(failed("reach the computer"));
+        failure.map_err(SendError::of_platform)
     }
 
     fn status_of(answer: &Response) -> u16 {

@@ -194,7 +194,7 @@ pub async fn run<'db, H: Host>(
         // started and the computer and its copy are as they were.
         Err(error) if error.is_bad_request() => return Err(error),
         Err(error) => {
-            let broken = Broken::lost(error.to_string());
+            let broken = Broken::lost(lost_reason(error));
             let output = Output::new(handling.encoding);
             return lost(host.db(), &vfs, output, report, broken).map(Ran::Finished);
         }
@@ -263,7 +263,7 @@ pub async fn resume<'db, H: Host>(
     let path = format!("/v1/exec/{}/output?from={}", detached.exec, detached.offset);
     let stream = match link.get_stream("reattach", &path).await {
         Ok(stream) => stream,
-        Err(error) => return gone(error.to_string()),
+        Err(error) => return gone(lost_reason(error)),
     };
     finish(host, &vfs, &link, handling, detached, stream, report, sink).await
 }
@@ -403,6 +403,20 @@ fn lost<'db, S: Sql + 'db>(
         broken.reason
     ));
     Ok(outcome)
+}
+
+/// Why an exec's request got no stream: the owner's own words when it
+/// says the computer was lost with the command perhaps begun
+/// (`COMPUTER_LOST`), else the error.
+fn lost_reason(error: ComputerError) -> String {
+    match error {
+        ComputerError::Refused {
+            code: ErrorCode::ComputerLost,
+            message,
+            ..
+        } => message,
+        error => error.to_string(),
+    }
 }
 
 /// The container instance a push reached, and the revision it now holds.
