@@ -17,7 +17,8 @@ use std::rc::Rc;
 
 use serde_json::{json, Value};
 use stead_agent::computer::owner::{
-    ContainerHost, HeaderList, Hop, Outgoing, Provider, Record, SendError, Start, PORT, SECRET_VAR,
+    ContainerHost, HeaderList, Hop, Outgoing, Provider, Record, SendError, Start,
+    DEV_SECRET_SETTING, DEV_URL_SETTING, IDLE_SETTING, PORT, SECRET_VAR,
 };
 use stead_agent::HostError;
 
@@ -104,6 +105,11 @@ impl std::ops::Deref for FakeContainers {
 }
 
 impl FakeContainers {
+    /// The provider the owner is to find.
+    pub fn provider(&self) -> Provider {
+        self.provider.borrow().clone().expect("a provider")
+    }
+
     pub fn new() -> Self {
         let fake = FakeContainers::default();
         *fake.provider.borrow_mut() = Some(Provider::Container);
@@ -254,12 +260,19 @@ impl ContainerHost for FakeContainers {
     type Request = ();
     type Answer = FakeAnswer;
 
-    fn provider(&self) -> Provider {
-        self.provider.borrow().clone().expect("a provider")
+    fn has_container(&self) -> bool {
+        self.provider() == Provider::Container
     }
 
-    fn default_idle_ms(&self) -> Option<u64> {
-        self.default_idle.get()
+    /// The settings that make [`Inner::provider`] (read back by the
+    /// owner) and the default idle timeout.
+    fn setting(&self, name: &str) -> Option<String> {
+        match (self.provider(), name) {
+            (Provider::Local { base, .. }, DEV_URL_SETTING) => Some(base),
+            (Provider::Local { secret, .. }, DEV_SECRET_SETTING) => Some(secret),
+            (_, IDLE_SETTING) => self.default_idle.get().map(|ms| ms.to_string()),
+            _ => None,
+        }
     }
 
     fn now_ms(&self) -> i64 {

@@ -530,6 +530,15 @@ fn a_status_answer_names_the_instance_and_build_in_the_state() {
 }
 
 #[test]
+fn the_deployment_sets_the_idle_timeout_until_the_workspace_sends_one() {
+    let (owner, fake) = owner();
+    fake.default_idle.set(Some(90_000));
+    assert_eq!(state(&owner)["idle_ms"], 90_000);
+    ask(&owner, &post("/v1/sync/plan"));
+    assert_eq!(state(&owner)["idle_ms"], 60_000, "the workspace's own");
+}
+
+#[test]
 fn a_start_that_fails_leaves_nothing_started() {
     let (owner, fake) = owner();
     fake.start_fails.set(true);
@@ -584,7 +593,8 @@ fn port_requests_reach_the_running_container_count_as_use_and_never_start_one() 
 fn locally_one_program_serves_every_agent_and_is_never_started_or_released() {
     let fake = FakeContainers::new();
     *fake.provider.borrow_mut() = Some(Provider::Local {
-        base: "http://10.1.2.3:8788".into(),
+        // Its trailing slash is the setting's, not the request's.
+        base: "http://10.1.2.3:8788/".into(),
         secret: "dev".into(),
     });
     let owner = Owner::new(fake.clone());

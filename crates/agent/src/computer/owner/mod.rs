@@ -86,6 +86,16 @@ pub const HEARTBEAT_MS: i64 = 5_000;
 /// The container's environment variable that carries its secret.
 pub const SECRET_VAR: &str = "STEAD_COMPUTER_SECRET";
 
+/// The deployment's setting of the local program's URL (local development
+/// without containers).
+pub const DEV_URL_SETTING: &str = "COMPUTER_DEV_URL";
+
+/// The deployment's setting of the local program's secret.
+pub const DEV_SECRET_SETTING: &str = "COMPUTER_DEV_SECRET";
+
+/// The deployment's setting of the idle timeout, in milliseconds.
+pub const IDLE_SETTING: &str = "COMPUTER_IDLE_MS";
+
 /// How this deployment provides computers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Provider {
@@ -200,9 +210,10 @@ pub trait ContainerHost {
     /// An answer as the platform holds it (passed on untouched, or read).
     type Answer;
 
-    fn provider(&self) -> Provider;
-    /// The deployment's idle timeout, if it sets one.
-    fn default_idle_ms(&self) -> Option<u64>;
+    /// Whether the platform gives this object a container.
+    fn has_container(&self) -> bool;
+    /// The deployment's setting `name` (a variable or a secret), if set.
+    fn setting(&self, name: &str) -> Option<String>;
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> i64;
     async fn sleep(&self, ms: u64);
@@ -463,7 +474,7 @@ impl<H: ContainerHost> Owner<H> {
         if let Some(rest) = call.path.strip_prefix(PORTS_PREFIX) {
             return self.forward_port(rest, call, request).await;
         }
-        match self.host.provider() {
+        match self.provider() {
             Provider::Container => self.forward(call).await,
             Provider::Local { base, secret } => {
                 let outgoing = call.to_program(format!("{base}{}", call.target()), &secret);
@@ -602,7 +613,7 @@ impl<H: ContainerHost> Owner<H> {
     /// The alarm: the heartbeat while a container runs, and its release
     /// once it has been idle past its deadline.
     pub async fn alarm(&self) -> Result<Alarmed, HostError> {
-        if self.host.provider() != Provider::Container {
+        if self.provider() != Provider::Container {
             return Ok(Alarmed::NoContainer);
         }
         // This alarm has fired: the next one is set below, or none is.
@@ -631,9 +642,28 @@ impl<H: ContainerHost> Owner<H> {
         Ok(Alarmed::Running)
     }
 
+    /// How this deployment provides computers: a container if the
+    /// platform gives one, else the local program if both its settings are
+    /// there.
+    fn provider(&self) -> Provider {
+        if self.host.has_container() {
+            return Provider::Container;
+        }
+        let setting = |name| self.host.setting(name);
+        match (setting(DEV_URL_SETTING), setting(DEV_SECRET_SETTING)) {
+            (Some(base), Some(secret)) => Provider::Local {
+                base: base.trim_end_matches('/').to_string(),
+                secret,
+            },
+            _ => Provider::Missing,
+        }
+    }
+
     /// The idle timeout when the workspace sent none.
     fn default_idle(&self) -> u64 {
-        self.host.default_idle_ms().unwrap_or(DEFAULT_IDLE_MS)
+        let set = self.host.setting(IDLE_SETTING);
+        set.and_then(|ms| ms.trim().parse().ok())
+            .unwrap_or(DEFAULT_IDLE_MS)
     }
 
     /// The record: from memory, else from storage.
@@ -764,7 +794,7 @@ impl<H: ContainerHost> Owner<H> {
 
     /// Destroys the container now, if one runs.
     async fn release(&self, why: &str) -> Result<(), HostError> {
-        if self.host.provider() != Provider::Container {
+        if self.provider() != Provider::Container {
             return Ok(());
         }
         // Released before the container is destroyed: a background request
@@ -782,7 +812,7 @@ impl<H: ContainerHost> Owner<H> {
     }
 
     async fn answer_state(&self, call: &Call) -> Result<Reply<H::Answer>, HostError> {
-        let state = match self.host.provider() {
+        let state = match self.provider() {
             Provider::Container => self
                 .load()
                 .await?
