@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use stead_agent::computer::owner::{
-    Call, ContainerHost, HeaderList, Hop, Outgoing, Owner, Provider, Record, Reply, Start,
+    Call, ContainerHost, HeaderList, Hop, Outgoing, Owner, Record, Reply, SendError, Start,
 };
 use stead_agent::port_grants::{Grants, FORGET_PATH};
 use stead_agent::HostError;
@@ -100,24 +100,14 @@ impl ContainerHost for Platform {
     type Request = Request;
     type Answer = Response;
 
-    fn provider(&self) -> Provider {
-        if self.state.container().is_some() {
-            return Provider::Container;
-        }
-        let base = self.env.var("COMPUTER_DEV_URL").map(|v| v.to_string());
-        let secret = self.env.secret("COMPUTER_DEV_SECRET");
-        match (base, secret) {
-            (Ok(base), Ok(secret)) => Provider::Local {
-                base: base.trim_end_matches('/').to_string(),
-                secret: secret.to_string(),
-            },
-            _ => Provider::Missing,
-        }
+    fn has_container(&self) -> bool {
+        self.state.container().is_some()
     }
 
-    fn default_idle_ms(&self) -> Option<u64> {
-        let var = self.env.var("COMPUTER_IDLE_MS").ok()?;
-        var.to_string().trim().parse().ok()
+    fn setting(&self, name: &str) -> Option<String> {
+        let var = self.env.var(name).map(|v| v.to_string());
+        var.or_else(|_| self.env.secret(name).map(|s| s.to_string()))
+            .ok()
     }
 
     fn now_ms(&self) -> i64 {
@@ -155,9 +145,16 @@ impl ContainerHost for Platform {
         destroyed.map_err(failed("destroy the container"))
     }
 
-    async fn send(&self, hop: Hop, outgoing: Outgoing<'_, Request>) -> Hosted<Response> {
+    async fn send(
+        &self,
+        hop: Hop,
+        outgoing: Outgoing<'_, Request>,
+    ) -> std::result::Result<Response, SendError> {
         let port = match hop {
-            Hop::Container { port } => Some(self.container()?.get_tcp_port(port)),
+            Hop::Container { port } => {
+                let container = self.container().map_err(SendError::Undelivered)?;
+                Some(container.get_tcp_port(port))
+            }
             Hop::Network => None,
         };
         let sent = async {
@@ -167,7 +164,8 @@ impl ContainerHost for Platform {
                 None => Fetch::Request(req).send().await,
             }
         };
-        sent.await.map_err(failed("reach the computer"))
+        let failure = sent.await.map_err(failed("reach the computer"));
+        failure.map_err(SendError::of_platform)
     }
 
     fn status_of(answer: &Response) -> u16 {

@@ -210,6 +210,23 @@ fn a_command_lost_midway_changes_nothing_and_is_not_replayed() {
 }
 
 #[test]
+fn a_command_whose_computer_was_lost_is_answered_lost_and_the_workspace_kept() {
+    let seen = survives(Fault::Lost("/v1/exec"));
+    assert_eq!(seen["status"], 200, "{seen}");
+    let failed = &seen["failed"];
+    assert_eq!(failed["status"], "lost", "{seen}");
+    assert_eq!(failed["exit_code"], Value::Null);
+    let message = failed["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("the command's outcome is unknown; the workspace is unchanged: ")
+            && message.ends_with("the command may or may not have run"),
+        "{message}"
+    );
+    // The computer is forgotten: the next command pushes it everything.
+    assert!(seen["next"]["sync"]["sent"]["files"].as_u64().unwrap() >= 3);
+}
+
+#[test]
 fn a_failed_pull_leaves_the_changes_for_the_next_command() {
     let (agent, _process, _dir) = setup();
     exec(&agent, "true");

@@ -3,7 +3,8 @@
 //! container while alarms come and go, each alarm reads its output on from
 //! where the job's log ends, and the last one applies its changes. The
 //! command survives an agent restart between alarms, can be cancelled
-//! while no alarm follows it, and is reported lost when its computer goes.
+//! while no alarm follows it, and is reported lost when its computer goes
+//! (between alarms, or as the command is sent).
 
 mod common;
 
@@ -168,4 +169,27 @@ fn a_job_whose_computer_goes_away_between_alarms_is_lost() {
         ),
     );
     assert_eq!(failure(missing.0, &missing.1), (404, "ENOENT"));
+}
+
+#[test]
+fn a_job_whose_computer_is_lost_as_its_command_is_sent_fails_and_holds_nothing() {
+    let (agent, _process, _dir) = setup();
+    let transport = agent.host().computer.borrow().clone().unwrap();
+    transport.break_next(Fault::Lost("/v1/exec"));
+    let id = queue(&agent, "echo never > never.txt");
+    alarms_until_done(&agent, id, 5);
+    let done = job(&agent, id);
+    assert_eq!(done["state"], "failed", "{done}");
+    let error = done["error"].as_str().unwrap_or("");
+    assert!(error.contains("may or may not have run"), "{done}");
+    // Nothing holds the computer for it: the next job runs at once.
+    let next = queue(&agent, "echo again");
+    alarms_until_done(&agent, next, 10);
+    assert_eq!(
+        job(&agent, next)["state"],
+        "succeeded",
+        "{}",
+        job(&agent, next)
+    );
+    assert_eq!(job_text(&agent, next), "again\n");
 }

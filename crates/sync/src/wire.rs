@@ -298,6 +298,10 @@ pub enum ErrorCode {
     /// No container runs (it died, or never ran), and a background request
     /// does not start one (answered by the Worker's side).
     Gone,
+    /// The container died after a command was sent to it and before it
+    /// answered: the command may or may not have run, and it is not sent
+    /// to another container (answered by the Worker's side).
+    ComputerLost,
 }
 
 #[cfg(test)]

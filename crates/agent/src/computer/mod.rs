@@ -194,7 +194,7 @@ pub async fn run<'db, H: Host>(
         // started and the computer and its copy are as they were.
         Err(error) if error.is_bad_request() => return Err(error),
         Err(error) => {
-            let broken = Broken::lost(error.to_string());
+            let broken = Broken::lost(lost_reason(error));
             let output = Output::new(handling.encoding);
             return lost(host.db(), &vfs, output, report, broken).map(Ran::Finished);
         }
@@ -263,7 +263,7 @@ pub async fn resume<'db, H: Host>(
     let path = format!("/v1/exec/{}/output?from={}", detached.exec, detached.offset);
     let stream = match link.get_stream("reattach", &path).await {
         Ok(stream) => stream,
-        Err(error) => return gone(error.to_string()),
+        Err(error) => return gone(lost_reason(error)),
     };
     finish(host, &vfs, &link, handling, detached, stream, report, sink).await
 }
@@ -403,6 +403,20 @@ fn lost<'db, S: Sql + 'db>(
         broken.reason
     ));
     Ok(outcome)
+}
+
+/// Why an exec's request got no stream: the owner's own words when it
+/// says the computer was lost with the command perhaps begun
+/// (`COMPUTER_LOST`), else the error.
+fn lost_reason(error: ComputerError) -> String {
+    match error {
+        ComputerError::Refused {
+            code: ErrorCode::ComputerLost,
+            message,
+            ..
+        } => message,
+        error => error.to_string(),
+    }
 }
 
 /// The container instance a push reached, and the revision it now holds.
@@ -911,6 +925,54 @@ struct Pulled {
     left_out: Vec<String>,
 }
 
+/// Fetches the `missing` chunks of `pull` from the computer, in batches,
+/// and stages them in `staging`. Content past `max_stored_bytes` is not
+/// staged: returns that refusal with the chunks it left out, so the files
+/// whose content could not all be held are refused on their own (a smaller
+/// chunk after it may still fit).
+async fn stage_missing<'db, S: Sql + 'db, T: Transport>(
+    vfs: &impl Fn() -> Vfs<'db, S>,
+    link: &Link<'_, T>,
+    pull: &Pull<'_>,
+    staging: stead_vfs::UploadId,
+    missing: &[ChunkHash],
+    received: &mut Transfer,
+) -> Result<Option<(VfsError, Vec<ChunkHash>)>, ComputerError> {
+    let mut idx = 0;
+    let mut no_room: Option<(VfsError, Vec<ChunkHash>)> = None;
+    for batch in missing.chunks(BATCH_BYTES / stead_sync::CHUNK_SIZE) {
+        let request = ChunkRequest {
+            exec: pull.id.to_string(),
+            chunks: batch.to_vec(),
+        };
+        let body = link
+            .bytes(
+                "pull",
+                Method::Post,
+                pull.moved.chunks_path(),
+                Some(link::json(&request)),
+            )
+            .await?;
+        let view = vfs();
+        let frames = frame::decode_all(&body).map_err(|e| ComputerError::Malformed {
+            step: "pull",
+            reason: e.to_string(),
+        })?;
+        for (hash, data) in frames {
+            received.bytes += data.len() as u64;
+            match view.stage_chunk(staging, idx, &data) {
+                Ok(()) => idx += 1,
+                Err(error @ VfsError::NoSpace { .. }) => no_room
+                    .get_or_insert_with(|| (error, Vec::new()))
+                    .1
+                    .push(hash),
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+    Ok(no_room)
+}
+
 /// Fetches the content the workspace lacks, then applies every change in
 /// one transaction (the checkpoint `before_apply` takes first, if there
 /// are changes).
@@ -939,40 +1001,7 @@ async fn pull_and_apply<'db, S: Sql, T: Transport>(
     let missing = view.missing_chunks(&hashes)?;
     let staging = view.begin_staging()?;
     let staged = async {
-        let mut idx = 0;
-        // Content past `max_stored_bytes` is not staged, and the files
-        // whose content could not all be held are refused on their own
-        // (a smaller chunk after it may still fit).
-        let mut no_room: Option<(VfsError, Vec<ChunkHash>)> = None;
-        for batch in missing.chunks(BATCH_BYTES / stead_sync::CHUNK_SIZE) {
-            let request = ChunkRequest {
-                exec: pull.id.to_string(),
-                chunks: batch.to_vec(),
-            };
-            let body = link
-                .bytes(
-                    "pull",
-                    Method::Post,
-                    pull.moved.chunks_path(),
-                    Some(link::json(&request)),
-                )
-                .await?;
-            let view = vfs();
-            for (hash, data) in frame::decode_all(&body).map_err(|e| ComputerError::Malformed {
-                step: "pull",
-                reason: e.to_string(),
-            })? {
-                received.bytes += data.len() as u64;
-                match view.stage_chunk(staging, idx, &data) {
-                    Ok(()) => idx += 1,
-                    Err(error @ VfsError::NoSpace { .. }) => no_room
-                        .get_or_insert_with(|| (error, Vec::new()))
-                        .1
-                        .push(hash),
-                    Err(error) => return Err(error.into()),
-                }
-            }
-        }
+        let no_room = stage_missing(vfs, link, pull, staging, &missing, received).await?;
         // Synchronous from here: nothing else runs between reading the
         // revision and applying, so "unchanged since base" is exact.
         let view = vfs();

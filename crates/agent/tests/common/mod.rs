@@ -863,6 +863,10 @@ pub enum Fault {
     Refuse(&'static str),
     /// The answer to `path` breaks off after `bytes`.
     Cut(&'static str, usize),
+    /// The request to `path` is answered as the `Computer` object answers
+    /// one whose container died once it may have arrived: `503
+    /// COMPUTER_LOST` (the real program never sees it).
+    Lost(&'static str),
 }
 
 /// [`HttpTransport`] with chosen steps broken, once each.
@@ -891,7 +895,9 @@ impl FaultyTransport {
     fn take_fault(&self, path: &str) -> Option<Fault> {
         let mut faults = self.faults.borrow_mut();
         let at = faults.iter().position(|fault| match fault {
-            Fault::Refuse(prefix) | Fault::Cut(prefix, _) => path.starts_with(prefix),
+            Fault::Refuse(prefix) | Fault::Cut(prefix, _) | Fault::Lost(prefix) => {
+                path.starts_with(prefix)
+            }
         })?;
         Some(faults.remove(at))
     }
@@ -919,6 +925,17 @@ impl Transport for FaultyTransport {
         self.sent.borrow_mut().push(format!("{method:?} {path}"));
         match self.take_fault(path) {
             Some(Fault::Refuse(_)) => Err(format!("injected: {path} never arrived")),
+            Some(Fault::Lost(_)) => {
+                let message =
+                    "injected: the computer was lost; the command may or may not have run";
+                let body =
+                    serde_json::json!({"error": {"code": "COMPUTER_LOST", "message": message}});
+                let body =
+                    futures::stream::once(
+                        async move { Ok::<_, String>(body.to_string().into_bytes()) },
+                    );
+                Ok((503, body.boxed_local()))
+            }
             Some(Fault::Cut(_, keep)) => {
                 let (status, stream) = self.inner.send(method, path, body).await?;
                 let mut left = keep;

@@ -5,7 +5,10 @@
 //! program that answers the protocol as the real one does (a status with
 //! its instance id, `401` to a wrong secret, `SHUTTING_DOWN` when told),
 //! with faults a test injects: a container that dies while starting, one
-//! that stops answering, one left running with a secret nobody knows.
+//! that dies once a request has reached it, one that stops answering, one
+//! left running with a secret nobody knows. Failures read as the
+//! platform's do (`connection refused` before a connection, `the
+//! connection was lost` after), classified by the owner's own rule.
 //! The clock is the test's: sleeping moves it.
 
 use std::cell::{Cell, RefCell};
@@ -14,7 +17,8 @@ use std::rc::Rc;
 
 use serde_json::{json, Value};
 use stead_agent::computer::owner::{
-    ContainerHost, HeaderList, Hop, Outgoing, Provider, Record, Start, PORT, SECRET_VAR,
+    ContainerHost, HeaderList, Hop, Outgoing, Provider, Record, SendError, Start,
+    DEV_SECRET_SETTING, DEV_URL_SETTING, IDLE_SETTING, PORT, SECRET_VAR,
 };
 use stead_agent::HostError;
 
@@ -71,6 +75,12 @@ pub struct Inner {
     dying: Cell<bool>,
     /// The running container takes requests and never answers them.
     pub hung: Cell<bool>,
+    /// The running container dies once a request for this path reaches
+    /// its program (before it answers).
+    pub dies_on: RefCell<Option<String>>,
+    /// Each protocol request that reached a program: the instance, the
+    /// path.
+    pub received: RefCell<Vec<(String, String)>>,
     /// The next starts fail.
     pub start_fails: Cell<bool>,
     pub script: RefCell<VecDeque<Next>>,
@@ -95,6 +105,11 @@ impl std::ops::Deref for FakeContainers {
 }
 
 impl FakeContainers {
+    /// The provider the owner is to find.
+    pub fn provider(&self) -> Provider {
+        self.provider.borrow().clone().expect("a provider")
+    }
+
     pub fn new() -> Self {
         let fake = FakeContainers::default();
         *fake.provider.borrow_mut() = Some(Provider::Container);
@@ -145,6 +160,13 @@ impl FakeContainers {
         sent.collect()
     }
 
+    /// The instances whose program received a request for `path`.
+    pub fn received_by(&self, path: &str) -> Vec<String> {
+        let received = self.received.borrow();
+        let by = received.iter().filter(|(_, to)| to == path);
+        by.map(|(instance, _)| instance.clone()).collect()
+    }
+
     pub fn saves(&self) -> usize {
         let events = self.events.borrow();
         events.iter().filter(|e| **e == Event::Saved).count()
@@ -183,14 +205,24 @@ impl FakeContainers {
             self.cold_left.set(self.cold_left.get() - 1);
             return refused();
         }
+        let path = url.strip_prefix("http://container").unwrap_or(url);
+        let path = path.split('?').next().unwrap_or_default().to_string();
+        let lost = || Err(HostError::new("fetch", "the connection was lost"));
+        self.received
+            .borrow_mut()
+            .push((instance.clone(), path.clone()));
         if self.hung.get() {
-            return Err(HostError::new("fetch", "the connection was lost"));
+            return lost();
+        }
+        if self.dies_on.borrow().as_deref() == Some(path.as_str()) {
+            *self.dies_on.borrow_mut() = None;
+            self.kill();
+            return lost();
         }
         if secret != expected {
             let body = json!({"error": {"code": "UNAUTHORIZED", "message": "wrong secret"}});
             return Ok(Self::answer(401, body));
         }
-        let path = url.strip_prefix("http://container").unwrap_or(url);
         if path == "/v1/status" {
             return Ok(Self::answer(200, self.status(&instance)));
         }
@@ -228,12 +260,19 @@ impl ContainerHost for FakeContainers {
     type Request = ();
     type Answer = FakeAnswer;
 
-    fn provider(&self) -> Provider {
-        self.provider.borrow().clone().expect("a provider")
+    fn has_container(&self) -> bool {
+        self.provider() == Provider::Container
     }
 
-    fn default_idle_ms(&self) -> Option<u64> {
-        self.default_idle.get()
+    /// The settings that make [`Inner::provider`] (read back by the
+    /// owner) and the default idle timeout.
+    fn setting(&self, name: &str) -> Option<String> {
+        match (self.provider(), name) {
+            (Provider::Local { base, .. }, DEV_URL_SETTING) => Some(base),
+            (Provider::Local { secret, .. }, DEV_SECRET_SETTING) => Some(secret),
+            (_, IDLE_SETTING) => self.default_idle.get().map(|ms| ms.to_string()),
+            _ => None,
+        }
     }
 
     fn now_ms(&self) -> i64 {
@@ -282,7 +321,7 @@ impl ContainerHost for FakeContainers {
         Ok(())
     }
 
-    async fn send(&self, hop: Hop, outgoing: Outgoing<'_, ()>) -> Result<FakeAnswer, HostError> {
+    async fn send(&self, hop: Hop, outgoing: Outgoing<'_, ()>) -> Result<FakeAnswer, SendError> {
         let (url, headers, to_program) = match outgoing {
             Outgoing::Program { url, headers, .. } => (url, headers, true),
             Outgoing::Port { url, headers, .. } => (url, headers, false),
@@ -298,7 +337,7 @@ impl ContainerHost for FakeContainers {
             url: url.clone(),
             headers: headers.clone(),
         });
-        match (hop, to_program) {
+        let answered = match (hop, to_program) {
             (Hop::Network, _) => Ok(self.network(&url, agent.as_deref())),
             (Hop::Container { port }, true) if port == PORT => {
                 self.program(&url, secret.as_deref().unwrap_or_default())
@@ -307,7 +346,8 @@ impl ContainerHost for FakeContainers {
                 true => Ok(Self::answer(200, json!({"port": port, "url": url}))),
                 false => Err(HostError::new("fetch", "connection refused")),
             },
-        }
+        };
+        answered.map_err(SendError::of_platform)
     }
 
     fn status_of(answer: &FakeAnswer) -> u16 {

@@ -9,9 +9,11 @@ use fake::{Event, FakeAnswer, FakeContainers, Next};
 use futures::executor::block_on;
 use serde_json::{json, Value};
 use stead_agent::computer::owner::{
-    Alarmed, Call, HeaderList, Hop, Owner, Provider, Reply, HEARTBEAT_MS, PORT, START_TRIES, TRY_MS,
+    Alarmed, Call, HeaderList, Hop, Owner, Provider, Reply, SendError, HEARTBEAT_MS, PORT,
+    START_TRIES, TRY_MS,
 };
 use stead_agent::egress_gate::Plan;
+use stead_agent::HostError;
 use stead_sync::owner::{POLL_PATH, STATE_PATH, STOP_PATH};
 
 fn call(method: &str, path: &str) -> Call {
@@ -158,6 +160,106 @@ fn a_container_that_never_answers_is_given_up_after_the_start_tries() {
         fake.now.get(),
         1_000_000 + i64::from(START_TRIES) * TRY_MS as i64
     );
+}
+
+#[test]
+fn an_exec_whose_container_dies_once_it_arrived_is_lost_and_given_to_no_other() {
+    let (owner, fake) = owner();
+    // The round before it: the status (and the push) reached instance-1.
+    assert_eq!(ask(&owner, &get("/v1/status")).1["instance"], "instance-1");
+    *fake.dies_on.borrow_mut() = Some("/v1/exec".into());
+    let lost = ask(&owner, &post("/v1/exec"));
+    assert_eq!(code(&lost), (503, "COMPUTER_LOST"));
+    let message = lost.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("may or may not have run"), "{message}");
+    assert_eq!(fake.received_by("/v1/exec"), ["instance-1"]);
+    assert_eq!(fake.starts(), ["instance-1"], "no replacement for it");
+    assert_eq!(fake.sleeps.get(), 1, "one look: it had died");
+    let stored = fake.storage.borrow().clone().unwrap();
+    assert_eq!(stored["secret"], Value::Null, "the dead one is forgotten");
+    assert_eq!(stored["released"], false, "lost, not released");
+    assert_eq!(state(&owner)["state"], "stopped");
+    // The next round gets a fresh computer; the command was not replayed.
+    assert_eq!(ask(&owner, &get("/v1/status")).1["instance"], "instance-2");
+    assert_eq!(fake.received_by("/v1/exec"), ["instance-1"]);
+}
+
+#[test]
+fn an_exec_is_asked_again_of_a_cold_container_and_lost_if_it_then_dies() {
+    let (owner, fake) = owner();
+    fake.cold_tries.set(3);
+    *fake.dies_on.borrow_mut() = Some("/v1/exec".into());
+    let lost = ask(&owner, &post("/v1/exec"));
+    assert_eq!(code(&lost), (503, "COMPUTER_LOST"));
+    assert_eq!(fake.sleeps.get(), 4, "three refusals, then it died");
+    assert_eq!(fake.received_by("/v1/exec"), ["instance-1"]);
+    assert_eq!(fake.starts(), ["instance-1"]);
+}
+
+#[test]
+fn an_exec_that_never_reached_a_container_dying_while_starting_runs_once_on_the_next() {
+    let (owner, fake) = owner();
+    fake.die_while_starting.set(1);
+    fake.cold_tries.set(2);
+    let ran = ask(&owner, &post("/v1/exec"));
+    assert_eq!(
+        ran,
+        (200, json!({"path": "/v1/exec", "instance": "instance-2"}))
+    );
+    assert_eq!(fake.received_by("/v1/exec"), ["instance-2"]);
+    assert_eq!(fake.starts(), ["instance-1", "instance-2"]);
+    assert_eq!(fake.sleeps.get(), 3);
+}
+
+#[test]
+fn other_requests_move_to_a_replacement_but_a_reattach_does_not() {
+    let (owner, fake) = owner();
+    ask(&owner, &get("/v1/status"));
+    // A push is planned for one instance: the new one refuses it as stale
+    // and the workspace side plans again.
+    *fake.dies_on.borrow_mut() = Some("/v1/sync/apply".into());
+    let applied = ask(&owner, &post("/v1/sync/apply"));
+    assert_eq!(
+        applied,
+        (
+            200,
+            json!({"path": "/v1/sync/apply", "instance": "instance-2"})
+        )
+    );
+    assert_eq!(
+        fake.received_by("/v1/sync/apply"),
+        ["instance-1", "instance-2"]
+    );
+    *fake.dies_on.borrow_mut() = Some("/v1/exec/e1/output".into());
+    let reattach = ask(&owner, &get("/v1/exec/e1/output?from=0"));
+    assert_eq!(code(&reattach), (503, "COMPUTER_LOST"));
+    assert_eq!(fake.received_by("/v1/exec/e1/output"), ["instance-2"]);
+    assert_eq!(fake.starts().len(), 2);
+}
+
+#[test]
+fn a_platform_failure_says_whether_the_request_may_have_arrived() {
+    for (message, undelivered) in [
+        (
+            "The container is not listening in the TCP address 10.0.0.1:8080",
+            true,
+        ),
+        (
+            "connection refused: container port not found. Make sure you exposed the port",
+            true,
+        ),
+        (
+            "there is no container instance that can be provided to this durable object",
+            true,
+        ),
+        ("Network connection lost.", false),
+        ("Container suddenly disconnected", false),
+        ("", false),
+    ] {
+        let error = SendError::of_platform(HostError::new("reach the computer", message));
+        let said = matches!(error, SendError::Undelivered(_));
+        assert_eq!(said, undelivered, "{message:?}");
+    }
 }
 
 #[test]
@@ -428,6 +530,15 @@ fn a_status_answer_names_the_instance_and_build_in_the_state() {
 }
 
 #[test]
+fn the_deployment_sets_the_idle_timeout_until_the_workspace_sends_one() {
+    let (owner, fake) = owner();
+    fake.default_idle.set(Some(90_000));
+    assert_eq!(state(&owner)["idle_ms"], 90_000);
+    ask(&owner, &post("/v1/sync/plan"));
+    assert_eq!(state(&owner)["idle_ms"], 60_000, "the workspace's own");
+}
+
+#[test]
 fn a_start_that_fails_leaves_nothing_started() {
     let (owner, fake) = owner();
     fake.start_fails.set(true);
@@ -482,7 +593,8 @@ fn port_requests_reach_the_running_container_count_as_use_and_never_start_one() 
 fn locally_one_program_serves_every_agent_and_is_never_started_or_released() {
     let fake = FakeContainers::new();
     *fake.provider.borrow_mut() = Some(Provider::Local {
-        base: "http://10.1.2.3:8788".into(),
+        // Its trailing slash is the setting's, not the request's.
+        base: "http://10.1.2.3:8788/".into(),
         secret: "dev".into(),
     });
     let owner = Owner::new(fake.clone());

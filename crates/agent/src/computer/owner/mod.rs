@@ -20,7 +20,19 @@
 //! that dies meanwhile is replaced. One that answers `SHUTTING_DOWN` (its
 //! program got SIGTERM) is replaced once and the request asked again,
 //! unless it starts or reads an exec, which is never moved to another
-//! container (it would run on a disk that was not pushed). A background
+//! container (it would run on a disk that was not pushed).
+//!
+//! **A command is never sent to two containers.** Each failed send says
+//! whether the request may have reached the program ([`SendError`]): a
+//! refused connection (nothing listens yet) cannot have, so asking the
+//! same container again, or a replacement of one that died that way,
+//! repeats nothing. Any other failure may have delivered it. Asking the
+//! same container again is still safe then (its program refuses an exec
+//! id it has seen, `ALREADY_STARTED`), but once a container that may have
+//! received an exec is gone (dead, or replaced by another request), the
+//! exec is answered `503 COMPUTER_LOST` and no other container is given
+//! it: it may or may not have run, and the workspace keeps only what was
+//! synced back. A background
 //! request ([`stead_sync::owner::is_background`]) never starts a container
 //! nor counts as use. A port request ([`PORTS_PREFIX`], see `ports`) counts
 //! as use and never starts one either.
@@ -74,6 +86,16 @@ pub const HEARTBEAT_MS: i64 = 5_000;
 /// The container's environment variable that carries its secret.
 pub const SECRET_VAR: &str = "STEAD_COMPUTER_SECRET";
 
+/// The deployment's setting of the local program's URL (local development
+/// without containers).
+pub const DEV_URL_SETTING: &str = "COMPUTER_DEV_URL";
+
+/// The deployment's setting of the local program's secret.
+pub const DEV_SECRET_SETTING: &str = "COMPUTER_DEV_SECRET";
+
+/// The deployment's setting of the idle timeout, in milliseconds.
+pub const IDLE_SETTING: &str = "COMPUTER_IDLE_MS";
+
 /// How this deployment provides computers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Provider {
@@ -93,6 +115,57 @@ pub enum Hop {
     Container { port: u16 },
     /// Over the network (the local program, or a port of its machine).
     Network,
+}
+
+/// Why a request sent to the computer got no answer.
+#[derive(Debug)]
+pub enum SendError {
+    /// Nothing reached the program: no connection was made (nothing
+    /// listens on the port yet, or no instance is there). Sending it again,
+    /// to this container or another, cannot repeat anything.
+    Undelivered(HostError),
+    /// A connection was made, or the platform did not say: the program may
+    /// have received the request, and begun on it, before it broke.
+    Broken(HostError),
+}
+
+/// What the platform's failures say when no connection was made (the
+/// deployed runtime's, its local one's, and a plain refused connect):
+/// matched in lower case. Any other failure counts as
+/// [`SendError::Broken`], which is the safe side to err on.
+const UNDELIVERED: [&str; 4] = [
+    "the container is not listening",
+    "container port not found",
+    "connection refused",
+    "no container instance",
+];
+
+impl SendError {
+    /// `error`, a failure of the platform's send, by what its message says
+    /// (the platform reports it as text only).
+    pub fn of_platform(error: HostError) -> Self {
+        let message = error.message.to_lowercase();
+        match UNDELIVERED.iter().any(|said| message.contains(said)) {
+            true => SendError::Undelivered(error),
+            false => SendError::Broken(error),
+        }
+    }
+
+    /// Whether the program may have received the request.
+    fn may_have_arrived(&self) -> bool {
+        match self {
+            SendError::Undelivered(_) => false,
+            SendError::Broken(_) => true,
+        }
+    }
+}
+
+impl From<SendError> for HostError {
+    fn from(error: SendError) -> Self {
+        match error {
+            SendError::Undelivered(error) | SendError::Broken(error) => error,
+        }
+    }
 }
 
 /// Header names and values, in order.
@@ -137,9 +210,10 @@ pub trait ContainerHost {
     /// An answer as the platform holds it (passed on untouched, or read).
     type Answer;
 
-    fn provider(&self) -> Provider;
-    /// The deployment's idle timeout, if it sets one.
-    fn default_idle_ms(&self) -> Option<u64>;
+    /// Whether the platform gives this object a container.
+    fn has_container(&self) -> bool;
+    /// The deployment's setting `name` (a variable or a secret), if set.
+    fn setting(&self, name: &str) -> Option<String>;
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> i64;
     async fn sleep(&self, ms: u64);
@@ -151,12 +225,13 @@ pub trait ContainerHost {
     /// Starts the container and registers its interception.
     async fn start(&self, start: Start<'_>) -> Result<(), HostError>;
     async fn destroy(&self, why: &str) -> Result<(), HostError>;
-    /// Sends `outgoing`; `Err` when it could not be delivered.
+    /// Sends `outgoing`; `Err` when no answer came, saying whether the
+    /// request may have reached the program ([`SendError::of_platform`]).
     async fn send(
         &self,
         hop: Hop,
         outgoing: Outgoing<'_, Self::Request>,
-    ) -> Result<Self::Answer, HostError>;
+    ) -> Result<Self::Answer, SendError>;
     fn status_of(answer: &Self::Answer) -> u16;
     /// Whether a request to `port` may go on: `None` when the caller holds
     /// the agent's admission (asked of the agent and kept for a while by
@@ -307,6 +382,18 @@ fn not_running<A>(released: bool) -> Reply<A> {
     }
 }
 
+/// The answer to an exec whose container died after the exec may have
+/// reached it: it is never sent to another (see the module docs).
+fn computer_lost<A>() -> Reply<A> {
+    Reply::error(
+        503,
+        ErrorCode::ComputerLost,
+        "the computer was lost while the command was sent to it: the command may or may not \
+         have run, it is not run again elsewhere, and the workspace has only what was synced \
+         back before it",
+    )
+}
+
 fn unavailable<A>() -> Reply<A> {
     Reply::error(
         503,
@@ -340,8 +427,8 @@ impl Alarmed {
 }
 
 /// Whether `path` starts or reads an exec, which is never moved to another
-/// container (it would run on a disk that was not pushed, or read a log
-/// that is not there).
+/// container once it may have reached one (it would run a second time, on
+/// a disk that was not pushed, or read a log that is not there).
 fn runs_an_exec(path: &str) -> bool {
     path == "/v1/exec" || path.starts_with("/v1/exec/")
 }
@@ -387,11 +474,12 @@ impl<H: ContainerHost> Owner<H> {
         if let Some(rest) = call.path.strip_prefix(PORTS_PREFIX) {
             return self.forward_port(rest, call, request).await;
         }
-        match self.host.provider() {
+        match self.provider() {
             Provider::Container => self.forward(call).await,
             Provider::Local { base, secret } => {
                 let outgoing = call.to_program(format!("{base}{}", call.target()), &secret);
-                Ok(Reply::Passed(self.host.send(Hop::Network, outgoing).await?))
+                let answer = self.host.send(Hop::Network, outgoing).await;
+                Ok(Reply::Passed(answer.map_err(HostError::from)?))
             }
             Provider::Missing => Ok(unavailable()),
         }
@@ -430,6 +518,9 @@ impl<H: ContainerHost> Owner<H> {
         let url = format!("http://container{}", call.target());
         let mut tries = 0;
         let mut replaced = false;
+        // Whether the request may have reached the program of the container
+        // it is being sent to (the one `secret` opens).
+        let mut arrived = false;
         loop {
             let outgoing = call.to_program(url.clone(), &secret);
             match self
@@ -461,6 +552,7 @@ impl<H: ContainerHost> Owner<H> {
                     record.stop();
                     secret = self.ensure_started(start, &mut record).await?;
                     self.keep(&before, &record).await?;
+                    arrived = false;
                 }
                 Ok(answer) => return self.answered(answer, path, &mut record).await,
                 Err(_) if background => {
@@ -468,26 +560,60 @@ impl<H: ContainerHost> Owner<H> {
                     // above and this request: say so, start nothing.
                     return Ok(not_running(self.load().await?.released()));
                 }
-                Err(_) if tries < START_TRIES => {
+                Err(error) if tries < START_TRIES => {
+                    arrived |= error.may_have_arrived();
                     tries += 1;
                     self.host.sleep(TRY_MS).await;
-                    if !self.host.running() {
-                        // It died while starting (or was stopped): start a
-                        // new one rather than wait for the old one.
-                        let before = record.clone();
-                        secret = self.ensure_started(start, &mut record).await?;
-                        self.keep(&before, &record).await?;
+                    if self.still_runs(&secret) {
+                        // Still coming up (or its answer was cut): asked
+                        // again. An exec that did arrive is refused there
+                        // as already started, never run twice.
+                        continue;
                     }
+                    if arrived && runs_an_exec(path) {
+                        // It died (or was replaced) with the command
+                        // perhaps begun: a command is never sent to two
+                        // containers.
+                        self.forget_container(&secret).await?;
+                        return Ok(computer_lost());
+                    }
+                    // It died while starting (or was stopped) before the
+                    // request could reach it: start a new one rather than
+                    // wait for the old one.
+                    let before = record.clone();
+                    secret = self.ensure_started(start, &mut record).await?;
+                    self.keep(&before, &record).await?;
+                    arrived = false;
                 }
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             }
         }
+    }
+
+    /// Whether the container the request was sent to with `secret` still
+    /// runs: a container runs, and it is the one this object last started
+    /// with that secret (another request may have replaced it meanwhile).
+    fn still_runs(&self, secret: &str) -> bool {
+        let known = self.record.borrow();
+        let same = known.as_ref().and_then(Record::secret) == Some(secret);
+        same && self.host.running()
+    }
+
+    /// Forgets the container opened by `secret`, which is gone, unless
+    /// the record already moved on (released, or another started).
+    async fn forget_container(&self, secret: &str) -> Result<(), HostError> {
+        let mut record = self.load().await?;
+        if record.secret() != Some(secret) {
+            return Ok(());
+        }
+        record.stop();
+        self.save(&record).await
     }
 
     /// The alarm: the heartbeat while a container runs, and its release
     /// once it has been idle past its deadline.
     pub async fn alarm(&self) -> Result<Alarmed, HostError> {
-        if self.host.provider() != Provider::Container {
+        if self.provider() != Provider::Container {
             return Ok(Alarmed::NoContainer);
         }
         // This alarm has fired: the next one is set below, or none is.
@@ -516,9 +642,28 @@ impl<H: ContainerHost> Owner<H> {
         Ok(Alarmed::Running)
     }
 
+    /// How this deployment provides computers: a container if the
+    /// platform gives one, else the local program if both its settings are
+    /// there.
+    fn provider(&self) -> Provider {
+        if self.host.has_container() {
+            return Provider::Container;
+        }
+        let setting = |name| self.host.setting(name);
+        match (setting(DEV_URL_SETTING), setting(DEV_SECRET_SETTING)) {
+            (Some(base), Some(secret)) => Provider::Local {
+                base: base.trim_end_matches('/').to_string(),
+                secret,
+            },
+            _ => Provider::Missing,
+        }
+    }
+
     /// The idle timeout when the workspace sent none.
     fn default_idle(&self) -> u64 {
-        self.host.default_idle_ms().unwrap_or(DEFAULT_IDLE_MS)
+        let set = self.host.setting(IDLE_SETTING);
+        set.and_then(|ms| ms.trim().parse().ok())
+            .unwrap_or(DEFAULT_IDLE_MS)
     }
 
     /// The record: from memory, else from storage.
@@ -649,7 +794,7 @@ impl<H: ContainerHost> Owner<H> {
 
     /// Destroys the container now, if one runs.
     async fn release(&self, why: &str) -> Result<(), HostError> {
-        if self.host.provider() != Provider::Container {
+        if self.provider() != Provider::Container {
             return Ok(());
         }
         // Released before the container is destroyed: a background request
@@ -667,7 +812,7 @@ impl<H: ContainerHost> Owner<H> {
     }
 
     async fn answer_state(&self, call: &Call) -> Result<Reply<H::Answer>, HostError> {
-        let state = match self.host.provider() {
+        let state = match self.provider() {
             Provider::Container => self
                 .load()
                 .await?

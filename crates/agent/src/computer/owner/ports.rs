@@ -60,7 +60,7 @@ impl<H: ContainerHost> Owner<H> {
         if let Some(refused) = self.host.admit_port(port, request).await? {
             return Ok(Reply::Passed(refused));
         }
-        let (hop, url) = match self.host.provider() {
+        let (hop, url) = match self.provider() {
             Provider::Missing => return Ok(unavailable()),
             Provider::Local { base, .. } => {
                 let host = local_host(&base)?;
