@@ -4,119 +4,20 @@ use std::collections::BTreeMap;
 
 use stead_vfs::{Kind, VPath};
 
-use super::expand::attr_letters;
-use super::vars::{self, Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
+use super::vars::{
+    self, attr_letters, declare_body, escape_dq, Value, Var, EXPORT, INTEGER, LOWER, NAMEREF,
+    READONLY, UPPER,
+};
 use super::{printf, Fd, Flow, Shell, R};
 use crate::limits::Abort;
 use crate::utils;
-
-pub(crate) type Builtin = fn(&mut Shell, &[String]) -> R<i32>;
-
-const BUILTINS: &[(&str, Builtin)] = &[
-    (":", |_, _| Ok(0)),
-    ("true", |_, _| Ok(0)),
-    ("false", |_, _| Ok(1)),
-    ("echo", echo),
-    ("printf", printf_builtin),
-    ("cd", cd),
-    ("pwd", pwd),
-    ("export", export),
-    ("unset", unset),
-    ("declare", declare),
-    ("typeset", declare),
-    ("local", local),
-    ("readonly", readonly),
-    ("shift", shift),
-    ("eval", eval),
-    ("source", source),
-    (".", source),
-    ("read", read),
-    ("test", test),
-    ("[", bracket),
-    ("type", super::search::type_builtin),
-    ("command", super::search::command),
-    ("builtin", builtin),
-    ("getopts", getopts),
-    ("exit", exit),
-    ("return", return_builtin),
-    ("break", break_builtin),
-    ("continue", continue_builtin),
-    ("let", let_builtin),
-    ("shopt", super::options::shopt),
-    ("set", set),
-    ("alias", alias),
-    ("unalias", unalias),
-    ("mapfile", mapfile),
-    ("readarray", mapfile),
-    ("trap", super::traps::trap),
-    ("wait", super::jobs::wait),
-    ("jobs", super::jobs::jobs),
-    ("fg", super::jobs::fg),
-    ("bg", super::jobs::bg),
-    ("disown", super::jobs::disown),
-    ("kill", super::jobs::kill),
-    ("complete", super::complete::complete),
-    ("pushd", super::dirs::pushd),
-    ("popd", super::dirs::popd),
-    ("dirs", super::dirs::dirs),
-    ("compgen", super::complete::compgen),
-    ("compopt", super::complete::compopt),
-    ("hash", super::search::hash),
-    ("history", super::history::history),
-    ("fc", super::history::fc),
-    ("umask", super::resources::umask),
-    ("ulimit", super::resources::ulimit),
-    ("exec", exec_builtin),
-    ("times", |sh, _| {
-        sh.out("0m0.000s 0m0.000s\n0m0.000s 0m0.000s\n")?;
-        Ok(0)
-    }),
-];
-
-pub(crate) use super::options::{set_option_names, shopt_names};
-
-/// Every builtin's name, sorted.
-pub(crate) fn names() -> Vec<String> {
-    let mut v: Vec<String> = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
-    v.sort();
-    v
-}
-
-pub(crate) fn lookup(name: &str) -> Option<Builtin> {
-    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
-}
-
-/// POSIX's special builtins.
-pub(crate) fn is_special(name: &str) -> bool {
-    matches!(
-        name,
-        ":" | "."
-            | "break"
-            | "continue"
-            | "eval"
-            | "exec"
-            | "exit"
-            | "export"
-            | "readonly"
-            | "return"
-            | "set"
-            | "shift"
-            | "times"
-            | "trap"
-            | "unset"
-    )
-}
-
-pub(crate) fn is_builtin(name: &str) -> bool {
-    lookup(name).is_some()
-}
 
 fn usage(sh: &mut Shell, name: &str, msg: &str, status: i32) -> R<i32> {
     sh.err_line(&format!("{name}: {msg}"))?;
     Ok(status)
 }
 
-fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut newline = true;
     let mut escapes = sh.st.opts.xpg_echo;
     let mut i = 1;
@@ -151,7 +52,7 @@ fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(0)
 }
 
-fn printf_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn printf_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut i = 1;
     let mut var = None;
     if args.get(i).map(String::as_str) == Some("-v") {
@@ -197,7 +98,7 @@ impl Shell<'_> {
     }
 }
 
-fn cd(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn cd(sh: &mut Shell, args: &[String]) -> R<i32> {
     let physical = args[1..]
         .iter()
         .take_while(|a| a.starts_with('-') && a.len() > 1 && *a != "--")
@@ -296,7 +197,7 @@ fn cd_directory(sh: &mut Shell, target: &str) -> Result<VPath, String> {
     dir(sh, target)
 }
 
-fn pwd(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn pwd(sh: &mut Shell, args: &[String]) -> R<i32> {
     let physical = args[1..].iter().any(|a| a == "-P");
     let cwd = sh.st.cwd.clone();
     let shown = if physical {
@@ -324,7 +225,7 @@ fn valid_target(name: &str) -> bool {
     super::parse::valid_name(base)
 }
 
-fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut unexport = false;
     let mut status = 0;
     let mut names = Vec::new();
@@ -381,18 +282,7 @@ fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(status)
 }
 
-pub(super) fn escape_dq(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if matches!(c, '"' | '\\' | '$' | '`') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut funcs = false;
     let mut no_deref = false;
     let mut status = 0;
@@ -568,18 +458,18 @@ fn parse_decl_opts(args: &[String]) -> (DeclOpts, Vec<String>) {
     (o, names)
 }
 
-fn declare(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn declare(sh: &mut Shell, args: &[String]) -> R<i32> {
     declare_impl(sh, args, sh.in_function > 0)
 }
 
-fn local(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn local(sh: &mut Shell, args: &[String]) -> R<i32> {
     if sh.in_function == 0 {
         return usage(sh, "local", "can only be used in a function", 1);
     }
     declare_impl(sh, args, true)
 }
 
-fn readonly(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn readonly(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut v = vec!["readonly".to_string(), "-r".to_string()];
     v.extend_from_slice(&args[1..]);
     declare_impl(sh, &v, false)
@@ -809,39 +699,6 @@ fn compound_text(name: &str, value: &str, append: bool) -> Option<super::ast::As
     }
 }
 
-/// What `declare -p` prints after the name: `="v"`, `=([0]="a" ...)`,
-/// nothing for an array declared and never assigned.
-pub(super) fn declare_body(var: &Var) -> String {
-    let empty = match &var.value {
-        Value::Indexed(m) => m.is_empty(),
-        Value::Assoc(m) => m.is_empty(),
-        Value::Unset | Value::Str(_) => false,
-    };
-    if empty && var.attrs & vars::DECLARED != 0 {
-        return String::new();
-    }
-    match &var.value {
-        Value::Unset => String::new(),
-        Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
-        Value::Indexed(m) => format!(
-            "=({})",
-            m.iter()
-                .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-        Value::Assoc(m) if m.is_empty() => "=()".to_string(),
-        Value::Assoc(m) => format!(
-            "=({} )",
-            vars::bash_order(m)
-                .into_iter()
-                .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-    }
-}
-
 /// A special builtin given more operands than it takes: bash reports it
 /// and abandons the rest of the command line, with status 1; a `-c` text
 /// it abandons whole (the shell, or the subshell it is in, ends with 1).
@@ -854,7 +711,7 @@ fn too_many_arguments(sh: &mut Shell, name: &str) -> R<i32> {
     Err(Flow::Error(1))
 }
 
-fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() > 2 {
         return too_many_arguments(sh, "shift");
     }
@@ -872,7 +729,7 @@ fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(0)
 }
 
-fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
     let skip = match args.get(1).map(String::as_str) {
         Some("--") => 2,
         // eval takes no options: `-z` is refused, a lone `-` is a word.
@@ -897,7 +754,7 @@ fn run_text(sh: &mut Shell, text: &str, what: &str, line_base: usize) -> R<i32> 
     r
 }
 
-fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     let args: Vec<String> = if args.get(1).map(String::as_str) == Some("--") {
         std::iter::once(args[0].clone())
             .chain(args[2..].iter().cloned())
@@ -998,7 +855,7 @@ fn read_record(
     Ok(Some((record, found || (n.is_some() && !short))))
 }
 
-fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut raw = false;
     let mut delim = Some(b'\n');
     let mut nchars = None;
@@ -1221,29 +1078,29 @@ fn split_fields(chars: &[(char, bool)], ifs: &str, max: usize) -> Vec<String> {
     fields
 }
 
-fn test(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn test(sh: &mut Shell, args: &[String]) -> R<i32> {
     sh.test_args(&args[1..])
 }
 
-fn bracket(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn bracket(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.last().map(String::as_str) != Some("]") {
         return usage(sh, "[", "missing `]'", 2);
     }
     sh.test_args(&args[1..args.len() - 1])
 }
 
-fn builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let skip = 1 + usize::from(args.get(1).is_some_and(|a| a == "--"));
     let Some(name) = args.get(skip) else {
         return Ok(0);
     };
-    match lookup(name) {
+    match super::lookup_builtin(name) {
         Some(b) => b(sh, &args[skip..]),
         None => usage(sh, "builtin", &format!("{name}: not a shell builtin"), 1),
     }
 }
 
-fn getopts(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn getopts(sh: &mut Shell, args: &[String]) -> R<i32> {
     let Some(var) = args.get(2) else {
         return usage(sh, "getopts", "usage: getopts optstring name [arg ...]", 2);
     };
@@ -1381,7 +1238,7 @@ fn status_arg(sh: &mut Shell, args: &[String], name: &str) -> R<Result<i32, i32>
     }
 }
 
-fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
     // A numeric first argument with more after it: bash refuses, stays.
     if args.len() > 2 && args[1].trim().parse::<i64>().is_ok() {
         return too_many_arguments(sh, "exit");
@@ -1392,7 +1249,7 @@ fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
     Err(Flow::Abort(Abort::Exit(status)))
 }
 
-fn return_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn return_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() > 2 {
         return too_many_arguments(sh, "return");
     }
@@ -1434,7 +1291,7 @@ fn outside_loop(sh: &mut Shell, name: &str) -> R<Option<i32>> {
     Ok(Some(0))
 }
 
-fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     if let Some(s) = outside_loop(sh, "break")? {
         return Ok(s);
     }
@@ -1444,7 +1301,7 @@ fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     }
 }
 
-fn continue_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn continue_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     if let Some(s) = outside_loop(sh, "continue")? {
         return Ok(s);
     }
@@ -1454,7 +1311,7 @@ fn continue_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     }
 }
 
-fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() < 2 {
         return usage(sh, "let", "expression expected", 1);
     }
@@ -1471,7 +1328,7 @@ fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok((last == 0) as i32)
 }
 
-fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() == 1 {
         return print_variables(sh);
     }
@@ -1558,7 +1415,7 @@ fn print_variables(sh: &mut Shell) -> R<i32> {
     Ok(0)
 }
 
-fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut status = 0;
     // `-p` lists (as no operand does); `--` ends the options.
     let skip = args[1..]
@@ -1596,7 +1453,7 @@ fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(status)
 }
 
-fn unalias(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn unalias(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut status = 0;
     let operands = match args.get(1).map(String::as_str) {
         Some("--") => &args[2..],
@@ -1616,7 +1473,7 @@ fn unalias(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(status)
 }
 
-fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut strip = false;
     let mut delim = b'\n';
     let mut name = "MAPFILE".to_string();
@@ -1696,7 +1553,7 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(0)
 }
 
-fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let skip = 1 + usize::from(args.get(1).is_some_and(|a| a == "--"));
     if args.len() == skip {
         return Ok(0);

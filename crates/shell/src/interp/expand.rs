@@ -6,7 +6,7 @@
 //! escaped, so that `"*"` stays literal while `*` globs.
 
 use super::ast::*;
-use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
+use super::vars::{attr_letters, declare_body, escape_dq, Value};
 use super::{pattern, printf, Fd, Shell, R};
 use crate::limits::Abort;
 
@@ -733,7 +733,7 @@ impl Shell<'_> {
                     if matches!(var.value, Value::Indexed(_) | Value::Assoc(_)) =>
                 {
                     let flags = attr_letters(Some(&var));
-                    let body = super::builtins::declare_body(&var);
+                    let body = declare_body(&var);
                     Val::One(Some(format!("declare -{flags} {name}{body}")))
                 }
                 (attrs, Val::One(Some(s))) => {
@@ -767,7 +767,7 @@ impl Shell<'_> {
                     } else {
                         let mut word = pairs
                             .iter()
-                            .map(|(k, v)| format!("{k} \"{}\"", super::builtins::escape_dq(v)))
+                            .map(|(k, v)| format!("{k} \"{}\"", escape_dq(v)))
                             .collect::<Vec<_>>()
                             .join(" ");
                         // bash ends an associative array's list with a blank.
@@ -881,29 +881,6 @@ fn push_value(f: &mut Fields, s: &str, quoted: bool) {
     } else {
         f.push_split(s);
     }
-}
-
-pub(super) fn attr_letters(var: Option<&Var>) -> String {
-    let Some(v) = var else { return String::new() };
-    let mut s = String::new();
-    match v.value {
-        Value::Indexed(_) => s.push('a'),
-        Value::Assoc(_) => s.push('A'),
-        _ => {}
-    }
-    for (bit, c) in [
-        (INTEGER, 'i'),
-        (LOWER, 'l'),
-        (NAMEREF, 'n'),
-        (READONLY, 'r'),
-        (UPPER, 'u'),
-        (EXPORT, 'x'),
-    ] {
-        if v.attrs & bit != 0 {
-            s.push(c);
-        }
-    }
-    s
 }
 
 fn substr(s: &str, off: i64, len: Option<i64>) -> String {

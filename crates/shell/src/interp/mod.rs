@@ -21,7 +21,7 @@
 
 pub(crate) mod arith;
 pub(crate) mod ast;
-pub(crate) mod builtins;
+mod builtins;
 mod complete;
 mod cond;
 mod dirs;
@@ -54,6 +54,110 @@ use crate::pipes::Pipes;
 use crate::utils::{self, Ctx, Runner, Utility};
 use ast::*;
 pub(crate) use vars::{Value, Var};
+
+/// A builtin: a command run inside the interpreter, with its state.
+pub(crate) type Builtin = fn(&mut Shell, &[String]) -> R<i32>;
+
+/// Every builtin and the module that runs it. The table is the
+/// interpreter's, not any one module's: it names handlers from most of its
+/// modules, and those that report on commands (`type`, `command`, `hash`,
+/// `compgen -b`) consult it, so it stands above them all.
+const BUILTINS: &[(&str, Builtin)] = &[
+    (":", |_, _| Ok(0)),
+    ("true", |_, _| Ok(0)),
+    ("false", |_, _| Ok(1)),
+    ("echo", builtins::echo),
+    ("printf", builtins::printf_builtin),
+    ("cd", builtins::cd),
+    ("pwd", builtins::pwd),
+    ("export", builtins::export),
+    ("unset", builtins::unset),
+    ("declare", builtins::declare),
+    ("typeset", builtins::declare),
+    ("local", builtins::local),
+    ("readonly", builtins::readonly),
+    ("shift", builtins::shift),
+    ("eval", builtins::eval),
+    ("source", builtins::source),
+    (".", builtins::source),
+    ("read", builtins::read),
+    ("test", builtins::test),
+    ("[", builtins::bracket),
+    ("type", search::type_builtin),
+    ("command", search::command),
+    ("builtin", builtins::builtin),
+    ("getopts", builtins::getopts),
+    ("exit", builtins::exit),
+    ("return", builtins::return_builtin),
+    ("break", builtins::break_builtin),
+    ("continue", builtins::continue_builtin),
+    ("let", builtins::let_builtin),
+    ("shopt", options::shopt),
+    ("set", builtins::set),
+    ("alias", builtins::alias),
+    ("unalias", builtins::unalias),
+    ("mapfile", builtins::mapfile),
+    ("readarray", builtins::mapfile),
+    ("trap", traps::trap),
+    ("wait", jobs::wait),
+    ("jobs", jobs::jobs),
+    ("fg", jobs::fg),
+    ("bg", jobs::bg),
+    ("disown", jobs::disown),
+    ("kill", jobs::kill),
+    ("complete", complete::complete),
+    ("pushd", dirs::pushd),
+    ("popd", dirs::popd),
+    ("dirs", dirs::dirs),
+    ("compgen", complete::compgen),
+    ("compopt", complete::compopt),
+    ("hash", search::hash),
+    ("history", history::history),
+    ("fc", history::fc),
+    ("umask", resources::umask),
+    ("ulimit", resources::ulimit),
+    ("exec", builtins::exec_builtin),
+    ("times", |sh, _| {
+        sh.out("0m0.000s 0m0.000s\n0m0.000s 0m0.000s\n")?;
+        Ok(0)
+    }),
+];
+
+/// Every builtin's name, sorted.
+pub(crate) fn builtin_names() -> Vec<String> {
+    let mut v: Vec<String> = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    v.sort();
+    v
+}
+
+pub(crate) fn lookup_builtin(name: &str) -> Option<Builtin> {
+    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
+}
+
+/// POSIX's special builtins.
+pub(crate) fn is_special_builtin(name: &str) -> bool {
+    matches!(
+        name,
+        ":" | "."
+            | "break"
+            | "continue"
+            | "eval"
+            | "exec"
+            | "exit"
+            | "export"
+            | "readonly"
+            | "return"
+            | "set"
+            | "shift"
+            | "times"
+            | "trap"
+            | "unset"
+    )
+}
+
+pub(crate) fn is_builtin(name: &str) -> bool {
+    lookup_builtin(name).is_some()
+}
 
 /// What a syntax error in a source text ends (see [`Shell::run_source`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1435,7 +1539,7 @@ impl<'a> Shell<'a> {
         // Prefix assignments last for their command only (`declare` and
         // `export` included, as in bash 5.2); in POSIX mode those of a
         // special builtin stay.
-        let keep = self.st.opts.posix && builtins::is_special(cmd);
+        let keep = self.st.opts.posix && is_special_builtin(cmd);
         self.pop_frame(keep);
     }
 
@@ -1511,7 +1615,7 @@ impl<'a> Shell<'a> {
         if let Some(f) = self.st.funcs.get(name).cloned() {
             return self.call_function(&f, argv);
         }
-        if let Some(b) = builtins::lookup(name) {
+        if let Some(b) = lookup_builtin(name) {
             // `readonly a=(1 2)` assigns before the name becomes readonly.
             if name == "readonly" {
                 for a in deferred {
@@ -1583,7 +1687,7 @@ impl<'a> Shell<'a> {
         if let Some(u) = util {
             return self.run_utility(u, argv);
         }
-        match builtins::lookup(base) {
+        match lookup_builtin(base) {
             Some(b) => {
                 let mut v = argv.to_vec();
                 v[0] = base.to_string();
