@@ -657,10 +657,13 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
     } else {
         names.to_vec()
     };
+    // Listings and errors come in the order of the names, as bash writes
+    // each as it goes: held listings are written before an error.
     let mut text = String::new();
     let mut status = 0;
     for n in list.drain(..) {
         let Some(var) = sh.st.vars.get(&n) else {
+            sh.out(&std::mem::take(&mut text))?;
             sh.err_line(&format!("declare: {n}: not found"))?;
             status = 1;
             continue;
@@ -670,7 +673,6 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
             flags.push('-');
         }
         let body = declare_body(var);
-        let flags = if flags == "-" { "-".to_string() } else { flags };
         text.push_str(&format!("declare -{flags} {n}{body}\n"));
     }
     sh.out(&text)?;
