@@ -392,8 +392,12 @@ pub(super) fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
 struct DeclOpts {
     attrs_on: u8,
     attrs_off: u8,
+    /// `-a` / `-A`: make indexed / associative arrays.
     indexed: bool,
     assoc: bool,
+    /// `+a` / `+A`: which bash refuses for an array of that kind.
+    indexed_off: bool,
+    assoc_off: bool,
     print: bool,
     global: bool,
     funcs: bool,
@@ -420,11 +424,15 @@ fn parse_decl_opts(args: &[String]) -> (DeclOpts, Vec<String>) {
                     'u' => UPPER,
                     'n' => NAMEREF,
                     'a' => {
-                        o.indexed = true;
+                        *if on {
+                            &mut o.indexed
+                        } else {
+                            &mut o.indexed_off
+                        } = true;
                         0
                     }
                     'A' => {
-                        o.assoc = true;
+                        *if on { &mut o.assoc } else { &mut o.assoc_off } = true;
                         0
                     }
                     'p' => {
@@ -453,6 +461,9 @@ fn parse_decl_opts(args: &[String]) -> (DeclOpts, Vec<String>) {
             }
             continue;
         }
+        // Options end at the first name, as bash's option parser ends:
+        // a later `-a` is a name, and not a valid one.
+        opts_done = true;
         names.push(a.clone());
     }
     (o, names)
@@ -516,6 +527,23 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
         if local {
             sh.make_local(&base);
         }
+        let existing = sh.st.vars.get(&base).map(|v| &v.value);
+        if matches!(
+            (existing, o.indexed_off, o.assoc_off),
+            (Some(Value::Indexed(_)), true, _) | (Some(Value::Assoc(_)), _, true)
+        ) {
+            sh.err_line(&format!(
+                "{}: {base}: cannot destroy array variables in this way",
+                args[0]
+            ))?;
+            status = 1;
+            continue;
+        }
+        // A value in parentheses from a quoted word is a compound
+        // assignment only for an array: one being made (`-a`, `-A`) or one
+        // that exists; otherwise it is a string (`declare +a 'x=(2 3)'`).
+        let compound =
+            o.indexed || o.assoc || matches!(existing, Some(Value::Indexed(_) | Value::Assoc(_)));
         // An array keeps its kind: bash refuses to convert one to the other.
         let conversion = match sh.st.vars.get(&base).map(|v| &v.value) {
             Some(Value::Indexed(_)) if o.assoc => Some("indexed to associative"),
@@ -560,7 +588,7 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
             if let Some((v, false)) = value {
                 var.value = Value::Str(v.to_string());
             }
-        } else if let Some(a) = (o.indexed || o.assoc)
+        } else if let Some(a) = compound
             .then(|| value.and_then(|(v, append)| compound_text(name, v, append)))
             .flatten()
         {
@@ -679,8 +707,8 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
     Ok(status)
 }
 
-/// `declare -a 'x=(1 2)'`: given `-a` or `-A`, a value in parentheses
-/// is read as a compound assignment, as bash reads it (its words expanded).
+/// `declare -a 'x=(1 2)'`: for an array, a value in parentheses is read as
+/// a compound assignment, as bash reads it (its words expanded).
 fn compound_text(name: &str, value: &str, append: bool) -> Option<super::ast::Assign> {
     if !(value.starts_with('(') && value.ends_with(')')) || name.contains('[') {
         return None;
