@@ -330,6 +330,11 @@ pub(crate) struct Input {
     /// `data` is all there is; `false` for a pipe that filled up or a
     /// device that never ends (see [`crate::io::Stdin`]).
     pub complete: bool,
+    /// Opened with `<>`: the descriptor writes too, to this file at the
+    /// shared position (overwriting, as one open file description does).
+    /// Reads keep to `data`, the content at open: a write lands before the
+    /// position, so only a change made by other means could differ.
+    pub file: Option<VPath>,
 }
 
 impl Input {
@@ -339,6 +344,7 @@ impl Input {
             data,
             pos: 0.into(),
             complete: true,
+            file: None,
         }
     }
 
@@ -607,6 +613,9 @@ impl<'a> Shell<'a> {
                 Ok(())
             }
             Some(Fd::Null) => Ok(()),
+            Some(Fd::In(input)) if input.file.is_some() => {
+                self.write_through(&input, &crate::bytes::encode_bytes(data))
+            }
             _ => {
                 if fd != 2 {
                     self.err_line(&format!("{fd}: Bad file descriptor"))?;
@@ -614,6 +623,29 @@ impl<'a> Shell<'a> {
                 Err(Flow::Error(1)).or(Ok(()))
             }
         }
+    }
+
+    /// Writes raw bytes through a `<>` descriptor: at its position, over
+    /// what the file holds there (a position past the end leaves a gap of
+    /// NUL bytes, as a write after `lseek` does), the position moved past.
+    fn write_through(&mut self, input: &Input, bytes: &[u8]) -> R<()> {
+        let Some(path) = &input.file else {
+            return Ok(());
+        };
+        let mut content = self.fs.read(path).unwrap_or_default();
+        let at = input.pos.get();
+        let end = at + bytes.len();
+        if content.len() < end {
+            content.resize(end, 0);
+        }
+        content[at..end].copy_from_slice(bytes);
+        self.budget.charge_write(content.len() as u64)?;
+        if let Err(e) = self.fs.write(path, &content) {
+            self.write_failed = true;
+            self.err_line(&format!("{}: {}", path.as_str(), utils::strerror(&e)))?;
+        }
+        input.pos.set(end);
+        Ok(())
     }
 
     pub(crate) fn out(&mut self, text: &str) -> R<()> {
@@ -1866,16 +1898,17 @@ impl<'a> Shell<'a> {
             }
         }
         let shared = err_shares(&self.fds, 1, 2);
-        self.put_output(out_slot, stdout);
+        self.put_output(1, out_slot, stdout)?;
         if shared {
             self.write_fd(1, stderr.as_bytes())?;
         } else {
-            self.put_output(err_slot, stderr);
+            self.put_output(2, err_slot, stderr)?;
         }
         Ok(r?)
     }
 
-    /// Takes a descriptor's buffer out for a utility (a scratch buffer for `/dev/null`).
+    /// Takes a descriptor's buffer out for a utility (a scratch buffer for
+    /// `/dev/null` and a `<>` descriptor).
     fn take_output(&mut self, fd: usize) -> (Output, Option<usize>) {
         let cap = self.budget.limits().max_output_bytes;
         match self.fds.get(fd).cloned().flatten() {
@@ -1887,10 +1920,15 @@ impl<'a> Shell<'a> {
         }
     }
 
-    fn put_output(&mut self, slot: Option<usize>, out: Output) {
+    /// Gives a descriptor back what a utility wrote to it: its slot's buffer,
+    /// or written through a `<>` descriptor.
+    fn put_output(&mut self, fd: usize, slot: Option<usize>, out: Output) -> R<()> {
         if let Some(i) = slot {
             self.slots[i].out = out;
+        } else if let Some(Fd::In(input)) = self.fds.get(fd).cloned().flatten() {
+            self.write_through(&input, out.as_bytes())?;
         }
+        Ok(())
     }
 
     pub(crate) fn exported_env(&self) -> BTreeMap<String, String> {
