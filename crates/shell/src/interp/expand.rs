@@ -363,7 +363,7 @@ impl Shell<'_> {
             }
             _ => {
                 let raw = self.lookup_param(&name, sub.as_ref())?;
-                self.apply_op(&name, sub.as_ref(), &p.op, raw, quoted, f)?
+                self.apply_op(&name, sub.as_ref(), &p.op, raw, (quoted, p.indirect), f)?
             }
         };
         // The value goes into the field's text and its glob pattern.
@@ -505,7 +505,7 @@ impl Shell<'_> {
         sub: Option<&Subscript>,
         op: &ParamOp,
         val: Val,
-        quoted: bool,
+        (quoted, indirect): (bool, bool),
         f: &mut Fields,
     ) -> R<Val> {
         let is_unset = match &val {
@@ -537,6 +537,11 @@ impl Shell<'_> {
                     // separator that is never null (unquoted with a null
                     // IFS, the elements stay apart: `IFS=; set -- '' ''`
                     // makes `${*:-x}` not null).
+                    // Through `${!ref}` (`ref='a[@]'`), bash tests the
+                    // text the target expands to, and quoted, the text of
+                    // empty elements is a quoted null, which is not null:
+                    // only an array without elements is.
+                    Val::Many(v, _) if indirect && quoted => v.is_empty(),
                     Val::Many(v, star) => {
                         let joined_empty =
                             v.len() <= 1 || (*star && quoted && self.ifs_first().is_empty());
