@@ -524,6 +524,15 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
                 continue;
             }
         }
+        // An element assigned through `declare` (`declare r[1]=v`) of a
+        // name reference is the name's own: bash drops the reference first.
+        if name != base && value.is_some() && sh.is_nameref(&base) {
+            sh.err_line(&format!("warning: {base}: removing nameref attribute"))?;
+            if let Some(var) = sh.st.vars.get_mut(&base) {
+                var.attrs &= !NAMEREF;
+                var.value = Value::Unset;
+            }
+        }
         if local {
             sh.make_local(&base);
         }

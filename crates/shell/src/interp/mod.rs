@@ -1503,6 +1503,14 @@ impl<'a> Shell<'a> {
             self.push_env_frame();
         }
         for a in &cmd.assigns {
+            // A command's environment holds names, not elements: bash
+            // refuses `a[1]=v cmd`'s assignment, as it is written, and runs
+            // the command.
+            if a.index.is_some() {
+                let written = written_element(&cmd.text, &a.name);
+                self.err_line(&format!("`{written}': not a valid identifier"))?;
+                continue;
+            }
             // A readonly variable keeps its value; the command still runs.
             if self.is_readonly(&a.name) {
                 self.err_line(&format!("{}: readonly variable", a.name))?;
@@ -2254,4 +2262,23 @@ fn sets_pipestatus(cmd: &Command) -> bool {
 /// its own even as a pipeline's stage.
 fn is_user_subshell(cmd: &Command) -> bool {
     matches!(cmd, Command::Compound(c, _) if matches!(c.as_ref(), Compound::Subshell(_)))
+}
+
+/// `name[subscript]` as a command's text writes it among its prefix
+/// assignments (the name alone if it cannot be found).
+fn written_element(text: &str, name: &str) -> String {
+    let start = format!("{name}[");
+    let Some(at) = text.find(&start) else {
+        return name.to_string();
+    };
+    let mut depth = 0usize;
+    for (i, c) in text[at + name.len()..].char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth == 1 => return text[at..at + name.len() + i + 1].to_string(),
+            ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    name.to_string()
 }

@@ -689,6 +689,15 @@ impl Shell<'_> {
     pub(crate) fn assign(&mut self, a: &Assign) -> R<()> {
         if self.is_nameref(&a.name) {
             let t = self.deref_for_write(&a.name)?;
+            // A reference to an element (`declare -n r='a[0]'`) takes no
+            // subscript or list of its own: bash puts what `r[1]=` or
+            // `r=(..)` adds after the target's text, which names no
+            // variable, and refuses it (the line abandoned).
+            let adds = a.index.is_some() || matches!(a.value, AssignValue::Array(_));
+            if t.contains('[') && adds {
+                self.err_line(&format!("`{t}': not a valid identifier"))?;
+                return Err(Flow::Fail(1));
+            }
             if t != a.name && !t.contains('[') {
                 let mut a = a.clone();
                 a.name = t;
