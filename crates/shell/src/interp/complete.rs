@@ -320,11 +320,11 @@ fn generate(sh: &mut Shell, args: &[String]) -> R<i32> {
             Some(p) => (true, p),
             None => (false, filter.as_str()),
         };
-        let ext = sh.st.opts.extglob;
+        let (ext, units) = (sh.st.opts.extglob, sh.units());
         let mut steps = sh.steps();
         let mut kept = Vec::with_capacity(matches.len());
         for m in matches {
-            if pattern::matches(pat, &m, ext, false, &mut steps)? == negate {
+            if pattern::matches(pat, &m, (ext, false, units), &mut steps)? == negate {
                 kept.push(m);
             }
         }

@@ -6,8 +6,9 @@
 //! escaped, so that `"*"` stays literal while `*` globs.
 
 use super::ast::*;
+use super::pattern::{self, Units};
 use super::vars::{attr_letters, declare_body, escape_dq, Value};
-use super::{pattern, printf, Fd, Shell, R};
+use super::{printf, Fd, Shell, R};
 use crate::limits::Abort;
 
 #[derive(Default)]
@@ -526,7 +527,10 @@ impl Shell<'_> {
             ParamOp::None | ParamOp::Names(_) | ParamOp::Keys => val,
             ParamOp::Length => match val {
                 Val::Many(v, _) => Val::One(Some(v.len().to_string())),
-                Val::One(v) => Val::One(Some(v.map_or(0, |s| s.chars().count()).to_string())),
+                Val::One(v) => {
+                    let units = self.units();
+                    Val::One(Some(v.map_or(0, |s| units.cut(&s).len()).to_string()))
+                }
             },
             ParamOp::Test { op, colon, word } => {
                 let null = match &val {
@@ -604,7 +608,10 @@ impl Shell<'_> {
                     None => None,
                 };
                 match val {
-                    Val::One(v) => Val::One(v.map(|s| substr(&s, off, len))),
+                    Val::One(v) => {
+                        let units = self.units();
+                        Val::One(v.map(|s| substr(&s, off, len, units)))
+                    }
                     Val::Many(mut items, star) => {
                         if let Some(l) = len.filter(|&l| l < 0) {
                             return Err(self.fatal(&format!("{l}: substring expression < 0")));
@@ -640,19 +647,19 @@ impl Shell<'_> {
                 pat,
             } => {
                 let pat = self.expand_pattern(pat)?;
-                let ext = self.st.opts.extglob;
+                let how = (self.st.opts.extglob, self.units());
                 let mut steps = self.steps();
                 self.try_map_val(val, |s| {
-                    pattern::strip(&pat, s, *suffix, *longest, ext, &mut steps)
+                    pattern::strip(&pat, s, (*suffix, *longest), how, &mut steps)
                 })?
             }
             ParamOp::Replace { mode, pat, rep } => {
                 let pat = self.expand_pattern(pat)?;
                 let rep = self.expand_single(rep)?;
-                let ext = self.st.opts.extglob;
+                let how = (self.st.opts.extglob, self.units());
                 let mut steps = self.steps();
                 self.try_map_val(val, |s| {
-                    pattern::replace(&pat, s, &rep, *mode, ext, &mut steps)
+                    pattern::replace(&pat, s, &rep, *mode, how, &mut steps)
                 })?
             }
             ParamOp::Case { to, all, pat } => {
@@ -888,8 +895,9 @@ fn push_value(f: &mut Fields, s: &str, quoted: bool) {
     }
 }
 
-fn substr(s: &str, off: i64, len: Option<i64>) -> String {
-    let chars: Vec<char> = s.chars().collect();
+/// `${s:off:len}`, counted in the locale's units.
+fn substr(s: &str, off: i64, len: Option<i64>, units: Units) -> String {
+    let chars = units.cut(s);
     let n = chars.len() as i64;
     let start = if off < 0 { n + off } else { off };
     if start < 0 || start > n {
@@ -903,7 +911,7 @@ fn substr(s: &str, off: i64, len: Option<i64>) -> String {
     if end < start {
         return String::new();
     }
-    chars[start as usize..end as usize].iter().collect()
+    units.join(&chars[start as usize..end as usize])
 }
 
 fn slice(items: Vec<String>, off: i64, len: Option<i64>) -> Vec<String> {
@@ -932,7 +940,8 @@ fn change_case(
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
         let applies = (all || i == 0)
-            && (pat.is_empty() || pattern::matches(pat, &c.to_string(), ext, false, steps)?);
+            && (pat.is_empty()
+                || pattern::matches(pat, &c.to_string(), (ext, false, Units::Chars), steps)?);
         if applies {
             match to {
                 CaseChange::Upper => out.extend(c.to_uppercase()),
