@@ -1080,29 +1080,11 @@ fn split_fields(chars: &[(char, bool)], ifs: &str, max: usize) -> Vec<String> {
     }
     let mut fields = Vec::new();
     while i < chars.len() {
-        if fields.len() + 1 == max {
-            let mut end = chars.len();
-            while end > i && is_ws(&chars[end - 1]) {
-                end -= 1;
-            }
-            let rest = &chars[i..end];
-            // a single trailing non-whitespace separator is dropped too
-            let rest = match rest.split_last() {
-                Some((last, before))
-                    if is_sep(last) && !is_ws(last) && !before.iter().any(is_sep) =>
-                {
-                    before
-                }
-                _ => rest,
-            };
-            fields.push(text(rest));
-            return fields;
-        }
         let start = i;
         while i < chars.len() && !is_sep(&chars[i]) {
             i += 1;
         }
-        fields.push(text(&chars[start..i]));
+        let word = &chars[start..i];
         // skip whitespace, one non-whitespace separator, whitespace
         while i < chars.len() && is_ws(&chars[i]) {
             i += 1;
@@ -1113,6 +1095,19 @@ fn split_fields(chars: &[(char, bool)], ifs: &str, max: usize) -> Vec<String> {
                 i += 1;
             }
         }
+        // The last variable takes the rest of the line, its trailing IFS
+        // whitespace removed; as bash reads it, a rest that is one word
+        // and its delimiters is that word (`IFS=" :"`: `b :` is `b`,
+        // `b::` stays `b::`).
+        if fields.len() + 1 == max && i < chars.len() {
+            let mut end = chars.len();
+            while end > start && is_ws(&chars[end - 1]) {
+                end -= 1;
+            }
+            fields.push(text(&chars[start..end]));
+            return fields;
+        }
+        fields.push(text(word));
     }
     fields
 }
