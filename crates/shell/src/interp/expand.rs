@@ -7,7 +7,7 @@
 
 use super::ast::*;
 use super::pattern::{self, Units};
-use super::vars::{attr_letters, declare_body, escape_dq, Value};
+use super::vars::{attr_letters, declare_body, escape_dq, Value, DECLARED};
 use super::{printf, Fd, Shell, R};
 use crate::limits::Abort;
 
@@ -515,12 +515,21 @@ impl Shell<'_> {
                 v.is_empty() && !self.st.vars.contains_key(name) && name != "@" && name != "*"
             }
         };
-        if is_unset
-            && self.st.opts.nounset
-            && !matches!(sub, Some(Subscript::All(_)))
-            && !matches!(op, ParamOp::Test { .. })
-            && !matches!(name, "@" | "*")
-        {
+        // Under `set -u`, bash's `${#a[@]}` needs an array assigned
+        // (`a=()` is one; unset or only declared is not), while `${#a[3]}`
+        // of an array is 0 for an element not set.
+        let array = self.st.vars.get(name).map(|v| {
+            matches!(v.value, Value::Indexed(_) | Value::Assoc(_)) && v.attrs & DECLARED == 0
+        });
+        let unbound = match (op, sub) {
+            (ParamOp::Length, Some(Subscript::All(_))) => {
+                array != Some(true) && !matches!(name, "@" | "*")
+            }
+            (ParamOp::Length, Some(Subscript::Index(_))) if array == Some(true) => false,
+            (ParamOp::Test { .. }, _) | (_, Some(Subscript::All(_))) => false,
+            _ => is_unset && !matches!(name, "@" | "*"),
+        };
+        if unbound && self.st.opts.nounset {
             return Err(self.fatal_exit(&format!("{name}: unbound variable")));
         }
         Ok(match op {
