@@ -9,6 +9,7 @@ use super::vars::{
     READONLY, UPPER,
 };
 use super::{printf, Fd, Flow, Shell, R};
+use crate::devices::Device;
 use crate::limits::Abort;
 use crate::utils;
 
@@ -809,10 +810,29 @@ pub(super) fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     } else {
         sh.source_lookup(file)
     };
-    let path = VPath::parse_from(found.as_deref().unwrap_or(file), &sh.st.cwd);
-    let data = match path.and_then(|p| sh.fs.read(&p)) {
+    let named = found.as_deref().unwrap_or(file);
+    // Devices read as on Linux: `/dev/null` is empty, and `/dev/stdin`
+    // (`/dev/fd/N`) is what is left of that input, read to its end
+    // (`cmd | source /dev/stdin`).
+    let device = match Device::named(named) {
+        Some(Device::Null) => Some(Vec::new()),
+        Some(Device::Descriptor(n)) => match sh.fds.get(n).cloned().flatten() {
+            Some(Fd::In(input)) => Some(input.take_rest()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let data = match device
+        .map(Ok)
+        .unwrap_or_else(|| VPath::parse_from(named, &sh.st.cwd).and_then(|p| sh.fs.read(&p)))
+    {
         Ok(d) => d,
-        Err(e) => return usage(sh, file, &utils::strerror(&e), 1),
+        // A file that cannot be read returns too: its `RETURN` trap runs.
+        Err(e) => {
+            let status = usage(sh, file, &utils::strerror(&e), 1)?;
+            sh.fire_return_trap()?;
+            return Ok(status);
+        }
     };
     let text = crate::bytes::decode(&data);
     let saved =

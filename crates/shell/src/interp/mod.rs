@@ -356,6 +356,13 @@ impl Input {
         }
     }
 
+    /// Reads all that is left.
+    pub(crate) fn take_rest(&self) -> Vec<u8> {
+        let pos = self.pos.get().min(self.data.len());
+        self.pos.set(self.data.len());
+        self.data[pos..].to_vec()
+    }
+
     /// What is left to read.
     pub(crate) fn rest(&self) -> crate::io::Stdin<'_> {
         let rest = &self.data[self.pos.get().min(self.data.len())..];
@@ -1852,11 +1859,7 @@ impl<'a> Shell<'a> {
     /// Takes all remaining input from fd 0.
     pub(crate) fn take_stdin(&mut self) -> Vec<u8> {
         match self.fds[0].clone() {
-            Some(Fd::In(input)) => {
-                let pos = input.pos.get().min(input.data.len());
-                input.pos.set(input.data.len());
-                input.data[pos..].to_vec()
-            }
+            Some(Fd::In(input)) => input.take_rest(),
             _ => Vec::new(),
         }
     }
