@@ -1614,5 +1614,11 @@ pub(super) fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     }
     let argv = args[skip..].to_vec();
     let status = sh.dispatch(&argv, Vec::new())?;
+    // The command replaced the shell, which runs no `EXIT` trap; one that
+    // could not be run (not found, 127; not executable, 126) leaves the
+    // shell to exit, trap and all.
+    if !matches!(status, 126 | 127) {
+        sh.st.traps.remove("EXIT");
+    }
     Err(Flow::Abort(Abort::Exit(status)))
 }
