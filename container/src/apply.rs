@@ -39,9 +39,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stead_sync::{ApplyReply, ChunkHash, Entry, IgnoreRules, Push};
 
-use crate::beneath::{is_missing, Dir};
+use crate::beneath::{is_missing, Dir, Stat};
 use crate::confine::Isolation;
-use crate::disk::{observe, perm, random_hex, Known, Observed, Stat};
+use crate::disk::{observe, perm, random_hex, Known, Observed};
 use crate::error::ApiError;
 use crate::paths::{self, ancestors, child, within, PathError};
 use crate::state::{Container, ContainerState};

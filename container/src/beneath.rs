@@ -36,14 +36,13 @@
 //! nothing); a push replaces the name instead.
 
 use std::ffi::{CString, OsStr, OsString};
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use crate::disk::Stat;
 
 /// An open directory of a workspace, reached without following a symlink.
 #[derive(Debug)]
@@ -63,6 +62,35 @@ pub enum Kind {
     Socket,
     Device,
     Unknown,
+}
+
+/// The stat data that tells whether a file may have changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub ino: u64,
+    pub mode: u32,
+}
+
+impl Stat {
+    /// The modification time in whole milliseconds (as the workspace keeps
+    /// times).
+    pub fn mtime_ms(&self) -> i64 {
+        self.mtime_ns.div_euclid(1_000_000) as i64
+    }
+
+    pub fn of(meta: &Metadata) -> Stat {
+        let ns = |s: i64, n: i64| s as i128 * 1_000_000_000 + n as i128;
+        Stat {
+            size: meta.size(),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+            mode: meta.mode(),
+        }
+    }
 }
 
 /// A name's kind and stat data.

@@ -12,42 +12,12 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
 
 use stead_sync::{hash_chunk, ChunkHash, Entry, CHUNK_SIZE};
 
-use crate::beneath::{is_missing, Dir, Kind};
-
-/// The stat data that tells whether a file may have changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
-    pub size: u64,
-    pub mtime_ns: i128,
-    pub ctime_ns: i128,
-    pub ino: u64,
-    pub mode: u32,
-}
-
-impl Stat {
-    /// The modification time in whole milliseconds (as the workspace keeps
-    /// times).
-    pub fn mtime_ms(&self) -> i64 {
-        self.mtime_ns.div_euclid(1_000_000) as i64
-    }
-
-    pub fn of(meta: &Metadata) -> Stat {
-        let ns = |s: i64, n: i64| s as i128 * 1_000_000_000 + n as i128;
-        Stat {
-            size: meta.size(),
-            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
-            ino: meta.ino(),
-            mode: meta.mode(),
-        }
-    }
-}
+use crate::beneath::{is_missing, Dir, Kind, Stat};
 
 /// A path as the workspace side knows it, with the stat data seen for it.
 #[derive(Debug, Clone, PartialEq, Eq)]

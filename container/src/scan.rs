@@ -182,7 +182,7 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn change(&mut self, path: &str, found: Option<(Entry, Option<crate::disk::Stat>)>) {
+    fn change(&mut self, path: &str, found: Option<(Entry, Option<crate::beneath::Stat>)>) {
         let mtime_ms = match &found {
             Some((Entry::File { .. }, Some(stat))) => Some(stat.mtime_ms()),
             _ => None,

@@ -27,6 +27,13 @@
 //! (binary output such as `gzip -c` or `tar c` included); a host decides
 //! how to encode them (the HTTP layer offers base64).
 //!
+//! The modules' imports form no circle: a module uses the ones beneath it
+//! and what its parent module holds for all its parts (the builtins table
+//! in `interp`, which names handlers from most of the interpreter's
+//! modules and is consulted by `type`, `command` and `compgen`; awk's
+//! `Stop`; jq's `Edit` of the program text), never a sibling that uses it
+//! back.
+//!
 //! Known approximations: a utility's stdout and stderr are separate buffers,
 //! so with `2>&1` its stderr follows its stdout instead of interleaving;
 //! inside `while read` loops a filter utility reading standard input (e.g.
@@ -372,7 +379,7 @@ impl GapSearch<'_> {
     /// A program or builtin by name: one the light shell lacks, or one
     /// given options its parser refuses.
     fn command(&mut self, name: &str, argv: &[Option<String>]) {
-        if interp::builtins::is_builtin(name) {
+        if interp::is_builtin(name) {
             return;
         }
         if utils::lookup(name).is_none() {

@@ -4,119 +4,21 @@ use std::collections::BTreeMap;
 
 use stead_vfs::{Kind, VPath};
 
-use super::expand::attr_letters;
-use super::vars::{self, Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
+use super::vars::{
+    self, attr_letters, declare_body, escape_dq, Value, Var, EXPORT, INTEGER, LOWER, NAMEREF,
+    READONLY, UPPER,
+};
 use super::{printf, Fd, Flow, Shell, R};
+use crate::devices::Device;
 use crate::limits::Abort;
 use crate::utils;
-
-pub(crate) type Builtin = fn(&mut Shell, &[String]) -> R<i32>;
-
-const BUILTINS: &[(&str, Builtin)] = &[
-    (":", |_, _| Ok(0)),
-    ("true", |_, _| Ok(0)),
-    ("false", |_, _| Ok(1)),
-    ("echo", echo),
-    ("printf", printf_builtin),
-    ("cd", cd),
-    ("pwd", pwd),
-    ("export", export),
-    ("unset", unset),
-    ("declare", declare),
-    ("typeset", declare),
-    ("local", local),
-    ("readonly", readonly),
-    ("shift", shift),
-    ("eval", eval),
-    ("source", source),
-    (".", source),
-    ("read", read),
-    ("test", test),
-    ("[", bracket),
-    ("type", super::search::type_builtin),
-    ("command", super::search::command),
-    ("builtin", builtin),
-    ("getopts", getopts),
-    ("exit", exit),
-    ("return", return_builtin),
-    ("break", break_builtin),
-    ("continue", continue_builtin),
-    ("let", let_builtin),
-    ("shopt", super::options::shopt),
-    ("set", set),
-    ("alias", alias),
-    ("unalias", unalias),
-    ("mapfile", mapfile),
-    ("readarray", mapfile),
-    ("trap", super::traps::trap),
-    ("wait", super::jobs::wait),
-    ("jobs", super::jobs::jobs),
-    ("fg", super::jobs::fg),
-    ("bg", super::jobs::bg),
-    ("disown", super::jobs::disown),
-    ("kill", super::jobs::kill),
-    ("complete", super::complete::complete),
-    ("pushd", super::dirs::pushd),
-    ("popd", super::dirs::popd),
-    ("dirs", super::dirs::dirs),
-    ("compgen", super::complete::compgen),
-    ("compopt", super::complete::compopt),
-    ("hash", super::search::hash),
-    ("history", super::history::history),
-    ("fc", super::history::fc),
-    ("umask", super::resources::umask),
-    ("ulimit", super::resources::ulimit),
-    ("exec", exec_builtin),
-    ("times", |sh, _| {
-        sh.out("0m0.000s 0m0.000s\n0m0.000s 0m0.000s\n")?;
-        Ok(0)
-    }),
-];
-
-pub(crate) use super::options::{set_option_names, shopt_names};
-
-/// Every builtin's name, sorted.
-pub(crate) fn names() -> Vec<String> {
-    let mut v: Vec<String> = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
-    v.sort();
-    v
-}
-
-pub(crate) fn lookup(name: &str) -> Option<Builtin> {
-    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
-}
-
-/// POSIX's special builtins.
-pub(crate) fn is_special(name: &str) -> bool {
-    matches!(
-        name,
-        ":" | "."
-            | "break"
-            | "continue"
-            | "eval"
-            | "exec"
-            | "exit"
-            | "export"
-            | "readonly"
-            | "return"
-            | "set"
-            | "shift"
-            | "times"
-            | "trap"
-            | "unset"
-    )
-}
-
-pub(crate) fn is_builtin(name: &str) -> bool {
-    lookup(name).is_some()
-}
 
 fn usage(sh: &mut Shell, name: &str, msg: &str, status: i32) -> R<i32> {
     sh.err_line(&format!("{name}: {msg}"))?;
     Ok(status)
 }
 
-fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut newline = true;
     let mut escapes = sh.st.opts.xpg_echo;
     let mut i = 1;
@@ -151,7 +53,7 @@ fn echo(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(0)
 }
 
-fn printf_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn printf_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut i = 1;
     let mut var = None;
     if args.get(i).map(String::as_str) == Some("-v") {
@@ -197,7 +99,7 @@ impl Shell<'_> {
     }
 }
 
-fn cd(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn cd(sh: &mut Shell, args: &[String]) -> R<i32> {
     let physical = args[1..]
         .iter()
         .take_while(|a| a.starts_with('-') && a.len() > 1 && *a != "--")
@@ -296,7 +198,7 @@ fn cd_directory(sh: &mut Shell, target: &str) -> Result<VPath, String> {
     dir(sh, target)
 }
 
-fn pwd(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn pwd(sh: &mut Shell, args: &[String]) -> R<i32> {
     let physical = args[1..].iter().any(|a| a == "-P");
     let cwd = sh.st.cwd.clone();
     let shown = if physical {
@@ -324,7 +226,7 @@ fn valid_target(name: &str) -> bool {
     super::parse::valid_name(base)
 }
 
-fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut unexport = false;
     let mut status = 0;
     let mut names = Vec::new();
@@ -381,18 +283,7 @@ fn export(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(status)
 }
 
-pub(super) fn escape_dq(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if matches!(c, '"' | '\\' | '$' | '`') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut funcs = false;
     let mut no_deref = false;
     let mut status = 0;
@@ -502,8 +393,12 @@ fn unset(sh: &mut Shell, args: &[String]) -> R<i32> {
 struct DeclOpts {
     attrs_on: u8,
     attrs_off: u8,
+    /// `-a` / `-A`: make indexed / associative arrays.
     indexed: bool,
     assoc: bool,
+    /// `+a` / `+A`: which bash refuses for an array of that kind.
+    indexed_off: bool,
+    assoc_off: bool,
     print: bool,
     global: bool,
     funcs: bool,
@@ -530,11 +425,15 @@ fn parse_decl_opts(args: &[String]) -> (DeclOpts, Vec<String>) {
                     'u' => UPPER,
                     'n' => NAMEREF,
                     'a' => {
-                        o.indexed = true;
+                        *if on {
+                            &mut o.indexed
+                        } else {
+                            &mut o.indexed_off
+                        } = true;
                         0
                     }
                     'A' => {
-                        o.assoc = true;
+                        *if on { &mut o.assoc } else { &mut o.assoc_off } = true;
                         0
                     }
                     'p' => {
@@ -563,23 +462,26 @@ fn parse_decl_opts(args: &[String]) -> (DeclOpts, Vec<String>) {
             }
             continue;
         }
+        // Options end at the first name, as bash's option parser ends:
+        // a later `-a` is a name, and not a valid one.
+        opts_done = true;
         names.push(a.clone());
     }
     (o, names)
 }
 
-fn declare(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn declare(sh: &mut Shell, args: &[String]) -> R<i32> {
     declare_impl(sh, args, sh.in_function > 0)
 }
 
-fn local(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn local(sh: &mut Shell, args: &[String]) -> R<i32> {
     if sh.in_function == 0 {
         return usage(sh, "local", "can only be used in a function", 1);
     }
     declare_impl(sh, args, true)
 }
 
-fn readonly(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn readonly(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut v = vec!["readonly".to_string(), "-r".to_string()];
     v.extend_from_slice(&args[1..]);
     declare_impl(sh, &v, false)
@@ -623,9 +525,35 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
                 continue;
             }
         }
+        // An element assigned through `declare` (`declare r[1]=v`) of a
+        // name reference is the name's own: bash drops the reference first.
+        if name != base && value.is_some() && sh.is_nameref(&base) {
+            sh.err_line(&format!("warning: {base}: removing nameref attribute"))?;
+            if let Some(var) = sh.st.vars.get_mut(&base) {
+                var.attrs &= !NAMEREF;
+                var.value = Value::Unset;
+            }
+        }
         if local {
             sh.make_local(&base);
         }
+        let existing = sh.st.vars.get(&base).map(|v| &v.value);
+        if matches!(
+            (existing, o.indexed_off, o.assoc_off),
+            (Some(Value::Indexed(_)), true, _) | (Some(Value::Assoc(_)), _, true)
+        ) {
+            sh.err_line(&format!(
+                "{}: {base}: cannot destroy array variables in this way",
+                args[0]
+            ))?;
+            status = 1;
+            continue;
+        }
+        // A value in parentheses from a quoted word is a compound
+        // assignment only for an array: one being made (`-a`, `-A`) or one
+        // that exists; otherwise it is a string (`declare +a 'x=(2 3)'`).
+        let compound =
+            o.indexed || o.assoc || matches!(existing, Some(Value::Indexed(_) | Value::Assoc(_)));
         // An array keeps its kind: bash refuses to convert one to the other.
         let conversion = match sh.st.vars.get(&base).map(|v| &v.value) {
             Some(Value::Indexed(_)) if o.assoc => Some("indexed to associative"),
@@ -670,7 +598,7 @@ fn declare_impl(sh: &mut Shell, args: &[String], local: bool) -> R<i32> {
             if let Some((v, false)) = value {
                 var.value = Value::Str(v.to_string());
             }
-        } else if let Some(a) = (o.indexed || o.assoc)
+        } else if let Some(a) = compound
             .then(|| value.and_then(|(v, append)| compound_text(name, v, append)))
             .flatten()
         {
@@ -767,10 +695,13 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
     } else {
         names.to_vec()
     };
+    // Listings and errors come in the order of the names, as bash writes
+    // each as it goes: held listings are written before an error.
     let mut text = String::new();
     let mut status = 0;
     for n in list.drain(..) {
         let Some(var) = sh.st.vars.get(&n) else {
+            sh.out(&std::mem::take(&mut text))?;
             sh.err_line(&format!("declare: {n}: not found"))?;
             status = 1;
             continue;
@@ -780,15 +711,14 @@ fn declare_print(sh: &mut Shell, o: &DeclOpts, names: &[String]) -> R<i32> {
             flags.push('-');
         }
         let body = declare_body(var);
-        let flags = if flags == "-" { "-".to_string() } else { flags };
         text.push_str(&format!("declare -{flags} {n}{body}\n"));
     }
     sh.out(&text)?;
     Ok(status)
 }
 
-/// `declare -a 'x=(1 2)'`: given `-a` or `-A`, a value in parentheses
-/// is read as a compound assignment, as bash reads it (its words expanded).
+/// `declare -a 'x=(1 2)'`: for an array, a value in parentheses is read as
+/// a compound assignment, as bash reads it (its words expanded).
 fn compound_text(name: &str, value: &str, append: bool) -> Option<super::ast::Assign> {
     if !(value.starts_with('(') && value.ends_with(')')) || name.contains('[') {
         return None;
@@ -809,39 +739,6 @@ fn compound_text(name: &str, value: &str, append: bool) -> Option<super::ast::As
     }
 }
 
-/// What `declare -p` prints after the name: `="v"`, `=([0]="a" ...)`,
-/// nothing for an array declared and never assigned.
-pub(super) fn declare_body(var: &Var) -> String {
-    let empty = match &var.value {
-        Value::Indexed(m) => m.is_empty(),
-        Value::Assoc(m) => m.is_empty(),
-        Value::Unset | Value::Str(_) => false,
-    };
-    if empty && var.attrs & vars::DECLARED != 0 {
-        return String::new();
-    }
-    match &var.value {
-        Value::Unset => String::new(),
-        Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
-        Value::Indexed(m) => format!(
-            "=({})",
-            m.iter()
-                .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-        Value::Assoc(m) if m.is_empty() => "=()".to_string(),
-        Value::Assoc(m) => format!(
-            "=({} )",
-            vars::bash_order(m)
-                .into_iter()
-                .map(|(k, v)| format!("[{}]=\"{}\"", printf::quote(k), escape_dq(v)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-    }
-}
-
 /// A special builtin given more operands than it takes: bash reports it
 /// and abandons the rest of the command line, with status 1; a `-c` text
 /// it abandons whole (the shell, or the subshell it is in, ends with 1).
@@ -854,7 +751,7 @@ fn too_many_arguments(sh: &mut Shell, name: &str) -> R<i32> {
     Err(Flow::Error(1))
 }
 
-fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() > 2 {
         return too_many_arguments(sh, "shift");
     }
@@ -872,7 +769,7 @@ fn shift(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(0)
 }
 
-fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn eval(sh: &mut Shell, args: &[String]) -> R<i32> {
     let skip = match args.get(1).map(String::as_str) {
         Some("--") => 2,
         // eval takes no options: `-z` is refused, a lone `-` is a word.
@@ -897,7 +794,7 @@ fn run_text(sh: &mut Shell, text: &str, what: &str, line_base: usize) -> R<i32> 
     r
 }
 
-fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     let args: Vec<String> = if args.get(1).map(String::as_str) == Some("--") {
         std::iter::once(args[0].clone())
             .chain(args[2..].iter().cloned())
@@ -913,10 +810,29 @@ fn source(sh: &mut Shell, args: &[String]) -> R<i32> {
     } else {
         sh.source_lookup(file)
     };
-    let path = VPath::parse_from(found.as_deref().unwrap_or(file), &sh.st.cwd);
-    let data = match path.and_then(|p| sh.fs.read(&p)) {
+    let named = found.as_deref().unwrap_or(file);
+    // Devices read as on Linux: `/dev/null` is empty, and `/dev/stdin`
+    // (`/dev/fd/N`) is what is left of that input, read to its end
+    // (`cmd | source /dev/stdin`).
+    let device = match Device::named(named) {
+        Some(Device::Null) => Some(Vec::new()),
+        Some(Device::Descriptor(n)) => match sh.fds.get(n).cloned().flatten() {
+            Some(Fd::In(input)) => Some(input.take_rest()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let data = match device
+        .map(Ok)
+        .unwrap_or_else(|| VPath::parse_from(named, &sh.st.cwd).and_then(|p| sh.fs.read(&p)))
+    {
         Ok(d) => d,
-        Err(e) => return usage(sh, file, &utils::strerror(&e), 1),
+        // A file that cannot be read returns too: its `RETURN` trap runs.
+        Err(e) => {
+            let status = usage(sh, file, &utils::strerror(&e), 1)?;
+            sh.fire_return_trap()?;
+            return Ok(status);
+        }
     };
     let text = crate::bytes::decode(&data);
     let saved =
@@ -998,7 +914,7 @@ fn read_record(
     Ok(Some((record, found || (n.is_some() && !short))))
 }
 
-fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn read(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut raw = false;
     let mut delim = Some(b'\n');
     let mut nchars = None;
@@ -1184,29 +1100,11 @@ fn split_fields(chars: &[(char, bool)], ifs: &str, max: usize) -> Vec<String> {
     }
     let mut fields = Vec::new();
     while i < chars.len() {
-        if fields.len() + 1 == max {
-            let mut end = chars.len();
-            while end > i && is_ws(&chars[end - 1]) {
-                end -= 1;
-            }
-            let rest = &chars[i..end];
-            // a single trailing non-whitespace separator is dropped too
-            let rest = match rest.split_last() {
-                Some((last, before))
-                    if is_sep(last) && !is_ws(last) && !before.iter().any(is_sep) =>
-                {
-                    before
-                }
-                _ => rest,
-            };
-            fields.push(text(rest));
-            return fields;
-        }
         let start = i;
         while i < chars.len() && !is_sep(&chars[i]) {
             i += 1;
         }
-        fields.push(text(&chars[start..i]));
+        let word = &chars[start..i];
         // skip whitespace, one non-whitespace separator, whitespace
         while i < chars.len() && is_ws(&chars[i]) {
             i += 1;
@@ -1217,33 +1115,46 @@ fn split_fields(chars: &[(char, bool)], ifs: &str, max: usize) -> Vec<String> {
                 i += 1;
             }
         }
+        // The last variable takes the rest of the line, its trailing IFS
+        // whitespace removed; as bash reads it, a rest that is one word
+        // and its delimiters is that word (`IFS=" :"`: `b :` is `b`,
+        // `b::` stays `b::`).
+        if fields.len() + 1 == max && i < chars.len() {
+            let mut end = chars.len();
+            while end > start && is_ws(&chars[end - 1]) {
+                end -= 1;
+            }
+            fields.push(text(&chars[start..end]));
+            return fields;
+        }
+        fields.push(text(word));
     }
     fields
 }
 
-fn test(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn test(sh: &mut Shell, args: &[String]) -> R<i32> {
     sh.test_args(&args[1..])
 }
 
-fn bracket(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn bracket(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.last().map(String::as_str) != Some("]") {
         return usage(sh, "[", "missing `]'", 2);
     }
     sh.test_args(&args[1..args.len() - 1])
 }
 
-fn builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let skip = 1 + usize::from(args.get(1).is_some_and(|a| a == "--"));
     let Some(name) = args.get(skip) else {
         return Ok(0);
     };
-    match lookup(name) {
+    match super::lookup_builtin(name) {
         Some(b) => b(sh, &args[skip..]),
         None => usage(sh, "builtin", &format!("{name}: not a shell builtin"), 1),
     }
 }
 
-fn getopts(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn getopts(sh: &mut Shell, args: &[String]) -> R<i32> {
     let Some(var) = args.get(2) else {
         return usage(sh, "getopts", "usage: getopts optstring name [arg ...]", 2);
     };
@@ -1381,7 +1292,7 @@ fn status_arg(sh: &mut Shell, args: &[String], name: &str) -> R<Result<i32, i32>
     }
 }
 
-fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
     // A numeric first argument with more after it: bash refuses, stays.
     if args.len() > 2 && args[1].trim().parse::<i64>().is_ok() {
         return too_many_arguments(sh, "exit");
@@ -1392,7 +1303,7 @@ fn exit(sh: &mut Shell, args: &[String]) -> R<i32> {
     Err(Flow::Abort(Abort::Exit(status)))
 }
 
-fn return_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn return_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() > 2 {
         return too_many_arguments(sh, "return");
     }
@@ -1434,7 +1345,7 @@ fn outside_loop(sh: &mut Shell, name: &str) -> R<Option<i32>> {
     Ok(Some(0))
 }
 
-fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     if let Some(s) = outside_loop(sh, "break")? {
         return Ok(s);
     }
@@ -1444,7 +1355,7 @@ fn break_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     }
 }
 
-fn continue_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn continue_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     if let Some(s) = outside_loop(sh, "continue")? {
         return Ok(s);
     }
@@ -1454,7 +1365,7 @@ fn continue_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     }
 }
 
-fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() < 2 {
         return usage(sh, "let", "expression expected", 1);
     }
@@ -1471,7 +1382,7 @@ fn let_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok((last == 0) as i32)
 }
 
-fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn set(sh: &mut Shell, args: &[String]) -> R<i32> {
     if args.len() == 1 {
         return print_variables(sh);
     }
@@ -1558,7 +1469,7 @@ fn print_variables(sh: &mut Shell) -> R<i32> {
     Ok(0)
 }
 
-fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut status = 0;
     // `-p` lists (as no operand does); `--` ends the options.
     let skip = args[1..]
@@ -1596,7 +1507,7 @@ fn alias(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(status)
 }
 
-fn unalias(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn unalias(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut status = 0;
     let operands = match args.get(1).map(String::as_str) {
         Some("--") => &args[2..],
@@ -1616,7 +1527,7 @@ fn unalias(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(status)
 }
 
-fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
     let mut strip = false;
     let mut delim = b'\n';
     let mut name = "MAPFILE".to_string();
@@ -1696,12 +1607,18 @@ fn mapfile(sh: &mut Shell, args: &[String]) -> R<i32> {
     Ok(0)
 }
 
-fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
+pub(super) fn exec_builtin(sh: &mut Shell, args: &[String]) -> R<i32> {
     let skip = 1 + usize::from(args.get(1).is_some_and(|a| a == "--"));
     if args.len() == skip {
         return Ok(0);
     }
     let argv = args[skip..].to_vec();
     let status = sh.dispatch(&argv, Vec::new())?;
+    // The command replaced the shell, which runs no `EXIT` trap; one that
+    // could not be run (not found, 127; not executable, 126) leaves the
+    // shell to exit, trap and all.
+    if !matches!(status, 126 | 127) {
+        sh.st.traps.remove("EXIT");
+    }
     Err(Flow::Abort(Abort::Exit(status)))
 }

@@ -12,7 +12,8 @@
 use stead_vfs::Kind;
 
 use super::ast::Word;
-use super::{builtins, parse, pattern, Shell, R};
+use super::options::{set_option_names, shopt_names};
+use super::{builtin_names, parse, pattern, Shell, R};
 use crate::utils;
 
 /// What `complete NAME` stored: its options as given, for `complete -p`.
@@ -319,11 +320,11 @@ fn generate(sh: &mut Shell, args: &[String]) -> R<i32> {
             Some(p) => (true, p),
             None => (false, filter.as_str()),
         };
-        let ext = sh.st.opts.extglob;
+        let (ext, units) = (sh.st.opts.extglob, sh.units());
         let mut steps = sh.steps();
         let mut kept = Vec::with_capacity(matches.len());
         for m in matches {
-            if pattern::matches(pat, &m, ext, false, &mut steps)? == negate {
+            if pattern::matches(pat, &m, (ext, false, units), &mut steps)? == negate {
                 kept.push(m);
             }
         }
@@ -409,10 +410,10 @@ fn action_matches(sh: &mut Shell, action: &str, word: &str) -> R<Vec<String>> {
             .filter(|(_, v)| matches!(v.value, super::Value::Indexed(_) | super::Value::Assoc(_)))
             .map(|(k, _)| k.clone())
             .collect(),
-        "builtin" | "enabled" | "helptopic" => builtins::names(),
+        "builtin" | "enabled" | "helptopic" => builtin_names(),
         "command" => {
             let mut v: Vec<String> = sh.st.aliases.keys().cloned().collect();
-            v.extend(builtins::names());
+            v.extend(builtin_names());
             v.extend(sh.st.funcs.keys().cloned());
             v.extend(KEYWORDS.iter().map(|s| s.to_string()));
             v.extend(utils::names().iter().map(|s| s.to_string()));
@@ -431,14 +432,8 @@ fn action_matches(sh: &mut Shell, action: &str, word: &str) -> R<Vec<String>> {
         "hostname" => vec!["localhost".into()],
         "job" | "running" => sh.job_texts(),
         "keyword" => KEYWORDS.iter().map(|s| s.to_string()).collect(),
-        "setopt" => builtins::set_option_names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        "shopt" => builtins::shopt_names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        "setopt" => set_option_names().iter().map(|s| s.to_string()).collect(),
+        "shopt" => shopt_names().iter().map(|s| s.to_string()).collect(),
         "signal" => (1..=64)
             .filter_map(super::traps::signal_name)
             .map(|n| format!("SIG{n}"))

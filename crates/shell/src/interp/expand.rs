@@ -6,8 +6,9 @@
 //! escaped, so that `"*"` stays literal while `*` globs.
 
 use super::ast::*;
-use super::vars::{Value, Var, EXPORT, INTEGER, LOWER, NAMEREF, READONLY, UPPER};
-use super::{pattern, printf, Fd, Shell, R};
+use super::pattern::{self, Units};
+use super::vars::{attr_letters, declare_body, escape_dq, Value, DECLARED};
+use super::{printf, Fd, Shell, R};
 use crate::limits::Abort;
 
 #[derive(Default)]
@@ -363,7 +364,7 @@ impl Shell<'_> {
             }
             _ => {
                 let raw = self.lookup_param(&name, sub.as_ref())?;
-                self.apply_op(&name, sub.as_ref(), &p.op, raw, quoted, f)?
+                self.apply_op(&name, sub.as_ref(), &p.op, raw, (quoted, p.indirect), f)?
             }
         };
         // The value goes into the field's text and its glob pattern.
@@ -505,7 +506,7 @@ impl Shell<'_> {
         sub: Option<&Subscript>,
         op: &ParamOp,
         val: Val,
-        quoted: bool,
+        (quoted, indirect): (bool, bool),
         f: &mut Fields,
     ) -> R<Val> {
         let is_unset = match &val {
@@ -514,19 +515,31 @@ impl Shell<'_> {
                 v.is_empty() && !self.st.vars.contains_key(name) && name != "@" && name != "*"
             }
         };
-        if is_unset
-            && self.st.opts.nounset
-            && !matches!(sub, Some(Subscript::All(_)))
-            && !matches!(op, ParamOp::Test { .. })
-            && !matches!(name, "@" | "*")
-        {
+        // Under `set -u`, bash's `${#a[@]}` needs an array assigned
+        // (`a=()` is one; unset or only declared is not), while `${#a[3]}`
+        // of an array is 0 for an element not set.
+        let array = self.st.vars.get(name).map(|v| {
+            matches!(v.value, Value::Indexed(_) | Value::Assoc(_)) && v.attrs & DECLARED == 0
+        });
+        let unbound = match (op, sub) {
+            (ParamOp::Length, Some(Subscript::All(_))) => {
+                array != Some(true) && !matches!(name, "@" | "*")
+            }
+            (ParamOp::Length, Some(Subscript::Index(_))) if array == Some(true) => false,
+            (ParamOp::Test { .. }, _) | (_, Some(Subscript::All(_))) => false,
+            _ => is_unset && !matches!(name, "@" | "*"),
+        };
+        if unbound && self.st.opts.nounset {
             return Err(self.fatal_exit(&format!("{name}: unbound variable")));
         }
         Ok(match op {
             ParamOp::None | ParamOp::Names(_) | ParamOp::Keys => val,
             ParamOp::Length => match val {
                 Val::Many(v, _) => Val::One(Some(v.len().to_string())),
-                Val::One(v) => Val::One(Some(v.map_or(0, |s| s.chars().count()).to_string())),
+                Val::One(v) => {
+                    let units = self.units();
+                    Val::One(Some(v.map_or(0, |s| units.cut(&s).len()).to_string()))
+                }
             },
             ParamOp::Test { op, colon, word } => {
                 let null = match &val {
@@ -537,6 +550,11 @@ impl Shell<'_> {
                     // separator that is never null (unquoted with a null
                     // IFS, the elements stay apart: `IFS=; set -- '' ''`
                     // makes `${*:-x}` not null).
+                    // Through `${!ref}` (`ref='a[@]'`), bash tests the
+                    // text the target expands to, and quoted, the text of
+                    // empty elements is a quoted null, which is not null:
+                    // only an array without elements is.
+                    Val::Many(v, _) if indirect && quoted => v.is_empty(),
                     Val::Many(v, star) => {
                         let joined_empty =
                             v.len() <= 1 || (*star && quoted && self.ifs_first().is_empty());
@@ -599,7 +617,10 @@ impl Shell<'_> {
                     None => None,
                 };
                 match val {
-                    Val::One(v) => Val::One(v.map(|s| substr(&s, off, len))),
+                    Val::One(v) => {
+                        let units = self.units();
+                        Val::One(v.map(|s| substr(&s, off, len, units)))
+                    }
                     Val::Many(mut items, star) => {
                         if let Some(l) = len.filter(|&l| l < 0) {
                             return Err(self.fatal(&format!("{l}: substring expression < 0")));
@@ -635,19 +656,19 @@ impl Shell<'_> {
                 pat,
             } => {
                 let pat = self.expand_pattern(pat)?;
-                let ext = self.st.opts.extglob;
+                let how = (self.st.opts.extglob, self.units());
                 let mut steps = self.steps();
                 self.try_map_val(val, |s| {
-                    pattern::strip(&pat, s, *suffix, *longest, ext, &mut steps)
+                    pattern::strip(&pat, s, (*suffix, *longest), how, &mut steps)
                 })?
             }
             ParamOp::Replace { mode, pat, rep } => {
                 let pat = self.expand_pattern(pat)?;
                 let rep = self.expand_single(rep)?;
-                let ext = self.st.opts.extglob;
+                let how = (self.st.opts.extglob, self.units());
                 let mut steps = self.steps();
                 self.try_map_val(val, |s| {
-                    pattern::replace(&pat, s, &rep, *mode, ext, &mut steps)
+                    pattern::replace(&pat, s, &rep, *mode, how, &mut steps)
                 })?
             }
             ParamOp::Case { to, all, pat } => {
@@ -733,7 +754,7 @@ impl Shell<'_> {
                     if matches!(var.value, Value::Indexed(_) | Value::Assoc(_)) =>
                 {
                     let flags = attr_letters(Some(&var));
-                    let body = super::builtins::declare_body(&var);
+                    let body = declare_body(&var);
                     Val::One(Some(format!("declare -{flags} {name}{body}")))
                 }
                 (attrs, Val::One(Some(s))) => {
@@ -767,7 +788,7 @@ impl Shell<'_> {
                     } else {
                         let mut word = pairs
                             .iter()
-                            .map(|(k, v)| format!("{k} \"{}\"", super::builtins::escape_dq(v)))
+                            .map(|(k, v)| format!("{k} \"{}\"", escape_dq(v)))
                             .collect::<Vec<_>>()
                             .join(" ");
                         // bash ends an associative array's list with a blank.
@@ -883,31 +904,9 @@ fn push_value(f: &mut Fields, s: &str, quoted: bool) {
     }
 }
 
-pub(super) fn attr_letters(var: Option<&Var>) -> String {
-    let Some(v) = var else { return String::new() };
-    let mut s = String::new();
-    match v.value {
-        Value::Indexed(_) => s.push('a'),
-        Value::Assoc(_) => s.push('A'),
-        _ => {}
-    }
-    for (bit, c) in [
-        (INTEGER, 'i'),
-        (LOWER, 'l'),
-        (NAMEREF, 'n'),
-        (READONLY, 'r'),
-        (UPPER, 'u'),
-        (EXPORT, 'x'),
-    ] {
-        if v.attrs & bit != 0 {
-            s.push(c);
-        }
-    }
-    s
-}
-
-fn substr(s: &str, off: i64, len: Option<i64>) -> String {
-    let chars: Vec<char> = s.chars().collect();
+/// `${s:off:len}`, counted in the locale's units.
+fn substr(s: &str, off: i64, len: Option<i64>, units: Units) -> String {
+    let chars = units.cut(s);
     let n = chars.len() as i64;
     let start = if off < 0 { n + off } else { off };
     if start < 0 || start > n {
@@ -921,7 +920,7 @@ fn substr(s: &str, off: i64, len: Option<i64>) -> String {
     if end < start {
         return String::new();
     }
-    chars[start as usize..end as usize].iter().collect()
+    units.join(&chars[start as usize..end as usize])
 }
 
 fn slice(items: Vec<String>, off: i64, len: Option<i64>) -> Vec<String> {
@@ -950,7 +949,8 @@ fn change_case(
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
         let applies = (all || i == 0)
-            && (pat.is_empty() || pattern::matches(pat, &c.to_string(), ext, false, steps)?);
+            && (pat.is_empty()
+                || pattern::matches(pat, &c.to_string(), (ext, false, Units::Chars), steps)?);
         if applies {
             match to {
                 CaseChange::Upper => out.extend(c.to_uppercase()),

@@ -306,7 +306,7 @@ impl Shell<'_> {
             return Ok(());
         }
         let argv = ["source".to_string(), file];
-        match super::builtins::lookup("source").map(|b| b(self, &argv)) {
+        match super::lookup_builtin("source").map(|b| b(self, &argv)) {
             Some(Err(Flow::Abort(a))) => Err(Flow::Abort(a)),
             _ => Ok(()),
         }

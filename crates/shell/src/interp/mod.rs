@@ -21,7 +21,7 @@
 
 pub(crate) mod arith;
 pub(crate) mod ast;
-pub(crate) mod builtins;
+mod builtins;
 mod complete;
 mod cond;
 mod dirs;
@@ -54,6 +54,110 @@ use crate::pipes::Pipes;
 use crate::utils::{self, Ctx, Runner, Utility};
 use ast::*;
 pub(crate) use vars::{Value, Var};
+
+/// A builtin: a command run inside the interpreter, with its state.
+pub(crate) type Builtin = fn(&mut Shell, &[String]) -> R<i32>;
+
+/// Every builtin and the module that runs it. The table is the
+/// interpreter's, not any one module's: it names handlers from most of its
+/// modules, and those that report on commands (`type`, `command`, `hash`,
+/// `compgen -b`) consult it, so it stands above them all.
+const BUILTINS: &[(&str, Builtin)] = &[
+    (":", |_, _| Ok(0)),
+    ("true", |_, _| Ok(0)),
+    ("false", |_, _| Ok(1)),
+    ("echo", builtins::echo),
+    ("printf", builtins::printf_builtin),
+    ("cd", builtins::cd),
+    ("pwd", builtins::pwd),
+    ("export", builtins::export),
+    ("unset", builtins::unset),
+    ("declare", builtins::declare),
+    ("typeset", builtins::declare),
+    ("local", builtins::local),
+    ("readonly", builtins::readonly),
+    ("shift", builtins::shift),
+    ("eval", builtins::eval),
+    ("source", builtins::source),
+    (".", builtins::source),
+    ("read", builtins::read),
+    ("test", builtins::test),
+    ("[", builtins::bracket),
+    ("type", search::type_builtin),
+    ("command", search::command),
+    ("builtin", builtins::builtin),
+    ("getopts", builtins::getopts),
+    ("exit", builtins::exit),
+    ("return", builtins::return_builtin),
+    ("break", builtins::break_builtin),
+    ("continue", builtins::continue_builtin),
+    ("let", builtins::let_builtin),
+    ("shopt", options::shopt),
+    ("set", builtins::set),
+    ("alias", builtins::alias),
+    ("unalias", builtins::unalias),
+    ("mapfile", builtins::mapfile),
+    ("readarray", builtins::mapfile),
+    ("trap", traps::trap),
+    ("wait", jobs::wait),
+    ("jobs", jobs::jobs),
+    ("fg", jobs::fg),
+    ("bg", jobs::bg),
+    ("disown", jobs::disown),
+    ("kill", jobs::kill),
+    ("complete", complete::complete),
+    ("pushd", dirs::pushd),
+    ("popd", dirs::popd),
+    ("dirs", dirs::dirs),
+    ("compgen", complete::compgen),
+    ("compopt", complete::compopt),
+    ("hash", search::hash),
+    ("history", history::history),
+    ("fc", history::fc),
+    ("umask", resources::umask),
+    ("ulimit", resources::ulimit),
+    ("exec", builtins::exec_builtin),
+    ("times", |sh, _| {
+        sh.out("0m0.000s 0m0.000s\n0m0.000s 0m0.000s\n")?;
+        Ok(0)
+    }),
+];
+
+/// Every builtin's name, sorted.
+pub(crate) fn builtin_names() -> Vec<String> {
+    let mut v: Vec<String> = BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    v.sort();
+    v
+}
+
+pub(crate) fn lookup_builtin(name: &str) -> Option<Builtin> {
+    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
+}
+
+/// POSIX's special builtins.
+pub(crate) fn is_special_builtin(name: &str) -> bool {
+    matches!(
+        name,
+        ":" | "."
+            | "break"
+            | "continue"
+            | "eval"
+            | "exec"
+            | "exit"
+            | "export"
+            | "readonly"
+            | "return"
+            | "set"
+            | "shift"
+            | "times"
+            | "trap"
+            | "unset"
+    )
+}
+
+pub(crate) fn is_builtin(name: &str) -> bool {
+    lookup_builtin(name).is_some()
+}
 
 /// What a syntax error in a source text ends (see [`Shell::run_source`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,6 +330,11 @@ pub(crate) struct Input {
     /// `data` is all there is; `false` for a pipe that filled up or a
     /// device that never ends (see [`crate::io::Stdin`]).
     pub complete: bool,
+    /// Opened with `<>`: the descriptor writes too, to this file at the
+    /// shared position (overwriting, as one open file description does).
+    /// Reads keep to `data`, the content at open: a write lands before the
+    /// position, so only a change made by other means could differ.
+    pub file: Option<VPath>,
 }
 
 impl Input {
@@ -235,6 +344,7 @@ impl Input {
             data,
             pos: 0.into(),
             complete: true,
+            file: None,
         }
     }
 
@@ -244,6 +354,13 @@ impl Input {
             complete: false,
             ..Input::new(data)
         }
+    }
+
+    /// Reads all that is left.
+    pub(crate) fn take_rest(&self) -> Vec<u8> {
+        let pos = self.pos.get().min(self.data.len());
+        self.pos.set(self.data.len());
+        self.data[pos..].to_vec()
     }
 
     /// What is left to read.
@@ -503,6 +620,9 @@ impl<'a> Shell<'a> {
                 Ok(())
             }
             Some(Fd::Null) => Ok(()),
+            Some(Fd::In(input)) if input.file.is_some() => {
+                self.write_through(&input, &crate::bytes::encode_bytes(data))
+            }
             _ => {
                 if fd != 2 {
                     self.err_line(&format!("{fd}: Bad file descriptor"))?;
@@ -510,6 +630,29 @@ impl<'a> Shell<'a> {
                 Err(Flow::Error(1)).or(Ok(()))
             }
         }
+    }
+
+    /// Writes raw bytes through a `<>` descriptor: at its position, over
+    /// what the file holds there (a position past the end leaves a gap of
+    /// NUL bytes, as a write after `lseek` does), the position moved past.
+    fn write_through(&mut self, input: &Input, bytes: &[u8]) -> R<()> {
+        let Some(path) = &input.file else {
+            return Ok(());
+        };
+        let mut content = self.fs.read(path).unwrap_or_default();
+        let at = input.pos.get();
+        let end = at + bytes.len();
+        if content.len() < end {
+            content.resize(end, 0);
+        }
+        content[at..end].copy_from_slice(bytes);
+        self.budget.charge_write(content.len() as u64)?;
+        if let Err(e) = self.fs.write(path, &content) {
+            self.write_failed = true;
+            self.err_line(&format!("{}: {}", path.as_str(), utils::strerror(&e)))?;
+        }
+        input.pos.set(end);
+        Ok(())
     }
 
     pub(crate) fn out(&mut self, text: &str) -> R<()> {
@@ -1367,6 +1510,14 @@ impl<'a> Shell<'a> {
             self.push_env_frame();
         }
         for a in &cmd.assigns {
+            // A command's environment holds names, not elements: bash
+            // refuses `a[1]=v cmd`'s assignment, as it is written, and runs
+            // the command.
+            if a.index.is_some() {
+                let written = written_element(&cmd.text, &a.name);
+                self.err_line(&format!("`{written}': not a valid identifier"))?;
+                continue;
+            }
             // A readonly variable keeps its value; the command still runs.
             if self.is_readonly(&a.name) {
                 self.err_line(&format!("{}: readonly variable", a.name))?;
@@ -1435,7 +1586,7 @@ impl<'a> Shell<'a> {
         // Prefix assignments last for their command only (`declare` and
         // `export` included, as in bash 5.2); in POSIX mode those of a
         // special builtin stay.
-        let keep = self.st.opts.posix && builtins::is_special(cmd);
+        let keep = self.st.opts.posix && is_special_builtin(cmd);
         self.pop_frame(keep);
     }
 
@@ -1511,7 +1662,7 @@ impl<'a> Shell<'a> {
         if let Some(f) = self.st.funcs.get(name).cloned() {
             return self.call_function(&f, argv);
         }
-        if let Some(b) = builtins::lookup(name) {
+        if let Some(b) = lookup_builtin(name) {
             // `readonly a=(1 2)` assigns before the name becomes readonly.
             if name == "readonly" {
                 for a in deferred {
@@ -1583,7 +1734,7 @@ impl<'a> Shell<'a> {
         if let Some(u) = util {
             return self.run_utility(u, argv);
         }
-        match builtins::lookup(base) {
+        match lookup_builtin(base) {
             Some(b) => {
                 let mut v = argv.to_vec();
                 v[0] = base.to_string();
@@ -1708,11 +1859,7 @@ impl<'a> Shell<'a> {
     /// Takes all remaining input from fd 0.
     pub(crate) fn take_stdin(&mut self) -> Vec<u8> {
         match self.fds[0].clone() {
-            Some(Fd::In(input)) => {
-                let pos = input.pos.get().min(input.data.len());
-                input.pos.set(input.data.len());
-                input.data[pos..].to_vec()
-            }
+            Some(Fd::In(input)) => input.take_rest(),
             _ => Vec::new(),
         }
     }
@@ -1762,16 +1909,17 @@ impl<'a> Shell<'a> {
             }
         }
         let shared = err_shares(&self.fds, 1, 2);
-        self.put_output(out_slot, stdout);
+        self.put_output(1, out_slot, stdout)?;
         if shared {
             self.write_fd(1, stderr.as_bytes())?;
         } else {
-            self.put_output(err_slot, stderr);
+            self.put_output(2, err_slot, stderr)?;
         }
         Ok(r?)
     }
 
-    /// Takes a descriptor's buffer out for a utility (a scratch buffer for `/dev/null`).
+    /// Takes a descriptor's buffer out for a utility (a scratch buffer for
+    /// `/dev/null` and a `<>` descriptor).
     fn take_output(&mut self, fd: usize) -> (Output, Option<usize>) {
         let cap = self.budget.limits().max_output_bytes;
         match self.fds.get(fd).cloned().flatten() {
@@ -1783,10 +1931,15 @@ impl<'a> Shell<'a> {
         }
     }
 
-    fn put_output(&mut self, slot: Option<usize>, out: Output) {
+    /// Gives a descriptor back what a utility wrote to it: its slot's buffer,
+    /// or written through a `<>` descriptor.
+    fn put_output(&mut self, fd: usize, slot: Option<usize>, out: Output) -> R<()> {
         if let Some(i) = slot {
             self.slots[i].out = out;
+        } else if let Some(Fd::In(input)) = self.fds.get(fd).cloned().flatten() {
+            self.write_through(&input, out.as_bytes())?;
         }
+        Ok(())
     }
 
     pub(crate) fn exported_env(&self) -> BTreeMap<String, String> {
@@ -2112,4 +2265,23 @@ fn sets_pipestatus(cmd: &Command) -> bool {
 /// its own even as a pipeline's stage.
 fn is_user_subshell(cmd: &Command) -> bool {
     matches!(cmd, Command::Compound(c, _) if matches!(c.as_ref(), Compound::Subshell(_)))
+}
+
+/// `name[subscript]` as a command's text writes it among its prefix
+/// assignments (the name alone if it cannot be found).
+fn written_element(text: &str, name: &str) -> String {
+    let start = format!("{name}[");
+    let Some(at) = text.find(&start) else {
+        return name.to_string();
+    };
+    let mut depth = 0usize;
+    for (i, c) in text[at + name.len()..].char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth == 1 => return text[at..at + name.len() + i + 1].to_string(),
+            ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    name.to_string()
 }

@@ -8,6 +8,46 @@ use stead_vfs::{Kind, VPath};
 use super::Shell;
 use crate::limits::{Abort, Budget, Clock, NODE_COST};
 
+/// What a pattern's `?` and a bracket expression match one of, as the
+/// locale's character type decides (bash's `LC_CTYPE`): a character, or
+/// under the C locale (`LC_ALL=C`) a byte, so `?` matches one byte of `μ`
+/// and `[[:alpha:]]` no byte of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Units {
+    Chars,
+    Bytes,
+}
+
+impl Units {
+    /// `text` cut into units: under [`Units::Bytes`] a character past ASCII
+    /// is its UTF-8 bytes, each carried as a raw byte (`crate::bytes`).
+    pub(crate) fn cut(self, text: &str) -> Vec<char> {
+        match self {
+            Units::Chars => text.chars().collect(),
+            Units::Bytes => crate::bytes::encode_bytes(text.as_bytes())
+                .iter()
+                .map(|&b| {
+                    if b.is_ascii() {
+                        b as char
+                    } else {
+                        crate::bytes::byte_char(b)
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Units back into text: bytes that make UTF-8 characters are those
+    /// characters again.
+    pub(crate) fn join(self, units: &[char]) -> String {
+        let text: String = units.iter().collect();
+        match self {
+            Units::Chars => text,
+            Units::Bytes => crate::bytes::decode(&crate::bytes::encode_bytes(text.as_bytes())),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Tok {
     Ch(char),
@@ -412,13 +452,12 @@ fn lengths(
 pub(super) fn matches(
     pat: &str,
     text: &str,
-    ext: bool,
-    nocase: bool,
+    (ext, nocase, units): (bool, bool, Units),
     steps: &mut Steps,
 ) -> Result<bool, Abort> {
-    let p: Vec<char> = pat.chars().collect();
+    let p = units.cut(pat);
     let toks = compile(&p, ext);
-    let t: Vec<char> = text.chars().collect();
+    let t = units.cut(text);
     match_at(&toks, &t, nocase, steps)
 }
 
@@ -475,14 +514,13 @@ pub(super) fn unescape(pat: &str) -> String {
 pub(super) fn strip(
     pat: &str,
     s: &str,
-    suffix: bool,
-    longest: bool,
-    ext: bool,
+    (suffix, longest): (bool, bool),
+    (ext, units): (bool, Units),
     steps: &mut Steps,
 ) -> Result<String, Abort> {
-    let p: Vec<char> = pat.chars().collect();
+    let p = units.cut(pat);
     let toks = compile(&p, ext);
-    let t: Vec<char> = s.chars().collect();
+    let t = units.cut(s);
     let n = t.len();
     for len in lengths(len_bounds(&toks), n, longest) {
         let (kept, piece) = if suffix {
@@ -491,7 +529,7 @@ pub(super) fn strip(
             (&t[len..], &t[..len])
         };
         if match_at(&toks, piece, false, steps)? {
-            return Ok(kept.iter().collect());
+            return Ok(units.join(kept));
         }
     }
     Ok(s.to_string())
@@ -503,12 +541,12 @@ pub(super) fn replace(
     s: &str,
     rep: &str,
     mode: u8,
-    ext: bool,
+    (ext, units): (bool, Units),
     steps: &mut Steps,
 ) -> Result<String, Abort> {
-    let p: Vec<char> = pat.chars().collect();
+    let p = units.cut(pat);
     let toks = compile(&p, ext);
-    let t: Vec<char> = s.chars().collect();
+    let t = units.cut(s);
     let n = t.len();
     if p.is_empty() && mode != b'#' && mode != b'%' {
         return Ok(s.to_string());
@@ -523,7 +561,7 @@ pub(super) fn replace(
         b'#' => {
             for len in lengths(bounds, n, true) {
                 if match_at(&toks, &t[..len], false, steps)? {
-                    return Ok(format!("{rep}{}", t[len..].iter().collect::<String>()));
+                    return Ok(format!("{rep}{}", units.join(&t[len..])));
                 }
             }
             Ok(s.to_string())
@@ -531,13 +569,13 @@ pub(super) fn replace(
         b'%' => {
             for len in lengths(bounds, n, true) {
                 if match_at(&toks, &t[n - len..], false, steps)? {
-                    return Ok(format!("{}{rep}", t[..n - len].iter().collect::<String>()));
+                    return Ok(format!("{}{rep}", units.join(&t[..n - len])));
                 }
             }
             Ok(s.to_string())
         }
         _ => {
-            let mut out = String::new();
+            let mut out = Vec::new();
             let mut i = 0;
             let mut replaced = false;
             while i <= n {
@@ -561,7 +599,7 @@ pub(super) fn replace(
                         steps.take(STEP_COST)?;
                     }
                     if let Some(end) = found {
-                        out.push_str(rep);
+                        out.extend(units.cut(rep));
                         i = end;
                         replaced = true;
                         continue;
@@ -572,7 +610,7 @@ pub(super) fn replace(
                 }
                 i += 1;
             }
-            Ok(out)
+            Ok(units.join(&out))
         }
     }
 }
@@ -584,7 +622,26 @@ impl<'a> Shell<'a> {
     }
 
     pub(crate) fn pattern_match(&self, pat: &str, text: &str) -> Result<bool, Abort> {
-        matches(pat, text, true, self.st.opts.nocasematch, &mut self.steps())
+        let how = (true, self.st.opts.nocasematch, self.units());
+        matches(pat, text, how, &mut self.steps())
+    }
+
+    /// The locale's [`Units`]: bytes when the locale that decides the
+    /// character type (`LC_ALL`, else `LC_CTYPE`, else `LANG`, the first
+    /// set and not empty) is `C` or `POSIX`. Any other name is taken as a
+    /// UTF-8 locale, and so is none at all: the light shell's text is
+    /// UTF-8 (where bash with no locale set would be in `C`).
+    pub(crate) fn units(&self) -> Units {
+        let locale = ["LC_ALL", "LC_CTYPE", "LANG"].into_iter().find_map(|name| {
+            match self.st.vars.get(name).map(|v| &v.value) {
+                Some(super::Value::Str(s)) if !s.is_empty() => Some(s.as_str()),
+                _ => None,
+            }
+        });
+        match locale {
+            Some("C" | "POSIX") => Units::Bytes,
+            _ => Units::Chars,
+        }
     }
 
     /// Pathname expansion: the sorted matches of `pat`, or none. Every
@@ -627,6 +684,7 @@ impl<'a> Shell<'a> {
         if !ignore.is_empty() {
             let pats = split_ignore(&ignore);
             let ext = self.st.opts.extglob;
+            let units = self.units();
             let mut kept = Vec::with_capacity(results.len());
             for r in results {
                 let name = r.rsplit('/').next().unwrap_or(&r);
@@ -635,7 +693,7 @@ impl<'a> Shell<'a> {
                 }
                 let mut ignored = false;
                 for p in &pats {
-                    if path_matches(p, &r, ext, &mut steps)? {
+                    if path_matches(p, &r, (ext, units), &mut steps)? {
                         ignored = true;
                         break;
                     }
@@ -737,6 +795,7 @@ impl<'a> Shell<'a> {
             return Ok(());
         };
         let ext = self.st.opts.extglob || first.contains('(');
+        let units = self.units();
         let dot_ok = first.starts_with('.') || first.starts_with("\\.");
         // With `globskipdots` off, `.` and `..` are entries too, matched by
         // a pattern whose leading dot is written (`.*`), never by `*`.
@@ -747,7 +806,7 @@ impl<'a> Shell<'a> {
             if name.starts_with('.') && !dot_ok && !self.st.opts.dotglob {
                 continue;
             }
-            if !matches(first, &name, ext, self.st.opts.nocaseglob, steps)? {
+            if !matches(first, &name, (ext, self.st.opts.nocaseglob, units), steps)? {
                 continue;
             }
             let next = join(shown, &name);
@@ -795,14 +854,19 @@ fn split_ignore(list: &str) -> Vec<String> {
 
 /// Matches a pathname against a pattern one `/`-separated component at a
 /// time, so `*` does not cross a slash.
-fn path_matches(pat: &str, path: &str, ext: bool, steps: &mut Steps) -> Result<bool, Abort> {
+fn path_matches(
+    pat: &str,
+    path: &str,
+    (ext, units): (bool, Units),
+    steps: &mut Steps,
+) -> Result<bool, Abort> {
     let pc: Vec<&str> = pat.split('/').collect();
     let tc: Vec<&str> = path.split('/').collect();
     if pc.len() != tc.len() {
         return Ok(false);
     }
     for (p, t) in pc.iter().zip(&tc) {
-        if !matches(p, t, ext, false, steps)? {
+        if !matches(p, t, (ext, false, units), steps)? {
             return Ok(false);
         }
     }

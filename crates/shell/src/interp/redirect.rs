@@ -218,7 +218,9 @@ impl Shell<'_> {
         }
     }
 
-    fn open_input(&mut self, fd: usize, target: &str, create: bool) -> R<bool> {
+    /// `<` (or `<>`, `read_write`: the file is created if missing, and the
+    /// descriptor writes too).
+    fn open_input(&mut self, fd: usize, target: &str, read_write: bool) -> R<bool> {
         match Device::named(target) {
             Some(Device::Null) => {
                 self.set_fd(fd, Some(input_fd(Vec::new())));
@@ -247,14 +249,19 @@ impl Shell<'_> {
         match self.fs.read(&path) {
             Ok(data) => {
                 self.budget.charge_cpu(data.len() as u64)?;
-                self.set_fd(fd, Some(input_fd(data)));
+                let opened = if read_write {
+                    read_write_fd(data, path)
+                } else {
+                    input_fd(data)
+                };
+                self.set_fd(fd, Some(opened));
                 Ok(true)
             }
-            Err(e) if create && e.code() == Errno::Enoent => {
+            Err(e) if read_write && e.code() == Errno::Enoent => {
                 if let Err(e) = self.fs.write(&path, b"") {
                     return self.redir_error(target, &strerror(&e));
                 }
-                self.set_fd(fd, Some(input_fd(Vec::new())));
+                self.set_fd(fd, Some(read_write_fd(Vec::new(), path)));
                 Ok(true)
             }
             Err(e) => self.redir_error(target, &strerror(&e)),
@@ -391,4 +398,12 @@ impl Shell<'_> {
 
 fn input_fd(data: Vec<u8>) -> Fd {
     Fd::In(Rc::new(Input::new(data)))
+}
+
+/// `<>`: an input that writes through to its file (see [`Input::file`]).
+fn read_write_fd(data: Vec<u8>, file: VPath) -> Fd {
+    Fd::In(Rc::new(Input {
+        file: Some(file),
+        ..Input::new(data)
+    }))
 }

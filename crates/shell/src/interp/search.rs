@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{builtins, flags, Shell, R};
+use super::{flags, is_builtin, lookup_builtin, Shell, R};
 use crate::utils::which::{self, Found, DEFAULT_PATH};
 
 /// A remembered location (`hash`).
@@ -125,7 +125,7 @@ impl Shell<'_> {
             if functions && self.st.funcs.contains_key(name) {
                 kinds.push(Kind::Function);
             }
-            if builtins::is_builtin(name) {
+            if is_builtin(name) {
                 kinds.push(Kind::Builtin);
             }
             if !all && !kinds.is_empty() {
@@ -200,7 +200,7 @@ pub(super) fn hash(sh: &mut Shell, args: &[String]) -> R<i32> {
                     status = 1;
                 }
             }
-        } else if !name.contains('/') && !builtins::is_builtin(name) {
+        } else if !name.contains('/') && !is_builtin(name) {
             match sh.search_path(name, None, false).pop() {
                 Some(f) if !matches!(f, Found::NotExecutable(_)) => sh.remember(name, f.path(), 0),
                 _ => {
@@ -366,7 +366,7 @@ pub(super) fn command(sh: &mut Shell, args: &[String]) -> R<i32> {
         return Ok(if any { 0 } else { 1 });
     }
     let argv = names.to_vec();
-    if let Some(b) = builtins::lookup(&argv[0]) {
+    if let Some(b) = lookup_builtin(&argv[0]) {
         return b(sh, &argv);
     }
     if default_path && !argv[0].contains('/') {

@@ -136,28 +136,34 @@ fn shown_name(key: &str) -> String {
 
 /// `trap [-lp] [[action] signal...]`
 pub(super) fn trap(sh: &mut Shell, args: &[String]) -> R<i32> {
+    // Options as bash's option parser reads them: letters combine (`-pl`),
+    // `-l` wins over `-p`, and bash 5.2 knows no others (`-P` is 5.3's).
     let mut rest = &args[1..];
-    let mut print = false;
+    let (mut print, mut list) = (false, false);
     while let Some(flag) = rest.first() {
-        match flag.as_str() {
-            "-l" => {
-                sh.out(&signal_table())?;
-                return Ok(0);
+        if flag == "--" {
+            rest = &rest[1..];
+            break;
+        }
+        let Some(letters) = flag.strip_prefix('-').filter(|l| !l.is_empty()) else {
+            break;
+        };
+        for c in letters.chars() {
+            match c {
+                'l' => list = true,
+                'p' => print = true,
+                _ => {
+                    sh.err_line(&format!("trap: -{c}: invalid option"))?;
+                    sh.err_line("trap: usage: trap [-lp] [[arg] signal_spec ...]")?;
+                    return Ok(2);
+                }
             }
-            "-p" => print = true,
-            "-P" => print = true,
-            "--" => {
-                rest = &rest[1..];
-                break;
-            }
-            f if f.starts_with('-') && f.len() > 1 && f != "-" => {
-                sh.err_line(&format!("trap: {f}: invalid option"))?;
-                sh.err_line("trap: usage: trap [-lp] [[arg] signal_spec ...]")?;
-                return Ok(2);
-            }
-            _ => break,
         }
         rest = &rest[1..];
+    }
+    if list {
+        sh.out(&signal_table())?;
+        return Ok(0);
     }
     if print || rest.is_empty() {
         return print_traps(sh, rest);

@@ -689,6 +689,15 @@ impl Shell<'_> {
     pub(crate) fn assign(&mut self, a: &Assign) -> R<()> {
         if self.is_nameref(&a.name) {
             let t = self.deref_for_write(&a.name)?;
+            // A reference to an element (`declare -n r='a[0]'`) takes no
+            // subscript or list of its own: bash puts what `r[1]=` or
+            // `r=(..)` adds after the target's text, which names no
+            // variable, and refuses it (the line abandoned).
+            let adds = a.index.is_some() || matches!(a.value, AssignValue::Array(_));
+            if t.contains('[') && adds {
+                self.err_line(&format!("`{t}': not a valid identifier"))?;
+                return Err(Flow::Fail(1));
+            }
             if t != a.name && !t.contains('[') {
                 let mut a = a.clone();
                 a.name = t;
@@ -943,4 +952,75 @@ fn ref_target_ok(t: &str) -> bool {
         Some((base, rest)) => super::parse::valid_name(base) && rest.ends_with(']'),
         None => super::parse::valid_name(t),
     }
+}
+
+// How `declare -p` (and `${v@A}`, `export -p`, `set`) shows a variable.
+
+/// The attribute letters `declare -p` and `${v@a}` show, in bash's order.
+pub(super) fn attr_letters(var: Option<&Var>) -> String {
+    let Some(v) = var else { return String::new() };
+    let mut s = String::new();
+    match v.value {
+        Value::Indexed(_) => s.push('a'),
+        Value::Assoc(_) => s.push('A'),
+        _ => {}
+    }
+    for (bit, c) in [
+        (INTEGER, 'i'),
+        (LOWER, 'l'),
+        (NAMEREF, 'n'),
+        (READONLY, 'r'),
+        (UPPER, 'u'),
+        (EXPORT, 'x'),
+    ] {
+        if v.attrs & bit != 0 {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// What `declare -p` prints after the name: `="v"`, `=([0]="a" ...)`,
+/// nothing for an array declared and never assigned.
+pub(super) fn declare_body(var: &Var) -> String {
+    let empty = match &var.value {
+        Value::Indexed(m) => m.is_empty(),
+        Value::Assoc(m) => m.is_empty(),
+        Value::Unset | Value::Str(_) => false,
+    };
+    if empty && var.attrs & DECLARED != 0 {
+        return String::new();
+    }
+    match &var.value {
+        Value::Unset => String::new(),
+        Value::Str(s) => format!("=\"{}\"", escape_dq(s)),
+        Value::Indexed(m) => format!(
+            "=({})",
+            m.iter()
+                .map(|(k, v)| format!("[{k}]=\"{}\"", escape_dq(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Value::Assoc(m) if m.is_empty() => "=()".to_string(),
+        Value::Assoc(m) => format!(
+            "=({} )",
+            bash_order(m)
+                .into_iter()
+                .map(|(k, v)| format!("[{}]=\"{}\"", super::printf::quote(k), escape_dq(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    }
+}
+
+/// Text for inside double quotes: `"`, `\`, `$` and `` ` `` escaped.
+pub(super) fn escape_dq(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if matches!(c, '"' | '\\' | '$' | '`') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }

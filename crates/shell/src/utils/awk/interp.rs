@@ -19,26 +19,9 @@ use super::parser::{
 };
 use super::records::{compile, FieldSep, RecordSep};
 use super::value::{Array, Value};
+use super::{Stop, R};
 use crate::limits::{Abort, Held, LimitKind, RegexCost};
 use crate::utils::Ctx;
-
-/// Why evaluation stopped unwinding.
-#[derive(Debug)]
-pub(crate) enum Stop {
-    Next,
-    NextFile,
-    Exit(i32),
-    Fatal(String),
-    Abort(Abort),
-}
-
-impl From<Abort> for Stop {
-    fn from(abort: Abort) -> Self {
-        Stop::Abort(abort)
-    }
-}
-
-pub(super) type R<T> = Result<T, Stop>;
 
 enum Flow {
     Normal,

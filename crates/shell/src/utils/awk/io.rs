@@ -8,9 +8,9 @@
 
 use std::collections::HashMap;
 
-use super::interp::{Stop, R};
 use super::parser::Redir;
 use super::records::RecordSep;
+use super::{Stop, R};
 use crate::io::{Output, Stdin};
 use crate::utils::{strerror, Ctx};
 

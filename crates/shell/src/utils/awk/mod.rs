@@ -21,9 +21,29 @@ use std::rc::Rc;
 
 use super::{Ctx, Table};
 use crate::limits::Abort;
-use interp::{Interp, Stop, R};
+use interp::Interp;
 use parser::{Var, ARGC, ARGV, FILENAME, FNR, FS, NR};
 use value::{looks_numeric, Value};
+
+/// Why a run of the program stopped unwinding: the interpreter's `next`,
+/// `nextfile` and `exit`, and the errors of the interpreter and of its
+/// side streams alike (so it is the program's, not one part's).
+#[derive(Debug)]
+pub(crate) enum Stop {
+    Next,
+    NextFile,
+    Exit(i32),
+    Fatal(String),
+    Abort(Abort),
+}
+
+impl From<Abort> for Stop {
+    fn from(abort: Abort) -> Self {
+        Stop::Abort(abort)
+    }
+}
+
+type R<T> = Result<T, Stop>;
 
 pub(crate) const UTILITIES: Table = &[("awk", awk), ("gawk", awk), ("mawk", awk)];
 

@@ -36,7 +36,7 @@ use jaq_core::native::{v, Fun};
 use jaq_core::{Exn, Native, ValX};
 use jaq_json::Val;
 
-use super::{Env, Kind};
+use super::{span, Edit, Env, Kind};
 use crate::limits::{too_deep_message, Abort, LimitKind, MAX_PARSE_DEPTH};
 
 /// The native every repeating step passes through.
@@ -63,17 +63,6 @@ pub(super) fn prepare(program: &str) -> Result<String, String> {
         out.replace_range(edit.at..edit.at + edit.remove, edit.insert);
     }
     Ok(out)
-}
-
-/// Replaces `remove` bytes at `at` with `insert`.
-pub(super) struct Edit {
-    pub at: usize,
-    pub remove: usize,
-    pub insert: &'static str,
-}
-
-pub(super) fn span(program: &str, text: &str) -> std::ops::Range<usize> {
-    jaq_core::load::span(program, text)
 }
 
 fn visit(program: &str, tokens: &[Token<&str>], edits: &mut Vec<Edit>) {

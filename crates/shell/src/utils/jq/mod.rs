@@ -26,6 +26,20 @@ use super::{Ctx, Table};
 use crate::limits::Abort;
 use write::{write_str, write_value, Layout, Style};
 
+/// Replaces `remove` bytes at `at` with `insert`: one change of the
+/// program's text, of the rewrites that [`meter`] applies (its own and
+/// [`products`]').
+struct Edit {
+    at: usize,
+    remove: usize,
+    insert: &'static str,
+}
+
+/// Where `text`, a slice of `program` (a token's), lies in it.
+fn span(program: &str, text: &str) -> std::ops::Range<usize> {
+    jaq_core::load::span(program, text)
+}
+
 pub(crate) const UTILITIES: Table = &[("jq", jq)];
 
 const HINT: &str = "Use jq --help for help with command-line options,\n\

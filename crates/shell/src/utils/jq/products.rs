@@ -33,8 +33,7 @@ use jaq_core::{Exn, Native};
 use jaq_json::{Num, Val};
 use jaq_std::ValT;
 
-use super::meter::{span, Edit};
-use super::{Env, Kind};
+use super::{span, Edit, Env, Kind};
 
 /// The definition every rewritten `*` calls.
 pub(super) const PRODUCT_DEF: &str =
