@@ -155,8 +155,7 @@ pub async fn bring_in_step<'db, S: Sql, T: Transport>(
     store: Option<&impl ObjectStore>,
     transport: &T,
 ) -> Result<Pushed, ComputerError> {
-    let link = Link::new(transport);
-    connect_and_push(db, &vfs, store, &link, Transfer::default()).await
+    connect_and_push(db, &vfs, store, &Link::new(transport), Transfer::default()).await
 }
 
 /// Runs an exec on the agent's computer, whose copy [`bring_in_step`] just
