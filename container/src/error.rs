@@ -24,7 +24,7 @@ pub enum ApiError {
     TooLarge { limit: usize },
     #[error("no such route")]
     NoRoute,
-    #[error("the push was planned for instance {pushed}, this is {current}")]
+    #[error("the request was planned for instance {pushed}, this is {current}")]
     StaleInstance { pushed: String, current: String },
     #[error("exec {0} was started before; an exec id never runs twice")]
     AlreadyStarted(String),

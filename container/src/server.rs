@@ -344,11 +344,28 @@ async fn live_ack(
     Ok(json_response(&json!({ "acked": true })))
 }
 
+/// The raw value of query parameter `name`, if given. Read by name rather
+/// than as a typed query: values are compared as sent (an instance id of
+/// digits stays text), and other parameters are left to whoever adds them.
+fn query_param<'a>(uri: &'a Uri, name: &str) -> Option<&'a str> {
+    let pairs = uri.query()?.split('&');
+    let mut values = pairs.filter_map(|pair| pair.split_once('=').filter(|(key, _)| *key == name));
+    values.next().map(|(_, value)| value)
+}
+
+/// `POST /v1/exec?instance=ID`: an exec planned for another instance of
+/// this computer is refused before anything starts (its disk was never
+/// pushed); one without the parameter (an older workspace) runs.
 async fn exec(
     Ctx(container): Ctx,
+    uri: Uri,
     JsonBody(spec): JsonBody<ExecSpec>,
 ) -> Result<Response, ApiError> {
+    let planned_for = query_param(&uri, stead_sync::EXEC_INSTANCE_PARAM).map(str::to_string);
     let (started, detach) = blocking(move || {
+        if let Some(instance) = planned_for {
+            container.lock().check_instance(&instance)?;
+        }
         let prepared = crate::exec::prepare(&container, spec)?;
         let detach = prepared.detach;
         Ok((crate::exec::start(container, prepared)?, detach))

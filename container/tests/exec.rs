@@ -202,6 +202,31 @@ fn an_exec_id_never_runs_twice() {
 }
 
 #[test]
+fn an_exec_planned_for_another_instance_is_refused_and_runs_nothing() {
+    let computer = Computer::start();
+    let client = computer.client();
+    let instance = client.instance();
+    let param = stead_sync::EXEC_INSTANCE_PARAM;
+    // Digits only: an id is compared as sent, never read as a number.
+    let other = format!("/v1/exec?{param}=0123456789");
+    let refused = client.post(&other, &spec("stale", "echo ran > ran.txt"));
+    assert_eq!(
+        (refused.status, refused.code().as_str()),
+        (409, "STALE_INSTANCE")
+    );
+    assert!(!client.disk("/ran.txt").exists(), "nothing ran");
+    // Refused before it started: the id is still free on this instance.
+    let planned = format!("/v1/exec?{param}={instance}");
+    let ran = client.post(&planned, &spec("stale", "echo ran > ran.txt"));
+    assert_eq!(ran.status, 200, "{}", String::from_utf8_lossy(&ran.body));
+    let (_, _, exit) = collect(parse_events(&ran.body));
+    assert_eq!(exit.code, Some(0));
+    // Without the parameter (an older workspace) an exec runs as before.
+    let (stdout, _, exit) = client.exec("unnamed", "cat ran.txt");
+    assert_eq!((stdout.as_str(), exit.code), ("ran\n", Some(0)));
+}
+
+#[test]
 fn timeout_kills_the_whole_group_and_a_second_command_is_busy() {
     let computer = Computer::start();
     let client = computer.client();

@@ -226,6 +226,108 @@ fn a_command_whose_computer_was_lost_is_answered_lost_and_the_workspace_kept() {
     assert!(seen["next"]["sync"]["sent"]["files"].as_u64().unwrap() >= 3);
 }
 
+/// The computer's instance as its program reports it.
+fn instance(process: &stead_harness::ComputerProcess) -> String {
+    let status: Value = ureq::get(format!("{}/v1/status", process.url()))
+        .header(
+            stead_sync::AUTH_HEADER,
+            format!("Bearer {}", process.secret()),
+        )
+        .header(stead_sync::CONTAINER_HEADER, "a")
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_json()
+        .unwrap();
+    status["instance"].as_str().unwrap().to_string()
+}
+
+/// The requests sent for `path` (a prefix), in order, with their index in
+/// everything sent.
+fn sent_to(transport: &FaultyTransport, path: &str) -> Vec<(usize, String)> {
+    let sent = transport.sent.borrow();
+    let found = sent.iter().enumerate().filter(|(_, s)| s.starts_with(path));
+    found.map(|(at, s)| (at, s.clone())).collect()
+}
+
+/// The program is restarted (a fresh instance, its disk wiped) just before
+/// each of the next `times` execs reaches it, as a container that dies
+/// after its push whose owner sends the exec to a replacement.
+fn dies_before_exec(
+    agent: &Agent<FakeHost>,
+    process: stead_harness::ComputerProcess,
+    times: usize,
+) -> std::rc::Rc<std::cell::RefCell<stead_harness::ComputerProcess>> {
+    let process = std::rc::Rc::new(std::cell::RefCell::new(process));
+    for _ in 0..times {
+        let restarted = process.clone();
+        transport(agent).before_next("/v1/exec", move || restarted.borrow_mut().restart());
+    }
+    process
+}
+
+#[test]
+fn a_command_whose_computer_died_after_its_push_runs_once_on_the_replacement() {
+    let (agent, process, _dir) = setup();
+    let first = instance(&process);
+    let process = dies_before_exec(&agent, process, 1);
+    let (status, ran) = exec(&agent, "cat notes/plan.md && echo once >> runs.txt");
+    assert_eq!(status, 200, "{ran}");
+    assert_eq!(ran["status"], "exited", "{ran}");
+    assert_eq!(ran["stdout"], "step one\n", "it saw the workspace's files");
+    assert_eq!(
+        read(&agent, "/runs.txt")["content"],
+        "once\n",
+        "it ran once"
+    );
+    let replacement = instance(&process.borrow());
+    assert_ne!(replacement, first);
+    let transport = transport(&agent);
+    let param = stead_sync::EXEC_INSTANCE_PARAM;
+    let execs = sent_to(&transport, "Post /v1/exec?");
+    let named: Vec<&str> = execs.iter().map(|(_, s)| s.as_str()).collect();
+    assert_eq!(
+        named,
+        [
+            format!("Post /v1/exec?{param}={first}"),
+            format!("Post /v1/exec?{param}={replacement}")
+        ],
+        "refused by the replacement, then sent to it by name"
+    );
+    let pushes = sent_to(&transport, "Post /v1/sync/apply");
+    assert!(
+        pushes
+            .iter()
+            .any(|(at, _)| (execs[0].0..execs[1].0).contains(at)),
+        "pushed to the replacement before the exec: {:?}",
+        transport.sent.borrow()
+    );
+    // Its whole workspace, not what the first instance lacked.
+    assert!(ran["sync"]["sent"]["files"].as_u64().unwrap() >= 3, "{ran}");
+}
+
+#[test]
+fn a_computer_that_keeps_changing_fails_the_command_and_changes_nothing() {
+    let (agent, process, _dir) = setup();
+    let before = revision(&agent);
+    let process = dies_before_exec(&agent, process, 2);
+    let (status, failed) = exec(&agent, "echo ran > ran.txt");
+    assert_eq!(
+        (status, failure(status, &failed).1),
+        (502, "COMPUTER_FAILED"),
+        "{failed}"
+    );
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(message.contains("kept changing"), "{message}");
+    assert_eq!(revision(&agent), before, "the workspace is unchanged");
+    let disk = process.borrow().workspace("a");
+    assert!(!disk.join("ran.txt").exists(), "nothing ran");
+    assert_eq!(sent_to(&transport(&agent), "Post /v1/exec?").len(), 2);
+    // The next command runs on the instance that answers.
+    let (status, next) = exec(&agent, "cat keep.txt");
+    assert_eq!((status, &next["stdout"]), (200, &json!("kept\n")), "{next}");
+}
+
 #[test]
 fn a_failed_pull_leaves_the_changes_for_the_next_command() {
     let (agent, _process, _dir) = setup();

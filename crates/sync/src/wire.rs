@@ -141,6 +141,15 @@ pub enum ApplyReply {
     Need { chunks: Vec<ChunkHash> },
 }
 
+/// The query parameter of `POST /v1/exec` naming the container instance
+/// the exec was planned for (the one its workspace was pushed to): the
+/// program refuses an exec for another instance with `STALE_INSTANCE`, so a
+/// command never runs on a replacement's disk that was never pushed. It is
+/// a query parameter, not an [`ExecSpec`] field, because a program that
+/// predates it refuses unknown body fields (and would refuse every exec
+/// during a rollout) but ignores a query it does not read.
+pub const EXEC_INSTANCE_PARAM: &str = "instance";
+
 /// `POST /v1/exec`: run a command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

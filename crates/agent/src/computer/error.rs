@@ -23,6 +23,14 @@ pub enum ComputerError {
     },
     #[error("the computer answered {step} with something unexpected: {reason}")]
     Malformed { step: &'static str, reason: String },
+    /// The exec was refused as planned for a container instance that was
+    /// gone, twice (see `super::run`): it never started.
+    #[error(
+        "the computer kept changing: the command was refused twice as planned for a \
+         container that was gone (last planned for instance {planned}); it never ran and \
+         the workspace is unchanged"
+    )]
+    KeptChanging { planned: String },
     #[error("the computer speaks protocol {found}, this Worker speaks {expected}")]
     Protocol { found: u32, expected: u32 },
     /// The workspace side failed (storage, or content the workspace
@@ -56,6 +64,19 @@ impl ComputerError {
             ComputerError::Refused {
                 step: "exec",
                 code: ErrorCode::BadPath | ErrorCode::InvalidRequest,
+                ..
+            }
+        )
+    }
+
+    /// Whether the computer refused an exec as planned for another
+    /// container instance (it started nothing).
+    pub fn is_stale_instance(&self) -> bool {
+        matches!(
+            self,
+            ComputerError::Refused {
+                step: "exec",
+                code: ErrorCode::StaleInstance,
                 ..
             }
         )

@@ -155,22 +155,28 @@ pub async fn bring_in_step<'db, S: Sql, T: Transport>(
     store: Option<&impl ObjectStore>,
     transport: &T,
 ) -> Result<Pushed, ComputerError> {
-    connect_and_push(db, &vfs, store, &Link::new(transport)).await
+    connect_and_push(db, &vfs, store, &Link::new(transport), Transfer::default()).await
 }
 
 /// Runs an exec on the agent's computer, whose copy [`bring_in_step`] just
 /// brought in step (`pushed`); see the module docs.
+///
+/// The exec names the instance it was planned for, and a program refuses
+/// one for another instance before starting it: the container the push
+/// reached died and its owner sent the exec to a replacement whose disk
+/// was never pushed. The command then never started anywhere, so it is
+/// planned again once, on the instance that answers now; a second refusal
+/// is [`ComputerError::KeptChanging`].
 pub async fn run<'db, H: Host>(
     host: &'db H,
     vfs: impl Fn() -> Vfs<'db, H::Db>,
     transport: &H::Computer,
-    pushed: Pushed,
+    mut pushed: Pushed,
     exec: Exec<'_>,
     sink: &dyn OutputSink,
 ) -> Result<Ran, ComputerError> {
     let link = Link::new(transport);
     let mut report = ComputerReport::default();
-    report.sync.sent = pushed.sent.clone();
     let handling = exec.handling;
     let spec = ExecSpec {
         id: exec.id.to_string(),
@@ -181,22 +187,40 @@ pub async fn run<'db, H: Host>(
         timeout_ms: exec.command.timeout_ms,
         detach: handling.until.is_some(),
     };
-    if handling.cancelled.get() {
-        // Cancelled while the workspace was being pushed: never start it.
-        let revision = vfs().revision()?;
-        let output = Output::new(handling.encoding);
-        let outcome = output.into_outcome(ExecStatus::Cancelled, None, None, revision, report);
-        return Ok(Ran::Finished(outcome));
-    }
-    let stream = match link.stream("exec", "/v1/exec", &spec).await {
-        Ok(stream) => stream,
-        // Refused as bad (a cwd it cannot enter): the command never
-        // started and the computer and its copy are as they were.
-        Err(error) if error.is_bad_request() => return Err(error),
-        Err(error) => {
-            let broken = Broken::lost(lost_reason(error));
+    let mut replanned = false;
+    let stream = loop {
+        report.sync.sent = pushed.sent.clone();
+        if handling.cancelled.get() {
+            // Cancelled while the workspace was being pushed: never start it.
+            let revision = vfs().revision()?;
             let output = Output::new(handling.encoding);
-            return lost(host.db(), &vfs, output, report, broken).map(Ran::Finished);
+            let outcome = output.into_outcome(ExecStatus::Cancelled, None, None, revision, report);
+            return Ok(Ran::Finished(outcome));
+        }
+        let path = format!(
+            "/v1/exec?{}={}",
+            stead_sync::EXEC_INSTANCE_PARAM,
+            pushed.instance
+        );
+        match link.stream("exec", &path, &spec).await {
+            Ok(stream) => break stream,
+            Err(error) if error.is_stale_instance() => {
+                let planned = std::mem::take(&mut pushed.instance);
+                if replanned {
+                    return Err(ComputerError::KeptChanging { planned });
+                }
+                replanned = true;
+                let sent = std::mem::take(&mut pushed.sent);
+                pushed = connect_and_push(host.db(), &vfs, host.chunk_store(), &link, sent).await?;
+            }
+            // Refused as bad (a cwd it cannot enter): the command never
+            // started and the computer and its copy are as they were.
+            Err(error) if error.is_bad_request() => return Err(error),
+            Err(error) => {
+                let broken = Broken::lost(lost_reason(error));
+                let output = Output::new(handling.encoding);
+                return lost(host.db(), &vfs, output, report, broken).map(Ran::Finished);
+            }
         }
     };
     let detached = Detached {
@@ -433,14 +457,14 @@ pub struct Pushed {
 
 /// Finds which container instance answers and brings its copy in step. A
 /// container that restarted between the two (its push is refused as stale)
-/// is asked again once.
+/// is asked again once. What it sends is counted on from `sent`.
 async fn connect_and_push<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
     store: Option<&impl ObjectStore>,
     link: &Link<'_, T>,
+    mut sent: Transfer,
 ) -> Result<Pushed, ComputerError> {
-    let mut sent = Transfer::default();
     let mut attempts = 0;
     loop {
         let status: Status = link

@@ -869,11 +869,16 @@ pub enum Fault {
     Lost(&'static str),
 }
 
+/// Something done just before the next request to a path (a prefix).
+type Hook = (&'static str, Box<dyn FnOnce()>);
+
 /// [`HttpTransport`] with chosen steps broken, once each.
 #[derive(Clone)]
 pub struct FaultyTransport {
     inner: HttpTransport,
     faults: Rc<RefCell<Vec<Fault>>>,
+    /// Done just before the next request to the path (a prefix) is sent.
+    hooks: Rc<RefCell<Vec<Hook>>>,
     /// Every request sent, as `METHOD path`.
     pub sent: Rc<RefCell<Vec<String>>>,
 }
@@ -883,6 +888,7 @@ impl FaultyTransport {
         FaultyTransport {
             inner,
             faults: Rc::default(),
+            hooks: Rc::default(),
             sent: Rc::default(),
         }
     }
@@ -890,6 +896,25 @@ impl FaultyTransport {
     /// Breaks the next request matching `fault`.
     pub fn break_next(&self, fault: Fault) {
         self.faults.borrow_mut().push(fault);
+    }
+
+    /// Does `then` just before the next request to `path` (a prefix) is
+    /// sent, as something happening between two steps (a container dying).
+    pub fn before_next(&self, path: &'static str, then: impl FnOnce() + 'static) {
+        self.hooks.borrow_mut().push((path, Box::new(then)));
+    }
+
+    fn run_hook(&self, path: &str) {
+        let mut hooks = self.hooks.borrow_mut();
+        let Some(at) = hooks
+            .iter()
+            .position(|(prefix, _)| path.starts_with(prefix))
+        else {
+            return;
+        };
+        let (_, then) = hooks.remove(at);
+        drop(hooks);
+        then();
     }
 
     fn take_fault(&self, path: &str) -> Option<Fault> {
@@ -922,6 +947,7 @@ impl Transport for FaultyTransport {
         path: &str,
         body: Option<Payload>,
     ) -> Result<(u16, ByteStream), String> {
+        self.run_hook(path);
         self.sent.borrow_mut().push(format!("{method:?} {path}"));
         match self.take_fault(path) {
             Some(Fault::Refuse(_)) => Err(format!("injected: {path} never arrived")),

@@ -3,7 +3,8 @@
 //! Object's storage and its alarm do not exist outside Workers, so it
 //! records what the owner asks of them; its "container" is a scripted
 //! program that answers the protocol as the real one does (a status with
-//! its instance id, `401` to a wrong secret, `SHUTTING_DOWN` when told),
+//! its instance id, `401` to a wrong secret, `SHUTTING_DOWN` when told
+//! and `STALE_INSTANCE` to an exec planned for another instance),
 //! with faults a test injects: a container that dies while starting, one
 //! that dies once a request has reached it, one that stops answering, one
 //! left running with a secret nobody knows. Failures read as the
@@ -205,8 +206,9 @@ impl FakeContainers {
             self.cold_left.set(self.cold_left.get() - 1);
             return refused();
         }
-        let path = url.strip_prefix("http://container").unwrap_or(url);
-        let path = path.split('?').next().unwrap_or_default().to_string();
+        let target = url.strip_prefix("http://container").unwrap_or(url);
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let path = path.to_string();
         let lost = || Err(HostError::new("fetch", "the connection was lost"));
         self.received
             .borrow_mut()
@@ -225,6 +227,17 @@ impl FakeContainers {
         }
         if path == "/v1/status" {
             return Ok(Self::answer(200, self.status(&instance)));
+        }
+        let planned_for = (path == "/v1/exec").then_some(query);
+        let planned_for = planned_for
+            .into_iter()
+            .flat_map(|query| query.split('&'))
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(key, _)| *key == stead_sync::EXEC_INSTANCE_PARAM);
+        if let Some((_, planned)) = planned_for.filter(|(_, id)| *id != instance) {
+            let message = format!("the request was planned for instance {planned}");
+            let body = json!({"error": {"code": "STALE_INSTANCE", "message": message}});
+            return Ok(Self::answer(409, body));
         }
         Ok(match self.script.borrow_mut().pop_front() {
             Some(Next::ShuttingDown) => {

@@ -185,6 +185,36 @@ fn an_exec_whose_container_dies_once_it_arrived_is_lost_and_given_to_no_other() 
 }
 
 #[test]
+fn an_exec_planned_for_a_container_that_died_reaches_the_replacement_named_and_is_refused() {
+    let (owner, fake) = owner();
+    // The round before it: the status (and the push) reached instance-1,
+    // which then died.
+    assert_eq!(ask(&owner, &get("/v1/status")).1["instance"], "instance-1");
+    fake.kill();
+    let param = stead_sync::EXEC_INSTANCE_PARAM;
+    let stale = ask(&owner, &post(&format!("/v1/exec?{param}=instance-1")));
+    assert_eq!(code(&stale), (409, "STALE_INSTANCE"), "{stale:?}");
+    assert_eq!(fake.starts(), ["instance-1", "instance-2"]);
+    let exec_urls: Vec<String> = fake.sent().into_iter().map(|(_, url)| url).collect();
+    assert!(
+        exec_urls.contains(&format!("http://container/v1/exec?{param}=instance-1")),
+        "the query went with it: {exec_urls:?}"
+    );
+    // Planned again on the one that answers now, it runs there.
+    assert_eq!(ask(&owner, &get("/v1/status")).1["instance"], "instance-2");
+    let ran = ask(&owner, &post(&format!("/v1/exec?{param}=instance-2")));
+    assert_eq!(
+        ran,
+        (200, json!({"path": "/v1/exec", "instance": "instance-2"}))
+    );
+    assert_eq!(
+        fake.starts(),
+        ["instance-1", "instance-2"],
+        "no other start"
+    );
+}
+
+#[test]
 fn an_exec_is_asked_again_of_a_cold_container_and_lost_if_it_then_dies() {
     let (owner, fake) = owner();
     fake.cold_tries.set(3);
