@@ -256,3 +256,69 @@ fn the_live_push_asks_again_after_anything_that_could_start_a_process() {
     assert!(asks(&write("c")));
     assert!(!asks(&write("d")));
 }
+
+/// Creates `n` small files in `/shell/<dir>` by redirection in one exec
+/// (the small-writes row of `stead-bench shell`), checks they all hold
+/// their line, and returns what the exec cost.
+fn exec_creating(agent: &Agent<FakeHost>, dir: &str, n: usize) -> Cost {
+    let cwd = format!("/shell/{dir}");
+    ok(
+        agent,
+        "a",
+        Action::Tool(Tool::Mkdir),
+        &serde_json::json!({ "path": cwd, "parents": true }).to_string(),
+    );
+    let command = format!(r#"for i in $(seq {n}); do echo "line $i" > f$i.txt; done"#);
+    let body = serde_json::json!({ "command": command, "cwd": cwd, "backend": "shell" });
+    let exec = cost(agent, Action::Exec, &body.to_string());
+    let vfs = agent.vfs();
+    let listed = vfs
+        .list(
+            &stead_vfs::VPath::parse(&cwd).unwrap(),
+            None,
+            usize::MAX >> 1,
+        )
+        .unwrap();
+    assert_eq!(listed.len(), n, "files in {cwd}");
+    for i in 1..=n {
+        let path = stead_vfs::VPath::parse(&format!("{cwd}/f{i}.txt")).unwrap();
+        assert_eq!(
+            vfs.read_file(&path).unwrap(),
+            format!("line {i}\n").as_bytes()
+        );
+    }
+    exec
+}
+
+#[test]
+fn an_exec_creating_small_files_costs_few_statements_each() {
+    let agent = warm_agent();
+    let ten = exec_creating(&agent, "w10", 10);
+    let hundred = exec_creating(&agent, "w100", 100);
+    // What a file adds: the 90 files more of the second exec (the rest,
+    // the checkpoint, the cwd, the audit entry, costs both the same).
+    let per_file = (hundred.statements.len() - ten.statements.len()) as f64 / 90.0;
+    let rows_per_file = (hundred.rows_written - ten.rows_written) as f64 / 90.0;
+    let last_file: Vec<&String> = hundred.statements.iter().rev().take(30).rev().collect();
+    // Per file: the path looked up at `>` for the missing file (two
+    // lookups for the folder, one for the name), its folder again to
+    // check it can be created (two), then the write at the end of the
+    // `echo`: the revision, the path again (three), the node, its entry,
+    // the folder's mtime, the chunk, the file's chunk list, the change
+    // record, the usage check.
+    assert!(
+        per_file <= 16.0,
+        "{per_file} statements per file; the exec's last ones:\n{last_file:#?}"
+    );
+    // Rows: the node, its entry, the folder's mtime, the chunk, the chunk
+    // list, the change record, the revision, and the two usage counters
+    // (by trigger).
+    assert!(rows_per_file <= 9.2, "{rows_per_file} rows per file");
+    // The fixed part: the cwd, the workspace's checkpoint, the outcome's
+    // revision, retention, the audit entry (see `exec_of_true_in_the_shell`).
+    assert!(
+        ten.statements.len() as f64 <= 10.0 * per_file + 24.0,
+        "10 files: {} statements",
+        ten.statements.len()
+    );
+}
