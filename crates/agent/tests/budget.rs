@@ -113,22 +113,24 @@ fn a_small_write_costs_its_checkpoint_its_change_and_its_audit_entry() {
     // Automatic checkpoint (4): the path resolved for its scope (2
     // lookups, the nodes kept for pinning), the checkpoint row with its
     // counters and the revision it pins, its root's row (missing: no
-    // chunks to pin). The write (10): the revision bumped, the path
-    // resolved (2), the node (made with its size), its entry, the
-    // parent's mtime, the chunk, the file's chunk list, the change record,
-    // the usage check. Retention (1): the checkpoints past the newest 20,
-    // both kinds in one query. The audit entry (1, reading the revision it
+    // chunks to pin). The write (8): the revision bumped (reading the usage
+    // it starts from in the same statement: 1 KB more is far from every
+    // quota, so no usage check at the end), the path resolved (2), the
+    // node (made with its size, the parent's mtime stamped by the same
+    // statement), its entry, the chunk, the file's chunk list, the change
+    // record. Retention (1): the checkpoints past the newest 20, both
+    // kinds in one query. The audit entry (1, reading the revision it
     // records in the same statement). No live push's question: this
     // instance knows no process runs (it asked after the first write).
     // Rows: checkpoint, root, revision, node, entry, parent, chunk, chunk
     // list, change, audit entry, and two usage counters by trigger.
-    within("write of a new 1 KB file", &write, 16, 12);
+    within("write of a new 1 KB file", &write, 14, 12);
     // Replacing it pins the old content and stamps the node's size (one
     // statement more each), and drops the old chunk list and chunk in
     // place of the new node and entry.
     let body = serde_json::json!({ "path": "/d/g.txt", "content": "z".repeat(1000) }).to_string();
     let again = cost(&agent, Action::Tool(Tool::Write), &body);
-    within("write over a 1 KB file", &again, 17, 11);
+    within("write over a 1 KB file", &again, 16, 11);
 }
 
 #[test]
@@ -157,10 +159,10 @@ fn delete_and_mkdir_cost_their_checkpoint_change_and_audit_entry() {
     // removal only frees). Retention 1, audit 1.
     within("rm of a 1 KB file", &rm, 16, 11);
     let mkdir = cost(&agent, Action::Tool(Tool::Mkdir), r#"{"path":"/e"}"#);
-    // Checkpoint (3): lookup, row, root row. The mkdir (7): revision,
-    // lookup, node, entry, parent's mtime, change, usage. Retention 1,
-    // audit 1.
-    within("mkdir", &mkdir, 12, 9);
+    // Checkpoint (3): lookup, row, root row. The mkdir (5): revision (with
+    // the usage), lookup, node (with the parent's mtime), entry, change.
+    // Retention 1, audit 1.
+    within("mkdir", &mkdir, 10, 9);
 }
 
 #[test]
@@ -210,14 +212,14 @@ fn the_breakdown_counts_each_stage_statements() {
         .iter()
         .map(|cost| (cost.stage, cost.statements))
         .collect();
-    // The same 16 statements as the write's budget above, by stage: the
+    // The same 14 statements as the write's budget above, by stage: the
     // checkpoint, the write and the retention are the operation; the
     // live push asks nothing (no process runs, as the instance knows).
     assert_eq!(
         stages,
         [
             (Stage::Admission, 0),
-            (Stage::Operation, 15),
+            (Stage::Operation, 13),
             (Stage::Audit, 1),
             (Stage::Notify, 0),
             (Stage::LiveSync, 0),
@@ -255,4 +257,73 @@ fn the_live_push_asks_again_after_anything_that_could_start_a_process() {
     block_on(agent.alarm()).expect("the alarm runs");
     assert!(asks(&write("c")));
     assert!(!asks(&write("d")));
+}
+
+/// Creates `n` small files in `/shell/<dir>` by redirection in one exec
+/// (the small-writes row of `stead-bench shell`), checks they all hold
+/// their line, and returns what the exec cost.
+fn exec_creating(agent: &Agent<FakeHost>, dir: &str, n: usize) -> Cost {
+    let cwd = format!("/shell/{dir}");
+    ok(
+        agent,
+        "a",
+        Action::Tool(Tool::Mkdir),
+        &serde_json::json!({ "path": cwd, "parents": true }).to_string(),
+    );
+    let command = format!(r#"for i in $(seq {n}); do echo "line $i" > f$i.txt; done"#);
+    let body = serde_json::json!({ "command": command, "cwd": cwd, "backend": "shell" });
+    let exec = cost(agent, Action::Exec, &body.to_string());
+    let vfs = agent.vfs();
+    let listed = vfs
+        .list(
+            &stead_vfs::VPath::parse(&cwd).unwrap(),
+            None,
+            usize::MAX >> 1,
+        )
+        .unwrap();
+    assert_eq!(listed.len(), n, "files in {cwd}");
+    for i in 1..=n {
+        let path = stead_vfs::VPath::parse(&format!("{cwd}/f{i}.txt")).unwrap();
+        assert_eq!(
+            vfs.read_file(&path).unwrap(),
+            format!("line {i}\n").as_bytes()
+        );
+    }
+    exec
+}
+
+#[test]
+fn an_exec_creating_small_files_costs_few_statements_each() {
+    let agent = warm_agent();
+    let ten = exec_creating(&agent, "w10", 10);
+    let hundred = exec_creating(&agent, "w100", 100);
+    // What a file adds: the 90 files more of the second exec (the rest,
+    // the checkpoint, the cwd, the audit entry, costs both the same).
+    let per_file = (hundred.statements.len() - ten.statements.len()) as f64 / 90.0;
+    let rows_per_file = (hundred.rows_written - ten.rows_written) as f64 / 90.0;
+    let last_file: Vec<&String> = hundred.statements.iter().rev().take(30).rev().collect();
+    // Per file (16 before issue 28's cuts): the name looked up at `>`
+    // (the folder's two names were met by the first file's lookup, and
+    // the exec's batch keeps them); then the write at the end of the
+    // `echo`: the revision (with the usage it starts from: 8 bytes more
+    // is far from every quota, so no usage check at its end), the node
+    // (with the folder's mtime stamped in the same statement), its entry,
+    // the chunk, the file's chunk list, the change record. The write
+    // looks nothing up: the batch knows the folder and that the name was
+    // absent, and no change since could have made it.
+    assert!(
+        per_file <= 7.0,
+        "{per_file} statements per file; the exec's last ones:\n{last_file:#?}"
+    );
+    // Rows: the node, its entry, the folder's mtime, the chunk, the chunk
+    // list, the change record, the revision, and the two usage counters
+    // (by trigger).
+    assert!(rows_per_file <= 9.2, "{rows_per_file} rows per file");
+    // The fixed part: the cwd, the workspace's checkpoint, the outcome's
+    // revision, retention, the audit entry (see `exec_of_true_in_the_shell`).
+    assert!(
+        ten.statements.len() as f64 <= 10.0 * per_file + 24.0,
+        "10 files: {} statements",
+        ten.statements.len()
+    );
 }

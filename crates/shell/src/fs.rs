@@ -21,6 +21,10 @@ pub(crate) type Result<T> = std::result::Result<T, VfsError>;
 pub trait Fs {
     /// The node at `path`; `follow` follows a final symlink.
     fn stat(&self, path: &VPath, follow: bool) -> Result<Node>;
+    /// The node at `path` (a final symlink followed), or `None` when it is
+    /// missing and its directory exists, so it can be created: one
+    /// resolution for what opening a file for output asks.
+    fn stat_or_creatable(&self, path: &VPath) -> Result<Option<Node>>;
     /// The whole content of a regular file.
     fn read(&self, path: &VPath) -> Result<Vec<u8>>;
     /// The whole contents of the regular files `nodes` (as [`Fs::list`] or
@@ -89,6 +93,9 @@ impl<S: Sql> Fs for Vfs<'_, S> {
         Vfs::stat(self, path, follow)
             .map(|(_, node)| node)
             .inspect_err(note)
+    }
+    fn stat_or_creatable(&self, path: &VPath) -> Result<Option<Node>> {
+        Vfs::stat_or_creatable(self, path).inspect_err(note)
     }
     fn read(&self, path: &VPath) -> Result<Vec<u8>> {
         self.read_file(path).inspect_err(note)

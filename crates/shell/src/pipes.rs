@@ -89,6 +89,12 @@ impl Fs for WithPipes<'_> {
             None => self.fs.stat(path, follow),
         }
     }
+    fn stat_or_creatable(&self, path: &VPath) -> Result<Option<Node>> {
+        match self.pipes.node(path) {
+            Some(node) => Ok(Some(node)),
+            None => self.fs.stat_or_creatable(path),
+        }
+    }
     fn read(&self, path: &VPath) -> Result<Vec<u8>> {
         match self.pipes.with(path, |data| data.clone()) {
             Some(data) => Ok(data),

@@ -44,7 +44,8 @@ pub mod tier;
 mod tree;
 mod upload;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 use stead_sql::{params, Sql};
 
@@ -113,6 +114,22 @@ pub struct Vfs<'db, S: Sql> {
     limits: Limits,
     /// Whether the running change has logged anything.
     logged: Cell<bool>,
+    /// What resolution has met while a batch runs ([`Vfs::atomically`]):
+    /// for (parent inode, name), the inode of the directory of that name,
+    /// or `None` for no entry of that name. A directory stands for the
+    /// components before a path's last (a last is always read, for its
+    /// node as it is now); an absent name for any. So a batch of writes in
+    /// one folder looks up about one name each, not the whole path twice.
+    /// Only changes that add (see [`Vfs::change_adding`]) run with it, and
+    /// every node they create is noted as it is inserted: any other
+    /// change may remove or move an entry, so it runs without and forgets
+    /// it, as does any change that fails (its rollback may take away a
+    /// directory it made).
+    known: RefCell<HashMap<(i64, String), Option<i64>>>,
+    /// Batches open (nested [`Vfs::atomically`] calls).
+    batches: Cell<u32>,
+    /// Changes running that may remove or move entries.
+    moving: Cell<u32>,
 }
 
 impl<'db, S: Sql> Vfs<'db, S> {
@@ -124,6 +141,9 @@ impl<'db, S: Sql> Vfs<'db, S> {
             now_ms,
             limits: Limits::default(),
             logged: Cell::new(false),
+            known: RefCell::default(),
+            batches: Cell::new(0),
+            moving: Cell::new(0),
         }
     }
 
@@ -138,8 +158,49 @@ impl<'db, S: Sql> Vfs<'db, S> {
 
     /// Runs `body` as one transaction: the changes it makes commit together
     /// when it returns `Ok` (each still its own revision), none when `Err`.
+    /// Inside it, the directories a path goes through are looked up once
+    /// (see `known`).
     pub fn atomically<T>(&self, body: impl FnOnce() -> Result<T>) -> Result<T> {
-        self.db.transaction(body)
+        self.batches.set(self.batches.get() + 1);
+        let result = self.db.transaction(body);
+        self.batches.set(self.batches.get() - 1);
+        if result.is_err() || self.batches.get() == 0 {
+            self.known.borrow_mut().clear();
+        }
+        result
+    }
+
+    /// What a batch knows of entry `name` in directory `parent`:
+    /// `Some(Some(ino))`, a directory; `Some(None)`, no such entry; `None`,
+    /// not known (look it up).
+    pub(crate) fn known_entry(&self, parent: i64, name: &str) -> Option<Option<i64>> {
+        if !self.keeps_entries() {
+            return None;
+        }
+        self.known
+            .borrow()
+            .get(&(parent, name.to_string()))
+            .copied()
+    }
+
+    /// Notes what entry `name` of directory `parent` is now, as a lookup
+    /// found it or a creation made it. Files and symlinks are not kept
+    /// (a last component is read for its node as it is now).
+    pub(crate) fn met_entry(&self, parent: i64, name: &str, found: Met) {
+        if !self.keeps_entries() {
+            return;
+        }
+        let key = (parent, name.to_string());
+        let mut known = self.known.borrow_mut();
+        match found {
+            Met::Dir(ino) => known.insert(key, Some(ino)),
+            Met::Missing => known.insert(key, None),
+            Met::Other => known.remove(&key),
+        };
+    }
+
+    fn keeps_entries(&self) -> bool {
+        self.batches.get() > 0 && self.moving.get() == 0
     }
 
     /// The current workspace revision: how many changes it has seen.
@@ -155,17 +216,27 @@ impl<'db, S: Sql> Vfs<'db, S> {
         Ok(row.int(0)?)
     }
 
-    /// Starts a change: bumps the revision and returns it. Call inside the
-    /// operation's transaction.
-    fn next_revision(&self) -> Result<i64> {
+    /// Starts a change: bumps the revision and returns it, with the usage
+    /// the quotas count as the change finds it (read by the same
+    /// statement). Call inside the operation's transaction.
+    fn next_revision(&self) -> Result<(i64, Used)> {
         let row = self
             .db
             .query_row(
-                "UPDATE meta SET value = value + 1 WHERE key = 'revision' RETURNING value",
+                "UPDATE meta SET value = value + 1 WHERE key = 'revision' RETURNING value, \
+                 (SELECT value FROM meta WHERE key = 'stored_bytes'), \
+                 (SELECT value FROM meta WHERE key = 'node_count')",
                 params![],
             )?
             .ok_or_else(|| VfsError::Corrupt("meta key revision missing".into()))?;
-        Ok(row.int(0)?)
+        let counter = |at: usize| -> Result<u64> { Ok(row.int(at)?.max(0) as u64) };
+        Ok((
+            row.int(0)?,
+            Used {
+                stored_bytes: counter(1)?,
+                nodes: counter(2)?,
+            },
+        ))
     }
 
     /// Records that `rev` touched `path`, pruning the log now and then.
@@ -200,7 +271,37 @@ impl<'db, S: Sql> Vfs<'db, S> {
     /// turned out to change nothing (`mkdir -p` of an existing directory, a
     /// rename onto itself) logs nothing, and gives its revision back.
     pub(crate) fn change<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
-        self.transact(QuotaCheck::AtEnd, body)
+        self.moving(|| self.transact(QuotaCheck::AtEnd, body))
+    }
+
+    /// Runs `body` as [`Vfs::change`] does, for a change that only adds
+    /// and rewrites (creates files, directories and symlinks, writes
+    /// content, stamps): it removes and moves no entry, so the directories
+    /// a batch met stay as they were, and it adds at most `growth` to what
+    /// the quotas count (known from its input), so the quotas are read
+    /// again at its end only when the usage it started from plus `growth`
+    /// could pass one. Far from every quota, a write then costs no
+    /// statement for them.
+    pub(crate) fn change_adding<T>(
+        &self,
+        growth: Growth,
+        body: impl FnOnce(i64) -> Result<T>,
+    ) -> Result<T> {
+        let result = self.transact(QuotaCheck::Bounded(growth), body);
+        if result.is_err() {
+            self.known.borrow_mut().clear();
+        }
+        result
+    }
+
+    /// Runs `body`, a change that may remove or move entries, without the
+    /// directories a batch met, and forgets them after.
+    fn moving<T>(&self, body: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.moving.set(self.moving.get() + 1);
+        let result = body();
+        self.moving.set(self.moving.get() - 1);
+        self.known.borrow_mut().clear();
+        result
     }
 
     /// Runs `body` as [`Vfs::change`] does, except that the quotas are not
@@ -209,20 +310,20 @@ impl<'db, S: Sql> Vfs<'db, S> {
     /// the rest applies even when the workspace is over a quota already
     /// (a removal is then still taken).
     pub(crate) fn change_admitted<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
-        self.transact(QuotaCheck::PerPart, body)
+        self.moving(|| self.transact(QuotaCheck::PerPart, body))
     }
 
     /// Runs `body` as [`Vfs::change`] does, for a change that only takes
     /// away (a removal): it cannot add usage, so the quotas are not read,
     /// and a workspace over a quota can always be brought back under it.
     pub(crate) fn change_freeing<T>(&self, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
-        self.transact(QuotaCheck::Frees, body)
+        self.moving(|| self.transact(QuotaCheck::Frees, body))
     }
 
     fn transact<T>(&self, quotas: QuotaCheck, body: impl FnOnce(i64) -> Result<T>) -> Result<T> {
         self.db.transaction(|| {
             self.logged.set(false);
-            let rev = self.next_revision()?;
+            let (rev, used) = self.next_revision()?;
             let value = body(rev)?;
             if !self.logged.get() {
                 self.db.execute(
@@ -231,7 +332,8 @@ impl<'db, S: Sql> Vfs<'db, S> {
                 )?;
             }
             match quotas {
-                QuotaCheck::AtEnd => self.check_quotas()?,
+                QuotaCheck::Bounded(growth) if self.stays_within(used, growth) => {}
+                QuotaCheck::AtEnd | QuotaCheck::Bounded(_) => self.check_quotas()?,
                 QuotaCheck::PerPart | QuotaCheck::Frees => {}
             }
             Ok(value)
@@ -239,11 +341,42 @@ impl<'db, S: Sql> Vfs<'db, S> {
     }
 }
 
+/// What a lookup found, as a batch keeps it (see `Vfs::known`).
+#[derive(Clone, Copy)]
+pub(crate) enum Met {
+    /// The directory with this inode.
+    Dir(i64),
+    /// No entry.
+    Missing,
+    /// A file or symlink.
+    Other,
+}
+
+/// What the quotas count, as a change found it.
+#[derive(Clone, Copy)]
+struct Used {
+    stored_bytes: u64,
+    nodes: u64,
+}
+
+/// The most a change can add to what the quotas count.
+#[derive(Clone, Copy)]
+pub(crate) struct Growth {
+    /// Content stored: new chunks hold at most the bytes written (and, for
+    /// an append, the partial last chunk it rewrites).
+    pub bytes: u64,
+    /// Nodes created.
+    pub nodes: u64,
+}
+
 /// Where a change meets the quotas.
 #[derive(Clone, Copy)]
 enum QuotaCheck {
     /// Once, at its end: over a quota, the whole change fails.
     AtEnd,
+    /// As `AtEnd`, but only when the usage the change started from plus
+    /// what it can add could pass a quota: otherwise it cannot have.
+    Bounded(Growth),
     /// Its body admitted each part itself.
     PerPart,
     /// Not at all: it only takes away.
@@ -255,6 +388,12 @@ impl<S: Sql> Vfs<'_, S> {
     /// included), as `max_nodes` counts them.
     pub(crate) fn node_count(&self) -> Result<u64> {
         Ok(self.meta("node_count")?.max(0) as u64)
+    }
+
+    /// Whether `used` plus `growth` is within every quota.
+    fn stays_within(&self, used: Used, growth: Growth) -> bool {
+        used.stored_bytes.saturating_add(growth.bytes) <= self.limits.max_stored_bytes
+            && used.nodes.saturating_add(growth.nodes) <= self.limits.max_nodes
     }
 
     /// Fails when the workspace holds more than its quotas allow. The

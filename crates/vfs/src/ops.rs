@@ -8,7 +8,7 @@ use crate::error::{Result, VfsError};
 use crate::node::{DirEntry, Kind, Node, NODE_COLUMNS};
 use crate::path::{VPath, MAX_PATH_LEN};
 use crate::resolve::Resolved;
-use crate::{json_ids, Vfs, DIR_MODE, FILE_MODE, SYMLINK_MODE};
+use crate::{json_ids, Growth, Met, Vfs, CHUNK_SIZE, DIR_MODE, FILE_MODE, SYMLINK_MODE};
 
 /// How a write treats the path it writes to.
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +120,33 @@ impl<S: Sql> Vfs<'_, S> {
         self.existing(path, follow)
     }
 
+    /// The most a write of `bytes` new bytes can add to the usage: the file
+    /// and, with `create_parents`, the directories on its way, which are
+    /// at most `max_path_depth` (each is logged as created, where depth is
+    /// checked) however many symlinks the way follows.
+    fn creating(&self, options: WriteOptions, bytes: u64) -> Growth {
+        let nodes = match options.create_parents {
+            true => self.limits.max_path_depth as u64 + 1,
+            false => 1,
+        };
+        Growth { bytes, nodes }
+    }
+
+    /// The node at `path` (following a final symlink), or `None` when it
+    /// is missing but can be created: the directory it would go in exists.
+    /// One resolution, where a `stat` of the path and then of its parent
+    /// would take two (what opening a file for output asks). A missing
+    /// parent is `ENOENT`, a parent that is not a directory `ENOTDIR`.
+    pub fn stat_or_creatable(&self, path: &VPath) -> Result<Option<Node>> {
+        match self.resolve(path, true)? {
+            Resolved::Found { node, .. } => Ok(Some(node)),
+            Resolved::Missing { last: true, .. } => Ok(None),
+            Resolved::Missing { .. } => Err(VfsError::NotFound {
+                path: path.to_string(),
+            }),
+        }
+    }
+
     /// The node at `path` as a regular file.
     pub(crate) fn file(&self, path: &VPath) -> Result<(VPath, Node)> {
         let (real, node) = self.existing(path, true)?;
@@ -174,7 +201,7 @@ impl<S: Sql> Vfs<'_, S> {
     ) -> Result<Written> {
         self.check_size(path, data.len() as u64)?;
         let size = data.len() as u64;
-        self.change(|rev| {
+        self.change_adding(self.creating(options, size), |rev| {
             let (real, node, created) = self.prepare_sized_file(path, options, rev, size)?;
             if !created {
                 self.set_content(node.ino, data)?;
@@ -192,7 +219,9 @@ impl<S: Sql> Vfs<'_, S> {
     /// Appends `data` to the file at `path`, creating it if missing. Only the
     /// last partial chunk is rewritten, never the whole file.
     pub fn append(&self, path: &VPath, data: &[u8], options: WriteOptions) -> Result<Written> {
-        self.change(|rev| {
+        // The partial last chunk is stored again with the new bytes.
+        let growth = self.creating(options, data.len() as u64 + CHUNK_SIZE as u64);
+        self.change_adding(growth, |rev| {
             let (real, node, created) = self.prepare_file(path, options, rev)?;
             let size = node.size + data.len() as u64;
             self.check_size(path, size)?;
@@ -254,7 +283,7 @@ impl<S: Sql> Vfs<'_, S> {
                 last: true,
             } => {
                 let node = self.insert_node(
-                    parent.ino,
+                    parent,
                     &name,
                     (Kind::File, options.mode.map_or(FILE_MODE, mode_bits)),
                     None,
@@ -329,6 +358,13 @@ impl<S: Sql> Vfs<'_, S> {
     }
 
     /// [`Vfs::create_node`] with size `size`.
+    ///
+    /// The parent directory is stamped (its mtime and revision, as
+    /// [`Vfs::touch_dir`] does) by the same statement that inserts the
+    /// node: its row goes in again after the new one and, its inode being
+    /// taken, becomes an update of those two columns. One statement fewer
+    /// per creation, and a parent that is not there inserts nothing (its
+    /// row is read from `nodes` itself).
     fn insert_node(
         &self,
         parent: i64,
@@ -338,19 +374,44 @@ impl<S: Sql> Vfs<'_, S> {
         size: u64,
         rev: i64,
     ) -> Result<Node> {
-        let row = self
-            .db
-            .query_row(
-                "INSERT INTO nodes (kind, mode, size, mtime, target, rev) VALUES (?, ?, ?, ?, ?, ?) RETURNING ino",
-                params![kind.to_db(), mode, size as i64, self.now_ms, target, rev],
-            )?
-            .ok_or_else(|| VfsError::Corrupt("node insert returned no ino".into()))?;
-        let ino = row.int(0)?;
+        let rows = self.db.query(
+            "INSERT INTO nodes (ino, kind, mode, size, mtime, target, rev) \
+             SELECT NULL, ?1, ?2, ?3, ?4, ?5, ?6 \
+             UNION ALL SELECT ino, kind, mode, size, ?4, target, ?6 FROM nodes WHERE ino = ?7 \
+             ON CONFLICT (ino) DO UPDATE SET mtime = excluded.mtime, rev = excluded.rev \
+             RETURNING ino",
+            params![
+                kind.to_db(),
+                mode,
+                size as i64,
+                self.now_ms,
+                target,
+                rev,
+                parent
+            ],
+        )?;
+        let inos = rows
+            .iter()
+            .map(|row| row.int(0))
+            .collect::<Result<Vec<i64>, _>>()?;
+        let ino = match inos.as_slice() {
+            [a, b] if *b == parent => *a,
+            [a, b] if *a == parent => *b,
+            _ => {
+                return Err(VfsError::Corrupt(format!(
+                    "creating {name} in directory inode {parent}: the insert returned {inos:?}"
+                )))
+            }
+        };
         self.db.execute(
             "INSERT INTO dirents (parent, name, ino) VALUES (?, ?, ?)",
             params![parent, name, ino],
         )?;
-        self.touch_dir(parent, rev)?;
+        let met = match kind {
+            Kind::Dir => Met::Dir(ino),
+            Kind::File | Kind::Symlink => Met::Other,
+        };
+        self.met_entry(parent, name, met);
         Ok(Node {
             ino,
             kind,
@@ -389,7 +450,7 @@ impl<S: Sql> Vfs<'_, S> {
                     name,
                     ..
                 } => {
-                    self.create_node(parent.ino, &name, Kind::Dir, DIR_MODE, None, rev)?;
+                    self.create_node(parent, &name, Kind::Dir, DIR_MODE, None, rev)?;
                     self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)?;
                 }
             }
@@ -399,7 +460,14 @@ impl<S: Sql> Vfs<'_, S> {
     /// Creates the directory `path`; with `parents`, also its missing parents,
     /// and an existing directory is not an error.
     pub fn mkdir(&self, path: &VPath, parents: bool, mode: Option<u32>) -> Result<i64> {
-        self.change(|rev| {
+        let growth = self.creating(
+            WriteOptions {
+                mode,
+                create_parents: parents,
+            },
+            0,
+        );
+        self.change_adding(growth, |rev| {
             if parents {
                 let (real, node) = self.ensure_dir(path, rev)?;
                 if let Some(mode) = mode {
@@ -433,7 +501,7 @@ impl<S: Sql> Vfs<'_, S> {
                 name,
                 last: true,
             } => {
-                self.create_node(parent.ino, &name, kind, mode, target, rev)?;
+                self.create_node(parent, &name, kind, mode, target, rev)?;
                 self.log_change(rev, &parent_path.join(&name), ChangeKind::Created)
             }
             Resolved::Missing { .. } => Err(VfsError::NotFound {
@@ -450,7 +518,8 @@ impl<S: Sql> Vfs<'_, S> {
                 reason: "symlink target must be 1-4096 bytes without NUL",
             });
         }
-        self.change(|rev| {
+        let growth = Growth { bytes: 0, nodes: 1 };
+        self.change_adding(growth, |rev| {
             self.create_new(path, Kind::Symlink, SYMLINK_MODE, Some(target), rev)?;
             Ok(rev)
         })
@@ -579,7 +648,7 @@ impl<S: Sql> Vfs<'_, S> {
                 parent,
                 name,
                 last: true,
-            } => Ok((parent_path, parent.ino, name, None)),
+            } => Ok((parent_path, parent, name, None)),
             Resolved::Missing { .. } => Err(VfsError::NotFound {
                 path: to.to_string(),
             }),
@@ -936,7 +1005,8 @@ impl<S: Sql> Vfs<'_, S> {
     /// an empty file when it is missing, as `touch` does. `mtime_ms` defaults
     /// to now.
     pub fn touch(&self, path: &VPath, mtime_ms: Option<i64>) -> Result<i64> {
-        self.change(|rev| {
+        let growth = Growth { bytes: 0, nodes: 1 };
+        self.change_adding(growth, |rev| {
             let mtime = mtime_ms.unwrap_or(self.now_ms);
             let (real, node, created) = match self.resolve(path, true)? {
                 Resolved::Found {

@@ -13,7 +13,7 @@ use stead_sql::{params, Sql};
 use crate::error::{Result, VfsError};
 use crate::node::{Kind, Node, NODE_COLUMNS};
 use crate::path::VPath;
-use crate::Vfs;
+use crate::{Met, Vfs};
 
 /// Symlinks followed in one resolution before it fails with `ELOOP` (Linux's limit).
 pub const MAX_SYMLINK_FOLLOWS: usize = 40;
@@ -30,12 +30,12 @@ pub(crate) enum Resolved {
         node: Node,
         parent: i64,
     },
-    /// The path does not exist. `parent` is the last directory reached (at
-    /// real path `parent_path`); `name` is the first missing name, and `last`
-    /// says whether it was the final component.
+    /// The path does not exist. `parent` is the inode of the last directory
+    /// reached (at real path `parent_path`); `name` is the first missing
+    /// name, and `last` says whether it was the final component.
     Missing {
         parent_path: VPath,
-        parent: Node,
+        parent: i64,
         name: String,
         last: bool,
     },
@@ -76,9 +76,9 @@ impl<S: Sql> Vfs<'_, S> {
     pub(crate) fn resolve(&self, path: &VPath, follow_last: bool) -> Result<Resolved> {
         let mut todo: VecDeque<String> = path.components().map(str::to_string).collect();
         let mut at = VPath::root();
-        // Only the ino and kind of the root matter while walking; its full
-        // row is read if the walk ends there.
-        let mut dir = root_stub();
+        // Only the ino and kind of a directory passed through matter while
+        // walking; the root's full row is read if the walk ends there.
+        let mut dir = dir_stub(ROOT_INO);
         let mut parent = ROOT_INO;
         let mut follows = 0;
         while let Some(name) = todo.pop_front() {
@@ -88,10 +88,29 @@ impl<S: Sql> Vfs<'_, S> {
                 });
             }
             let last = todo.is_empty();
-            let Some(node) = self.lookup(dir.ino, &name)? else {
+            let node = match self.known_entry(dir.ino, &name) {
+                Some(Some(ino)) if !last => {
+                    at = at.join(&name);
+                    parent = dir.ino;
+                    dir = dir_stub(ino);
+                    continue;
+                }
+                Some(None) => None,
+                Some(Some(_)) | None => {
+                    let node = self.lookup(dir.ino, &name)?;
+                    let met = match &node {
+                        Some(node) if node.kind == Kind::Dir => Met::Dir(node.ino),
+                        Some(_) => Met::Other,
+                        None => Met::Missing,
+                    };
+                    self.met_entry(dir.ino, &name, met);
+                    node
+                }
+            };
+            let Some(node) = node else {
                 return Ok(Resolved::Missing {
                     parent_path: at,
-                    parent: dir,
+                    parent: dir.ino,
                     name,
                     last,
                 });
@@ -108,7 +127,7 @@ impl<S: Sql> Vfs<'_, S> {
                     todo.push_front(part.to_string());
                 }
                 at = VPath::root();
-                dir = root_stub();
+                dir = dir_stub(ROOT_INO);
                 parent = ROOT_INO;
                 continue;
             }
@@ -160,9 +179,11 @@ impl<S: Sql> Vfs<'_, S> {
     }
 }
 
-fn root_stub() -> Node {
+/// Directory `ino` as a walk passes through it: only its inode and kind
+/// matter there (the node a walk ends at is always read whole).
+fn dir_stub(ino: i64) -> Node {
     Node {
-        ino: ROOT_INO,
+        ino,
         kind: Kind::Dir,
         mode: 0,
         size: 0,

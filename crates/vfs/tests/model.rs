@@ -1580,7 +1580,30 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
 /// them, and periodically, every checkpoint must read back as it was taken.
 fn check_steps(steps: &[Step]) -> Result<(), TestCaseError> {
     let db = db();
+    check_steps_over(&db, &vfs(&db), steps)
+}
+
+/// [`check_steps`], every step inside one batch ([`Vfs::atomically`], as
+/// an exec runs its commands), where resolution keeps the directories and
+/// absent names it met: whatever moved, removed or failed since, each step
+/// must still see the tree as it is.
+fn check_steps_batched(steps: &[Step]) -> Result<(), TestCaseError> {
+    let db = db();
     let vfs = vfs(&db);
+    let mut outcome = Ok(());
+    vfs.atomically(|| {
+        outcome = check_steps_over(&db, &vfs, steps);
+        Ok(())
+    })
+    .unwrap();
+    outcome
+}
+
+fn check_steps_over(
+    db: &SqliteDb,
+    vfs: &Vfs<'_, SqliteDb>,
+    steps: &[Step],
+) -> Result<(), TestCaseError> {
     let mut model = Model::new();
     let mut pinned = Checkpoints::default();
     for (step, item) in steps.iter().enumerate() {
@@ -1588,19 +1611,19 @@ fn check_steps(steps: &[Step]) -> Result<(), TestCaseError> {
             Step::Fs(op) => op,
             Step::Checkpoint(ck) => {
                 pinned
-                    .step(&db, &vfs, &mut model, ck)
+                    .step(db, vfs, &mut model, ck)
                     .map_err(|e| TestCaseError::fail(format!("step {step}: {ck:?}: {e}")))?;
                 pinned
-                    .read_back(&vfs)
+                    .read_back(vfs)
                     .map_err(|e| TestCaseError::fail(format!("step {step}: {ck:?}: {e}")))?;
-                check_storage(&db)
+                check_storage(db)
                     .map_err(|e| TestCaseError::fail(format!("step {step}: {ck:?}: {e}")))?;
                 continue;
             }
         };
-        let before = state(&db);
+        let before = state(db);
         let revision = vfs.revision().unwrap();
-        let real = run(&vfs, op).map_err(|e| e.code().as_str());
+        let real = run(vfs, op).map_err(|e| e.code().as_str());
         let mut next = model.clone();
         let expected = next.apply(op);
         prop_assert_eq!(&real, &expected, "step {}: {:?}", step, op);
@@ -1608,7 +1631,7 @@ fn check_steps(steps: &[Step]) -> Result<(), TestCaseError> {
             Ok(_) => model = next,
             Err(code) => {
                 prop_assert!(
-                    state(&db) == before,
+                    state(db) == before,
                     "step {}: failed {:?} ({}) changed the database",
                     step,
                     op,
@@ -1628,19 +1651,19 @@ fn check_steps(steps: &[Step]) -> Result<(), TestCaseError> {
         );
         if step % 8 == 7 || step + 1 == steps.len() {
             prop_assert_eq!(
-                snapshot(&vfs),
+                snapshot(vfs),
                 model.nodes.clone(),
                 "tree after step {}",
                 step
             );
-            check_storage(&db).map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;
+            check_storage(db).map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;
             pinned
-                .read_back(&vfs)
+                .read_back(vfs)
                 .map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;
         }
     }
-    prop_assert_eq!(snapshot(&vfs), model.nodes, "final tree");
-    check_storage(&db).map_err(TestCaseError::fail)?;
+    prop_assert_eq!(snapshot(vfs), model.nodes, "final tree");
+    check_storage(db).map_err(TestCaseError::fail)?;
     Ok(())
 }
 
@@ -1655,6 +1678,12 @@ proptest! {
     #[test]
     fn any_sequence_of_operations_matches_the_model(ops in prop::collection::vec(op(), 1..48)) {
         check(&ops)?;
+    }
+
+    #[test]
+    fn any_sequence_in_one_batch_matches_the_model(ops in prop::collection::vec(op(), 1..48)) {
+        let steps: Vec<Step> = ops.into_iter().map(Step::Fs).collect();
+        check_steps_batched(&steps)?;
     }
 }
 

@@ -156,3 +156,46 @@ fn a_removal_frees_even_a_workspace_already_over_its_quota() {
     assert_eq!(vfs.usage().unwrap().stored_bytes, 0);
     put(&vfs, "/c", b"fits again");
 }
+
+/// In one batch (an exec's transaction), a write that would pass a quota
+/// fails by itself and leaves nothing of itself: the writes before it are
+/// kept, and one that fits still goes in after it. Far from the quota a
+/// write does not read the usage again; near it, it does.
+#[test]
+fn a_write_passing_a_quota_inside_a_batch_fails_alone() {
+    let db = db();
+    let vfs = limited(
+        &db,
+        Limits {
+            max_stored_bytes: 3 * CHUNK_SIZE as u64,
+            max_nodes: 6,
+            ..Limits::default()
+        },
+    );
+    vfs.mkdir(&p("/d"), false, None).unwrap();
+    vfs.atomically(|| {
+        put(&vfs, "/d/a", noise(CHUNK_SIZE, 1));
+        put(&vfs, "/d/b", noise(CHUNK_SIZE, 2));
+        let before = dump(&db);
+        let error = vfs
+            .write(&p("/d/c"), &noise(2 * CHUNK_SIZE, 3), no_parents())
+            .unwrap_err();
+        assert!(error.to_string().contains("max_stored_bytes"), "{error}");
+        assert_eq!(dump(&db), before, "the refused write left nothing");
+        put(&vfs, "/d/c", b"small");
+        // The root, /d and three files: one node more fits, not two.
+        put(&vfs, "/d/e", b"fits");
+        let before = dump(&db);
+        let error = vfs.write(&p("/d/f"), b"x", no_parents()).unwrap_err();
+        assert!(error.to_string().contains("max_nodes"), "{error}");
+        assert_eq!(dump(&db), before);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(get(&vfs, "/d/b"), noise(CHUNK_SIZE, 2));
+    assert_eq!(get(&vfs, "/d/e"), b"fits");
+    assert!(matches!(
+        vfs.stat(&p("/d/f"), false),
+        Err(VfsError::NotFound { .. })
+    ));
+}

@@ -307,31 +307,22 @@ impl Shell<'_> {
         // when the descriptor closes. Checking that it can be created costs
         // reads, not writes.
         let mut created = false;
-        match self.fs.stat(&path, true) {
-            Ok(node) if node.kind == stead_vfs::Kind::Dir => {
+        match self.fs.stat_or_creatable(&path) {
+            Ok(Some(node)) if node.kind == stead_vfs::Kind::Dir => {
                 self.redir_error(target, "Is a directory")?;
                 return Ok(None);
             }
-            Ok(node) if node.size > 0 => {
+            Ok(Some(node)) if node.size > 0 => {
                 if let Err(e) = self.fs.write(&path, b"") {
                     self.redir_error(target, &strerror(&e))?;
                     return Ok(None);
                 }
             }
-            Ok(_) => {}
-            Err(_) => {
-                let parent = path.parent().unwrap_or_else(VPath::root);
-                match self.fs.stat(&parent, true) {
-                    Ok(node) if node.kind == stead_vfs::Kind::Dir => created = true,
-                    Ok(_) => {
-                        self.redir_error(target, "Not a directory")?;
-                        return Ok(None);
-                    }
-                    Err(e) => {
-                        self.redir_error(target, &strerror(&e))?;
-                        return Ok(None);
-                    }
-                }
+            Ok(Some(_)) => {}
+            Ok(None) => created = true,
+            Err(e) => {
+                self.redir_error(target, &strerror(&e))?;
+                return Ok(None);
             }
         }
         let slot = self.open_slot(Some(path));

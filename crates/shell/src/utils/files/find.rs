@@ -1061,8 +1061,10 @@ mod tests {
         assert!(statements < 15, "{statements} statements");
         let (printed, statements) = find("find w -type f -name '*.rs' -exec true \\;");
         assert_eq!(printed, "");
+        // The 41 directories (each `m` holds one `s`), each listed and its
+        // last name looked up (the exec's batch knows the folders above).
         assert!(
-            statements > 120,
+            statements > 80,
             "{statements} statements: a listing per directory"
         );
         let (printed, _) = find("find w -maxdepth 2 -type d -empty");
