@@ -738,12 +738,7 @@ impl<'a> Run<'a> {
 
     pub(crate) fn fetch(&mut self, repo: &Repo<'_>, a: &Parsed) -> Result<i32> {
         let (name, url) = self.remote_of(repo, a.operands.first().map(String::as_str))?;
-        let cmdline: Vec<Refspec> = a
-            .operands
-            .iter()
-            .skip(1)
-            .map(|s| Refspec::parse(s))
-            .collect();
+        let cmdline = refspec_operands(a);
         // `--tags` and `--no-tags` are one option: the last one counts.
         let tags = a.opts.iter().rev().find_map(|(long, _)| match *long {
             "tags" => Some(Tags::All),
@@ -1137,12 +1132,7 @@ impl<'a> Run<'a> {
         let quiet = a.has("quiet");
         let operand = a.operands.first().map(String::as_str);
         let (name, url) = self.remote_of(repo, operand)?;
-        let cmdline: Vec<Refspec> = a
-            .operands
-            .iter()
-            .skip(1)
-            .map(|s| Refspec::parse(s))
-            .collect();
+        let cmdline = refspec_operands(a);
         let config = repo.config()?;
         // `--rebase`/`--no-rebase`, else `branch.<name>.rebase`, else
         // `pull.rebase`; what is not a boolean (`merges`, `interactive`)
@@ -1372,4 +1362,13 @@ impl<'a> Run<'a> {
 /// Whether `name` may be a remote's name here (not a URL or path).
 pub(crate) fn is_remote_name(name: &str) -> bool {
     valid_name(name) && !name.contains(':')
+}
+
+/// The refspecs a `fetch` or `pull` command line names after its remote.
+fn refspec_operands(a: &Parsed) -> Vec<Refspec> {
+    a.operands
+        .iter()
+        .skip(1)
+        .map(|s| Refspec::parse(s))
+        .collect()
 }
