@@ -10,7 +10,10 @@
 //! left running with a secret nobody knows. Failures read as the
 //! platform's do (`connection refused` before a connection, `the
 //! connection was lost` after), classified by the owner's own rule.
-//! The clock is the test's: sleeping moves it.
+//! The clock is the test's: sleeping moves it. A sleep can be held
+//! ([`Inner::hold_sleeps`]) so that a test runs another request, or the
+//! alarm, while one waits between tries, as a Durable Object does between
+//! awaits.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -90,6 +93,8 @@ pub struct Inner {
     pub busy: Cell<bool>,
     pub storage: RefCell<Option<Value>>,
     pub sleeps: Cell<u32>,
+    /// While set, a sleep does not end (its future stays pending).
+    pub hold_sleeps: Cell<bool>,
     pub events: RefCell<Vec<Event>>,
 }
 
@@ -294,6 +299,11 @@ impl ContainerHost for FakeContainers {
 
     async fn sleep(&self, ms: u64) {
         self.sleeps.set(self.sleeps.get() + 1);
+        std::future::poll_fn(|_| match self.hold_sleeps.get() {
+            true => std::task::Poll::Pending,
+            false => std::task::Poll::Ready(()),
+        })
+        .await;
         self.now.set(self.now.get() + ms as i64);
     }
 

@@ -721,3 +721,53 @@ fn a_call_holds_its_body_unless_it_streams_to_a_port_or_is_the_owners_own() {
     assert!(!post(STOP_PATH).holds_body());
     assert!(post(STATE_PATH).holds_body(), "a POST there is forwarded");
 }
+
+/// Polls `future` once, as the platform does before it runs another
+/// request in the same object: it is to be waiting (on a held sleep).
+fn begin<F: std::future::Future>(future: &mut std::pin::Pin<Box<F>>) {
+    let waker = futures::task::noop_waker();
+    let mut context = std::task::Context::from_waker(&waker);
+    assert!(
+        future.as_mut().poll(&mut context).is_pending(),
+        "held between tries"
+    );
+}
+
+#[test]
+fn a_request_waiting_between_tries_goes_on_with_the_container_another_request_started() {
+    let (owner, fake) = owner();
+    // Request A finds its container cold and waits between tries.
+    fake.cold_tries.set(1);
+    fake.hold_sleeps.set(true);
+    let status = get("/v1/status");
+    let mut first = Box::pin(owner.fetch(&status, &()));
+    begin(&mut first);
+    assert_eq!(fake.starts(), ["instance-1"]);
+    // Meanwhile request B finds it stopping and replaces it.
+    fake.cold_tries.set(0);
+    fake.script.borrow_mut().push_back(Next::ShuttingDown);
+    let second = ask(&owner, &post("/v1/sync/plan"));
+    assert_eq!(
+        (second.0, &second.1["instance"]),
+        (200, &json!("instance-2"))
+    );
+    // A goes on with the replacement, with its secret, and leaves the
+    // record naming it.
+    fake.hold_sleeps.set(false);
+    let first = match block_on(first).expect("answered") {
+        Reply::Passed(FakeAnswer { status, body }) | Reply::Json { status, body } => (
+            status,
+            serde_json::from_slice::<Value>(&body).expect("JSON"),
+        ),
+    };
+    assert_eq!((first.0, &first.1["instance"]), (200, &json!("instance-2")));
+    let third = ask(&owner, &get("/v1/status"));
+    assert_eq!((third.0, &third.1["instance"]), (200, &json!("instance-2")));
+    assert_eq!(fake.starts(), ["instance-1", "instance-2"]);
+    let stored = fake.storage.borrow().clone().unwrap();
+    assert!(
+        stored["secret"].as_str().unwrap().ends_with('2'),
+        "{stored}"
+    );
+    assert_eq!(state(&owner)["instance"], "instance-2");
+}
