@@ -737,14 +737,12 @@ fn finish(future: Pin<Box<impl Future<Output = FetchResult>>>) -> (u16, Value) {
 type FetchResult = Result<Reply<FakeAnswer>, HostError>;
 
 /// Polls `future` once, as the platform does before it runs another
-/// request in the same object: it is to be waiting (on a held sleep).
+/// request in the same object: it is to be waiting (on a held sleep or
+/// send).
 fn begin<F: Future>(future: &mut Pin<Box<F>>) {
     let waker = futures::task::noop_waker();
     let mut context = std::task::Context::from_waker(&waker);
-    assert!(
-        future.as_mut().poll(&mut context).is_pending(),
-        "held between tries"
-    );
+    assert!(future.as_mut().poll(&mut context).is_pending(), "held");
 }
 
 #[test]
@@ -801,4 +799,26 @@ fn a_request_waiting_between_tries_never_moves_the_last_use_back() {
     let state = state(&owner);
     assert_eq!(state["last_used_ms"], used, "{state}");
     assert_eq!(state["idle_deadline_ms"], used + 60_000);
+}
+
+#[test]
+fn a_request_that_comes_while_the_alarm_asks_the_program_keeps_the_container() {
+    let (owner, fake) = owner();
+    assert_eq!(ask(&owner, &get("/v1/status")).0, 200);
+    // Past the idle deadline, the alarm asks the program whether it works.
+    fake.now.set(fake.now.get() + 61_000);
+    fake.hold_sends.set(true);
+    let mut alarm = Box::pin(owner.alarm());
+    begin(&mut alarm);
+    // Meanwhile a port request uses the computer.
+    let port = get("/computer/ports/3000/");
+    let mut used = Box::pin(owner.fetch(&port, &()));
+    begin(&mut used);
+    fake.hold_sends.set(false);
+    // The program is idle, but the alarm now finds the computer used:
+    // nothing is destroyed, and the request reaches its port.
+    assert_eq!(block_on(alarm).expect("alarmed"), Alarmed::Running);
+    assert!(fake.destroys().is_empty(), "{:?}", fake.destroys());
+    assert_eq!(finish(used).0, 200);
+    assert_eq!(state(&owner)["state"], "running");
 }

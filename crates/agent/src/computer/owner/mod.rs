@@ -58,8 +58,10 @@
 //! now in the object's memory (`Owner::change`), computed from what this
 //! request did — the last use moves only forward, an answer marks ready
 //! only the container that gave it, a start records the container that
-//! now runs — and a request that waited asks the record again which
-//! container (which secret) is current before it sends.
+//! now runs. A decision taken after an await reads the record again too:
+//! a request that waited asks which container (which secret) is current
+//! before it sends, and the alarm, once the program said it is idle,
+//! releases the container only if no request used it meanwhile.
 //!
 //! **Local development** ([`Provider::Local`]): one program started as a
 //! local process serves every agent (told apart by
@@ -637,14 +639,17 @@ impl<H: ContainerHost> Owner<H> {
         let now = self.host.now_ms();
         let mut record = self.load().await?;
         if now >= record.deadline(self.default_idle()) {
-            if self.is_at_work(&record).await {
+            let at_work = self.is_at_work(&record).await;
+            // A request may have come while the program was asked.
+            record = self.load().await?;
+            if at_work {
                 // Still working (a command, or a process serving a port):
                 // that is activity.
                 let used = |record: &mut Record| {
                     record.last_used_ms = record.last_used_ms.max(Some(now));
                 };
                 record = self.change(used).await?;
-            } else {
+            } else if now >= record.deadline(self.default_idle()) {
                 self.host.destroy("idle").await?;
                 self.change(Record::release).await?;
                 return Ok(Alarmed::Released);
