@@ -10,7 +10,10 @@
 //! left running with a secret nobody knows. Failures read as the
 //! platform's do (`connection refused` before a connection, `the
 //! connection was lost` after), classified by the owner's own rule.
-//! The clock is the test's: sleeping moves it.
+//! The clock is the test's: sleeping moves it. A sleep or a send can be
+//! held ([`Inner::hold_sleeps`], [`Inner::hold_sends`]) so that a test
+//! runs another request, or the alarm, while one waits, as a Durable
+//! Object does between awaits.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -90,6 +93,10 @@ pub struct Inner {
     pub busy: Cell<bool>,
     pub storage: RefCell<Option<Value>>,
     pub sleeps: Cell<u32>,
+    /// While set, a sleep does not end (its future stays pending).
+    pub hold_sleeps: Cell<bool>,
+    /// While set, a send waits before it goes (its future stays pending).
+    pub hold_sends: Cell<bool>,
     pub events: RefCell<Vec<Event>>,
 }
 
@@ -268,6 +275,15 @@ impl FakeContainers {
     }
 }
 
+/// Pending while `hold` is set.
+async fn held(hold: &Cell<bool>) {
+    std::future::poll_fn(|_| match hold.get() {
+        true => std::task::Poll::Pending,
+        false => std::task::Poll::Ready(()),
+    })
+    .await
+}
+
 impl ContainerHost for FakeContainers {
     /// The platform's request is not needed: the call carries it all.
     type Request = ();
@@ -294,6 +310,7 @@ impl ContainerHost for FakeContainers {
 
     async fn sleep(&self, ms: u64) {
         self.sleeps.set(self.sleeps.get() + 1);
+        held(&self.hold_sleeps).await;
         self.now.set(self.now.get() + ms as i64);
     }
 
@@ -335,6 +352,7 @@ impl ContainerHost for FakeContainers {
     }
 
     async fn send(&self, hop: Hop, outgoing: Outgoing<'_, ()>) -> Result<FakeAnswer, SendError> {
+        held(&self.hold_sends).await;
         let (url, headers, to_program) = match outgoing {
             Outgoing::Program { url, headers, .. } => (url, headers, true),
             Outgoing::Port { url, headers, .. } => (url, headers, false),

@@ -5,6 +5,9 @@
 
 mod fake;
 
+use std::future::Future;
+use std::pin::Pin;
+
 use fake::{Event, FakeAnswer, FakeContainers, Next};
 use futures::executor::block_on;
 use serde_json::{json, Value};
@@ -720,4 +723,102 @@ fn a_call_holds_its_body_unless_it_streams_to_a_port_or_is_the_owners_own() {
     assert!(!get(STATE_PATH).holds_body());
     assert!(!post(STOP_PATH).holds_body());
     assert!(post(STATE_PATH).holds_body(), "a POST there is forwarded");
+}
+
+/// What a begun request answered, as [`ask`] says it.
+fn finish(future: Pin<Box<impl Future<Output = FetchResult>>>) -> (u16, Value) {
+    match block_on(future).expect("answered") {
+        Reply::Passed(FakeAnswer { status, body }) | Reply::Json { status, body } => {
+            (status, serde_json::from_slice(&body).expect("JSON"))
+        }
+    }
+}
+
+type FetchResult = Result<Reply<FakeAnswer>, HostError>;
+
+/// Polls `future` once, as the platform does before it runs another
+/// request in the same object: it is to be waiting (on a held sleep or
+/// send).
+fn begin<F: Future>(future: &mut Pin<Box<F>>) {
+    let waker = futures::task::noop_waker();
+    let mut context = std::task::Context::from_waker(&waker);
+    assert!(future.as_mut().poll(&mut context).is_pending(), "held");
+}
+
+#[test]
+fn a_request_waiting_between_tries_goes_on_with_the_container_another_request_started() {
+    let (owner, fake) = owner();
+    // Request A finds its container cold and waits between tries.
+    fake.cold_tries.set(1);
+    fake.hold_sleeps.set(true);
+    let status = get("/v1/status");
+    let mut first = Box::pin(owner.fetch(&status, &()));
+    begin(&mut first);
+    assert_eq!(fake.starts(), ["instance-1"]);
+    // Meanwhile request B finds it stopping and replaces it.
+    fake.cold_tries.set(0);
+    fake.script.borrow_mut().push_back(Next::ShuttingDown);
+    let second = ask(&owner, &post("/v1/sync/plan"));
+    assert_eq!(
+        (second.0, &second.1["instance"]),
+        (200, &json!("instance-2"))
+    );
+    // A goes on with the replacement, with its secret, and leaves the
+    // record naming it.
+    fake.hold_sleeps.set(false);
+    let first = finish(first);
+    assert_eq!((first.0, &first.1["instance"]), (200, &json!("instance-2")));
+    let third = ask(&owner, &get("/v1/status"));
+    assert_eq!((third.0, &third.1["instance"]), (200, &json!("instance-2")));
+    assert_eq!(fake.starts(), ["instance-1", "instance-2"]);
+    let stored = fake.storage.borrow().clone().unwrap();
+    assert!(
+        stored["secret"].as_str().unwrap().ends_with('2'),
+        "{stored}"
+    );
+    assert_eq!(state(&owner)["instance"], "instance-2");
+}
+
+#[test]
+fn a_request_waiting_between_tries_never_moves_the_last_use_back() {
+    let (owner, fake) = owner();
+    assert_eq!(ask(&owner, &get("/v1/status")).0, 200);
+    // Request A finds the program not answering for a while, and waits.
+    fake.cold_tries.set(1);
+    fake.kill();
+    let status = get("/v1/status");
+    fake.hold_sleeps.set(true);
+    let mut first = Box::pin(owner.fetch(&status, &()));
+    begin(&mut first);
+    // Meanwhile, later, a port request uses the computer.
+    fake.now.set(fake.now.get() + 2 * HEARTBEAT_MS);
+    let used = fake.now.get();
+    assert_eq!(ask(&owner, &get("/computer/ports/3000/")).0, 200);
+    fake.hold_sleeps.set(false);
+    assert_eq!(finish(first).0, 200);
+    let state = state(&owner);
+    assert_eq!(state["last_used_ms"], used, "{state}");
+    assert_eq!(state["idle_deadline_ms"], used + 60_000);
+}
+
+#[test]
+fn a_request_that_comes_while_the_alarm_asks_the_program_keeps_the_container() {
+    let (owner, fake) = owner();
+    assert_eq!(ask(&owner, &get("/v1/status")).0, 200);
+    // Past the idle deadline, the alarm asks the program whether it works.
+    fake.now.set(fake.now.get() + 61_000);
+    fake.hold_sends.set(true);
+    let mut alarm = Box::pin(owner.alarm());
+    begin(&mut alarm);
+    // Meanwhile a port request uses the computer.
+    let port = get("/computer/ports/3000/");
+    let mut used = Box::pin(owner.fetch(&port, &()));
+    begin(&mut used);
+    fake.hold_sends.set(false);
+    // The program is idle, but the alarm now finds the computer used:
+    // nothing is destroyed, and the request reaches its port.
+    assert_eq!(block_on(alarm).expect("alarmed"), Alarmed::Running);
+    assert!(fake.destroys().is_empty(), "{:?}", fake.destroys());
+    assert_eq!(finish(used).0, 200);
+    assert_eq!(state(&owner)["state"], "running");
 }

@@ -49,6 +49,20 @@
 //! state route (`crate::environment`), with background requests that do
 //! not put the release off.
 //!
+//! **The record is changed, never written back.** A Durable Object runs
+//! one request at a time only between awaits: while one request sends to
+//! the container, waits between tries or starts one, another (a status
+//! check, a port request, the alarm, a stop) can replace the container or
+//! release it. So no request keeps a copy of the record across an await
+//! to store later: each write is a change applied to the record as it is
+//! now in the object's memory (`Owner::change`), computed from what this
+//! request did — the last use moves only forward, an answer marks ready
+//! only the container that gave it, a start records the container that
+//! now runs. A decision taken after an await reads the record again too:
+//! a request that waited asks which container (which secret) is current
+//! before it sends, and the alarm, once the program said it is idle,
+//! releases the container only if no request used it meanwhile.
+//!
 //! **Local development** ([`Provider::Local`]): one program started as a
 //! local process serves every agent (told apart by
 //! [`stead_sync::CONTAINER_HEADER`]); it is never started, stopped or
@@ -495,25 +509,29 @@ impl<H: ContainerHost> Owner<H> {
         let agent = call.agent().unwrap_or_default();
         let start = (&plan, agent);
         let path = call.path.as_str();
-        let mut record = self.load().await?;
-        let before = record.clone();
-        if let Some(idle) = call.idle_ms() {
-            record.idle_ms = Some(idle);
-        }
+        let idle = call.idle_ms();
         let background = stead_sync::owner::is_background(path);
+        let now = self.host.now_ms();
+        let note = |record: &mut Record| {
+            if let Some(idle) = idle {
+                record.idle_ms = Some(idle);
+            }
+            if !background {
+                record.last_used_ms = record.last_used_ms.max(Some(now));
+            }
+        };
         let mut secret = if background {
             // Watching is not use, and never starts a computer.
+            let record = self.change(note).await?;
             match (record.secret(), self.host.running()) {
                 (Some(secret), true) => secret.to_string(),
                 _ => return Ok(not_running(record.released())),
             }
         } else {
-            record.last_used_ms = Some(self.host.now_ms());
-            self.ensure_started(start, &mut record).await?
+            self.ensure_started(start, note).await?
         };
-        self.keep(&before, &record).await?;
         if !self.alarm_set.get() {
-            self.schedule(&record).await?;
+            self.schedule(&self.load().await?).await?;
         }
         let url = format!("http://container{}", call.target());
         let mut tries = 0;
@@ -548,13 +566,10 @@ impl<H: ContainerHost> Owner<H> {
                     // a disk that was not pushed.
                     replaced = true;
                     self.host.destroy("replacing a stopping container").await?;
-                    let before = record.clone();
-                    record.stop();
-                    secret = self.ensure_started(start, &mut record).await?;
-                    self.keep(&before, &record).await?;
+                    secret = self.ensure_started(start, |_| {}).await?;
                     arrived = false;
                 }
-                Ok(answer) => return self.answered(answer, path, &mut record).await,
+                Ok(answer) => return self.answered(answer, path, &secret).await,
                 Err(_) if background => {
                     // The container went (or is going) between the check
                     // above and this request: say so, start nothing.
@@ -579,10 +594,9 @@ impl<H: ContainerHost> Owner<H> {
                     }
                     // It died while starting (or was stopped) before the
                     // request could reach it: start a new one rather than
-                    // wait for the old one.
-                    let before = record.clone();
-                    secret = self.ensure_started(start, &mut record).await?;
-                    self.keep(&before, &record).await?;
+                    // wait for the old one (or, when another request
+                    // replaced it, go on with the one that runs now).
+                    secret = self.ensure_started(start, |_| {}).await?;
                     arrived = false;
                 }
                 Err(error) => return Err(error.into()),
@@ -602,12 +616,12 @@ impl<H: ContainerHost> Owner<H> {
     /// Forgets the container opened by `secret`, which is gone, unless
     /// the record already moved on (released, or another started).
     async fn forget_container(&self, secret: &str) -> Result<(), HostError> {
-        let mut record = self.load().await?;
-        if record.secret() != Some(secret) {
-            return Ok(());
-        }
-        record.stop();
-        self.save(&record).await
+        let forget = |record: &mut Record| {
+            if record.secret() == Some(secret) {
+                record.stop();
+            }
+        };
+        self.change(forget).await.map(drop)
     }
 
     /// The alarm: the heartbeat while a container runs, and its release
@@ -618,23 +632,26 @@ impl<H: ContainerHost> Owner<H> {
         }
         // This alarm has fired: the next one is set below, or none is.
         self.alarm_set.set(false);
-        let mut record = self.load().await?;
         if !self.host.running() {
-            record.stop();
-            self.save(&record).await?;
+            self.change(Record::stop).await?;
             return Ok(Alarmed::Stopped);
         }
         let now = self.host.now_ms();
+        let mut record = self.load().await?;
         if now >= record.deadline(self.default_idle()) {
-            if self.is_at_work(&record).await {
+            let at_work = self.is_at_work(&record).await;
+            // A request may have come while the program was asked.
+            record = self.load().await?;
+            if at_work {
                 // Still working (a command, or a process serving a port):
                 // that is activity.
-                record.last_used_ms = Some(now);
-                self.save(&record).await?;
-            } else {
+                let used = |record: &mut Record| {
+                    record.last_used_ms = record.last_used_ms.max(Some(now));
+                };
+                record = self.change(used).await?;
+            } else if now >= record.deadline(self.default_idle()) {
                 self.host.destroy("idle").await?;
-                record.release();
-                self.save(&record).await?;
+                self.change(Record::release).await?;
                 return Ok(Alarmed::Released);
             }
         }
@@ -672,8 +689,19 @@ impl<H: ContainerHost> Owner<H> {
             return Ok(record);
         }
         let stored = self.host.load().await?.unwrap_or_default();
-        *self.record.borrow_mut() = Some(stored.clone());
-        Ok(stored)
+        // Another request may have loaded (and changed) it meanwhile.
+        let mut known = self.record.borrow_mut();
+        Ok(known.get_or_insert(stored).clone())
+    }
+
+    /// Applies `change` to the record as it is now (see the module docs)
+    /// and keeps it; returns it changed.
+    async fn change(&self, change: impl FnOnce(&mut Record)) -> Result<Record, HostError> {
+        let before = self.load().await?;
+        let mut record = before.clone();
+        change(&mut record);
+        self.keep(&before, &record).await?;
+        Ok(record)
     }
 
     /// Saves the record to memory and storage.
@@ -703,15 +731,17 @@ impl<H: ContainerHost> Owner<H> {
 
     /// Starts the container unless it runs, with outbound network and its
     /// interception as `start` (the plan, and the agent) says; returns the
-    /// secret it was given.
+    /// secret it was given. `note` is this request's own change to the
+    /// record, kept with the start.
     async fn ensure_started(
         &self,
         (plan, agent): (&Plan, &str),
-        record: &mut Record,
+        note: impl FnOnce(&mut Record),
     ) -> Result<String, HostError> {
         if self.host.running() {
-            if let Some(secret) = record.secret() {
-                return Ok(secret.to_string());
+            if let Some(secret) = self.load().await?.secret().map(str::to_string) {
+                self.change(note).await?;
+                return Ok(secret);
             }
             // Running with a secret this object no longer knows: restart it.
             self.host.destroy("secret lost").await?;
@@ -724,32 +754,45 @@ impl<H: ContainerHost> Owner<H> {
             agent,
         };
         self.host.start(start).await?;
-        record.life = Life::Started {
+        let life = Life::Started {
             secret: secret.clone(),
             started_ms: self.host.now_ms(),
             ready: false,
             instance: None,
         };
+        // The container that runs now is this one, whatever another
+        // request recorded while it started.
+        self.change(|record| {
+            note(record);
+            record.life = life;
+        })
+        .await?;
         Ok(secret)
     }
 
-    /// Notes that the program answered (and, from a status answer, which
-    /// instance and build it is), then hands the answer on.
+    /// Notes that the program of the container opened by `secret`
+    /// answered (and, from a status answer, which instance and build it
+    /// is), unless the record moved on meanwhile; then hands the answer on.
     async fn answered(
         &self,
         answer: H::Answer,
         path: &str,
-        record: &mut Record,
+        secret: &str,
     ) -> Result<Reply<H::Answer>, HostError> {
-        let before = record.clone();
+        let note = |status: Option<Status>| {
+            move |record: &mut Record| {
+                if record.secret() == Some(secret) {
+                    record.answered(status);
+                }
+            }
+        };
         if path != "/v1/status" || H::status_of(&answer) != 200 {
-            record.answered(None);
-            self.keep(&before, record).await?;
+            self.change(note(None)).await?;
             return Ok(Reply::Passed(answer));
         }
         let body = self.host.read(answer).await?;
-        record.answered(serde_json::from_slice::<Status>(&body).ok());
-        self.keep(&before, record).await?;
+        let status = serde_json::from_slice::<Status>(&body).ok();
+        self.change(note(status)).await?;
         Ok(Reply::Json { status: 200, body })
     }
 
@@ -801,9 +844,7 @@ impl<H: ContainerHost> Owner<H> {
         // that comes in meanwhile (the processes' poll) finds the
         // computer released, not gone, and nothing takes the destroy's
         // silence for a death to repair.
-        let mut record = self.load().await?;
-        record.release();
-        self.save(&record).await?;
+        self.change(Record::release).await?;
         if self.host.running() {
             self.host.destroy(why).await?;
         }

@@ -13,7 +13,7 @@ use stead_sync::ErrorCode;
 
 use super::{
     not_running, unavailable, with_query, Call, ContainerHost, Hop, Outgoing, Owner, Provider,
-    Reply,
+    Record, Reply,
 };
 use crate::error::HostError;
 
@@ -67,13 +67,15 @@ impl<H: ContainerHost> Owner<H> {
                 (Hop::Network, format!("http://{host}:{port}{target}"))
             }
             Provider::Container => {
-                let mut record = self.load().await?;
+                let record = self.load().await?;
                 if record.secret().is_none() || !self.host.running() {
                     return Ok(not_running(record.released()));
                 }
-                let before = record.clone();
-                record.last_used_ms = Some(self.host.now_ms());
-                self.keep(&before, &record).await?;
+                let now = self.host.now_ms();
+                let used = |record: &mut Record| {
+                    record.last_used_ms = record.last_used_ms.max(Some(now));
+                };
+                self.change(used).await?;
                 (
                     Hop::Container { port },
                     format!("http://localhost:{port}{target}"),
