@@ -303,8 +303,10 @@ fn a_command_whose_computer_died_after_its_push_runs_once_on_the_replacement() {
         "pushed to the replacement before the exec: {:?}",
         transport.sent.borrow()
     );
-    // Its whole workspace, not what the first instance lacked.
-    assert!(ran["sync"]["sent"]["files"].as_u64().unwrap() >= 3, "{ran}");
+    // Both pushes counted: the whole workspace (`/keep.txt`, `/notes`,
+    // `/notes/plan.md`) to the first instance, then the whole of it again
+    // to the replacement, not only what the first instance lacked.
+    assert_eq!(ran["sync"]["sent"]["files"], 6, "{ran}");
 }
 
 /// Builds an environment the sync never carries (`.venv/` is ignored).
