@@ -22,7 +22,7 @@ use crate::computer::{self, ComputerError, OutputSink, Ran};
 use crate::error::ApiError;
 use crate::exec::{self, Run};
 use crate::host::{Host, Transport};
-use crate::outcome::{ExecOutcome, OutputEncoding};
+use crate::outcome::{ExecOutcome, OutputEncoding, Transfer};
 use crate::processes;
 use crate::settings::{self, Quotas};
 
@@ -296,13 +296,6 @@ impl<H: Host> Agent<H> {
                 // command never starts.
                 let id = self.exec_id()?;
                 let cancelled = self.begin_running(sink.job(), &id);
-                let pushed = match self.bring_in_step(&transport).await {
-                    Ok(pushed) => pushed,
-                    Err(error) => {
-                        self.running.replace(None);
-                        return Err(error);
-                    }
-                };
                 let note = command.command.clone();
                 let before_apply = self.checkpoint_before_apply(actor, &note);
                 let on_detached = |started: &computer::Detached| match sink.job() {
@@ -320,10 +313,48 @@ impl<H: Host> Agent<H> {
                         on_detached: &on_detached,
                     },
                 };
-                let ran =
-                    computer::run(&self.host, || self.vfs(), &transport, pushed, exec, sink).await;
+                let ran = self.plan_and_run(&transport, &exec, sink).await;
                 self.running.replace(None);
-                Ok(ran?)
+                ran
+            }
+        }
+    }
+
+    /// Brings the computer in step and runs `exec` there. Refused as
+    /// planned for a container that was gone (it died after the push and
+    /// its owner sent the exec, or the setup script's, to a replacement),
+    /// the command never started: it is planned again once the same way,
+    /// so the replacement gets what any new computer gets (its environment
+    /// restored or set up, the processes that come back started), and what
+    /// both pushes sent is counted. A second refusal is
+    /// [`ComputerError::KeptChanging`].
+    async fn plan_and_run(
+        &self,
+        transport: &H::Computer,
+        exec: &computer::Exec<'_>,
+        sink: &dyn OutputSink,
+    ) -> Result<Ran, ApiError> {
+        let mut sent = Transfer::default();
+        let mut replanned = false;
+        loop {
+            let ran = match self.bring_in_step(transport).await {
+                Ok(mut pushed) => {
+                    pushed.sent += &sent;
+                    sent = pushed.sent.clone();
+                    computer::run(&self.host, || self.vfs(), transport, pushed, exec, sink)
+                        .await
+                        .map_err(ApiError::from)
+                }
+                Err(error) => Err(error),
+            };
+            match ran {
+                Err(ApiError::Computer(ComputerError::StaleInstance { planned })) => {
+                    if replanned {
+                        return Err(ComputerError::KeptChanging { planned }.into());
+                    }
+                    replanned = true;
+                }
+                ran => return ran,
             }
         }
     }

@@ -32,6 +32,14 @@ pub struct Transfer {
     pub manifest_bytes: u64,
 }
 
+impl std::ops::AddAssign<&Transfer> for Transfer {
+    fn add_assign(&mut self, more: &Transfer) {
+        self.files += more.files;
+        self.bytes += more.bytes;
+        self.manifest_bytes += more.manifest_bytes;
+    }
+}
+
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use stead_agent::auth::Caller;
+use stead_agent::environment::store::{self, EnvState};
 use stead_agent::{Action, Agent, Tool};
 
 fn exec(agent: &Agent<FakeHost>, command: &str) -> (u16, Value) {
@@ -302,8 +303,112 @@ fn a_command_whose_computer_died_after_its_push_runs_once_on_the_replacement() {
         "pushed to the replacement before the exec: {:?}",
         transport.sent.borrow()
     );
-    // Its whole workspace, not what the first instance lacked.
-    assert!(ran["sync"]["sent"]["files"].as_u64().unwrap() >= 3, "{ran}");
+    // Both pushes counted: the whole workspace (`/keep.txt`, `/notes`,
+    // `/notes/plan.md`) to the first instance, then the whole of it again
+    // to the replacement, not only what the first instance lacked.
+    assert_eq!(ran["sync"]["sent"]["files"], 6, "{ran}");
+}
+
+/// Builds an environment the sync never carries (`.venv/` is ignored).
+const SETUP: &str = "mkdir -p .venv && echo built > .venv/marker\n";
+
+/// The state of the agent's environment record.
+fn environment(agent: &Agent<FakeHost>) -> EnvState {
+    store::record(&agent.host().db)
+        .unwrap()
+        .expect("a record")
+        .state
+}
+
+/// Whether one of the requests sent for `path` (a prefix) went between the
+/// requests at `from` and `to`.
+fn sent_between(transport: &FaultyTransport, path: &str, from: usize, to: usize) -> bool {
+    sent_to(transport, path)
+        .iter()
+        .any(|(at, _)| (from..to).contains(at))
+}
+
+#[test]
+fn a_replacement_gets_the_environment_restored_before_the_command() {
+    let (agent, process, _dir) = setup();
+    write(&agent, "/.stead/setup.sh", SETUP);
+    let (status, built) = exec(&agent, "cat .venv/marker");
+    assert_eq!(
+        (status, &built["stdout"]),
+        (200, &json!("built\n")),
+        "{built}"
+    );
+    assert_eq!(environment(&agent), EnvState::Ready);
+
+    let _process = dies_before_exec(&agent, process, 1);
+    let (status, ran) = exec(&agent, "cat .venv/marker");
+    assert_eq!(status, 200, "{ran}");
+    assert_eq!(
+        ran["stdout"], "built\n",
+        "restored on the replacement: {ran}"
+    );
+    let transport = transport(&agent);
+    let execs = sent_to(&transport, "Post /v1/exec?");
+    // The setup script, the first command, the refused one, the same
+    // planned again: the replacement's environment was restored, not
+    // built again.
+    assert_eq!(execs.len(), 4, "{:?}", transport.sent.borrow());
+    let restore = stead_sync::environment::RESTORE_PATH;
+    assert!(
+        sent_between(
+            &transport,
+            &format!("Post {restore}"),
+            execs[2].0,
+            execs[3].0
+        ),
+        "restored between the refusal and the exec: {:?}",
+        transport.sent.borrow()
+    );
+}
+
+#[test]
+fn a_setup_script_refused_by_a_replacement_is_run_there_before_the_command() {
+    let (agent, process, _dir) = setup();
+    write(&agent, "/.stead/setup.sh", SETUP);
+    // The first exec that reaches the computer is the setup script's.
+    let _process = dies_before_exec(&agent, process, 1);
+    let (status, ran) = exec(&agent, "cat .venv/marker");
+    assert_eq!(status, 200, "{ran}");
+    assert_eq!(ran["stdout"], "built\n", "set up on the replacement: {ran}");
+    let transport = transport(&agent);
+    // The refused setup script, the setup script again, the command.
+    assert_eq!(sent_to(&transport, "Post /v1/exec?").len(), 3);
+    assert_eq!(environment(&agent), EnvState::Ready);
+}
+
+#[test]
+fn a_replacement_starts_the_processes_that_come_back_once() {
+    let (agent, process, _dir) = setup();
+    let body = json!({ "command": "echo up; sleep 60", "restart": "always" }).to_string();
+    let (status, started) = call(
+        &agent,
+        request("a", Action::ProcessStart, Caller::Admin, &body),
+    );
+    assert_eq!(status, 201, "{started}");
+    let id = started["process"]["id"].as_str().unwrap().to_string();
+
+    let _process = dies_before_exec(&agent, process, 1);
+    let (status, ran) = exec(&agent, "echo ran");
+    assert_eq!((status, &ran["stdout"]), (200, &json!("ran\n")), "{ran}");
+    let transport = transport(&agent);
+    let execs = sent_to(&transport, "Post /v1/exec?");
+    assert_eq!(execs.len(), 2, "{:?}", transport.sent.borrow());
+    assert!(
+        sent_between(&transport, "Post /v1/processes", execs[0].0, execs[1].0),
+        "started on the replacement before the exec: {:?}",
+        transport.sent.borrow()
+    );
+    let revived = ok(&agent, "a", Action::Process(id), "")["process"].clone();
+    assert_eq!(
+        (revived["state"].clone(), revived["restarts"].clone()),
+        (json!("running"), json!(1)),
+        "{revived}"
+    );
 }
 
 #[test]

@@ -23,8 +23,16 @@ pub enum ComputerError {
     },
     #[error("the computer answered {step} with something unexpected: {reason}")]
     Malformed { step: &'static str, reason: String },
+    /// The exec was refused as planned for container instance `planned`,
+    /// which was gone (see `super::run`): it never started, and is to be
+    /// planned again on the instance that answers now.
+    #[error(
+        "the computer refused the command as planned for a container that was gone \
+         (instance {planned}); it never ran and the workspace is unchanged"
+    )]
+    StaleInstance { planned: String },
     /// The exec was refused as planned for a container instance that was
-    /// gone, twice (see `super::run`): it never started.
+    /// gone, twice: it never started.
     #[error(
         "the computer kept changing: the command was refused twice as planned for a \
          container that was gone (last planned for instance {planned}); it never ran and \

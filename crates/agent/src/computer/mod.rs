@@ -103,6 +103,7 @@ pub struct Exec<'a> {
 
 /// How an exec's run is followed and finished, whether it is started now
 /// or picked back up ([`resume`]).
+#[derive(Clone, Copy)]
 pub struct Handling<'a> {
     pub encoding: OutputEncoding,
     /// Set when the exec's job is cancelled, at any stage.
@@ -155,7 +156,7 @@ pub async fn bring_in_step<'db, S: Sql, T: Transport>(
     store: Option<&impl ObjectStore>,
     transport: &T,
 ) -> Result<Pushed, ComputerError> {
-    connect_and_push(db, &vfs, store, &Link::new(transport), Transfer::default()).await
+    connect_and_push(db, &vfs, store, &Link::new(transport)).await
 }
 
 /// Runs an exec on the agent's computer, whose copy [`bring_in_step`] just
@@ -164,63 +165,58 @@ pub async fn bring_in_step<'db, S: Sql, T: Transport>(
 /// The exec names the instance it was planned for, and a program refuses
 /// one for another instance before starting it: the container the push
 /// reached died and its owner sent the exec to a replacement whose disk
-/// was never pushed. The command then never started anywhere, so it is
-/// planned again once, on the instance that answers now; a second refusal
-/// is [`ComputerError::KeptChanging`].
+/// was never pushed. The command then never started anywhere: that is
+/// [`ComputerError::StaleInstance`]. The replacement is a new computer, to
+/// be given what any new computer is (its environment, the processes that
+/// come back) by whoever brings a computer in step, who plans the exec
+/// again.
 pub async fn run<'db, H: Host>(
     host: &'db H,
     vfs: impl Fn() -> Vfs<'db, H::Db>,
     transport: &H::Computer,
-    mut pushed: Pushed,
-    exec: Exec<'_>,
+    pushed: Pushed,
+    exec: &Exec<'_>,
     sink: &dyn OutputSink,
 ) -> Result<Ran, ComputerError> {
     let link = Link::new(transport);
     let mut report = ComputerReport::default();
+    report.sync.sent = pushed.sent.clone();
     let handling = exec.handling;
     let spec = ExecSpec {
         id: exec.id.to_string(),
-        command: exec.command.command,
+        command: exec.command.command.clone(),
         cwd: exec.command.cwd.to_string(),
-        env: exec.command.env,
+        env: exec.command.env.clone(),
         stdin: base64::engine::general_purpose::STANDARD.encode(&exec.command.stdin),
         timeout_ms: exec.command.timeout_ms,
         detach: handling.until.is_some(),
     };
-    let mut replanned = false;
-    let stream = loop {
-        report.sync.sent = pushed.sent.clone();
-        if handling.cancelled.get() {
-            // Cancelled while the workspace was being pushed: never start it.
-            let revision = vfs().revision()?;
-            let output = Output::new(handling.encoding);
-            let outcome = output.into_outcome(ExecStatus::Cancelled, None, None, revision, report);
-            return Ok(Ran::Finished(outcome));
+    if handling.cancelled.get() {
+        // Cancelled while the workspace was being pushed: never start it.
+        let revision = vfs().revision()?;
+        let output = Output::new(handling.encoding);
+        let outcome = output.into_outcome(ExecStatus::Cancelled, None, None, revision, report);
+        return Ok(Ran::Finished(outcome));
+    }
+    let path = format!(
+        "/v1/exec?{}={}",
+        stead_sync::EXEC_INSTANCE_PARAM,
+        pushed.instance
+    );
+    let stream = match link.stream("exec", &path, &spec).await {
+        Ok(stream) => stream,
+        Err(error) if error.is_stale_instance() => {
+            return Err(ComputerError::StaleInstance {
+                planned: pushed.instance,
+            })
         }
-        let path = format!(
-            "/v1/exec?{}={}",
-            stead_sync::EXEC_INSTANCE_PARAM,
-            pushed.instance
-        );
-        match link.stream("exec", &path, &spec).await {
-            Ok(stream) => break stream,
-            Err(error) if error.is_stale_instance() => {
-                let planned = std::mem::take(&mut pushed.instance);
-                if replanned {
-                    return Err(ComputerError::KeptChanging { planned });
-                }
-                replanned = true;
-                let sent = std::mem::take(&mut pushed.sent);
-                pushed = connect_and_push(host.db(), &vfs, host.chunk_store(), &link, sent).await?;
-            }
-            // Refused as bad (a cwd it cannot enter): the command never
-            // started and the computer and its copy are as they were.
-            Err(error) if error.is_bad_request() => return Err(error),
-            Err(error) => {
-                let broken = Broken::lost(lost_reason(error));
-                let output = Output::new(handling.encoding);
-                return lost(host.db(), &vfs, output, report, broken).map(Ran::Finished);
-            }
+        // Refused as bad (a cwd it cannot enter): the command never
+        // started and the computer and its copy are as they were.
+        Err(error) if error.is_bad_request() => return Err(error),
+        Err(error) => {
+            let broken = Broken::lost(lost_reason(error));
+            let output = Output::new(handling.encoding);
+            return lost(host.db(), &vfs, output, report, broken).map(Ran::Finished);
         }
     };
     let detached = Detached {
@@ -457,14 +453,14 @@ pub struct Pushed {
 
 /// Finds which container instance answers and brings its copy in step. A
 /// container that restarted between the two (its push is refused as stale)
-/// is asked again once. What it sends is counted on from `sent`.
+/// is asked again once.
 async fn connect_and_push<'db, S: Sql, T: Transport>(
     db: &'db S,
     vfs: &impl Fn() -> Vfs<'db, S>,
     store: Option<&impl ObjectStore>,
     link: &Link<'_, T>,
-    mut sent: Transfer,
 ) -> Result<Pushed, ComputerError> {
+    let mut sent = Transfer::default();
     let mut attempts = 0;
     loop {
         let status: Status = link

@@ -204,7 +204,7 @@ impl<H: Host> Agent<H> {
             || self.vfs(),
             transport,
             pushed.clone(),
-            exec,
+            &exec,
             &Discard,
         )
         .await?;
