@@ -417,7 +417,9 @@ fn route_asked(method: &str, path: &str) -> Result<Route, ApiError> {
     Ok(Route::Agent { id, action })
 }
 
-/// Routes `method` on `rest`, the path after `/agents/{id}/`.
+/// Routes `method` on `rest`, the path after `/agents/{id}/`: the agent's
+/// own endpoints here, each collection of its things in a function of its
+/// own, and what is left is a file tool.
 fn route_action(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, ApiError> {
     let (no_route, not_allowed) = (|| asked.no_route(), || asked.not_allowed());
     let action = match (method, rest) {
@@ -438,10 +440,9 @@ fn route_action(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, Ap
         ("POST", "tokens/minted") => Action::TokenMinted,
         ("POST", "diff") => Action::Diff,
         ("POST", step) if step.starts_with("transfer/") => {
-            match crate::transfer::Step::from_name(&step["transfer/".len()..]) {
-                Some(step) => Action::Transfer(step),
-                None => return Err(no_route()),
-            }
+            crate::transfer::Step::from_name(&step["transfer/".len()..])
+                .map(Action::Transfer)
+                .ok_or_else(no_route)?
         }
         (_, step) if step.starts_with("transfer/") => return Err(not_allowed()),
         ("POST", "restore") => Action::Restore,
@@ -476,77 +477,27 @@ fn route_action(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, Ap
             | "tickets"
             | "verify",
         ) => return Err(not_allowed()),
-        (method, rest) if rest.starts_with("terminals/") => {
-            let id = percent_decode(&rest["terminals/".len()..])?;
-            match method {
-                "DELETE" if !id.is_empty() && !id.contains('/') => Action::TerminalDelete(id),
-                "DELETE" => return Err(no_route()),
-                _ => return Err(not_allowed()),
-            }
-        }
-        (method, rest) if rest == "jobs" || rest.starts_with("jobs/") => route_jobs(method, rest)
-            .ok_or_else(|| {
-            if known_jobs_path(rest) {
-                not_allowed()
-            } else {
-                no_route()
-            }
-        })?,
-        (method, rest) if rest == "checkpoints" || rest.starts_with("checkpoints/") => {
-            let name = percent_decode(
-                rest.trim_start_matches("checkpoints")
-                    .trim_start_matches('/'),
-            )?;
-            match (method, name.is_empty()) {
-                ("GET", true) => Action::Checkpoints,
-                ("POST", true) => Action::CheckpointCreate,
-                ("GET", false) => Action::Checkpoint(name),
-                ("DELETE", false) => Action::CheckpointDelete(name),
-                _ => return Err(not_allowed()),
-            }
+        (method, rest) if rest.starts_with("terminals/") => route_deletable(
+            asked,
+            method,
+            &rest["terminals/".len()..],
+            Action::TerminalDelete,
+        )?,
+        (method, rest) if in_collection(rest, "jobs") => route_jobs(asked, method, rest)?,
+        (method, rest) if in_collection(rest, "checkpoints") => {
+            route_checkpoints(asked, method, rest)?
         }
         (method, rest) if rest.starts_with("ports/") => route_ports(method, rest)?,
         ("GET", "shares") => Action::Shares,
         (_, "shares") => return Err(not_allowed()),
         (method, rest) if rest.starts_with("shares/") => {
-            let id = percent_decode(&rest["shares/".len()..])?;
-            match method {
-                "DELETE" if !id.is_empty() && !id.contains('/') => Action::ShareRevoke(id),
-                "DELETE" => return Err(no_route()),
-                _ => return Err(not_allowed()),
-            }
+            route_deletable(asked, method, &rest["shares/".len()..], Action::ShareRevoke)?
         }
-        (method, rest) if rest == "processes" || rest.starts_with("processes/") => {
-            route_processes(method, rest).ok_or_else(|| {
-                let parts: Vec<&str> = rest.split('/').collect();
-                match parts.as_slice() {
-                    ["processes"] | ["processes", _] | ["processes", _, "signal" | "output"] => {
-                        not_allowed()
-                    }
-                    _ => no_route(),
-                }
-            })??
+        (method, rest) if in_collection(rest, "processes") => route_processes(asked, method, rest)?,
+        (method, rest) if in_collection(rest, "schedules") || in_collection(rest, "hooks") => {
+            route_named(asked, method, rest)?
         }
-        (method, rest)
-            if ["schedules", "hooks"]
-                .iter()
-                .any(|p| rest == *p || rest.starts_with(&format!("{p}/"))) =>
-        {
-            let (collection, name) = rest.split_once('/').unwrap_or((rest, ""));
-            let name = percent_decode(name)?;
-            route_named(method, collection, name).ok_or_else(not_allowed)?
-        }
-        (method, file) if file == "files" || file.starts_with("files/") => {
-            let file = format!(
-                "/{}",
-                percent_decode(file.trim_start_matches("files").trim_start_matches('/'))?
-            );
-            match method {
-                "GET" => Action::Download(file),
-                "PUT" => Action::Upload(file),
-                _ => return Err(not_allowed()),
-            }
-        }
+        (method, file) if in_collection(file, "files") => route_files(asked, method, file)?,
         (method, tool) => match Tool::from_name(tool) {
             Some(tool) if method == "POST" => Action::Tool(tool),
             Some(_) => return Err(not_allowed()),
@@ -556,17 +507,59 @@ fn route_action(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, Ap
     Ok(action)
 }
 
+/// Whether `rest` is collection `name` or a path under it.
+fn in_collection(rest: &str, name: &str) -> bool {
+    rest.strip_prefix(name)
+        .is_some_and(|after| after.is_empty() || after.starts_with('/'))
+}
+
+/// Routes `method` on `{id}` (still percent-encoded) of a collection whose
+/// members can only be deleted, with action `delete`: terminals and
+/// shares.
+fn route_deletable(
+    asked: Asked<'_>,
+    method: &str,
+    id: &str,
+    delete: fn(String) -> Action,
+) -> Result<Action, ApiError> {
+    let id = percent_decode(id)?;
+    match method {
+        "DELETE" if !id.is_empty() && !id.contains('/') => Ok(delete(id)),
+        "DELETE" => Err(asked.no_route()),
+        _ => Err(asked.not_allowed()),
+    }
+}
+
 /// Routes `method` on `jobs`, `jobs/{id}`, `jobs/{id}/output` and
-/// `jobs/{id}/cancel`; `None` when the method or path does not fit.
-fn route_jobs(method: &str, rest: &str) -> Option<Action> {
+/// `jobs/{id}/cancel`. A job's id is a number: a path with any other is
+/// no route at all, one another method would take is refused.
+fn route_jobs(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, ApiError> {
     let parts: Vec<&str> = rest.split('/').collect();
-    let id = || parts.get(1).and_then(|id| id.parse::<i64>().ok());
-    match (method, parts.as_slice()) {
-        ("GET", ["jobs"]) => Some(Action::Jobs),
-        ("GET", ["jobs", _]) => id().map(Action::Job),
-        ("GET", ["jobs", _, "output"]) => id().map(Action::JobOutput),
-        ("POST", ["jobs", _, "cancel"]) => id().map(Action::JobCancel),
-        _ => None,
+    let id = parts.get(1).and_then(|id| id.parse::<i64>().ok());
+    match (method, parts.as_slice(), id) {
+        ("GET", ["jobs"], _) => Ok(Action::Jobs),
+        ("GET", ["jobs", _], Some(id)) => Ok(Action::Job(id)),
+        ("GET", ["jobs", _, "output"], Some(id)) => Ok(Action::JobOutput(id)),
+        ("POST", ["jobs", _, "cancel"], Some(id)) => Ok(Action::JobCancel(id)),
+        (_, ["jobs"], _) | (_, ["jobs", _] | ["jobs", _, "output" | "cancel"], Some(_)) => {
+            Err(asked.not_allowed())
+        }
+        _ => Err(asked.no_route()),
+    }
+}
+
+/// Routes `method` on `checkpoints` and `checkpoints/{name}`.
+fn route_checkpoints(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, ApiError> {
+    let name = percent_decode(
+        rest.trim_start_matches("checkpoints")
+            .trim_start_matches('/'),
+    )?;
+    match (method, name.is_empty()) {
+        ("GET", true) => Ok(Action::Checkpoints),
+        ("POST", true) => Ok(Action::CheckpointCreate),
+        ("GET", false) => Ok(Action::Checkpoint(name)),
+        ("DELETE", false) => Ok(Action::CheckpointDelete(name)),
+        _ => Err(asked.not_allowed()),
     }
 }
 
@@ -594,37 +587,31 @@ fn route_ports(method: &str, rest: &str) -> Result<Action, ApiError> {
 }
 
 /// Routes `method` on `processes`, `processes/{pid}` and
-/// `processes/{pid}/{signal|output}`; `None` when they do not fit.
-fn route_processes(method: &str, rest: &str) -> Option<Result<Action, ApiError>> {
+/// `processes/{pid}/{signal|output}`; one of those paths that another
+/// method would take is refused.
+fn route_processes(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, ApiError> {
     let parts: Vec<&str> = rest.split('/').collect();
     let id = |raw: &str| percent_decode(raw);
-    Some(match (method, parts.as_slice()) {
+    match (method, parts.as_slice()) {
         ("GET", ["processes"]) => Ok(Action::Processes),
         ("POST", ["processes"]) => Ok(Action::ProcessStart),
         ("GET", ["processes", pid]) if !pid.is_empty() => id(pid).map(Action::Process),
         ("DELETE", ["processes", pid]) if !pid.is_empty() => id(pid).map(Action::ProcessStop),
         ("GET", ["processes", pid, "output"]) => id(pid).map(Action::ProcessOutput),
         ("POST", ["processes", pid, "signal"]) => id(pid).map(Action::ProcessSignal),
-        _ => return None,
-    })
-}
-
-/// Whether `rest` is a jobs path some other method would take.
-fn known_jobs_path(rest: &str) -> bool {
-    let parts: Vec<&str> = rest.split('/').collect();
-    let numeric = parts.get(1).is_some_and(|id| id.parse::<i64>().is_ok());
-    match parts.as_slice() {
-        ["jobs"] => true,
-        ["jobs", _] => numeric,
-        ["jobs", _, "output" | "cancel"] => numeric,
-        _ => false,
+        (_, ["processes"] | ["processes", _] | ["processes", _, "signal" | "output"]) => {
+            Err(asked.not_allowed())
+        }
+        _ => Err(asked.no_route()),
     }
 }
 
 /// Routes `method` on `schedules[/name]` and `hooks[/name]`.
-fn route_named(method: &str, collection: &str, name: String) -> Option<Action> {
+fn route_named(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, ApiError> {
+    let (collection, name) = rest.split_once('/').unwrap_or((rest, ""));
+    let name = percent_decode(name)?;
     let whole = name.is_empty();
-    Some(match (collection, method, whole) {
+    Ok(match (collection, method, whole) {
         ("schedules", "GET", true) => Action::Schedules,
         ("schedules", "POST", true) => Action::ScheduleCreate,
         ("schedules", "GET", false) => Action::Schedule(name),
@@ -635,8 +622,22 @@ fn route_named(method: &str, collection: &str, name: String) -> Option<Action> {
         ("hooks", "PUT", false) => Action::HookPut(name),
         ("hooks", "DELETE", false) => Action::HookDelete(name),
         ("hooks", "POST", false) => Action::HookCall(name),
-        _ => return None,
+        _ => return Err(asked.not_allowed()),
     })
+}
+
+/// Routes `method` on `files/{path}`: a workspace file's bytes, down or
+/// up.
+fn route_files(asked: Asked<'_>, method: &str, rest: &str) -> Result<Action, ApiError> {
+    let file = format!(
+        "/{}",
+        percent_decode(rest.trim_start_matches("files").trim_start_matches('/'))?
+    );
+    match method {
+        "GET" => Ok(Action::Download(file)),
+        "PUT" => Ok(Action::Upload(file)),
+        _ => Err(asked.not_allowed()),
+    }
 }
 
 /// Encodes a path segment for a URL: every byte but the unreserved ones

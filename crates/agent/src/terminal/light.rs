@@ -97,6 +97,61 @@ pub(crate) struct Running {
     typed: Vec<u8>,
 }
 
+impl Running {
+    /// Keys typed while the line waits: Ctrl-C cuts the wait short and
+    /// drops what was typed before it (as a terminal flushes its input on
+    /// an interrupt); other keys wait their turn, up to
+    /// [`super::MAX_INPUT`].
+    fn type_ahead(&mut self, bytes: &[u8]) -> Result<(), ApiError> {
+        match bytes.iter().rposition(|b| *b == INTERRUPT) {
+            Some(at) => {
+                if let Some(ring) = self.interrupt.take() {
+                    let _ = ring.send(());
+                }
+                self.typed = bytes[at + 1..].to_vec();
+            }
+            None if self.typed.len() + bytes.len() > super::MAX_INPUT => {
+                return Err(ApiError::BodyTooLarge {
+                    limit: super::MAX_INPUT,
+                })
+            }
+            None => self.typed.extend_from_slice(bytes),
+        }
+        Ok(())
+    }
+}
+
+/// Keys being fed to a light session with no line running: who types
+/// them, what the session stores, the output its terminal is owed and the
+/// keys not fed yet (typed ahead while a line waited, they follow).
+struct Feed<'a> {
+    caller: &'a Caller,
+    id: &'a str,
+    stored: Stored,
+    out: Vec<u8>,
+    rest: Vec<u8>,
+}
+
+impl Feed<'_> {
+    /// Begins a line at the prompt.
+    fn prompt(&mut self) {
+        self.out
+            .extend(self.stored.editor.begin(&prompt(&self.stored.shell)));
+    }
+}
+
+/// What follows an event of a light session's editor.
+enum AfterEvent {
+    /// A line begins at the prompt.
+    Prompt,
+    /// The editor goes on from where the event left it (a completion, or
+    /// the `> ` line of a command that goes on).
+    Editing,
+    /// The session is over: its shell exited, or it was closed while a
+    /// line waited.
+    Closed,
+}
+
 /// The prompt of a command's next line (bash's `PS2`).
 const CONTINUED: &str = "> ";
 
@@ -143,132 +198,159 @@ impl<H: Host> Agent<H> {
         bytes: &[u8],
     ) -> Result<(), ApiError> {
         if let Some(running) = self.terminals.borrow_mut().get_mut(&session.id) {
-            match bytes.iter().rposition(|b| *b == INTERRUPT) {
-                // Ctrl-C drops what was typed before it (as a terminal
-                // flushes its input on an interrupt).
-                Some(at) => {
-                    if let Some(ring) = running.interrupt.take() {
-                        let _ = ring.send(());
-                    }
-                    running.typed = bytes[at + 1..].to_vec();
-                }
-                None if running.typed.len() + bytes.len() > super::MAX_INPUT => {
-                    return Err(ApiError::BodyTooLarge {
-                        limit: super::MAX_INPUT,
-                    })
-                }
-                None => running.typed.extend_from_slice(bytes),
-            }
-            return Ok(());
+            return running.type_ahead(bytes);
         }
         let id = &session.id;
         let text = self.transcripts().shell(id)?.unwrap_or_default();
-        let mut stored: Stored = serde_json::from_str(&text)
+        let stored: Stored = serde_json::from_str(&text)
             .map_err(|e| ApiError::Internal(format!("terminal {id}: {e}")))?;
-        let mut rest = bytes.to_vec();
-        let mut out = Vec::new();
-        if std::mem::take(&mut stored.waiting) {
-            out.extend(stored.editor.begin(&prompt(&stored.shell)));
+        let mut feed = Feed {
+            caller,
+            id,
+            stored,
+            out: Vec::new(),
+            rest: bytes.to_vec(),
+        };
+        if std::mem::take(&mut feed.stored.waiting) {
+            feed.prompt();
         }
         loop {
-            let (event, took) = stored.editor.feed(&rest, &mut out);
-            rest.drain(..took);
+            let (event, took) = feed.stored.editor.feed(&feed.rest, &mut feed.out);
+            feed.rest.drain(..took);
             let Some(event) = event else {
-                self.save_light(id, &stored)?;
-                return self.print(id, &out);
+                self.save_light(id, &feed.stored)?;
+                return self.print(id, &feed.out);
             };
-            match event {
-                Event::Submit(line) => {
-                    let line = match std::mem::take(&mut stored.continued) {
-                        continued if continued.is_empty() => line,
-                        continued => format!("{continued}\n{line}"),
-                    };
-                    if line.trim().is_empty() {
-                        out.extend(stored.editor.begin(&prompt(&stored.shell)));
-                        continue;
-                    }
-                    if stead_shell::session::incomplete(&line) {
-                        stored.continued = line;
-                        out.extend(stored.editor.begin(CONTINUED));
-                        continue;
-                    }
-                    let size = self.transcripts().get(id)?;
-                    let before = stored.shell.clone();
-                    let (ran, owed_ms) = self
-                        .run_light_line(caller, id, &mut stored.shell, &line, &size)
-                        .await?;
-                    out.extend(onlcr(&ran.output));
-                    if stored.shell.state.len() > MAX_SHELL_STATE {
-                        let warning = format!(
-                            "stead: the shell's state after this line ({} bytes) is over {} \
-                             bytes and was not kept: unset large variables\r\n",
-                            stored.shell.state.len(),
-                            MAX_SHELL_STATE
-                        );
-                        out.extend(warning.into_bytes());
-                        stored.shell = Shell {
-                            status: ran.status,
-                            ..before
-                        };
-                    }
-                    if ran.ended {
-                        out.extend_from_slice(b"exit\r\n");
-                        self.print(id, &out)?;
-                        return self.end_terminal(id, Some(i64::from(ran.status)), "exited");
-                    }
-                    if owed_ms > 0 {
-                        stored.waiting = true;
-                        self.save_light(id, &stored)?;
-                        stored.waiting = false;
-                        self.print(id, &std::mem::take(&mut out))?;
-                        let Some((interrupted, typed)) = self.wait_line(id, owed_ms).await else {
-                            // Closed meanwhile.
-                            return Ok(());
-                        };
-                        if interrupted {
-                            out.extend_from_slice(b"^C\r\n");
-                            stored.shell.status = INTERRUPTED;
-                        }
-                        rest.extend(typed);
-                    }
-                }
-                Event::Interrupt => {
-                    stored.continued.clear();
-                    stored.shell.status = INTERRUPTED;
-                }
-                Event::End if !stored.continued.is_empty() => {
-                    // Ctrl-D inside a command that goes on ends the command,
-                    // not the shell: bash reports it unfinished.
-                    out.extend_from_slice(b"\r\n");
-                    let text = std::mem::take(&mut stored.continued);
-                    let size = self.transcripts().get(id)?;
-                    let (ran, _) = self
-                        .run_light_line(caller, id, &mut stored.shell, &text, &size)
-                        .await?;
-                    out.extend(onlcr(&ran.output));
-                }
-                Event::End => {
-                    // As bash does on Ctrl-D: says so, and exits (its EXIT
-                    // trap runs) with the last status.
-                    out.extend_from_slice(b"exit\r\n");
-                    let size = self.transcripts().get(id)?;
-                    let (ran, _) = self
-                        .run_light_line(caller, id, &mut stored.shell, "exit", &size)
-                        .await?;
-                    out.extend(onlcr(&ran.output));
-                    self.print(id, &out)?;
-                    return self.end_terminal(id, Some(i64::from(ran.status)), "exited");
-                }
-                Event::Complete { word, command } => {
-                    let vfs = self.vfs();
-                    let clock = HostClock::new(&self.host);
-                    let matches = stored.shell.complete(&vfs, &clock, &word, command);
-                    stored.editor.complete(&word, &matches, &mut out);
-                    continue;
-                }
+            match self.light_event(&mut feed, event).await? {
+                AfterEvent::Prompt => feed.prompt(),
+                AfterEvent::Editing => {}
+                AfterEvent::Closed => return Ok(()),
             }
-            out.extend(stored.editor.begin(&prompt(&stored.shell)));
         }
+    }
+
+    /// Answers one event of a light session's editor.
+    async fn light_event(&self, feed: &mut Feed<'_>, event: Event) -> Result<AfterEvent, ApiError> {
+        match event {
+            Event::Submit(line) => self.light_submit(feed, line).await,
+            Event::Interrupt => {
+                feed.stored.continued.clear();
+                feed.stored.shell.status = INTERRUPTED;
+                Ok(AfterEvent::Prompt)
+            }
+            Event::End if !feed.stored.continued.is_empty() => {
+                // Ctrl-D inside a command that goes on ends the command,
+                // not the shell: bash reports it unfinished.
+                feed.out.extend_from_slice(b"\r\n");
+                let text = std::mem::take(&mut feed.stored.continued);
+                self.light_line(feed, &text).await?;
+                Ok(AfterEvent::Prompt)
+            }
+            Event::End => {
+                // As bash does on Ctrl-D: says so, and exits (its EXIT
+                // trap runs) with the last status.
+                feed.out.extend_from_slice(b"exit\r\n");
+                let (ran, _) = self.light_line(feed, "exit").await?;
+                self.exit_light(feed, ran.status)
+            }
+            Event::Complete { word, command } => {
+                let vfs = self.vfs();
+                let clock = HostClock::new(&self.host);
+                let matches = feed.stored.shell.complete(&vfs, &clock, &word, command);
+                feed.stored.editor.complete(&word, &matches, &mut feed.out);
+                Ok(AfterEvent::Editing)
+            }
+        }
+    }
+
+    /// A submitted line: run, joined to the lines before it of a command
+    /// that goes on, or kept to wait for the rest of its command.
+    async fn light_submit(
+        &self,
+        feed: &mut Feed<'_>,
+        line: String,
+    ) -> Result<AfterEvent, ApiError> {
+        let line = match std::mem::take(&mut feed.stored.continued) {
+            continued if continued.is_empty() => line,
+            continued => format!("{continued}\n{line}"),
+        };
+        if line.trim().is_empty() {
+            return Ok(AfterEvent::Prompt);
+        }
+        if stead_shell::session::incomplete(&line) {
+            feed.stored.continued = line;
+            feed.out.extend(feed.stored.editor.begin(CONTINUED));
+            return Ok(AfterEvent::Editing);
+        }
+        let before = feed.stored.shell.clone();
+        let (ran, owed_ms) = self.light_line(feed, &line).await?;
+        if feed.stored.shell.state.len() > MAX_SHELL_STATE {
+            let warning = format!(
+                "stead: the shell's state after this line ({} bytes) is over {} \
+                 bytes and was not kept: unset large variables\r\n",
+                feed.stored.shell.state.len(),
+                MAX_SHELL_STATE
+            );
+            feed.out.extend(warning.into_bytes());
+            feed.stored.shell = Shell {
+                status: ran.status,
+                ..before
+            };
+        }
+        if ran.ended {
+            feed.out.extend_from_slice(b"exit\r\n");
+            return self.exit_light(feed, ran.status);
+        }
+        if owed_ms > 0 {
+            return self.wait_out_sleeps(feed, owed_ms).await;
+        }
+        Ok(AfterEvent::Prompt)
+    }
+
+    /// Runs `line` in the session's shell (see [`Self::run_light_line`]) and
+    /// puts its output in what the terminal is owed.
+    async fn light_line(
+        &self,
+        feed: &mut Feed<'_>,
+        line: &str,
+    ) -> Result<(stead_shell::session::Line, u64), ApiError> {
+        let size = self.transcripts().get(feed.id)?;
+        let (ran, owed_ms) = self
+            .run_light_line(feed.caller, feed.id, &mut feed.stored.shell, line, &size)
+            .await?;
+        feed.out.extend(onlcr(&ran.output));
+        Ok((ran, owed_ms))
+    }
+
+    /// Ends the session, its shell having exited with `status`.
+    fn exit_light(&self, feed: &Feed<'_>, status: i32) -> Result<AfterEvent, ApiError> {
+        self.print(feed.id, &feed.out)?;
+        self.end_terminal(feed.id, Some(i64::from(status)), "exited")?;
+        Ok(AfterEvent::Closed)
+    }
+
+    /// Waits out the `owed_ms` a line's `sleep`s stand for, its output
+    /// printed first and the session stored as waiting meanwhile; the keys
+    /// typed meanwhile are fed next.
+    async fn wait_out_sleeps(
+        &self,
+        feed: &mut Feed<'_>,
+        owed_ms: u64,
+    ) -> Result<AfterEvent, ApiError> {
+        feed.stored.waiting = true;
+        self.save_light(feed.id, &feed.stored)?;
+        feed.stored.waiting = false;
+        self.print(feed.id, &std::mem::take(&mut feed.out))?;
+        let Some((interrupted, typed)) = self.wait_line(feed.id, owed_ms).await else {
+            // Closed meanwhile.
+            return Ok(AfterEvent::Closed);
+        };
+        if interrupted {
+            feed.out.extend_from_slice(b"^C\r\n");
+            feed.stored.shell.status = INTERRUPTED;
+        }
+        feed.rest.extend(typed);
+        Ok(AfterEvent::Prompt)
     }
 
     fn save_light(&self, id: &str, stored: &Stored) -> Result<(), ApiError> {
