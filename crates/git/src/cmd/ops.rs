@@ -5,8 +5,7 @@ mod network;
 mod push;
 mod rebase;
 
-pub(crate) use network::is_remote_name;
-pub(crate) use push::is_url;
+pub(crate) use network::{is_remote_name, is_url};
 
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 

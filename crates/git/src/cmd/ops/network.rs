@@ -14,7 +14,6 @@ use gix_hash::ObjectId;
 use gix_object::Kind as ObjectKind;
 
 use super::merge::{Ff, Options, Theirs};
-use super::push::is_url;
 use super::{fatal, Run};
 use crate::cmd::args::Parsed;
 use crate::cmd::Command;
@@ -1357,6 +1356,11 @@ impl<'a> Run<'a> {
         }
         Ok(out)
     }
+}
+
+/// Whether `remote` is a URL rather than a configured remote's name.
+pub(crate) fn is_url(remote: &str) -> bool {
+    remote.starts_with("http://") || remote.starts_with("https://")
 }
 
 /// Whether `name` may be a remote's name here (not a URL or path).

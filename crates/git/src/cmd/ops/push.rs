@@ -11,7 +11,7 @@
 
 use gix_hash::ObjectId;
 
-use super::network::{count_refspec_match, short, transport, Matched, Shown};
+use super::network::{count_refspec_match, is_url, short, transport, Matched, Shown};
 use super::{fatal, Run};
 use crate::cmd::args::Parsed;
 use crate::config::Key;
@@ -94,11 +94,6 @@ impl Plan {
             note: Some(why.note().into()),
         });
     }
-}
-
-/// Whether `remote` is a URL rather than a configured remote's name.
-pub(crate) fn is_url(remote: &str) -> bool {
-    remote.starts_with("http://") || remote.starts_with("https://")
 }
 
 /// The local ref a refspec's source names, as git matches it against
