@@ -12,12 +12,17 @@ pub struct Config {
     lines: Vec<String>,
 }
 
-/// A key split as git names it: `section[.subsection].name`.
+/// A key split as git names it: `section[.subsection].name`. Section and
+/// name are matched in lower case; a line or header this writes spells
+/// them as they were typed, as git does (`git config core.FileMode x`
+/// writes `FileMode = x`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Key {
     section: String,
     subsection: Option<String>,
     name: String,
+    typed_section: String,
+    typed_name: String,
 }
 
 impl Key {
@@ -39,6 +44,8 @@ impl Key {
             section: first.to_ascii_lowercase(),
             subsection,
             name: name.to_ascii_lowercase(),
+            typed_section: first.to_string(),
+            typed_name: name.to_string(),
         })
     }
 
@@ -46,10 +53,10 @@ impl Key {
         match &self.subsection {
             Some(sub) => format!(
                 "[{} \"{}\"]",
-                self.section,
+                self.typed_section,
                 sub.replace('\\', "\\\\").replace('"', "\\\"")
             ),
-            None => format!("[{}]", self.section),
+            None => format!("[{}]", self.typed_section),
         }
     }
 
@@ -214,14 +221,17 @@ impl Config {
                     subsection,
                 } => {
                     current = Some(Key {
+                        typed_section: section.clone(),
                         section,
                         subsection,
                         name: String::new(),
+                        typed_name: String::new(),
                     })
                 }
                 Line::Entry { name, value } => {
                     if let Some(section) = &current {
                         let key = Key {
+                            typed_name: name.clone(),
                             name,
                             ..section.clone()
                         };
@@ -292,7 +302,7 @@ impl Config {
     /// Sets `key` to `value`: the last line holding it is replaced, else
     /// the line goes at the end of its section (made if missing).
     pub fn set(&mut self, key: &Key, value: &str) {
-        let line = format!("\t{} = {}", key.name, quote(value));
+        let line = format!("\t{} = {}", key.typed_name, quote(value));
         let (section_end, matches) = self.positions(key);
         match (matches.last(), section_end) {
             (Some(&i), _) => self.lines[i] = line,
@@ -307,7 +317,7 @@ impl Config {
     /// Adds a line for `key` after its section's last (`--add`: the old
     /// values stay).
     pub fn add(&mut self, key: &Key, value: &str) {
-        let line = format!("\t{} = {}", key.name, quote(value));
+        let line = format!("\t{} = {}", key.typed_name, quote(value));
         match self.positions(key).0 {
             Some(end) => self.lines.insert(end + 1, line),
             None => {

@@ -982,8 +982,7 @@ fn fetch_refspecs_tags_and_urls_are_gits() {
     twins.same();
     twins.same_logs();
     // `remote.<name>.tagOpt` as git reads it (set by real git on both
-    // sides: the light shell's `config` takes no value that looks like
-    // an option).
+    // sides, so only the fetch differs).
     twins.upstream(&[&["tag", "later", "HEAD~3"], &["push", "-q", "--tags"]]);
     let tag_opt = |value: &str| {
         for side in ["mine", "real"] {

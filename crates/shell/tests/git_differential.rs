@@ -302,6 +302,15 @@ fn rm_mv_ignore_and_config() {
         "git remote add up x",
         "git config --unset nothing.here; echo $?",
         "git config --list --local",
+        // Options end at the key: a value may look like one.
+        "git config remote.origin.tagOpt --no-tags",
+        "git config a.b -x; git config a.b",
+        "git config a.c --get; git config --get -- a.c",
+        "git config a.d --; git config a.d",
+        // Names are matched in any case and written as typed.
+        "git config Sec.Sub.VarName v; git config FOO.barBaz w; git config core.FileMode false",
+        "git config A.NewOne 1; git config sec.Sub.varname; git config sec.sub.varname; echo $?",
+        "git config --list --local",
         "cat .git/config",
     ]);
 }

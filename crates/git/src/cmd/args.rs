@@ -94,13 +94,27 @@ pub(crate) fn unsupported(what: &str) -> Refusal {
     }
 }
 
-/// Parses `args` against `spec` (`sub` names the subcommand in messages).
-/// `numbers` takes `-5` as `--max-count=5` (log's form).
+/// How a subcommand's line is read beyond its table of options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// Options anywhere among the operands, as most subcommands take them.
+    Mixed,
+    /// As [`Style::Mixed`], and `-5` is `--max-count=5` (log's form).
+    Counts,
+    /// Options end at the first operand, and what follows is operands
+    /// whatever it looks like: git reads `config` so
+    /// (`PARSE_OPT_STOP_AT_NON_OPTION`), and `git config KEY --no-tags`
+    /// sets the value `--no-tags`.
+    OptionsFirst,
+}
+
+/// Parses `args` against `spec` (`sub` names the subcommand in messages)
+/// in `style`.
 pub(crate) fn parse(
     sub: &str,
     args: &[String],
     spec: &[Spec],
-    numbers: bool,
+    style: Style,
 ) -> Result<Parsed, Refusal> {
     let mut parsed = Parsed::default();
     let mut i = 0;
@@ -108,7 +122,8 @@ pub(crate) fn parse(
     while i < args.len() {
         let arg = &args[i];
         i += 1;
-        if parsed.dashdash.is_some() || arg == "-" || !arg.starts_with('-') {
+        let options_over = style == Style::OptionsFirst && !parsed.operands.is_empty();
+        if options_over || parsed.dashdash.is_some() || arg == "-" || !arg.starts_with('-') {
             parsed.operands.push(arg.clone());
             continue;
         }
@@ -153,7 +168,7 @@ pub(crate) fn parse(
             continue;
         }
         let cluster = &arg[1..];
-        if numbers && cluster.bytes().all(|b| b.is_ascii_digit()) {
+        if style == Style::Counts && cluster.bytes().all(|b| b.is_ascii_digit()) {
             parsed.opts.push(("max-count", Some(cluster.to_string())));
             continue;
         }

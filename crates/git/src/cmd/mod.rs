@@ -14,7 +14,7 @@ mod ops;
 use std::collections::BTreeMap;
 
 pub use args::Refusal;
-use args::{flag, optional, parse, unsupported, value, Parsed, Spec};
+use args::{flag, optional, parse, unsupported, value, Parsed, Spec, Style};
 
 use crate::files::Files;
 use crate::refs::valid_name;
@@ -60,11 +60,11 @@ pub(crate) struct Command {
 }
 
 /// Each subcommand this implements and the options it takes.
-const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
+const SUBCOMMANDS: &[(&str, &[Spec], Style)] = &[
     (
         "init",
         &[flag(Some('q'), "quiet"), value(Some('b'), "initial-branch")],
-        false,
+        Style::Mixed,
     ),
     (
         "status",
@@ -75,7 +75,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             optional(Some('u'), "untracked-files"),
             flag(None, "long"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "add",
@@ -86,7 +86,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(Some('v'), "verbose"),
             flag(Some('n'), "dry-run"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "rm",
@@ -96,9 +96,9 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(Some('f'), "force"),
             flag(Some('q'), "quiet"),
         ],
-        false,
+        Style::Mixed,
     ),
-    ("mv", &[flag(Some('f'), "force")], false),
+    ("mv", &[flag(Some('f'), "force")], Style::Mixed),
     (
         "commit",
         &[
@@ -110,7 +110,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "no-edit"),
             value(Some('F'), "file"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "log",
@@ -120,9 +120,9 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             value(None, "format"),
             value(None, "pretty"),
         ],
-        true,
+        Style::Counts,
     ),
-    ("show", &[flag(None, "oneline")], false),
+    ("show", &[flag(None, "oneline")], Style::Mixed),
     (
         "diff",
         &[
@@ -133,7 +133,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "quiet"),
             flag(None, "exit-code"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "branch",
@@ -145,7 +145,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "show-current"),
             flag(Some('f'), "force"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "switch",
@@ -154,7 +154,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "detach"),
             flag(Some('q'), "quiet"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "checkout",
@@ -163,7 +163,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "detach"),
             flag(Some('q'), "quiet"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "reset",
@@ -173,7 +173,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "hard"),
             flag(Some('q'), "quiet"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "tag",
@@ -183,13 +183,13 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(Some('d'), "delete"),
             flag(Some('l'), "list"),
         ],
-        false,
+        Style::Mixed,
     ),
-    ("remote", &[flag(Some('v'), "verbose")], false),
+    ("remote", &[flag(Some('v'), "verbose")], Style::Mixed),
     (
         "stash",
         &[value(Some('m'), "message"), flag(Some('q'), "quiet")],
-        false,
+        Style::Mixed,
     ),
     (
         "rev-parse",
@@ -203,12 +203,12 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(Some('q'), "quiet"),
             flag(None, "show-prefix"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "ls-files",
         &[flag(Some('s'), "stage"), flag(Some('c'), "cached")],
-        false,
+        Style::Mixed,
     ),
     (
         "clone",
@@ -219,7 +219,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "single-branch"),
             flag(Some('n'), "no-checkout"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "fetch",
@@ -228,7 +228,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(Some('t'), "tags"),
             flag(None, "no-tags"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "pull",
@@ -238,7 +238,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(Some('r'), "rebase"),
             flag(None, "no-rebase"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "merge",
@@ -250,7 +250,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "abort"),
             value(Some('m'), "message"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "push",
@@ -262,7 +262,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "tags"),
             optional(None, "force-with-lease"),
         ],
-        false,
+        Style::Mixed,
     ),
     (
         "config",
@@ -274,7 +274,7 @@ const SUBCOMMANDS: &[(&str, &[Spec], bool)] = &[
             flag(None, "local"),
             flag(None, "add"),
         ],
-        false,
+        Style::OptionsFirst,
     ),
 ];
 
@@ -301,10 +301,10 @@ pub(crate) fn parse_command(args: &[String]) -> Result<Command, Refusal> {
     let Some(name) = args.get(i) else {
         return Err(unsupported("git without a subcommand"));
     };
-    let Some((name, spec, numbers)) = SUBCOMMANDS.iter().find(|(n, _, _)| n == name) else {
+    let Some((name, spec, style)) = SUBCOMMANDS.iter().find(|(n, _, _)| n == name) else {
         return Err(unsupported(&format!("git {name}")));
     };
-    let parsed = parse(name, &args[i + 1..], spec, *numbers)?;
+    let parsed = parse(name, &args[i + 1..], spec, *style)?;
     // Subcommand words this does not implement.
     let first = parsed.operands.first().map(String::as_str);
     // Pathspec magic and globs (`'*.rs'`, `:/x`) are git's, not here.
